@@ -1,0 +1,330 @@
+"""Planning an ingest: events -> nodes and edges, computed without touching the graph.
+
+`plan_ingest` reads the graph, keeps every change it would make in an overlay, and
+raises `IngestError` on the first bad event. Only a complete plan is handed to
+`ContextGraph._commit`, which cannot fail on valid plans, so a batch lands whole or not
+at all. The overlay copies only the entries an event touches, so planning costs the size
+of the batch, not of the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from pydantic import TypeAdapter, ValidationError
+
+from context_graph.errors import IngestError, SourceLocation
+from context_graph.events import (
+    AgentEvent,
+    AssistantTurn,
+    Compaction,
+    FileRead,
+    Note,
+    SubagentResult,
+    SystemPrompt,
+    ToolResult,
+    UserTurn,
+)
+from context_graph.nodes import (
+    AssistantNode,
+    FileNode,
+    Node,
+    NoteNode,
+    SubagentResultNode,
+    SummaryNode,
+    SystemNode,
+    ToolCallNode,
+    ToolResultNode,
+    UserNode,
+    make_node_id,
+)
+
+if TYPE_CHECKING:
+    from context_graph.graph import ContextGraph
+
+_event_adapter: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
+
+Edge = tuple[str, str, str]
+
+
+@dataclass
+class IngestPlan:
+    """Everything one batch adds, ready to be committed in one step."""
+
+    nodes: list[Node] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+    tokens: dict[str, int] = field(default_factory=dict)
+    open_calls: dict[str, list[str]] = field(default_factory=dict)
+    """Overlay: the full new list of open call nodes for every call id touched."""
+    answers: dict[str, str] = field(default_factory=dict)
+    """New call node -> answer node pairs."""
+    unit_of: dict[str, str] = field(default_factory=dict)
+    """New node -> the head of its interaction unit."""
+    file_reads: dict[str, list[str]] = field(default_factory=dict)
+    """Overlay: the full new list of read nodes for every path touched."""
+    superseded: set[str] = field(default_factory=set)
+    answered_ids: set[str] = field(default_factory=set)
+    """Call ids that got a result in this batch."""
+    seq: int = 0
+    turn: int = 0
+    last_id: str | None = None
+    by_id: dict[str, Node] = field(default_factory=dict)
+
+
+def coerce_events(events: Iterable[Any]) -> list[AgentEvent]:
+    """Validate a batch of events given as models or plain dicts.
+
+    Raises:
+        IngestError: naming the event's index and the field that is wrong.
+    """
+    out: list[AgentEvent] = []
+    for index, raw in enumerate(events):
+        if isinstance(raw, _EVENT_TYPES):
+            out.append(raw)
+            continue
+        try:
+            out.append(_event_adapter.validate_python(raw))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            reason = f"invalid event: {first['msg']}" + (f" at `{where}`" if where else "")
+            raise IngestError(reason, SourceLocation(index=index)) from None
+    return out
+
+
+_EVENT_TYPES = (
+    SystemPrompt,
+    UserTurn,
+    AssistantTurn,
+    ToolResult,
+    FileRead,
+    SubagentResult,
+    Note,
+    Compaction,
+)
+
+
+class _Planner:
+    """Turns events into an `IngestPlan` against a read-only graph."""
+
+    def __init__(self, graph: ContextGraph) -> None:
+        self.graph = graph
+        self.plan = IngestPlan(
+            seq=graph._next_seq, turn=graph._turn, last_id=graph._last_id
+        )
+
+    # -- lookups through the overlay --
+
+    def node(self, node_id: str) -> Node:
+        found = self.plan.by_id.get(node_id)
+        return found if found is not None else self.graph[node_id]
+
+    def open_calls(self, call_id: str) -> list[str]:
+        pending = self.plan.open_calls.get(call_id)
+        if pending is not None:
+            return pending
+        return list(self.graph._open_calls.get(call_id, ()))
+
+    def file_reads(self, path: str) -> list[str]:
+        pending = self.plan.file_reads.get(path)
+        if pending is not None:
+            return pending
+        return list(self.graph._file_reads.get(path, ()))
+
+    def unit_head(self, node_id: str) -> str:
+        return self.plan.unit_of.get(node_id) or self.graph._unit_of[node_id]
+
+    # -- adding --
+
+    def add(self, node: Node, unit_head: str | None = None) -> None:
+        plan = self.plan
+        if node.id in plan.by_id or node.id in self.graph:
+            msg = f"node id {node.id} already exists: the same event was ingested twice"
+            raise IngestError(msg)
+        plan.nodes.append(node)
+        plan.by_id[node.id] = node
+        plan.tokens[node.id] = self.graph.token_cache.count_node(node)
+        if plan.last_id is not None:
+            plan.edges.append((node.id, plan.last_id, "follows"))
+        plan.last_id = node.id
+        plan.seq += 1
+        plan.unit_of[node.id] = unit_head or node.id
+
+    def common(self, event: Any) -> dict[str, Any]:
+        return {
+            "seq": self.plan.seq,
+            "turn": self.plan.turn,
+            "timestamp": event.timestamp,
+            "meta": event.meta,
+            "priority": event.priority,
+            "pinned": event.pinned,
+            "triggers": event.triggers,
+        }
+
+    def node_id(self, kind: str, event: Any, **extra: Any) -> str:
+        payload = event.model_dump(mode="json")
+        payload.update(extra)
+        return make_node_id(kind, self.plan.seq, payload)
+
+    # -- per event type --
+
+    def ingest(self, event: AgentEvent, index: int) -> None:
+        try:
+            self._dispatch(event)
+        except IngestError as exc:
+            # Problems are found without knowing the place; name it here once.
+            location = event.source or SourceLocation(index=index)
+            raise IngestError(exc.reason, location) from None
+
+    def _dispatch(self, event: AgentEvent) -> None:
+        if isinstance(event, SystemPrompt):
+            self._simple(SystemNode, "system", event)
+        elif isinstance(event, UserTurn):
+            self.plan.turn += 1
+            self._simple(UserNode, "user", event)
+        elif isinstance(event, Note):
+            self._simple(NoteNode, "note", event)
+        elif isinstance(event, AssistantTurn):
+            self._assistant(event)
+        elif isinstance(event, ToolResult):
+            self._answer(event, ToolResultNode, "tool_result", event.call_id, {})
+        elif isinstance(event, FileRead):
+            self._file(event)
+        elif isinstance(event, SubagentResult):
+            extra = {"agent_id": event.agent_id, "transcript": event.transcript}
+            self._answer(event, SubagentResultNode, "subagent_result", event.call_id, extra)
+        else:
+            self._compaction(event)
+
+    def _simple(self, cls: type[Node], kind: str, event: Any) -> None:
+        node = cls(id=self.node_id(kind, event), content=event.content, **self.common(event))
+        self.add(node)
+
+    def _assistant(self, event: AssistantTurn) -> None:
+        seen: set[str] = set()
+        for call in event.tool_calls:
+            if call.id in seen:
+                msg = f"tool call id `{call.id}` appears twice in one assistant turn"
+                raise IngestError(msg)
+            seen.add(call.id)
+        head = AssistantNode(
+            id=self.node_id("assistant", event),
+            content=event.content,
+            message_id=event.message_id,
+            model=event.model,
+            **self.common(event),
+        )
+        self.add(head)
+        for index, call in enumerate(event.tool_calls):
+            payload = {"call": call.model_dump(), "assistant": head.id}
+            common = self.common(event) | {"meta": {}}
+            node = ToolCallNode(
+                id=make_node_id("tool_call", self.plan.seq, payload),
+                tool_call_id=call.id,
+                name=call.name,
+                arguments=call.arguments,
+                assistant_id=head.id,
+                index=index,
+                **common,
+            )
+            self.add(node, unit_head=head.id)
+            self.plan.edges.append((node.id, head.id, "issued_by"))
+            self.plan.open_calls[call.id] = [*self.open_calls(call.id), node.id]
+
+    def _take_open_call(self, call_id: str) -> ToolCallNode:
+        """Pair by position: the newest turn's open calls with this id, earliest first.
+
+        Ids are reused once answered (tau-bench), and parallel calls of one turn may
+        share an id (tau2): within a turn results arrive in call order, while an older
+        turn's unanswered call with the same id was abandoned.
+        """
+        candidates = self.open_calls(call_id)
+        if not candidates:
+            if call_id in self.graph._answered_ids or call_id in self.plan.answered_ids:
+                msg = (
+                    f"tool result `{call_id}` answers no open call: every earlier call "
+                    f"with this id already has its result"
+                )
+            else:
+                msg = f"tool result `{call_id}` has no matching tool call earlier in the history"
+            raise IngestError(msg)
+        calls = [cast(ToolCallNode, self.node(c)) for c in candidates]
+        newest_turn = calls[-1].assistant_id
+        chosen = next(c for c in calls if c.assistant_id == newest_turn)
+        self.plan.open_calls[call_id] = [c for c in candidates if c != chosen.id]
+        self.plan.answered_ids.add(call_id)
+        return chosen
+
+    def _answer(
+        self,
+        event: ToolResult | SubagentResult | FileRead,
+        cls: type[Node],
+        kind: str,
+        call_id: str | None,
+        extra: dict[str, Any],
+    ) -> Node:
+        call = self._take_open_call(call_id) if call_id is not None else None
+        name = event.name or (call.name if call is not None else None)
+        node = cls(
+            id=self.node_id(kind, event),
+            content=event.content,
+            tool_call_id=call_id,
+            name=name,
+            is_error=event.is_error,
+            **extra,
+            **self.common(event),
+        )
+        self.add(node, unit_head=self.unit_head(call.id) if call is not None else None)
+        if call is not None:
+            self.plan.edges.append((node.id, call.id, "answers"))
+            if kind == "subagent_result":
+                self.plan.edges.append((node.id, call.id, "spawned_by"))
+            self.plan.answers[call.id] = node.id
+        return node
+
+    def _file(self, event: FileRead) -> None:
+        earlier = self.file_reads(event.path)
+        extra = {"path": event.path, "version": len(earlier) + 1, "line_range": event.line_range}
+        node = self._answer(event, FileNode, "file", event.call_id, extra)
+        for old_id in earlier:
+            old = self.node(old_id)
+            if old_id in self.plan.superseded or self.graph.is_superseded(old_id):
+                continue
+            if isinstance(old, FileNode) and _covers(event.line_range, old.line_range):
+                self.plan.edges.append((node.id, old_id, "supersedes"))
+                self.plan.superseded.add(old_id)
+        self.plan.file_reads[event.path] = [*earlier, node.id]
+
+    def _compaction(self, event: Compaction) -> None:
+        earlier = [*self.graph._order, *(n.id for n in self.plan.nodes)]
+        node = SummaryNode(
+            id=self.node_id("summary", event),
+            content=event.content,
+            origin=event.origin,
+            abstracts=tuple(earlier),
+            **self.common(event),
+        )
+        self.add(node)
+        self.plan.edges.extend((node.id, old, "derived_from") for old in earlier)
+
+
+def _covers(new: tuple[int, int | None] | None, old: tuple[int, int | None] | None) -> bool:
+    """Whether a read of `new` lines includes every line of an earlier read of `old`."""
+    if new is None:
+        return True
+    if old is None:
+        return False
+    new_end, old_end = new[1], old[1]
+    if new[0] > old[0]:
+        return False
+    return new_end is None or (old_end is not None and new_end >= old_end)
+
+
+def plan_ingest(graph: ContextGraph, events: Sequence[AgentEvent]) -> IngestPlan:
+    """Plan a whole batch; raises `IngestError` on the first bad event."""
+    planner = _Planner(graph)
+    for index, event in enumerate(events):
+        planner.ingest(event, index)
+    return planner.plan

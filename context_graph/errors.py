@@ -1,0 +1,150 @@
+"""The one exception hierarchy of context-graph.
+
+```
+ContextGraphError
+├── IngestError (ValueError)          bad input; carries a SourceLocation
+├── GraphError (ValueError)           an edit the graph refuses
+│   ├── CycleError                    an edge that would close a cycle
+│   ├── DuplicateNodeError            a node id already present
+│   └── UnknownNodeError (KeyError)   a node id that is not in the graph
+├── InvariantViolation                a proposal that breaks an invariant
+├── BudgetExceededError               the budget cannot be met (.budget, .required)
+├── ProcessorError                    a processor failed (.processor; raised from the cause)
+├── TokenizerError (LookupError)      an encoding that cannot be loaded offline
+└── ConfigurationError (ValueError)   a developer mistake, raised at construction time
+```
+
+Every error that refers to input names the place: the file, the line and the message
+index, as far as they are known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "BudgetExceededError",
+    "ConfigurationError",
+    "ContextGraphError",
+    "CycleError",
+    "DuplicateNodeError",
+    "GraphError",
+    "IngestError",
+    "InvariantViolation",
+    "ProcessorError",
+    "SourceLocation",
+    "TokenizerError",
+    "UnknownNodeError",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLocation:
+    """Where a piece of input came from.
+
+    Attributes:
+        file: The file it was read from, if any.
+        line: The 1-based line number in that file (JSONL inputs).
+        index: The 0-based index of the message or event within its payload.
+        path: A JSON path inside the record (`content[2].tool_use_id`).
+    """
+
+    file: str | None = None
+    line: int | None = None
+    index: int | None = None
+    path: str | None = None
+
+    def describe(self) -> str:
+        """Return the location as a short human phrase, e.g. `run.jsonl line 14`."""
+        parts: list[str] = []
+        if self.file is not None:
+            parts.append(self.file)
+        if self.line is not None:
+            parts.append(f"line {self.line}")
+        if self.index is not None:
+            parts.append(f"message {self.index}")
+        if self.path:
+            parts.append(self.path)
+        return " ".join(parts) if parts else "input"
+
+    def with_path(self, path: str) -> SourceLocation:
+        """Return a copy pointing deeper into the same record."""
+        joined = f"{self.path}.{path}" if self.path else path
+        return SourceLocation(self.file, self.line, self.index, joined)
+
+
+class ContextGraphError(Exception):
+    """Base class of every error raised by context-graph."""
+
+
+class IngestError(ContextGraphError, ValueError):
+    """Input that cannot be ingested; nothing of the batch was applied.
+
+    Attributes:
+        location: Where in the input the problem is.
+        reason: What is wrong, without the location.
+    """
+
+    def __init__(self, reason: str, location: SourceLocation | None = None) -> None:
+        self.location = location or SourceLocation()
+        self.reason = reason
+        super().__init__(f"{self.location.describe()}: {reason}")
+
+
+class GraphError(ContextGraphError, ValueError):
+    """An edit that the graph refuses; the graph is unchanged."""
+
+
+class CycleError(GraphError):
+    """An edge that would close a cycle in the DAG."""
+
+
+class DuplicateNodeError(GraphError):
+    """A node whose id is already in the graph."""
+
+
+class UnknownNodeError(GraphError, KeyError):
+    """A node id that is not in the graph."""
+
+    def __str__(self) -> str:
+        # KeyError quotes its argument; a message reads better unquoted.
+        return str(self.args[0]) if self.args else ""
+
+
+class InvariantViolation(ContextGraphError):
+    """A proposed edit that would break one of the engine's invariants."""
+
+
+class BudgetExceededError(ContextGraphError):
+    """The rendered request cannot fit the token budget.
+
+    Attributes:
+        budget: The budget that was asked for.
+        required: The smallest size the engine could reach.
+    """
+
+    def __init__(self, budget: int, required: int, detail: str = "") -> None:
+        self.budget = budget
+        self.required = required
+        msg = f"budget of {budget} tokens cannot be met: at least {required} are needed"
+        super().__init__(f"{msg} ({detail})" if detail else msg)
+
+
+class ProcessorError(ContextGraphError):
+    """A processor failed; raised from the underlying cause.
+
+    Attributes:
+        processor: The name of the processor that failed.
+    """
+
+    def __init__(self, processor: str, message: str) -> None:
+        self.processor = processor
+        super().__init__(f"processor {processor!r}: {message}")
+
+
+class TokenizerError(ContextGraphError, LookupError):
+    """A tokenizer encoding that is not available offline."""
+
+
+class ConfigurationError(ContextGraphError, ValueError):
+    """A developer mistake in how the library is set up, raised at construction time."""

@@ -1,0 +1,187 @@
+"""The typed event API: what an agent loop tells the graph, one event per thing that happened.
+
+Events are plain frozen data. `ContextGraph.ingest` turns a batch of them into nodes and
+edges, whole or not at all. Importers for recorded sessions produce the same events, so
+a live agent loop and a replayed log build the same graph.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, field_validator
+
+from context_graph.errors import SourceLocation
+from context_graph.nodes import ContentPart, TextPart, TriggerSpec
+
+__all__ = [
+    "AgentEvent",
+    "AssistantTurn",
+    "Compaction",
+    "FileRead",
+    "Note",
+    "SubagentResult",
+    "SystemPrompt",
+    "ToolCall",
+    "ToolResult",
+    "UserTurn",
+]
+
+
+def _coerce_content(value: Any) -> Any:
+    """Accept a plain string where content parts are expected."""
+    if isinstance(value, str):
+        return (TextPart(text=value),)
+    if isinstance(value, TextPart | dict):
+        return (value,)
+    return value
+
+
+Content: TypeAlias = Annotated[tuple[ContentPart, ...], BeforeValidator(_coerce_content)]
+
+
+class _EventBase(BaseModel):
+    """Fields every event may carry."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    timestamp: str | None = None
+    """When it happened (ISO 8601 preferred)."""
+    meta: Mapping[str, JsonValue] = Field(default_factory=dict)
+    """Extra metadata kept on the node."""
+    priority: int = 0
+    """Higher is kept longer by processors that rank nodes."""
+    pinned: bool = False
+    """Never compact or drop the resulting node."""
+    triggers: tuple[TriggerSpec, ...] = ()
+    """Triggers declared on the resulting node."""
+    source: SourceLocation | None = Field(default=None, exclude=True)
+    """Where the event came from, used to name the place in errors."""
+
+
+class SystemPrompt(_EventBase):
+    """The system prompt; pinned unless said otherwise."""
+
+    type: Literal["system"] = "system"
+    content: Content
+    """The prompt."""
+    pinned: bool = True
+
+
+class UserTurn(_EventBase):
+    """A user turn: text, images, documents."""
+
+    type: Literal["user"] = "user"
+    content: Content
+    """What the user said or sent."""
+
+
+class ToolCall(BaseModel):
+    """One tool call inside an assistant turn."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(min_length=1)
+    """The call id; may repeat over a session once the earlier call was answered."""
+    name: str = Field(min_length=1)
+    """The tool's name."""
+    arguments: str = "{}"
+    """The arguments as JSON text; a dict is accepted and encoded."""
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _encode_arguments(cls, value: Any) -> Any:
+        if value is None:
+            return "{}"
+        if isinstance(value, dict | list):
+            return json.dumps(value, ensure_ascii=False)
+        return value
+
+
+class AssistantTurn(_EventBase):
+    """An assistant turn: its text and thinking blocks, and the tool calls it made."""
+
+    type: Literal["assistant"] = "assistant"
+    content: Content = ()
+    """Text, thinking and redacted-thinking parts in the order the model produced them."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The calls made by this turn, parallel calls included, in order."""
+    message_id: str | None = None
+    """The provider's message id."""
+    model: str | None = None
+    """The model that produced the turn."""
+
+
+class _AnswerEventBase(_EventBase):
+    content: Content = ()
+    """The output."""
+    name: str | None = None
+    """The tool's name; taken from the call when omitted."""
+    is_error: bool = False
+    """Whether the tool reported an error."""
+
+
+class ToolResult(_AnswerEventBase):
+    """The result of a tool call."""
+
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str = Field(min_length=1)
+    """The id of the call it answers (the most recent unanswered call with that id)."""
+
+
+class FileRead(_AnswerEventBase):
+    """A file's content as read; answers a call when `call_id` is given."""
+
+    type: Literal["file_read"] = "file_read"
+    path: str = Field(min_length=1)
+    """The file's path."""
+    call_id: str | None = None
+    """The read call it answers, if it came from one."""
+    line_range: tuple[int, int | None] | None = None
+    """The 1-based first and last line read (inclusive); `None` for the whole file."""
+
+
+class SubagentResult(_AnswerEventBase):
+    """A sub-agent's final answer; answers the call that spawned it when `call_id` is given."""
+
+    type: Literal["subagent_result"] = "subagent_result"
+    call_id: str | None = None
+    """The call that spawned the sub-agent."""
+    agent_id: str | None = None
+    """The sub-agent's id."""
+    transcript: str | None = None
+    """Where the sub-agent's own transcript is."""
+
+
+class Note(_EventBase):
+    """A pinned fact or memory."""
+
+    type: Literal["note"] = "note"
+    content: Content
+    """The fact."""
+    pinned: bool = True
+
+
+class Compaction(_EventBase):
+    """A compaction summary written by another tool; it abstracts everything before it."""
+
+    type: Literal["compaction"] = "compaction"
+    content: Content
+    """The summary text."""
+    origin: str = "external"
+    """Who wrote it, e.g. `claude_code`."""
+
+
+AgentEvent: TypeAlias = Annotated[
+    SystemPrompt
+    | UserTurn
+    | AssistantTurn
+    | ToolResult
+    | FileRead
+    | SubagentResult
+    | Note
+    | Compaction,
+    Field(discriminator="type"),
+]

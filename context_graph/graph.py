@@ -1,0 +1,404 @@
+"""`ContextGraph`: the DAG of nodes built from agent events, and the queries on it.
+
+Every edge points from a node to an older one (a result *answers* its call, a node
+*follows* the one before it in the transcript, a newer read *supersedes* an older one),
+so the graph is acyclic by construction; an explicit edge that would close a cycle is
+refused with `CycleError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias, cast
+
+import networkx as nx
+from pydantic import JsonValue
+
+from context_graph._ingest import IngestPlan, coerce_events, plan_ingest
+from context_graph.errors import CycleError, DuplicateNodeError, GraphError, UnknownNodeError
+from context_graph.events import (
+    AgentEvent,
+    AssistantTurn,
+    FileRead,
+    Note,
+    SubagentResult,
+    SystemPrompt,
+    ToolCall,
+    ToolResult,
+    UserTurn,
+)
+from context_graph.nodes import ContentPart, Node, ToolCallNode
+from context_graph.tokens import NodeTokenCache, TokenCounter, default_counter
+
+__all__ = ["EDGE_KINDS", "ContextGraph", "EdgeKind", "Unit"]
+
+EdgeKind: TypeAlias = Literal[
+    "follows", "issued_by", "answers", "derived_from", "supersedes", "spawned_by"
+]
+#: Every edge kind, each pointing from the newer node to the older one.
+EDGE_KINDS: tuple[str, ...] = (
+    "follows",
+    "issued_by",
+    "answers",
+    "derived_from",
+    "supersedes",
+    "spawned_by",
+)
+
+Content: TypeAlias = str | Sequence[ContentPart]
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """An interaction unit: the atom that is kept, compacted or dropped whole.
+
+    An assistant turn's unit holds the assistant node, all its tool calls and all their
+    results (parallel calls included). Every other transcript node is a unit by itself.
+
+    Attributes:
+        head: The id of the unit's first node.
+        kind: The kind of the head node.
+        node_ids: Every node of the unit, in transcript order.
+    """
+
+    head: str
+    kind: str
+    node_ids: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.node_ids)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.node_ids)
+
+
+class ContextGraph:
+    """A DAG of context nodes, built from agent events.
+
+    Ingest is atomic per batch: `ingest(events)` either adds every node and edge of the
+    batch or raises `IngestError` and leaves the graph exactly as it was. Ingesting an
+    event costs the size of the event: the queries it needs are indexed.
+
+    Args:
+        counter: The token counter; the offline `cl100k_base` tiktoken counter by default.
+    """
+
+    def __init__(self, *, counter: TokenCounter | None = None) -> None:
+        self.token_cache = NodeTokenCache(counter or default_counter())
+        self._g: nx.DiGraph = nx.DiGraph()
+        self._nodes: dict[str, Node] = {}
+        self._rank: dict[str, int] = {}
+        self._order: list[str] = []
+        self._derived: list[str] = []
+        self._tokens: dict[str, int] = {}
+        self._total_tokens = 0
+        self._open_calls: dict[str, list[str]] = {}
+        self._answered_ids: set[str] = set()
+        self._answer: dict[str, str] = {}
+        self._call_of: dict[str, str] = {}
+        self._unit_of: dict[str, str] = {}
+        self._unit_members: dict[str, list[str]] = {}
+        self._unit_heads: list[str] = []
+        self._by_kind: dict[str, list[str]] = {}
+        self._by_tool: dict[str, list[str]] = {}
+        self._file_reads: dict[str, list[str]] = {}
+        self._superseded: set[str] = set()
+        self._pinned: list[str] = []
+        self._next_seq = 0
+        self._turn = 0
+        self._last_id: str | None = None
+        self._forward_edges = 0
+
+    # -- ingest ------------------------------------------------------------------------
+
+    def ingest(self, events: Iterable[AgentEvent | dict[str, Any]]) -> tuple[str, ...]:
+        """Add a batch of events, whole or not at all; return the new node ids in order.
+
+        Raises:
+            IngestError: an event is malformed or inconsistent (names the event's place);
+                the graph is unchanged.
+        """
+        batch = coerce_events(events)
+        plan = plan_ingest(self, batch)
+        self._commit(plan)
+        return tuple(node.id for node in plan.nodes)
+
+    def add(self, event: AgentEvent | dict[str, Any]) -> tuple[str, ...]:
+        """Add one event; return the ids of the nodes it made."""
+        return self.ingest((event,))
+
+    def add_system(self, content: Content, **fields: Any) -> str:
+        """Add the system prompt (pinned by default); return its node id."""
+        return self.add(SystemPrompt(content=content, **fields))[0]
+
+    def add_user(self, content: Content, **fields: Any) -> str:
+        """Add a user turn; return its node id."""
+        return self.add(UserTurn(content=content, **fields))[0]
+
+    def add_assistant(
+        self,
+        content: Content = (),
+        tool_calls: Sequence[ToolCall | dict[str, Any]] = (),
+        **fields: Any,
+    ) -> tuple[str, ...]:
+        """Add an assistant turn and its tool calls; return the assistant and call ids."""
+        calls = tuple(c if isinstance(c, ToolCall) else ToolCall(**c) for c in tool_calls)
+        return self.add(AssistantTurn(content=content, tool_calls=calls, **fields))
+
+    def add_tool_result(
+        self, call_id: str, content: Content, *, is_error: bool = False, **fields: Any
+    ) -> str:
+        """Add the result of the open call `call_id`; return its node id."""
+        event = ToolResult(call_id=call_id, content=content, is_error=is_error, **fields)
+        return self.add(event)[0]
+
+    def add_file_read(self, path: str, content: Content, **fields: Any) -> str:
+        """Add a file as read (answering `call_id=` when given); return its node id."""
+        return self.add(FileRead(path=path, content=content, **fields))[0]
+
+    def add_subagent_result(self, content: Content, **fields: Any) -> str:
+        """Add a sub-agent's final answer (answering `call_id=` when given)."""
+        return self.add(SubagentResult(content=content, **fields))[0]
+
+    def add_note(self, content: Content, **fields: Any) -> str:
+        """Add a pinned note; return its node id."""
+        return self.add(Note(content=content, **fields))[0]
+
+    def add_derived(self, node: Node) -> str:
+        """Add a node made by a processor (a summary, a masked copy) with its lineage edges.
+
+        The node stays out of the transcript order; its `replaces` / `abstracts` ids must
+        already be in the graph.
+
+        Raises:
+            DuplicateNodeError: the id is taken.
+            UnknownNodeError: a lineage id is not in the graph.
+        """
+        if node.id in self._nodes:
+            msg = f"node id {node.id} is already in the graph"
+            raise DuplicateNodeError(msg)
+        sources = [*([node.replaces] if node.replaces else []), *node.abstracts]
+        for source in sources:
+            self._require(source)
+        tokens = self.token_cache.count_node(node)
+        self._insert(node, tokens)
+        self._derived.append(node.id)
+        for source in sources:
+            self._link(node.id, source, "derived_from")
+        return node.id
+
+    def _commit(self, plan: IngestPlan) -> None:
+        """Apply a validated plan. Nothing here can fail on a plan from `plan_ingest`."""
+        for node in plan.nodes:
+            self._insert(node, plan.tokens[node.id])
+            self._order.append(node.id)
+            head = plan.unit_of[node.id]
+            self._unit_of[node.id] = head
+            if head == node.id:
+                self._unit_heads.append(node.id)
+                self._unit_members[node.id] = [node.id]
+            else:
+                self._unit_members[head].append(node.id)
+        for u, v, kind in plan.edges:
+            self._link(u, v, kind)
+        for call_id, open_ids in plan.open_calls.items():
+            if open_ids:
+                self._open_calls[call_id] = open_ids
+            else:
+                self._open_calls.pop(call_id, None)
+        self._answered_ids |= plan.answered_ids
+        for call_node, answer_node in plan.answers.items():
+            self._answer[call_node] = answer_node
+            self._call_of[answer_node] = call_node
+        self._file_reads.update(plan.file_reads)
+        self._superseded |= plan.superseded
+        self._next_seq = plan.seq
+        self._turn = plan.turn
+        self._last_id = plan.last_id
+
+    def _insert(self, node: Node, tokens: int) -> None:
+        self._nodes[node.id] = node
+        self._rank[node.id] = len(self._rank)
+        self._g.add_node(node.id)
+        self._tokens[node.id] = tokens
+        self._total_tokens += tokens
+        self._by_kind.setdefault(node.kind, []).append(node.id)
+        if isinstance(node, ToolCallNode):
+            self._by_tool.setdefault(node.name, []).append(node.id)
+        if node.pinned:
+            self._pinned.append(node.id)
+
+    # -- edges -------------------------------------------------------------------------
+
+    def add_edge(self, source: str, target: str, kind: EdgeKind) -> None:
+        """Add an edge `source -> target` of `kind` (from the newer node to the older).
+
+        Raises:
+            UnknownNodeError: an endpoint is not in the graph.
+            CycleError: the edge would close a cycle; the graph is unchanged.
+            GraphError: the kind is not one of `EDGE_KINDS`.
+        """
+        if kind not in EDGE_KINDS:
+            msg = f"unknown edge kind {kind!r}; expected one of {', '.join(EDGE_KINDS)}"
+            raise GraphError(msg)
+        self._require(source)
+        self._require(target)
+        if source == target or not self._points_back(source, target) and (
+            nx.has_path(self._g, target, source)
+        ):
+            msg = f"edge {source} -> {target} ({kind}) would close a cycle"
+            raise CycleError(msg)
+        self._link(source, target, kind)
+
+    def _points_back(self, source: str, target: str) -> bool:
+        """True when the edge provably cannot close a cycle without a search.
+
+        While every edge points from a newer to an older node, insertion rank is a
+        topological order, and another such edge keeps it one.
+        """
+        return self._forward_edges == 0 and self._rank[source] > self._rank[target]
+
+    def _link(self, source: str, target: str, kind: str) -> None:
+        if self._rank[source] < self._rank[target]:
+            self._forward_edges += 1
+        data = self._g.get_edge_data(source, target)
+        if data is None:
+            self._g.add_edge(source, target, kinds=(kind,))
+        elif kind not in data["kinds"]:
+            data["kinds"] = (*data["kinds"], kind)
+
+    def edges(self, kind: EdgeKind | None = None) -> Iterator[tuple[str, str, str]]:
+        """Iterate over `(source, target, kind)`, all kinds or one."""
+        for u, v, data in self._g.edges(data=True):
+            for k in data["kinds"]:
+                if kind is None or k == kind:
+                    yield u, v, k
+
+    def targets(self, node_id: str, kind: EdgeKind) -> tuple[str, ...]:
+        """The nodes that `node_id` points at by edges of `kind` (older nodes)."""
+        self._require(node_id)
+        return tuple(v for _, v, d in self._g.out_edges(node_id, data=True) if kind in d["kinds"])
+
+    def sources(self, node_id: str, kind: EdgeKind) -> tuple[str, ...]:
+        """The nodes that point at `node_id` by edges of `kind` (newer nodes)."""
+        self._require(node_id)
+        return tuple(u for u, _, d in self._g.in_edges(node_id, data=True) if kind in d["kinds"])
+
+    @property
+    def nx(self) -> nx.DiGraph:
+        """A read-only networkx view of the structure (node ids; edges with `kinds`)."""
+        return cast(nx.DiGraph, self._g.copy(as_view=True))
+
+    # -- nodes -------------------------------------------------------------------------
+
+    def _require(self, node_id: str) -> Node:
+        node = self._nodes.get(node_id)
+        if node is None:
+            msg = f"node {node_id!r} is not in the graph"
+            raise UnknownNodeError(msg)
+        return node
+
+    def __getitem__(self, node_id: str) -> Node:
+        return self._require(node_id)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._nodes
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __iter__(self) -> Iterator[Node]:
+        return (self._nodes[i] for i in self._order)
+
+    def get(self, node_id: str) -> Node | None:
+        """The node with this id, or `None`."""
+        return self._nodes.get(node_id)
+
+    def transcript(self) -> tuple[str, ...]:
+        """The ids of the transcript nodes in the order they happened."""
+        return tuple(self._order)
+
+    def derived(self) -> tuple[str, ...]:
+        """The ids of nodes added by `add_derived`, oldest first."""
+        return tuple(self._derived)
+
+    def tokens(self, node_id: str) -> int:
+        """The content tokens of one node (no per-message overhead)."""
+        self._require(node_id)
+        return self._tokens[node_id]
+
+    @property
+    def total_tokens(self) -> int:
+        """The content tokens of every node in the graph."""
+        return self._total_tokens
+
+    @property
+    def turns(self) -> int:
+        """How many user turns have been ingested."""
+        return self._turn
+
+    # -- units and pairing --------------------------------------------------------------
+
+    def unit_of(self, node_id: str) -> Unit:
+        """The interaction unit that holds `node_id`."""
+        self._require(node_id)
+        head = self._unit_of.get(node_id)
+        if head is None:
+            msg = f"node {node_id!r} is derived and belongs to no transcript unit"
+            raise UnknownNodeError(msg)
+        return self._make_unit(head)
+
+    def units(self) -> tuple[Unit, ...]:
+        """Every interaction unit, in the order their heads happened."""
+        return tuple(self._make_unit(h) for h in self._unit_heads)
+
+    def _make_unit(self, head: str) -> Unit:
+        return Unit(head, self._nodes[head].kind, tuple(self._unit_members[head]))
+
+    def answer_to(self, call_node_id: str) -> Node | None:
+        """The node that answers the tool call `call_node_id`, or `None` while it is open."""
+        self._require(call_node_id)
+        answer = self._answer.get(call_node_id)
+        return self._nodes[answer] if answer is not None else None
+
+    def call_of(self, answer_node_id: str) -> ToolCallNode | None:
+        """The tool call that `answer_node_id` answers, or `None`."""
+        self._require(answer_node_id)
+        call = self._call_of.get(answer_node_id)
+        return cast(ToolCallNode, self._nodes[call]) if call is not None else None
+
+    def unanswered_calls(self) -> tuple[str, ...]:
+        """Ids of tool-call nodes that have no result yet, in transcript order."""
+        open_ids = [i for ids in self._open_calls.values() for i in ids]
+        return tuple(sorted(open_ids, key=self._rank.__getitem__))
+
+    def is_superseded(self, node_id: str) -> bool:
+        """Whether a later read of the same file covers this file node."""
+        return node_id in self._superseded
+
+    # -- lookups -------------------------------------------------------------------------
+
+    def pinned(self) -> tuple[str, ...]:
+        """Ids of pinned nodes, oldest first."""
+        return tuple(self._pinned)
+
+    def by_kind(self, kind: str) -> tuple[str, ...]:
+        """Ids of nodes of one kind, oldest first."""
+        return tuple(self._by_kind.get(kind, ()))
+
+    def by_tool(self, name: str) -> tuple[str, ...]:
+        """Ids of the tool-call nodes that called tool `name`, oldest first."""
+        return tuple(self._by_tool.get(name, ()))
+
+    def by_path(self, path: str) -> tuple[str, ...]:
+        """Ids of the file nodes that read `path`, oldest first (version 1 first)."""
+        return tuple(self._file_reads.get(path, ()))
+
+    def files(self) -> tuple[str, ...]:
+        """Every path that was read, in the order first read."""
+        return tuple(self._file_reads)
+
+    def meta_of(self, node_id: str) -> dict[str, JsonValue]:
+        """A copy of a node's metadata."""
+        return dict(self._require(node_id).meta)

@@ -1,0 +1,139 @@
+"""Importers: build events from recorded sessions and provider payloads, auto-detected.
+
+```python
+from context_graph.importers import load_graph
+graph = load_graph("session.jsonl")        # any supported format, detected
+```
+
+Formats, in the order detection tries them (most specific first): Claude Code session
+JSONL, tau2-bench runs, tau-bench runs, OpenHands LLM call logs, mini-swe-agent and
+SWE-agent trajectories, then the bare provider payloads: Anthropic Messages, Gemini
+`contents`, OpenAI Chat Completions.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from context_graph.errors import IngestError, SourceLocation
+from context_graph.events import AgentEvent
+from context_graph.graph import ContextGraph
+from context_graph.importers._base import ImportedSession, RawInput, read_raw
+from context_graph.tokens import TokenCounter
+
+__all__ = [
+    "FORMATS",
+    "ImportedSession",
+    "RawInput",
+    "detect_format",
+    "load_events",
+    "load_graph",
+    "load_sessions",
+    "read_raw",
+]
+
+#: Every supported input format, in detection order.
+FORMATS: tuple[str, ...] = (
+    "claude_code",
+    "tau2",
+    "tau_bench",
+    "openhands",
+    "mini_swe_agent",
+    "swe_agent",
+    "anthropic",
+    "gemini",
+    "openai",
+)
+
+
+def _module(fmt: str) -> ModuleType:
+    return importlib.import_module(f"context_graph.importers.{fmt}")
+
+
+def _as_raw(source: Any) -> RawInput:
+    if isinstance(source, RawInput):
+        return source
+    if isinstance(source, str | Path):
+        return read_raw(source)
+    return RawInput(source)
+
+
+def detect_format(source: Any) -> str:
+    """Return the name of the format of `source` (a path, parsed JSON or a `RawInput`).
+
+    Raises:
+        IngestError: no importer recognizes the input.
+    """
+    raw = _as_raw(source)
+    for fmt in FORMATS:
+        if _module(fmt).sniff(raw):
+            return fmt
+    msg = (
+        "unrecognized input: expected one of "
+        + ", ".join(FORMATS)
+        + " (see docs/ingest.md for what each looks like)"
+    )
+    raise IngestError(msg, SourceLocation(raw.file))
+
+
+def load_sessions(source: Any, *, format: str | None = None) -> list[ImportedSession]:
+    """Read every session in `source`.
+
+    Args:
+        source: A file path, parsed JSON (a payload dict or a message list) or a `RawInput`.
+        format: One of `FORMATS`; detected when omitted.
+
+    Raises:
+        IngestError: the input cannot be read or is malformed (names the place).
+    """
+    raw = _as_raw(source)
+    if format is None:
+        format = detect_format(raw)
+    elif format not in FORMATS:
+        msg = f"unknown format {format!r}; expected one of {', '.join(FORMATS)}"
+        raise IngestError(msg, SourceLocation(raw.file))
+    sessions: list[ImportedSession] = _module(format).to_sessions(raw)
+    return sessions
+
+
+def load_events(
+    source: Any, *, format: str | None = None, session: int | str = 0
+) -> list[AgentEvent]:
+    """Read one session's events (the first by default; by index or by name).
+
+    Raises:
+        IngestError: the input is malformed, or has no such session.
+    """
+    return _pick(load_sessions(source, format=format), session, source).events
+
+
+def load_graph(
+    source: Any,
+    *,
+    format: str | None = None,
+    session: int | str = 0,
+    counter: TokenCounter | None = None,
+) -> ContextGraph:
+    """Build a graph from one session of `source`, whole or not at all."""
+    graph = ContextGraph(counter=counter)
+    graph.ingest(load_events(source, format=format, session=session))
+    return graph
+
+
+def _pick(sessions: Sequence[ImportedSession], which: int | str, source: Any) -> ImportedSession:
+    file = str(source) if isinstance(source, str | Path) else None
+    if isinstance(which, int):
+        if 0 <= which < len(sessions):
+            return sessions[which]
+        msg = f"session index {which} is out of range: the input has {len(sessions)} sessions"
+        raise IngestError(msg, SourceLocation(file))
+    for found in sessions:
+        if found.name == which:
+            return found
+    names = ", ".join(s.name for s in sessions[:10])
+    msg = f"no session named {which!r}; sessions: {names}"
+    raise IngestError(msg, SourceLocation(file))

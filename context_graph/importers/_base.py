@@ -1,0 +1,263 @@
+"""What every importer shares: reading files with exact error places, the raw-input and
+session records, and converting the content blocks that several formats have in common.
+
+An importer module provides two functions:
+
+- `sniff(raw: RawInput) -> bool`: whether the input looks like its format (cheap,
+  never raises);
+- `to_sessions(raw: RawInput) -> list[ImportedSession]`: the events of every session
+  in the input, raising `IngestError` with the place of the first problem.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import JsonValue
+
+from context_graph.errors import IngestError, SourceLocation
+from context_graph.events import AgentEvent
+from context_graph.nodes import (
+    ContentPart,
+    DocumentPart,
+    ImagePart,
+    RedactedThinkingPart,
+    TextPart,
+    ThinkingPart,
+)
+
+__all__ = [
+    "ImportedSession",
+    "RawInput",
+    "block_to_part",
+    "expect_list",
+    "expect_mapping",
+    "expect_str",
+    "read_raw",
+    "text_content",
+]
+
+
+@dataclass(frozen=True)
+class RawInput:
+    """Parsed input handed to the importers.
+
+    Attributes:
+        data: The parsed JSON value; for JSONL, the list of records.
+        path: The file it came from, if any.
+        lines: For JSONL, the 1-based line number of each record in `data`.
+    """
+
+    data: Any
+    path: Path | None = None
+    lines: tuple[int, ...] | None = None
+
+    @property
+    def file(self) -> str | None:
+        """The file name used in error messages."""
+        return str(self.path) if self.path is not None else None
+
+    def at(self, index: int | None = None, path: str | None = None) -> SourceLocation:
+        """The location of record `index` (with its line for JSONL)."""
+        line = None
+        if self.lines is not None and index is not None and index < len(self.lines):
+            line = self.lines[index]
+            return SourceLocation(self.file, line, None, path)
+        return SourceLocation(self.file, None, index, path)
+
+
+@dataclass
+class ImportedSession:
+    """One agent session found in an input.
+
+    Attributes:
+        name: A name that tells the session apart within its file (run id, task id).
+        events: The session as events, in order.
+        facts: Gold facts recorded by the source (tau-bench actions and outputs), if any.
+        meta: Other facts about the session (model, agent, source format).
+    """
+
+    name: str
+    events: list[AgentEvent]
+    facts: list[str] = field(default_factory=list)
+    meta: dict[str, JsonValue] = field(default_factory=dict)
+
+
+def read_raw(path: str | Path) -> RawInput:
+    """Read a JSON or JSONL file, naming the line of any syntax error.
+
+    JSONL is detected by content: a file whose text is not one JSON document is read a
+    record per line. Blank lines and lines starting with `//` are skipped.
+
+    Raises:
+        IngestError: the file is missing, not UTF-8, or not JSON / JSONL.
+    """
+    file = Path(path)
+    try:
+        blob = file.read_bytes()
+    except OSError as exc:
+        msg = f"cannot read file: {exc.strerror or exc}"
+        raise IngestError(msg, SourceLocation(str(file))) from None
+    try:
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = blob[: exc.start].count(b"\n") + 1
+        msg = f"not valid UTF-8 (byte {exc.start}: {blob[exc.start:exc.start + 1]!r})"
+        raise IngestError(msg, SourceLocation(str(file), line)) from None
+    text = text.removeprefix("\ufeff")
+    stripped = text.lstrip()
+    if not stripped:
+        raise IngestError("file is empty", SourceLocation(str(file)))
+    if stripped[0] in "[{" and not stripped.startswith("//"):
+        try:
+            return RawInput(json.loads(text), file)
+        except json.JSONDecodeError as exc:
+            if stripped[0] == "[" or not _looks_like_jsonl(text):
+                msg = f"invalid JSON: {exc.msg} (column {exc.colno})"
+                raise IngestError(msg, SourceLocation(str(file), exc.lineno)) from None
+    return _read_jsonl(text, file)
+
+
+def _looks_like_jsonl(text: str) -> bool:
+    first = text.lstrip().split("\n", 1)[0]
+    try:
+        json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+def _read_jsonl(text: str, file: Path) -> RawInput:
+    records: list[Any] = []
+    lines: list[int] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        body = line.strip()
+        if not body or body.startswith("//"):
+            continue
+        try:
+            records.append(json.loads(body))
+        except json.JSONDecodeError as exc:
+            msg = f"invalid JSON on this line: {exc.msg} (column {exc.colno})"
+            raise IngestError(msg, SourceLocation(str(file), number)) from None
+        lines.append(number)
+    if not records:
+        raise IngestError("file has no JSON records", SourceLocation(str(file)))
+    return RawInput(records, file, tuple(lines))
+
+
+# --- checked access -----------------------------------------------------------------------
+
+
+def expect_mapping(value: Any, where: SourceLocation, what: str) -> Mapping[str, Any]:
+    """Return `value` if it is a JSON object, else raise `IngestError` naming `what`."""
+    if not isinstance(value, Mapping):
+        msg = f"{what} must be an object, got {_type_name(value)}"
+        raise IngestError(msg, where)
+    return value
+
+
+def expect_list(value: Any, where: SourceLocation, what: str) -> Sequence[Any]:
+    """Return `value` if it is a JSON array, else raise `IngestError` naming `what`."""
+    if not isinstance(value, list | tuple):
+        msg = f"{what} must be an array, got {_type_name(value)}"
+        raise IngestError(msg, where)
+    return value
+
+
+def expect_str(value: Any, where: SourceLocation, what: str) -> str:
+    """Return `value` if it is a string, else raise `IngestError` naming `what`."""
+    if not isinstance(value, str):
+        msg = f"{what} must be a string, got {_type_name(value)}"
+        raise IngestError(msg, where)
+    return value
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+# --- content --------------------------------------------------------------------------------
+
+
+def text_content(value: Any, where: SourceLocation, what: str = "content") -> str:
+    """Flatten a string, or a list of text blocks / strings, to one string.
+
+    Used for tool results whose content may be a plain string or a list of
+    `{"type": "text", "text": ...}` blocks. Non-text blocks are kept as a short marker.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    pieces: list[str] = []
+    for i, item in enumerate(expect_list(value, where, what)):
+        if isinstance(item, str):
+            pieces.append(item)
+            continue
+        block = expect_mapping(item, where.with_path(f"{what}[{i}]"), f"{what}[{i}]")
+        if block.get("type") == "text" or "text" in block:
+            pieces.append(expect_str(block.get("text"), where, f"{what}[{i}].text"))
+        else:
+            pieces.append(f"[{block.get('type', 'block')}]")
+    return "\n".join(pieces)
+
+
+def block_to_part(block: Mapping[str, Any], where: SourceLocation) -> ContentPart | None:
+    """Convert one Anthropic-style content block to a content part.
+
+    Returns `None` for blocks that are not content (tool_use, tool_result: the callers
+    handle those). Unknown block types raise `IngestError`.
+    """
+    kind = block.get("type")
+    if kind == "text":
+        return TextPart(text=expect_str(block.get("text"), where, "text block `text`"))
+    if kind == "thinking":
+        signature = block.get("signature")
+        return ThinkingPart(
+            thinking=expect_str(block.get("thinking"), where, "thinking block `thinking`"),
+            signature=signature if isinstance(signature, str) else None,
+        )
+    if kind == "redacted_thinking":
+        data = expect_str(block.get("data"), where, "redacted_thinking block `data`")
+        return RedactedThinkingPart(data=data)
+    if kind in ("image", "document"):
+        return _media_part(kind, block, where)
+    if kind in ("tool_use", "tool_result"):
+        return None
+    msg = f"unknown content block type {kind!r}"
+    raise IngestError(msg, where)
+
+
+def _media_part(kind: str, block: Mapping[str, Any], where: SourceLocation) -> ContentPart:
+    source = expect_mapping(block.get("source", {}), where, f"{kind} block `source`")
+    media_type = source.get("media_type")
+    data = source.get("data")
+    url = source.get("url")
+    if source.get("type") == "base64" and isinstance(data, str):
+        _check_base64(data, where, kind)
+    if kind == "image":
+        return ImagePart(media_type=media_type, data=data, url=url)
+    title = block.get("title")
+    return DocumentPart(
+        media_type=media_type, data=data, url=url, title=title if isinstance(title, str) else None
+    )
+
+
+def _check_base64(data: str, where: SourceLocation, kind: str) -> None:
+    # Only the head is checked: a full decode of a large image costs more than it tells.
+    head = data[:64]
+    head = head[: len(head) - len(head) % 4]
+    try:
+        base64.b64decode(head, validate=True)
+    except ValueError:
+        msg = f"{kind} block has `source.type` base64 but its data is not base64"
+        raise IngestError(msg, where) from None

