@@ -31,6 +31,7 @@ from context_graph.events import (
 from context_graph.graph import EDGE_KINDS, ContextGraph, EdgeKind, Unit
 from context_graph.nodes import (
     ANSWER_KINDS,
+    AnswerNode,
     AnyNode,
     AssistantNode,
     ContentPart,
@@ -51,6 +52,7 @@ from context_graph.nodes import (
     TriggerKind,
     TriggerSpec,
     UserNode,
+    content_digest,
     make_node_id,
     node_adapter,
 )
@@ -70,6 +72,7 @@ __all__ = [
     "EDGE_KINDS",
     "FORMAT_OVERHEADS",
     "AgentEvent",
+    "AnswerNode",
     "AnyNode",
     "AssistantNode",
     "AssistantTurn",
@@ -120,6 +123,7 @@ __all__ = [
     "UnknownNodeError",
     "UserNode",
     "UserTurn",
+    "content_digest",
     "default_counter",
     "make_node_id",
     "node_adapter",

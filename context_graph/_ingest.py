@@ -28,6 +28,7 @@ from context_graph.events import (
     UserTurn,
 )
 from context_graph.nodes import (
+    AnswerNode,
     AssistantNode,
     FileNode,
     Node,
@@ -111,9 +112,7 @@ class _Planner:
 
     def __init__(self, graph: ContextGraph) -> None:
         self.graph = graph
-        self.plan = IngestPlan(
-            seq=graph._next_seq, turn=graph._turn, last_id=graph._last_id
-        )
+        self.plan = IngestPlan(seq=graph._next_seq, turn=graph._turn, last_id=graph._last_id)
 
     # -- lookups through the overlay --
 
@@ -234,11 +233,11 @@ class _Planner:
             self.plan.open_calls[call.id] = [*self.open_calls(call.id), node.id]
 
     def _take_open_call(self, call_id: str) -> ToolCallNode:
-        """Pair by position: the newest turn's open calls with this id, earliest first.
+        """Pair by position: a result answers the most recent unanswered call with its id.
 
-        Ids are reused once answered (tau-bench), and parallel calls of one turn may
-        share an id (tau2): within a turn results arrive in call order, while an older
-        turn's unanswered call with the same id was abandoned.
+        Ids are reused once answered (tau-bench); an older call with the same id that
+        is still open was abandoned (a crash or a cancel) and stays unanswered. Ids are
+        unique within one turn, so "most recent" is never ambiguous.
         """
         candidates = self.open_calls(call_id)
         if not candidates:
@@ -250,17 +249,14 @@ class _Planner:
             else:
                 msg = f"tool result `{call_id}` has no matching tool call earlier in the history"
             raise IngestError(msg)
-        calls = [cast(ToolCallNode, self.node(c)) for c in candidates]
-        newest_turn = calls[-1].assistant_id
-        chosen = next(c for c in calls if c.assistant_id == newest_turn)
-        self.plan.open_calls[call_id] = [c for c in candidates if c != chosen.id]
+        self.plan.open_calls[call_id] = candidates[:-1]
         self.plan.answered_ids.add(call_id)
-        return chosen
+        return cast(ToolCallNode, self.node(candidates[-1]))
 
     def _answer(
         self,
         event: ToolResult | SubagentResult | FileRead,
-        cls: type[Node],
+        cls: type[AnswerNode],
         kind: str,
         call_id: str | None,
         extra: dict[str, Any],

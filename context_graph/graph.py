@@ -244,8 +244,8 @@ class ContextGraph:
             raise GraphError(msg)
         self._require(source)
         self._require(target)
-        if source == target or not self._points_back(source, target) and (
-            nx.has_path(self._g, target, source)
+        if source == target or (
+            not self._points_back(source, target) and (nx.has_path(self._g, target, source))
         ):
             msg = f"edge {source} -> {target} ({kind}) would close a cycle"
             raise CycleError(msg)

@@ -20,14 +20,15 @@ from pydantic import field_validator as _field_validator
 
 __all__ = [
     "ANSWER_KINDS",
+    "AnswerNode",
     "AnyNode",
     "AssistantNode",
     "ContentPart",
     "DocumentPart",
     "FileNode",
     "ImagePart",
-    "NodeKind",
     "Node",
+    "NodeKind",
     "NoteNode",
     "RedactedThinkingPart",
     "SubagentResultNode",
@@ -263,8 +264,8 @@ class ToolCallNode(Node):
         return value
 
 
-class _AnswerBase(Node):
-    """Fields shared by the kinds that can answer a tool call."""
+class AnswerNode(Node):
+    """Base of the kinds that can answer a tool call: results, files, sub-agent answers."""
 
     tool_call_id: str | None = None
     """The id of the call this answers; `None` for content that no call asked for."""
@@ -284,7 +285,7 @@ class _AnswerBase(Node):
         return self.tool_call_id is not None
 
 
-class ToolResultNode(_AnswerBase):
+class ToolResultNode(AnswerNode):
     """The output of one tool call."""
 
     kind: Literal["tool_result"] = "tool_result"
@@ -292,7 +293,7 @@ class ToolResultNode(_AnswerBase):
     """The id of the call this answers."""
 
 
-class FileNode(_AnswerBase):
+class FileNode(AnswerNode):
     """A file's content as read (by a tool call or handed in by the agent loop)."""
 
     kind: Literal["file"] = "file"
@@ -304,7 +305,7 @@ class FileNode(_AnswerBase):
     """The 1-based first line and last line (inclusive) that was read; `None` for all."""
 
 
-class SubagentResultNode(_AnswerBase):
+class SubagentResultNode(AnswerNode):
     """A sub-agent's final answer, linked to the call that spawned it."""
 
     kind: Literal["subagent_result"] = "subagent_result"

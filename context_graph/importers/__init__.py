@@ -34,6 +34,7 @@ __all__ = [
     "load_graph",
     "load_sessions",
     "read_raw",
+    "select_session",
 ]
 
 #: Every supported input format, in detection order.
@@ -108,7 +109,7 @@ def load_events(
     Raises:
         IngestError: the input is malformed, or has no such session.
     """
-    return _pick(load_sessions(source, format=format), session, source).events
+    return select_session(load_sessions(source, format=format), session, source).events
 
 
 def load_graph(
@@ -124,7 +125,14 @@ def load_graph(
     return graph
 
 
-def _pick(sessions: Sequence[ImportedSession], which: int | str, source: Any) -> ImportedSession:
+def select_session(
+    sessions: Sequence[ImportedSession], which: int | str, source: Any = None
+) -> ImportedSession:
+    """Return the session at index `which`, or the one named `which`.
+
+    Raises:
+        IngestError: there is no such session (the message lists the names).
+    """
     file = str(source) if isinstance(source, str | Path) else None
     if isinstance(which, int):
         if 0 <= which < len(sessions):

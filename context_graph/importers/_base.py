@@ -1,5 +1,7 @@
-"""What every importer shares: reading files with exact error places, the raw-input and
-session records, and converting the content blocks that several formats have in common.
+"""What every importer shares.
+
+Reading files with exact error places, the raw-input and session records, and
+converting the content blocks that several formats have in common.
 
 An importer module provides two functions:
 
@@ -107,7 +109,7 @@ def read_raw(path: str | Path) -> RawInput:
         text = blob.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = blob[: exc.start].count(b"\n") + 1
-        msg = f"not valid UTF-8 (byte {exc.start}: {blob[exc.start:exc.start + 1]!r})"
+        msg = f"not valid UTF-8 (byte {exc.start}: {blob[exc.start : exc.start + 1]!r})"
         raise IngestError(msg, SourceLocation(str(file), line)) from None
     text = text.removeprefix("\ufeff")
     stripped = text.lstrip()
