@@ -1,0 +1,1 @@
+"""Reproducible benchmarks; run `python -m benchmarks.ingest` (see docs/benchmarks.md)."""
