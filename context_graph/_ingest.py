@@ -202,12 +202,6 @@ class _Planner:
         self.add(node)
 
     def _assistant(self, event: AssistantTurn) -> None:
-        seen: set[str] = set()
-        for call in event.tool_calls:
-            if call.id in seen:
-                msg = f"tool call id `{call.id}` appears twice in one assistant turn"
-                raise IngestError(msg)
-            seen.add(call.id)
         head = AssistantNode(
             id=self.node_id("assistant", event),
             content=event.content,
@@ -233,11 +227,12 @@ class _Planner:
             self.plan.open_calls[call.id] = [*self.open_calls(call.id), node.id]
 
     def _take_open_call(self, call_id: str) -> ToolCallNode:
-        """Pair by position: a result answers the most recent unanswered call with its id.
+        """Pair by position: a result answers the most recent open call with its id.
 
-        Ids are reused once answered (tau-bench); an older call with the same id that
-        is still open was abandoned (a crash or a cancel) and stays unanswered. Ids are
-        unique within one turn, so "most recent" is never ambiguous.
+        "Most recent" is by turn: ids are reused once answered (tau-bench), and an older
+        turn's call with the same id that is still open was abandoned (a crash, a
+        cancel) and stays open. Within one turn, parallel calls that share an id are
+        answered in call order, as results arrive in the order of the calls.
         """
         candidates = self.open_calls(call_id)
         if not candidates:
@@ -249,9 +244,12 @@ class _Planner:
             else:
                 msg = f"tool result `{call_id}` has no matching tool call earlier in the history"
             raise IngestError(msg)
-        self.plan.open_calls[call_id] = candidates[:-1]
+        calls = [cast(ToolCallNode, self.node(c)) for c in candidates]
+        newest_turn = calls[-1].assistant_id
+        chosen = next(c for c in calls if c.assistant_id == newest_turn)
+        self.plan.open_calls[call_id] = [c for c in candidates if c != chosen.id]
         self.plan.answered_ids.add(call_id)
-        return cast(ToolCallNode, self.node(candidates[-1]))
+        return chosen
 
     def _answer(
         self,

@@ -37,6 +37,7 @@ __all__ = [
     "ImportedSession",
     "RawInput",
     "block_to_part",
+    "check_base64",
     "expect_list",
     "expect_mapping",
     "expect_str",
@@ -118,6 +119,8 @@ def read_raw(path: str | Path) -> RawInput:
     if stripped[0] in "[{" and not stripped.startswith("//"):
         try:
             return RawInput(json.loads(text), file)
+        except RecursionError:
+            raise IngestError("JSON nested too deeply to read", SourceLocation(str(file))) from None
         except json.JSONDecodeError as exc:
             if stripped[0] == "[" or not _looks_like_jsonl(text):
                 msg = f"invalid JSON: {exc.msg} (column {exc.colno})"
@@ -143,6 +146,9 @@ def _read_jsonl(text: str, file: Path) -> RawInput:
             continue
         try:
             records.append(json.loads(body))
+        except RecursionError:
+            msg = "JSON on this line is nested too deeply to read"
+            raise IngestError(msg, SourceLocation(str(file), number)) from None
         except json.JSONDecodeError as exc:
             msg = f"invalid JSON on this line: {exc.msg} (column {exc.colno})"
             raise IngestError(msg, SourceLocation(str(file), number)) from None
@@ -245,7 +251,7 @@ def _media_part(kind: str, block: Mapping[str, Any], where: SourceLocation) -> C
     data = source.get("data")
     url = source.get("url")
     if source.get("type") == "base64" and isinstance(data, str):
-        _check_base64(data, where, kind)
+        check_base64(data, where, kind)
     if kind == "image":
         return ImagePart(media_type=media_type, data=data, url=url)
     title = block.get("title")
@@ -254,12 +260,13 @@ def _media_part(kind: str, block: Mapping[str, Any], where: SourceLocation) -> C
     )
 
 
-def _check_base64(data: str, where: SourceLocation, kind: str) -> None:
+def check_base64(data: str, where: SourceLocation, kind: str) -> None:
+    """Raise `IngestError` when inline `kind` data does not start like base64."""
     # Only the head is checked: a full decode of a large image costs more than it tells.
     head = data[:64]
     head = head[: len(head) - len(head) % 4]
     try:
         base64.b64decode(head, validate=True)
     except ValueError:
-        msg = f"{kind} block has `source.type` base64 but its data is not base64"
+        msg = f"{kind} data is declared base64 but is not base64"
         raise IngestError(msg, where) from None

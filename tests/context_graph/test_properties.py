@@ -44,7 +44,7 @@ events = st.lists(st.one_of(users, assistants, results, reads), max_size=25)
 
 @dataclass
 class PairingModel:
-    """The pairing rule written out plainly: the most recent open call with the id."""
+    """The pairing rule written out plainly: newest turn's open calls, earliest first."""
 
     open_calls: list[tuple[int, int, str]] = field(default_factory=list)
     """(turn number, position, call id) of every unanswered call."""
@@ -53,8 +53,7 @@ class PairingModel:
 
     def accepts(self, event: AgentEvent) -> bool:
         if isinstance(event, AssistantTurn):
-            ids = [c.id for c in event.tool_calls]
-            return len(ids) == len(set(ids))
+            return True
         call_id = getattr(event, "call_id", None)
         return call_id is None or any(c[2] == call_id for c in self.open_calls)
 
@@ -69,7 +68,9 @@ class PairingModel:
         call_id = getattr(event, "call_id", None)
         if call_id is None:
             return None
-        chosen = max((c for c in self.open_calls if c[2] == call_id), key=lambda c: c[1])
+        matching = [c for c in self.open_calls if c[2] == call_id]
+        newest = max(c[0] for c in matching)
+        chosen = min((c for c in matching if c[0] == newest), key=lambda c: c[1])
         self.open_calls.remove(chosen)
         return chosen
 
