@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -50,7 +51,7 @@ _event_adapter: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
 Edge = tuple[str, str, str]
 
 
-@dataclass
+@dataclass(slots=True)
 class IngestPlan:
     """Everything one batch adds, ready to be committed in one step."""
 
@@ -72,6 +73,38 @@ class IngestPlan:
     turn: int = 0
     last_id: str | None = None
     by_id: dict[str, Node] = field(default_factory=dict)
+
+
+NodeT = TypeVar("NodeT", bound=Node)
+
+
+def build(cls: type[NodeT], **fields: Any) -> NodeT:
+    """Make a node from fields that were already validated as parts of an event.
+
+    The fields come from frozen, validated events, so validating them again would only
+    repeat work, and so would `model_construct`, which was a quarter of ingest time on
+    real sessions. This sets the same four attributes `model_construct` sets; a test
+    checks that the result equals what validation produces.
+    """
+    defaults = _DEFAULTS.get(cls)
+    if defaults is None:
+        defaults = {
+            name: field.get_default(call_default_factory=True)
+            for name, field in cls.model_fields.items()
+            if not field.is_required()
+        }
+        _DEFAULTS[cls] = defaults
+    values = {**defaults, **fields}
+    values["meta"] = MappingProxyType(dict(values["meta"]))
+    node = cls.__new__(cls)
+    object.__setattr__(node, "__dict__", values)
+    object.__setattr__(node, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(node, "__pydantic_extra__", None)
+    object.__setattr__(node, "__pydantic_private__", None)
+    return node
+
+
+_DEFAULTS: dict[type[Node], dict[str, Any]] = {}
 
 
 def coerce_events(events: Iterable[Any]) -> list[AgentEvent]:
@@ -162,10 +195,10 @@ class _Planner:
             "triggers": event.triggers,
         }
 
-    def node_id(self, kind: str, event: Any, **extra: Any) -> str:
-        payload = event.model_dump(mode="json")
-        payload.update(extra)
-        return make_node_id(kind, self.plan.seq, payload)
+    def node_id(self, kind: str, event: Any) -> str:
+        # pydantic's JSON encoder is fast and its field order is fixed by the model, so
+        # the same event gives the same bytes (and id) in any process.
+        return make_node_id(kind, self.plan.seq, event.model_dump_json().encode())
 
     # -- per event type --
 
@@ -198,11 +231,12 @@ class _Planner:
             self._compaction(event)
 
     def _simple(self, cls: type[Node], kind: str, event: Any) -> None:
-        node = cls(id=self.node_id(kind, event), content=event.content, **self.common(event))
+        node = build(cls, id=self.node_id(kind, event), content=event.content, **self.common(event))
         self.add(node)
 
     def _assistant(self, event: AssistantTurn) -> None:
-        head = AssistantNode(
+        head = build(
+            AssistantNode,
             id=self.node_id("assistant", event),
             content=event.content,
             message_id=event.message_id,
@@ -211,9 +245,10 @@ class _Planner:
         )
         self.add(head)
         for index, call in enumerate(event.tool_calls):
-            payload = {"call": call.model_dump(), "assistant": head.id}
+            payload = call.model_dump_json().encode() + head.id.encode()
             common = self.common(event) | {"meta": {}}
-            node = ToolCallNode(
+            node = build(
+                ToolCallNode,
                 id=make_node_id("tool_call", self.plan.seq, payload),
                 tool_call_id=call.id,
                 name=call.name,
@@ -261,7 +296,8 @@ class _Planner:
     ) -> Node:
         call = self._take_open_call(call_id) if call_id is not None else None
         name = event.name or (call.name if call is not None else None)
-        node = cls(
+        node = build(
+            cls,
             id=self.node_id(kind, event),
             content=event.content,
             tool_call_id=call_id,
@@ -293,7 +329,8 @@ class _Planner:
 
     def _compaction(self, event: Compaction) -> None:
         earlier = [*self.graph._order, *(n.id for n in self.plan.nodes)]
-        node = SummaryNode(
+        node = build(
+            SummaryNode,
             id=self.node_id("summary", event),
             content=event.content,
             origin=event.origin,

@@ -363,8 +363,12 @@ def make_node_id(kind: str, seq: int | None, payload: Any) -> str:
     Transcript nodes are named by their position and content (`000012-user-1f3a...`), so
     two equal turns at different places get different ids and ids sort in transcript
     order. Derived nodes (no position) are named by content and lineage alone.
+    `payload` is plain data, or `bytes` that already are its canonical encoding.
     """
-    digest = content_digest(payload)
+    if isinstance(payload, bytes):
+        digest = hashlib.blake2b(payload, digest_size=8).hexdigest()
+    else:
+        digest = content_digest(payload)
     if seq is None:
         return f"{kind}-{digest}"
     return f"{seq:06d}-{kind}-{digest}"

@@ -130,3 +130,33 @@ class TestEvents:
         event = AssistantTurn(content="x")
         with pytest.raises(ValidationError):
             event.model = "other"  # type: ignore[misc]
+
+
+class TestFastConstruction:
+    def test_ingested_nodes_equal_validated_nodes(self) -> None:
+        """Nodes built at ingest equal the same data validated by pydantic, field by field."""
+        graph = ContextGraph(counter=WordCounter())
+        graph.add_system("rules", meta={"a": [1, {"b": None}]})
+        graph.add_user([TextPart(text="look"), ImagePart(media_type="image/png", data="AA==")])
+        graph.add_assistant(
+            [ThinkingPart(thinking="hm", signature="sig==")],
+            tool_calls=[{"id": "c", "name": "read", "arguments": {"path": "a"}}],
+            model="m",
+        )
+        graph.add_file_read("a", "text", call_id="c", line_range=(1, None), is_error=False)
+        graph.add_subagent_result("done", agent_id="x")
+        graph.add({"type": "compaction", "content": "so far"})
+        for node in graph:
+            validated = type(node).model_validate(node.model_dump())
+            assert validated == node
+            assert validated.model_dump() == node.model_dump()
+            assert node.text == validated.text
+
+    def test_ingested_nodes_are_frozen(self) -> None:
+        """Nodes built at ingest refuse assignment like validated ones."""
+        graph = ContextGraph(counter=WordCounter())
+        node = graph[graph.add_user("hi", meta={"k": 1})]
+        with pytest.raises(ValidationError):
+            node.turn = 5  # type: ignore[misc]
+        with pytest.raises(TypeError):
+            node.meta["k"] = 2  # type: ignore[index]

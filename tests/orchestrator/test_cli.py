@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from context_graph.examples import EXAMPLE_SESSION
+from context_graph.importers import load_sessions
+from orchestrator.cli import main
+
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+class TestInspect:
+    def test_runs_on_the_bundled_example(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """With no trace, inspect summarizes the example session shipped in the package."""
+        code, out, err = _run(capsys, "inspect")
+        assert code == 0, err
+        assert str(EXAMPLE_SESSION) in out
+        for label in ("nodes:", "tokens:", "units:", "tool calls:", "files read:", "sub-agents:"):
+            assert label in out
+
+    def test_json_summary_matches_the_graph(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """The JSON summary reports what the session really holds."""
+        code, out, _ = _run(capsys, "inspect", "--json")
+        assert code == 0
+        summary = json.loads(out)
+        events = load_sessions(EXAMPLE_SESSION)[0].events
+        calls = sum(len(getattr(e, "tool_calls", ())) for e in events)
+        assert summary["tool_calls"] == calls
+        assert summary["nodes"] == sum(summary["nodes_by_kind"].values())
+        assert summary["total_tokens"] == sum(summary["tokens_by_kind"].values())
+        assert summary["sessions_in_file"] == len(load_sessions(EXAMPLE_SESSION))
+
+    def test_example_has_what_the_demo_promises(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """The example has tool calls, a file read twice, an error and a sub-agent."""
+        _, out, _ = _run(capsys, "inspect", "--json")
+        summary = json.loads(out)
+        assert summary["tool_calls"] > 0
+        assert max(summary["files_read"].values()) >= 2
+        assert summary["tool_errors"] >= 1
+        assert len(summary["subagents"]) >= 1
+
+    def test_selects_a_session_by_index(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """--session picks one run of a multi-run file."""
+        runs = [
+            {"task_id": i, "traj": [{"role": "user", "content": f"run {i}"}], "info": {}}
+            for i in range(3)
+        ]
+        path = tmp_path / "runs.json"
+        path.write_text(json.dumps(runs), encoding="utf-8")
+        code, out, err = _run(capsys, "inspect", str(path), "--session", "2", "--json")
+        assert code == 0, err
+        assert json.loads(out)["sessions_in_file"] == 3
+
+
+class TestBadInput:
+    @pytest.mark.parametrize(
+        ("content", "expected"),
+        [
+            ('{"messages": [{"role": "robot", "content": "x"}]}', "unrecognized input"),
+            ('{"role": "user"}\n{not json}\n', "line 2"),
+            ("", "empty"),
+            ("[1, 2, 3]", "unrecognized input"),
+        ],
+    )
+    def test_bad_input_exits_2_with_one_line(
+        self,
+        capsys: pytest.CaptureFixture[str],
+        tmp_path: Path,
+        content: str,
+        expected: str,
+    ) -> None:
+        """Bad input gives exit code 2 and one line on stderr that names the problem."""
+        path = tmp_path / "bad.json"
+        path.write_text(content, encoding="utf-8")
+        code, out, err = _run(capsys, "inspect", str(path))
+        assert code == 2
+        assert out == ""
+        assert expected in err
+        assert len(err.strip().splitlines()) == 1
+
+    def test_unknown_role_with_explicit_format_names_it(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """With the format given, an unknown role is reported with its message index."""
+        path = tmp_path / "bad.json"
+        path.write_text('{"messages": [{"role": "robot", "content": "x"}]}', encoding="utf-8")
+        code, _, err = _run(capsys, "inspect", str(path), "--format", "openai")
+        assert code == 2
+        assert "robot" in err and "message 0" in err
+
+    def test_missing_file_exits_2(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """A path that does not exist is bad input, not a crash."""
+        code, _, err = _run(capsys, "inspect", "/nonexistent/session.jsonl")
+        assert code == 2
+        assert "cannot read" in err
+
+    def test_non_utf8_file_exits_2(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """Bytes that are not UTF-8 are reported with their line."""
+        path = tmp_path / "latin1.jsonl"
+        path.write_bytes(b'{"a": 1}\n{"b": "caf\xe9"}\n')
+        code, _, err = _run(capsys, "inspect", str(path))
+        assert code == 2
+        assert "line 2" in err and "UTF-8" in err
+
+    def test_out_of_range_session_exits_2(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """Asking for a session the file does not have is bad input."""
+        code, _, err = _run(capsys, "inspect", "--session", "999")
+        assert code == 2
+        assert "out of range" in err
+
+
+def test_console_script_entry_point_runs() -> None:
+    """`python -m orchestrator.cli inspect` works as a separate process."""
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator.cli", "inspect"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "nodes:" in done.stdout
+
+
+@pytest.mark.skipif(not TRACES.exists(), reason="shared traces not present")
+def test_inspect_runs_on_every_shared_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every shared trace file can be inspected."""
+    files = [
+        p
+        for p in sorted(TRACES.rglob("*"))
+        if p.suffix in {".json", ".jsonl", ".traj"}
+        and p.name not in {"MANIFEST.json", "metadata.json"}
+    ]
+    assert files
+    for path in files:
+        code, _, err = _run(capsys, "inspect", str(path))
+        assert code == 0, f"{path}: {err}"
