@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -22,7 +21,6 @@ from pathlib import Path
 
 from context_graph import AgentEvent, ContextGraph, TiktokenCounter
 from context_graph.importers import load_sessions
-from context_graph.nodes import ToolCallNode
 from context_graph.tokens import countable_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +47,9 @@ def largest_session(traces: Path) -> Path:
     candidates = [
         p
         for p in traces.rglob("*")
-        if p.is_file() and p.suffix in {".json", ".jsonl", ".traj"} and "subagents" not in p.parts
+        if p.is_file()
+        and p.suffix in {".json", ".jsonl", ".traj"}
+        and "subagents" not in p.parts
         and p.name != "MANIFEST.json"
     ]
     if not candidates:

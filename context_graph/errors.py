@@ -69,7 +69,12 @@ class SourceLocation:
 
     def with_path(self, path: str) -> SourceLocation:
         """Return a copy pointing deeper into the same record."""
-        joined = f"{self.path}.{path}" if self.path else path
+        if not self.path:
+            joined = path
+        elif path.startswith("["):
+            joined = f"{self.path}{path}"  # an index: `content[0]`, not `content.[0]`
+        else:
+            joined = f"{self.path}.{path}"
         return SourceLocation(self.file, self.line, self.index, joined)
 
 

@@ -247,10 +247,10 @@ def block_to_part(block: Mapping[str, Any], where: SourceLocation) -> ContentPar
 
 def _media_part(kind: str, block: Mapping[str, Any], where: SourceLocation) -> ContentPart:
     source = expect_mapping(block.get("source", {}), where, f"{kind} block `source`")
-    media_type = source.get("media_type")
-    data = source.get("data")
-    url = source.get("url")
-    if source.get("type") == "base64" and isinstance(data, str):
+    media_type = _optional_str(source, "media_type", where, kind)
+    data = _optional_str(source, "data", where, kind)
+    url = _optional_str(source, "url", where, kind)
+    if source.get("type") == "base64" and data is not None:
         check_base64(data, where, kind)
     if kind == "image":
         return ImagePart(media_type=media_type, data=data, url=url)
@@ -258,6 +258,15 @@ def _media_part(kind: str, block: Mapping[str, Any], where: SourceLocation) -> C
     return DocumentPart(
         media_type=media_type, data=data, url=url, title=title if isinstance(title, str) else None
     )
+
+
+def _optional_str(
+    source: Mapping[str, Any], key: str, where: SourceLocation, kind: str
+) -> str | None:
+    value = source.get(key)
+    if value is None:
+        return None
+    return expect_str(value, where, f"{kind} block `source.{key}`")
 
 
 def check_base64(data: str, where: SourceLocation, kind: str) -> None:

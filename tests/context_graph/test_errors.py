@@ -51,7 +51,8 @@ class TestMessages:
     def test_location_paths_nest(self) -> None:
         """A location can point deeper into its record."""
         where = SourceLocation(index=3, path="content").with_path("[0].text")
-        assert where.describe() == "message 3 content.[0].text"
+        assert where.describe() == "message 3 content[0].text"
+        assert SourceLocation(path="a").with_path("b").path == "a.b"
 
     def test_budget_error_carries_the_numbers(self) -> None:
         """The budget error says both the budget and what is needed."""

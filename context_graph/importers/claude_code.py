@@ -1,0 +1,292 @@
+"""Claude Code session JSONL: one record per line, as `~/.claude/projects/*/<id>.jsonl`.
+
+Records are read in file order. `user` and `assistant` records are the conversation;
+a `system` record of subtype `compact_boundary` marks Claude Code's own compaction, and
+the `isCompactSummary` user line after it becomes a `Compaction` event (origin
+`claude_code`). Every other record (`progress`, `file-history-snapshot`,
+`queue-operation`, `summary` titles, other `system` subtypes such as hook summaries,
+turn durations, API retries, and types added by later versions) is not sent to the
+model and is skipped; the counts are kept in the session's `meta["skipped_records"]`.
+
+Claude Code writes an assistant message one content block per line, all lines sharing
+`message.id`, and runs tools while the message streams, so results for its first calls
+can sit between its lines. Lines of one message are merged into one `AssistantTurn`
+until a user line with content other than tool results, a compaction or another message
+ends it; the results are emitted after the merged turn, in file order. A message id
+that comes back after that (a resumed session rewrites earlier turns) starts a new turn.
+
+`toolUseResult` turns `Read` results into `FileRead` events and sub-agent runs into
+`SubagentResult` events linked to `<session>/subagents/agent-<id>.jsonl`. Those
+transcripts, and Claude Code's compaction runs (`agent-acompact-*.jsonl`), are
+sessions of their own: `to_sessions` returns the main session first, then one per file.
+The system prompt is not recorded, so no `SystemPrompt` event is made.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import JsonValue
+
+from context_graph.errors import IngestError, SourceLocation
+from context_graph.events import AgentEvent, AssistantTurn, Compaction, ToolCall, UserTurn
+from context_graph.importers._base import ImportedSession, RawInput, read_raw, text_content
+from context_graph.importers._claude_code_records import (
+    CallInfo,
+    answer_event,
+    optional_str,
+    session_meta,
+    subagent_files,
+)
+from context_graph.importers.anthropic import assistant_content, tool_result_event, user_content
+from context_graph.nodes import ContentPart
+
+__all__ = ["sniff", "to_sessions"]
+
+# How many leading records detection looks at.
+_SNIFF_RECORDS = 50
+
+
+# --- detection ------------------------------------------------------------------------------
+
+
+def sniff(raw: RawInput) -> bool:
+    """Whether `raw` is a Claude Code session: typed records carrying `sessionId` and `uuid`."""
+    head = _records(raw.data)[:_SNIFF_RECORDS]
+    if not head or not all(isinstance(r, Mapping) and isinstance(r.get("type"), str) for r in head):
+        return False
+    return any("sessionId" in r and "uuid" in r for r in head)
+
+
+def _records(data: Any) -> list[Any]:
+    if isinstance(data, list):
+        return data
+    return [data] if isinstance(data, Mapping) else []
+
+
+# --- sessions -------------------------------------------------------------------------------
+
+
+def to_sessions(raw: RawInput) -> list[ImportedSession]:
+    """Convert a session file, then each sub-agent transcript found next to it.
+
+    Raises:
+        IngestError: a record is malformed, or a result answers no earlier call; names
+            the file and line.
+    """
+    main = _session(raw, _name(raw))
+    sessions = [main]
+    for path in subagent_files(raw):
+        sub = _session(read_raw(path), path.stem)
+        sub.meta["parent_session"] = main.name
+        sub.meta["compaction_run"] = path.stem.startswith("agent-acompact")
+        sessions.append(sub)
+    return sessions
+
+
+def _name(raw: RawInput) -> str:
+    if raw.path is not None:
+        return raw.path.stem
+    for record in _records(raw.data):
+        session_id = record.get("sessionId") if isinstance(record, Mapping) else None
+        if isinstance(session_id, str) and session_id:
+            return session_id
+    return "claude_code"
+
+
+def _session(raw: RawInput, name: str) -> ImportedSession:
+    records = _records(raw.data)
+    if not records:
+        msg = "a Claude Code session must be a list of records"
+        raise IngestError(msg, raw.at())
+    walk = _Walk(raw)
+    for index, record in enumerate(records):
+        walk.record(index, record)
+    walk.flush()
+    meta = session_meta(records, walk.skipped)
+    return ImportedSession(name=name, events=walk.events, meta=meta)
+
+
+# --- the walk -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Turn:
+    """An assistant message being merged from its lines, and the results held behind it."""
+
+    index: int
+    message_id: str | None
+    model: str | None
+    timestamp: str | None
+    parts: list[ContentPart] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    meta: dict[str, JsonValue] = field(default_factory=dict)
+    uuids: list[JsonValue] = field(default_factory=list)
+    held: list[AgentEvent] = field(default_factory=list)
+
+
+@dataclass
+class _Walk:
+    """The state of converting one session file, record by record."""
+
+    raw: RawInput
+    events: list[AgentEvent] = field(default_factory=list)
+    turn: _Turn | None = None
+    calls: dict[str, CallInfo] = field(default_factory=dict)
+    boundary: dict[str, JsonValue] | None = None
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    def record(self, index: int, value: Any) -> None:
+        where = self.raw.at(index)
+        if not isinstance(value, Mapping):
+            msg = f"record must be an object, got {type(value).__name__}"
+            raise IngestError(msg, where)
+        kind = value.get("type")
+        if not isinstance(kind, str):
+            raise IngestError("record has no string `type`", where.with_path("type"))
+        if kind == "assistant":
+            self._assistant(index, value)
+        elif kind == "user":
+            self._user(index, value)
+        elif kind == "system" and value.get("subtype") == "compact_boundary":
+            self._boundary(value)
+        else:
+            self.skipped[kind] += 1
+
+    def flush(self) -> None:
+        """Emit the assistant turn being merged, then the results held behind it."""
+        turn, self.turn = self.turn, None
+        if turn is None:
+            return
+        meta = {"uuids": turn.uuids, **turn.meta}
+        self.events.append(
+            AssistantTurn(
+                content=tuple(turn.parts),
+                tool_calls=tuple(turn.calls),
+                message_id=turn.message_id,
+                model=turn.model,
+                timestamp=turn.timestamp,
+                meta=meta,
+                source=self.raw.at(turn.index),
+            )
+        )
+        self.events.extend(turn.held)
+
+    # -- records --
+
+    def _assistant(self, index: int, record: Mapping[str, Any]) -> None:
+        where = self.raw.at(index, "message")
+        message = _message(record, where, "assistant")
+        message_id = optional_str(message.get("id"), where.with_path("id"), "`message.id`")
+        parts, calls = assistant_content(message.get("content"), where)
+        turn = self.turn
+        if turn is None or message_id is None or turn.message_id != message_id:
+            self.flush()
+            turn = self.turn = self._new_turn(index, record, message, message_id)
+        turn.parts.extend(parts)
+        turn.calls.extend(calls)
+        turn.uuids.append(record.get("uuid"))
+        _update_turn_meta(turn.meta, record, message)
+        for call in calls:
+            self.calls[call.id] = CallInfo(call.name, json.loads(call.arguments))
+
+    def _new_turn(
+        self, index: int, record: Mapping[str, Any], message: Mapping[str, Any], mid: str | None
+    ) -> _Turn:
+        where = self.raw.at(index)
+        model = optional_str(message.get("model"), where.with_path("message.model"), "model")
+        return _Turn(index, mid, model, _timestamp(record, where))
+
+    def _user(self, index: int, record: Mapping[str, Any]) -> None:
+        where = self.raw.at(index, "message")
+        message = _message(record, where, "user")
+        if record.get("isCompactSummary") is True:
+            self._compaction(index, record, message)
+            return
+        results, parts = user_content(message.get("content"), where)
+        meta = _user_meta(record)
+        timestamp = _timestamp(record, self.raw.at(index))
+        for block, at in results:
+            result = tool_result_event(block, at, self.calls, timestamp=timestamp, meta=meta)
+            event = answer_event(result, self.calls[result.call_id], record, self.raw)
+            self._emit_answer(event)
+        if parts or not results:
+            self.flush()
+            turn = UserTurn(
+                content=tuple(parts), timestamp=timestamp, meta=meta, source=self.raw.at(index)
+            )
+            self.events.append(turn)
+
+    def _emit_answer(self, event: AgentEvent) -> None:
+        if self.turn is not None:
+            self.turn.held.append(event)
+        else:
+            self.events.append(event)
+
+    def _boundary(self, record: Mapping[str, Any]) -> None:
+        self.flush()
+        details = record.get("compactMetadata")
+        details = details if isinstance(details, Mapping) else {}
+        boundary: dict[str, JsonValue] = {"boundary_uuid": record.get("uuid")}
+        if isinstance(details.get("trigger"), str):
+            boundary["trigger"] = details["trigger"]
+        if type(details.get("preTokens")) is int:
+            boundary["pre_tokens"] = details["preTokens"]
+        self.boundary = boundary
+
+    def _compaction(
+        self, index: int, record: Mapping[str, Any], message: Mapping[str, Any]
+    ) -> None:
+        self.flush()
+        where = self.raw.at(index, "message.content")
+        summary = text_content(message.get("content"), where, "content")
+        meta: dict[str, JsonValue] = {"uuid": record.get("uuid"), **(self.boundary or {})}
+        self.boundary = None
+        event = Compaction(
+            content=summary,
+            origin="claude_code",
+            timestamp=_timestamp(record, self.raw.at(index)),
+            meta=meta,
+            source=self.raw.at(index),
+        )
+        self.events.append(event)
+
+
+def _message(record: Mapping[str, Any], where: SourceLocation, role: str) -> Mapping[str, Any]:
+    message = record.get("message")
+    if not isinstance(message, Mapping):
+        msg = f"a `{role}` record must have a `message` object"
+        raise IngestError(msg, where)
+    if message.get("role") != role:
+        msg = f"a `{role}` record holds a message with role {message.get('role')!r}"
+        raise IngestError(msg, where.with_path("role"))
+    return message
+
+
+def _timestamp(record: Mapping[str, Any], where: SourceLocation) -> str | None:
+    return optional_str(record.get("timestamp"), where.with_path("timestamp"), "`timestamp`")
+
+
+def _user_meta(record: Mapping[str, Any]) -> dict[str, JsonValue]:
+    meta: dict[str, JsonValue] = {"uuid": record.get("uuid")}
+    if record.get("isMeta") is True:
+        meta["is_meta"] = True
+    return meta
+
+
+def _update_turn_meta(
+    meta: dict[str, JsonValue], record: Mapping[str, Any], message: Mapping[str, Any]
+) -> None:
+    """Keep the request id, the latest usage and the final stop reason of a merged turn."""
+    if isinstance(record.get("requestId"), str):
+        meta["request_id"] = record["requestId"]
+    if isinstance(message.get("usage"), Mapping):
+        meta["usage"] = dict(message["usage"])
+    if isinstance(message.get("stop_reason"), str):
+        meta["stop_reason"] = message["stop_reason"]
+    if record.get("isApiErrorMessage") is True:
+        meta["is_api_error"] = True
