@@ -74,7 +74,7 @@ def _render_text(trace: str, session: str, count: int, stats: GraphStats) -> str
     kinds = ", ".join(f"{kind} {n}" for kind, n in stats.nodes_by_kind.items())
     lines = [
         f"trace:       {trace}",
-        f"session:     {session} ({count} in file)",
+        f"session:     {session} ({count} {'session' if count == 1 else 'sessions'} in the input)",
         f"nodes:       {stats.nodes} ({kinds})",
         f"tokens:      {stats.total_tokens:,} (cl100k_base, content only)",
         f"units:       {stats.units} ({stats.user_turns} user turns)",

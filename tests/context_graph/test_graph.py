@@ -229,12 +229,13 @@ class TestAtomicBatch:
         assert len(graph) == 2
 
     def test_large_output_ingests(self, graph: ContextGraph) -> None:
-        """Size is not an error: a very large tool output ingests whole."""
+        """Size is not an error: a 50 MB tool output ingests whole."""
         graph.add_assistant(tool_calls=[_call("big")])
-        text = "line of output\n" * 400_000
+        text = "line of output\n" * 3_500_000
+        assert len(text) > 50_000_000
         r = graph.add_tool_result("big", text)
         assert graph[r].text == text
-        assert graph.tokens(r) == 3 * 400_000
+        assert graph.tokens(r) == 3 * 3_500_000
 
 
 class TestFiles:
