@@ -109,6 +109,8 @@ class ContextGraph:
         self._turn = 0
         self._last_id: str | None = None
         self._forward_edges = 0
+        self._first_call: dict[str, str] = {}
+        self._version = 0
 
     # -- ingest ------------------------------------------------------------------------
 
@@ -218,6 +220,7 @@ class ContextGraph:
         self._last_id = plan.last_id
 
     def _insert(self, node: Node, tokens: int) -> None:
+        self._version += 1
         self._nodes[node.id] = node
         self._rank[node.id] = len(self._rank)
         self._g.add_node(node.id)
@@ -226,6 +229,7 @@ class ContextGraph:
         self._by_kind.setdefault(node.kind, []).append(node.id)
         if isinstance(node, ToolCallNode):
             self._by_tool.setdefault(node.name, []).append(node.id)
+            self._first_call.setdefault(node.tool_call_id, node.id)
         if node.pinned:
             self._pinned.append(node.id)
 
@@ -260,6 +264,7 @@ class ContextGraph:
         return self._forward_edges == 0 and self._rank[source] > self._rank[target]
 
     def _link(self, source: str, target: str, kind: str) -> None:
+        self._version += 1
         if self._rank[source] < self._rank[target]:
             self._forward_edges += 1
         data = self._g.get_edge_data(source, target)
@@ -332,6 +337,15 @@ class ContextGraph:
     def total_tokens(self) -> int:
         """The content tokens of every node in the graph."""
         return self._total_tokens
+
+    @property
+    def version(self) -> int:
+        """A counter that changes with every edit (renders are cached by it)."""
+        return self._version
+
+    def first_call_with_id(self, tool_call_id: str) -> str | None:
+        """The node id of the earliest tool call that used `tool_call_id`, if any."""
+        return self._first_call.get(tool_call_id)
 
     @property
     def turns(self) -> int:

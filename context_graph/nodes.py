@@ -124,7 +124,10 @@ class ThinkingPart(BaseModel):
     thinking: str
     """The reasoning text."""
     signature: str | None = None
-    """The provider's signature over the block; required to send it back (Anthropic)."""
+    """The provider's signature over the block; required to send it back."""
+    provider: Literal["anthropic", "gemini"] | None = None
+    """Who signed it, when known: a signature is only valid for its own provider.
+    `None` is read as Anthropic when a signature is present (the common case)."""
 
 
 class RedactedThinkingPart(BaseModel):

@@ -1,12 +1,15 @@
 """Test doubles for users' tests (and ours): deterministic, offline, fast.
 
 `WordCounter` counts whitespace-separated words, so expected token numbers can be
-worked out by hand in a test.
+worked out by hand in a test. `graph_snapshot` captures what can be observed of a graph,
+so a test can check that a refused ingest left the graph exactly as it was.
 """
 
 from __future__ import annotations
 
-__all__ = ["WordCounter"]
+from context_graph.graph import ContextGraph
+
+__all__ = ["WordCounter", "graph_snapshot"]
 
 
 class WordCounter:
@@ -24,3 +27,29 @@ class WordCounter:
     def count(self, text: str) -> int:
         """Return the number of whitespace-separated words in `text`."""
         return len(text.split())
+
+
+def graph_snapshot(graph: ContextGraph) -> tuple[object, ...]:
+    """Everything observable about `graph`, as one value that compares with `==`.
+
+    This is the way to check that a failed ingest changed nothing: ingest is atomic, so
+    a snapshot taken before a refused batch equals one taken after it. The snapshot
+    holds the node count, the transcript order, the edges (sorted), the interaction
+    units, the unanswered calls, the total tokens, the user-turn count and the files read.
+
+    Example:
+        before = graph_snapshot(graph)
+        with pytest.raises(IngestError):
+            graph.ingest(events)
+        assert graph_snapshot(graph) == before
+    """
+    return (
+        len(graph),
+        graph.transcript(),
+        tuple(sorted(graph.edges())),
+        graph.units(),
+        graph.unanswered_calls(),
+        graph.total_tokens,
+        graph.turns,
+        graph.files(),
+    )

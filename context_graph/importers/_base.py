@@ -1,7 +1,8 @@
 """What every importer shares.
 
-Reading files with exact error places, the raw-input and session records, and
-converting the content blocks that several formats have in common.
+Reading files with exact error places, the raw-input and session records,
+converting the content blocks that several formats have in common, and finishing
+events already built (`with_fields`, with times from `iso_timestamp`).
 
 An importer module provides two functions:
 
@@ -17,6 +18,7 @@ import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +43,10 @@ __all__ = [
     "expect_list",
     "expect_mapping",
     "expect_str",
+    "iso_timestamp",
     "read_raw",
     "text_content",
+    "with_fields",
 ]
 
 
@@ -279,3 +283,36 @@ def check_base64(data: str, where: SourceLocation, kind: str) -> None:
     except ValueError:
         msg = f"{kind} data is declared base64 but is not base64"
         raise IngestError(msg, where) from None
+
+
+# --- event fields -------------------------------------------------------------------------
+
+
+def with_fields(
+    event: AgentEvent, *, meta: Mapping[str, JsonValue] | None = None, **fields: Any
+) -> AgentEvent:
+    """Return `event` with more metadata and fields set (e.g. a timestamp, a model).
+
+    Fields whose value is `None` are left as they were.
+
+    Raises:
+        TypeError: a field name is not one of the event's fields (a programming error).
+    """
+    unknown = set(fields) - set(type(event).model_fields)
+    if unknown:
+        msg = f"{type(event).__name__} has no field(s) {', '.join(sorted(unknown))}"
+        raise TypeError(msg)
+    update = {k: v for k, v in fields.items() if v is not None}
+    if meta:
+        update["meta"] = {**event.meta, **meta}
+    return event.model_copy(update=update) if update else event
+
+
+def iso_timestamp(value: Any) -> str | None:
+    """An ISO 8601 UTC time for Unix seconds (`1733345578.57` -> `2024-12-04T...`), or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return datetime.fromtimestamp(value, tz=UTC).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return None

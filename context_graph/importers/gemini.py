@@ -302,7 +302,7 @@ def _plain_part(value: Any, where: SourceLocation, role: str) -> ContentPart:
         raise IngestError("part `thought` must be a boolean", where.with_path("thought"))
     if kind is None or (thought and kind == "text"):
         text = "" if kind is None else expect_str(part["text"], where, "part `text`")
-        return ThinkingPart(thinking=text, signature=_signature(part, where))
+        return ThinkingPart(thinking=text, signature=_signature(part, where), provider="gemini")
     body = _get(part, kind)
     inner = where.with_path(_key(part, kind))
     if kind == "text":

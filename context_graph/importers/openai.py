@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, JsonValue, ValidationError
@@ -40,13 +39,11 @@ from context_graph.nodes import ContentPart, ImagePart, TextPart, ThinkingPart
 __all__ = [
     "ROLES",
     "ConversionState",
-    "iso_timestamp",
     "looks_like_chat",
     "message_to_events",
     "messages_to_events",
     "sniff",
     "to_sessions",
-    "with_fields",
 ]
 
 #: The roles of Chat Completions messages, the legacy `function` role included.
@@ -370,33 +367,3 @@ def _build(cls: type[_E], where: SourceLocation, **fields: Any) -> _E:
 def _event(cls: type[_E], where: SourceLocation, **fields: Any) -> _E:
     """Build an event whose `source` is `where`."""
     return _build(cls, where, source=where, **fields)
-
-
-def with_fields(
-    event: AgentEvent, *, meta: Mapping[str, JsonValue] | None = None, **fields: Any
-) -> AgentEvent:
-    """Return `event` with more metadata and fields set (e.g. a timestamp, a model).
-
-    Fields whose value is `None` are left as they were.
-
-    Raises:
-        TypeError: a field name is not one of the event's fields (a programming error).
-    """
-    unknown = set(fields) - set(type(event).model_fields)
-    if unknown:
-        msg = f"{type(event).__name__} has no field(s) {', '.join(sorted(unknown))}"
-        raise TypeError(msg)
-    update = {k: v for k, v in fields.items() if v is not None}
-    if meta:
-        update["meta"] = {**event.meta, **meta}
-    return event.model_copy(update=update) if update else event
-
-
-def iso_timestamp(value: Any) -> str | None:
-    """An ISO 8601 UTC time for Unix seconds (`1733345578.57` -> `2024-12-04T...`), or None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return datetime.fromtimestamp(value, tz=UTC).isoformat()
-    except (OverflowError, OSError, ValueError):
-        return None

@@ -23,14 +23,10 @@ from context_graph.importers._base import (
     RawInput,
     expect_list,
     expect_mapping,
-)
-from context_graph.importers.openai import (
-    ConversionState,
     iso_timestamp,
-    message_to_events,
-    messages_to_events,
     with_fields,
 )
+from context_graph.importers.openai import ConversionState, message_to_events, messages_to_events
 
 __all__ = ["sniff", "to_sessions"]
 

@@ -27,8 +27,9 @@ from context_graph.importers._base import (
     expect_list,
     expect_mapping,
     expect_str,
+    with_fields,
 )
-from context_graph.importers.openai import ConversionState, message_to_events, with_fields
+from context_graph.importers.openai import ConversionState, message_to_events
 from context_graph.nodes import ContentPart
 
 __all__ = ["sniff", "to_sessions"]

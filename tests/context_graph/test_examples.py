@@ -85,7 +85,6 @@ class TestPackaging:
 class TestSession:
     def test_detected_as_claude_code(self) -> None:
         """The example is a Claude Code session."""
-        pytest.importorskip("context_graph.importers.openai")
         assert detect_format(EXAMPLE_SESSION) == "claude_code"
 
     def test_loads_main_then_subagents(self, sessions: list[ImportedSession]) -> None:

@@ -17,7 +17,7 @@ from context_graph import (
     UnknownNodeError,
     UserTurn,
 )
-from context_graph.testing import WordCounter
+from context_graph.testing import WordCounter, graph_snapshot
 
 
 @pytest.fixture(name="graph")
@@ -27,20 +27,6 @@ def graph_fixture() -> ContextGraph:
 
 def _call(call_id: str, name: str = "bash", **args: object) -> dict[str, object]:
     return {"id": call_id, "name": name, "arguments": args}
-
-
-def _snapshot(graph: ContextGraph) -> tuple[object, ...]:
-    """Everything observable about a graph, to compare before and after a failed call."""
-    return (
-        len(graph),
-        graph.transcript(),
-        tuple(graph.edges()),
-        graph.units(),
-        graph.unanswered_calls(),
-        graph.total_tokens,
-        graph.turns,
-        graph.files(),
-    )
 
 
 class TestTranscript:
@@ -142,11 +128,11 @@ class TestPairing:
     def test_orphan_result_is_refused(self, graph: ContextGraph) -> None:
         """A result whose call never appeared is an IngestError and changes nothing."""
         graph.add_user("hi")
-        before = _snapshot(graph)
+        before = graph_snapshot(graph)
         with pytest.raises(IngestError, match="no matching tool call") as info:
             graph.add_tool_result("ghost", "boo")
         assert info.value.location.index == 0
-        assert _snapshot(graph) == before
+        assert graph_snapshot(graph) == before
 
     def test_second_result_for_one_call_is_refused(self, graph: ContextGraph) -> None:
         """A result for a call that already has one is refused with a clear reason."""
@@ -160,7 +146,7 @@ class TestAtomicBatch:
     def test_failing_batch_leaves_graph_unchanged(self, graph: ContextGraph) -> None:
         """A batch with one bad event adds nothing, and the error names the event."""
         graph.add_user("start")
-        before = _snapshot(graph)
+        before = graph_snapshot(graph)
         batch = [
             UserTurn(content="fine"),
             AssistantTurn(tool_calls=(ToolCall(id="c", name="t"),)),
@@ -170,7 +156,7 @@ class TestAtomicBatch:
         with pytest.raises(IngestError) as info:
             graph.ingest(batch)
         assert info.value.location.index == 3
-        assert _snapshot(graph) == before
+        assert graph_snapshot(graph) == before
 
     def test_batch_state_carries_between_its_events(self, graph: ContextGraph) -> None:
         """Calls opened earlier in a batch can be answered later in the same batch."""

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +11,7 @@ import pytest
 from context_graph.errors import IngestError
 from context_graph.events import AssistantTurn, SystemPrompt, ToolResult, UserTurn
 from context_graph.graph import ContextGraph
-from context_graph.importers import FORMATS, RawInput, anthropic, detect_format, load_sessions
+from context_graph.importers import RawInput, anthropic, detect_format, load_sessions
 from context_graph.nodes import (
     AssistantNode,
     DocumentPart,
@@ -21,7 +23,7 @@ from context_graph.nodes import (
     ToolResultNode,
     UserNode,
 )
-from context_graph.testing import WordCounter
+from context_graph.testing import graph_snapshot
 
 PNG = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9"
@@ -31,26 +33,9 @@ PDF = "JVBERi0xLjQKJcfsj6IKMSAwIG9iago8PC9UeXBlL0NhdGFsb2c+PgplbmRvYmoK"
 SIGNATURE = "EsMCCkYICxgCKkDuNR00D0SPshrOAOM1rE2RNrkHn0+/aXuAp7lW1sP8HECP==\u00e9"
 
 
-def _graph() -> ContextGraph:
-    return ContextGraph(counter=WordCounter())
-
-
-def _snapshot(graph: ContextGraph) -> tuple[object, ...]:
-    return (len(graph), graph.transcript(), tuple(graph.edges()), graph.unanswered_calls())
-
-
 def _load(payload: Any) -> list[Any]:
     (session,) = load_sessions(RawInput(payload), format="anthropic")
     return list(session.events)
-
-
-def _detect(source: Any) -> str | None:
-    for fmt in FORMATS:
-        pytest.importorskip(f"context_graph.importers.{fmt}")
-    try:
-        return detect_format(source)
-    except IngestError:
-        return None
 
 
 def _use(call_id: str, name: str = "Bash", **arguments: Any) -> dict[str, Any]:
@@ -144,8 +129,8 @@ class TestSniff:
 
     def test_detect_format_picks_anthropic(self) -> None:
         """Detection names Anthropic for a request body and for a bare list with its blocks."""
-        assert _detect(_conversation()) == "anthropic"
-        assert _detect(_conversation()["messages"]) == "anthropic"
+        assert detect_format(_conversation()) == "anthropic"
+        assert detect_format(_conversation()["messages"]) == "anthropic"
 
     def test_detect_format_does_not_pick_anthropic_for_openai(self) -> None:
         """Detection of an OpenAI message list names neither Anthropic nor Claude Code."""
@@ -161,7 +146,8 @@ class TestSniff:
             },
             {"role": "tool", "tool_call_id": "c1", "content": "ok"},
         ]
-        assert _detect(messages) not in ("anthropic", "claude_code")
+        with contextlib.suppress(IngestError):
+            assert detect_format(messages) not in ("anthropic", "claude_code")
 
 
 class TestBlocks:
@@ -215,9 +201,8 @@ class TestBlocks:
             {"command": "ls", "timeout": 5},
         ]
 
-    def test_thinking_signature_survives_byte_for_byte(self) -> None:
+    def test_thinking_signature_survives_byte_for_byte(self, graph: ContextGraph) -> None:
         """The signature of a thinking block reaches the graph unchanged."""
-        graph = _graph()
         graph.ingest(_load(_conversation()))
         (node_id,) = graph.by_kind("assistant")[:1]
         part = graph[node_id].content[0]
@@ -291,9 +276,8 @@ class TestMixedUserMessage:
         ]
         assert [e.type for e in _load(payload)] == ["assistant", "tool_result"]
 
-    def test_graph_links_results_to_calls(self) -> None:
+    def test_graph_links_results_to_calls(self, graph: ContextGraph) -> None:
         """In the graph each result answers its call and the user turn follows the results."""
-        graph = _graph()
         ids = graph.ingest(_load(_conversation()))
         nodes = [graph[i] for i in ids]
         calls = [n for n in nodes if isinstance(n, ToolCallNode)]
@@ -460,10 +444,9 @@ class TestMalformed:
         assert info.value.location.index == index
         assert info.value.location.path == path
 
-    def test_error_names_the_file(self, tmp_path: Path) -> None:
+    def test_error_names_the_file(self, write_json: Callable[..., Path]) -> None:
         """Read from a file, the error names the file too."""
-        path = tmp_path / "request.json"
-        path.write_text(json.dumps(_body({"role": "user", "content": [_result("x")]})), "utf-8")
+        path = write_json(_body({"role": "user", "content": [_result("x")]}), "request.json")
         with pytest.raises(IngestError) as info:
             load_sessions(path, format="anthropic")
         assert info.value.location.file == str(path)
@@ -501,12 +484,7 @@ class TestMalformed:
 
 
 class TestAtomicIngest:
-    def _graph_with_history(self) -> ContextGraph:
-        graph = _graph()
-        graph.ingest(_load(_body({"role": "user", "content": "earlier"})))
-        return graph
-
-    def test_second_result_for_one_call_leaves_graph_unchanged(self) -> None:
+    def test_second_result_for_one_call_leaves_graph_unchanged(self, graph: ContextGraph) -> None:
         """Two results for one call fail in the graph, naming the message; nothing is added."""
         payload = _body(
             {"role": "user", "content": "go"},
@@ -515,26 +493,27 @@ class TestAtomicIngest:
             {"role": "user", "content": [_result("t1", "again")]},
         )
         events = _load(payload)
-        graph = self._graph_with_history()
-        before = _snapshot(graph)
+        graph.ingest(_load(_body({"role": "user", "content": "earlier"})))
+        before = graph_snapshot(graph)
         with pytest.raises(IngestError) as info:
             graph.ingest(events)
         assert info.value.location.index == 3
         assert info.value.location.path == "messages[3].content[0]"
-        assert _snapshot(graph) == before
+        assert graph_snapshot(graph) == before
 
-    def test_answering_an_answered_call_later_leaves_graph_unchanged(self) -> None:
+    def test_answering_an_answered_call_later_leaves_graph_unchanged(
+        self, graph: ContextGraph
+    ) -> None:
         """A later batch that answers an already answered call fails whole; nothing is added."""
-        graph = _graph()
         graph.ingest(_load(_body(_CALL, {"role": "user", "content": [_result("t1")]})))
-        before = _snapshot(graph)
+        before = graph_snapshot(graph)
         again = _body(_CALL, {"role": "user", "content": [_result("t1"), _result("t1", "more")]})
         with pytest.raises(IngestError) as info:
             graph.ingest(_load(again))
         assert info.value.location.path == "messages[1].content[1]"
-        assert _snapshot(graph) == before
+        assert graph_snapshot(graph) == before
 
-    def test_known_calls_carry_over_between_batches(self) -> None:
+    def test_known_calls_carry_over_between_batches(self, graph: ContextGraph) -> None:
         """`messages_to_events` accepts results for calls made in an earlier batch."""
         known: set[str] = set()
         raw = RawInput([_CALL])
@@ -542,7 +521,6 @@ class TestAtomicIngest:
         second = anthropic.messages_to_events(
             [{"role": "user", "content": [_result("t1")]}], raw, base_path="", known_calls=known
         )
-        graph = _graph()
         graph.ingest(first)
         graph.ingest(second)
         assert known == {"t1"}

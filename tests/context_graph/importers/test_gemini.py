@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -9,9 +9,10 @@ import pytest
 from context_graph.errors import IngestError
 from context_graph.events import AssistantTurn, SystemPrompt, ToolCall, ToolResult, UserTurn
 from context_graph.graph import ContextGraph
-from context_graph.importers import FORMATS, detect_format, gemini, load_events, load_sessions
+from context_graph.importers import detect_format, gemini, load_events, load_sessions
 from context_graph.importers._base import RawInput
 from context_graph.nodes import DocumentPart, ImagePart, TextPart, ThinkingPart, ToolCallNode
+from context_graph.testing import graph_snapshot
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ"
 PDF = "JVBERi0xLjQKJcfsj6IKNSAwIG9iago8PC9MZW5ndGggNiAwIFI+PgpzdHJlYW0K"
@@ -23,12 +24,6 @@ def _events(payload: Any) -> list[Any]:
 
 def _dumps(events: list[Any]) -> list[dict[str, Any]]:
     return [e.model_dump(mode="json") for e in events]
-
-
-def _write(tmp_path: Path, payload: Any, name: str = "payload.json") -> Path:
-    path = tmp_path / name
-    path.write_text(json.dumps(payload), encoding="utf-8")
-    return path
 
 
 def _user(*parts: dict[str, Any]) -> dict[str, Any]:
@@ -66,13 +61,9 @@ def _answers(events: list[Any]) -> dict[str, str]:
     return pairs
 
 
-def _snapshot(graph: ContextGraph) -> tuple[object, ...]:
-    return (len(graph), graph.transcript(), tuple(graph.edges()), graph.unanswered_calls())
-
-
 @pytest.fixture(name="graph")
-def graph_fixture() -> ContextGraph:
-    graph = ContextGraph()
+def graph_fixture(graph: ContextGraph) -> ContextGraph:
+    """The shared empty graph, with one earlier exchange already in it."""
     graph.ingest(_events({"contents": [_user({"text": "earlier"}), _model({"text": "ok"})]}))
     return graph
 
@@ -168,14 +159,9 @@ class TestSniff:
 
 
 class TestDetectFormat:
-    @pytest.fixture(autouse=True)
-    def _all_importers(self) -> None:
-        for fmt in FORMATS:
-            pytest.importorskip(f"context_graph.importers.{fmt}", exc_type=ModuleNotFoundError)
-
-    def test_picks_gemini(self, tmp_path: Path) -> None:
+    def test_picks_gemini(self, write_json: Callable[..., Path]) -> None:
         """A Gemini request body on disk is detected as gemini."""
-        assert detect_format(_write(tmp_path, GEMINI_PAYLOAD)) == "gemini"
+        assert detect_format(write_json(GEMINI_PAYLOAD)) == "gemini"
 
     def test_picks_gemini_for_bare_contents(self) -> None:
         """A bare `contents` list is detected as gemini."""
@@ -228,8 +214,8 @@ class TestParts:
             ),
             AssistantTurn(
                 content=(
-                    ThinkingPart(thinking="hmm", signature="c2ln"),
-                    ThinkingPart(thinking="", signature="b25seQ=="),
+                    ThinkingPart(thinking="hmm", signature="c2ln", provider="gemini"),
+                    ThinkingPart(thinking="", signature="b25seQ==", provider="gemini"),
                     TextPart(text="```python\nprint(1)\n```"),
                     TextPart(text="1\n"),
                     TextPart(text="done"),
@@ -324,22 +310,22 @@ class TestParts:
         )
         assert [e.type for e in events] == ["user", "assistant", "tool_result"]
 
-    def test_session_is_named_by_file(self, tmp_path: Path) -> None:
+    def test_session_is_named_by_file(self, write_json: Callable[..., Path]) -> None:
         """One session per payload, named after the file, with the model in its metadata."""
-        path = _write(tmp_path, {**GEMINI_PAYLOAD, "model": "gemini-2.0-flash"}, "chat.json")
+        path = write_json({**GEMINI_PAYLOAD, "model": "gemini-2.0-flash"}, "chat.json")
         (session,) = load_sessions(path, format="gemini")
         assert (session.name, session.meta) == (
             "chat",
             {"format": "gemini", "model": "gemini-2.0-flash"},
         )
 
-    def test_every_event_names_its_place(self, tmp_path: Path) -> None:
+    def test_every_event_names_its_place(self, write_json: Callable[..., Path]) -> None:
         """Each event carries the file, the content index and the JSON path it came from."""
         payload = {
             "systemInstruction": {"parts": [{"text": "s"}]},
             "contents": [_user({"text": "a"}), _model(_fcall("f")), _user(_fresp("f", {}))],
         }
-        path = _write(tmp_path, payload)
+        path = write_json(payload)
         events = load_events(path, format="gemini")
         places = [(e.source.file, e.source.index, e.source.path) for e in events]
         assert places == [
@@ -617,7 +603,7 @@ class TestMalformedInput:
     )
     def test_error_names_file_message_and_path(
         self,
-        tmp_path: Path,
+        write_json: Callable[..., Path],
         graph: ContextGraph,
         payload: Any,
         index: int | None,
@@ -625,14 +611,14 @@ class TestMalformedInput:
         reason: str,
     ) -> None:
         """Bad input raises IngestError at the exact place, and a graph is left as it was."""
-        file = _write(tmp_path, payload)
-        before = _snapshot(graph)
+        file = write_json(payload)
+        before = graph_snapshot(graph)
         with pytest.raises(IngestError) as caught:
             graph.ingest(load_events(file, format="gemini"))
         where = caught.value.location
         assert (where.file, where.index, where.path) == (str(file), index, path)
         assert reason in caught.value.reason
-        assert _snapshot(graph) == before
+        assert graph_snapshot(graph) == before
 
     def test_top_level_scalar(self) -> None:
         """A payload that is neither an object nor an array is refused."""
@@ -647,13 +633,13 @@ class TestMalformedInput:
         assert caught.value.location.path == "[0].parts[0].functionCall.args"
 
     def test_orphan_response_with_id_is_named_by_the_graph(
-        self, tmp_path: Path, graph: ContextGraph
+        self, write_json: Callable[..., Path], graph: ContextGraph
     ) -> None:
         """A response whose id no call has fails the ingest at its place; the graph is unchanged."""
         payload = {"contents": [_user({"text": "a"}), _user(_fresp("f", {}, "nope"))]}
-        file = _write(tmp_path, payload)
+        file = write_json(payload)
         events = load_events(file, format="gemini")
-        before = _snapshot(graph)
+        before = graph_snapshot(graph)
         with pytest.raises(IngestError, match="no matching tool call") as caught:
             graph.ingest(events)
         where = caught.value.location
@@ -662,12 +648,14 @@ class TestMalformedInput:
             1,
             "contents[1].parts[0].functionResponse",
         )
-        assert _snapshot(graph) == before
+        assert graph_snapshot(graph) == before
 
-    def test_duplicate_call_ids_in_one_turn(self, tmp_path: Path, graph: ContextGraph) -> None:
+    def test_duplicate_call_ids_in_one_turn(
+        self, write_json: Callable[..., Path], graph: ContextGraph
+    ) -> None:
         """Two calls of one turn sharing an explicit id both ingest, as two open calls."""
         payload = {"contents": [_user({"text": "a"}), _model(_fcall("f", "x"), _fcall("g", "x"))]}
-        file = _write(tmp_path, payload)
+        file = write_json(payload)
         graph.ingest(load_events(file, format="gemini"))
         names = [getattr(graph[c], "name", None) for c in graph.unanswered_calls()]
         assert names == ["f", "g"]

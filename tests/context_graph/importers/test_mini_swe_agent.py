@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,6 @@ from context_graph.errors import IngestError
 from context_graph.events import AssistantTurn, ToolResult, UserTurn
 from context_graph.graph import ContextGraph
 from context_graph.importers import (
-    FORMATS,
     RawInput,
     detect_format,
     load_sessions,
@@ -18,45 +18,16 @@ from context_graph.importers import (
     read_raw,
 )
 from context_graph.nodes import TextPart, ThinkingPart
-from context_graph.testing import WordCounter
+from context_graph.testing import graph_snapshot
 
-TRACES = Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"
 FAMILY = TRACES / "mini_swe_agent_deepseek"
 FILES = sorted(FAMILY.rglob("*.traj.json")) if FAMILY.is_dir() else []
-OTHER_FILES = (
-    sorted(
-        p
-        for p in TRACES.rglob("*")
-        if p.suffix in (".json", ".jsonl", ".traj") and FAMILY not in p.parents
-    )
-    if TRACES.is_dir()
-    else []
-)
 
 
-def _graph() -> ContextGraph:
-    return ContextGraph(counter=WordCounter())
-
-
-def _snapshot(graph: ContextGraph) -> tuple[object, ...]:
-    return (len(graph), graph.transcript(), tuple(graph.edges()), graph.unanswered_calls())
-
-
-def _write(tmp_path: Path, payload: Any) -> Path:
-    path = tmp_path / "demo.traj.json"
-    path.write_text(json.dumps(payload), encoding="utf-8")
-    return path
-
-
-def _detect(source: Any) -> str:
-    for fmt in FORMATS:
-        pytest.importorskip(f"context_graph.importers.{fmt}")
-    return detect_format(source)
-
-
-def _load_json(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
+def _messages(path: Path) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["messages"]
+    return messages
 
 
 def _open_after(messages: list[dict[str, Any]]) -> list[str]:
@@ -128,11 +99,12 @@ def _traj(*, exit_early: bool = False, **changes: Any) -> dict[str, Any]:
 @pytest.mark.slow
 class TestMiniSweAgentTraces:
     @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
-    def test_every_run_ingests_with_its_calls_and_results(self, path: Path) -> None:
+    def test_every_run_ingests_with_its_calls_and_results(
+        self, graph: ContextGraph, path: Path
+    ) -> None:
         """Each run ingests, one call node per source call; calls open in the source stay open."""
-        messages = _load_json(path)["messages"]
+        messages = _messages(path)
         (session,) = load_sessions(path, format="mini_swe_agent")
-        graph = _graph()
         graph.ingest(session.events)
         assert len(graph.by_kind("tool_call")) == sum(
             len(m.get("tool_calls") or []) for m in messages
@@ -142,13 +114,12 @@ class TestMiniSweAgentTraces:
         assert open_ids == _open_after(messages)
 
     @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
-    def test_exit_message_is_not_a_turn(self, path: Path) -> None:
+    def test_exit_message_is_not_a_turn(self, graph: ContextGraph, path: Path) -> None:
         """The closing `exit` message makes no event, so a run ending on a call leaves it open."""
-        messages = _load_json(path)["messages"]
+        messages = _messages(path)
         (session,) = load_sessions(path, format="mini_swe_agent")
         assert messages[-1]["role"] == "exit"
         assert len(session.events) == sum(m["role"] != "exit" for m in messages)
-        graph = _graph()
         graph.ingest(session.events)
         last_turn = messages[-2]
         if last_turn["role"] == "assistant" and last_turn.get("tool_calls"):
@@ -158,7 +129,7 @@ class TestMiniSweAgentTraces:
     @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
     def test_results_keep_text_and_return_code(self, path: Path) -> None:
         """A result keeps its text exactly, with the return code in meta and errors flagged."""
-        messages = _load_json(path)["messages"]
+        messages = _messages(path)
         (session,) = load_sessions(path, format="mini_swe_agent")
         tool_messages = [m for m in messages if m["role"] == "tool"]
         results = [e for e in session.events if isinstance(e, ToolResult)]
@@ -172,7 +143,7 @@ class TestMiniSweAgentTraces:
     @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
     def test_reasoning_content_is_kept_as_thinking(self, path: Path) -> None:
         """Every non-empty `reasoning_content` becomes the turn's first part, a thinking part."""
-        messages = _load_json(path)["messages"]
+        messages = _messages(path)
         (session,) = load_sessions(path, format="mini_swe_agent")
         turns = [e for e in session.events if isinstance(e, AssistantTurn)]
         sources = [m for m in messages if m["role"] == "assistant"]
@@ -186,7 +157,7 @@ class TestMiniSweAgentTraces:
     @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
     def test_extra_is_not_content(self, path: Path) -> None:
         """Nothing of the bulky `extra` field reaches a node's content."""
-        messages = _load_json(path)["messages"]
+        messages = _messages(path)
         (session,) = load_sessions(path, format="mini_swe_agent")
         kept = [m for m in messages if m["role"] != "exit"]
         for message, event in zip(kept, session.events, strict=True):
@@ -196,29 +167,26 @@ class TestMiniSweAgentTraces:
     @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
     def test_detect_format_picks_mini_swe_agent(self, path: Path) -> None:
         """Auto-detection picks `mini_swe_agent` for every shared mini-swe-agent run."""
-        assert _detect(path) == "mini_swe_agent"
+        assert detect_format(path) == "mini_swe_agent"
 
-    @pytest.mark.parametrize("path", OTHER_FILES, ids=lambda p: p.name)
-    def test_claims_no_other_trace(self, path: Path) -> None:
+    def test_claims_no_other_trace(self, other_trace: Path) -> None:
         """No other shared trace is taken for a mini-swe-agent run."""
-        assert not mini_swe_agent.sniff(read_raw(path))
+        assert not mini_swe_agent.sniff(read_raw(other_trace))
 
 
 class TestMiniSweAgentImporter:
-    def test_hand_made_run(self) -> None:
+    def test_hand_made_run(self, graph: ContextGraph) -> None:
         """A complete run ingests with every call answered and the exit skipped."""
         (session,) = load_sessions(RawInput(_traj()), format="mini_swe_agent")
-        graph = _graph()
         graph.ingest(session.events)
         assert graph.unanswered_calls() == ()
         assert session.name == "demo__demo-1"
         assert session.meta["exit_status"] == "Submitted"
         assert session.meta["model"] == "deepseek/x"
 
-    def test_run_that_ends_on_a_call_leaves_it_open(self) -> None:
+    def test_run_that_ends_on_a_call_leaves_it_open(self, graph: ContextGraph) -> None:
         """When the exit follows a call directly, that last call stays unanswered."""
         (session,) = load_sessions(RawInput(_traj(exit_early=True)), format="mini_swe_agent")
-        graph = _graph()
         graph.ingest(session.events)
         (open_call,) = graph.unanswered_calls()
         assert graph[open_call].call_id == "call_00_b"
@@ -321,29 +289,30 @@ class TestMiniSweAgentImporter:
         ],
     )
     def test_malformed_runs_name_the_place(
-        self, tmp_path: Path, change: dict[str, Any], index: int | None, where: str
+        self, write_json: Callable[..., Path], change: dict[str, Any], index: int | None, where: str
     ) -> None:
         """A malformed run raises `IngestError` naming the file, message index and JSON path."""
-        path = _write(tmp_path, _traj(**change))
+        path = write_json(_traj(**change), "demo.traj.json")
         with pytest.raises(IngestError) as info:
             load_sessions(path, format="mini_swe_agent")
         location = info.value.location
         assert (location.file, location.index, location.path) == (str(path), index, where)
 
-    def test_orphan_result_fails_at_ingest_and_changes_nothing(self, tmp_path: Path) -> None:
+    def test_orphan_result_fails_at_ingest_and_changes_nothing(
+        self, graph: ContextGraph, write_json: Callable[..., Path]
+    ) -> None:
         """A result whose call never appeared is refused at ingest, naming its message."""
         traj = _traj()
         traj["messages"][3]["tool_call_id"] = "call_ghost"
-        path = _write(tmp_path, traj)
+        path = write_json(traj, "demo.traj.json")
         (session,) = load_sessions(path, format="mini_swe_agent")
-        graph = _graph()
         graph.ingest(session.events[:2])
-        before = _snapshot(graph)
+        before = graph_snapshot(graph)
         with pytest.raises(IngestError) as info:
             graph.ingest(session.events[2:])
         location = info.value.location
         assert (location.file, location.index, location.path) == (str(path), 3, "messages[3]")
-        assert _snapshot(graph) == before
+        assert graph_snapshot(graph) == before
 
 
 class TestMiniSweAgentSniff:

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -9,49 +11,15 @@ import pytest
 from context_graph.errors import IngestError
 from context_graph.events import AssistantTurn, SystemPrompt, ToolResult, UserTurn
 from context_graph.graph import ContextGraph
-from context_graph.importers import FORMATS, RawInput, detect_format, load_sessions, read_raw
+from context_graph.importers import RawInput, detect_format, load_sessions, read_raw
 from context_graph.importers import openai as openai_importer
 from context_graph.nodes import ImagePart, TextPart, ThinkingPart, ToolCallNode
-from context_graph.testing import WordCounter
-
-TRACES = Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"
-TRACE_FILES = (
-    sorted(p for p in TRACES.rglob("*") if p.suffix in (".json", ".jsonl", ".traj"))
-    if TRACES.is_dir()
-    else []
-)
-
-
-def _graph() -> ContextGraph:
-    return ContextGraph(counter=WordCounter())
-
-
-def _snapshot(graph: ContextGraph) -> tuple[object, ...]:
-    return (len(graph), graph.transcript(), tuple(graph.edges()), graph.unanswered_calls())
-
-
-def _write(tmp_path: Path, payload: Any) -> Path:
-    path = tmp_path / "payload.json"
-    path.write_text(json.dumps(payload), encoding="utf-8")
-    return path
+from context_graph.testing import graph_snapshot
 
 
 def _load(payload: Any) -> list[Any]:
     (session,) = load_sessions(RawInput(payload), format="openai")
     return list(session.events)
-
-
-def _detect(source: Any) -> str:
-    for fmt in FORMATS:
-        pytest.importorskip(f"context_graph.importers.{fmt}")
-    return detect_format(source)
-
-
-def _detect_or_none(source: Any) -> str | None:
-    try:
-        return _detect(source)
-    except IngestError:
-        return None
 
 
 def _call(call_id: str, name: str, arguments: str = "{}") -> dict[str, Any]:
@@ -80,9 +48,8 @@ class TestOpenAIImporter:
         assert [e.type for e in session.events] == [e.type for e in _load(CHAT)]
         assert session.meta["model"] == "gpt-4o"
 
-    def test_tool_results_answer_their_calls(self) -> None:
+    def test_tool_results_answer_their_calls(self, graph: ContextGraph) -> None:
         """A `tool` message answers the call with its `tool_call_id`, which takes its name."""
-        graph = _graph()
         graph.ingest(_load(CHAT))
         (call_id,) = graph.by_kind("tool_call")
         answer = graph.answer_to(call_id)
@@ -90,18 +57,17 @@ class TestOpenAIImporter:
         assert getattr(answer, "name", None) == "weather"
         assert graph.unanswered_calls() == ()
 
-    def test_arguments_are_kept_exactly(self) -> None:
+    def test_arguments_are_kept_exactly(self, graph: ContextGraph) -> None:
         """Arguments given as JSON text keep their exact bytes, spacing and key order included."""
         text = '{ "b" : 1,\n  "a": [2, 3] }'
         messages = [{"role": "assistant", "content": "", "tool_calls": [_call("c", "f", text)]}]
         (event,) = _load(messages)
-        graph = _graph()
         graph.ingest([event])
         (call_id,) = graph.by_kind("tool_call")
         call = graph[call_id]
         assert isinstance(call, ToolCallNode) and call.arguments == text
 
-    def test_parallel_calls_keep_their_order(self) -> None:
+    def test_parallel_calls_keep_their_order(self, graph: ContextGraph) -> None:
         """Several calls in one message stay in one turn, in order."""
         calls = [_call("a", "one"), _call("b", "two")]
         messages = [
@@ -110,7 +76,6 @@ class TestOpenAIImporter:
             {"role": "tool", "tool_call_id": "b", "content": "2"},
             {"role": "tool", "tool_call_id": "a", "content": "1"},
         ]
-        graph = _graph()
         graph.ingest(_load(messages))
         names = [getattr(graph[i], "name", None) for i in graph.by_kind("tool_call")]
         assert names == ["one", "two"]
@@ -134,7 +99,7 @@ class TestOpenAIImporter:
             TextPart(text="[file: report.pdf]"),
         )
 
-    def test_legacy_function_call_gets_a_synthesized_id(self) -> None:
+    def test_legacy_function_call_gets_a_synthesized_id(self, graph: ContextGraph) -> None:
         """A `function_call` gets the id `fn_<message index>`; the `function` reply answers it."""
         messages = [
             {"role": "user", "content": "add"},
@@ -148,7 +113,6 @@ class TestOpenAIImporter:
         events = _load(messages)
         assert events[1].tool_calls[0].id == "fn_1"
         assert isinstance(events[2], ToolResult) and events[2].call_id == "fn_1"
-        graph = _graph()
         graph.ingest(events)
         assert graph.unanswered_calls() == ()
 
@@ -182,9 +146,9 @@ class TestOpenAIImporter:
         (event,) = _load([{"role": "user", "name": "ada", "content": "hi"}])
         assert event.meta == {"name": "ada"}
 
-    def test_events_name_their_source(self, tmp_path: Path) -> None:
+    def test_events_name_their_source(self, write_json: Callable[..., Path]) -> None:
         """Every event records the file, message index and JSON path it came from."""
-        path = _write(tmp_path, {"messages": CHAT})
+        path = write_json({"messages": CHAT})
         (session,) = load_sessions(path, format="openai")
         for index, event in enumerate(session.events):
             assert event.source is not None
@@ -277,10 +241,10 @@ class TestOpenAIMalformedInput:
         ids=[case[0] for case in BAD_MESSAGES],
     )
     def test_error_names_file_message_and_path(
-        self, tmp_path: Path, messages: list[Any], index: int, where: str
+        self, write_json: Callable[..., Path], messages: list[Any], index: int, where: str
     ) -> None:
         """A malformed message raises `IngestError` naming the file, its index and the field."""
-        path = _write(tmp_path, {"messages": messages})
+        path = write_json({"messages": messages})
         with pytest.raises(IngestError) as info:
             load_sessions(path, format="openai")
         location = info.value.location
@@ -304,21 +268,22 @@ class TestOpenAIMalformedInput:
         with pytest.raises(IngestError):
             load_sessions(RawInput("hello"), format="openai")
 
-    def test_orphan_tool_result_is_refused_by_the_graph(self, tmp_path: Path) -> None:
+    def test_orphan_tool_result_is_refused_by_the_graph(
+        self, graph: ContextGraph, write_json: Callable[..., Path]
+    ) -> None:
         """A result with no earlier call fails at ingest, naming its message; nothing is applied."""
         messages = [*CHAT, {"role": "tool", "tool_call_id": "call_404", "content": "?"}]
-        path = _write(tmp_path, {"messages": messages})
+        path = write_json({"messages": messages})
         (session,) = load_sessions(path, format="openai")
-        graph = _graph()
         graph.ingest(session.events[:2])
-        before = _snapshot(graph)
+        before = graph_snapshot(graph)
         with pytest.raises(IngestError) as info:
             graph.ingest(session.events[2:])
         location = info.value.location
         assert (location.file, location.index) == (str(path), len(messages) - 1)
         assert location.path == f"messages[{len(messages) - 1}]"
         assert "call_404" in info.value.reason
-        assert _snapshot(graph) == before
+        assert graph_snapshot(graph) == before
 
     @pytest.mark.slow
     def test_huge_strings_are_kept_whole(self) -> None:
@@ -435,17 +400,17 @@ class TestOpenAISniff:
         assert isinstance(openai_importer.sniff(RawInput(payload)), bool)
 
     @pytest.mark.slow
-    @pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: p.name)
-    def test_claims_no_shared_trace(self, path: Path) -> None:
+    def test_claims_no_shared_trace(self, shared_trace: Path) -> None:
         """None of the shared agent traces is taken for a bare OpenAI payload."""
-        assert not openai_importer.sniff(read_raw(path))
+        assert not openai_importer.sniff(read_raw(shared_trace))
 
     def test_detect_format_picks_openai(self) -> None:
         """Auto-detection picks `openai` for a chat list with tool calls."""
-        assert _detect(CHAT) == "openai"
-        assert _detect({"model": "gpt-4o", "messages": CHAT}) == "openai"
+        assert detect_format(CHAT) == "openai"
+        assert detect_format({"model": "gpt-4o", "messages": CHAT}) == "openai"
 
     def test_detect_format_does_not_pick_openai_for_others(self) -> None:
         """Auto-detection does not pick `openai` for Anthropic or Gemini payloads."""
         for payload in (ANTHROPIC, GEMINI):
-            assert _detect_or_none(payload) != "openai"
+            with contextlib.suppress(IngestError):
+                assert detect_format(payload) != "openai"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,6 @@ from context_graph.errors import IngestError
 from context_graph.events import AssistantTurn, ToolResult
 from context_graph.graph import ContextGraph
 from context_graph.importers import (
-    FORMATS,
     RawInput,
     detect_format,
     load_sessions,
@@ -18,42 +18,15 @@ from context_graph.importers import (
     read_raw,
 )
 from context_graph.nodes import AssistantNode, TextPart
-from context_graph.testing import WordCounter
+from context_graph.testing import graph_snapshot
 
-TRACES = Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"
 FAMILY = TRACES / "openhands_claude35_swebench_verified"
 FILES = sorted(FAMILY.glob("llm_completions/*/*.json")) if FAMILY.is_dir() else []
-OTHER_FILES = (
-    sorted(
-        p
-        for p in TRACES.rglob("*")
-        if p.suffix in (".json", ".jsonl", ".traj") and FAMILY not in p.parents
-    )
-    if TRACES.is_dir()
-    else []
-)
 
 
-def _graph() -> ContextGraph:
-    return ContextGraph(counter=WordCounter())
-
-
-def _snapshot(graph: ContextGraph) -> tuple[object, ...]:
-    return (len(graph), graph.transcript(), tuple(graph.edges()), graph.unanswered_calls())
-
-
-def _write(tmp_path: Path, payload: Any) -> Path:
-    folder = tmp_path / "llm_completions" / "demo__demo-1"
-    folder.mkdir(parents=True)
-    path = folder / "model-1733345578.5.json"
-    path.write_text(json.dumps(payload), encoding="utf-8")
-    return path
-
-
-def _detect(source: Any) -> str:
-    for fmt in FORMATS:
-        pytest.importorskip(f"context_graph.importers.{fmt}")
-    return detect_format(source)
+# Where OpenHands keeps a completion log: the instance folder names the session.
+LOG_FILE = "llm_completions/demo__demo-1/model-1733345578.5.json"
 
 
 def _whole_history(log: dict[str, Any]) -> list[dict[str, Any]]:
@@ -130,12 +103,13 @@ def _log(**changes: Any) -> dict[str, Any]:
 @pytest.mark.slow
 class TestOpenHandsTraces:
     @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
-    def test_every_log_ingests_with_its_calls_and_results(self, path: Path) -> None:
+    def test_every_log_ingests_with_its_calls_and_results(
+        self, graph: ContextGraph, path: Path
+    ) -> None:
         """Each log ingests, one call node per source call; calls open in the source stay open."""
         log = json.loads(path.read_text(encoding="utf-8"))
         history = _whole_history(log)
         (session,) = load_sessions(path, format="openhands")
-        graph = _graph()
         graph.ingest(session.events)
         calls = sum(len(m.get("tool_calls") or []) for m in history)
         assert len(graph.by_kind("tool_call")) == calls
@@ -178,19 +152,17 @@ class TestOpenHandsTraces:
     @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
     def test_detect_format_picks_openhands(self, path: Path) -> None:
         """Auto-detection picks `openhands` for every shared OpenHands log."""
-        assert _detect(path) == "openhands"
+        assert detect_format(path) == "openhands"
 
-    @pytest.mark.parametrize("path", OTHER_FILES, ids=lambda p: p.name)
-    def test_claims_no_other_trace(self, path: Path) -> None:
+    def test_claims_no_other_trace(self, other_trace: Path) -> None:
         """No other shared trace is taken for an OpenHands log."""
-        assert not openhands.sniff(read_raw(path))
+        assert not openhands.sniff(read_raw(other_trace))
 
 
 class TestOpenHandsImporter:
-    def test_hand_made_log(self) -> None:
+    def test_hand_made_log(self, graph: ContextGraph) -> None:
         """Messages and the response become one history whose final call is left open."""
         (session,) = load_sessions(RawInput(_log()), format="openhands")
-        graph = _graph()
         graph.ingest(session.events)
         assert [n.kind for n in graph] == [
             "system",
@@ -214,9 +186,9 @@ class TestOpenHandsImporter:
         result = session.events[3]
         assert isinstance(result, ToolResult) and result.meta == {"name": "execute_bash"}
 
-    def test_session_meta(self, tmp_path: Path) -> None:
+    def test_session_meta(self, write_json: Callable[..., Path]) -> None:
         """Session metadata records the model, the cost and the call's time."""
-        path = _write(tmp_path, _log())
+        path = write_json(_log(), LOG_FILE)
         (session,) = load_sessions(path, format="openhands")
         assert session.name == "demo__demo-1"
         assert session.meta["model"] == "claude-3-5-sonnet"
@@ -261,29 +233,30 @@ class TestOpenHandsImporter:
         ],
     )
     def test_malformed_logs_name_the_place(
-        self, tmp_path: Path, change: dict[str, Any], index: int | None, where: str
+        self, write_json: Callable[..., Path], change: dict[str, Any], index: int | None, where: str
     ) -> None:
         """A malformed log raises `IngestError` naming the file, message index and JSON path."""
-        path = _write(tmp_path, _log(**change))
+        path = write_json(_log(**change), LOG_FILE)
         with pytest.raises(IngestError) as info:
             load_sessions(path, format="openhands")
         location = info.value.location
         assert (location.file, location.index, location.path) == (str(path), index, where)
 
-    def test_orphan_result_fails_at_ingest_and_changes_nothing(self, tmp_path: Path) -> None:
+    def test_orphan_result_fails_at_ingest_and_changes_nothing(
+        self, graph: ContextGraph, write_json: Callable[..., Path]
+    ) -> None:
         """A result whose call never appeared is refused at ingest, naming its message."""
         log = _log()
         log["messages"][3]["tool_call_id"] = "toolu_ghost"
-        path = _write(tmp_path, log)
+        path = write_json(log, LOG_FILE)
         (session,) = load_sessions(path, format="openhands")
-        graph = _graph()
         graph.ingest(session.events[:2])
-        before = _snapshot(graph)
+        before = graph_snapshot(graph)
         with pytest.raises(IngestError) as info:
             graph.ingest(session.events[2:])
         location = info.value.location
         assert (location.file, location.index, location.path) == (str(path), 3, "messages[3]")
-        assert _snapshot(graph) == before
+        assert graph_snapshot(graph) == before
 
 
 class TestOpenHandsSniff:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,6 @@ from context_graph.errors import IngestError
 from context_graph.events import AssistantTurn, ToolResult, UserTurn
 from context_graph.graph import ContextGraph
 from context_graph.importers import (
-    FORMATS,
     RawInput,
     detect_format,
     load_sessions,
@@ -18,9 +18,9 @@ from context_graph.importers import (
     swe_agent,
 )
 from context_graph.nodes import TextPart, ThinkingPart
-from context_graph.testing import WordCounter
+from context_graph.testing import graph_snapshot
 
-TRACES = Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"
 FAMILY = TRACES / "swe_agent"
 FILES = sorted(FAMILY.rglob("*.traj")) if FAMILY.is_dir() else []
 TEXT_FILES = [
@@ -28,35 +28,6 @@ TEXT_FILES = [
     for p in FILES
     if not any(m.get("tool_calls") for m in json.loads(p.read_text(encoding="utf-8"))["history"])
 ]
-OTHER_FILES = (
-    sorted(
-        p
-        for p in TRACES.rglob("*")
-        if p.suffix in (".json", ".jsonl", ".traj") and FAMILY not in p.parents
-    )
-    if TRACES.is_dir()
-    else []
-)
-
-
-def _graph() -> ContextGraph:
-    return ContextGraph(counter=WordCounter())
-
-
-def _snapshot(graph: ContextGraph) -> tuple[object, ...]:
-    return (len(graph), graph.transcript(), tuple(graph.edges()), graph.unanswered_calls())
-
-
-def _write(tmp_path: Path, payload: Any) -> Path:
-    path = tmp_path / "demo.traj"
-    path.write_text(json.dumps(payload), encoding="utf-8")
-    return path
-
-
-def _detect(source: Any) -> str:
-    for fmt in FORMATS:
-        pytest.importorskip(f"context_graph.importers.{fmt}")
-    return detect_format(source)
 
 
 def _history(path: Path) -> list[dict[str, Any]]:
@@ -94,11 +65,12 @@ def _fc_history() -> list[dict[str, Any]]:
 
 class TestSweAgentTraces:
     @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
-    def test_every_run_ingests_with_its_calls_and_results(self, path: Path) -> None:
+    def test_every_run_ingests_with_its_calls_and_results(
+        self, graph: ContextGraph, path: Path
+    ) -> None:
         """Every run ingests with one call node per source call and one result per observation."""
         history = _history(path)
         (session,) = load_sessions(path, format="swe_agent")
-        graph = _graph()
         graph.ingest(session.events)
         assert len(session.events) == len(history)
         assert len(graph.by_kind("tool_call")) == sum(
@@ -138,13 +110,12 @@ class TestSweAgentTraces:
     @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
     def test_detect_format_picks_swe_agent(self, path: Path) -> None:
         """Auto-detection picks `swe_agent` for every shared SWE-agent run."""
-        assert _detect(path) == "swe_agent"
+        assert detect_format(path) == "swe_agent"
 
     @pytest.mark.slow
-    @pytest.mark.parametrize("path", OTHER_FILES, ids=lambda p: p.name)
-    def test_claims_no_other_trace(self, path: Path) -> None:
+    def test_claims_no_other_trace(self, other_trace: Path) -> None:
         """No other shared trace is taken for a SWE-agent run."""
-        assert not swe_agent.sniff(read_raw(path))
+        assert not swe_agent.sniff(read_raw(other_trace))
 
     def test_both_kinds_of_run_are_shared(self) -> None:
         """The shared traces hold function-calling runs and text-action runs."""
@@ -154,10 +125,9 @@ class TestSweAgentTraces:
 
 
 class TestSweAgentImporter:
-    def test_function_calling_run(self) -> None:
+    def test_function_calling_run(self, graph: ContextGraph) -> None:
         """A function-calling run pairs its observation with its call."""
         (session,) = load_sessions(RawInput({"history": _fc_history()}), format="swe_agent")
-        graph = _graph()
         graph.ingest(session.events)
         (call,) = graph.by_kind("tool_call")
         answer = graph.answer_to(call)
@@ -200,9 +170,11 @@ class TestSweAgentImporter:
             load_sessions(RawInput({"history": history}), format="swe_agent")
         assert (info.value.location.index, info.value.location.path) == (3, "history[3].content[0]")
 
-    def test_session_meta_and_name(self, tmp_path: Path) -> None:
+    def test_session_meta_and_name(self, write_json: Callable[..., Path]) -> None:
         """A run is named after its file and records its exit status."""
-        path = _write(tmp_path, {"history": _fc_history(), "info": {"exit_status": "submitted"}})
+        path = write_json(
+            {"history": _fc_history(), "info": {"exit_status": "submitted"}}, "demo.traj"
+        )
         (session,) = load_sessions(path, format="swe_agent")
         assert session.name == "demo"
         assert session.meta == {"format": "swe_agent", "exit_status": "submitted"}
@@ -229,12 +201,12 @@ class TestSweAgentImporter:
         ],
     )
     def test_malformed_messages_name_the_place(
-        self, tmp_path: Path, patch: dict[str, Any], index: int, where: str
+        self, write_json: Callable[..., Path], patch: dict[str, Any], index: int, where: str
     ) -> None:
         """A malformed message raises `IngestError` naming the file, its index and the field."""
         history = _fc_history()
         history[3].update(patch)
-        path = _write(tmp_path, {"history": history})
+        path = write_json({"history": history}, "demo.traj")
         with pytest.raises(IngestError) as info:
             load_sessions(path, format="swe_agent")
         location = info.value.location
@@ -256,20 +228,21 @@ class TestSweAgentImporter:
             load_sessions(RawInput(payload), format="swe_agent")
         assert info.value.location.path == where
 
-    def test_orphan_observation_fails_at_ingest_and_changes_nothing(self, tmp_path: Path) -> None:
+    def test_orphan_observation_fails_at_ingest_and_changes_nothing(
+        self, graph: ContextGraph, write_json: Callable[..., Path]
+    ) -> None:
         """An observation whose call never appeared is refused at ingest, naming its message."""
         history = _fc_history()
         history[3]["tool_call_ids"] = ["call_ghost"]
-        path = _write(tmp_path, {"history": history})
+        path = write_json({"history": history}, "demo.traj")
         (session,) = load_sessions(path, format="swe_agent")
-        graph = _graph()
         graph.ingest(session.events[:2])
-        before = _snapshot(graph)
+        before = graph_snapshot(graph)
         with pytest.raises(IngestError) as info:
             graph.ingest(session.events[2:])
         location = info.value.location
         assert (location.file, location.index, location.path) == (str(path), 3, "history[3]")
-        assert _snapshot(graph) == before
+        assert graph_snapshot(graph) == before
 
 
 class TestSweAgentSniff:

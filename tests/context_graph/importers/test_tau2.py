@@ -3,6 +3,7 @@ from __future__ import annotations
 import copy
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +11,10 @@ import pytest
 
 from context_graph.errors import IngestError
 from context_graph.graph import ContextGraph
-from context_graph.importers import FORMATS, detect_format, load_events, load_sessions, tau2
+from context_graph.importers import detect_format, load_events, load_sessions, tau2
 from context_graph.importers._base import ImportedSession, RawInput
 from context_graph.nodes import ToolCallNode
+from context_graph.testing import graph_snapshot
 
 REPO = Path(__file__).resolve().parents[3]
 TRACES = REPO.parent / "shared" / "traces" / "tau2_bench_whissle_airline"
@@ -290,16 +292,6 @@ def _dumps(session: ImportedSession) -> list[dict[str, Any]]:
     return [e.model_dump(mode="json") for e in session.events]
 
 
-def _write(tmp_path: Path, payload: Any) -> Path:
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps(payload), encoding="utf-8")
-    return path
-
-
-def _snapshot(graph: ContextGraph) -> tuple[object, ...]:
-    return (len(graph), graph.transcript(), tuple(graph.edges()), graph.unanswered_calls())
-
-
 class TestHandMade:
     def test_none_strings_equal_nulls(self) -> None:
         """A run whose optional fields hold `'None'` imports exactly like one with nulls."""
@@ -433,27 +425,33 @@ def _bad_cases() -> list[Any]:
 class TestMalformedInput:
     @pytest.mark.parametrize(("run", "index", "path", "reason"), _bad_cases())
     def test_error_names_file_message_and_path(
-        self, tmp_path: Path, run: Any, index: int | None, path: str, reason: str
+        self,
+        graph: ContextGraph,
+        write_json: Callable[..., Path],
+        run: Any,
+        index: int | None,
+        path: str,
+        reason: str,
     ) -> None:
         """Bad input raises IngestError naming the file, message index and JSON path."""
-        file = _write(tmp_path, run)
-        graph = ContextGraph()
+        file = write_json(run, "run.json")
         graph.add_user("before")
-        before = _snapshot(graph)
+        before = graph_snapshot(graph)
         with pytest.raises(IngestError) as caught:
             graph.ingest(load_events(file, format="tau2"))
         where = caught.value.location
         assert (where.file, where.index, where.path) == (str(file), index, path)
         assert reason in caught.value.reason
-        assert _snapshot(graph) == before
+        assert graph_snapshot(graph) == before
 
-    def test_orphan_result_is_named_by_the_graph(self, tmp_path: Path) -> None:
+    def test_orphan_result_is_named_by_the_graph(
+        self, graph: ContextGraph, write_json: Callable[..., Path]
+    ) -> None:
         """A result whose id no call has fails the ingest at its message; the graph is unchanged."""
-        file = _write(tmp_path, _run([GREET, ASK, _tool_msg("ghost", "x")]))
+        file = write_json(_run([GREET, ASK, _tool_msg("ghost", "x")]), "run.json")
         events = load_events(file, format="tau2")
-        graph = ContextGraph()
         graph.add_user("before")
-        before = _snapshot(graph)
+        before = graph_snapshot(graph)
         with pytest.raises(IngestError, match="no matching tool call") as caught:
             graph.ingest(events)
         where = caught.value.location
@@ -462,7 +460,7 @@ class TestMalformedInput:
             2,
             "simulations[0].messages[2]",
         )
-        assert _snapshot(graph) == before
+        assert graph_snapshot(graph) == before
 
 
 class TestSniff:
@@ -496,11 +494,6 @@ class TestSniff:
 
 
 class TestDetectFormat:
-    @pytest.fixture(autouse=True)
-    def _all_importers(self) -> None:
-        for fmt in FORMATS:
-            pytest.importorskip(f"context_graph.importers.{fmt}", exc_type=ModuleNotFoundError)
-
     @pytest.mark.parametrize("path", RUN_FILES, ids=[p.stem for p in RUN_FILES])
     def test_picks_tau2_for_the_shared_runs(self, path: Path) -> None:
         """The shared tau2 run files are detected as tau2."""

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,6 @@ import pytest
 from context_graph.errors import IngestError
 from context_graph.graph import ContextGraph
 from context_graph.importers import (
-    FORMATS,
     RawInput,
     detect_format,
     load_sessions,
@@ -17,40 +17,11 @@ from context_graph.importers import (
     tau_bench,
 )
 from context_graph.nodes import ToolCallNode
-from context_graph.testing import WordCounter
+from context_graph.testing import WordCounter, graph_snapshot
 
-TRACES = Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"
 FAMILY = TRACES / "tau_bench_gpt4o_airline"
 FILES = sorted(FAMILY.glob("*.json")) if FAMILY.is_dir() else []
-OTHER_FILES = (
-    sorted(
-        p
-        for p in TRACES.rglob("*")
-        if p.suffix in (".json", ".jsonl", ".traj") and FAMILY not in p.parents
-    )
-    if TRACES.is_dir()
-    else []
-)
-
-
-def _graph() -> ContextGraph:
-    return ContextGraph(counter=WordCounter())
-
-
-def _snapshot(graph: ContextGraph) -> tuple[object, ...]:
-    return (len(graph), graph.transcript(), tuple(graph.edges()), graph.unanswered_calls())
-
-
-def _write(tmp_path: Path, payload: Any) -> Path:
-    path = tmp_path / "runs.json"
-    path.write_text(json.dumps(payload), encoding="utf-8")
-    return path
-
-
-def _detect(source: Any) -> str:
-    for fmt in FORMATS:
-        pytest.importorskip(f"context_graph.importers.{fmt}")
-    return detect_format(source)
 
 
 def _open_after(traj: list[dict[str, Any]]) -> list[str]:
@@ -104,7 +75,7 @@ class TestTauBenchTraces:
         sessions = load_sessions(path, format="tau_bench")
         assert len(sessions) == len(runs)
         for run, session in zip(runs, sessions, strict=True):
-            graph = _graph()
+            graph = ContextGraph(counter=WordCounter())
             graph.ingest(session.events)
             calls = sum(len(m.get("tool_calls") or []) for m in run["traj"])
             results = sum(1 for m in run["traj"] if m["role"] == "tool")
@@ -123,7 +94,7 @@ class TestTauBenchTraces:
             expected_reuse += len(ids) - len(set(ids))
         reused = 0
         for session in load_sessions(path, format="tau_bench"):
-            graph = _graph()
+            graph = ContextGraph(counter=WordCounter())
             graph.ingest(session.events)
             calls_so_far: dict[str, list[str]] = {}
             for node in graph:
@@ -161,19 +132,17 @@ class TestTauBenchTraces:
     @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
     def test_detect_format_picks_tau_bench(self, path: Path) -> None:
         """Auto-detection picks `tau_bench` for the shared tau-bench file."""
-        assert _detect(path) == "tau_bench"
+        assert detect_format(path) == "tau_bench"
 
-    @pytest.mark.parametrize("path", OTHER_FILES, ids=lambda p: p.name)
-    def test_claims_no_other_trace(self, path: Path) -> None:
+    def test_claims_no_other_trace(self, other_trace: Path) -> None:
         """No other shared trace is taken for tau-bench."""
-        assert not tau_bench.sniff(read_raw(path))
+        assert not tau_bench.sniff(read_raw(other_trace))
 
 
 class TestTauBenchImporter:
-    def test_reused_id_in_hand_made_run(self) -> None:
+    def test_reused_id_in_hand_made_run(self, graph: ContextGraph) -> None:
         """Two calls sharing an id, each answered before the next, pair with their own results."""
         (session,) = load_sessions(RawInput([_run()]), format="tau_bench")
-        graph = _graph()
         graph.ingest(session.events)
         first, second = graph.by_kind("tool_call")
         answers = [graph.answer_to(first), graph.answer_to(second)]
@@ -202,31 +171,32 @@ class TestTauBenchImporter:
         (session,) = load_sessions(RawInput([_run()]), format="tau_bench")
         assert session.meta == {"format": "tau_bench", "task_id": 7, "trial": 0, "reward": 1.0}
 
-    def test_message_error_names_run_and_message(self, tmp_path: Path) -> None:
+    def test_message_error_names_run_and_message(self, write_json: Callable[..., Path]) -> None:
         """A bad message in the second run names the file, the message index and the run's path."""
         bad = _run()
         bad["traj"][2]["tool_calls"][0]["function"]["arguments"] = 12
-        path = _write(tmp_path, [_run(), bad])
+        path = write_json([_run(), bad], "runs.json")
         with pytest.raises(IngestError) as info:
             load_sessions(path, format="tau_bench")
         location = info.value.location
         assert (location.file, location.index) == (str(path), 2)
         assert location.path == "[1].traj[2].tool_calls[0].function.arguments"
 
-    def test_orphan_result_fails_at_ingest_and_changes_nothing(self, tmp_path: Path) -> None:
+    def test_orphan_result_fails_at_ingest_and_changes_nothing(
+        self, graph: ContextGraph, write_json: Callable[..., Path]
+    ) -> None:
         """A result with no earlier call is refused by the graph, naming its run and message."""
         run = _run()
         run["traj"].insert(2, {"role": "tool", "tool_call_id": "ghost", "content": "?"})
-        path = _write(tmp_path, [run])
+        path = write_json([run], "runs.json")
         (session,) = load_sessions(path, format="tau_bench")
-        graph = _graph()
         graph.ingest(session.events[:2])
-        before = _snapshot(graph)
+        before = graph_snapshot(graph)
         with pytest.raises(IngestError) as info:
             graph.ingest(session.events[2:])
         location = info.value.location
         assert (location.file, location.index, location.path) == (str(path), 2, "[0].traj[2]")
-        assert _snapshot(graph) == before
+        assert graph_snapshot(graph) == before
 
     @pytest.mark.parametrize(
         ("payload", "where"),

@@ -1,0 +1,302 @@
+"""`Renderer`: the graph to a provider request body, under budget, cached.
+
+The work is split so that a render after one new event costs that event: each unit is
+turned into provider messages once (cached by its node ids) and its cost counted once;
+a render of an unchanged source is returned from cache as the very same result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType, ModuleType
+from typing import Any, cast
+
+from context_graph.errors import ConfigurationError
+from context_graph.nodes import ContentPart, TextPart
+from context_graph.render import _anthropic, _gemini, _openai
+from context_graph.render._fit import FitUnit, fit_units, marker_text
+from context_graph.render._ids import provider_call_id
+from context_graph.render._turns import RenderSource, Turn, UnitTurns, unit_turns
+from context_graph.tokens import NodeTokenCache, ProviderFormat, TokenCounter, default_counter
+
+__all__ = ["FORMATS", "RenderResult", "Renderer", "count_payload"]
+
+FORMATS: tuple[ProviderFormat, ...] = ("openai", "anthropic", "gemini")
+_MODULES: dict[str, ModuleType] = {
+    "openai": _openai,
+    "anthropic": _anthropic,
+    "gemini": _gemini,
+}
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    """A rendered request and what it took to fit it.
+
+    Attributes:
+        payload: The request body (`{"messages": ...}`, `{"system": ..., "messages": ...}`
+            or `{"systemInstruction": ..., "contents": ...}`). Treat it as read-only: it
+            is shared with the render cache.
+        format: The provider format.
+        tokens: The request's tokens by the renderer's counter, overheads included.
+        tokens_before: What the whole history would have cost with nothing dropped.
+        budget: The budget it was fitted to (`None`: no budget).
+        units: How many interaction units the source had.
+        dropped: The head node ids of the units left out, oldest first.
+        call_ids: Provider call id -> the id of the tool-call node it stands for.
+    """
+
+    payload: dict[str, Any]
+    format: ProviderFormat
+    tokens: int
+    tokens_before: int
+    budget: int | None
+    units: int
+    dropped: tuple[str, ...]
+    call_ids: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        """The payload as JSON text, byte-stable for the same result."""
+        return json.dumps(self.payload, ensure_ascii=False, indent=indent)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fragment:
+    unit: UnitTurns
+    messages: list[Message]
+    cost: int
+
+
+class Renderer:
+    """Renders a graph (or a working projection of one) for one provider format.
+
+    Args:
+        format: `openai`, `anthropic` or `gemini`.
+        counter: The token counter for the budget; by default the source graph's own
+            (so tokens counted at ingest are reused).
+        cache_breakpoints: Anthropic only: mark the system prompt, the end of the part
+            that did not change since this renderer's previous render, and the last
+            message with `cache_control` (at most 4 marks in all).
+
+    Raises:
+        ConfigurationError: an unknown format, or breakpoints asked for another format.
+    """
+
+    def __init__(
+        self,
+        *,
+        format: ProviderFormat = "openai",
+        counter: TokenCounter | None = None,
+        cache_breakpoints: bool = False,
+    ) -> None:
+        if format not in _MODULES:
+            msg = f"unknown format {format!r}; expected one of {', '.join(FORMATS)}"
+            raise ConfigurationError(msg)
+        if cache_breakpoints and format != "anthropic":
+            msg = "cache_breakpoints is an Anthropic feature; use format='anthropic'"
+            raise ConfigurationError(msg)
+        self.format: ProviderFormat = format
+        self._module = _MODULES[format]
+        self._counter = counter
+        self._breakpoints = cache_breakpoints
+        self._fragments: dict[tuple[str, ...], _Fragment] = {}
+        self._last_key: tuple[int, int, int | None] | None = None
+        self._last: RenderResult | None = None
+        self._last_units: tuple[tuple[str, ...], ...] = ()
+        self._token_cache: NodeTokenCache | None = None
+
+    def render(self, source: RenderSource, *, budget: int | None = None) -> RenderResult:
+        """Render `source` under `budget` tokens.
+
+        Raises:
+            BudgetExceededError: the floor (system, pinned, first request, latest turn
+                and after) does not fit; carries `.budget` and `.required`.
+            ConfigurationError: a negative budget.
+        """
+        if budget is not None and budget < 0:
+            msg = f"budget must be a non-negative number of tokens, got {budget}"
+            raise ConfigurationError(msg)
+        key = (id(source), source.version, budget)
+        if key == self._last_key and self._last is not None:
+            return self._last
+        cache = self._cache_for(source)
+        fragments, system = self._fragments_of(source, cache)
+        result = self._fit_and_assemble(fragments, system, cache, budget)
+        self._last_key, self._last = key, result
+        return result
+
+    # -- pieces ------------------------------------------------------------------------
+
+    def _cache_for(self, source: RenderSource) -> NodeTokenCache:
+        if self._token_cache is None:
+            own = getattr(source, "token_cache", None)
+            if isinstance(own, NodeTokenCache) and self._counter in (None, own.counter):
+                self._token_cache = own
+            else:
+                self._token_cache = NodeTokenCache(self._counter or default_counter())
+        return self._token_cache
+
+    def _fragments_of(
+        self, source: RenderSource, cache: NodeTokenCache
+    ) -> tuple[list[_Fragment], list[ContentPart]]:
+        fragments: list[_Fragment] = []
+        system: list[ContentPart] = []
+        fresh: dict[tuple[str, ...], _Fragment] = {}
+        units = source.units()
+        # A summary in the history stands for the nodes it abstracts (an imported
+        # compaction): render it in their place, as the model saw it, never both.
+        abstracted: set[str] = set()
+        for unit in units:
+            if unit.kind == "summary":
+                abstracted.update(source[unit.head].abstracts)
+        for unit in units:
+            if abstracted and abstracted.issuperset(unit.node_ids):
+                continue
+            fragment = self._fragments.get(unit.node_ids)
+            if fragment is None:
+                turns = unit_turns(source, unit)
+                messages = self._module.unit_messages(turns)
+                cost = self._module.count_messages(messages, cache)
+                fragment = _Fragment(turns, messages, cost)
+            fresh[unit.node_ids] = fragment
+            if fragment.unit.system:
+                system.extend(fragment.unit.system)
+            else:
+                fragments.append(fragment)
+        # Keep only what the latest render used, so the cache cannot grow without bound.
+        self._fragments = fresh
+        return fragments, system
+
+    def _fit_and_assemble(
+        self,
+        fragments: list[_Fragment],
+        system_parts: list[ContentPart],
+        cache: NodeTokenCache,
+        budget: int | None,
+    ) -> RenderResult:
+        module = self._module
+        system = self._system(system_parts)
+        fixed = self._fixed_cost(system, cache)
+        plan = fit_units(
+            [FitUnit(f.cost, f.unit.kind, f.unit.pinned) for f in fragments],
+            fixed=fixed,
+            # Sized for the largest count, so the real marker never costs more.
+            marker_cost=lambda: int(
+                module.count_messages(self._marker_messages(len(fragments)), cache)
+            ),
+            budget=budget,
+        )
+        dropped = set(plan.dropped)
+        kept: list[list[Message]] = []
+        kept_keys: list[tuple[str, ...]] = []
+        for index, fragment in enumerate(fragments):
+            if index == plan.marker_at:
+                kept.append(self._marker_messages(len(dropped)))
+                kept_keys.append(("marker",))
+            if index not in dropped:
+                kept.append(fragment.messages)
+                kept_keys.append(fragment.unit.key)
+        payload = self._assemble(system, kept, kept_keys)
+        before = fixed + sum(f.cost for f in fragments)
+        return RenderResult(
+            payload=payload,
+            format=self.format,
+            tokens=count_payload(payload, self.format, cache),
+            tokens_before=before,
+            budget=budget,
+            units=len(fragments),
+            dropped=tuple(fragments[i].unit.head for i in plan.dropped),
+            call_ids=MappingProxyType(self._call_ids(fragments, dropped)),
+        )
+
+    def _system(self, parts: list[ContentPart]) -> list[Message]:
+        builder = cast(
+            Callable[[Sequence[ContentPart]], list[Message]],
+            {"openai": _openai.system_messages, "anthropic": _anthropic.system_blocks}.get(
+                self.format, _gemini.system_instruction
+            ),
+        )
+        return builder(parts)
+
+    def _fixed_cost(self, system: list[Message], cache: NodeTokenCache) -> int:
+        empty = self._assemble(system, [], [], marks=False)
+        fixed = count_payload(empty, self.format, cache)
+        if self.format != "openai":
+            # Room for the minimal user turn that a history opening with the assistant
+            # needs, so that the estimate stays an upper bound whatever is dropped.
+            lead = self._user_messages(_anthropic.LEADING_USER_TEXT)
+            fixed += int(self._module.count_messages(lead, cache))
+        return fixed
+
+    def _marker_messages(self, dropped: int) -> list[Message]:
+        return self._user_messages(marker_text(dropped))
+
+    def _user_messages(self, text: str) -> list[Message]:
+        turn = Turn("user", (TextPart(text=text),))
+        unit = UnitTurns("synthetic", ("synthetic",), (turn,), (), False, "user")
+        messages: list[Message] = self._module.unit_messages(unit)
+        return messages
+
+    def _assemble(
+        self,
+        system: list[Message],
+        kept: list[list[Message]],
+        keys: list[tuple[str, ...]],
+        *,
+        marks: bool = True,
+    ) -> dict[str, Any]:
+        if self.format == "openai":
+            return _openai.assemble(system, kept)
+        if self.format == "gemini":
+            return _gemini.assemble(system, kept)
+        if not (marks and self._breakpoints):
+            return _anthropic.assemble(system, kept)
+        targets = self._cache_targets(system, kept, keys)
+        self._last_units = tuple(keys)
+        return _anthropic.assemble(system, kept, breakpoints=targets, mark_system=True)
+
+    def _cache_targets(
+        self, system: list[Message], kept: list[list[Message]], keys: list[tuple[str, ...]]
+    ) -> list[tuple[int, int]]:
+        """Blocks to mark: the end of the unchanged prefix, and the very last block."""
+        stable = 0
+        for old, new in zip(self._last_units, keys, strict=False):
+            if old != new:
+                break
+            stable += 1
+        targets: list[tuple[int, int]] = []
+        if 0 < stable < len(keys):
+            prefix = _anthropic.assemble(system, kept[:stable])["messages"]
+            if prefix:
+                targets.append((len(prefix) - 1, len(prefix[-1]["content"]) - 1))
+        targets.append((-1, -1))
+        return targets
+
+    def _call_ids(self, fragments: list[_Fragment], dropped: set[int]) -> dict[str, str]:
+        ids: dict[str, str] = {}
+        for index, fragment in enumerate(fragments):
+            if index in dropped:
+                continue
+            for turn in fragment.unit.turns:
+                for call in turn.calls:
+                    ids[provider_call_id(call, self.format)] = call.node.id
+        return ids
+
+
+def count_payload(
+    payload: Mapping[str, Any], format: ProviderFormat, cache: NodeTokenCache | TokenCounter
+) -> int:
+    """Count a request body's tokens the way the renderer budgets them.
+
+    Args:
+        payload: A request body in `format`.
+        format: `openai`, `anthropic` or `gemini`.
+        cache: A `NodeTokenCache`, or a bare `TokenCounter` (wrapped in a fresh cache).
+    """
+    if not isinstance(cache, NodeTokenCache):
+        cache = NodeTokenCache(cache)
+    counted: int = _MODULES[format].count_payload(dict(payload), cache)
+    return counted

@@ -1,0 +1,446 @@
+"""Golden tests: one per hardening rule, comparing whole payloads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from context_graph import (
+    BudgetExceededError,
+    ConfigurationError,
+    ContextGraph,
+    ImagePart,
+    RedactedThinkingPart,
+    TextPart,
+    ThinkingPart,
+)
+from context_graph.render import MISSING_RESULT_TEXT, Renderer, marker_text
+from context_graph.testing import WordCounter
+
+
+@pytest.fixture(name="graph")
+def graph_fixture() -> ContextGraph:
+    return ContextGraph(counter=WordCounter())
+
+
+def _call(call_id: str, name: str = "bash", **args: object) -> dict[str, object]:
+    return {"id": call_id, "name": name, "arguments": args}
+
+
+def _render(graph: ContextGraph, fmt: str, budget: int | None = None) -> dict[str, Any]:
+    return Renderer(format=fmt).render(graph, budget=budget).payload  # type: ignore[arg-type]
+
+
+class TestToolPairs:
+    def test_parallel_calls_in_openai(self, graph: ContextGraph) -> None:
+        """Tool messages follow their assistant message at once, in call order."""
+        graph.add_system("be brief")
+        graph.add_user("list both")
+        graph.add_assistant("checking", tool_calls=[_call("a", cmd="ls"), _call("b", cmd="pwd")])
+        graph.add_tool_result("b", "/home")
+        graph.add_tool_result("a", "x.py")
+        assert _render(graph, "openai") == {
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "list both"},
+                {
+                    "role": "assistant",
+                    "content": "checking",
+                    "tool_calls": [
+                        {
+                            "id": "a",
+                            "type": "function",
+                            "function": {"name": "bash", "arguments": '{"cmd": "ls"}'},
+                        },
+                        {
+                            "id": "b",
+                            "type": "function",
+                            "function": {"name": "bash", "arguments": '{"cmd": "pwd"}'},
+                        },
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "a", "content": "x.py"},
+                {"role": "tool", "tool_call_id": "b", "content": "/home"},
+            ]
+        }
+
+    def test_parallel_calls_in_anthropic(self, graph: ContextGraph) -> None:
+        """tool_result blocks lead the next user message, in call order, errors flagged."""
+        graph.add_system("be brief")
+        graph.add_user("list both")
+        graph.add_assistant("checking", tool_calls=[_call("a", cmd="ls"), _call("b", cmd="pwd")])
+        graph.add_tool_result("b", "denied", is_error=True)
+        graph.add_tool_result("a", "x.py")
+        graph.add_user("thanks")
+        assert _render(graph, "anthropic") == {
+            "system": [{"type": "text", "text": "be brief"}],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "list both"}]},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": "checking"},
+                        {"type": "tool_use", "id": "a", "name": "bash", "input": {"cmd": "ls"}},
+                        {"type": "tool_use", "id": "b", "name": "bash", "input": {"cmd": "pwd"}},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "a",
+                            "content": [{"type": "text", "text": "x.py"}],
+                        },
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "b",
+                            "content": [{"type": "text", "text": "denied"}],
+                            "is_error": True,
+                        },
+                        {"type": "text", "text": "thanks"},
+                    ],
+                },
+            ],
+        }
+
+    def test_parallel_calls_in_gemini(self, graph: ContextGraph) -> None:
+        """functionResponse parts lead the next user turn, in call order, with ids."""
+        graph.add_user("go")
+        graph.add_assistant(tool_calls=[_call("a", "f", n=1), _call("b", "g")])
+        graph.add_tool_result("a", "one")
+        graph.add_tool_result("b", "bad", is_error=True)
+        assert _render(graph, "gemini") == {
+            "contents": [
+                {"role": "user", "parts": [{"text": "go"}]},
+                {
+                    "role": "model",
+                    "parts": [
+                        {"functionCall": {"id": "a", "name": "f", "args": {"n": 1}}},
+                        {"functionCall": {"id": "b", "name": "g", "args": {}}},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "parts": [
+                        {
+                            "functionResponse": {
+                                "id": "a",
+                                "name": "f",
+                                "response": {"output": "one"},
+                            }
+                        },
+                        {
+                            "functionResponse": {
+                                "id": "b",
+                                "name": "g",
+                                "response": {"error": "bad"},
+                            }
+                        },
+                    ],
+                },
+            ]
+        }
+
+    @pytest.mark.parametrize("fmt", ["openai", "anthropic", "gemini"])
+    def test_unanswered_call_gets_a_placeholder(self, graph: ContextGraph, fmt: str) -> None:
+        """A call with no result is answered by a deterministic placeholder that says so."""
+        graph.add_user("run it")
+        graph.add_assistant(tool_calls=[_call("c1")])
+        first = _render(graph, fmt)
+        assert MISSING_RESULT_TEXT in str(first)
+        assert _render(graph, fmt) == first
+
+    def test_placeholder_is_an_error_result_in_anthropic(self, graph: ContextGraph) -> None:
+        """The placeholder is flagged as an error so the model does not trust it."""
+        graph.add_user("run it")
+        graph.add_assistant(tool_calls=[_call("c1")])
+        last = _render(graph, "anthropic")["messages"][-1]
+        assert last == {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "c1",
+                    "content": [{"type": "text", "text": MISSING_RESULT_TEXT}],
+                    "is_error": True,
+                }
+            ],
+        }
+
+
+class TestRoleOrder:
+    @pytest.mark.parametrize(("fmt", "key"), [("anthropic", "messages"), ("gemini", "contents")])
+    def test_history_opening_with_the_assistant_gets_a_user_turn(
+        self, graph: ContextGraph, fmt: str, key: str
+    ) -> None:
+        """A greeting-first session starts with a minimal user turn."""
+        graph.add_assistant("Hello! How can I help?")
+        graph.add_user("book a flight")
+        first = _render(graph, fmt)[key][0]
+        assert first["role"] == "user"
+        assert "[conversation start]" in str(first)
+
+    def test_same_role_neighbours_merge_in_anthropic(self, graph: ContextGraph) -> None:
+        """Consecutive user turns become one message with both blocks."""
+        graph.add_user("one")
+        graph.add_user("two")
+        assert _render(graph, "anthropic")["messages"] == [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}],
+            }
+        ]
+
+    def test_openai_keeps_consecutive_users_apart(self, graph: ContextGraph) -> None:
+        """OpenAI accepts consecutive user messages, so they are left as they were."""
+        graph.add_user("one")
+        graph.add_user("two")
+        assert _render(graph, "openai")["messages"] == [
+            {"role": "user", "content": "one"},
+            {"role": "user", "content": "two"},
+        ]
+
+    def test_system_content_goes_where_each_provider_wants_it(self, graph: ContextGraph) -> None:
+        """System prompt and notes: system messages, the system field, systemInstruction."""
+        graph.add_system("rules")
+        graph.add_user("hi")
+        graph.add_note("user is Ada")
+        assert _render(graph, "openai")["messages"][:2] == [
+            {"role": "system", "content": "rules"},
+            {"role": "system", "content": "user is Ada"},
+        ]
+        assert _render(graph, "anthropic")["system"] == [
+            {"type": "text", "text": "rules"},
+            {"type": "text", "text": "user is Ada"},
+        ]
+        assert _render(graph, "gemini")["systemInstruction"] == {
+            "parts": [{"text": "rules"}, {"text": "user is Ada"}]
+        }
+
+    def test_final_assistant_loses_trailing_whitespace_in_anthropic(
+        self, graph: ContextGraph
+    ) -> None:
+        """Anthropic rejects a final assistant message ending in whitespace."""
+        graph.add_user("hi")
+        graph.add_assistant("hello \n\n")
+        assert _render(graph, "anthropic")["messages"][-1] == {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "hello"}],
+        }
+
+    def test_whitespace_only_text_is_dropped_in_anthropic(self, graph: ContextGraph) -> None:
+        """Empty text blocks are rejected by Anthropic and never sent."""
+        graph.add_user("hi")
+        graph.add_assistant([TextPart(text="\n\n")], tool_calls=[_call("c")])
+        graph.add_tool_result("c", "ok")
+        assistant = _render(graph, "anthropic")["messages"][1]
+        assert [b["type"] for b in assistant["content"]] == ["tool_use"]
+
+
+class TestThinking:
+    def test_thinking_goes_back_unchanged_and_first(self, graph: ContextGraph) -> None:
+        """Signed thinking is sent byte for byte, before the text and calls of its turn."""
+        graph.add_user("fix it")
+        graph.add_assistant(
+            [
+                TextPart(text="\n\n"),
+                ThinkingPart(thinking="let me look", signature="EqQBCkgIARAB=="),
+                RedactedThinkingPart(data="opaque=="),
+                TextPart(text="Looking."),
+            ],
+            tool_calls=[_call("r", "read", path="a.py")],
+        )
+        graph.add_tool_result("r", "print(1)")
+        assistant = _render(graph, "anthropic")["messages"][1]
+        assert assistant["content"] == [
+            {"type": "thinking", "thinking": "let me look", "signature": "EqQBCkgIARAB=="},
+            {"type": "redacted_thinking", "data": "opaque=="},
+            {"type": "text", "text": "Looking."},
+            {"type": "tool_use", "id": "r", "name": "read", "input": {"path": "a.py"}},
+        ]
+
+    def test_thinking_is_only_sent_to_the_provider_that_signed_it(
+        self, graph: ContextGraph
+    ) -> None:
+        """Gemini-signed thoughts go back to Gemini only; unsigned thinking goes nowhere."""
+        graph.add_user("q")
+        graph.add_assistant(
+            [
+                ThinkingPart(thinking="g", signature="gsig", provider="gemini"),
+                ThinkingPart(thinking="unsigned"),
+                TextPart(text="a"),
+            ]
+        )
+        assert _render(graph, "anthropic")["messages"][1]["content"] == [
+            {"type": "text", "text": "a"}
+        ]
+        assert _render(graph, "gemini")["contents"][1]["parts"] == [
+            {"text": "g", "thought": True, "thoughtSignature": "gsig"},
+            {"text": "a"},
+        ]
+        assert _render(graph, "openai")["messages"][1] == {"role": "assistant", "content": "a"}
+
+
+class TestIds:
+    def test_invalid_anthropic_ids_are_mapped_and_mapped_back(self, graph: ContextGraph) -> None:
+        """Ids with characters Anthropic refuses are rewritten, the same way every time."""
+        graph.add_user("go")
+        _, call = graph.add_assistant(tool_calls=[_call("call:1.x")])
+        graph.add_tool_result("call:1.x", "ok")
+        result = Renderer(format="anthropic").render(graph)
+        use = result.payload["messages"][1]["content"][0]
+        answer = result.payload["messages"][2]["content"][0]
+        assert use["id"] == answer["tool_use_id"]
+        assert use["id"].startswith("call_1_x_")
+        assert result.call_ids[use["id"]] == call
+        assert Renderer(format="anthropic").render(graph).payload == result.payload
+
+    def test_reused_ids_become_unique(self, graph: ContextGraph) -> None:
+        """An id reused after it was answered is sent as a new id; the first keeps its own."""
+        graph.add_user("go")
+        graph.add_assistant(tool_calls=[_call("x")])
+        graph.add_tool_result("x", "1")
+        graph.add_assistant(tool_calls=[_call("x")])
+        graph.add_tool_result("x", "2")
+        for fmt in ("openai", "anthropic", "gemini"):
+            ids = list(Renderer(format=fmt).render(graph).call_ids)  # type: ignore[arg-type]
+            assert ids[0] == "x"
+            assert len(set(ids)) == 2
+
+    def test_long_ids_fit_openai(self, graph: ContextGraph) -> None:
+        """OpenAI's 40-character cap is respected."""
+        long_id = "toolu_" + "a" * 60
+        graph.add_user("go")
+        graph.add_assistant(tool_calls=[_call(long_id)])
+        graph.add_tool_result(long_id, "ok")
+        messages = _render(graph, "openai")["messages"]
+        sent = messages[1]["tool_calls"][0]["id"]
+        assert len(sent) <= 40
+        assert messages[2]["tool_call_id"] == sent
+
+
+class TestBudget:
+    def _session(self, graph: ContextGraph, turns: int) -> None:
+        graph.add_system("system words here")
+        for i in range(turns):
+            graph.add_user(f"request number {i} " + "pad " * 20)
+            graph.add_assistant(f"on it {i}", tool_calls=[_call(f"c{i}", n=i)])
+            graph.add_tool_result(f"c{i}", "output " * 30)
+
+    @pytest.mark.parametrize("fmt", ["openai", "anthropic", "gemini"])
+    def test_fits_by_dropping_whole_units_oldest_first(self, graph: ContextGraph, fmt: str) -> None:
+        """Under budget, the first request and the latest turn stay; one marker says how many."""
+        self._session(graph, 12)
+        full = Renderer(format=fmt).render(graph)  # type: ignore[arg-type]
+        result = Renderer(format=fmt).render(graph, budget=full.tokens // 2)  # type: ignore[arg-type]
+        text = str(result.payload)
+        assert result.tokens <= full.tokens // 2
+        assert "request number 0" in text and "request number 11" in text
+        assert marker_text(len(result.dropped)) in text
+        assert text.count("earlier turn") == 1
+        units = graph.units()
+        kept = [u for u in units if u.head not in result.dropped]
+        dropped = [u for u in units if u.head in result.dropped]
+        assert dropped == [u for u in units if u in dropped]  # whole units only
+        assert max(units.index(u) for u in dropped) < units.index(kept[-1])
+
+    @pytest.mark.parametrize("fmt", ["openai", "anthropic", "gemini"])
+    def test_impossible_budget_raises_with_the_minimum(self, graph: ContextGraph, fmt: str) -> None:
+        """When the floor itself does not fit, the error carries the budget and the minimum."""
+        self._session(graph, 3)
+        with pytest.raises(BudgetExceededError) as info:
+            Renderer(format=fmt).render(graph, budget=10)  # type: ignore[arg-type]
+        assert info.value.budget == 10
+        floor = Renderer(format=fmt).render(graph, budget=info.value.required)  # type: ignore[arg-type]
+        assert floor.tokens <= info.value.required
+
+    def test_pinned_units_survive(self, graph: ContextGraph) -> None:
+        """A pinned turn in the middle is kept while its neighbours are dropped."""
+        self._session(graph, 3)
+        graph.add_user("remember: never use rm -rf", pinned=True)
+        self._session(graph, 6)
+        full = Renderer(format="openai").render(graph)
+        result = Renderer(format="openai").render(graph, budget=full.tokens // 3)
+        assert "never use rm -rf" in str(result.payload)
+        assert result.dropped
+
+    def test_no_budget_keeps_everything(self, graph: ContextGraph) -> None:
+        """Without a budget nothing is dropped and the size is reported."""
+        self._session(graph, 4)
+        result = Renderer(format="openai").render(graph)
+        assert result.dropped == ()
+        assert result.tokens == result.tokens_before
+
+    def test_negative_budget_is_a_configuration_error(self, graph: ContextGraph) -> None:
+        """A negative budget is a developer mistake."""
+        with pytest.raises(ConfigurationError):
+            Renderer().render(graph, budget=-1)
+
+
+class TestCaching:
+    def test_unchanged_graph_returns_the_same_result(self, graph: ContextGraph) -> None:
+        """Rendering again with nothing new returns the cached result itself."""
+        graph.add_user("hi")
+        renderer = Renderer(format="anthropic")
+        assert renderer.render(graph) is renderer.render(graph)
+
+    def test_append_only_counts_the_new_content(self) -> None:
+        """After one new event, only that event's text is counted again."""
+        seen: list[str] = []
+
+        class Recording(WordCounter):
+            def count(self, text: str) -> int:
+                seen.append(text)
+                return super().count(text)
+
+        graph = ContextGraph(counter=Recording())
+        for i in range(20):
+            graph.add_user(f"message {i}")
+        renderer = Renderer(format="openai")
+        renderer.render(graph)
+        seen.clear()
+        graph.add_user("the newest one")
+        renderer.render(graph)
+        assert seen == ["the newest one"]
+
+    def test_render_is_deterministic_across_renderers(self, graph: ContextGraph) -> None:
+        """Two renderers give byte-identical JSON for the same graph."""
+        graph.add_user([TextPart(text="see"), ImagePart(media_type="image/png", data="iVBO")])
+        graph.add_assistant("ok", tool_calls=[_call("c")])
+        for fmt in ("openai", "anthropic", "gemini"):
+            one = Renderer(format=fmt).render(graph).to_json()  # type: ignore[arg-type]
+            two = Renderer(format=fmt).render(graph).to_json()  # type: ignore[arg-type]
+            assert one == two
+
+
+class TestCacheBreakpoints:
+    def test_marks_system_stable_prefix_and_last_block(self, graph: ContextGraph) -> None:
+        """With breakpoints on, the system, the unchanged prefix and the end are marked."""
+        graph.add_system("rules")
+        graph.add_user("one")
+        graph.add_assistant("two")
+        renderer = Renderer(format="anthropic", cache_breakpoints=True)
+        renderer.render(graph)
+        graph.add_user("three")
+        graph.add_assistant("four")
+        payload = renderer.render(graph).payload
+        marks = [str(m) for m in payload["messages"] if "cache_control" in str(m)]
+        assert "cache_control" in str(payload["system"][-1])
+        assert len(marks) == 2
+        assert "two" in marks[0] and "four" in marks[1]
+
+    def test_never_more_than_four_marks(self, graph: ContextGraph) -> None:
+        """However the history changes, a request carries at most four marks."""
+        renderer = Renderer(format="anthropic", cache_breakpoints=True)
+        graph.add_system("rules")
+        for i in range(10):
+            graph.add_user(f"u{i}")
+            graph.add_assistant(f"a{i}")
+            assert str(renderer.render(graph).payload).count("cache_control") <= 4
+
+    def test_breakpoints_are_anthropic_only(self) -> None:
+        """Asking for cache breakpoints in another format is a configuration error."""
+        with pytest.raises(ConfigurationError):
+            Renderer(format="openai", cache_breakpoints=True)
