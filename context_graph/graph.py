@@ -100,6 +100,8 @@ class ContextGraph:
         self._unit_of: dict[str, str] = {}
         self._unit_members: dict[str, list[str]] = {}
         self._unit_heads: list[str] = []
+        self._unit_objects: dict[str, Unit] = {}
+        self._units_cache: tuple[int, tuple[Unit, ...]] | None = None
         self._by_kind: dict[str, list[str]] = {}
         self._by_tool: dict[str, list[str]] = {}
         self._file_reads: dict[str, list[str]] = {}
@@ -202,6 +204,7 @@ class ContextGraph:
                 self._unit_members[node.id] = [node.id]
             else:
                 self._unit_members[head].append(node.id)
+                self._unit_objects.pop(head, None)
         for u, v, kind in plan.edges:
             self._link(u, v, kind)
         for call_id, open_ids in plan.open_calls.items():
@@ -365,10 +368,21 @@ class ContextGraph:
 
     def units(self) -> tuple[Unit, ...]:
         """Every interaction unit, in the order their heads happened."""
-        return tuple(self._make_unit(h) for h in self._unit_heads)
+        cached = self._units_cache
+        if cached is not None and cached[0] == self._version:
+            return cached[1]
+        units = tuple(self._make_unit(h) for h in self._unit_heads)
+        self._units_cache = (self._version, units)
+        return units
 
     def _make_unit(self, head: str) -> Unit:
-        return Unit(head, self._nodes[head].kind, tuple(self._unit_members[head]))
+        # Unit objects are reused until their unit grows, so that consumers that cache
+        # by unit (the renderer) see the same object for an unchanged unit.
+        unit = self._unit_objects.get(head)
+        if unit is None:
+            unit = Unit(head, self._nodes[head].kind, tuple(self._unit_members[head]))
+            self._unit_objects[head] = unit
+        return unit
 
     def answer_to(self, call_node_id: str) -> Node | None:
         """The node that answers the tool call `call_node_id`, or `None` while it is open."""

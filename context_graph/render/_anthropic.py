@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from context_graph.nodes import (
@@ -30,6 +31,7 @@ from context_graph.tokens import DOCUMENT_TOKENS, FORMAT_OVERHEADS, IMAGE_TOKENS
 __all__ = [
     "LEADING_USER_TEXT",
     "MAX_CACHE_BREAKPOINTS",
+    "AssemblyStats",
     "assemble",
     "count_messages",
     "count_payload",
@@ -152,23 +154,29 @@ def assemble(
     *,
     breakpoints: Sequence[tuple[int, int]] = (),
     mark_system: bool = False,
+    stats: AssemblyStats | None = None,
 ) -> dict[str, Any]:
     """The request body: merged, alternating, opening with a user message.
 
     `breakpoints` are `(message, block)` positions in the merged list (negative counts
     from the end) whose block gets a `cache_control` mark (the nearest earlier
     non-thinking block when that one is thinking); `mark_system` marks the system field.
-    At most four marks are placed in all, as the API allows.
+    At most four marks are placed in all, as the API allows. `stats`, when given,
+    records what assembly changed, so a caller can count tokens without a recount.
     """
+    stats = stats if stats is not None else AssemblyStats()
     messages: list[Message] = []
     for unit in units:
         for message in unit:
-            _append_merged(messages, message)
+            stats.merges += _append_merged(messages, message)
     if messages and messages[0]["role"] != "user":
         lead = {"role": "user", "content": [{"type": "text", "text": LEADING_USER_TEXT}]}
         messages.insert(0, lead)
+        stats.lead = True
     if messages and messages[-1]["role"] == "assistant":
+        stats.stripped = messages[-1]
         _strip_trailing_whitespace(messages)
+        stats.strip_result = messages[-1] if messages else None
     body: dict[str, Any] = {}
     if system:
         body["system"] = [dict(b) for b in system]
@@ -186,15 +194,27 @@ def assemble(
 MAX_CACHE_BREAKPOINTS = 4
 
 
-def _append_merged(messages: list[Message], message: Message) -> None:
+@dataclass
+class AssemblyStats:
+    """What `assemble` changed: merged neighbours, a leading turn, a stripped ending."""
+
+    merges: int = 0
+    lead: bool = False
+    stripped: Message | None = None
+    strip_result: Message | None = None
+
+
+def _append_merged(messages: list[Message], message: Message) -> int:
+    """Append, merging into a same-role neighbour; return 1 for a merge, else 0."""
     if messages and messages[-1]["role"] == message["role"]:
         last = messages[-1]
         merged = [*last["content"], *message["content"]]
         if message["role"] == "assistant":
             merged = _thinking_first(merged)
         messages[-1] = {"role": last["role"], "content": merged}
-    else:
-        messages.append(message)
+        return 1
+    messages.append(message)
+    return 0
 
 
 def _strip_trailing_whitespace(messages: list[Message]) -> None:

@@ -21,7 +21,7 @@ from context_graph.nodes import (
     TextPart,
     ThinkingPart,
 )
-from context_graph.render._anthropic import LEADING_USER_TEXT
+from context_graph.render._anthropic import LEADING_USER_TEXT, AssemblyStats
 from context_graph.render._ids import provider_call_id
 from context_graph.render._turns import Result, Turn, UnitTurns
 from context_graph.tokens import DOCUMENT_TOKENS, FORMAT_OVERHEADS, IMAGE_TOKENS, NodeTokenCache
@@ -103,18 +103,23 @@ def _part(part: ContentPart) -> Part | None:
     return None
 
 
-def assemble(system: list[Part], units: Sequence[list[Content]]) -> dict[str, Any]:
+def assemble(
+    system: list[Part], units: Sequence[list[Content]], stats: AssemblyStats | None = None
+) -> dict[str, Any]:
     """The request body: merged, alternating contents that open with a user turn."""
+    stats = stats if stats is not None else AssemblyStats()
     contents: list[Content] = []
     for unit in units:
         for content in unit:
             if contents and contents[-1]["role"] == content["role"]:
                 last = contents[-1]
                 contents[-1] = {"role": last["role"], "parts": [*last["parts"], *content["parts"]]}
+                stats.merges += 1
             else:
                 contents.append(content)
     if contents and contents[0]["role"] != "user":
         contents.insert(0, {"role": "user", "parts": [{"text": LEADING_USER_TEXT}]})
+        stats.lead = True
     body: dict[str, Any] = {}
     if system:
         body["systemInstruction"] = {"parts": system}

@@ -14,12 +14,20 @@ from types import MappingProxyType, ModuleType
 from typing import Any, cast
 
 from context_graph.errors import ConfigurationError
+from context_graph.graph import Unit
 from context_graph.nodes import ContentPart, TextPart
 from context_graph.render import _anthropic, _gemini, _openai
+from context_graph.render._anthropic import AssemblyStats
 from context_graph.render._fit import FitUnit, fit_units, marker_text
 from context_graph.render._ids import provider_call_id
 from context_graph.render._turns import RenderSource, Turn, UnitTurns, unit_turns
-from context_graph.tokens import NodeTokenCache, ProviderFormat, TokenCounter, default_counter
+from context_graph.tokens import (
+    FORMAT_OVERHEADS,
+    NodeTokenCache,
+    ProviderFormat,
+    TokenCounter,
+    default_counter,
+)
 
 __all__ = ["FORMATS", "RenderResult", "Renderer", "count_payload"]
 
@@ -65,9 +73,13 @@ class RenderResult:
 
 @dataclass(frozen=True, slots=True)
 class _Fragment:
+    source_unit: Unit
     unit: UnitTurns
     messages: list[Message]
     cost: int
+    fit: FitUnit
+    calls: tuple[tuple[str, str], ...]
+    """(provider call id, call node id) of every call in the unit."""
 
 
 class Renderer:
@@ -102,7 +114,8 @@ class Renderer:
         self._module = _MODULES[format]
         self._counter = counter
         self._breakpoints = cache_breakpoints
-        self._fragments: dict[tuple[str, ...], _Fragment] = {}
+        self._fragments: dict[str, _Fragment] = {}
+        self._fixed_cache: tuple[tuple[str, ...], tuple[list[Message], int, int]] | None = None
         self._last_key: tuple[int, int, int | None] | None = None
         self._last: RenderResult | None = None
         self._last_units: tuple[tuple[str, ...], ...] = ()
@@ -123,8 +136,8 @@ class Renderer:
         if key == self._last_key and self._last is not None:
             return self._last
         cache = self._cache_for(source)
-        fragments, system = self._fragments_of(source, cache)
-        result = self._fit_and_assemble(fragments, system, cache, budget)
+        fragments, system, system_key = self._fragments_of(source, cache)
+        result = self._fit_and_assemble(fragments, system, system_key, cache, budget)
         self._last_key, self._last = key, result
         return result
 
@@ -141,76 +154,113 @@ class Renderer:
 
     def _fragments_of(
         self, source: RenderSource, cache: NodeTokenCache
-    ) -> tuple[list[_Fragment], list[ContentPart]]:
+    ) -> tuple[list[_Fragment], list[ContentPart], tuple[str, ...]]:
         fragments: list[_Fragment] = []
         system: list[ContentPart] = []
-        fresh: dict[tuple[str, ...], _Fragment] = {}
-        units = source.units()
-        # A summary in the history stands for the nodes it abstracts (an imported
-        # compaction): render it in their place, as the model saw it, never both.
+        system_heads: list[str] = []
+        fresh: dict[str, _Fragment] = {}
+        # Walk backwards: a summary stands for the earlier nodes it abstracts (an
+        # imported compaction), so it is rendered in their place, never both.
         abstracted: set[str] = set()
-        for unit in units:
+        for unit in reversed(source.units()):
             if unit.kind == "summary":
                 abstracted.update(source[unit.head].abstracts)
-        for unit in units:
-            if abstracted and abstracted.issuperset(unit.node_ids):
+            elif abstracted and abstracted.issuperset(unit.node_ids):
                 continue
-            fragment = self._fragments.get(unit.node_ids)
-            if fragment is None:
-                turns = unit_turns(source, unit)
-                messages = self._module.unit_messages(turns)
-                cost = self._module.count_messages(messages, cache)
-                fragment = _Fragment(turns, messages, cost)
-            fresh[unit.node_ids] = fragment
+            fragment = self._fragments.get(unit.head)
+            if fragment is None or fragment.source_unit is not unit:
+                fragment = self._make_fragment(source, unit, cache)
+            fresh[unit.head] = fragment
             if fragment.unit.system:
-                system.extend(fragment.unit.system)
+                system.extend(reversed(fragment.unit.system))
+                system_heads.append(unit.head)
             else:
                 fragments.append(fragment)
         # Keep only what the latest render used, so the cache cannot grow without bound.
         self._fragments = fresh
-        return fragments, system
+        fragments.reverse()
+        system.reverse()
+        system_heads.reverse()
+        return fragments, system, tuple(system_heads)
+
+    def _make_fragment(self, source: RenderSource, unit: Unit, cache: NodeTokenCache) -> _Fragment:
+        turns = unit_turns(source, unit)
+        messages = self._module.unit_messages(turns)
+        cost = int(self._module.count_messages(messages, cache))
+        calls = tuple(
+            (provider_call_id(call, self.format), call.node.id)
+            for turn in turns.turns
+            for call in turn.calls
+        )
+        return _Fragment(
+            unit, turns, messages, cost, FitUnit(cost, turns.kind, turns.pinned), calls
+        )
 
     def _fit_and_assemble(
         self,
         fragments: list[_Fragment],
         system_parts: list[ContentPart],
+        system_key: tuple[str, ...],
         cache: NodeTokenCache,
         budget: int | None,
     ) -> RenderResult:
         module = self._module
-        system = self._system(system_parts)
-        fixed = self._fixed_cost(system, cache)
-        plan = fit_units(
-            [FitUnit(f.cost, f.unit.kind, f.unit.pinned) for f in fragments],
-            fixed=fixed,
+        system, fixed, lead = self._fixed(system_parts, system_key, cache)
+        marker_cost = 0
+
+        def measure_marker() -> int:
+            nonlocal marker_cost
             # Sized for the largest count, so the real marker never costs more.
-            marker_cost=lambda: int(
-                module.count_messages(self._marker_messages(len(fragments)), cache)
-            ),
+            marker_cost = int(module.count_messages(self._marker_messages(len(fragments)), cache))
+            return marker_cost
+
+        plan = fit_units(
+            [f.fit for f in fragments],
+            fixed=fixed + lead,
+            marker_cost=measure_marker,
             budget=budget,
         )
-        dropped = set(plan.dropped)
         kept: list[list[Message]] = []
         kept_keys: list[tuple[str, ...]] = []
+        call_ids: dict[str, str] = {}
+        tokens = fixed
+        dropped = set(plan.dropped)
         for index, fragment in enumerate(fragments):
             if index == plan.marker_at:
-                kept.append(self._marker_messages(len(dropped)))
+                marker = self._marker_messages(len(dropped))
+                kept.append(marker)
                 kept_keys.append(("marker",))
+                tokens += int(module.count_messages(marker, cache))
             if index not in dropped:
                 kept.append(fragment.messages)
                 kept_keys.append(fragment.unit.key)
-        payload = self._assemble(system, kept, kept_keys)
-        before = fixed + sum(f.cost for f in fragments)
+                tokens += fragment.cost
+                call_ids.update(fragment.calls)
+        stats = AssemblyStats()
+        payload = self._assemble(system, kept, kept_keys, stats=stats)
+        tokens += self._assembly_delta(stats, lead, cache)
         return RenderResult(
             payload=payload,
             format=self.format,
-            tokens=count_payload(payload, self.format, cache),
-            tokens_before=before,
+            tokens=tokens,
+            tokens_before=fixed + lead + sum(f.cost for f in fragments),
             budget=budget,
             units=len(fragments),
             dropped=tuple(fragments[i].unit.head for i in plan.dropped),
-            call_ids=MappingProxyType(self._call_ids(fragments, dropped)),
+            call_ids=MappingProxyType(call_ids),
         )
+
+    def _assembly_delta(self, stats: AssemblyStats, lead: int, cache: NodeTokenCache) -> int:
+        """Tokens that merging, a leading turn and a stripped ending add or save."""
+        if self.format == "openai":
+            return 0
+        delta = lead if stats.lead else 0
+        delta -= stats.merges * FORMAT_OVERHEADS[self.format].per_message
+        if stats.stripped is not None:
+            after = [stats.strip_result] if stats.strip_result is not None else []
+            delta += int(self._module.count_messages(after, cache))
+            delta -= int(self._module.count_messages([stats.stripped], cache))
+        return delta
 
     def _system(self, parts: list[ContentPart]) -> list[Message]:
         builder = cast(
@@ -221,15 +271,22 @@ class Renderer:
         )
         return builder(parts)
 
-    def _fixed_cost(self, system: list[Message], cache: NodeTokenCache) -> int:
-        empty = self._assemble(system, [], [], marks=False)
-        fixed = count_payload(empty, self.format, cache)
+    def _fixed(
+        self, parts: list[ContentPart], key: tuple[str, ...], cache: NodeTokenCache
+    ) -> tuple[list[Message], int, int]:
+        """The system part, its tokens with the request overhead, and the lead turn's."""
+        if self._fixed_cache is not None and self._fixed_cache[0] == key:
+            return self._fixed_cache[1]
+        system = self._system(parts)
+        fixed = count_payload(self._assemble(system, [], [], marks=False), self.format, cache)
+        lead = 0
         if self.format != "openai":
             # Room for the minimal user turn that a history opening with the assistant
             # needs, so that the estimate stays an upper bound whatever is dropped.
-            lead = self._user_messages(_anthropic.LEADING_USER_TEXT)
-            fixed += int(self._module.count_messages(lead, cache))
-        return fixed
+            lead_messages = self._user_messages(_anthropic.LEADING_USER_TEXT)
+            lead = int(self._module.count_messages(lead_messages, cache))
+        self._fixed_cache = (key, (system, fixed, lead))
+        return system, fixed, lead
 
     def _marker_messages(self, dropped: int) -> list[Message]:
         return self._user_messages(marker_text(dropped))
@@ -247,16 +304,17 @@ class Renderer:
         keys: list[tuple[str, ...]],
         *,
         marks: bool = True,
+        stats: AssemblyStats | None = None,
     ) -> dict[str, Any]:
         if self.format == "openai":
             return _openai.assemble(system, kept)
         if self.format == "gemini":
-            return _gemini.assemble(system, kept)
+            return _gemini.assemble(system, kept, stats)
         if not (marks and self._breakpoints):
-            return _anthropic.assemble(system, kept)
+            return _anthropic.assemble(system, kept, stats=stats)
         targets = self._cache_targets(system, kept, keys)
         self._last_units = tuple(keys)
-        return _anthropic.assemble(system, kept, breakpoints=targets, mark_system=True)
+        return _anthropic.assemble(system, kept, breakpoints=targets, mark_system=True, stats=stats)
 
     def _cache_targets(
         self, system: list[Message], kept: list[list[Message]], keys: list[tuple[str, ...]]
@@ -274,16 +332,6 @@ class Renderer:
                 targets.append((len(prefix) - 1, len(prefix[-1]["content"]) - 1))
         targets.append((-1, -1))
         return targets
-
-    def _call_ids(self, fragments: list[_Fragment], dropped: set[int]) -> dict[str, str]:
-        ids: dict[str, str] = {}
-        for index, fragment in enumerate(fragments):
-            if index in dropped:
-                continue
-            for turn in fragment.unit.turns:
-                for call in turn.calls:
-                    ids[provider_call_id(call, self.format)] = call.node.id
-        return ids
 
 
 def count_payload(
