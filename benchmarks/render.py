@@ -27,8 +27,8 @@ from typing import Any
 
 from context_graph import (
     AgentEvent,
-    BudgetExceededError,
     AssistantTurn,
+    BudgetExceededError,
     Compaction,
     ContextGraph,
     FileRead,

@@ -1,6 +1,7 @@
 """The `context-graph` command-line tool.
 
-Exit codes: 0 success, 2 bad input or usage (one line on stderr that names the place).
+Exit codes: 0 success; 1 `check` found rule violations; 2 bad input or usage (one line
+on stderr that names the place); 3 the budget cannot be met.
 """
 
 from __future__ import annotations
@@ -11,16 +12,28 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from context_graph.errors import ContextGraphError
+from context_graph.errors import BudgetExceededError, ContextGraphError, IngestError
 from context_graph.examples import EXAMPLE_SESSION
 from context_graph.graph import ContextGraph
-from context_graph.importers import FORMATS, load_sessions, select_session
+from context_graph.importers import (
+    FORMATS,
+    ImportedSession,
+    load_sessions,
+    read_raw,
+    select_session,
+)
+from context_graph.render import FORMATS as RENDER_FORMATS
+from context_graph.render import Renderer, count_payload
 from context_graph.stats import GraphStats, graph_stats
+from context_graph.tokens import default_counter
+from context_graph.validate import validate
 
 __all__ = ["main"]
 
 EXIT_OK = 0
+EXIT_VIOLATIONS = 1
 EXIT_BAD_INPUT = 2
+EXIT_OVER_BUDGET = 3
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,22 +51,86 @@ def _parser() -> argparse.ArgumentParser:
             "With no TRACE, runs on the example session bundled with the package."
         ),
     )
-    inspect.add_argument("trace", nargs="?", type=Path, help="session file (JSON or JSONL)")
+    _add_trace_arguments(inspect)
     inspect.add_argument("--json", action="store_true", help="print the summary as JSON")
-    inspect.add_argument("--format", choices=FORMATS, help="input format (default: detect)")
-    inspect.add_argument(
+
+    render = commands.add_parser(
+        "render",
+        help="render a session as a provider request body under a token budget",
+        description=(
+            "Ingest a recorded session, render its final state for the next model call "
+            "and write the request JSON to stdout (or -o OUT). One summary line goes to "
+            "stderr. With no TRACE, renders the bundled example session."
+        ),
+    )
+    _add_trace_arguments(render)
+    render.add_argument("--budget", type=_budget, help="token budget (default: no limit)")
+    render.add_argument(
+        "--format",
+        dest="provider",
+        choices=RENDER_FORMATS,
+        default="openai",
+        help="provider format of the request (default: openai)",
+    )
+    render.add_argument("-o", "--output", type=Path, help="write the JSON here")
+    render.add_argument(
+        "--cache-breakpoints",
+        action="store_true",
+        help="mark Anthropic prompt-cache breakpoints (anthropic only)",
+    )
+
+    check = commands.add_parser(
+        "check",
+        help="list every rule a provider request body breaks",
+        description=(
+            "Validate a request body built by any tool against the provider's rules: "
+            "roles, tool-call pairing, ids, blocks, cache breakpoints; optionally the "
+            "token budget. Exit 0 when valid, 1 when rules are broken."
+        ),
+    )
+    check.add_argument("payload", type=Path, help="request body (JSON)")
+    check.add_argument("--format", dest="provider", choices=RENDER_FORMATS, required=True)
+    check.add_argument("--budget", type=_budget, help="also check the size against this")
+    check.add_argument("--json", action="store_true", help="print violations as JSON")
+    return parser
+
+
+def _add_trace_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("trace", nargs="?", type=Path, help="session file (JSON or JSONL)")
+    command.add_argument(
+        "--from", dest="input_format", choices=FORMATS, help="input format (default: detect)"
+    )
+    command.add_argument(
         "--session",
         default="0",
         help="which session of a multi-session file: an index or a name (default: 0)",
     )
-    return parser
+
+
+def _budget(text: str) -> int:
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        msg = f"not a whole number of tokens: {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
+    if value < 0:
+        msg = f"the budget cannot be negative: {value}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def _load(args: argparse.Namespace) -> tuple[Path, ImportedSession, int]:
+    trace: Path = args.trace or EXAMPLE_SESSION
+    sessions = load_sessions(trace, format=args.input_format)
+    which: int | str = int(args.session) if args.session.isdigit() else args.session
+    return trace, select_session(sessions, which, trace), len(sessions)
+
+
+# --- inspect ----------------------------------------------------------------------------
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    trace: Path = args.trace or EXAMPLE_SESSION
-    sessions = load_sessions(trace, format=args.format)
-    which: int | str = int(args.session) if args.session.isdigit() else args.session
-    chosen = select_session(sessions, which, trace)
+    trace, chosen, count = _load(args)
     graph = ContextGraph()
     graph.ingest(chosen.events)
     stats = graph_stats(graph)
@@ -61,20 +138,21 @@ def _inspect(args: argparse.Namespace) -> int:
         payload = {
             "trace": str(trace),
             "session": chosen.name,
-            "sessions_in_file": len(sessions),
+            "sessions_in_file": count,
             **stats.model_dump(),
         }
         print(json.dumps(payload, indent=2))
     else:
-        print(_render_text(str(trace), chosen.name, len(sessions), stats))
+        print(_render_text(str(trace), chosen.name, count, stats))
     return EXIT_OK
 
 
 def _render_text(trace: str, session: str, count: int, stats: GraphStats) -> str:
     kinds = ", ".join(f"{kind} {n}" for kind, n in stats.nodes_by_kind.items())
+    sessions = "session" if count == 1 else "sessions"
     lines = [
         f"trace:       {trace}",
-        f"session:     {session} ({count} {'session' if count == 1 else 'sessions'} in the input)",
+        f"session:     {session} ({count} {sessions} in the input)",
         f"nodes:       {stats.nodes} ({kinds})",
         f"tokens:      {stats.total_tokens:,} (cl100k_base, content only)",
         f"units:       {stats.units} ({stats.user_turns} user turns)",
@@ -91,11 +169,73 @@ def _render_text(trace: str, session: str, count: int, stats: GraphStats) -> str
     return "\n".join(lines)
 
 
+# --- render -----------------------------------------------------------------------------
+
+
+def _render(args: argparse.Namespace) -> int:
+    _, chosen, _ = _load(args)
+    graph = ContextGraph()
+    graph.ingest(chosen.events)
+    renderer = Renderer(format=args.provider, cache_breakpoints=args.cache_breakpoints)
+    result = renderer.render(graph, budget=args.budget)
+    text = result.to_json(indent=2) + "\n"
+    if args.output is not None:
+        try:
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            msg = f"cannot write {args.output}: {exc.strerror or exc}"
+            raise IngestError(msg) from None
+    else:
+        sys.stdout.write(text)
+    budget = f"{result.budget:,}" if result.budget is not None else "none"
+    print(
+        f"{result.format}: {result.tokens_before:,} tokens before, {result.tokens:,} after "
+        f"(budget {budget}); {len(result.dropped)} of {result.units} units dropped",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+# --- check ------------------------------------------------------------------------------
+
+
+def _check(args: argparse.Namespace) -> int:
+    raw = read_raw(args.payload)
+    violations = [v.model_dump() for v in validate(raw.data, args.provider)]
+    tokens = None
+    if isinstance(raw.data, dict) and not violations:
+        tokens = count_payload(raw.data, args.provider, default_counter())
+        if args.budget is not None and tokens > args.budget:
+            violations.append(
+                {
+                    "rule": "over_budget",
+                    "index": None,
+                    "path": "",
+                    "message": f"the request has {tokens:,} tokens, over the budget of "
+                    f"{args.budget:,}: drop or compact earlier turns",
+                }
+            )
+    if args.json:
+        print(json.dumps({"violations": violations, "tokens": tokens}, indent=2))
+    else:
+        for v in violations:
+            print(f"{v['rule']}: {v['message']}")
+        size = f", {tokens:,} tokens" if tokens is not None else ""
+        print(f"{len(violations)} violation{'s' if len(violations) != 1 else ''}{size}")
+    return EXIT_VIOLATIONS if violations else EXIT_OK
+
+
+_COMMANDS = {"inspect": _inspect, "render": _render, "check": _check}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the process exit code."""
     args = _parser().parse_args(argv)
     try:
-        return _inspect(args)
+        return _COMMANDS[args.command](args)
+    except BudgetExceededError as exc:
+        print(f"context-graph {args.command}: {exc}", file=sys.stderr)
+        return EXIT_OVER_BUDGET
     except ContextGraphError as exc:
         print(f"context-graph {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

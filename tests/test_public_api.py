@@ -14,6 +14,8 @@ MODULES = [
     "context_graph.graph",
     "context_graph.importers",
     "context_graph.nodes",
+    "context_graph.render",
+    "context_graph.validate",
     "context_graph.stats",
     "context_graph.testing",
     "context_graph.tokens",

@@ -97,7 +97,7 @@ class TestBadInput:
         """With the format given, an unknown role is reported with its message index."""
         path = tmp_path / "bad.json"
         path.write_text('{"messages": [{"role": "robot", "content": "x"}]}', encoding="utf-8")
-        code, _, err = _run(capsys, "inspect", str(path), "--format", "openai")
+        code, _, err = _run(capsys, "inspect", str(path), "--from", "openai")
         assert code == 2
         assert "robot" in err and "message 0" in err
 
