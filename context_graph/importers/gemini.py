@@ -279,10 +279,10 @@ def _answer(name: str, call_id: str | None, where: SourceLocation, walk: _Walk) 
 
 
 def _response_text(response: Mapping[str, Any], where: SourceLocation) -> str:
-    """The output as text: a lone `output` / `content` string, else the JSON of `response`."""
+    """The output as text: a lone `output` / `content` / `error` string, else the JSON."""
     if len(response) == 1:
         ((key, value),) = response.items()
-        if key in ("output", "content") and isinstance(value, str):
+        if key in ("output", "content", "error") and isinstance(value, str):
             return value
     return _dump(response, where)
 

@@ -169,14 +169,19 @@ def assemble(
     for unit in units:
         for message in unit:
             stats.merges += _append_merged(messages, message)
-    if messages and messages[0]["role"] != "user":
+    if messages and messages[-1]["role"] == "assistant":
+        before = messages[-1]
+        after = _trim_final_assistant(before)
+        if after is not before:
+            stats.stripped, stats.strip_result = before, after
+            if after is None:
+                messages.pop()
+            else:
+                messages[-1] = after
+    if not messages or messages[0]["role"] != "user":
         lead = {"role": "user", "content": [{"type": "text", "text": LEADING_USER_TEXT}]}
         messages.insert(0, lead)
         stats.lead = True
-    if messages and messages[-1]["role"] == "assistant":
-        stats.stripped = messages[-1]
-        _strip_trailing_whitespace(messages)
-        stats.strip_result = messages[-1] if messages else None
     body: dict[str, Any] = {}
     if system:
         body["system"] = [dict(b) for b in system]
@@ -217,18 +222,32 @@ def _append_merged(messages: list[Message], message: Message) -> int:
     return 0
 
 
-def _strip_trailing_whitespace(messages: list[Message]) -> None:
-    content = list(messages[-1]["content"])
-    while content and content[-1]["type"] == "text":
-        text = content[-1]["text"].rstrip()
-        if text:
-            content[-1] = {**content[-1], "text": text}
-            break
-        content.pop()
-    if content:
-        messages[-1] = {"role": "assistant", "content": content}
-    else:
-        messages.pop()
+def _trim_final_assistant(message: Message) -> Message | None:
+    """The message as the API accepts it in last place, or `None` if nothing is left.
+
+    A final assistant message may not end in whitespace or in thinking: trailing
+    whitespace is cut and trailing thinking blocks (a turn cut off after its reasoning)
+    are left out. An unchanged message is returned as the same object.
+    """
+    content = list(message["content"])
+    while content:
+        last = content[-1]
+        if last["type"] in _THINKING:
+            content.pop()
+            continue
+        if last["type"] == "text":
+            text = last["text"].rstrip()
+            if not text:
+                content.pop()
+                continue
+            if text != last["text"]:
+                content[-1] = {**last, "text": text}
+        break
+    if not content:
+        return None
+    if content == message["content"]:
+        return message
+    return {"role": "assistant", "content": content}
 
 
 def _mark_block(messages: list[Message], position: tuple[int, int]) -> bool:

@@ -117,7 +117,7 @@ def assemble(
                 stats.merges += 1
             else:
                 contents.append(content)
-    if contents and contents[0]["role"] != "user":
+    if not contents or contents[0]["role"] != "user":
         contents.insert(0, {"role": "user", "parts": [{"text": LEADING_USER_TEXT}]})
         stats.lead = True
     body: dict[str, Any] = {}

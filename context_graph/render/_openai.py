@@ -17,6 +17,7 @@ from context_graph.nodes import (
     ImagePart,
     TextPart,
 )
+from context_graph.render._anthropic import LEADING_USER_TEXT, AssemblyStats
 from context_graph.render._ids import provider_call_id
 from context_graph.render._turns import Turn, UnitTurns
 from context_graph.tokens import DOCUMENT_TOKENS, FORMAT_OVERHEADS, IMAGE_TOKENS, NodeTokenCache
@@ -54,11 +55,21 @@ def unit_messages(unit: UnitTurns) -> list[Message]:
     return out
 
 
-def assemble(system: list[Message], units: Sequence[list[Message]]) -> dict[str, Any]:
-    """The request body: system messages first, then every unit's messages in order."""
+def assemble(
+    system: list[Message], units: Sequence[list[Message]], stats: AssemblyStats | None = None
+) -> dict[str, Any]:
+    """The request body: system messages first, then every unit's messages in order.
+
+    A history with nothing to send gets the minimal user turn, because an empty
+    `messages` list is rejected.
+    """
     messages = list(system)
     for unit in units:
         messages.extend(unit)
+    if not messages:
+        messages.append({"role": "user", "content": LEADING_USER_TEXT})
+        if stats is not None:
+            stats.lead = True
     return {"messages": messages}
 
 

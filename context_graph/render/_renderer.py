@@ -50,7 +50,8 @@ class RenderResult:
             is shared with the render cache.
         format: The provider format.
         tokens: The request's tokens by the renderer's counter, overheads included.
-        tokens_before: What the whole history would have cost with nothing dropped.
+        tokens_before: What the whole history costs with nothing dropped (an upper
+            bound: merging neighbours in Anthropic and Gemini saves a little).
         budget: The budget it was fitted to (`None`: no budget).
         units: How many interaction units the source had.
         dropped: The head node ids of the units left out, oldest first.
@@ -80,6 +81,14 @@ class _Fragment:
     fit: FitUnit
     calls: tuple[tuple[str, str], ...]
     """(provider call id, call node id) of every call in the unit."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    payload: dict[str, Any]
+    tokens: int
+    dropped: tuple[int, ...]
+    call_ids: dict[str, str]
 
 
 class Renderer:
@@ -204,22 +213,41 @@ class Renderer:
         cache: NodeTokenCache,
         budget: int | None,
     ) -> RenderResult:
-        module = self._module
         system, fixed, lead = self._fixed(system_parts, system_key, cache)
-        marker_cost = 0
-
-        def measure_marker() -> int:
-            nonlocal marker_cost
-            # Sized for the largest count, so the real marker never costs more.
-            marker_cost = int(module.count_messages(self._marker_messages(len(fragments)), cache))
-            return marker_cost
-
-        plan = fit_units(
-            [f.fit for f in fragments],
-            fixed=fixed + lead,
-            marker_cost=measure_marker,
+        attempt = self._attempt(fragments, system, fixed, lead, 0, cache, budget)
+        if budget is not None and attempt.tokens > budget:
+            # Only the leading user turn can push an exact count past the estimate:
+            # fit again with room for it.
+            attempt = self._attempt(fragments, system, fixed, lead, lead, cache, budget)
+        return RenderResult(
+            payload=attempt.payload,
+            format=self.format,
+            tokens=attempt.tokens,
+            tokens_before=fixed + sum(f.cost for f in fragments),
             budget=budget,
+            units=len(fragments),
+            dropped=tuple(fragments[i].unit.head for i in attempt.dropped),
+            call_ids=MappingProxyType(attempt.call_ids),
         )
+
+    def _attempt(
+        self,
+        fragments: list[_Fragment],
+        system: list[Message],
+        fixed: int,
+        lead: int,
+        reserve: int,
+        cache: NodeTokenCache,
+        budget: int | None,
+    ) -> _Attempt:
+        module = self._module
+
+        def marker_cost() -> int:
+            # Sized for the largest count, so the real marker never costs more.
+            return int(module.count_messages(self._marker_messages(len(fragments)), cache))
+
+        fits = [f.fit for f in fragments]
+        plan = fit_units(fits, fixed=fixed + reserve, marker_cost=marker_cost, budget=budget)
         kept: list[list[Message]] = []
         kept_keys: list[tuple[str, ...]] = []
         call_ids: dict[str, str] = {}
@@ -239,21 +267,10 @@ class Renderer:
         stats = AssemblyStats()
         payload = self._assemble(system, kept, kept_keys, stats=stats)
         tokens += self._assembly_delta(stats, lead, cache)
-        return RenderResult(
-            payload=payload,
-            format=self.format,
-            tokens=tokens,
-            tokens_before=fixed + lead + sum(f.cost for f in fragments),
-            budget=budget,
-            units=len(fragments),
-            dropped=tuple(fragments[i].unit.head for i in plan.dropped),
-            call_ids=MappingProxyType(call_ids),
-        )
+        return _Attempt(payload, tokens, plan.dropped, call_ids)
 
     def _assembly_delta(self, stats: AssemblyStats, lead: int, cache: NodeTokenCache) -> int:
         """Tokens that merging, a leading turn and a stripped ending add or save."""
-        if self.format == "openai":
-            return 0
         delta = lead if stats.lead else 0
         delta -= stats.merges * FORMAT_OVERHEADS[self.format].per_message
         if stats.stripped is not None:
@@ -278,13 +295,13 @@ class Renderer:
         if self._fixed_cache is not None and self._fixed_cache[0] == key:
             return self._fixed_cache[1]
         system = self._system(parts)
-        fixed = count_payload(self._assemble(system, [], [], marks=False), self.format, cache)
-        lead = 0
-        if self.format != "openai":
-            # Room for the minimal user turn that a history opening with the assistant
-            # needs, so that the estimate stays an upper bound whatever is dropped.
-            lead_messages = self._user_messages(_anthropic.LEADING_USER_TEXT)
-            lead = int(self._module.count_messages(lead_messages, cache))
+        # The minimal user turn that an empty history, or (Anthropic, Gemini) one that
+        # opens with the assistant, gets.
+        lead_messages = self._user_messages(_anthropic.LEADING_USER_TEXT)
+        lead = int(self._module.count_messages(lead_messages, cache))
+        stats = AssemblyStats()
+        empty = self._assemble(system, [], [], marks=False, stats=stats)
+        fixed = count_payload(empty, self.format, cache) - (lead if stats.lead else 0)
         self._fixed_cache = (key, (system, fixed, lead))
         return system, fixed, lead
 
@@ -307,7 +324,7 @@ class Renderer:
         stats: AssemblyStats | None = None,
     ) -> dict[str, Any]:
         if self.format == "openai":
-            return _openai.assemble(system, kept)
+            return _openai.assemble(system, kept, stats)
         if self.format == "gemini":
             return _gemini.assemble(system, kept, stats)
         if not (marks and self._breakpoints):

@@ -289,7 +289,8 @@ class TestParts:
             ({"content": "plain"}, "plain", False),
             ({"output": "o", "extra": 1}, '{"output": "o", "extra": 1}', False),
             ({"output": 7}, '{"output": 7}', False),
-            ({"error": "boom"}, '{"error": "boom"}', True),
+            ({"error": "boom"}, "boom", True),
+            ({"error": {"code": 5}}, '{"error": {"code": 5}}', True),
             ({}, "{}", False),
         ],
     )

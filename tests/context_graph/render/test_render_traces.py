@@ -1,0 +1,83 @@
+"""Every shared trace renders valid in every format, at budgets from 2,000 to unlimited."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_graph import BudgetExceededError, ContextGraph
+from context_graph.importers import load_graph, load_sessions
+from context_graph.render import FORMATS, Renderer, count_payload
+from context_graph.testing import graph_snapshot
+from context_graph.validate import validate
+
+TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"
+FILES = (
+    sorted(
+        p
+        for p in TRACES.rglob("*")
+        if p.suffix in {".json", ".jsonl", ".traj"}
+        and p.name not in {"MANIFEST.json", "metadata.json"}
+    )
+    if TRACES.is_dir()
+    else []
+)
+BUDGETS = (None, 100_000, 32_000, 8_000, 4_000, 2_000)
+SdkCheck = Callable[[Any, str], list[str]]
+
+
+def _floor_heads(graph: ContextGraph) -> set[str]:
+    """Heads of the units the floor must keep: the first request, the last turn on."""
+    units = [u for u in graph.units() if u.kind not in {"system", "note"}]
+    users = [i for i, u in enumerate(units) if u.kind == "user"]
+    if not users:
+        return {units[-1].head} if units else set()
+    return {units[users[0]].head} | {u.head for u in units[users[-1] :]}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not FILES, reason="shared traces not present")
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(TRACES)))
+def test_every_session_renders_valid(path: Path, sdk_check: SdkCheck) -> None:
+    """Each render is valid, under budget, keeps the floor; or says what it would need."""
+    for session in load_sessions(path):
+        graph = ContextGraph()
+        graph.ingest(session.events)
+        before = graph_snapshot(graph)
+        floor = _floor_heads(graph)
+        for fmt in FORMATS:
+            renderer = Renderer(format=fmt)
+            for budget in BUDGETS:
+                try:
+                    result = renderer.render(graph, budget=budget)
+                except BudgetExceededError as exc:
+                    assert budget is not None and exc.required > budget
+                    assert renderer.render(graph, budget=exc.required).tokens <= exc.required
+                    continue
+                where = f"{session.name} {fmt} budget={budget}"
+                assert validate(result.payload, fmt) == [], where
+                assert sdk_check(result.payload, fmt) == [], where
+                assert result.tokens == count_payload(result.payload, fmt, graph.token_cache)
+                assert budget is None or result.tokens <= budget, where
+                assert not floor & set(result.dropped), where
+        assert graph_snapshot(graph) == before
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not FILES, reason="shared traces not present")
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("path", FILES[::3], ids=lambda p: str(p.relative_to(TRACES)))
+def test_rendered_history_ingests_and_renders_the_same(path: Path, fmt: str) -> None:
+    """Ingesting a rendered request and rendering it again changes nothing."""
+    graph = load_graph(path)
+    for budget in (None, 8_000):
+        try:
+            first = Renderer(format=fmt).render(graph, budget=budget)  # type: ignore[arg-type]
+        except BudgetExceededError:
+            continue
+        again = load_graph(first.payload, format=fmt)
+        second = Renderer(format=fmt).render(again, budget=budget)  # type: ignore[arg-type]
+        assert second.to_json() == first.to_json()
