@@ -150,3 +150,112 @@ def test_inspect_runs_on_every_shared_trace(capsys: pytest.CaptureFixture[str]) 
     for path in files:
         code, _, err = _run(capsys, "inspect", str(path))
         assert code == 0, f"{path}: {err}"
+
+
+class TestRender:
+    @pytest.mark.parametrize("fmt", ["openai", "anthropic", "gemini"])
+    def test_renders_the_example_under_budget(
+        self, capsys: pytest.CaptureFixture[str], fmt: str
+    ) -> None:
+        """render writes a valid request body and one summary line on stderr."""
+        from context_graph.validate import validate
+
+        code, out, err = _run(capsys, "render", "--budget", "8000", "--format", fmt)
+        assert code == 0, err
+        payload = json.loads(out)
+        assert validate(payload, fmt) == []
+        assert len(err.strip().splitlines()) == 1
+        assert "tokens before" in err and "units dropped" in err
+
+    def test_writes_to_a_file(self, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+        """-o writes the JSON there and nothing to stdout."""
+        out_file = tmp_path / "request.json"
+        code, out, _ = _run(capsys, "render", "--format", "anthropic", "-o", str(out_file))
+        assert code == 0
+        assert out == ""
+        assert "messages" in json.loads(out_file.read_text(encoding="utf-8"))
+
+    def test_impossible_budget_exits_3(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """A budget the floor cannot meet exits 3 and says what it would need."""
+        code, out, err = _run(capsys, "render", "--budget", "50")
+        assert code == 3
+        assert out == ""
+        assert "at least" in err and "50" in err
+
+    @pytest.mark.parametrize("budget", ["-5", "lots"])
+    def test_bad_budget_is_a_usage_error(
+        self, capsys: pytest.CaptureFixture[str], budget: str
+    ) -> None:
+        """A negative or non-numeric budget is refused by the argument parser (exit 2)."""
+        with pytest.raises(SystemExit) as info:
+            main(["render", "--budget", budget])
+        assert info.value.code == 2
+        assert "budget" in capsys.readouterr().err
+
+    def test_bad_trace_exits_2(self, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+        """Bad input to render is reported like inspect does."""
+        path = tmp_path / "bad.jsonl"
+        path.write_text('{"a": 1}\n{nope\n', encoding="utf-8")
+        code, _, err = _run(capsys, "render", str(path))
+        assert code == 2
+        assert "line 2" in err
+
+
+class TestCheck:
+    def _write(self, tmp_path: Path, payload: object) -> str:
+        path = tmp_path / "body.json"
+        path.write_text(json.dumps(payload), encoding="utf-8")
+        return str(path)
+
+    def test_valid_body_exits_0(self, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+        """A valid body passes with a count of its tokens."""
+        body = {"messages": [{"role": "user", "content": "hello"}]}
+        code, out, _ = _run(capsys, "check", self._write(tmp_path, body), "--format", "openai")
+        assert code == 0
+        assert out.strip().startswith("0 violations")
+
+    def test_lists_every_broken_rule_with_its_place(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """Each broken rule is listed with the message index; the exit code is 1."""
+        body = {
+            "messages": [
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": "a.b", "name": "t", "input": {}},
+                        {"type": "tool_use", "id": "ok_1", "name": "t", "input": {}},
+                    ],
+                },
+                {"role": "assistant", "content": "again"},
+            ]
+        }
+        path = self._write(tmp_path, body)
+        code, out, _ = _run(capsys, "check", path, "--format", "anthropic", "--json")
+        assert code == 1
+        rules = {v["rule"] for v in json.loads(out)["violations"]}
+        assert {"first_message_not_user", "roles_not_alternating", "tool_use_id_invalid"} <= rules
+        assert "tool_call_unanswered" in rules
+
+    def test_budget_is_checked(self, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+        """With --budget, a body over it is a violation."""
+        body = {"messages": [{"role": "user", "content": "word " * 200}]}
+        path = self._write(tmp_path, body)
+        code, out, _ = _run(capsys, "check", path, "--format", "openai", "--budget", "10")
+        assert code == 1
+        assert "over_budget" in out
+
+    def test_not_json_exits_2(self, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+        """A file that is not JSON is bad input."""
+        path = tmp_path / "body.json"
+        path.write_text("{", encoding="utf-8")
+        code, _, err = _run(capsys, "check", str(path), "--format", "gemini")
+        assert code == 2
+        assert "JSON" in err
+
+    def test_renders_pass_check(self, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+        """What render writes, check accepts."""
+        out_file = tmp_path / "request.json"
+        assert _run(capsys, "render", "--format", "gemini", "-o", str(out_file))[0] == 0
+        code, out, _ = _run(capsys, "check", str(out_file), "--format", "gemini")
+        assert code == 0, out
