@@ -11,9 +11,10 @@ final size, by the same cl100k_base count):
 
 Measured in one run: time per render and in total (and their ratio), and at each model
 call of the recorded session (right before each assistant turn): invalid payloads (our
-validator, OpenAI rules) and calls that lost the user's latest request or the first one. Writes a PNG of time per call against the event index when --plot is given.
+validator, OpenAI rules) and calls that lost the user's latest request or the first one.
+With --plot, writes a PNG of time per render against the event index.
 
-    python -m benchmarks.render [TRACE] [--plot docs/render_time.png]
+    python -m benchmarks.render [TRACE] [--plot docs/img/render_time.png]
 """
 
 from __future__ import annotations
