@@ -7,13 +7,15 @@ a render of an unchanged source is returned from cache as the very same result.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType, ModuleType
 from typing import Any, cast
 
-from context_graph.errors import ConfigurationError
+from context_graph.errors import BudgetExceededError, ConfigurationError
 from context_graph.graph import Unit
 from context_graph.nodes import ContentPart, TextPart
 from context_graph.render import _anthropic, _gemini, _openai
@@ -23,6 +25,7 @@ from context_graph.render._ids import provider_call_id
 from context_graph.render._turns import RenderSource, Turn, UnitTurns, unit_turns
 from context_graph.tokens import (
     FORMAT_OVERHEADS,
+    Calibrator,
     NodeTokenCache,
     ProviderFormat,
     TokenCounter,
@@ -101,6 +104,10 @@ class Renderer:
         cache_breakpoints: Anthropic only: mark the system prompt, the end of the part
             that did not change since this renderer's previous render, and the last
             message with `cache_control` (at most 4 marks in all).
+        calibrator: Learns how the provider's count differs from ours (feed it with
+            `observe_usage`); budgets are then met by the provider's count, not only by
+            the local one. Useful for Anthropic and Gemini, whose tokenizers are not
+            public.
 
     Raises:
         ConfigurationError: an unknown format, or breakpoints asked for another format.
@@ -112,6 +119,7 @@ class Renderer:
         format: ProviderFormat = "openai",
         counter: TokenCounter | None = None,
         cache_breakpoints: bool = False,
+        calibrator: Calibrator | None = None,
     ) -> None:
         if format not in _MODULES:
             msg = f"unknown format {format!r}; expected one of {', '.join(FORMATS)}"
@@ -123,9 +131,11 @@ class Renderer:
         self._module = _MODULES[format]
         self._counter = counter
         self._breakpoints = cache_breakpoints
+        self.calibrator = calibrator
         self._fragments: dict[str, _Fragment] = {}
         self._fixed_cache: tuple[tuple[str, ...], tuple[list[Message], int, int]] | None = None
-        self._last_key: tuple[int, int, int | None] | None = None
+        self._last_key: tuple[int, int | None, float] | None = None
+        self._last_source: RenderSource | None = None
         self._last: RenderResult | None = None
         self._last_units: tuple[tuple[str, ...], ...] = ()
         self._token_cache: NodeTokenCache | None = None
@@ -141,24 +151,44 @@ class Renderer:
         if budget is not None and budget < 0:
             msg = f"budget must be a non-negative number of tokens, got {budget}"
             raise ConfigurationError(msg)
-        key = (id(source), source.version, budget)
-        if key == self._last_key and self._last is not None:
+        factor = self.calibrator.factor if self.calibrator is not None else 1.0
+        key = (source.version, budget, factor)
+        if source is self._last_source and key == self._last_key and self._last is not None:
             return self._last
         cache = self._cache_for(source)
         fragments, system, system_key = self._fragments_of(source, cache)
-        result = self._fit_and_assemble(fragments, system, system_key, cache, budget)
-        self._last_key, self._last = key, result
+        # With a calibrator, fit to the local count that the provider's count maps to.
+        local_budget = None if budget is None else math.floor(budget / factor)
+        try:
+            result = self._fit_and_assemble(fragments, system, system_key, cache, local_budget)
+        except BudgetExceededError as exc:
+            if budget is None or local_budget == budget:
+                raise
+            needed = math.ceil(exc.required * factor)
+            detail = f"by the calibrated count (factor {factor:.3f})"
+            raise BudgetExceededError(budget, needed, detail) from exc
+        if local_budget != budget:
+            result = dataclasses.replace(result, budget=budget)
+        self._last_source, self._last_key, self._last = source, key, result
         return result
+
+    def observe_usage(self, result: RenderResult, prompt_tokens: int) -> float:
+        """Tell the calibrator what the provider reported for a rendered request.
+
+        Returns the new correction factor (1.0 without a calibrator).
+        """
+        if self.calibrator is None:
+            return 1.0
+        return self.calibrator.observe(result.tokens, prompt_tokens)
 
     # -- pieces ------------------------------------------------------------------------
 
     def _cache_for(self, source: RenderSource) -> NodeTokenCache:
+        own = getattr(source, "token_cache", None)
+        if isinstance(own, NodeTokenCache) and self._counter in (None, own.counter):
+            return own
         if self._token_cache is None:
-            own = getattr(source, "token_cache", None)
-            if isinstance(own, NodeTokenCache) and self._counter in (None, own.counter):
-                self._token_cache = own
-            else:
-                self._token_cache = NodeTokenCache(self._counter or default_counter())
+            self._token_cache = NodeTokenCache(self._counter or default_counter())
         return self._token_cache
 
     def _fragments_of(

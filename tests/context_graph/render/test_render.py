@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -444,3 +445,58 @@ class TestCacheBreakpoints:
         """Asking for cache breakpoints in another format is a configuration error."""
         with pytest.raises(ConfigurationError):
             Renderer(format="openai", cache_breakpoints=True)
+
+
+class TestCalibration:
+    def _graph(self) -> ContextGraph:
+        graph = ContextGraph(counter=WordCounter())
+        graph.add_system("rules")
+        for i in range(10):
+            graph.add_user(f"question {i} " + "word " * 10)
+            graph.add_assistant(f"answer {i} " + "word " * 10)
+        return graph
+
+    def test_budget_is_met_by_the_providers_count(self) -> None:
+        """After the provider reports 2x our count, renders fit half as many local tokens."""
+        from context_graph import Calibrator
+
+        graph = self._graph()
+        renderer = Renderer(format="anthropic", calibrator=Calibrator(smoothing=1.0))
+        first = renderer.render(graph, budget=200)
+        assert renderer.observe_usage(first, prompt_tokens=first.tokens * 2) == 2.0
+        second = renderer.render(graph, budget=200)
+        assert second.tokens <= 100 < first.tokens
+        assert second.budget == 200
+
+    def test_impossible_calibrated_budget_reports_the_providers_scale(self) -> None:
+        """The error's budget and minimum are in the provider's tokens."""
+        from context_graph import Calibrator
+
+        graph = self._graph()
+        calibrator = Calibrator(smoothing=1.0)
+        calibrator.observe(100, 150)
+        with pytest.raises(BudgetExceededError) as calibrated:
+            Renderer(format="openai", calibrator=calibrator).render(graph, budget=20)
+        with pytest.raises(BudgetExceededError) as local:
+            Renderer(format="openai").render(graph, budget=13)
+        assert calibrated.value.budget == 20
+        assert calibrated.value.required == math.ceil(local.value.required * 1.5)
+
+    def test_without_calibrator_usage_is_ignored(self) -> None:
+        """observe_usage is a no-op without a calibrator."""
+        graph = self._graph()
+        renderer = Renderer()
+        assert renderer.observe_usage(renderer.render(graph), 10_000) == 1.0
+
+
+class TestSourceIdentity:
+    def test_a_new_graph_at_the_same_version_is_rendered_afresh(self) -> None:
+        """The render cache is tied to the graph object, not only to its version number."""
+        renderer = Renderer(format="openai")
+        one = ContextGraph(counter=WordCounter())
+        one.add_user("first graph")
+        two = ContextGraph(counter=WordCounter())
+        two.add_user("second graph")
+        assert one.version == two.version
+        assert "first graph" in str(renderer.render(one).payload)
+        assert "second graph" in str(renderer.render(two).payload)
