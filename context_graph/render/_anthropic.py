@@ -29,6 +29,7 @@ from context_graph.render._turns import Result, Turn, UnitTurns
 from context_graph.tokens import DOCUMENT_TOKENS, FORMAT_OVERHEADS, IMAGE_TOKENS, NodeTokenCache
 
 __all__ = [
+    "EMPTY_USER_TEXT",
     "LEADING_USER_TEXT",
     "MAX_CACHE_BREAKPOINTS",
     "AssemblyStats",
@@ -44,6 +45,8 @@ Block = dict[str, Any]
 _OVERHEAD = FORMAT_OVERHEADS["anthropic"]
 _THINKING = ("thinking", "redacted_thinking")
 _CACHE = {"type": "ephemeral"}
+#: What an empty user turn is sent as: the API rejects empty and whitespace-only text.
+EMPTY_USER_TEXT = "[empty message]"
 #: The user turn put before a history that opens with the assistant.
 LEADING_USER_TEXT = "[conversation start]"
 
@@ -86,6 +89,11 @@ def _assistant_blocks(turn: Turn) -> list[Block]:
 def _user_blocks(turn: Turn) -> list[Block]:
     blocks: list[Block] = [_result_block(r) for r in turn.results]
     blocks.extend(b for b in (_part_block(p, assistant=False) for p in turn.parts) if b is not None)
+    if not blocks:
+        # A user turn with nothing the API accepts (empty or whitespace text) still
+        # happened: keep it, or a history ending with it would end with the assistant
+        # and turn the request into a prefill.
+        blocks.append({"type": "text", "text": EMPTY_USER_TEXT})
     return blocks
 
 

@@ -4,6 +4,10 @@ With no processors the guarantee is: keep the system prompt, pinned units, the u
 first request, and the latest user turn with everything after it; drop whole units,
 oldest first, never half a unit; and say in one marker how many were left out. If even
 that does not fit, the render fails with `BudgetExceededError` naming the minimum.
+
+Units are costed standing alone, which over-counts a little for formats that merge
+neighbours, so the cost sum only brackets the answer: the exact size of a candidate
+(measured by assembling it) decides, with a binary search over how many units to drop.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from dataclasses import dataclass
 
 from context_graph.errors import BudgetExceededError
 
-__all__ = ["FitPlan", "FitUnit", "fit_units", "marker_text"]
+__all__ = ["FitUnit", "droppable_units", "fewest_drops", "marker_text"]
+
+FLOOR = "the system prompt, pinned turns, the first request and the latest turn"
 
 
 def marker_text(dropped: int) -> str:
@@ -31,19 +37,8 @@ class FitUnit:
     pinned: bool
 
 
-@dataclass(frozen=True, slots=True)
-class FitPlan:
-    """The outcome: which units are dropped, and where the marker goes."""
-
-    dropped: tuple[int, ...]
-    marker_at: int | None
-    """Index of the first dropped unit (the marker takes its place), if any."""
-    estimate: int
-    """An upper bound of the rendered request's tokens."""
-
-
-def protected_units(units: Sequence[FitUnit]) -> set[int]:
-    """Indices the floor always keeps: pinned, the first request, the last user turn on."""
+def droppable_units(units: Sequence[FitUnit]) -> list[int]:
+    """Indices that may be dropped, oldest first: all but the protected floor."""
     keep = {i for i, u in enumerate(units) if u.pinned}
     users = [i for i, u in enumerate(units) if u.kind == "user"]
     if users:
@@ -51,40 +46,47 @@ def protected_units(units: Sequence[FitUnit]) -> set[int]:
         keep.update(range(users[-1], len(units)))
     elif units:
         keep.add(len(units) - 1)
-    return keep
+    return [i for i in range(len(units)) if i not in keep]
 
 
-def fit_units(
-    units: Sequence[FitUnit], *, fixed: int, marker_cost: Callable[[], int], budget: int | None
-) -> FitPlan:
-    """Choose the units to drop so the request fits `budget`.
+def fewest_drops(
+    units: Sequence[FitUnit],
+    droppable: Sequence[int],
+    *,
+    budget: int,
+    bound: int,
+    exact: Callable[[int], int],
+) -> int:
+    """The smallest number of droppable units (oldest first) whose loss fits `budget`.
 
     Args:
-        units: Every unit in order, with its cost (its messages, standing alone).
-        fixed: Tokens that do not depend on the units (system, request overhead, and
-            the leading user turn some formats may need).
-        marker_cost: Returns the tokens of the omission marker (asked only when needed).
-        budget: The budget; `None` keeps everything.
+        units: Every unit, with its standalone cost.
+        droppable: `droppable_units(units)`.
+        budget: The budget.
+        bound: Tokens the cost sum leaves out but a render may need (the marker, a
+            leading user turn); with it the sum is an upper bound of the exact size.
+        exact: The exact size of the render that drops the first k droppable units.
 
     Raises:
-        BudgetExceededError: even the protected floor does not fit.
+        BudgetExceededError: even dropping every droppable unit does not fit.
     """
-    total = fixed + sum(u.cost for u in units)
-    if budget is None or total <= budget:
-        return FitPlan((), None, total)
-    protected = protected_units(units)
-    marker = marker_cost()
-    running = total + marker
-    dropped: list[int] = []
-    for index, unit in enumerate(units):
-        if running <= budget:
+    total = sum(u.cost for u in units) + bound
+    upper = len(droppable)
+    for k, index in enumerate(droppable, start=1):
+        total -= units[index].cost
+        if total <= budget:
+            upper = k
             break
-        if index in protected:
-            continue
-        running -= unit.cost
-        dropped.append(index)
-    if running > budget:
-        required = fixed + marker + sum(units[i].cost for i in protected)
-        detail = "the system prompt, pinned turns, the first request and the latest turn"
-        raise BudgetExceededError(budget, required, f"{detail} alone need that much")
-    return FitPlan(tuple(dropped), dropped[0], running)
+    if exact(upper) > budget:
+        floor = exact(len(droppable))
+        if floor > budget:
+            raise BudgetExceededError(budget, floor, f"{FLOOR} alone need that much")
+        upper = len(droppable)
+    low = 1
+    while low < upper:
+        middle = (low + upper) // 2
+        if exact(middle) <= budget:
+            upper = middle
+        else:
+            low = middle + 1
+    return upper

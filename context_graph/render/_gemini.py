@@ -21,7 +21,7 @@ from context_graph.nodes import (
     TextPart,
     ThinkingPart,
 )
-from context_graph.render._anthropic import LEADING_USER_TEXT, AssemblyStats
+from context_graph.render._anthropic import EMPTY_USER_TEXT, LEADING_USER_TEXT, AssemblyStats
 from context_graph.render._ids import provider_call_id
 from context_graph.render._turns import Result, Turn, UnitTurns
 from context_graph.tokens import DOCUMENT_TOKENS, FORMAT_OVERHEADS, IMAGE_TOKENS, NodeTokenCache
@@ -48,6 +48,8 @@ def unit_messages(unit: UnitTurns) -> list[Content]:
         else:
             parts = [_response_part(r) for r in turn.results]
             parts.extend(p for p in (_part(x) for x in turn.parts) if p is not None)
+            # An empty user turn still happened: keep it (see the Anthropic twin).
+            parts = parts or [{"text": EMPTY_USER_TEXT}]
             role = "user"
         if parts:
             out.append({"role": role, "parts": parts})

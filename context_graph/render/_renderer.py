@@ -20,7 +20,7 @@ from context_graph.graph import Unit
 from context_graph.nodes import ContentPart, TextPart
 from context_graph.render import _anthropic, _gemini, _openai
 from context_graph.render._anthropic import AssemblyStats
-from context_graph.render._fit import FitUnit, fit_units, marker_text
+from context_graph.render._fit import FitUnit, droppable_units, fewest_drops, marker_text
 from context_graph.render._ids import provider_call_id
 from context_graph.render._turns import RenderSource, Turn, UnitTurns, unit_turns
 from context_graph.tokens import (
@@ -53,8 +53,7 @@ class RenderResult:
             is shared with the render cache.
         format: The provider format.
         tokens: The request's tokens by the renderer's counter, overheads included.
-        tokens_before: What the whole history costs with nothing dropped (an upper
-            bound: merging neighbours in Anthropic and Gemini saves a little).
+        tokens_before: What the whole history costs with nothing dropped.
         budget: The budget it was fitted to (`None`: no budget).
         units: How many interaction units the source had.
         dropped: The head node ids of the units left out, oldest first.
@@ -244,20 +243,36 @@ class Renderer:
         budget: int | None,
     ) -> RenderResult:
         system, fixed, lead = self._fixed(system_parts, system_key, cache)
-        attempt = self._attempt(fragments, system, fixed, lead, 0, cache, budget)
-        if budget is not None and attempt.tokens > budget:
-            # Only the leading user turn can push an exact count past the estimate:
-            # fit again with room for it.
-            attempt = self._attempt(fragments, system, fixed, lead, lead, cache, budget)
+        droppable: list[int] = []
+        attempts: dict[int, _Attempt] = {}
+
+        def attempt(k: int) -> _Attempt:
+            if k not in attempts:
+                attempts[k] = self._attempt(fragments, system, fixed, lead, droppable[:k], cache)
+            return attempts[k]
+
+        chosen = attempt(0)
+        if budget is not None and chosen.tokens > budget:
+            fits = [f.fit for f in fragments]
+            droppable.extend(droppable_units(fits))
+            marker = int(self._module.count_messages(self._marker_messages(len(fits)), cache))
+            k = fewest_drops(
+                fits,
+                droppable,
+                budget=budget,
+                bound=fixed + lead + marker,
+                exact=lambda k: attempt(k).tokens,
+            )
+            chosen = attempt(k)
         return RenderResult(
-            payload=attempt.payload,
+            payload=chosen.payload,
             format=self.format,
-            tokens=attempt.tokens,
-            tokens_before=fixed + sum(f.cost for f in fragments),
+            tokens=chosen.tokens,
+            tokens_before=attempt(0).tokens,
             budget=budget,
             units=len(fragments),
-            dropped=tuple(fragments[i].unit.head for i in attempt.dropped),
-            call_ids=MappingProxyType(attempt.call_ids),
+            dropped=tuple(fragments[i].unit.head for i in chosen.dropped),
+            call_ids=MappingProxyType(chosen.call_ids),
         )
 
     def _attempt(
@@ -266,25 +281,19 @@ class Renderer:
         system: list[Message],
         fixed: int,
         lead: int,
-        reserve: int,
+        dropped_indices: Sequence[int],
         cache: NodeTokenCache,
-        budget: int | None,
     ) -> _Attempt:
+        """Assemble the render that leaves out `dropped_indices`, and size it exactly."""
         module = self._module
-
-        def marker_cost() -> int:
-            # Sized for the largest count, so the real marker never costs more.
-            return int(module.count_messages(self._marker_messages(len(fragments)), cache))
-
-        fits = [f.fit for f in fragments]
-        plan = fit_units(fits, fixed=fixed + reserve, marker_cost=marker_cost, budget=budget)
         kept: list[list[Message]] = []
         kept_keys: list[tuple[str, ...]] = []
         call_ids: dict[str, str] = {}
         tokens = fixed
-        dropped = set(plan.dropped)
+        dropped = set(dropped_indices)
+        marker_at = dropped_indices[0] if dropped_indices else None
         for index, fragment in enumerate(fragments):
-            if index == plan.marker_at:
+            if index == marker_at:
                 marker = self._marker_messages(len(dropped))
                 kept.append(marker)
                 kept_keys.append(("marker",))
@@ -297,7 +306,7 @@ class Renderer:
         stats = AssemblyStats()
         payload = self._assemble(system, kept, kept_keys, stats=stats)
         tokens += self._assembly_delta(stats, lead, cache)
-        return _Attempt(payload, tokens, plan.dropped, call_ids)
+        return _Attempt(payload, tokens, tuple(dropped_indices), call_ids)
 
     def _assembly_delta(self, stats: AssemblyStats, lead: int, cache: NodeTokenCache) -> int:
         """Tokens that merging, a leading turn and a stripped ending add or save."""

@@ -157,15 +157,30 @@ def _assistant_turns(
         if isinstance(n, ToolCallNode)
     ]
     assistant = Turn("assistant", head.content, tuple(calls))
-    if not calls:
+    results = [_result_for(source, call) for call in calls]
+    answered = {r.answer.id for r in results if r.answer is not None}
+    # An answer whose call a projection hid goes as plain text after the results: a
+    # tool result with no call would be rejected, and dropping it would lose it.
+    stray = tuple(
+        part
+        for node in rest
+        if isinstance(node, AnswerNode) and node.id not in answered
+        for part in _user_parts(node)
+    )
+    if not results and not stray:
         return (assistant,)
-    results = tuple(_result_for(source, call) for call in calls)
-    return (assistant, Turn("user", results=results))
+    return (assistant, Turn("user", stray, results=tuple(r.result for r in results)))
 
 
-def _result_for(source: RenderSource, call: Call) -> Result:
+@dataclass(frozen=True, slots=True)
+class _Answered:
+    result: Result
+    answer: Node | None
+
+
+def _result_for(source: RenderSource, call: Call) -> _Answered:
     answer = source.answer_to(call.node.id)
     if answer is None:
-        return Result(call, (TextPart(text=MISSING_RESULT_TEXT),), True, True)
+        return _Answered(Result(call, (TextPart(text=MISSING_RESULT_TEXT),), True, True), None)
     is_error = isinstance(answer, AnswerNode) and answer.is_error
-    return Result(call, answer.content, is_error, False)
+    return _Answered(Result(call, answer.content, is_error, False), answer)
