@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import TypeAdapter, ValidationError
 
+from context_graph.call_ids import ID_RULES, provider_call_id
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.events import (
     AgentEvent,
@@ -69,6 +70,8 @@ class IngestPlan:
     superseded: set[str] = field(default_factory=set)
     answered_ids: set[str] = field(default_factory=set)
     """Call ids that got a result in this batch."""
+    first_calls: dict[str, str] = field(default_factory=dict)
+    """Call id -> the first call node using it, for ids new in this batch."""
     seq: int = 0
     turn: int = 0
     last_id: str | None = None
@@ -260,6 +263,8 @@ class _Planner:
             self.add(node, unit_head=head.id)
             self.plan.edges.append((node.id, head.id, "issued_by"))
             self.plan.open_calls[call.id] = [*self.open_calls(call.id), node.id]
+            if self.graph.first_call_with_id(call.id) is None:
+                self.plan.first_calls.setdefault(call.id, node.id)
 
     def _take_open_call(self, call_id: str) -> ToolCallNode:
         """Pair by position: a result answers the most recent open call with its id.
@@ -270,6 +275,10 @@ class _Planner:
         answered in call order, as results arrive in the order of the calls.
         """
         candidates = self.open_calls(call_id)
+        if not candidates:
+            alias = self._resolve_alias(call_id)
+            if alias is not None:
+                call_id, candidates = alias.tool_call_id, [alias.id]
         if not candidates:
             if call_id in self.graph._answered_ids or call_id in self.plan.answered_ids:
                 msg = (
@@ -282,9 +291,29 @@ class _Planner:
         calls = [cast(ToolCallNode, self.node(c)) for c in candidates]
         newest_turn = calls[-1].assistant_id
         chosen = next(c for c in calls if c.assistant_id == newest_turn)
-        self.plan.open_calls[call_id] = [c for c in candidates if c != chosen.id]
+        self.plan.open_calls[call_id] = [c for c in self.open_calls(call_id) if c != chosen.id]
         self.plan.answered_ids.add(call_id)
         return chosen
+
+    def _resolve_alias(self, provider_id: str) -> ToolCallNode | None:
+        """The open call that a render sent as `provider_id`, if the id was rewritten.
+
+        Renders rewrite ids a provider would refuse (`context_graph.call_ids`); a result
+        reported under the rewritten id still answers its call. Only open calls are
+        searched, and only when the id matches no call directly.
+        """
+        open_ids = {**self.graph._open_calls, **self.plan.open_calls}
+        for original, node_ids in open_ids.items():
+            for node_id in node_ids:
+                call = cast(ToolCallNode, self.node(node_id))
+                first = self.graph.first_call_with_id(original) or self.plan.first_calls.get(
+                    original
+                )
+                for fmt in ID_RULES:
+                    sent = provider_call_id(original, call.seq, first == node_id, fmt)
+                    if sent == provider_id and sent != original:
+                        return call
+        return None
 
     def _answer(
         self,
@@ -300,7 +329,7 @@ class _Planner:
             cls,
             id=self.node_id(kind, event),
             content=event.content,
-            tool_call_id=call_id,
+            tool_call_id=call.tool_call_id if call is not None else call_id,
             name=name,
             is_error=event.is_error,
             **extra,

@@ -24,8 +24,7 @@ from context_graph.nodes import (
     TextPart,
     ThinkingPart,
 )
-from context_graph.render._ids import provider_call_id
-from context_graph.render._turns import Result, Turn, UnitTurns
+from context_graph.render._turns import Result, Turn, UnitTurns, call_id_for
 from context_graph.tokens import DOCUMENT_TOKENS, FORMAT_OVERHEADS, IMAGE_TOKENS, NodeTokenCache
 
 __all__ = [
@@ -78,7 +77,7 @@ def _assistant_blocks(turn: Turn) -> list[Block]:
         blocks.append(
             {
                 "type": "tool_use",
-                "id": provider_call_id(call, "anthropic"),
+                "id": call_id_for(call, "anthropic"),
                 "name": call.node.name,
                 "input": arguments,
             }
@@ -100,7 +99,7 @@ def _user_blocks(turn: Turn) -> list[Block]:
 def _result_block(result: Result) -> Block:
     block: Block = {
         "type": "tool_result",
-        "tool_use_id": provider_call_id(result.call, "anthropic"),
+        "tool_use_id": call_id_for(result.call, "anthropic"),
     }
     content = [b for b in (_part_block(p, assistant=False) for p in result.parts) if b is not None]
     if content:

@@ -22,8 +22,7 @@ from context_graph.nodes import (
     ThinkingPart,
 )
 from context_graph.render._anthropic import EMPTY_USER_TEXT, LEADING_USER_TEXT, AssemblyStats
-from context_graph.render._ids import provider_call_id
-from context_graph.render._turns import Result, Turn, UnitTurns
+from context_graph.render._turns import Result, Turn, UnitTurns, call_id_for
 from context_graph.tokens import DOCUMENT_TOKENS, FORMAT_OVERHEADS, IMAGE_TOKENS, NodeTokenCache
 
 __all__ = ["assemble", "count_messages", "count_payload", "system_instruction", "unit_messages"]
@@ -72,7 +71,7 @@ def _model_parts(turn: Turn) -> list[Part]:
         parts.append(
             {
                 "functionCall": {
-                    "id": provider_call_id(call, "gemini"),
+                    "id": call_id_for(call, "gemini"),
                     "name": call.node.name,
                     "args": args,
                 }
@@ -86,7 +85,7 @@ def _response_part(result: Result) -> Part:
     key = "error" if result.is_error else "output"
     return {
         "functionResponse": {
-            "id": provider_call_id(result.call, "gemini"),
+            "id": call_id_for(result.call, "gemini"),
             "name": result.call.node.name,
             "response": {key: text},
         }

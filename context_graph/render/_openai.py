@@ -18,8 +18,7 @@ from context_graph.nodes import (
     TextPart,
 )
 from context_graph.render._anthropic import LEADING_USER_TEXT, AssemblyStats
-from context_graph.render._ids import provider_call_id
-from context_graph.render._turns import Turn, UnitTurns
+from context_graph.render._turns import Turn, UnitTurns, call_id_for
 from context_graph.tokens import DOCUMENT_TOKENS, FORMAT_OVERHEADS, IMAGE_TOKENS, NodeTokenCache
 
 __all__ = ["assemble", "count_messages", "count_payload", "system_messages", "unit_messages"]
@@ -46,7 +45,7 @@ def unit_messages(unit: UnitTurns) -> list[Message]:
             out.append(
                 {
                     "role": "tool",
-                    "tool_call_id": provider_call_id(result.call, "openai"),
+                    "tool_call_id": call_id_for(result.call, "openai"),
                     "content": _text_content(result.parts),
                 }
             )
@@ -81,7 +80,7 @@ def _assistant(turn: Turn) -> Message | None:
     if turn.calls:
         message["tool_calls"] = [
             {
-                "id": provider_call_id(call, "openai"),
+                "id": call_id_for(call, "openai"),
                 "type": "function",
                 "function": {"name": call.node.name, "arguments": call.node.arguments},
             }

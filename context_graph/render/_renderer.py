@@ -21,8 +21,7 @@ from context_graph.nodes import ContentPart, TextPart
 from context_graph.render import _anthropic, _gemini, _openai
 from context_graph.render._anthropic import AssemblyStats
 from context_graph.render._fit import FitUnit, droppable_units, fewest_drops, marker_text
-from context_graph.render._ids import provider_call_id
-from context_graph.render._turns import RenderSource, Turn, UnitTurns, unit_turns
+from context_graph.render._turns import RenderSource, Turn, UnitTurns, call_id_for, unit_turns
 from context_graph.tokens import (
     FORMAT_OVERHEADS,
     Calibrator,
@@ -226,7 +225,7 @@ class Renderer:
         messages = self._module.unit_messages(turns)
         cost = int(self._module.count_messages(messages, cache))
         calls = tuple(
-            (provider_call_id(call, self.format), call.node.id)
+            (call_id_for(call, self.format), call.node.id)
             for turn in turns.turns
             for call in turn.calls
         )

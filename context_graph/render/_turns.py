@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from context_graph.call_ids import provider_call_id
 from context_graph.graph import Unit
 from context_graph.nodes import (
     AnswerNode,
@@ -34,6 +35,7 @@ __all__ = [
     "Result",
     "Turn",
     "UnitTurns",
+    "call_id_for",
     "unit_turns",
 ]
 
@@ -80,6 +82,11 @@ class Call:
     node: ToolCallNode
     first_use: bool
     """Whether no earlier call in the session used the same id."""
+
+
+def call_id_for(call: Call, fmt: str) -> str:
+    """The id to send for `call` in format `fmt` (see `context_graph.call_ids`)."""
+    return provider_call_id(call.node.tool_call_id, call.node.seq, call.first_use, fmt)
 
 
 @dataclass(frozen=True, slots=True)

@@ -500,3 +500,26 @@ class TestSourceIdentity:
         assert one.version == two.version
         assert "first graph" in str(renderer.render(one).payload)
         assert "second graph" in str(renderer.render(two).payload)
+
+
+class TestIdsBack:
+    def test_result_under_a_rewritten_id_answers_its_call(self, graph: ContextGraph) -> None:
+        """A result reported under the id a render sent pairs with the original call."""
+        graph.add_user("go")
+        _, call = graph.add_assistant(tool_calls=[_call("call:1.x")])
+        sent = next(iter(Renderer(format="anthropic").render(graph).call_ids))
+        assert sent != "call:1.x"
+        result = graph.add_tool_result(sent, "done")
+        answered = graph.call_of(result)
+        assert answered is not None and answered.id == call
+        assert graph.unanswered_calls() == ()
+        assert getattr(graph[result], "tool_call_id", None) == "call:1.x"
+
+    def test_unknown_id_is_still_refused(self, graph: ContextGraph) -> None:
+        """An id that matches no call, directly or as a rewrite, is an orphan."""
+        from context_graph import IngestError
+
+        graph.add_user("go")
+        graph.add_assistant(tool_calls=[_call("call:1.x")])
+        with pytest.raises(IngestError, match="no matching tool call"):
+            graph.add_tool_result("call_1_x_0000000000", "done")

@@ -14,8 +14,6 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from context_graph.render._turns import Call
-
 __all__ = ["ID_RULES", "IdRule", "provider_call_id"]
 
 
@@ -36,13 +34,19 @@ ID_RULES: dict[str, IdRule] = {
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 
 
-def provider_call_id(call: Call, fmt: str) -> str:
-    """The id to send for `call` in format `fmt`."""
+def provider_call_id(original: str, seq: int | None, first_use: bool, fmt: str) -> str:
+    """The id to send for a call in format `fmt`.
+
+    Args:
+        original: The call id as recorded.
+        seq: The call node's transcript position.
+        first_use: Whether no earlier call in the session used `original`.
+        fmt: `openai`, `anthropic` or `gemini`.
+    """
     rule = ID_RULES[fmt]
-    original = call.node.tool_call_id
-    if call.first_use and len(original) <= rule.max_length and rule.pattern.fullmatch(original):
+    if first_use and len(original) <= rule.max_length and rule.pattern.fullmatch(original):
         return original
-    seed = f"{original}\x00{call.node.seq}".encode()
+    seed = f"{original}\x00{seq}".encode()
     suffix = "_" + hashlib.blake2b(seed, digest_size=5).hexdigest()
     base = _UNSAFE.sub("_", original) or "call"
     return base[: rule.max_length - len(suffix)] + suffix
