@@ -197,12 +197,17 @@ class Renderer:
         system_heads: list[str] = []
         fresh: dict[str, _Fragment] = {}
         # Walk backwards: a summary stands for the earlier nodes it abstracts (an
-        # imported compaction), so it is rendered in their place, never both.
+        # imported compaction), so it is rendered in their place, never both; pinned
+        # nodes (the system prompt, notes) stay whatever a summary claims.
         abstracted: set[str] = set()
         for unit in reversed(source.units()):
             if unit.kind == "summary":
                 abstracted.update(source[unit.head].abstracts)
-            elif abstracted and abstracted.issuperset(unit.node_ids):
+            elif (
+                abstracted
+                and abstracted.issuperset(unit.node_ids)
+                and not any(source[i].pinned for i in unit.node_ids)
+            ):
                 continue
             fragment = self._fragments.get(unit.head)
             if fragment is None or fragment.source_unit is not unit:

@@ -523,3 +523,23 @@ class TestIdsBack:
         graph.add_assistant(tool_calls=[_call("call:1.x")])
         with pytest.raises(IngestError, match="no matching tool call"):
             graph.add_tool_result("call_1_x_0000000000", "done")
+
+
+class TestImportedCompaction:
+    def test_summary_replaces_what_it_abstracts_but_not_pinned_nodes(
+        self, graph: ContextGraph
+    ) -> None:
+        """After an imported compaction, the summary stands in; the system prompt stays."""
+        graph.add_system("the rules")
+        graph.add_user("old request")
+        graph.add_assistant("old answer")
+        graph.add({"type": "compaction", "content": "summary of the old part"})
+        graph.add_user("new request")
+        payload = Renderer(format="openai").render(graph).payload
+        assert payload == {
+            "messages": [
+                {"role": "system", "content": "the rules"},
+                {"role": "user", "content": "summary of the old part"},
+                {"role": "user", "content": "new request"},
+            ]
+        }
