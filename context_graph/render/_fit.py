@@ -82,7 +82,14 @@ def fewest_drops(
         if floor > budget:
             raise BudgetExceededError(budget, floor, f"{FLOOR} alone need that much")
         upper = len(droppable)
-    low = 1
+    # The estimate is close (merging only saves a few tokens per merge), so gallop down
+    # from it before bisecting: a render under pressure usually costs two assemblies.
+    step = 1
+    low = max(1, upper - step)
+    while low > 1 and exact(low) <= budget:
+        upper = low
+        step *= 2
+        low = max(1, upper - step)
     while low < upper:
         middle = (low + upper) // 2
         if exact(middle) <= budget:

@@ -201,18 +201,18 @@ class Renderer:
         # nodes (the system prompt, notes) stay whatever a summary claims.
         abstracted: set[str] = set()
         for unit in reversed(source.units()):
-            if unit.kind == "summary":
-                abstracted.update(source[unit.head].abstracts)
-            elif (
-                abstracted
-                and abstracted.issuperset(unit.node_ids)
-                and not any(source[i].pinned for i in unit.node_ids)
-            ):
-                continue
             fragment = self._fragments.get(unit.head)
             if fragment is None or fragment.source_unit is not unit:
                 fragment = self._make_fragment(source, unit, cache)
             fresh[unit.head] = fragment
+            if unit.kind == "summary":
+                abstracted.update(source[unit.head].abstracts)
+            elif (
+                abstracted
+                and not fragment.unit.pinned
+                and abstracted.issuperset(unit.node_ids)
+            ):
+                continue
             if fragment.unit.system:
                 system.extend(reversed(fragment.unit.system))
                 system_heads.append(unit.head)
