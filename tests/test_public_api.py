@@ -23,6 +23,8 @@ MODULES = [
     "orchestrator",
     "orchestrator.cli",
     "processors",
+    "processors.base",
+    "processors.registry",
 ]
 
 

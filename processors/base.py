@@ -1,0 +1,285 @@
+"""The processor contract: targets and a context in, a proposal out, nothing mutated.
+
+A processor reads target nodes (read-only) and a `ProcessorContext`, and returns a
+`Proposal`: a list of edits (replace one node, abstract several into one, drop some),
+each new node carrying its lineage, plus the tokens the edits save. It never changes
+the graph: the orchestrator checks a proposal against the invariants and applies it,
+or rejects it whole.
+
+```python
+proposal = await ToolOutputTruncator(max_tokens=2_000).propose(nodes, ctx)
+```
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from context_graph.errors import ProcessorError
+from context_graph.graph import ContextGraph, Unit
+from context_graph.nodes import AnyNode, ContentPart, Node, ToolCallNode, content_digest
+from context_graph.tokens import NodeTokenCache
+
+__all__ = [
+    "Abstract",
+    "Drop",
+    "Edit",
+    "GraphView",
+    "Processor",
+    "ProcessorContext",
+    "Proposal",
+    "Replace",
+    "Summarizer",
+    "replacement_for",
+    "run_processor",
+]
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Writes a summary of some nodes.
+
+    Contract: returns the summary text; never mutates its inputs; raises on failure
+    (a failed summary is never committed in place of the history it would replace).
+    `previous` is the summary this one updates (rolling summaries), if any.
+    """
+
+    async def summarize(
+        self, nodes: Sequence[Node], *, previous: str | None, instructions: str | None
+    ) -> str:
+        """Return a summary of `nodes`, updating `previous` when given."""
+
+
+class GraphView:
+    """Read-only access to the graph for processors: neighbours, lineage, units.
+
+    It exposes queries only; there is no way to add or change anything through it.
+    """
+
+    __slots__ = ("_graph",)
+
+    def __init__(self, graph: ContextGraph) -> None:
+        self._graph = graph
+
+    def __getitem__(self, node_id: str) -> Node:
+        return self._graph[node_id]
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._graph
+
+    def __len__(self) -> int:
+        return len(self._graph)
+
+    @property
+    def version(self) -> int:
+        """The graph's version when this view was taken (changes with every edit)."""
+        return self._graph.version
+
+    @property
+    def turns(self) -> int:
+        """How many user turns the session has had."""
+        return self._graph.turns
+
+    def transcript(self) -> tuple[str, ...]:
+        """Transcript node ids in order."""
+        return self._graph.transcript()
+
+    def units(self) -> tuple[Unit, ...]:
+        """Interaction units in order."""
+        return self._graph.units()
+
+    def unit_of(self, node_id: str) -> Unit:
+        """The unit holding `node_id`."""
+        return self._graph.unit_of(node_id)
+
+    def tokens(self, node_id: str) -> int:
+        """A node's content tokens."""
+        return self._graph.tokens(node_id)
+
+    def answer_to(self, call_node_id: str) -> Node | None:
+        """The answer to a call node, if any."""
+        return self._graph.answer_to(call_node_id)
+
+    def call_of(self, answer_node_id: str) -> ToolCallNode | None:
+        """The call an answer node answers, if any."""
+        return self._graph.call_of(answer_node_id)
+
+    def is_superseded(self, node_id: str) -> bool:
+        """Whether a later read of the same file covers this file node."""
+        return self._graph.is_superseded(node_id)
+
+    def by_path(self, path: str) -> tuple[str, ...]:
+        """File nodes that read `path`, oldest first."""
+        return self._graph.by_path(path)
+
+    def targets(self, node_id: str, kind: Any) -> tuple[str, ...]:
+        """Older nodes `node_id` points at by edges of `kind`."""
+        return self._graph.targets(node_id, kind)
+
+    def sources(self, node_id: str, kind: Any) -> tuple[str, ...]:
+        """Newer nodes pointing at `node_id` by edges of `kind`."""
+        return self._graph.sources(node_id, kind)
+
+
+@dataclass(frozen=True)
+class ProcessorContext:
+    """Everything a processor may use besides its targets; per-run state lives here.
+
+    Attributes:
+        graph: Read-only access to the graph.
+        tokens: Counts tokens (cached); `tokens.count_text(text)`.
+        budget: The render budget in tokens, if one is set.
+        summarizer: The summarizer to use, if any.
+        instructions: Free-text guidance from the user (`compact("focus on the DB")`).
+        clock: Seconds since the epoch; injectable for tests.
+    """
+
+    graph: GraphView
+    tokens: NodeTokenCache
+    budget: int | None = None
+    summarizer: Summarizer | None = None
+    instructions: str | None = None
+    clock: Callable[[], float] = field(default=time.time)
+
+    @classmethod
+    def for_graph(cls, graph: ContextGraph, **fields: Any) -> ProcessorContext:
+        """A context over `graph`, counting with the graph's own token cache."""
+        return cls(graph=GraphView(graph), tokens=graph.token_cache, **fields)
+
+    def count(self, node: Node) -> int:
+        """Content tokens of any node, in the graph or new."""
+        return self.tokens.count_node(node)
+
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+
+class Replace(BaseModel):
+    """Replace one node by another that stands for it (`replacement.replaces == target`)."""
+
+    model_config = _FROZEN
+    op: Literal["replace"] = "replace"
+    target: str
+    """The id of the node replaced."""
+    replacement: AnyNode
+    """The new node; its `replaces` is `target`."""
+
+
+class Abstract(BaseModel):
+    """Stand one new node (a summary) in for several (`summary.abstracts == targets`)."""
+
+    model_config = _FROZEN
+    op: Literal["abstract"] = "abstract"
+    targets: tuple[str, ...]
+    """The ids of the nodes abstracted, in transcript order."""
+    summary: AnyNode
+    """The new node; its `abstracts` are `targets`."""
+
+
+class Drop(BaseModel):
+    """Leave nodes out of the working view (the pristine record keeps them)."""
+
+    model_config = _FROZEN
+    op: Literal["drop"] = "drop"
+    targets: tuple[str, ...]
+    """The ids of the nodes dropped."""
+
+
+Edit: TypeAlias = Annotated[Replace | Abstract | Drop, Field(discriminator="op")]
+
+
+class Proposal(BaseModel):
+    """What a processor proposes: edits, and what they save. Applied whole or not at all."""
+
+    model_config = _FROZEN
+    processor: str
+    """The name of the processor that made it."""
+    edits: tuple[Edit, ...] = ()
+    """The edits, in order."""
+    tokens_before: int = 0
+    """Content tokens of every node the edits remove."""
+    tokens_after: int = 0
+    """Content tokens of every node the edits add."""
+    base_version: int | None = None
+    """The graph version the processor read (stale proposals are rejected or rebased)."""
+    note: str = ""
+    """A short human explanation (shown in the audit log)."""
+
+    @property
+    def tokens_saved(self) -> int:
+        """`tokens_before - tokens_after` (negative when a proposal grows the context)."""
+        return self.tokens_before - self.tokens_after
+
+    @property
+    def empty(self) -> bool:
+        """A proposal with no edits: the processor found nothing to do."""
+        return not self.edits
+
+
+@runtime_checkable
+class Processor(Protocol):
+    """Transforms nodes by proposing edits.
+
+    Contract: `propose(targets, ctx)` returns a `Proposal` (directly or as an awaitable);
+    it never mutates `targets`, `ctx` or the graph, and keeps no per-run state on
+    `self`. Options are validated when the processor is constructed.
+    """
+
+    name: str
+
+    def propose(
+        self, targets: Sequence[Node], ctx: ProcessorContext
+    ) -> Proposal | Awaitable[Proposal]:
+        """Return the edits this processor proposes for `targets`."""
+
+
+async def run_processor(
+    processor: Processor, targets: Sequence[Node], ctx: ProcessorContext
+) -> Proposal:
+    """Run any processor, sync or async, and check what it returned.
+
+    Raises:
+        ProcessorError: the processor raised (chained `from` the cause) or returned
+            something other than a `Proposal`.
+    """
+    name = getattr(processor, "name", type(processor).__name__)
+    try:
+        outcome = processor.propose(tuple(targets), ctx)
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+    except ProcessorError:
+        raise
+    except Exception as exc:
+        msg = f"failed on {len(targets)} node(s): {type(exc).__name__}: {exc}"
+        raise ProcessorError(name, msg) from exc
+    if not isinstance(outcome, Proposal):
+        msg = f"returned {type(outcome).__name__}, expected a Proposal"
+        raise ProcessorError(name, msg)
+    return outcome
+
+
+def replacement_for(original: Node, content: Sequence[ContentPart], **updates: Any) -> Node:
+    """A node of the same kind that stands for `original` with new content.
+
+    The copy keeps what pairing and rendering need (call ids, tool names, paths, error
+    flags) and links back by `replaces`; its id is derived from the original's id and
+    the new content, so the same edit gives the same id in any process.
+    """
+    payload = [original.id, [part.model_dump(mode="json") for part in content], updates]
+    digest = content_digest(payload)
+    fields = {
+        "id": f"{original.id}~{digest}",
+        "content": tuple(content),
+        "seq": None,
+        "replaces": original.id,
+        "abstracts": (),
+        **updates,
+    }
+    replacement: Node = original.model_copy(update=fields)
+    return type(original).model_validate(replacement.model_dump())

@@ -1,0 +1,188 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from context_graph import ConfigurationError, ContextGraph, ProcessorError, TextPart
+from context_graph.nodes import Node, ToolResultNode
+from context_graph.testing import WordCounter
+from processors import (
+    Drop,
+    GraphView,
+    ProcessorContext,
+    Proposal,
+    Replace,
+    available,
+    create,
+    get,
+    register,
+    replacement_for,
+    run_processor,
+)
+from processors.registry import unregister
+
+
+@pytest.fixture(name="graph")
+def graph_fixture() -> ContextGraph:
+    graph = ContextGraph(counter=WordCounter())
+    graph.add_user("look")
+    graph.add_assistant(tool_calls=[{"id": "c", "name": "bash", "arguments": {"cmd": "ls"}}])
+    graph.add_tool_result("c", "one two three four", is_error=True)
+    return graph
+
+
+def _result(graph: ContextGraph) -> Node:
+    return graph[graph.by_kind("tool_result")[0]]
+
+
+class Shortener:
+    """A sync processor: replaces each target by its first word."""
+
+    name = "shortener"
+
+    def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
+        edits = []
+        before = after = 0
+        for node in targets:
+            new = replacement_for(node, [TextPart(text=node.text.split()[0])])
+            edits.append(Replace(target=node.id, replacement=new))
+            before += ctx.count(node)
+            after += ctx.count(new)
+        return Proposal(
+            processor=self.name, edits=tuple(edits), tokens_before=before, tokens_after=after
+        )
+
+
+class AsyncDropper:
+    """An async processor: drops every target."""
+
+    name = "dropper"
+
+    async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
+        return Proposal(processor=self.name, edits=(Drop(targets=tuple(n.id for n in targets)),))
+
+
+class TestRunProcessor:
+    async def test_sync_processor_runs_inline(self, graph: ContextGraph) -> None:
+        """A sync processor's proposal comes back with the tokens it saves."""
+        ctx = ProcessorContext.for_graph(graph)
+        proposal = await run_processor(Shortener(), [_result(graph)], ctx)
+        (edit,) = proposal.edits
+        assert isinstance(edit, Replace)
+        assert edit.replacement.text == "one"
+        assert proposal.tokens_saved == 3
+
+    async def test_async_processor_is_awaited(self, graph: ContextGraph) -> None:
+        """An async processor is awaited the same way."""
+        ctx = ProcessorContext.for_graph(graph)
+        proposal = await run_processor(AsyncDropper(), [_result(graph)], ctx)
+        assert proposal.edits == (Drop(targets=(_result(graph).id,)),)
+
+    async def test_failures_are_processor_errors_from_the_cause(self, graph: ContextGraph) -> None:
+        """A processor that raises is reported as a ProcessorError naming it."""
+
+        class Broken:
+            name = "broken"
+
+            def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
+                raise RuntimeError("boom")
+
+        with pytest.raises(ProcessorError, match=r"'broken'.*boom") as info:
+            await run_processor(Broken(), [], ProcessorContext.for_graph(graph))
+        assert isinstance(info.value.__cause__, RuntimeError)
+        assert info.value.processor == "broken"
+
+    async def test_wrong_return_type_is_refused(self, graph: ContextGraph) -> None:
+        """Returning something that is not a Proposal is a ProcessorError."""
+
+        class Sloppy:
+            name = "sloppy"
+
+            def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> object:
+                return {"edits": []}
+
+        with pytest.raises(ProcessorError, match="expected a Proposal"):
+            await run_processor(Sloppy(), [], ProcessorContext.for_graph(graph))  # type: ignore[arg-type]
+
+    async def test_processors_never_change_the_graph(self, graph: ContextGraph) -> None:
+        """Running a processor leaves the graph exactly as it was."""
+        from context_graph.testing import graph_snapshot
+
+        before = graph_snapshot(graph)
+        await run_processor(Shortener(), [_result(graph)], ProcessorContext.for_graph(graph))
+        assert graph_snapshot(graph) == before
+
+
+class TestReplacement:
+    def test_replacement_keeps_pairing_fields_and_links_back(self, graph: ContextGraph) -> None:
+        """A replacement keeps the call id, tool name and error flag, and `replaces` its source."""
+        original = _result(graph)
+        new = replacement_for(original, [TextPart(text="[cleared]")])
+        assert isinstance(new, ToolResultNode)
+        assert (new.tool_call_id, new.name, new.is_error) == ("c", "bash", True)
+        assert new.replaces == original.id
+        assert new.seq is None
+        assert new.id != original.id
+
+    def test_replacement_ids_are_deterministic(self, graph: ContextGraph) -> None:
+        """The same edit gives the same id; different content gives another."""
+        original = _result(graph)
+        a = replacement_for(original, [TextPart(text="x")])
+        b = replacement_for(original, [TextPart(text="x")])
+        c = replacement_for(original, [TextPart(text="y")])
+        assert a.id == b.id != c.id
+
+    def test_replacement_can_be_added_as_derived(self, graph: ContextGraph) -> None:
+        """The replacement is a valid derived node of the graph."""
+        new = replacement_for(_result(graph), [TextPart(text="x")])
+        graph.add_derived(new)
+        assert graph.targets(new.id, "derived_from") == (_result(graph).id,)
+
+
+class TestGraphView:
+    def test_view_reads_but_cannot_write(self, graph: ContextGraph) -> None:
+        """The view answers queries and has no method that changes anything."""
+        view = GraphView(graph)
+        result = _result(graph)
+        assert view[result.id] == result
+        assert view.call_of(result.id) is not None
+        assert view.unit_of(result.id) == graph.unit_of(result.id)
+        writers = [n for n in dir(view) if n.startswith(("add", "ingest", "remove"))]
+        assert writers == []
+        assert not hasattr(view, "ingest")
+        with pytest.raises(AttributeError):
+            view.extra = 1  # type: ignore[attr-defined]
+
+
+class TestRegistry:
+    def test_register_get_and_create(self) -> None:
+        """A registered class is found by name and constructed with options."""
+        register(Shortener)
+        try:
+            assert get("shortener") is Shortener
+            assert "shortener" in available()
+            assert isinstance(create("shortener"), Shortener)
+        finally:
+            unregister("shortener")
+
+    def test_unknown_name_lists_what_exists(self) -> None:
+        """Asking for a name nobody registered says which names exist."""
+        with pytest.raises(ConfigurationError, match="no processor named 'nope'"):
+            get("nope")
+
+    def test_name_clash_is_refused(self) -> None:
+        """A second class cannot silently take a registered name."""
+        register(Shortener)
+        try:
+            with pytest.raises(ConfigurationError, match="taken"):
+                register(AsyncDropper, name="shortener")
+            register(AsyncDropper, name="shortener", replace=True)
+            assert get("shortener") is AsyncDropper
+        finally:
+            unregister("shortener")
+
+    def test_non_processor_is_refused(self) -> None:
+        """A class without `propose` cannot be registered."""
+        with pytest.raises(ConfigurationError, match="not a processor"):
+            register(int)
