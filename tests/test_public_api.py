@@ -10,6 +10,7 @@ import pytest
 MODULES = [
     "context_graph",
     "context_graph.call_ids",
+    "context_graph.entities",
     "context_graph.errors",
     "context_graph.events",
     "context_graph.graph",

@@ -207,11 +207,7 @@ class Renderer:
             fresh[unit.head] = fragment
             if unit.kind == "summary":
                 abstracted.update(source[unit.head].abstracts)
-            elif (
-                abstracted
-                and not fragment.unit.pinned
-                and abstracted.issuperset(unit.node_ids)
-            ):
+            elif abstracted and not fragment.unit.pinned and abstracted.issuperset(unit.node_ids):
                 continue
             if fragment.unit.system:
                 system.extend(reversed(fragment.unit.system))

@@ -1,0 +1,80 @@
+"""Critical entities: the exact strings an agent needs later and a summary must not garble.
+
+Identifiers (ticket keys, reservation codes, hashes, UUIDs, snake/camel names), file
+paths, URLs, numbers with their units, error names and quoted strings. Processors use
+them to check that a candidate kept what matters (`missing_entities`), and the
+benchmarks use them to measure fact retention.
+
+The rules are deliberately plain regular expressions: deterministic, fast, and the same
+for every contender they are used to judge.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = ["critical_entities", "missing_entities"]
+
+_END = r"(?!\w|\.\w)"  # a word ends here; a sentence's full stop may follow
+
+_PATTERNS: tuple[re.Pattern[str], ...] = (
+    # Dates and times: 2024-05-20, 2024-05-20T10:00:00Z
+    re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?Z?)?" + _END),
+    # URLs
+    re.compile(r"https?://[^\s\"'<>)\]]+"),
+    # Paths with a directory or an extension: src/app/main.py, ./x.sh, /etc/hosts
+    re.compile(
+        r"(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:py|js|ts|tsx|go|rs|java|rb|md|json|"
+        r"ya?ml|toml|txt|cfg|ini|sh|sql|html|css|ex|exs|c|h|cpp|hpp|lock)\b"
+    ),
+    # Error and exception names: ValueError, E1101, TS2345
+    re.compile(r"\b[A-Z][A-Za-z]*(?:Error|Exception|Warning|Fault)\b"),
+    # Ticket keys and codes with digits: ABC-1234, HAT170, 8DQ3ZP, v2.3.1
+    re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b"),
+    re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,12}\b"),
+    re.compile(r"\bv?\d+\.\d+(?:\.\d+)+\b"),
+    # Hex hashes and UUIDs
+    re.compile(r"\b[0-9a-f]{7,40}\b"),
+    re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
+    # Code identifiers: snake_case with an underscore, camelCase with an inner capital
+    re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"),
+    re.compile(r"\b[a-z]+(?:[A-Z][a-z0-9]+)+\b"),
+    # Numbers of three or more digits (amounts, ids, line numbers), with decimals
+    re.compile(r"(?<![\w.])\$?\d[\d,]{2,}(?:\.\d+)?" + _END + r"|(?<![\w.])\d+\.\d+" + _END),
+    # Email addresses
+    re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b"),
+)
+
+
+def critical_entities(text: str, *, limit: int | None = None) -> list[str]:
+    """The critical entities in `text`, each once, in order of first appearance.
+
+    A match inside a longer one (the path inside a URL, the number inside a ticket
+    key) is not reported on its own.
+
+    Args:
+        text: Any text.
+        limit: Keep at most this many (the first ones).
+    """
+    spans: list[tuple[int, int, str]] = []
+    for pattern in _PATTERNS:
+        for match in pattern.finditer(text):
+            value = match.group(0).rstrip(".,;:")
+            if len(value) >= 3:
+                spans.append((match.start(), match.start() + len(value), value))
+    spans.sort(key=lambda span: (span[0], -span[1]))
+    found: dict[str, None] = {}
+    covered_to = -1
+    for _start, end, value in spans:
+        if end <= covered_to:
+            continue
+        covered_to = max(covered_to, end)
+        found.setdefault(value)
+    ordered = list(found)
+    return ordered[:limit] if limit is not None else ordered
+
+
+def missing_entities(required: Iterable[str], text: str) -> list[str]:
+    """The entities of `required` that do not appear verbatim in `text`, in order."""
+    return [entity for entity in dict.fromkeys(required) if entity not in text]

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from context_graph.entities import critical_entities, missing_entities
+
+
+class TestCriticalEntities:
+    @pytest.mark.parametrize(
+        ("text", "entity"),
+        [
+            ("change reservation 8DQ3ZP please", "8DQ3ZP"),
+            ("user mia_li_3668 asked", "mia_li_3668"),
+            ("fix ABC-1234 today", "ABC-1234"),
+            ("it costs $1,234.50.", "$1,234.50"),
+            ("see src/app/main.py for it", "src/app/main.py"),
+            ("open https://example.com/a?b=1 now", "https://example.com/a?b=1"),
+            ("raised ValueError again", "ValueError"),
+            ("call parseConfig first", "parseConfig"),
+            ("at commit 3fa2b91c", "3fa2b91c"),
+            ("upgrade to v2.3.1.", "v2.3.1"),
+            ("on 2024-05-20T10:00:00Z", "2024-05-20T10:00:00Z"),
+            ("mail ada@example.org", "ada@example.org"),
+            ("edit setup.cfg", "setup.cfg"),
+        ],
+    )
+    def test_finds_each_kind(self, text: str, entity: str) -> None:
+        """Each kind of critical entity is found whole."""
+        assert entity in critical_entities(text)
+
+    def test_no_fragments_of_longer_entities(self) -> None:
+        """The path inside a URL and the digits of a ticket key are not listed apart."""
+        found = critical_entities("see https://example.com/a/b.py and ABC-1234")
+        assert found == ["https://example.com/a/b.py", "ABC-1234"]
+
+    def test_order_and_uniqueness(self) -> None:
+        """Entities come once each, in order of first appearance."""
+        assert critical_entities("HAT170 then 8DQ3ZP then HAT170") == ["HAT170", "8DQ3ZP"]
+
+    def test_plain_prose_has_none(self) -> None:
+        """Ordinary words are not entities."""
+        assert critical_entities("Please help me fix the login page today.") == []
+
+    def test_limit(self) -> None:
+        """`limit` keeps the first ones."""
+        assert critical_entities("AB-12 CD-22 EF-333", limit=2) == ["AB-12", "CD-22"]
+
+    @given(st.text(max_size=300))
+    def test_never_raises_and_entities_come_from_the_text(self, text: str) -> None:
+        """Any text gives a list of substrings of it."""
+        for entity in critical_entities(text):
+            assert entity in text
+
+
+class TestMissingEntities:
+    def test_garbled_identifier_is_missing(self) -> None:
+        """ABC-1234 written as ABC-1243 counts as missing."""
+        assert missing_entities(["ABC-1234", "src/x.py"], "fixed ABC-1243 in src/x.py") == [
+            "ABC-1234"
+        ]
+
+    def test_nothing_missing(self) -> None:
+        """All present gives an empty list."""
+        assert missing_entities(["a_b"], "x a_b y") == []
