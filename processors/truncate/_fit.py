@@ -1,0 +1,222 @@
+"""Choosing which units to keep so that the result fits the budget as tightly as it can.
+
+The kept units are a prefix of a priority order (head first, tail first, both ends in
+turn, or error lines first), then grown one unit at a time at the edges of the omitted
+region while that still fits. The search counts candidates with approximate numbers in
+the omission markers (cheap); the final answer is checked with the real numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from processors.truncate._units import marker, offsets
+
+Policy: TypeAlias = Literal["head", "tail", "head_tail", "errors_first"]
+GapTokens: TypeAlias = Callable[[int, int], int]
+
+#: Lines that `errors_first` keeps before anything else.
+ERROR_PATTERN = re.compile(r"error|exception|traceback|fail|fatal|panic|warn", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The limits a truncated text must meet."""
+
+    max_tokens: int
+    max_bytes: int | None
+    count: Callable[[str], int]
+
+    def fits(self, text: str) -> bool:
+        """Whether `text` is within both the token and the byte limit."""
+        return self.fits_bytes(text) and self.count(text) <= self.max_tokens
+
+    def fits_bytes(self, text: str) -> bool:
+        """Whether `text` is within the byte limit (always, when there is none)."""
+        return self.max_bytes is None or _utf8_size(text) <= self.max_bytes
+
+    @property
+    def chars(self) -> int:
+        """A rough size of the budget in characters (about four per token)."""
+        chars = self.max_tokens * 4
+        return chars if self.max_bytes is None else min(chars, self.max_bytes)
+
+
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def largest(fits: Callable[[int], bool], low: int, high: int) -> int:
+    """The largest `x` in `[low, high]` found with `fits(x)` true and `fits(x + 1)` false.
+
+    `fits(low)` is assumed true. Gallops up from `low`, then bisects, so it costs about
+    `2 log2(x - low)` calls. When `fits` is not monotone the answer is still a place
+    where it turns from true to false (or `high`).
+    """
+    bad = high + 1
+    step = 1
+    while low + step < bad:
+        if not fits(low + step):
+            bad = low + step
+            break
+        low += step
+        step *= 2
+    while bad - low > 1:
+        middle = (low + bad) // 2
+        if fits(middle):
+            low = middle
+        else:
+            bad = middle
+    return low
+
+
+def priority(units: Sequence[str], policy: Policy, context: int) -> list[int]:
+    """Unit indices in the order `policy` keeps them."""
+    every = list(range(len(units)))
+    if policy == "head":
+        return every
+    if policy == "tail":
+        return every[::-1]
+    both = _both_ends(units, every)
+    if policy == "head_tail":
+        return both
+    first = _error_blocks(units, context)
+    chosen = set(first)
+    return first + [index for index in both if index not in chosen]
+
+
+def _both_ends(units: Sequence[str], indices: list[int]) -> list[int]:
+    """Take from whichever end has kept fewer characters so far."""
+    order: list[int] = []
+    left, right = 0, len(indices) - 1
+    head = tail = 0
+    while left <= right:
+        if head <= tail:
+            order.append(indices[left])
+            head += len(units[indices[left]])
+            left += 1
+        else:
+            order.append(indices[right])
+            tail += len(units[indices[right]])
+            right -= 1
+    return order
+
+
+def _error_blocks(units: Sequence[str], context: int) -> list[int]:
+    """Error units with `context` neighbours each: first error, last, second, ..."""
+    hits = [index for index, unit in enumerate(units) if ERROR_PATTERN.search(unit)]
+    alternating = [hit for pair in zip(hits, reversed(hits), strict=True) for hit in pair]
+    offsets_ = [0] + [sign * step for step in range(1, context + 1) for sign in (-1, 1)]
+    order: dict[int, None] = {}
+    for hit in alternating[: len(hits)]:
+        for delta in offsets_:
+            if 0 <= hit + delta < len(units):
+                order.setdefault(hit + delta)
+    return list(order)
+
+
+class Layout:
+    """A text cut into units, and the truncated texts made by keeping some of them."""
+
+    def __init__(self, text: str, units: Sequence[str], count: Callable[[str], int]) -> None:
+        self.text = text
+        self.units = list(units)
+        self.starts = offsets(self.units)
+        self._count = count
+        self._gap_tokens: dict[tuple[int, int], int] = {}  # an omitted span is counted once
+
+    def render(self, kept: set[int], *, exact: bool) -> str:
+        """Kept units in order, each omitted run replaced by one marker line."""
+        gap_tokens = self._exact_tokens if exact else self._estimated_tokens
+        out: list[str] = []
+        previous = -1
+        for index in [*sorted(kept), len(self.units)]:
+            if index > previous + 1:
+                start, end = self.starts[previous + 1], self.starts[index]
+                if out and not out[-1].endswith("\n"):
+                    out.append("\n")
+                out.append(marker(self.text, start, end, gap_tokens(start, end)))
+                if index < len(self.units):
+                    out.append("\n")
+            if index < len(self.units):
+                out.append(self.units[index])
+            previous = index
+        return "".join(out)
+
+    def _exact_tokens(self, start: int, end: int) -> int:
+        tokens = self._gap_tokens.get((start, end))
+        if tokens is None:
+            tokens = self._gap_tokens[start, end] = self._count(self.text[start:end])
+        return tokens
+
+    @staticmethod
+    def _estimated_tokens(start: int, end: int) -> int:
+        return max(1, (end - start) // 4)
+
+
+def fit_layout(
+    layout: Layout,
+    policy: Policy,
+    budget: Budget,
+    *,
+    context: int,
+    adjust: Callable[[set[int]], set[int]] | None = None,
+) -> str | None:
+    """The truncated text of `layout` under `policy`, or `None` if not even a marker fits.
+
+    The answer fits `budget`, and adding the next unit at either edge of an omitted
+    region that `policy` grows from would not. `adjust` may then drop a few more units
+    (to balance markup), when the result still fits.
+    """
+    order = priority(layout.units, policy, context)
+
+    def prefix_fits(size: int) -> bool:
+        return budget.fits(layout.render(set(order[:size]), exact=False))
+
+    kept = order[: largest(prefix_fits, 0, len(order) - 1)]
+    kept = _grow(layout, kept, policy, budget, exact=False)
+    while kept and not budget.fits(layout.render(set(kept), exact=True)):
+        kept.pop()
+    if not kept and not budget.fits(layout.render(set(), exact=True)):
+        return None
+    kept = _grow(layout, kept, policy, budget, exact=True)
+    best = layout.render(set(kept), exact=True)
+    if adjust is not None:
+        adjusted = layout.render(adjust(set(kept)), exact=True)
+        if budget.fits(adjusted):
+            return adjusted
+    return best
+
+
+def _grow(
+    layout: Layout, kept: list[int], policy: Policy, budget: Budget, *, exact: bool
+) -> list[int]:
+    """Add units at the edges of the omitted region while the result still fits."""
+    kept = list(kept)
+    chosen = set(kept)
+    total = len(layout.units)
+    grew = True
+    while grew:
+        grew = False
+        for edge in _edges(chosen, total, policy):
+            if budget.fits(layout.render(chosen | {edge}, exact=exact)):
+                kept.append(edge)
+                chosen.add(edge)
+                grew = True
+    return kept
+
+
+def _edges(chosen: set[int], total: int, policy: Policy) -> list[int]:
+    """The first and last omitted units, as far as `policy` grows from them."""
+    first = next((i for i in range(total) if i not in chosen), None)
+    last = next((i for i in range(total - 1, -1, -1) if i not in chosen), None)
+    if first is None or last is None:
+        return []
+    if policy == "head":
+        return [first]
+    if policy == "tail":
+        return [last]
+    return [first] if first == last else [first, last]

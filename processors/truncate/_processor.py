@@ -1,0 +1,217 @@
+"""`ToolOutputTruncator`: head + tail of long tool outputs, with an explicit omission marker."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import partial
+from typing import Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from context_graph.errors import ConfigurationError
+from context_graph.nodes import AnswerNode, ContentPart, Node, TextPart
+from processors.base import ProcessorContext, Proposal, Replace, replacement_for
+from processors.registry import register
+from processors.truncate._fit import Budget, Layout, Policy, fit_layout
+from processors.truncate._json import fit_json, parse_json
+from processors.truncate._markup import balance, depths, detect_markup
+from processors.truncate._units import split_units
+
+OutputFormat: TypeAlias = Literal["text", "markup", "json"]
+
+#: The policies a tool can be given.
+POLICIES: tuple[Policy, ...] = ("head", "tail", "head_tail", "errors_first")
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """A truncated text and how it was cut.
+
+    Attributes:
+        text: The truncated text; within the budget it was made for.
+        format: `json` (still valid JSON), `markup` (cut at element boundaries) or `text`
+            (cut at line ends, or inside an over-long line at a character boundary).
+    """
+
+    text: str
+    format: OutputFormat
+
+
+def truncate_text(
+    text: str,
+    *,
+    count: Callable[[str], int],
+    max_tokens: int,
+    max_bytes: int | None = None,
+    policy: Policy = "head_tail",
+    context_lines: int = 2,
+    tokens: int | None = None,
+) -> Truncation | None:
+    """Cut `text` down to `max_tokens` tokens (and `max_bytes` UTF-8 bytes, if given).
+
+    Returns `None` when `text` already fits, or when not even an omission marker fits.
+
+    Args:
+        text: The text to cut.
+        count: Counts the tokens of a text (e.g. `ctx.tokens.count_text`).
+        max_tokens: The most tokens the result may have.
+        max_bytes: The most UTF-8 bytes the result may have, if limited.
+        policy: Which lines to keep: `head`, `tail`, `head_tail` or `errors_first`.
+        context_lines: Lines kept around each error line by `errors_first`.
+        tokens: The tokens of `text`, when already known (saves counting it again).
+    """
+    budget = Budget(max_tokens=max_tokens, max_bytes=max_bytes, count=count)
+    if tokens is not None and tokens <= max_tokens and budget.fits_bytes(text):
+        return None
+    if tokens is None and budget.fits(text):
+        return None
+    value = parse_json(text)
+    if value is not None:
+        shortened = fit_json(text, value, budget)
+        return None if shortened is None else Truncation(shortened, "json")
+    fmt: Literal["text", "markup"] = "markup" if detect_markup(text) else "text"
+    units = split_units(text, fmt, chunk_chars=max(8, budget.chars // 32))
+    adjust = None
+    if fmt == "markup":
+        levels = depths(units)
+        adjust = partial(balance, levels=levels)
+    layout = Layout(text, units, count)
+    cut = fit_layout(layout, policy, budget, context=context_lines, adjust=adjust)
+    return None if cut is None else Truncation(cut, fmt)
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    max_tokens: int = Field(2_000, ge=32)
+    max_bytes: int | None = Field(None, ge=128)
+    default_policy: Policy = "head_tail"
+    policies: dict[str, Policy] = Field(default_factory=dict)
+    context_lines: int = Field(2, ge=0, le=50)
+
+
+def _validate(options: dict[str, object]) -> _Options:
+    try:
+        return _Options.model_validate(options)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"`{'.'.join(str(p) for p in error['loc']) or 'options'}`: {error['msg']}"
+            for error in exc.errors()
+        )
+        msg = (
+            f"ToolOutputTruncator: {problems} (max_tokens >= 32, max_bytes >= 128, "
+            f"context_lines in 0..50, policies one of {', '.join(POLICIES)})"
+        )
+        raise ConfigurationError(msg) from None
+
+
+class ToolOutputTruncator:
+    """Keeps the head and / or tail of long tool outputs, file reads and sub-agent answers.
+
+    A target whose text is over `max_tokens` (or `max_bytes`) is replaced by a copy cut
+    to fit as closely as line (or element) granularity allows, with one marker per
+    omitted run saying how many lines and tokens it held. JSON stays valid JSON. Images
+    and other non-text parts are kept; the call id, tool name and error flag too.
+    Pinned nodes and kinds that answer no tool are left alone.
+
+    Args:
+        max_tokens: Token target for a node's text (default 2,000; at least 32).
+        max_bytes: Optional UTF-8 size target as well (at least 128).
+        default_policy: Policy for tools not named in `policies` (default `head_tail`).
+        policies: Tool name or glob (`mcp__*`) to policy; exact names win over globs,
+            then globs in the order given.
+        context_lines: Lines kept around each error line by `errors_first` (default 2).
+    """
+
+    name = "truncate"
+
+    def __init__(
+        self,
+        *,
+        max_tokens: int = 2_000,
+        max_bytes: int | None = None,
+        default_policy: Policy = "head_tail",
+        policies: Mapping[str, Policy] | None = None,
+        context_lines: int = 2,
+    ) -> None:
+        self._options = _validate(
+            {
+                "max_tokens": max_tokens,
+                "max_bytes": max_bytes,
+                "default_policy": default_policy,
+                "policies": dict(policies or {}),
+                "context_lines": context_lines,
+            }
+        )
+
+    def policy_for(self, tool: str | None) -> Policy:
+        """The policy applied to the output of `tool`."""
+        options = self._options
+        if tool is not None:
+            if tool in options.policies:
+                return options.policies[tool]
+            for pattern, policy in options.policies.items():
+                if fnmatchcase(tool, pattern):
+                    return policy
+        return options.default_policy
+
+    async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
+        """Propose a truncated copy of every target over the limits."""
+        edits: list[Replace] = []
+        before = after = 0
+        for node in targets:
+            replacement = self._truncated(node, ctx)
+            if replacement is None:
+                continue
+            old, new = ctx.count(node), ctx.count(replacement)
+            if new >= old:
+                continue
+            edits.append(Replace(target=node.id, replacement=replacement))
+            before += old
+            after += new
+        return Proposal(
+            processor=self.name,
+            edits=tuple(edits),
+            tokens_before=before,
+            tokens_after=after,
+            base_version=ctx.graph.version,
+            note=f"truncated {len(edits)} of {len(targets)} output(s) to "
+            f"{self._options.max_tokens:,} tokens",
+        )
+
+    def _truncated(self, node: Node, ctx: ProcessorContext) -> Node | None:
+        if not isinstance(node, AnswerNode) or node.pinned or not node.text:
+            return None
+        options = self._options
+        policy = self.policy_for(node.name)
+        cut = truncate_text(
+            node.text,
+            count=ctx.tokens.counter.count,
+            max_tokens=options.max_tokens,
+            max_bytes=options.max_bytes,
+            policy=policy,
+            context_lines=options.context_lines,
+            tokens=ctx.tokens.count_text(node.text),
+        )
+        if cut is None:
+            return None
+        record = {"policy": policy, "format": cut.format, "max_tokens": options.max_tokens}
+        meta = {**node.meta, "truncated": record}
+        return replacement_for(node, _with_text(node.content, cut.text), meta=meta)
+
+
+def _with_text(content: Sequence[ContentPart], text: str) -> list[ContentPart]:
+    """`content` with its text parts replaced by one part holding `text`, where the first was."""
+    parts: list[ContentPart] = []
+    placed = False
+    for part in content:
+        if not isinstance(part, TextPart):
+            parts.append(part)
+        elif not placed:
+            parts.append(TextPart(text=text))
+            placed = True
+    return parts
+
+
+register(ToolOutputTruncator)
