@@ -1,0 +1,38 @@
+"""Secret redaction: credentials in any node's text become typed placeholders.
+
+`redact_text(text)` is the plain function; `SecretRedactor` is the processor that
+proposes a redacted copy of every node holding a secret.
+
+```python
+clean, findings = redact_text("AWS_ACCESS_KEY_ID=AKIA...")
+proposal = await SecretRedactor().propose(nodes, ctx)
+```
+
+See docs/processors/redact.md for what is detected and how well (precision and recall
+on the labelled set in tests/processors/data/).
+"""
+
+from __future__ import annotations
+
+from processors.redact._processor import SecretRedactor
+from processors.redact._rules import SECRET_TYPES
+from processors.redact._scan import (
+    DEFAULT_ENTROPY_THRESHOLD,
+    DEFAULT_MIN_LENGTH,
+    SecretFinding,
+    find_secrets,
+    redact_text,
+)
+from processors.registry import register
+
+__all__ = [
+    "DEFAULT_ENTROPY_THRESHOLD",
+    "DEFAULT_MIN_LENGTH",
+    "SECRET_TYPES",
+    "SecretFinding",
+    "SecretRedactor",
+    "find_secrets",
+    "redact_text",
+]
+
+register(SecretRedactor)
