@@ -268,15 +268,18 @@ def replacement_for(original: Node, content: Sequence[ContentPart], **updates: A
     """A node of the same kind that stands for `original` with new content.
 
     The copy keeps what pairing and rendering need (call ids, tool names, paths, error
-    flags) and links back by `replaces`; its id is derived from the original's id and
-    the new content, so the same edit gives the same id in any process.
+    flags, and a tool call's position) and links back by `replaces`; its id is derived
+    from the original's id and the new content, so the same edit gives the same id in
+    any process.
     """
     payload = [original.id, [part.model_dump(mode="json") for part in content], updates]
     digest = content_digest(payload)
+    # A tool call keeps its position: the id a provider is sent is derived from it.
+    seq = original.seq if isinstance(original, ToolCallNode) else None
     fields = {
         "id": f"{original.id}~{digest}",
         "content": tuple(content),
-        "seq": None,
+        "seq": seq,
         "replaces": original.id,
         "abstracts": (),
         **updates,
