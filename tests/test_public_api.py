@@ -28,6 +28,15 @@ MODULES = [
     "processors",
     "processors.base",
     "processors.registry",
+    "processors.mask",
+    "processors.redact",
+    "processors.summarize",
+    "processors.summarize.checks",
+    "processors.summarize.extractive",
+    "processors.summarize.history",
+    "processors.summarize.adapters",
+    "processors.truncate",
+    "processors.urls",
 ]
 
 

@@ -1,0 +1,249 @@
+"""The structured brief: its sections, how it is written, read back, merged and bounded.
+
+A brief is markdown under a fixed title, one `##` heading per section. Writing and
+reading are inverse for briefs this module wrote, which is what makes rolling summaries
+updates rather than summaries of summaries: the previous brief is read back into
+sections, the newer span's facts are merged in, and the result is bounded again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from processors.summarize._facts import ErrorFact, dedupe
+
+#: The first line of every brief; how a previous brief is recognized.
+TITLE = "# Summary of the earlier conversation"
+
+_BLOCKS = {
+    "goal": "Goal: the user's first request, verbatim",
+    "earlier": "Earlier summary",
+}
+_LISTS = {
+    "focus": "Requested focus",
+    "constraints": "User constraints and preferences (verbatim)",
+    "decisions": "Decisions",
+    "files_modified": "Files modified",
+    "files_read": "Files read",
+    "commands": "Commands and tool use",
+}
+_ERRORS = "Errors"
+_IDENTIFIERS = "Key identifiers"
+_STATE = "Current state and next step"
+_HEADING_TO_FIELD = {
+    **{v: k for k, v in _BLOCKS.items()},
+    **{v: k for k, v in _LISTS.items()},
+    _ERRORS: "errors",
+    _IDENTIFIERS: "identifiers",
+    _STATE: "state",
+}
+_OMITTED = re.compile(r"^\((\d+) earlier items? omitted\)$")
+_ERROR_ITEM = re.compile(r"^\[(open|resolved)\] `(.*?)`: (.*)$")
+_ASKED = "Asked for: "
+
+#: Sections dropped from, oldest items first, when a brief is over its bound; most
+#: expendable first. Open errors, identifiers and constraints go last.
+DROP_ORDER = (
+    "files_read",
+    "commands",
+    "decisions",
+    "focus",
+    "resolved",
+    "files_modified",
+    "constraints",
+    "open",
+    "identifiers",
+)
+
+
+@dataclass
+class Brief:
+    """The sections of a brief, built fresh for each summary (never shared)."""
+
+    goal: str = ""
+    earlier: str = ""
+    asked: str = ""
+    focus: list[str] = field(default_factory=list)
+    constraints: list[str] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    files_modified: list[str] = field(default_factory=list)
+    files_read: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    errors: list[ErrorFact] = field(default_factory=list)
+    identifiers: list[str] = field(default_factory=list)
+    state: str = ""
+    omitted: dict[str, int] = field(default_factory=dict)
+    successes: set[str] = field(default_factory=set)
+    """Keys of tool uses that succeeded in the span (not written; resolves older errors)."""
+
+    def list_of(self, name: str) -> list[str]:
+        """The list section called `name`."""
+        items: list[str] = getattr(self, name)
+        return items
+
+
+def _error_line(error: ErrorFact) -> str:
+    status = "resolved" if error.resolved else "open"
+    key = error.key.replace("`", "'")
+    return f"[{status}] `{key}`: {error.gist}"
+
+
+def _list_lines(items: Sequence[str], omitted: int) -> list[str]:
+    lines = [f"({omitted} earlier items omitted)"] if omitted else []
+    return [f"- {line}" for line in (*lines, *items)]
+
+
+def render(brief: Brief) -> str:
+    """The brief as markdown; empty sections are left out."""
+    parts = [TITLE]
+    for name, heading in _BLOCKS.items():
+        text = getattr(brief, name)
+        if text:
+            parts.append(f"## {heading}\n{text}")
+    for name, heading in _LISTS.items():
+        items = brief.list_of(name)
+        omitted = brief.omitted.get(name, 0)
+        head = [_ASKED + brief.asked] if name == "focus" and brief.asked else []
+        if items or omitted or head:
+            parts.append("\n".join([f"## {heading}", *head, *_list_lines(items, omitted)]))
+    errors = [_error_line(e) for e in brief.errors]
+    omitted_errors = brief.omitted.get("errors", 0)
+    if errors or omitted_errors:
+        parts.append("\n".join([f"## {_ERRORS}", *_list_lines(errors, omitted_errors)]))
+    if brief.identifiers:
+        parts.append(f"## {_IDENTIFIERS}\n" + ", ".join(brief.identifiers))
+    if brief.state:
+        parts.append(f"## {_STATE}\n{brief.state}")
+    return "\n\n".join(parts)
+
+
+def _read_item(brief: Brief, name: str, line: str) -> None:
+    omitted = _OMITTED.match(line)
+    if omitted:
+        key = "errors" if name == "errors" else name
+        brief.omitted[key] = brief.omitted.get(key, 0) + int(omitted.group(1))
+    elif name == "errors":
+        match = _ERROR_ITEM.match(line)
+        if match:
+            status, key, gist = match.groups()
+            brief.errors.append(ErrorFact(key, gist, status == "resolved"))
+    else:
+        brief.list_of(name).append(line)
+
+
+def parse(text: str) -> Brief | None:
+    """Read back a brief that `render` wrote; `None` for any other text."""
+    lines = text.strip().split("\n")  # not splitlines: a quoted goal keeps its \r\n
+    if not lines or lines[0].strip() != TITLE:
+        return None
+    brief = Brief()
+    blocks: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in lines[1:]:
+        heading = line[3:].strip() if line.startswith("## ") else None
+        if heading in _HEADING_TO_FIELD:
+            current = _HEADING_TO_FIELD[heading]
+            blocks.setdefault(current, [])
+        elif current in (*_BLOCKS, "state", "identifiers"):
+            blocks[current].append(line)
+        elif current is not None and line.startswith("- "):
+            _read_item(brief, current, line[2:])
+        elif current == "focus" and line.startswith(_ASKED):
+            brief.asked = line[len(_ASKED) :]
+    for name, block in blocks.items():
+        joined = "\n".join(block).strip()
+        if name == "identifiers":
+            brief.identifiers = [i for i in joined.split(", ") if i]
+        elif name in (*_BLOCKS, "state"):
+            setattr(brief, name, joined)
+    return brief
+
+
+def merge(old: Brief, new: Brief) -> Brief:
+    """`old` updated with the facts of a newer span (`new`): a rolling update."""
+    errors = {
+        e.key: ErrorFact(e.key, e.gist, True) if e.key in new.successes else e for e in old.errors
+    }
+    for error in new.errors:
+        errors.pop(error.key, None)
+        errors[error.key] = error
+    modified = dedupe([*old.files_modified, *new.files_modified])
+    touched = set(modified)
+    merged = Brief(
+        goal=old.goal or new.goal,
+        earlier="\n\n".join(t for t in (old.earlier, new.earlier) if t),
+        asked=new.asked or old.asked,
+        files_modified=modified,
+        files_read=[p for p in dedupe([*old.files_read, *new.files_read]) if p not in touched],
+        errors=list(errors.values()),
+        identifiers=dedupe([*old.identifiers, *new.identifiers]),
+        state=new.state or old.state,
+        successes=old.successes | new.successes,
+    )
+    for name in ("focus", "constraints", "decisions", "commands"):
+        setattr(merged, name, dedupe([*old.list_of(name), *new.list_of(name)]))
+    for name in {*old.omitted, *new.omitted}:
+        merged.omitted[name] = old.omitted.get(name, 0) + new.omitted.get(name, 0)
+    return merged
+
+
+def cap_lists(brief: Brief, max_items: int) -> None:
+    """Keep at most `max_items` (the newest) in each list section; count the rest."""
+    for name in (*_LISTS, "errors"):
+        items: list[object] = getattr(brief, name)
+        extra = len(items) - max_items
+        if extra > 0:
+            del items[:extra]
+            brief.omitted[name] = brief.omitted.get(name, 0) + extra
+
+
+def _drop_one(brief: Brief, name: str, keep: frozenset[str]) -> bool:
+    """Drop the oldest droppable item of one section; whether one was dropped."""
+    if name in ("open", "resolved"):
+        for index, error in enumerate(brief.errors):
+            if error.resolved == (name == "resolved"):
+                del brief.errors[index]
+                brief.omitted["errors"] = brief.omitted.get("errors", 0) + 1
+                return True
+        return False
+    items = brief.list_of(name)
+    for index, item in enumerate(items):
+        if item not in keep:
+            del items[index]
+            if name != "identifiers":
+                brief.omitted[name] = brief.omitted.get(name, 0) + 1
+            return True
+    return False
+
+
+def clip_tokens(text: str, limit: int, count: Callable[[str], int]) -> str:
+    """`text` cut to about `limit` tokens: its head and tail around an omission marker."""
+    tokens = count(text)
+    if tokens <= limit:
+        return text
+    keep_chars = max(int(len(text) * limit / tokens) - 60, 0)
+    head, back = keep_chars * 2 // 3, keep_chars // 3
+    marker = f"\n[... about {tokens - limit:,} tokens omitted ...]\n"
+    return text[:head].rstrip() + marker + (text[len(text) - back :].lstrip() if back else "")
+
+
+def bound(brief: Brief, max_tokens: int, count: Callable[[str], int], keep: Sequence[str]) -> str:
+    """Render `brief` within `max_tokens`, dropping the least needed items first.
+
+    Items in `keep` are never dropped; if they alone are over the bound, the result is
+    over it too (the candidate check then refuses it).
+    """
+    kept = frozenset(keep)
+    text = render(brief)
+    for name in DROP_ORDER:
+        while count(text) > max_tokens and _drop_one(brief, name, kept):
+            text = render(brief)
+    for name, floor in (("earlier", 0), ("state", 80)):
+        over = count(text) - max_tokens
+        block = getattr(brief, name)
+        if over > 0 and block:
+            setattr(brief, name, clip_tokens(block, max(count(block) - over, floor), count))
+            text = render(brief)
+    return text

@@ -1,0 +1,326 @@
+"""Facts read off nodes: sentences, tool kinds, commands, paths, outcomes, error gists.
+
+Shared by the extractive summarizer (which writes them down) and the candidate checks
+(which require some of them to survive), so both sides agree on what a fact is.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from context_graph.entities import critical_entities
+from context_graph.nodes import AnswerNode, Node, ToolCallNode, UserNode
+
+#: Tool names (lower case) that run shell commands.
+SHELL_TOOLS = frozenset(
+    {
+        "bash",
+        "sh",
+        "zsh",
+        "shell",
+        "terminal",
+        "cmd",
+        "powershell",
+        "exec",
+        "execute_bash",
+        "execute_command",
+        "run_command",
+        "run_shell_command",
+        "run_terminal_cmd",
+        "local_shell",
+    }
+)
+_SHELL_WORDS = ("bash", "shell", "terminal")
+_EDIT_WORDS = ("edit", "write", "str_replace", "apply_patch", "patch", "insert", "create_file")
+_READ_WORDS = ("read", "view", "open", "cat")
+_EDIT_COMMANDS = frozenset({"create", "str_replace", "insert", "undo_edit", "write", "edit"})
+_PATH_KEYS = (
+    "path",
+    "file_path",
+    "filepath",
+    "filename",
+    "file",
+    "target_file",
+    "notebook_path",
+    "absolute_path",
+)
+_READ_VERBS = frozenset({"cat", "head", "tail", "less", "more", "nl", "bat", "view"})
+_WRITE_VERBS = frozenset({"touch", "tee", "rm", "mv", "cp", "patch"})
+
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+_CONSTRAINT = re.compile(
+    r"\b(?:must|mustn't|never|don't|do not|always|prefer|please|avoid|make sure|ensure|"
+    r"should|shouldn't|required|important|instead of|without)\b",
+    re.IGNORECASE,
+)
+_DECISION = re.compile(
+    r"\b(?:I'll|I will|I'm going to|going to|decided|decide to|instead|rather than|"
+    r"I chose|chose to|switch(?:ed)? to|the fix is|the solution is|my plan|the plan is)\b",
+    re.IGNORECASE,
+)
+_EXIT = re.compile(
+    r"<returncode>\s*(-?\d+)\s*</returncode>|exit(?:ed with)? (?:code|status)[:=]?\s*(-?\d+)",
+    re.IGNORECASE,
+)
+_ERROR_LINE = re.compile(r"\b(?:error|fail(?:ed|ure)?|fatal|panic)\b", re.IGNORECASE)
+_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b")
+_TAG = re.compile(r"</?[a-z_]+>")
+_PATHLIKE = re.compile(r"[\w.~/-]*(?:/[\w.-]+|\.[A-Za-z]\w{0,5})")
+_REDIRECT = re.compile(r"(?<![<>&\d])>{1,2}\s*([^\s;&|<>]+)")
+_SEGMENTS = re.compile(r"\|\||&&|[|;\n]")
+
+#: How long one item of the brief may be, in characters.
+ITEM_CHARS = 300
+
+
+def clip(text: str, limit: int = ITEM_CHARS) -> str:
+    """`text` on one line, cut to `limit` characters with a `[...]` marker when longer."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 6].rstrip() + " [...]"
+
+
+def sentences(text: str) -> Iterator[str]:
+    """The sentences and lines of `text`, stripped, empty ones left out."""
+    for piece in _SENTENCE_SPLIT.split(text):
+        piece = piece.strip()
+        if piece and not piece.startswith("```"):
+            yield piece
+
+
+def constraint_sentences(text: str) -> list[str]:
+    """Sentences of a user turn that state a constraint or a preference."""
+    return [s for s in sentences(text) if _CONSTRAINT.search(s)]
+
+
+def decision_sentences(text: str) -> list[str]:
+    """Sentences of an assistant turn that state a decision or a plan."""
+    return [s for s in sentences(text) if _DECISION.search(s)]
+
+
+def arguments_of(call: ToolCallNode) -> dict[str, object]:
+    """A call's arguments as a dict (empty when they are not a JSON object)."""
+    parsed = call.parsed_arguments
+    return dict(parsed) if isinstance(parsed, dict) else {}
+
+
+def is_shell(call: ToolCallNode) -> bool:
+    """Whether a call runs a shell command."""
+    name = call.name.lower()
+    return name in SHELL_TOOLS or any(word in name for word in _SHELL_WORDS)
+
+
+def command_of(call: ToolCallNode) -> str | None:
+    """The shell command a call runs, if it is a shell call."""
+    if not is_shell(call):
+        return None
+    args = arguments_of(call)
+    value = args.get("command", args.get("cmd"))
+    if isinstance(value, list):
+        return " ".join(str(part) for part in value)
+    if isinstance(value, str):
+        return value
+    return call.arguments if not args else None
+
+
+def _paths_in_args(args: dict[str, object]) -> list[str]:
+    found = [v for k in _PATH_KEYS if isinstance(v := args.get(k), str) and v.strip()]
+    listed = args.get("paths")
+    if isinstance(listed, list):
+        found.extend(p for p in listed if isinstance(p, str) and p.strip())
+    return found
+
+
+def _is_pathlike(token: str) -> bool:
+    return (
+        not token.startswith("-")
+        and "://" not in token
+        and _PATHLIKE.fullmatch(token) is not None
+        and any(c.isalpha() for c in token)
+    )
+
+
+def _shell_words(segment: str) -> list[str]:
+    try:
+        return shlex.split(segment, comments=False)
+    except ValueError:
+        return segment.split()
+
+
+def _shell_files(command: str) -> tuple[list[str], list[str]]:
+    """Paths a shell command reads and writes (a plain, forgiving heuristic)."""
+    read: list[str] = []
+    written = [t for t in _REDIRECT.findall(command) if _is_pathlike(t) and t != "/dev/null"]
+    for segment in _SEGMENTS.split(command.split("<<")[0]):
+        words = _shell_words(segment)
+        if not words:
+            continue
+        verb, rest = words[0], [w for w in words[1:] if _is_pathlike(w)]
+        if verb == "sed" and "-i" in words:
+            written.extend(rest[-1:])
+        elif verb in _WRITE_VERBS:
+            written.extend(rest)
+        elif verb in _READ_VERBS and ">" not in segment:
+            read.extend(rest)
+    return read, written
+
+
+def files_of(call: ToolCallNode) -> tuple[list[str], list[str]]:
+    """The paths a call reads and the paths it modifies."""
+    command = command_of(call)
+    if command is not None:
+        return _shell_files(command)
+    args = arguments_of(call)
+    paths = _paths_in_args(args)
+    name = call.name.lower()
+    sub = args.get("command")
+    if sub == "view":
+        return paths, []
+    if sub in _EDIT_COMMANDS or any(word in name for word in _EDIT_WORDS):
+        return [], paths
+    if any(word in name for word in _READ_WORDS):
+        return paths, []
+    return [], []
+
+
+def exit_code(text: str) -> int | None:
+    """The exit status a tool result reports, if it reports one (the last one wins)."""
+    codes = [int(a or b) for a, b in _EXIT.findall(text)]
+    return codes[-1] if codes else None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a tool call ended.
+
+    Attributes:
+        failed: Whether it failed (error flag or a non-zero exit status).
+        code: The exit status, when the output gives one.
+        gist: The line that says what went wrong (empty on success).
+    """
+
+    failed: bool
+    code: int | None
+    gist: str
+
+    def describe(self) -> str:
+        """`ok`, `ok (exit 0)`, `failed (exit 2): gist` and the like."""
+        word = "failed" if self.failed else "ok"
+        status = f"{word} (exit {self.code})" if self.code is not None else word
+        return f"{status}: {self.gist}" if self.gist else status
+
+
+def error_gist(text: str) -> str:
+    """The one line of an error output that says what went wrong.
+
+    The last line naming an exception (a traceback ends with it), else the first line
+    that mentions an error or a failure, else the first line.
+    """
+    lines = [line.strip() for line in _TAG.sub("", text).splitlines() if line.strip()]
+    if not lines:
+        return ""
+    named = [line for line in lines if _EXCEPTION.search(line)]
+    if named:
+        return clip(named[-1], 200)
+    hits = [line for line in lines if _ERROR_LINE.search(line)]
+    return clip(hits[0] if hits else lines[0], 200)
+
+
+def outcome_of(answer: AnswerNode) -> Outcome:
+    """The outcome of the call `answer` answers."""
+    code = exit_code(answer.text)
+    failed = answer.is_error or (code is not None and code != 0)
+    return Outcome(failed, code, error_gist(answer.text) if failed else "")
+
+
+def error_key(call: ToolCallNode | None, answer: AnswerNode) -> str:
+    """What identifies "the same tool or command" for error resolution."""
+    if call is None:
+        return answer.name or "unknown tool"
+    command = command_of(call)
+    if command is not None:
+        return clip(command, 120)
+    read, written = files_of(call)
+    paths = written or read
+    return f"{call.name} {paths[0]}" if paths else call.name
+
+
+def user_entities(nodes: Iterable[Node], *, per_turn: int) -> list[str]:
+    """Critical entities of the user turns among `nodes` (at most `per_turn` from each)."""
+    found: dict[str, None] = {}
+    for node in nodes:
+        if isinstance(node, UserNode):
+            found.update(dict.fromkeys(critical_entities(node.text, limit=per_turn)))
+    return list(found)
+
+
+def dedupe(items: Iterable[str]) -> list[str]:
+    """`items` without repeats, first occurrence kept."""
+    return list(dict.fromkeys(items))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUse:
+    """A call paired with its answer.
+
+    Attributes:
+        call: The call, when it is among the nodes.
+        answer: The node that answered it.
+        outcome: How it ended.
+        key: What makes two uses "the same tool or command".
+    """
+
+    call: ToolCallNode | None
+    answer: AnswerNode
+    outcome: Outcome
+    key: str
+
+
+def tool_uses(nodes: Iterable[Node]) -> list[ToolUse]:
+    """Every answered call among `nodes`, in order (a reused call id pairs with its latest call)."""
+    latest: dict[str, ToolCallNode] = {}
+    uses: list[ToolUse] = []
+    for node in nodes:
+        if isinstance(node, ToolCallNode):
+            latest[node.tool_call_id] = node
+        elif isinstance(node, AnswerNode) and node.tool_call_id is not None:
+            call = latest.pop(node.tool_call_id, None)
+            uses.append(ToolUse(call, node, outcome_of(node), error_key(call, node)))
+    return uses
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorFact:
+    """An error seen in the session.
+
+    Attributes:
+        key: The tool or command that failed.
+        gist: The line that says what went wrong.
+        resolved: Whether a later use of the same tool or command succeeded.
+    """
+
+    key: str
+    gist: str
+    resolved: bool
+
+
+def errors_of(uses: Iterable[ToolUse]) -> list[ErrorFact]:
+    """Errors in order of first failure; a later success of the same key resolves one."""
+    state: dict[str, ErrorFact] = {}
+    for use in uses:
+        if use.outcome.failed:
+            state[use.key] = ErrorFact(use.key, use.outcome.gist or "failed", False)
+        elif use.key in state:
+            state[use.key] = ErrorFact(use.key, state[use.key].gist, True)
+    return list(state.values())
+
+
+def open_error_entities(nodes: Iterable[Node]) -> list[str]:
+    """Critical entities of the errors among `nodes` that are still open."""
+    found: dict[str, None] = {}
+    for error in errors_of(tool_uses(nodes)):
+        if not error.resolved:
+            found.update(dict.fromkeys(critical_entities(error.gist)))
+    return list(found)

@@ -1,0 +1,160 @@
+"""Which nodes a summary may stand for, and which earlier summary it updates.
+
+The targets must be whole interaction units in transcript order (a derived copy stands
+in for the node it replaces), with no pinned node. A summary this processor wrote may
+lead the targets, or sit just before them in the graph: the new summary then updates it
+(rolling) instead of summarizing a summary from scratch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from context_graph.errors import UnknownNodeError
+from context_graph.graph import Unit
+from context_graph.nodes import Node, SummaryNode
+from processors.base import ProcessorContext
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a summary will abstract.
+
+    Attributes:
+        previous: The summary this one updates, if any.
+        units: The newer span, grouped by interaction unit, in order.
+        tokens_before: Content tokens of everything the summary replaces.
+    """
+
+    previous: SummaryNode | None
+    units: tuple[tuple[Node, ...], ...]
+    tokens_before: int
+
+    @property
+    def span(self) -> tuple[Node, ...]:
+        """The newer nodes, in order."""
+        return tuple(node for unit in self.units for node in unit)
+
+    @property
+    def abstract_ids(self) -> tuple[str, ...]:
+        """Ids the summary abstracts: the previous summary first, then the span."""
+        head = (self.previous.id,) if self.previous is not None else ()
+        return (*head, *(node.id for node in self.span))
+
+
+def _is_own(node: Node, origin: str) -> bool:
+    return isinstance(node, SummaryNode) and node.origin == origin and node.seq is None
+
+
+def _transcript_id(node: Node, ctx: ProcessorContext) -> str | None:
+    """The transcript node that `node` is or stands for (following `replaces`)."""
+    current: Node | None = node
+    for _ in range(64):
+        if current is None:
+            return None
+        if current.seq is not None and current.id in ctx.graph:
+            return current.id
+        if current.replaces is None or current.replaces not in ctx.graph:
+            return None
+        current = ctx.graph[current.replaces]
+    return None
+
+
+def _group(nodes: Sequence[Node], ctx: ProcessorContext) -> list[tuple[Unit, list[Node]]] | str:
+    """The targets grouped by unit, or why they are not whole units in order."""
+    order = {unit.head: index for index, unit in enumerate(ctx.graph.units())}
+    groups: list[tuple[Unit, list[Node], list[str]]] = []
+    for node in nodes:
+        tid = _transcript_id(node, ctx)
+        if tid is None:
+            return f"target {node.id} is not in the graph's transcript"
+        try:
+            unit = ctx.graph.unit_of(tid)
+        except UnknownNodeError:
+            return f"target {node.id} belongs to no interaction unit"
+        if groups and groups[-1][0].head == unit.head:
+            groups[-1][1].append(node)
+            groups[-1][2].append(tid)
+            continue
+        if groups and order[unit.head] <= order[groups[-1][0].head]:
+            return f"targets are not in transcript order (at {node.id})"
+        groups.append((unit, [node], [tid]))
+    for unit, _, ids in groups:
+        if tuple(ids) != unit.node_ids:
+            return (
+                f"targets split unit {unit.head} ({len(ids)} of its {len(unit)} nodes); "
+                "a summary abstracts whole units only"
+            )
+    return [(unit, members) for unit, members, _ in groups]
+
+
+def _latest_own(summary: SummaryNode, origin: str, ctx: ProcessorContext) -> SummaryNode:
+    """The newest summary of `origin` in the chain of rolling updates of `summary`."""
+    current = summary
+    for _ in range(10_000):
+        newer = [
+            node
+            for s in ctx.graph.sources(current.id, "derived_from")
+            if isinstance(node := ctx.graph[s], SummaryNode) and _is_own(node, origin)
+        ]
+        if not newer:
+            break
+        current = newer[-1]
+    return current
+
+
+def _summary_before(first: Unit, origin: str, ctx: ProcessorContext) -> SummaryNode | None:
+    """A summary of `origin` that covers the unit just before `first`, if any."""
+    units = ctx.graph.units()
+    index = next(i for i, unit in enumerate(units) if unit.head == first.head)
+    if index == 0:
+        return None
+    for node_id in reversed(units[index - 1].node_ids):
+        for source in ctx.graph.sources(node_id, "derived_from"):
+            node = ctx.graph[source]
+            if isinstance(node, SummaryNode) and _is_own(node, origin):
+                latest = _latest_own(node, origin, ctx)
+                return None if latest.pinned else latest  # a pinned summary stays as it is
+    return None
+
+
+def _already_summarized(nodes: Sequence[Node], origin: str, ctx: ProcessorContext) -> str | None:
+    for node in nodes:
+        if node.id not in ctx.graph:
+            continue
+        for source in ctx.graph.sources(node.id, "derived_from"):
+            if _is_own(ctx.graph[source], origin):
+                return f"target {node.id} is already summarized by {source}"
+    return None
+
+
+def plan_targets(origin: str, targets: Sequence[Node], ctx: ProcessorContext) -> Plan | str:
+    """The plan for summarizing `targets`, or the reason to refuse them."""
+    if not targets:
+        return "no targets"
+    pinned = next((n for n in targets if n.pinned), None)
+    if pinned is not None:
+        return f"target {pinned.id} is pinned; pinned nodes are never summarized"
+    previous: SummaryNode | None = None
+    rest = list(targets)
+    first = rest[0]
+    if isinstance(first, SummaryNode) and _is_own(first, origin):
+        previous, rest = first, rest[1:]
+    if any(_is_own(n, origin) for n in rest):
+        return "a summary by this processor may only lead the targets"
+    if not rest:
+        return "nothing newer than the previous summary"
+    grouped = _group(rest, ctx)
+    if isinstance(grouped, str):
+        return grouped
+    refusal = _already_summarized(rest, origin, ctx)
+    if refusal is not None:
+        return refusal
+    if previous is None:
+        previous = _summary_before(grouped[0][0], origin, ctx)
+    units = tuple(tuple(members) for _, members in grouped)
+    before = sum(ctx.count(n) for unit in units for n in unit)
+    if previous is not None:
+        before += ctx.count(previous)
+    return Plan(previous, units, before)

@@ -1,0 +1,19 @@
+"""Model-backed summarizers: OpenAI-compatible endpoints and Anthropic.
+
+The SDKs are optional extras (`context-graph[openai]`, `context-graph[anthropic]`) and
+are imported only when an adapter is constructed.
+"""
+
+from __future__ import annotations
+
+from processors.summarize.adapters._prompt import SYSTEM_PROMPT, build_prompt, render_transcript
+from processors.summarize.adapters.anthropic_client import AnthropicSummarizer
+from processors.summarize.adapters.openai_client import OpenAISummarizer
+
+__all__ = [
+    "SYSTEM_PROMPT",
+    "AnthropicSummarizer",
+    "OpenAISummarizer",
+    "build_prompt",
+    "render_transcript",
+]

@@ -1,0 +1,121 @@
+"""The prompt model-backed summarizers send: the span as plain text, never as tool calls.
+
+A tool call is written as a sentence ("The assistant used the tool `bash` with
+command: ls"), never as `bash(command="ls")` or JSON: a model that reads call syntax in
+its history tends to write calls as text instead of making them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from context_graph.nodes import (
+    AnswerNode,
+    AssistantNode,
+    FileNode,
+    Node,
+    NoteNode,
+    SummaryNode,
+    SystemNode,
+    TextPart,
+    ThinkingPart,
+    ToolCallNode,
+    UserNode,
+)
+from processors.summarize._facts import arguments_of, clip
+
+#: The system prompt of every model-backed summarizer.
+SYSTEM_PROMPT = """\
+You write the working summary of an AI agent's session. The summary replaces the part \
+of the conversation you are shown, so the agent must be able to carry on from it alone.
+
+Write markdown with these headings, leaving out any that would be empty: Goal (the \
+user's original request), User constraints and preferences (quote the user), Decisions, \
+Files read, Files modified, Commands and outcomes, Errors (open and resolved), Key \
+identifiers, Current state and next step.
+
+Rules:
+- Copy identifiers, file paths, numbers, names of errors and quoted values exactly, \
+character for character.
+- Describe what the agent did in plain prose. Never write tool calls, function-call \
+syntax, JSON tool requests or tool tags: the summary is read as history, not executed.
+- Say which work is finished so that it is not done again.
+- Be brief: the summary must be much shorter than the conversation."""
+
+_NODE_CHARS = 4_000
+
+
+def _clip_block(text: str, limit: int = _NODE_CHARS) -> str:
+    """A long output cut in the middle, with a marker (keeps its start and its end)."""
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 2 // 3, limit // 3
+    omitted = len(text) - head - tail
+    return f"{text[:head]}\n[... {omitted:,} characters omitted ...]\n{text[-tail:]}"
+
+
+def _call_sentence(node: ToolCallNode) -> str:
+    args = arguments_of(node)
+    if not args:
+        raw = node.arguments.strip()
+        shown = f" with input: {clip(raw, 600)}" if raw and raw != "{}" else ""
+        return f"The assistant used the tool `{node.name}`{shown}."
+    pairs = "; ".join(f"{key}: {clip(str(value), 600)}" for key, value in args.items())
+    return f"The assistant used the tool `{node.name}` with {pairs}."
+
+
+def _answer_heading(node: AnswerNode) -> str:
+    source = f"`{node.name}`" if node.name else "a tool"
+    status = " (error)" if node.is_error else ""
+    if isinstance(node, FileNode):
+        return f"Content of file {node.path} as read{status}:"
+    return f"Output of {source}{status}:"
+
+
+def _media(node: Node) -> str:
+    count = sum(1 for p in node.content if not isinstance(p, TextPart | ThinkingPart))
+    return f" [{count} attachment(s) not shown]" if count else ""
+
+
+def render_node(node: Node) -> str:
+    """One node as plain text for a summarizer prompt."""
+    text = _clip_block(node.text)
+    if isinstance(node, ToolCallNode):
+        return _call_sentence(node)
+    if isinstance(node, AnswerNode):
+        return f"{_answer_heading(node)}\n{text}"
+    if isinstance(node, UserNode):
+        return f"User:{_media(node)}\n{text}"
+    if isinstance(node, AssistantNode):
+        return f"Assistant:\n{text}" if text.strip() else ""
+    if isinstance(node, SummaryNode):
+        return f"Summary of an earlier part:\n{text}"
+    if isinstance(node, NoteNode):
+        return f"Note: {text}"
+    if isinstance(node, SystemNode):
+        return f"System instructions:\n{text}"
+    return text
+
+
+def render_transcript(nodes: Sequence[Node]) -> str:
+    """The nodes as one plain-text transcript, blocks separated by blank lines."""
+    return "\n\n".join(block for block in map(render_node, nodes) if block.strip())
+
+
+def build_prompt(nodes: Sequence[Node], *, previous: str | None, instructions: str | None) -> str:
+    """The user message: the previous summary, the new span, the instructions."""
+    parts: list[str] = []
+    if previous and previous.strip():
+        parts.append(
+            "Here is the summary so far. Update it with the newer part of the session "
+            "below: keep what still holds, change what the newer part changed.\n\n"
+            f"=== SUMMARY SO FAR ===\n{previous.strip()}\n=== END OF SUMMARY SO FAR ==="
+        )
+        heading = "NEWER PART OF THE SESSION"
+    else:
+        heading = "SESSION"
+    parts.append(f"=== {heading} ===\n{render_transcript(nodes)}\n=== END OF {heading} ===")
+    if instructions and instructions.strip():
+        parts.append(f"Additional instructions:\n{instructions.strip()}")
+    parts.append("Write the summary now.")
+    return "\n\n".join(parts)

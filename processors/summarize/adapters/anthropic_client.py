@@ -1,0 +1,125 @@
+"""`AnthropicSummarizer`: summaries from the Anthropic Messages API.
+
+The `anthropic` SDK is an optional extra, imported when the summarizer is constructed.
+
+```python
+summarizer = AnthropicSummarizer(model="claude-haiku-4-5")
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from context_graph.errors import ConfigurationError, ProcessorError
+from context_graph.nodes import Node
+from processors.summarize.adapters._options import check_model_options, missing_sdk
+from processors.summarize.adapters._prompt import SYSTEM_PROMPT, build_prompt
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
+__all__ = ["AnthropicSummarizer"]
+
+
+class AnthropicSummarizer:
+    """A `Summarizer` backed by `anthropic.AsyncAnthropic().messages.create`.
+
+    Args:
+        model: The model name.
+        base_url: The API address; the SDK's default when `None`.
+        api_key: The key; the SDK reads `ANTHROPIC_API_KEY` when `None`.
+        client: A ready `AsyncAnthropic` client (instead of `base_url` / `api_key`);
+            the caller keeps ownership of it.
+        max_tokens: The most tokens the summary may have.
+        temperature: Sampling temperature; `None` (the default) leaves it to the API.
+        max_retries: The SDK's retries of failed requests; the SDK default when `None`.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: AsyncAnthropic | None = None,
+        max_tokens: int = 2_048,
+        temperature: float | None = None,
+        max_retries: int | None = None,
+    ) -> None:
+        check_model_options(
+            "AnthropicSummarizer",
+            model=model,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            max_retries=max_retries,
+            client=client,
+            base_url=base_url,
+            api_key=api_key,
+        )
+        self.model = model
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self._owns_client = client is None
+        self._client = (
+            client if client is not None else _make_client(base_url, api_key, max_retries)
+        )
+
+    @property
+    def name(self) -> str:
+        """`anthropic:<model>`."""
+        return f"anthropic:{self.model}"
+
+    async def summarize(
+        self, nodes: Sequence[Node], *, previous: str | None, instructions: str | None
+    ) -> str:
+        """Return the model's summary of `nodes`, updating `previous` when given.
+
+        Raises:
+            ProcessorError: the model made a tool call, was cut off at `max_tokens`, or
+                returned no text. SDK errors (HTTP status, connection) propagate as is.
+        """
+        prompt = build_prompt(nodes, previous=previous, instructions=instructions)
+        extra: dict[str, Any] = {}
+        if self.temperature is not None:
+            # Sent as a body field: recent SDKs dropped the keyword, the API still takes it.
+            extra["extra_body"] = {"temperature": self.temperature}
+        response = await self._client.messages.create(
+            model=self.model,
+            max_tokens=self.max_tokens,
+            system=SYSTEM_PROMPT,
+            messages=[{"role": "user", "content": prompt}],
+            **extra,
+        )
+        if any(block.type in ("tool_use", "server_tool_use") for block in response.content):
+            raise ProcessorError(self.name, "the model attempted a tool call, not a summary")
+        if response.stop_reason == "max_tokens":
+            msg = f"the summary was cut off at max_tokens={self.max_tokens}"
+            raise ProcessorError(self.name, msg)
+        text = "".join(b.text for b in response.content if b.type == "text").strip()
+        if not text:
+            raise ProcessorError(self.name, "the model returned no text")
+        return text
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this summarizer made it."""
+        if self._owns_client:
+            await self._client.close()
+
+
+def _make_client(
+    base_url: str | None, api_key: str | None, max_retries: int | None
+) -> AsyncAnthropic:
+    try:
+        import anthropic
+    except ImportError as exc:
+        raise missing_sdk("AnthropicSummarizer", "anthropic") from exc
+    options: dict[str, Any] = {"base_url": base_url, "api_key": api_key}
+    if max_retries is not None:
+        options["max_retries"] = max_retries
+    try:
+        return anthropic.AsyncAnthropic(**options)
+    except anthropic.AnthropicError as exc:
+        msg = f"AnthropicSummarizer: cannot make a client ({exc}); pass api_key= or client="
+        raise ConfigurationError(msg) from exc

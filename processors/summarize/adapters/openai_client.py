@@ -1,0 +1,131 @@
+"""`OpenAISummarizer`: summaries from any OpenAI-compatible chat completions endpoint.
+
+Works with OpenAI and with servers that speak the same protocol (vLLM, the llama.cpp
+server, Ollama, LiteLLM proxies): point `base_url` at them. The `openai` SDK is an
+optional extra, imported when the summarizer is constructed.
+
+```python
+summarizer = OpenAISummarizer(model="qwen2.5:7b", base_url="http://localhost:11434/v1",
+                              api_key="ollama")
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from context_graph.errors import ConfigurationError, ProcessorError
+from context_graph.nodes import Node
+from processors.summarize.adapters._options import check_model_options, missing_sdk
+from processors.summarize.adapters._prompt import SYSTEM_PROMPT, build_prompt
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = ["OpenAISummarizer"]
+
+
+class OpenAISummarizer:
+    """A `Summarizer` backed by `openai.AsyncOpenAI().chat.completions.create`.
+
+    Args:
+        model: The model name the endpoint knows.
+        base_url: The endpoint (`http://host:port/v1`); the SDK's default when `None`.
+        api_key: The key; the SDK reads `OPENAI_API_KEY` when `None`. Local servers
+            usually accept any string.
+        client: A ready `AsyncOpenAI` client (instead of `base_url` / `api_key`); the
+            caller keeps ownership of it.
+        max_tokens: The most tokens the summary may have.
+        temperature: Sampling temperature; `None` leaves it to the endpoint.
+        max_retries: The SDK's retries of failed requests; the SDK default when `None`.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: AsyncOpenAI | None = None,
+        max_tokens: int = 2_048,
+        temperature: float | None = 0,
+        max_retries: int | None = None,
+    ) -> None:
+        check_model_options(
+            "OpenAISummarizer",
+            model=model,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            max_retries=max_retries,
+            client=client,
+            base_url=base_url,
+            api_key=api_key,
+        )
+        self.model = model
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self._owns_client = client is None
+        self._client = (
+            client if client is not None else _make_client(base_url, api_key, max_retries)
+        )
+
+    @property
+    def name(self) -> str:
+        """`openai:<model>`."""
+        return f"openai:{self.model}"
+
+    async def summarize(
+        self, nodes: Sequence[Node], *, previous: str | None, instructions: str | None
+    ) -> str:
+        """Return the model's summary of `nodes`, updating `previous` when given.
+
+        Raises:
+            ProcessorError: the model made a tool call, was cut off at `max_tokens`, or
+                returned no text. SDK errors (HTTP status, connection) propagate as is.
+        """
+        prompt = build_prompt(nodes, previous=previous, instructions=instructions)
+        extra: dict[str, Any] = {}
+        if self.temperature is not None:
+            extra["temperature"] = self.temperature
+        response = await self._client.chat.completions.create(
+            model=self.model,
+            messages=[
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": prompt},
+            ],
+            max_tokens=self.max_tokens,
+            **extra,
+        )
+        if not response.choices:
+            raise ProcessorError(self.name, "the response has no choices")
+        choice = response.choices[0]
+        if choice.message.tool_calls:
+            raise ProcessorError(self.name, "the model attempted a tool call, not a summary")
+        if choice.finish_reason == "length":
+            msg = f"the summary was cut off at max_tokens={self.max_tokens}"
+            raise ProcessorError(self.name, msg)
+        text = (choice.message.content or "").strip()
+        if not text:
+            raise ProcessorError(self.name, "the model returned no text")
+        return text
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this summarizer made it."""
+        if self._owns_client:
+            await self._client.close()
+
+
+def _make_client(base_url: str | None, api_key: str | None, max_retries: int | None) -> AsyncOpenAI:
+    try:
+        import openai
+    except ImportError as exc:
+        raise missing_sdk("OpenAISummarizer", "openai") from exc
+    options: dict[str, Any] = {"base_url": base_url, "api_key": api_key}
+    if max_retries is not None:
+        options["max_retries"] = max_retries
+    try:
+        return openai.AsyncOpenAI(**options)
+    except openai.OpenAIError as exc:
+        msg = f"OpenAISummarizer: cannot make a client ({exc}); pass api_key= or client="
+        raise ConfigurationError(msg) from exc

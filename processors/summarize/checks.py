@@ -1,0 +1,224 @@
+"""Candidate checks: is a summary fit to stand in for the history it would replace?
+
+A candidate is refused when it is not shorter than what it replaces, when it contains
+tool-call syntax or an attempted tool call (a model that sees such text in its history
+tends to copy it as prose instead of calling the tool), or when it drops a pinned fact or
+a critical entity: the identifiers, paths and numbers of the user's turns and of the
+errors still open (a summary that turns `ABC-1234` into `ABC-1243` is worse than none).
+
+```python
+check = check_candidate(text, tokens=812, limit=5_000, required=["ABC-1234"])
+if not check.ok:
+    retry_with = check.retry_instructions()
+```
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from context_graph.entities import missing_entities
+from context_graph.nodes import Node, ToolCallNode
+from processors.summarize._facts import dedupe, open_error_entities, user_entities
+
+__all__ = [
+    "COMMON_TOOL_NAMES",
+    "CandidateCheck",
+    "check_candidate",
+    "find_tool_call_syntax",
+    "required_entities",
+    "tool_names_of",
+]
+
+#: Tool names that are checked for call syntax even when the span did not use them.
+COMMON_TOOL_NAMES = frozenset(
+    {
+        "bash",
+        "Bash",
+        "shell",
+        "execute_bash",
+        "run_command",
+        "str_replace_editor",
+        "str_replace_based_edit_tool",
+        "Read",
+        "Write",
+        "Edit",
+        "MultiEdit",
+        "Glob",
+        "Grep",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "apply_patch",
+        "execute_ipython_cell",
+        "python",
+    }
+)
+
+_LABELLED_CALL = re.compile(
+    r"\[\s*(?:assistant\s+)?tool[ _-]?(?:call|use)s?\s*\]"
+    r"|^\W*(?:assistant\s+)?tool[ _-]?(?:call|use)\s*:\s*[\w.-]+\s*[({]",
+    re.IGNORECASE | re.MULTILINE,
+)
+_JSON_CALL = re.compile(
+    r'"(?:name|tool|tool_name|function)"\s*:\s*"[^"\n]*"\s*,\s*'
+    r'"(?:arguments|input|parameters|args)"\s*:'
+    r'|"(?:arguments|input|parameters)"\s*:\s*\{[^{}]*\}\s*,\s*"name"\s*:'
+    r'|"(?:tool_calls|function_call)"\s*:'
+    r'|"type"\s*:\s*"(?:tool_use|tool_call|function_call)"'
+)
+_XML_CALL = re.compile(
+    r"<\s*/?\s*(?:[\w-]+:)?(?:function_calls|invoke|tool_call|tool_calls|tool_use|"
+    r"tool_code|function_call)\b"
+    r"|<\s*(?:[\w-]+:)?parameter\s+name\s*="
+    r"|<function=[\w.-]+>"
+    r"|<\|(?:tool_call|tool_calls|python_tag|tool_call_begin|tool_calls_begin)[^|>]*\|>"
+    r"|\[TOOL_CALLS\]",
+    re.IGNORECASE,
+)
+_LINE_PREFIX = re.compile(r"^[\s>*`#-]*(?:\d+[.)]\s*)?")
+
+
+def _call_lines(text: str, names: frozenset[str]) -> list[str]:
+    """Whole lines that read like a call of a known tool: `bash(command="ls")`."""
+    hits: list[str] = []
+    for line in text.splitlines():
+        body = _LINE_PREFIX.sub("", line).rstrip(" `;")
+        paren = body.find("(")
+        if paren > 0 and body.endswith(")") and body[:paren].strip() in names:
+            hits.append(line.strip())
+    return hits
+
+
+def find_tool_call_syntax(text: str, tool_names: Iterable[str] = ()) -> list[str]:
+    """The snippets of `text` that look like a tool call, in order found.
+
+    Looks for lines that read as a call of a tool (`name(args)` for the names in
+    `tool_names` and `COMMON_TOOL_NAMES`), labelled calls (`[tool call]`), JSON objects
+    with a tool name and its arguments, and XML or special-token tool tags.
+    """
+    names = COMMON_TOOL_NAMES | frozenset(n for n in tool_names if n)
+    found = _call_lines(text, names)
+    for pattern in (_LABELLED_CALL, _JSON_CALL, _XML_CALL):
+        found.extend(m.group(0).strip() for m in pattern.finditer(text))
+    return dedupe(found)
+
+
+def required_entities(
+    nodes: Sequence[Node],
+    *,
+    carried: Sequence[str] = (),
+    per_turn: int = 12,
+    limit: int = 48,
+) -> list[str]:
+    """The critical entities a summary of `nodes` must keep verbatim.
+
+    The entities of the user turns (at most `per_turn` from each) and of the errors
+    still open, then, as room allows within `limit`, those `carried` over from the
+    summary this one updates.
+    """
+    fresh = dedupe([*user_entities(nodes, per_turn=per_turn), *open_error_entities(nodes)])
+    fresh = fresh[:limit]
+    room = max(limit - len(fresh), 0)
+    old = [e for e in dedupe(carried) if e not in fresh][:room]
+    return [*old, *fresh]
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateCheck:
+    """The verdict on a candidate summary.
+
+    Attributes:
+        tokens: The candidate's tokens.
+        limit: The tokens of what it would replace; the candidate must be below.
+        missing: Required entities and pinned facts it does not contain verbatim.
+        tool_syntax: Snippets that look like tool calls.
+        empty: Whether the candidate has no text at all.
+    """
+
+    tokens: int
+    limit: int
+    missing: tuple[str, ...] = ()
+    tool_syntax: tuple[str, ...] = ()
+    empty: bool = False
+
+    @property
+    def too_long(self) -> bool:
+        """Whether the candidate is not shorter than what it replaces."""
+        return self.tokens >= self.limit
+
+    @property
+    def ok(self) -> bool:
+        """Whether the candidate may be committed."""
+        return not (self.empty or self.too_long or self.missing or self.tool_syntax)
+
+    def reason(self) -> str:
+        """A short phrase naming every problem (empty when `ok`)."""
+        problems: list[str] = []
+        if self.empty:
+            problems.append("empty")
+        if self.too_long:
+            problems.append(f"not shorter ({self.tokens:,} >= {self.limit:,} tokens)")
+        if self.tool_syntax:
+            problems.append(f"tool-call syntax ({_shorten(self.tool_syntax[0])})")
+        if self.missing:
+            problems.append("dropped " + ", ".join(self.missing[:5]))
+        return "; ".join(problems)
+
+    def retry_instructions(self) -> str:
+        """Instructions for one more attempt that name what was wrong."""
+        lines = ["Your previous summary was rejected. Write it again and fix this:"]
+        if self.empty:
+            lines.append("- It was empty.")
+        if self.missing:
+            lines.append(
+                "- It dropped or changed these; copy each exactly as written: "
+                + ", ".join(self.missing)
+            )
+        if self.tool_syntax:
+            lines.append(
+                "- It contained tool-call syntax; describe actions in plain prose, "
+                "never as function calls, JSON tool requests or tool tags."
+            )
+        if self.too_long:
+            lines.append(f"- It must be well under {self.limit:,} tokens.")
+        return "\n".join(lines)
+
+
+def _shorten(snippet: str) -> str:
+    return snippet if len(snippet) <= 60 else snippet[:57] + "..."
+
+
+def check_candidate(
+    text: str,
+    *,
+    tokens: int,
+    limit: int,
+    required: Sequence[str] = (),
+    facts: Sequence[str] = (),
+    tool_names: Iterable[str] = (),
+) -> CandidateCheck:
+    """Check a candidate summary.
+
+    Args:
+        text: The candidate.
+        tokens: Its tokens (counted the way the proposal counts them).
+        limit: The tokens of what it would replace.
+        required: Critical entities it must contain verbatim.
+        facts: Pinned facts it must contain verbatim.
+        tool_names: Names of the tools the summarized span used.
+    """
+    return CandidateCheck(
+        tokens=tokens,
+        limit=limit,
+        missing=tuple(missing_entities([*required, *facts], text)),
+        tool_syntax=tuple(find_tool_call_syntax(text, tool_names)),
+        empty=not text.strip(),
+    )
+
+
+def tool_names_of(nodes: Iterable[Node]) -> list[str]:
+    """The names of the tools called among `nodes`."""
+    return dedupe(n.name for n in nodes if isinstance(n, ToolCallNode))

@@ -1,0 +1,262 @@
+"""`ExtractiveSummarizer`: a deterministic, offline brief built from the nodes themselves.
+
+Nothing is paraphrased: the user's first request and constraints are quoted, decisions
+are the assistant's own sentences, files and commands come from the calls' arguments,
+outcomes from the results' error flags and exit statuses. Given a previous brief, it
+reads it back and merges the newer span into it (a rolling update).
+
+```python
+text = await ExtractiveSummarizer(max_tokens=2_000).summarize(nodes, previous=None,
+                                                              instructions=None)
+```
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+
+from context_graph.errors import ConfigurationError
+from context_graph.nodes import (
+    AssistantNode,
+    FileNode,
+    ImagePart,
+    Node,
+    NoteNode,
+    SummaryNode,
+    TextPart,
+    ToolCallNode,
+    UserNode,
+)
+from context_graph.tokens import TokenCounter, default_counter
+from processors.summarize import _brief
+from processors.summarize._brief import Brief
+from processors.summarize._facts import (
+    ITEM_CHARS,
+    ToolUse,
+    arguments_of,
+    clip,
+    command_of,
+    constraint_sentences,
+    decision_sentences,
+    dedupe,
+    errors_of,
+    files_of,
+    open_error_entities,
+    sentences,
+    tool_uses,
+    user_entities,
+)
+
+__all__ = ["ExtractiveSummarizer"]
+
+_STATE_CHARS = 800
+_STOPWORDS = frozenset(
+    "about also especially focus include keep make mention only please should summary "
+    "summarize sure that their there these they this those what when which with from into "
+    "details detail more".split()
+)
+_WORD = re.compile(r"[A-Za-z][\w-]{3,}")
+
+
+class ExtractiveSummarizer:
+    """Writes a structured brief of nodes, deterministically and offline (the default).
+
+    Sections: the goal (the user's first request, verbatim), the user's constraints and
+    preferences (verbatim), decisions, files modified and read, commands and tool use with
+    their outcomes, errors open and resolved, key identifiers, the current state and next
+    step. Given `previous` (a brief it wrote), the newer span is merged into it.
+
+    Args:
+        max_tokens: Upper bound of the brief; the least needed items are dropped first.
+        max_items: At most this many (the newest) items per list section.
+        entities_per_turn: Key identifiers taken from each user turn, at most.
+        counter: Counts tokens for the bound; the default offline tiktoken counter if
+            `None`.
+    """
+
+    name = "extractive"
+
+    def __init__(
+        self,
+        *,
+        max_tokens: int = 4_000,
+        max_items: int = 20,
+        entities_per_turn: int = 12,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        for option, value, floor in (
+            ("max_tokens", max_tokens, 64),
+            ("max_items", max_items, 1),
+            ("entities_per_turn", entities_per_turn, 0),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < floor:
+                msg = f"ExtractiveSummarizer: `{option}` must be an int >= {floor}, got {value!r}"
+                raise ConfigurationError(msg)
+        if counter is not None and not callable(getattr(counter, "count", None)):
+            msg = "ExtractiveSummarizer: `counter` must have a `count(text)` method"
+            raise ConfigurationError(msg)
+        self.max_tokens = max_tokens
+        self.max_items = max_items
+        self.entities_per_turn = entities_per_turn
+        self.counter = counter
+
+    async def summarize(
+        self,
+        nodes: Sequence[Node],
+        *,
+        previous: str | None,
+        instructions: str | None,
+        keep: Sequence[str] = (),
+    ) -> str:
+        """Return the brief of `nodes`, merged into `previous` when given.
+
+        Args:
+            nodes: The span to summarize, in transcript order.
+            previous: The summary this one updates, if any.
+            instructions: A requested focus; sentences that mention its words are listed.
+            keep: Strings that must appear in the brief (listed as key identifiers and
+                never dropped to meet the bound).
+        """
+        return self.brief(nodes, previous=previous, instructions=instructions, keep=keep)
+
+    def brief(
+        self,
+        nodes: Sequence[Node],
+        *,
+        previous: str | None = None,
+        instructions: str | None = None,
+        keep: Sequence[str] = (),
+    ) -> str:
+        """The blocking twin of `summarize`."""
+        counter = self.counter or default_counter()
+        brief = _start(previous, counter.count, self.max_tokens)
+        for segment in _segments(nodes):
+            if isinstance(segment, SummaryNode):
+                brief = _brief.merge(brief, _start(segment.text, counter.count, self.max_tokens))
+            else:
+                brief = _brief.merge(brief, self._extract(segment, instructions, counter))
+        missing = [k for k in dedupe(keep) if k and k not in brief.identifiers]
+        brief.identifiers.extend(missing)
+        _brief.cap_lists(brief, self.max_items)
+        return _brief.bound(brief, self.max_tokens, counter.count, keep)
+
+    def _extract(
+        self, nodes: Sequence[Node], instructions: str | None, counter: TokenCounter
+    ) -> Brief:
+        uses = tool_uses(nodes)
+        brief = Brief(errors=errors_of(uses), successes=_successes(uses))
+        _read_turns(brief, nodes, self.max_tokens // 2, counter)
+        _read_files(brief, nodes)
+        brief.commands = [
+            _describe_use(use.call, use) for use in uses if use.call and _is_command(use.call)
+        ]
+        brief.identifiers = dedupe(
+            [*user_entities(nodes, per_turn=self.entities_per_turn), *open_error_entities(nodes)]
+        )
+        if instructions and instructions.strip():
+            brief.asked = clip(instructions)
+            brief.focus = _focus(nodes, instructions)
+        return brief
+
+
+def _start(previous: str | None, count: Callable[[str], int], limit: int) -> Brief:
+    """The brief to update: a parsed previous brief, or any other text as an earlier block."""
+    if not previous or not previous.strip():
+        return Brief()
+    parsed = _brief.parse(previous)
+    if parsed is not None:
+        return parsed
+    return Brief(earlier=_brief.clip_tokens(previous.strip(), limit // 3, count))
+
+
+def _segments(nodes: Iterable[Node]) -> list[SummaryNode | list[Node]]:
+    """Runs of ordinary nodes, with summary nodes standing alone between them."""
+    out: list[SummaryNode | list[Node]] = []
+    for node in nodes:
+        if isinstance(node, SummaryNode):
+            out.append(node)
+        elif out and isinstance(out[-1], list):
+            out[-1].append(node)
+        else:
+            out.append([node])
+    return out
+
+
+def _user_text(node: Node) -> str:
+    """A user turn's text, with its media named (an image-only turn is not blank)."""
+    media = sum(1 for p in node.content if not isinstance(p, TextPart))
+    images = sum(1 for p in node.content if isinstance(p, ImagePart))
+    note = f"[{images} image(s)]" if images else f"[{media} attachment(s)]" if media else ""
+    return "\n".join(t for t in (node.text, note) if t)
+
+
+def _read_turns(brief: Brief, nodes: Sequence[Node], goal_tokens: int, c: TokenCounter) -> None:
+    """Goal, constraints, decisions and the last assistant text."""
+    for node in nodes:
+        if isinstance(node, UserNode):
+            text = _user_text(node).strip()
+            if not brief.goal and text:
+                brief.goal = _brief.clip_tokens(text, goal_tokens, c.count)
+                if brief.goal == text:
+                    continue  # quoted whole: its constraints are already in the brief
+            brief.constraints.extend(clip(s) for s in constraint_sentences(node.text))
+        elif isinstance(node, NoteNode) and node.text:
+            brief.constraints.append(clip(f"Note: {node.text}"))
+        elif isinstance(node, AssistantNode) and node.text.strip():
+            brief.decisions.extend(clip(s) for s in decision_sentences(node.text))
+            brief.state = clip(node.text, _STATE_CHARS)
+    brief.constraints = dedupe(brief.constraints)
+    brief.decisions = dedupe(brief.decisions)
+
+
+def _read_files(brief: Brief, nodes: Sequence[Node]) -> None:
+    """Files read (file nodes, read calls) and modified (edit calls, shell writes)."""
+    read: list[str] = []
+    written: list[str] = []
+    for node in nodes:
+        if isinstance(node, FileNode):
+            read.append(node.path)
+        elif isinstance(node, ToolCallNode):
+            got, put = files_of(node)
+            read.extend(got)
+            written.extend(put)
+    brief.files_modified = dedupe(clip(p, 200) for p in written)
+    touched = set(brief.files_modified)
+    brief.files_read = [p for p in dedupe(clip(p, 200) for p in read) if p not in touched]
+
+
+def _successes(uses: Iterable[ToolUse]) -> set[str]:
+    return {use.key for use in uses if not use.outcome.failed}
+
+
+def _is_command(call: ToolCallNode) -> bool:
+    """Shell commands and other tools; plain file reads and edits are listed as files."""
+    return command_of(call) is not None or files_of(call) == ([], [])
+
+
+def _describe_use(call: ToolCallNode, use: ToolUse) -> str:
+    """One line in prose: what was run and how it ended (never call syntax)."""
+    outcome = use.outcome.describe()
+    command = command_of(call)
+    if command is not None:
+        shown = clip(command, 160).replace("`", "'")
+        return clip(f"ran `{shown}`: {outcome}", ITEM_CHARS)
+    args = arguments_of(call)
+    scalars = [f"{k} {v}" for k, v in args.items() if isinstance(v, str | int | float)]
+    given = f" with {clip(', '.join(scalars), 120)}" if scalars else ""
+    return clip(f"used {call.name}{given}: {outcome}", ITEM_CHARS)
+
+
+def _focus(nodes: Sequence[Node], instructions: str) -> list[str]:
+    """Sentences of user and assistant turns that mention the requested focus."""
+    words = {w.lower() for w in _WORD.findall(instructions)} - _STOPWORDS
+    if not words:
+        return []
+    found: list[str] = []
+    for node in nodes:
+        if isinstance(node, UserNode | AssistantNode):
+            found.extend(
+                clip(s) for s in sentences(node.text) if words & set(_WORD.findall(s.lower()))
+            )
+    return dedupe(found)

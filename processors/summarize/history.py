@@ -1,0 +1,330 @@
+"""`HistorySummarizer`: abstract a run of old interaction units into one summary node.
+
+Candidate, check, commit: the summarizer's candidate is checked (shorter than what it
+replaces, no tool-call syntax, every pinned fact and critical entity kept verbatim); a
+refused candidate gets one retry with instructions that name what was wrong, then the
+deterministic extractive brief is used instead. A timeout or a summarizer that raises
+falls back the same way, and an error's text never becomes the summary. Input larger
+than the summarizer's window is split at unit boundaries, summarized chunk by chunk
+(map) and the chunk summaries summarized together (reduce).
+
+```python
+proposal = await HistorySummarizer(timeout=30).propose(old_units_nodes, ctx)
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import anyio
+from pydantic import JsonValue
+
+from context_graph.errors import ConfigurationError
+from context_graph.nodes import Node, SummaryNode, TextPart, make_node_id
+from processors.base import Abstract, ProcessorContext, Proposal, Summarizer
+from processors.registry import register
+from processors.summarize._facts import clip, dedupe
+from processors.summarize._targets import Plan, plan_targets
+from processors.summarize.checks import (
+    CandidateCheck,
+    check_candidate,
+    required_entities,
+    tool_names_of,
+)
+from processors.summarize.extractive import ExtractiveSummarizer
+
+__all__ = ["HistorySummarizer"]
+
+_MAX_REDUCE_DEPTH = 3
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """Everything one summary needs; built per call (no state on the processor)."""
+
+    plan: Plan
+    ctx: ProcessorContext
+    required: tuple[str, ...]
+    facts: tuple[str, ...]
+    tool_names: tuple[str, ...]
+
+    @property
+    def previous(self) -> str | None:
+        return self.plan.previous.text if self.plan.previous is not None else None
+
+    def check(self, text: str) -> CandidateCheck:
+        return check_candidate(
+            text,
+            tokens=self.ctx.tokens.count_text(text),
+            limit=self.plan.tokens_before,
+            required=self.required,
+            facts=self.facts,
+            tool_names=self.tool_names,
+        )
+
+
+class _WindowError(RuntimeError):
+    """The input cannot be brought under the summarizer's window."""
+
+
+def _label(summarizer: object) -> str:
+    name = getattr(summarizer, "name", None)
+    return name if isinstance(name, str) and name else type(summarizer).__name__
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return clip(f"{type(exc).__name__}: {exc}", 160)
+
+
+def _check_options(timeout: float | None, window_tokens: int, keep: Sequence[str]) -> None:
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+    ):
+        msg = f"HistorySummarizer: `timeout` must be seconds > 0 or None, got {timeout!r}"
+        raise ConfigurationError(msg)
+    if isinstance(window_tokens, bool) or not isinstance(window_tokens, int) or window_tokens < 1:
+        msg = f"HistorySummarizer: `window_tokens` must be an int >= 1, got {window_tokens!r}"
+        raise ConfigurationError(msg)
+    if isinstance(keep, str) or not all(isinstance(k, str) and k.strip() for k in keep):
+        msg = "HistorySummarizer: `keep` must be a list of non-empty strings, e.g. ['ABC-1234']"
+        raise ConfigurationError(msg)
+
+
+class HistorySummarizer:
+    """Proposes one summary node in place of a run of whole, old interaction units.
+
+    Args:
+        summarizer: Writes the candidate; when `None`, the context's summarizer, and
+            when that is `None` too, `fallback` (the extractive brief).
+        fallback: The deterministic summarizer used when a candidate fails twice, times
+            out or raises.
+        timeout: Seconds one summarizer call may take; `None` for no limit.
+        window_tokens: The most input tokens one summarizer call is given; larger spans
+            are split at unit boundaries (map, then reduce).
+        keep: Pinned facts: strings every summary must contain verbatim.
+        max_entities: At most this many critical entities are required verbatim.
+        entities_per_turn: Critical entities required from each user turn, at most.
+    """
+
+    name = "summarize"
+
+    def __init__(
+        self,
+        *,
+        summarizer: Summarizer | None = None,
+        fallback: ExtractiveSummarizer | None = None,
+        timeout: float | None = 120.0,
+        window_tokens: int = 100_000,
+        keep: Sequence[str] = (),
+        max_entities: int = 48,
+        entities_per_turn: int = 12,
+    ) -> None:
+        if summarizer is not None and not callable(getattr(summarizer, "summarize", None)):
+            msg = "HistorySummarizer: `summarizer` must have an async `summarize` method"
+            raise ConfigurationError(msg)
+        if fallback is not None and not isinstance(fallback, ExtractiveSummarizer):
+            msg = "HistorySummarizer: `fallback` must be an ExtractiveSummarizer (or None)"
+            raise ConfigurationError(msg)
+        _check_options(timeout, window_tokens, keep)
+        for option, value in (
+            ("max_entities", max_entities),
+            ("entities_per_turn", entities_per_turn),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                msg = f"HistorySummarizer: `{option}` must be an int >= 0, got {value!r}"
+                raise ConfigurationError(msg)
+        self.summarizer = summarizer
+        self.fallback = fallback or ExtractiveSummarizer()
+        self.timeout = timeout
+        self.window_tokens = window_tokens
+        self.keep = tuple(keep)
+        self.max_entities = max_entities
+        self.entities_per_turn = entities_per_turn
+
+    async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
+        """Propose one `Abstract` edit for `targets`, or nothing (the note says why)."""
+        plan = plan_targets(self.name, targets, ctx)
+        if isinstance(plan, str):
+            return self._empty(ctx, f"refused: {plan}")
+        job = self._job(plan, ctx)
+        summarizer = self.summarizer or ctx.summarizer or self.fallback
+        label = _label(summarizer)
+        if isinstance(summarizer, ExtractiveSummarizer):
+            return self._finish(job, self._brief(job, summarizer), label, "extractive", label)
+        try:
+            text, kind, detail = await self._model(job, summarizer)
+        except Exception as exc:
+            text, kind, detail = None, "fallback", _describe(exc)
+        if text is None:
+            note = f"fallback to extractive ({label}: {detail})"
+            return self._finish(job, self._brief(job, self.fallback), "extractive", kind, note)
+        note = f"model ok ({label})" if kind == "model" else f"retry ok ({label}; {detail})"
+        return self._finish(job, text, label, kind, note)
+
+    def _job(self, plan: Plan, ctx: ProcessorContext) -> _Job:
+        previous = plan.previous
+        carried = _strings(previous.meta.get("entities")) if previous is not None else ()
+        facts = _strings(previous.meta.get("pinned_facts")) if previous is not None else ()
+        required = required_entities(
+            plan.span, carried=carried, per_turn=self.entities_per_turn, limit=self.max_entities
+        )
+        return _Job(
+            plan=plan,
+            ctx=ctx,
+            required=tuple(required),
+            facts=tuple(dedupe([*self.keep, *facts])),
+            tool_names=tuple(tool_names_of(plan.span)),
+        )
+
+    def _brief(self, job: _Job, summarizer: ExtractiveSummarizer) -> str:
+        return summarizer.brief(
+            job.plan.span,
+            previous=job.previous,
+            instructions=job.ctx.instructions,
+            keep=[*job.required, *job.facts],
+        )
+
+    async def _model(self, job: _Job, summarizer: Summarizer) -> tuple[str | None, str, str]:
+        """Candidate, check, one retry: the text (`None` to fall back), the path, a detail."""
+        instructions = _instructions(job)
+        nodes = await self._fit_window(summarizer, job, job.plan.units, instructions, 0)
+        first = await self._call(summarizer, nodes, job.previous, instructions)
+        verdict = job.check(first)
+        if verdict.ok:
+            return first, "model", ""
+        retry = "\n\n".join(t for t in (instructions, verdict.retry_instructions()) if t)
+        second = await self._call(summarizer, nodes, job.previous, retry)
+        again = job.check(second)
+        if again.ok:
+            return second, "retry", f"first candidate: {verdict.reason()}"
+        return None, "fallback", f"refused twice: {verdict.reason()}; then {again.reason()}"
+
+    async def _call(
+        self, summarizer: Summarizer, nodes: Sequence[Node], previous: str | None, text: str
+    ) -> str:
+        instructions = text or None
+        with anyio.fail_after(self.timeout):  # no limit when None
+            result = await summarizer.summarize(nodes, previous=previous, instructions=instructions)
+        if not isinstance(result, str):
+            msg = f"summarizer returned {type(result).__name__}, expected str"
+            raise TypeError(msg)
+        return result
+
+    async def _fit_window(
+        self,
+        summarizer: Summarizer,
+        job: _Job,
+        units: Sequence[Sequence[Node]],
+        instructions: str,
+        depth: int,
+    ) -> list[Node]:
+        """The nodes for the final call: the span, or its chunk summaries (map step)."""
+        flat = [node for unit in units for node in unit]
+        chunks = _chunks(units, self.window_tokens, job.ctx)
+        if len(chunks) <= 1:
+            return flat
+        if depth >= _MAX_REDUCE_DEPTH:
+            msg = f"input still over the {self.window_tokens:,}-token window after {depth} reduces"
+            raise _WindowError(msg)
+        partials: list[list[Node]] = []
+        for index, chunk in enumerate(chunks, start=1):
+            text = await self._call(summarizer, chunk, None, instructions)
+            partials.append([_partial(text, index, len(chunks), self.name)])
+        return await self._fit_window(summarizer, job, partials, instructions, depth + 1)
+
+    def _finish(self, job: _Job, text: str, label: str, kind: str, note: str) -> Proposal:
+        """Check the text that would be committed; propose it, or nothing."""
+        verdict = job.check(text)
+        if not verdict.ok:
+            return self._empty(job.ctx, f"{note}; refused {label} summary: {verdict.reason()}")
+        node = self._node(job, text, label, kind)
+        if job.plan.previous is not None:
+            note = f"{note}; updates {job.plan.previous.id}"
+        return Proposal(
+            processor=self.name,
+            edits=(Abstract(targets=job.plan.abstract_ids, summary=node),),
+            tokens_before=job.plan.tokens_before,
+            tokens_after=job.ctx.count(node),
+            base_version=job.ctx.graph.version,
+            note=note,
+        )
+
+    def _node(self, job: _Job, text: str, label: str, kind: str) -> SummaryNode:
+        span = job.plan.span
+        abstracts = job.plan.abstract_ids
+        meta: dict[str, JsonValue] = {
+            # Only called once the candidate passed its checks (see `_finish`): the
+            # orchestrator's invariant checker requires this mark on every summary.
+            "checked": True,
+            "summarizer": label,
+            "path": kind,
+            "entities": list(job.required),
+            "pinned_facts": list(job.facts),
+        }
+        if job.plan.previous is not None:
+            meta["updates"] = job.plan.previous.id
+        payload = {"abstracts": list(abstracts), "text": text, "origin": self.name}
+        return SummaryNode(
+            id=make_node_id("summary", None, payload),
+            content=(TextPart(text=text),),
+            turn=max(node.turn for node in span),
+            timestamp=span[-1].timestamp,
+            meta=meta,
+            abstracts=abstracts,
+            origin=self.name,
+        )
+
+    def _empty(self, ctx: ProcessorContext, note: str) -> Proposal:
+        return Proposal(processor=self.name, base_version=ctx.graph.version, note=note)
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple):
+        return ()
+    return tuple(v for v in value if isinstance(v, str) and v)
+
+
+def _instructions(job: _Job) -> str:
+    """The user's instructions, then what must be kept verbatim."""
+    parts = [job.ctx.instructions.strip()] if job.ctx.instructions else []
+    if job.required:
+        parts.append(
+            "Copy these exactly as written wherever they occur: " + ", ".join(job.required)
+        )
+    if job.facts:
+        parts.append("These facts must appear verbatim: " + "; ".join(job.facts))
+    return "\n".join(p for p in parts if p)
+
+
+def _chunks(
+    units: Sequence[Sequence[Node]], window: int, ctx: ProcessorContext
+) -> list[list[Node]]:
+    """Consecutive units packed greedily into chunks of at most `window` tokens."""
+    chunks: list[list[Node]] = []
+    size = 0
+    for unit in units:
+        tokens = sum(ctx.count(node) for node in unit)
+        if chunks and size + tokens <= window:
+            chunks[-1].extend(unit)
+            size += tokens
+        else:
+            chunks.append(list(unit))
+            size = tokens
+    return chunks
+
+
+def _partial(text: str, index: int, total: int, origin: str) -> SummaryNode:
+    """A chunk summary, given to the reduce step as input (never added to the graph)."""
+    return SummaryNode(
+        id=make_node_id("summary", None, {"part": index, "of": total, "text": text}),
+        content=(TextPart(text=text),),
+        meta={"part": index, "of": total},
+        origin=origin,
+    )
+
+
+register(HistorySummarizer)
