@@ -1,7 +1,7 @@
 """Processors: transformations of context nodes (distill, mask, summarize, truncate).
 
 A processor reads target nodes and a context and returns a proposal; it never mutates
-the graph. See docs/writing-a-processor.md.
+the graph. See docs/writing-a-processor.md and docs/processors/.
 """
 
 from __future__ import annotations
@@ -19,22 +19,47 @@ from processors.base import (
     replacement_for,
     run_processor,
 )
+from processors.mask import ObservationMasker
+from processors.redact import SecretRedactor, find_secrets, redact_text
 from processors.registry import available, create, get, register
+from processors.summarize import (
+    AnthropicSummarizer,
+    ExtractiveSummarizer,
+    HistorySummarizer,
+    OpenAISummarizer,
+    check_candidate,
+)
+from processors.truncate import ToolOutputTruncator, truncate_text
+from processors.urls import UrlShortener, restore_urls, shorten_urls
 
 __all__ = [
     "Abstract",
+    "AnthropicSummarizer",
     "Drop",
     "Edit",
+    "ExtractiveSummarizer",
     "GraphView",
+    "HistorySummarizer",
+    "ObservationMasker",
+    "OpenAISummarizer",
     "Processor",
     "ProcessorContext",
     "Proposal",
     "Replace",
+    "SecretRedactor",
     "Summarizer",
+    "ToolOutputTruncator",
+    "UrlShortener",
     "available",
+    "check_candidate",
     "create",
+    "find_secrets",
     "get",
+    "redact_text",
     "register",
     "replacement_for",
+    "restore_urls",
     "run_processor",
+    "shorten_urls",
+    "truncate_text",
 ]
