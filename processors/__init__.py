@@ -19,6 +19,7 @@ from processors.base import (
     replacement_for,
     run_processor,
 )
+from processors.distill import Distiller, distill_text
 from processors.mask import ObservationMasker
 from processors.redact import SecretRedactor, find_secrets, redact_text
 from processors.registry import available, create, get, register
@@ -35,6 +36,7 @@ from processors.urls import UrlShortener, restore_urls, shorten_urls
 __all__ = [
     "Abstract",
     "AnthropicSummarizer",
+    "Distiller",
     "Drop",
     "Edit",
     "ExtractiveSummarizer",
@@ -53,6 +55,7 @@ __all__ = [
     "available",
     "check_candidate",
     "create",
+    "distill_text",
     "find_secrets",
     "get",
     "redact_text",

@@ -28,6 +28,7 @@ MODULES = [
     "processors",
     "processors.base",
     "processors.registry",
+    "processors.distill",
     "processors.mask",
     "processors.redact",
     "processors.summarize",

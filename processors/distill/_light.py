@@ -1,0 +1,89 @@
+"""The light level: changes that keep every piece of meaning.
+
+Terminal colour codes go, and so do trailing whitespace and line-end carriage returns;
+runs of blank lines become one (the numbered blank lines of a gutter stay: the number is
+content) and line-number gutters lose their padding. Outside source code and JSON, where
+layout is meaning, rulers of `=`, `-`, `_`... shrink to ten characters and identical
+consecutive lines become one line with an `(xN)` count. Indentation and the spaces inside
+a line are never touched: grep output and test reports carry code whose indentation is
+meaning. JSON loses the whitespace between its tokens, never a character inside a string
+(JSON shown with a line-number gutter keeps its lines and numbers).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from processors.distill._common import has_gutter, split_gutter
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+_RULER = re.compile(r"([=\-_~*#])\1{9,}")
+_JSON_SPACE = re.compile(r'("(?:[^"\\]|\\.)*")|\s+', re.DOTALL)
+
+
+def minify_json(text: str) -> str:
+    """`text` (valid JSON) without the whitespace between tokens."""
+    return _JSON_SPACE.sub(lambda m: m.group(1) or "", text)
+
+
+def overdraw(line: str) -> str:
+    """What a terminal shows of a line redrawn with carriage returns: the last drawing."""
+    return line.rstrip("\r").rsplit("\r", 1)[-1] if "\r" in line else line
+
+
+def _clean(line: str, *, layout: bool, gutter: bool) -> str:
+    prefix, line = split_gutter(line) if gutter else ("", line)
+    line = _ANSI.sub("", line).rstrip()
+    if line.endswith("\r"):
+        line = line.rstrip("\r").rstrip()
+    if not layout:
+        line = _RULER.sub(lambda m: m.group(1) * 10, line)
+    return prefix + line
+
+
+def _squeeze_blanks(lines: Sequence[str]) -> list[str]:
+    """Runs of blank lines as one; none at the start or the end."""
+    out: list[str] = []
+    blank_before = True  # drops leading blank lines too
+    for line in lines:
+        blank = not line.strip()
+        if blank and blank_before:
+            continue
+        out.append(line)
+        blank_before = blank
+    while out and not out[-1].strip():
+        out.pop()
+    return out
+
+
+def collapse_repeats(lines: Sequence[str]) -> list[str]:
+    """Identical consecutive lines as one line with an `(xN)` count (when that is shorter)."""
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        end = index + 1
+        while end < len(lines) and lines[end] == lines[index]:
+            end += 1
+        run, line = end - index, lines[index]
+        count = f" (x{run})"
+        if run > 1 and line and len(count) < (run - 1) * (len(line) + 1):
+            out.append(line + count)
+        else:
+            out.extend(lines[index:end])
+        index = end
+    return out
+
+
+def light(lines: Sequence[str], *, content_type: str) -> str:
+    """The light distillation of a body's lines, given its content type."""
+    gutter = has_gutter(lines)
+    if content_type == "json" and not gutter:
+        return minify_json("\n".join(lines))
+    layout = content_type in {"python", "code", "json"}
+    cleaned = [_clean(line, layout=layout, gutter=gutter) for line in lines]
+    if not gutter:  # a numbered blank line still carries its number
+        cleaned = _squeeze_blanks(cleaned)
+    if not layout:
+        cleaned = collapse_repeats(cleaned)
+    return "\n".join(cleaned)

@@ -1,0 +1,375 @@
+"""The `Distiller`: shorter tool results by rules that know the content type.
+
+```python
+proposal = await Distiller(level="medium").propose(nodes, ctx)
+```
+
+For each answer node (tool result, file read, sub-agent result; never a pinned one) the
+distiller peels the harness's wrapper lines, detects what the body is, applies the rules
+of its level and proposes a `Replace` whose text starts with a one-line header such as
+`[distilled python source, medium: 1,240 -> 310 tokens]`. A result that would not be
+shorter is not proposed. Without a fixed `level`, the pressure on the budget picks it:
+the transcript's tokens over `ctx.budget` at most 1 is light, at most 3 medium, beyond
+that heavy (no budget: light).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from context_graph.entities import critical_entities
+from context_graph.errors import ConfigurationError
+from context_graph.nodes import AnswerNode, ContentPart, FileNode, Node, TextPart
+from context_graph.tokens import default_counter
+from processors.base import ProcessorContext, Proposal, Replace, replacement_for
+from processors.distill._common import (
+    LEVELS,
+    TARGET_RATIOS,
+    Costs,
+    Doc,
+    Level,
+    has_gutter,
+    scan_range,
+    strip_gutter,
+)
+from processors.distill._detect import LANGUAGES, ContentType, detect
+from processors.distill._envelope import peel
+from processors.distill._light import light, overdraw
+from processors.distill._text import distill_plain
+from processors.distill.code import distill_code, distill_python
+from processors.distill.json_ import distill_json
+from processors.distill.listings import distill_grep, distill_listing
+from processors.distill.logs import distill_log
+from processors.distill.testruns import distill_tests
+from processors.distill.tracebacks import distill_traceback
+from processors.registry import register
+
+__all__ = [
+    "DEFAULT_MIN_TOKENS",
+    "PRESSURE_THRESHOLDS",
+    "Distillate",
+    "Distiller",
+    "detect_content_type",
+    "distill_text",
+    "distilled_level",
+    "level_for_pressure",
+]
+
+#: Nodes with fewer content tokens than this are left alone by default.
+DEFAULT_MIN_TOKENS = 200
+
+#: `(ratio, level)`: the first level whose ratio bound (tokens / budget) is not exceeded.
+PRESSURE_THRESHOLDS: tuple[tuple[float, Level], ...] = ((1.0, "light"), (3.0, "medium"))
+
+_HEADER = re.compile(r"^\[distilled (.+?), (light|medium|heavy): ([\d,]+) -> ([\d,]+) tokens\]")
+_HEAD_PATH = re.compile(r"\son (\S+?):?$|^\[File: (\S+)|^The file (\S+) has been")
+_HEADER_ALLOWANCE = 20  # tokens a header line costs, set aside from the target
+_FILE_LIKE = re.compile(r"^(?:/|\.{1,2}/|~/|[a-z]+://)|/.*/|/[^/]*\.\w+$")
+_TOOL_HINTS = {"grep": "grep", "rg": "grep", "glob": "glob", "ls": "glob", "find": "glob"}
+_LABELS: dict[str, str] = {
+    "json": "JSON",
+    "test_output": "test output",
+    "traceback": "traceback",
+    "grep": "grep output",
+    "listing": "directory listing",
+    "log": "log",
+    "python": "python source",
+    "code": "source code",
+    "text": "text",
+}
+_RULES: dict[str, Callable[[Doc], str | None]] = {
+    "json": distill_json,
+    "test_output": distill_tests,
+    "traceback": distill_traceback,
+    "grep": distill_grep,
+    "listing": distill_listing,
+    "log": distill_log,
+    "python": distill_python,
+    "code": distill_code,
+    "text": distill_plain,
+}
+
+
+@dataclass(frozen=True)
+class Distillate:
+    """The outcome of distilling one text.
+
+    Attributes:
+        text: The distilled text, header first.
+        content_type: What the body was detected as.
+        level: The level applied.
+        tokens_before: Tokens of the original text.
+        tokens_after: Tokens of `text`, counted as its header plus its body.
+    """
+
+    text: str
+    content_type: ContentType
+    level: Level
+    tokens_before: int
+    tokens_after: int
+
+
+def level_for_pressure(tokens: int, budget: int | None) -> Level:
+    """The level the budget pressure calls for: `tokens / budget` against the thresholds."""
+    if budget is None:
+        return "light"
+    if budget <= 0:
+        return "heavy"
+    ratio = tokens / budget
+    return next((level for bound, level in PRESSURE_THRESHOLDS if ratio <= bound), "heavy")
+
+
+def distilled_level(text: str) -> Level | None:
+    """The level a text was distilled at (read from its header), or None."""
+    match = _HEADER.match(text)
+    if not match:
+        return None
+    level = match.group(2)
+    return next(known for known in LEVELS if known == level)
+
+
+def _extension(path: str) -> str | None:
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[-1].lower() if "." in name.strip(".") else None
+
+
+def _hint_of(head: Sequence[str], path: str | None, tool: str | None) -> str | None:
+    """The file extension (from `path` or the wrapper's first lines), else the tool's kind."""
+    if path:
+        return _extension(path)
+    for line in head:
+        match = _HEAD_PATH.search(line.strip())
+        named = match and next((g for g in match.groups() if g), None)
+        if named and _extension(named):
+            return _extension(named)
+    return _TOOL_HINTS.get((tool or "").lower())
+
+
+def detect_content_type(
+    text: str, *, path: str | None = None, tool: str | None = None
+) -> ContentType:
+    """What `text` is, as `distill_text` sees it (wrapper lines aside)."""
+    envelope = peel(text)
+    body = list(envelope.body)
+    plain = [strip_gutter(line) for line in body] if has_gutter(body) else body
+    return detect(plain, _hint_of(envelope.head, path, tool))
+
+
+def _label(content_type: ContentType, hint: str | None) -> str:
+    language = LANGUAGES.get(hint or "")
+    if content_type == "code" and language is not None:
+        return f"{language} source"
+    return _LABELS[content_type]
+
+
+def _with_paths(lines: list[str], content_type: ContentType, doc: Doc) -> str:
+    """The body, and a `[paths: ...]` line naming the paths the rules left out.
+
+    Up to a quarter of the budget is set aside for it; JSON gets none (it stays JSON).
+    """
+    out = _body(lines, content_type, doc)
+    if content_type == "json":
+        return out
+    window = [lines[i] for i in scan_range(len(lines))]
+    paths = [e for e in critical_entities("\n".join(window)) if _FILE_LIKE.search(e)]
+    if not any(path not in out for path in paths):
+        return out
+    reserve = min(doc.budget // 4, sum(doc.costs.of(p) for p in paths) + 4)
+    out = _body(lines, content_type, replace(doc, budget=max(1, doc.budget - reserve)))
+    missing = [path for path in paths if path not in out]
+    room = doc.budget - doc.costs.of(out)
+    shown: list[str] = []
+    for path in missing:
+        room -= doc.costs.of(path)
+        if room < 0:
+            break
+        shown.append(path)
+    if not shown:
+        return out
+    rest = f", +{len(missing) - len(shown):,} more" if len(missing) > len(shown) else ""
+    return f"{out}\n[paths: {', '.join(shown)}{rest}]"
+
+
+def _body(lines: list[str], content_type: ContentType, doc: Doc) -> str:
+    plain = [strip_gutter(line) for line in lines] if has_gutter(lines) else lines
+    if content_type == "json":
+        lines = plain = [light(plain, content_type="json")]
+    doc = replace(doc, lines=tuple(lines), plain=tuple(plain))
+    distilled = _RULES[content_type](doc)
+    if distilled is None and content_type == "python":
+        distilled = distill_code(doc)
+    return distilled if distilled is not None else distill_plain(doc)
+
+
+def distill_text(
+    text: str,
+    level: Level,
+    *,
+    path: str | None = None,
+    tool: str | None = None,
+    count: Callable[[str], int] | None = None,
+) -> Distillate:
+    """Distill `text` at `level`.
+
+    Args:
+        text: The text (a tool result, a file's content...).
+        level: `light`, `medium` or `heavy`.
+        path: The file the text was read from, if any (its extension is a strong hint).
+        tool: The name of the tool that produced it (`Grep`, `Glob` are hints).
+        count: Counts tokens; the default offline tokenizer when omitted.
+    """
+    count = count or default_counter().count
+    envelope = peel(text)
+    hint = _hint_of(envelope.head, path, tool)
+    body = list(envelope.body)
+    plain = [strip_gutter(line) for line in body] if has_gutter(body) else body
+    content_type = detect(plain, hint)
+    before = count(text)
+    lines = light(body, content_type=content_type).split("\n")
+    if level == "light":
+        out = "\n".join(lines)
+    else:
+        wrapper = count("\n".join([*envelope.head, *envelope.tail])) if before else 0
+        target = int(before * TARGET_RATIOS[level]) - wrapper - _HEADER_ALLOWANCE
+        costs = Costs(max(1.0, len(text) / max(1, before)))
+        doc = Doc(lines=(), plain=(), level=level, budget=max(target, 1), costs=costs)
+        out = _with_paths([overdraw(line) for line in lines], content_type, doc)
+    wrapped = envelope.wrap(out)
+    header, after = _header(_label(content_type, hint), level, before, count(wrapped), count)
+    return Distillate(f"{header}\n{wrapped}", content_type, level, before, after)
+
+
+def _header(
+    label: str, level: Level, before: int, body_tokens: int, count: Callable[[str], int]
+) -> tuple[str, int]:
+    """The header line and the total tokens it states (its own included)."""
+    stated = body_tokens
+    for _ in range(4):  # the header states its own size: settle the number
+        header = f"[distilled {label}, {level}: {before:,} -> {stated:,} tokens]"
+        total = count(f"{header}\n") + body_tokens
+        if total == stated:
+            break
+        stated = total
+    header = f"[distilled {label}, {level}: {before:,} -> {stated:,} tokens]"
+    return header, stated
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    level: Level | None = None
+    min_tokens: int = Field(default=DEFAULT_MIN_TOKENS, ge=0)
+
+
+class Distiller:
+    """Proposes shorter, content-aware versions of tool results, file reads and sub-agent answers.
+
+    Args:
+        level: `light`, `medium` or `heavy`; `None` picks it from the budget pressure
+            (`level_for_pressure`).
+        min_tokens: Nodes with fewer content tokens are left alone.
+
+    Raises:
+        ConfigurationError: an option is out of range.
+    """
+
+    name = "distill"
+
+    def __init__(self, *, level: Level | None = None, min_tokens: int = DEFAULT_MIN_TOKENS):
+        try:
+            options = _Options(level=level, min_tokens=min_tokens)
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            field = ".".join(str(p) for p in problem["loc"]) or "options"
+            msg = (
+                f"Distiller option `{field}`: {problem['msg']} (got {problem.get('input')!r}); "
+                "use level=None | 'light' | 'medium' | 'heavy' and an int min_tokens >= 0"
+            )
+            raise ConfigurationError(msg) from None
+        self._options = options
+
+    @property
+    def level(self) -> Level | None:
+        """The fixed level, or None when the budget pressure picks it."""
+        return self._options.level
+
+    @property
+    def min_tokens(self) -> int:
+        """Nodes with fewer content tokens are left alone."""
+        return self._options.min_tokens
+
+    def level_for(self, ctx: ProcessorContext) -> Level:
+        """The level this run uses: the fixed one, or the one the budget pressure calls for."""
+        if self.level is not None:
+            return self.level
+        total = sum(ctx.graph.tokens(node_id) for node_id in ctx.graph.transcript())
+        return level_for_pressure(total, ctx.budget)
+
+    async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
+        """Propose a distilled replacement for each eligible target that gets shorter."""
+        level = self.level_for(ctx)
+        edits: list[Replace] = []
+        before = after = 0
+        for node in targets:
+            replacement = self._replacement(node, level, ctx)
+            if replacement is not None:
+                edits.append(Replace(target=node.id, replacement=replacement))
+                before += ctx.count(node)
+                after += ctx.count(replacement)
+        note = (
+            f"distilled {len(edits)} node(s) at {level}: {before:,} -> {after:,} tokens"
+            if edits
+            else f"nothing to distill at {level}"
+        )
+        return Proposal(
+            processor=self.name,
+            edits=tuple(edits),
+            tokens_before=before,
+            tokens_after=after,
+            base_version=ctx.graph.version,
+            note=note,
+        )
+
+    def _replacement(self, node: Node, level: Level, ctx: ProcessorContext) -> Node | None:
+        if not isinstance(node, AnswerNode) or node.pinned or not node.text.strip():
+            return None
+        done = distilled_level(node.text)
+        if done is not None and LEVELS.index(done) >= LEVELS.index(level):
+            return None
+        source = _original(node, ctx)
+        if source is None or ctx.count(node) < self.min_tokens:
+            return None
+        path = node.path if isinstance(node, FileNode) else None
+        result = distill_text(
+            source.text, level, path=path, tool=node.name, count=ctx.tokens.count_text
+        )
+        content = _with_text(node.content, result.text)
+        new = replacement_for(node, content)
+        return new if ctx.count(new) < ctx.count(node) else None
+
+
+def _original(node: Node, ctx: ProcessorContext) -> Node | None:
+    """The node whose text to distill: back through earlier distillations to their source."""
+    current = node
+    while distilled_level(current.text) is not None:
+        if current.replaces is None or current.replaces not in ctx.graph:
+            return None
+        current = ctx.graph[current.replaces]
+    return current
+
+
+def _with_text(parts: Sequence[ContentPart], text: str) -> list[ContentPart]:
+    """`parts` with the text parts replaced by one `text` part where the first one was."""
+    out: list[ContentPart] = []
+    for part in parts:
+        if not isinstance(part, TextPart):
+            out.append(part)
+        elif not any(isinstance(p, TextPart) for p in out):
+            out.append(TextPart(text=text))
+    return out
+
+
+register(Distiller)

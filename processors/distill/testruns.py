@@ -1,0 +1,164 @@
+"""Test-runner output (pytest, unittest, jest, go test): counts, then each failure.
+
+The distillate opens with the counts (passed, failed, skipped, errors) and one line per
+failure: its name and its first error line. The runner's own summary lines and every
+distinct error line stay verbatim; the rest of the budget goes to the lines with the
+most identifiers not kept yet.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import NamedTuple
+
+from processors.distill._common import Doc, is_error_line, select
+
+__all__ = ["FailedTest", "count_tests", "distill_tests", "looks_like_tests", "parse_failures"]
+
+_PYTEST_SUMMARY = re.compile(
+    r"^=*\s*((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)"
+    r"(?:, )?)+)(?: in [\d.]+s.*)?\s*=*$"
+)
+_PYTEST_LIVE = re.compile(r"^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+_PYTEST_SHORT = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - (.*))?$")
+_PYTEST_SECTION = re.compile(r"^_{3,} (.+?) _{3,}$")
+_UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [\d.]+s$")
+_UNITTEST_END = re.compile(r"^(OK|FAILED)(?: \((.*)\))?$")
+_UNITTEST_HEAD = re.compile(r"^(FAIL|ERROR): (\S+ \(.+\))\s*$")
+_JEST_TESTS = re.compile(r"^Tests:\s+(.*\d+ total)")
+_JEST_HEAD = re.compile(r"^\s*● (.+\u203a.+)$")  # U+203A joins describe / test
+_GO_RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+)")
+_GO_PACKAGE = re.compile(r"^(ok|FAIL)\s+\S+\s+(?:[\d.]+s|\(cached\))|^(PASS|FAIL)$")
+_SEPARATOR = re.compile(r"^(?:[-=_]{10,}|\s*)$")
+_STRONG = (_PYTEST_SUMMARY, _UNITTEST_RAN, _JEST_TESTS, _GO_RESULT, _GO_PACKAGE)
+_WORDS = {"error": "errors", "warning": "warnings", "failures": "failed", "successes": "passed"}
+
+
+class FailedTest(NamedTuple):
+    """A failed test and the first line of its error."""
+
+    name: str
+    """The test's name as the runner printed it."""
+    error: str
+    """The first error line of its report (empty when none was found)."""
+
+
+def looks_like_tests(lines: Sequence[str]) -> bool:
+    """Whether a test runner's summary or per-test result lines appear."""
+    window = [*lines[:500], *lines[-500:]] if len(lines) > 1_000 else lines
+    if any(p.match(line) for line in window for p in _STRONG):
+        return True
+    return sum(1 for line in window if _PYTEST_LIVE.match(line) or _UNITTEST_HEAD.match(line)) >= 2
+
+
+def _add(counts: Counter[str], text: str) -> None:
+    for number, word in re.findall(r"(\d+) (\w+)", text):
+        counts[_WORDS.get(word, word)] += int(number)
+    for word, number in re.findall(r"(\w+)=(\d+)", text):
+        counts[_WORDS.get(word, word)] += int(number)
+
+
+def count_tests(lines: Sequence[str]) -> Counter[str]:
+    """Passed / failed / skipped / error counts from the runner's summary lines."""
+    counts: Counter[str] = Counter()
+    ran = 0
+    for line in lines:
+        stripped = line.strip()
+        if match := _PYTEST_SUMMARY.match(stripped):
+            _add(counts, match.group(1))
+        elif match := _JEST_TESTS.match(stripped):
+            _add(counts, match.group(1))
+        elif match := _UNITTEST_RAN.match(stripped):
+            ran += int(match.group(1))
+        elif match := _UNITTEST_END.match(stripped):
+            _add(counts, match.group(2) or "")
+        elif match := _GO_RESULT.match(line):
+            counts[{"PASS": "passed", "FAIL": "failed", "SKIP": "skipped"}[match.group(1)]] += 1
+    if ran:
+        counts["total"] = ran
+        counts["passed"] = max(0, ran - counts["failed"] - counts["errors"] - counts["skipped"])
+    return counts
+
+
+def _first_error_after(lines: Sequence[str], start: int) -> str:
+    """The first error-looking line of the section that starts at `start`."""
+    fallback = ""
+    for line in lines[start + 1 : start + 200]:
+        stripped = line.strip()
+        if _PYTEST_SECTION.match(stripped) or _UNITTEST_HEAD.match(stripped):
+            break
+        if stripped.startswith("E ") or re.match(r"^[\w.]*(?:Error|Exception)\b", stripped):
+            return stripped.removeprefix("E").strip()
+        if not fallback and stripped and not _SEPARATOR.match(stripped):
+            fallback = stripped
+    return fallback
+
+
+def parse_failures(lines: Sequence[str]) -> list[FailedTest]:
+    """Each failed test's name and first error line, in order, each test once."""
+    found: dict[str, str] = {}
+    for line in lines:  # pytest's short summary names tests best: read it first
+        match = _PYTEST_SHORT.match(line.strip())
+        if match and "::" in match.group(2):
+            found.setdefault(match.group(2), match.group(3) or "")
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if (match := _UNITTEST_HEAD.match(stripped)) or (match := _JEST_HEAD.match(line)):
+            found.setdefault(match.group(match.lastindex or 1), _first_error_after(lines, index))
+        elif (match := _GO_RESULT.match(line)) and match.group(1) == "FAIL":
+            found.setdefault(match.group(2), _first_error_after(lines, index))
+        elif (match := _PYTEST_SECTION.match(stripped)) and not stripped.strip("_ ").isupper():
+            name = match.group(1)
+            if " " not in name and not any(known.endswith(f"::{name}") for known in found):
+                found.setdefault(name, _first_error_after(lines, index))
+    return [FailedTest(name, error) for name, error in found.items()]
+
+
+def _runner(lines: Sequence[str]) -> str:
+    text = "\n".join(lines[-300:])
+    if _JEST_TESTS.search(text) or re.search(r"^Test Suites:", text, re.M):
+        return "jest"
+    if re.search(r"^(?:ok|FAIL)\s+\S+\s+[\d.]+s|^--- (?:PASS|FAIL)", text, re.M):
+        return "go test"
+    if re.search(r"^Ran \d+ tests? in", text, re.M):
+        return "unittest"
+    return "pytest"
+
+
+def _header(lines: Sequence[str], failures: Sequence[FailedTest]) -> list[str]:
+    counts = count_tests(lines)
+    if not counts["failed"] and not counts["errors"] and failures:
+        counts["failed"] = len(failures)
+    order = ["failed", "errors", "passed", "skipped", "xfailed", "xpassed", "deselected"]
+    shown = ", ".join(f"{counts[k]:,} {k}" for k in order if counts[k]) or "no counts found"
+    out = [f"[{_runner(lines)}: {shown}]"]
+    out.extend(
+        f"FAILED {name} - {error}" if error else f"FAILED {name}" for name, error in failures
+    )
+    return out
+
+
+def distill_tests(doc: Doc) -> str:
+    """Distill test-runner output."""
+    failures = parse_failures(doc.plain)
+    header = "\n".join(_header(doc.plain, failures))
+    summaries = {
+        i
+        for i, line in enumerate(doc.plain)
+        if any(p.match(line.strip()) for p in (_PYTEST_SUMMARY, _UNITTEST_RAN, _UNITTEST_END))
+        or _JEST_TESTS.match(line.strip())
+        or _GO_PACKAGE.match(line)
+    }
+    seen: set[str] = set()
+    errors: set[int] = set()
+    for index, line in enumerate(doc.plain):
+        stripped = line.strip()
+        key = stripped.removeprefix("E ").strip()
+        if is_error_line(line) and key not in header and key not in seen:
+            seen.add(key)
+            errors.add(index)
+    rest = replace(doc, budget=doc.budget - doc.costs.of(header))
+    return f"{header}\n{select(rest, summaries | errors)}"

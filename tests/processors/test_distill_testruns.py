@@ -1,0 +1,166 @@
+from __future__ import annotations
+
+from context_graph.testing import WordCounter
+from processors.distill import distill_text
+from processors.distill.testruns import count_tests, parse_failures
+
+PYTEST = """\
+============================= test session starts ==============================
+collected 42 items
+
+tests/test_api.py ......F.....                                           [ 28%]
+tests/test_models.py ...........s.......F.........                       [100%]
+
+=================================== FAILURES ===================================
+_______________________________ test_create_user _______________________________
+
+    def test_create_user():
+        user = create_user("alice", age=31)
+>       assert user.age == 32
+E       AssertionError: assert 31 == 32
+
+tests/test_api.py:57: AssertionError
+_____________________________ test_order_total[3] ______________________________
+
+    def test_order_total(order):
+>       assert order.total() == Decimal("30.00")
+E       decimal.InvalidOperation: [<class 'decimal.ConversionSyntax'>]
+
+tests/test_models.py:112: InvalidOperation
+=========================== short test summary info ============================
+FAILED tests/test_api.py::test_create_user - AssertionError: assert 31 == 32
+FAILED tests/test_models.py::test_order_total[3] - decimal.InvalidOperation: [<class 'decimal.Con\
+versionSyntax'>]
+=================== 2 failed, 39 passed, 1 skipped in 0.84s ===================="""
+
+UNITTEST = """\
+..F.E.
+======================================================================
+ERROR: test_load (tests.test_io.LoadTests.test_load)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/repo/tests/test_io.py", line 9, in test_load
+    load("missing.csv")
+FileNotFoundError: [Errno 2] No such file or directory: 'missing.csv'
+
+======================================================================
+FAIL: test_sum (tests.test_math.MathTests.test_sum)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/repo/tests/test_math.py", line 5, in test_sum
+    self.assertEqual(add(2, 2), 5)
+AssertionError: 4 != 5
+
+----------------------------------------------------------------------
+Ran 6 tests in 0.004s
+
+FAILED (failures=1, errors=1, skipped=1)"""
+
+JEST = """\
+ PASS  src/format.test.js
+ FAIL  src/math.test.js
+  ● Math \u203a adds numbers
+
+    expect(received).toBe(expected) // Object.is equality
+
+    Expected: 3
+    Received: 4
+
+Test Suites: 1 failed, 1 passed, 2 total
+Tests:       1 failed, 1 skipped, 7 passed, 9 total"""
+
+GO_TEST = """\
+=== RUN   TestParse
+--- FAIL: TestParse (0.00s)
+    parse_test.go:14: want 3, got 4
+=== RUN   TestFormat
+--- PASS: TestFormat (0.00s)
+=== RUN   TestSkip
+--- SKIP: TestSkip (0.00s)
+FAIL
+FAIL\texample.com/parse\t0.005s"""
+
+
+def _distill(text: str, level: str = "heavy") -> str:
+    return distill_text(text, level, count=WordCounter().count).text  # type: ignore[arg-type]
+
+
+class TestCounts:
+    def test_pytest(self) -> None:
+        """pytest's summary line gives the counts."""
+        counts = count_tests(PYTEST.split("\n"))
+        assert (counts["failed"], counts["passed"], counts["skipped"]) == (2, 39, 1)
+
+    def test_unittest(self) -> None:
+        """unittest's `Ran N` and `FAILED (...)` give the counts; passed is what is left."""
+        counts = count_tests(UNITTEST.split("\n"))
+        assert (counts["failed"], counts["errors"], counts["skipped"]) == (1, 1, 1)
+        assert counts["passed"] == 6 - 1 - 1 - 1
+
+    def test_jest(self) -> None:
+        """jest's `Tests:` line gives the counts."""
+        counts = count_tests(JEST.split("\n"))
+        assert (counts["failed"], counts["skipped"], counts["passed"]) == (1, 1, 7)
+
+    def test_go(self) -> None:
+        """go test's `--- PASS/FAIL/SKIP` lines are counted."""
+        counts = count_tests(GO_TEST.split("\n"))
+        assert (counts["failed"], counts["passed"], counts["skipped"]) == (1, 1, 1)
+
+
+class TestFailures:
+    def test_pytest_failures_once_each_with_first_error(self) -> None:
+        """Each failure is named once, with its first error line."""
+        failures = parse_failures(PYTEST.split("\n"))
+        assert [(f.name, f.error) for f in failures] == [
+            ("tests/test_api.py::test_create_user", "AssertionError: assert 31 == 32"),
+            (
+                "tests/test_models.py::test_order_total[3]",
+                "decimal.InvalidOperation: [<class 'decimal.ConversionSyntax'>]",
+            ),
+        ]
+
+    def test_unittest_failures(self) -> None:
+        """unittest FAIL / ERROR sections give the test and its exception line."""
+        failures = parse_failures(UNITTEST.split("\n"))
+        assert [f.name for f in failures] == [
+            "test_load (tests.test_io.LoadTests.test_load)",
+            "test_sum (tests.test_math.MathTests.test_sum)",
+        ]
+        assert failures[0].error.startswith("FileNotFoundError: [Errno 2]")
+        assert failures[1].error == "AssertionError: 4 != 5"
+
+    def test_jest_and_go_failures(self) -> None:
+        """jest's `●` headers and go's `--- FAIL` lines give the failures."""
+        (jest,) = parse_failures(JEST.split("\n"))
+        assert jest.name == "Math \u203a adds numbers"
+        assert jest.error.startswith("expect(received).toBe(expected)")
+        (go,) = parse_failures(GO_TEST.split("\n"))
+        assert go == ("TestParse", "parse_test.go:14: want 3, got 4")
+
+
+class TestDistillate:
+    def test_header_counts_then_failures(self) -> None:
+        """The distillate opens with the runner and counts, then one line per failure."""
+        lines = _distill(PYTEST).split("\n")
+        assert lines[0].startswith("[distilled test output, heavy: ")
+        assert lines[1] == "[pytest: 2 failed, 39 passed, 1 skipped]"
+        assert (
+            lines[2]
+            == "FAILED tests/test_api.py::test_create_user - AssertionError: assert 31 == 32"
+        )
+        assert lines[3].startswith("FAILED tests/test_models.py::test_order_total[3] - ")
+
+    def test_runner_summary_lines_stay(self) -> None:
+        """The runner's own summary lines stay verbatim at every level."""
+        for level in ("medium", "heavy"):
+            assert "Ran 6 tests in 0.004s" in _distill(UNITTEST, level)
+            assert "FAILED (failures=1, errors=1, skipped=1)" in _distill(UNITTEST, level)
+            assert "Tests:       1 failed, 1 skipped, 7 passed, 9 total" in _distill(JEST, level)
+            assert "FAIL\texample.com/parse\t0.005s" in _distill(GO_TEST, level)
+
+    def test_labels_name_the_runner(self) -> None:
+        """The counts line names the runner."""
+        assert "[unittest: 1 failed, 1 errors, 3 passed, 1 skipped]" in _distill(UNITTEST)
+        assert "[jest: 1 failed, 7 passed, 1 skipped]" in _distill(JEST)
+        assert "[go test: 1 failed, 1 passed, 1 skipped]" in _distill(GO_TEST)
