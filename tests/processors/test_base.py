@@ -186,3 +186,39 @@ class TestRegistry:
         """A class without `propose` cannot be registered."""
         with pytest.raises(ConfigurationError, match="not a processor"):
             register(int)
+
+
+class TestEntryPoints:
+    def test_processor_from_an_entry_point_is_found_by_name(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A package's `context_graph.processors` entry point makes its class available."""
+        from importlib.metadata import EntryPoint
+
+        import processors.registry as registry
+
+        point = EntryPoint(
+            name="plugin_shortener",
+            value=f"{__name__}:Shortener",
+            group=registry.ENTRY_POINT_GROUP,
+        )
+        monkeypatch.setattr(registry, "entry_points", lambda group: [point])
+        monkeypatch.setattr(registry, "_entry_points_loaded", False)
+        try:
+            assert registry.get("plugin_shortener").__name__ == "Shortener"
+        finally:
+            unregister("plugin_shortener")
+
+    def test_broken_entry_point_is_a_configuration_error(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An entry point that cannot load says which one and why."""
+        from importlib.metadata import EntryPoint
+
+        import processors.registry as registry
+
+        point = EntryPoint(name="broken", value="no_such_module:Thing", group="g")
+        monkeypatch.setattr(registry, "entry_points", lambda group: [point])
+        monkeypatch.setattr(registry, "_entry_points_loaded", False)
+        with pytest.raises(ConfigurationError, match="'broken'"):
+            registry.get("anything")
