@@ -66,13 +66,18 @@ def _group(nodes: Sequence[Node], ctx: ProcessorContext) -> list[tuple[Unit, lis
     order = {unit.head: index for index, unit in enumerate(ctx.graph.units())}
     groups: list[tuple[Unit, list[Node], list[str]]] = []
     for node in nodes:
-        tid = _transcript_id(node, ctx)
-        if tid is None:
-            return f"target {node.id} is not in the graph's transcript"
+        # A working view knows the units of its current nodes (replacements included);
+        # a plain graph only those of transcript nodes, reached through `replaces`.
         try:
-            unit = ctx.graph.unit_of(tid)
+            unit, tid = ctx.graph.unit_of(node.id), node.id
         except UnknownNodeError:
-            return f"target {node.id} belongs to no interaction unit"
+            found = _transcript_id(node, ctx)
+            if found is None:
+                return f"target {node.id} is not in the graph's transcript"
+            try:
+                unit, tid = ctx.graph.unit_of(found), found
+            except UnknownNodeError:
+                return f"target {node.id} belongs to no interaction unit"
         if groups and groups[-1][0].head == unit.head:
             groups[-1][1].append(node)
             groups[-1][2].append(tid)
@@ -110,7 +115,13 @@ def _summary_before(first: Unit, origin: str, ctx: ProcessorContext) -> SummaryN
     index = next(i for i, unit in enumerate(units) if unit.head == first.head)
     if index == 0:
         return None
-    for node_id in reversed(units[index - 1].node_ids):
+    before = units[index - 1]
+    if before.kind == "summary":
+        # In a working view the earlier summary is a unit of its own.
+        head = ctx.graph[before.head]
+        if isinstance(head, SummaryNode) and _is_own(head, origin):
+            return None if head.pinned else head
+    for node_id in reversed(before.node_ids):
         for source in ctx.graph.sources(node_id, "derived_from"):
             node = ctx.graph[source]
             if isinstance(node, SummaryNode) and _is_own(node, origin):

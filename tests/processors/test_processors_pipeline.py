@@ -90,3 +90,27 @@ def test_each_processor_lands_and_keeps_renders_valid(path: Path) -> None:
     for entry in working.audit():
         for added in entry.added:
             assert working.expand(added)
+
+
+@pytest.mark.skipif(not SESSIONS[1].exists(), reason="shared traces not present")
+def test_summaries_roll_over_a_masked_working_view() -> None:
+    """After masking, the summarizer plans over replaced nodes and then updates its summary."""
+    graph = ContextGraph()
+    graph.ingest(load_sessions(SESSIONS[1])[0].events)
+    working = WorkingGraph(graph)
+    masker = ObservationMasker(keep_turns=None, mask_consumed=True, min_tokens=10)
+    ctx = ProcessorContext(graph=working.snapshot(), tokens=working.token_cache)
+    working.apply(anyio.run(masker.propose, _answers(working), ctx))
+    notes = []
+    for _ in range(2):
+        units = [u for u in working.units() if u.kind not in {"system", "note"}]
+        span = [working[i] for u in units[1 : len(units) // 2] for i in u.node_ids]
+        assert any(node.replaces for node in span) or notes
+        ctx = ProcessorContext(graph=working.snapshot(), tokens=working.token_cache)
+        proposal = anyio.run(HistorySummarizer().propose, span, ctx)
+        assert not proposal.empty, proposal.note
+        working.apply(proposal)
+        notes.append(proposal.note)
+    assert "updates summary-" in notes[1]
+    for fmt in FORMATS:
+        assert validate(Renderer(format=fmt).render(working).payload, fmt) == []
