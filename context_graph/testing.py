@@ -7,9 +7,12 @@ so a test can check that a refused ingest left the graph exactly as it was.
 
 from __future__ import annotations
 
-from context_graph.graph import ContextGraph
+from collections.abc import Sequence
 
-__all__ = ["WordCounter", "graph_snapshot"]
+from context_graph.graph import ContextGraph
+from context_graph.nodes import Node
+
+__all__ = ["ScriptedSummarizer", "WordCounter", "graph_snapshot"]
 
 
 class WordCounter:
@@ -53,3 +56,32 @@ def graph_snapshot(graph: ContextGraph) -> tuple[object, ...]:
         graph.turns,
         graph.files(),
     )
+
+
+class ScriptedSummarizer:
+    """A summarizer (see `processors.Summarizer`) that answers from a script.
+
+    Each call takes the next item: a string is returned as the summary, an exception
+    is raised. Every call is recorded in `calls` (nodes, previous, instructions), so a
+    test can check what a processor asked for.
+
+    Args:
+        script: The answers, in order. Running out raises `IndexError`.
+    """
+
+    def __init__(self, script: Sequence[str | BaseException]) -> None:
+        self._script = list(script)
+        self.calls: list[tuple[tuple[Node, ...], str | None, str | None]] = []
+
+    async def summarize(
+        self, nodes: Sequence[Node], *, previous: str | None, instructions: str | None
+    ) -> str:
+        """Return (or raise) the next scripted answer."""
+        self.calls.append((tuple(nodes), previous, instructions))
+        if not self._script:
+            msg = f"ScriptedSummarizer ran out of answers after {len(self.calls) - 1} calls"
+            raise IndexError(msg)
+        answer = self._script.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer

@@ -479,3 +479,26 @@ class TestProperties:
         covered = {i for n in nodes for i in graph.unit_of(n.id)}
         assert covered == {n.id for n in nodes}
         assert find_tool_call_syntax(edit.summary.text) == []
+
+
+class TestWithScriptedSummarizer:
+    async def test_scripted_answer_is_used_and_the_call_recorded(self) -> None:
+        """The public test double feeds the processor and records what it was asked."""
+        from context_graph import ContextGraph
+        from context_graph.testing import ScriptedSummarizer, WordCounter
+        from processors import HistorySummarizer, ProcessorContext
+
+        graph = ContextGraph(counter=WordCounter())
+        graph.add_user("first request " + "word " * 40)
+        graph.add_assistant("answer " + "word " * 40)
+        graph.add_user("second request")
+        span = [graph[i] for u in graph.units()[1:2] for i in u.node_ids]
+        summarizer = ScriptedSummarizer(["the assistant answered at length"])
+        ctx = ProcessorContext.for_graph(graph, instructions="focus on answers")
+        proposal = await HistorySummarizer(summarizer=summarizer).propose(span, ctx)
+        assert (
+            proposal.edits and proposal.edits[0].summary.text == "the assistant answered at length"
+        )  # type: ignore[union-attr]
+        ((nodes, previous, instructions),) = summarizer.calls
+        assert [n.id for n in nodes] == [n.id for n in span]
+        assert (previous, instructions) == (None, "focus on answers")
