@@ -90,6 +90,11 @@ class GraphView:
         """Transcript node ids in order."""
         return self._graph.transcript()
 
+    @property
+    def total_tokens(self) -> int:
+        """Content tokens of what would be rendered (here: the whole transcript)."""
+        return sum(self._graph.tokens(node_id) for node_id in self._graph.transcript())
+
     def units(self) -> tuple[Unit, ...]:
         """Interaction units in order."""
         return self._graph.units()

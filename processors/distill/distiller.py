@@ -305,8 +305,8 @@ class Distiller:
         """The level this run uses: the fixed one, or the one the budget pressure calls for."""
         if self.level is not None:
             return self.level
-        total = sum(ctx.graph.tokens(node_id) for node_id in ctx.graph.transcript())
-        return level_for_pressure(total, ctx.budget)
+        # The working view's size when the orchestrator runs this, the transcript's otherwise.
+        return level_for_pressure(ctx.graph.total_tokens, ctx.budget)
 
     async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
         """Propose a distilled replacement for each eligible target that gets shorter."""

@@ -155,6 +155,13 @@ class TestGraphView:
             view.extra = 1  # type: ignore[attr-defined]
 
 
+class TestGraphViewTotals:
+    def test_total_tokens_is_the_transcripts(self, graph: ContextGraph) -> None:
+        """The view's total is the sum of its transcript nodes' tokens."""
+        view = GraphView(graph)
+        assert view.total_tokens == sum(graph.tokens(i) for i in graph.transcript()) > 0
+
+
 class TestRegistry:
     def test_register_get_and_create(self) -> None:
         """A registered class is found by name and constructed with options."""
