@@ -23,6 +23,8 @@ MODULES = [
     "context_graph.tokens",
     "orchestrator",
     "orchestrator.buffer",
+    "orchestrator.bus",
+    "orchestrator.triggers",
     "orchestrator.cli",
     "orchestrator.invariants",
     "processors",

@@ -1,0 +1,186 @@
+"""`EventBus`: blinker signals that let users observe the orchestrator.
+
+Each bus holds its own signals (never blinker's global namespace), so two managers in one
+process do not hear each other. Receivers are called as `receiver(sender, **payload)`,
+blinker's convention; the sender is the bus's owner (the manager), or the bus itself.
+
+Signals only observe. A receiver's return value is ignored, and a receiver that raises
+does not break the sender or the receivers after it: the error is logged on the
+`context_graph` logger (with its traceback) and the next receiver runs. Cancellation and
+interpreter exits (`BaseException`s that are not `Exception`s: `KeyboardInterrupt`,
+`asyncio.CancelledError`, trio's `Cancelled`) are never swallowed; they propagate.
+
+```python
+bus = EventBus()
+bus.connect("trigger_fired", lambda sender, **payload: print(payload["firing"].reason))
+bus.emit("trigger_fired", firing=firing)
+
+with Recorder(bus) as recorder:
+    bus.emit("render_done", tokens=812)
+assert recorder.names() == ["render_done"]
+```
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType, TracebackType
+from typing import Any, TypeVar
+
+from blinker import Signal
+
+from context_graph.errors import ConfigurationError
+
+__all__ = ["SIGNALS", "EventBus", "RecordedEvent", "Recorder"]
+
+logger = logging.getLogger("context_graph")
+
+#: Every signal a bus carries, with the payload it is sent with.
+SIGNALS: Mapping[str, str] = MappingProxyType(
+    {
+        "budget_crossed": "The view's tokens crossed a budget ratio (ratio, threshold, tokens).",
+        "node_added": "A node entered the pristine record (node_id, node).",
+        "proposal_applied": "A proposal was applied (proposal, entry: the audit entry).",
+        "proposal_made": "A processor made a proposal (proposal).",
+        "proposal_rejected": "A proposal was refused and changed nothing (proposal, reason).",
+        "render_done": "A request was rendered (format, tokens, budget).",
+        "trigger_fired": "A trigger fired (firing).",
+        "usage_reported": "The caller reported the provider's usage figures (usage).",
+    }
+)
+
+Receiver = TypeVar("Receiver", bound=Callable[..., Any])
+
+
+class EventBus:
+    """The orchestrator's signals, one set per bus.
+
+    Args:
+        sender: What receivers get as their first argument; the bus itself by default.
+    """
+
+    def __init__(self, *, sender: object | None = None) -> None:
+        self._sender = self if sender is None else sender
+        self._signals = {name: Signal(doc) for name, doc in SIGNALS.items()}
+
+    def signal(self, name: str) -> Signal:
+        """The blinker signal `name` of this bus.
+
+        Raises:
+            ConfigurationError: `name` is not one of `SIGNALS`.
+        """
+        found = self._signals.get(name)
+        if found is None:
+            msg = f"unknown signal `{name}`; the bus carries {', '.join(SIGNALS)}"
+            raise ConfigurationError(msg)
+        return found
+
+    def connect(self, name: str, receiver: Receiver, *, weak: bool = False) -> Receiver:
+        """Call `receiver(sender, **payload)` on every `name` sent; return `receiver`.
+
+        Receivers are held strongly by default (a lambda would otherwise vanish at once);
+        pass `weak=True` to let the bus drop a receiver nobody else holds.
+
+        Raises:
+            ConfigurationError: an unknown signal, or an async receiver (signals are sent
+                synchronously; schedule your own task from a plain function instead).
+        """
+        signal = self.signal(name)
+        if inspect.iscoroutinefunction(receiver):
+            msg = (
+                f"signal `{name}`: receiver {receiver!r} is async; connect a plain function "
+                "that schedules the work instead"
+            )
+            raise ConfigurationError(msg)
+        return signal.connect(receiver, weak=weak)
+
+    def disconnect(self, name: str, receiver: Callable[..., Any]) -> None:
+        """Stop calling `receiver` on `name` (no error if it was not connected)."""
+        self.signal(name).disconnect(receiver)
+
+    def emit(self, name: str, /, **payload: Any) -> None:
+        """Send `name` with `payload` to every receiver; their results are ignored.
+
+        A receiver that raises an `Exception` is logged and skipped; the others still
+        run. Other `BaseException`s (cancellation, `KeyboardInterrupt`) propagate.
+
+        Raises:
+            ConfigurationError: `name` is not one of `SIGNALS`.
+        """
+        signal = self.signal(name)
+        if signal.is_muted:
+            return
+        for receiver in signal.receivers_for(self._sender):
+            try:
+                receiver(self._sender, **payload)
+            except Exception:
+                # Observers must never change what the orchestrator does.
+                logger.exception("receiver %r of signal `%s` raised; ignored", receiver, name)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedEvent:
+    """One signal a `Recorder` saw.
+
+    Attributes:
+        name: The signal's name.
+        payload: The keyword arguments it was sent with (read-only).
+    """
+
+    name: str
+    payload: Mapping[str, Any]
+
+
+class Recorder:
+    """A test double: records every signal sent on a bus while the `with` block runs.
+
+    Args:
+        bus: The bus to listen to.
+        names: The signals to record; every signal by default.
+
+    Example:
+        with Recorder(bus) as recorder:
+            manager.render_sync(budget=1_000)
+        assert recorder.names() == ["trigger_fired", "render_done"]
+    """
+
+    def __init__(self, bus: EventBus, *, names: Iterable[str] | None = None) -> None:
+        self._bus = bus
+        self._names = tuple(SIGNALS if names is None else names)
+        for name in self._names:
+            bus.signal(name)  # unknown names fail here, not on entering
+        self._receivers: dict[str, Callable[..., None]] = {}
+        self.events: list[RecordedEvent] = []
+        """Every recorded signal, in the order sent."""
+
+    def __enter__(self) -> Recorder:
+        for name in self._names:
+            receiver = functools.partial(self._record, name)
+            self._receivers[name] = receiver
+            self._bus.connect(name, receiver)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        for name, receiver in self._receivers.items():
+            self._bus.disconnect(name, receiver)
+        self._receivers.clear()
+
+    def _record(self, name: str, sender: object, /, **payload: Any) -> None:
+        self.events.append(RecordedEvent(name, MappingProxyType(dict(payload))))
+
+    def names(self) -> list[str]:
+        """The names of the recorded signals, in the order sent."""
+        return [event.name for event in self.events]
+
+    def of(self, name: str) -> list[Mapping[str, Any]]:
+        """The payloads of the recorded `name` signals, in the order sent."""
+        return [event.payload for event in self.events if event.name == name]
