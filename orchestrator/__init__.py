@@ -2,7 +2,7 @@
 
 So far: the double-buffered working graph (`WorkingGraph`), the invariant checker every
 proposal passes before it is applied, the trigger evaluator, the event bus, and the
-command-line tool. The `ContextManager` that ties them together comes next.
+command-line tool, tied together by `ContextManager`: the one object an agent loop holds.
 """
 
 from __future__ import annotations
@@ -11,14 +11,17 @@ from orchestrator.buffer import AuditEntry, Overlay, WorkingGraph, WorkingView
 from orchestrator.bus import SIGNALS, EventBus, RecordedEvent, Recorder
 from orchestrator.invariants import RULES as INVARIANT_RULES
 from orchestrator.invariants import check_proposal, enforce
+from orchestrator.manager import ContextManager, ManagerStats, default_pipeline
 from orchestrator.triggers import Firing, TriggerConfig, TriggerState, evaluate
 
 __all__ = [
     "INVARIANT_RULES",
     "SIGNALS",
     "AuditEntry",
+    "ContextManager",
     "EventBus",
     "Firing",
+    "ManagerStats",
     "Overlay",
     "RecordedEvent",
     "Recorder",
@@ -27,6 +30,7 @@ __all__ = [
     "WorkingGraph",
     "WorkingView",
     "check_proposal",
+    "default_pipeline",
     "enforce",
     "evaluate",
 ]

@@ -27,6 +27,7 @@ MODULES = [
     "orchestrator.triggers",
     "orchestrator.cli",
     "orchestrator.invariants",
+    "orchestrator.manager",
     "processors",
     "processors.base",
     "processors.registry",

@@ -1,0 +1,365 @@
+"""`ContextManager`: the one object a user holds.
+
+It keeps the pristine record (`raw`), the working projection the model is shown
+(`working`), the trigger state and one renderer per format (so the render cache works
+across calls). Before each render it evaluates the triggers; when one fires, or the
+request would not fit the budget, it runs the pipeline, cheapest stage first, until the
+rendered request fits.
+
+```python
+manager = ContextManager(format="anthropic", budget=50_000)
+manager.add_system("You are a careful coding agent.")
+manager.add_user("Fix the failing test in tests/test_io.py.")
+result = await manager.render()  # or manager.render_sync() outside an event loop
+client.messages.create(model=..., max_tokens=..., **result.payload)
+manager.report_usage(response.usage.input_tokens)
+```
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import anyio
+import sniffio
+from pydantic import BaseModel, ConfigDict
+
+from context_graph.errors import ConfigurationError
+from context_graph.events import AgentEvent, ToolCall
+from context_graph.graph import Content, ContextGraph
+from context_graph.nodes import Node
+from context_graph.render import FORMATS, Renderer, RenderResult
+from context_graph.tokens import Calibrator, ProviderFormat, TokenCounter
+from orchestrator._pipeline import PipelineRun, StageSettings, run_pipeline
+from orchestrator.buffer import WorkingGraph
+from orchestrator.bus import EventBus
+from orchestrator.triggers import Firing, TriggerConfig, TriggerState, evaluate
+from processors.base import Processor, Summarizer
+from processors.distill import Distiller
+from processors.mask import ObservationMasker
+from processors.summarize import HistorySummarizer
+from processors.truncate import ToolOutputTruncator
+
+__all__ = ["ContextManager", "ManagerStats", "default_pipeline"]
+
+
+class ManagerStats(BaseModel):
+    """A manager's figures at one moment."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    raw_tokens: int
+    """Content tokens of the pristine record's transcript."""
+    working_tokens: int
+    """Content tokens of the working view."""
+    units: int
+    """Interaction units in the working view."""
+    proposals_applied: int
+    """Proposals applied since the manager was made."""
+    proposals_rejected: int
+    """Proposals refused, plus processor runs that failed."""
+    last_render_tokens: int | None
+    """Tokens of the last rendered request (`None` before the first render)."""
+
+
+def default_pipeline() -> tuple[Processor, ...]:
+    """The built-in stages, cheapest first: mask, truncate, distill, summarize."""
+    return (ObservationMasker(), ToolOutputTruncator(), Distiller(), HistorySummarizer())
+
+
+def _check_format(format: object, where: str) -> ProviderFormat:
+    if format not in FORMATS:
+        msg = f"{where}: unknown format {format!r}; use one of {', '.join(FORMATS)}"
+        raise ConfigurationError(msg)
+    return format
+
+
+def _check_budget(budget: object, where: str) -> int | None:
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        msg = f"{where}: `budget` must be a positive int of tokens or None, got {budget!r}"
+        raise ConfigurationError(msg)
+    return budget
+
+
+def _check_pipeline(pipeline: Sequence[Processor] | None) -> tuple[Processor, ...]:
+    if pipeline is None:
+        return default_pipeline()
+    if isinstance(pipeline, str | bytes) or not isinstance(pipeline, Sequence):
+        msg = "ContextManager: `pipeline` must be a sequence of processors, e.g. [Distiller()]"
+        raise ConfigurationError(msg)
+    for index, stage in enumerate(pipeline):
+        if not callable(getattr(stage, "propose", None)):
+            msg = (
+                f"ContextManager: pipeline stage {index} ({stage!r}) has no `propose` method; "
+                "pass processor instances such as ObservationMasker()"
+            )
+            raise ConfigurationError(msg)
+    return tuple(pipeline)
+
+
+def _check_options(counter: object, triggers: object, summarizer: object, clock: object) -> None:
+    if counter is not None and not callable(getattr(counter, "count", None)):
+        msg = "ContextManager: `counter` must be a TokenCounter (a `count(text)` method)"
+        raise ConfigurationError(msg)
+    if triggers is not None and not isinstance(triggers, TriggerConfig):
+        msg = f"ContextManager: `triggers` must be a TriggerConfig or None, got {triggers!r}"
+        raise ConfigurationError(msg)
+    if summarizer is not None and not callable(getattr(summarizer, "summarize", None)):
+        msg = "ContextManager: `summarizer` must have an async `summarize` method"
+        raise ConfigurationError(msg)
+    if not callable(clock):
+        msg = "ContextManager: `clock` must be a callable returning seconds since the epoch"
+        raise ConfigurationError(msg)
+
+
+class ContextManager:
+    """Feeds agent events into a context graph and renders a request that fits.
+
+    Args:
+        format: The default provider format: `openai`, `anthropic` or `gemini`.
+        budget: The default token budget of a render; `None` for no limit.
+        counter: The token counter; the offline tiktoken counter by default.
+        triggers: When compaction runs; `TriggerConfig()` by default.
+        pipeline: The processors, run in order (cheapest first); `default_pipeline()`.
+        summarizer: Given to processors (the history summarizer writes with it); the
+            deterministic extractive brief when `None`.
+        clock: Seconds since the epoch, for the audit log; injectable for tests.
+
+    Raises:
+        ConfigurationError: an option is invalid.
+    """
+
+    def __init__(
+        self,
+        *,
+        format: ProviderFormat = "openai",
+        budget: int | None = None,
+        counter: TokenCounter | None = None,
+        triggers: TriggerConfig | None = None,
+        pipeline: Sequence[Processor] | None = None,
+        summarizer: Summarizer | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._format = _check_format(format, "ContextManager")
+        self._budget = _check_budget(budget, "ContextManager")
+        _check_options(counter, triggers, summarizer, clock)
+        self._pipeline = _check_pipeline(pipeline)
+        self._config = triggers if triggers is not None else TriggerConfig()
+        self._summarizer = summarizer
+        self._clock = clock
+        self._raw = ContextGraph(counter=counter)
+        self._working = WorkingGraph(self._raw, clock=clock)
+        self._bus = EventBus(sender=self)
+        self._state = TriggerState()
+        self._calibrator = Calibrator()
+        self._renderers: dict[ProviderFormat, Renderer] = {}
+        self._applied = 0
+        self._rejected = 0
+        self._last: RenderResult | None = None
+
+    # -- what the user reads -------------------------------------------------------------
+
+    @property
+    def raw(self) -> ContextGraph:
+        """The pristine record (append-only; read it, do not edit it)."""
+        return self._raw
+
+    @property
+    def working(self) -> WorkingGraph:
+        """The working projection the model is shown."""
+        return self._working
+
+    @property
+    def bus(self) -> EventBus:
+        """The signals to observe the manager with (`bus.connect(name, receiver)`)."""
+        return self._bus
+
+    def expand(self, node_id: str) -> tuple[Node, ...]:
+        """The original pristine nodes behind any node (a summary, a masked copy)."""
+        return self._working.expand(node_id)
+
+    def stats(self) -> ManagerStats:
+        """The manager's figures now."""
+        return ManagerStats(
+            raw_tokens=self._raw.total_tokens,
+            working_tokens=self._working.total_tokens,
+            units=len(self._working.units()),
+            proposals_applied=self._applied,
+            proposals_rejected=self._rejected,
+            last_render_tokens=None if self._last is None else self._last.tokens,
+        )
+
+    # -- ingest --------------------------------------------------------------------------
+
+    def ingest(self, events: Iterable[AgentEvent | dict[str, Any]]) -> tuple[str, ...]:
+        """Add a batch of events, whole or not at all; return the new node ids.
+
+        Raises:
+            IngestError: an event is malformed or inconsistent; nothing was added.
+        """
+        return self._added(self._raw.ingest(events))
+
+    def _added(self, ids: tuple[str, ...]) -> tuple[str, ...]:
+        for node_id in ids:
+            self._bus.emit("node_added", node_id=node_id, node=self._raw[node_id])
+        return ids
+
+    def add_system(self, content: Content, **fields: Any) -> str:
+        """Add the system prompt (pinned by default); return its node id."""
+        return self._added((self._raw.add_system(content, **fields),))[0]
+
+    def add_user(self, content: Content, **fields: Any) -> str:
+        """Add a user turn; return its node id."""
+        return self._added((self._raw.add_user(content, **fields),))[0]
+
+    def add_assistant(
+        self,
+        content: Content = (),
+        tool_calls: Sequence[ToolCall | dict[str, Any]] = (),
+        **fields: Any,
+    ) -> tuple[str, ...]:
+        """Add an assistant turn and its tool calls; return the assistant and call ids."""
+        return self._added(self._raw.add_assistant(content, tool_calls, **fields))
+
+    def add_tool_result(
+        self, call_id: str, content: Content, *, is_error: bool = False, **fields: Any
+    ) -> str:
+        """Add the result of the open call `call_id`; return its node id."""
+        node_id = self._raw.add_tool_result(call_id, content, is_error=is_error, **fields)
+        return self._added((node_id,))[0]
+
+    def add_file_read(self, path: str, content: Content, **fields: Any) -> str:
+        """Add a file as read (answering `call_id=` when given); return its node id."""
+        return self._added((self._raw.add_file_read(path, content, **fields),))[0]
+
+    def add_note(self, content: Content, **fields: Any) -> str:
+        """Add a pinned note; return its node id."""
+        return self._added((self._raw.add_note(content, **fields),))[0]
+
+    def mark_boundary(self, label: str) -> None:
+        """Mark the end of a task; the `boundary` trigger fires at the next render."""
+        self._state = self._state.mark_boundary(label)
+
+    # -- render --------------------------------------------------------------------------
+
+    def _renderer(self, format: ProviderFormat) -> Renderer:
+        renderer = self._renderers.get(format)
+        if renderer is None:
+            renderer = Renderer(format=format, calibrator=self._calibrator)
+            self._renderers[format] = renderer
+        return renderer
+
+    def _fits(self, renderer: Renderer, budget: int | None) -> bool:
+        if budget is None:
+            return False
+        tokens = renderer.render(self._working).tokens
+        return self._calibrator.apply(tokens) <= budget
+
+    def _fire(self, budget: int | None) -> list[Firing]:
+        firings, self._state = evaluate(
+            self._working.view, budget, self._state, config=self._config
+        )
+        tokens = self._working.total_tokens
+        for firing in firings:
+            self._bus.emit("trigger_fired", firing=firing)
+            if firing.kind == "budget_ratio" and budget is not None:
+                threshold = (
+                    self._config.hard_ratio
+                    if firing.name == "budget_hard"
+                    else self._config.soft_ratio
+                )
+                self._bus.emit(
+                    "budget_crossed", ratio=tokens / budget, threshold=threshold, tokens=tokens
+                )
+        return firings
+
+    async def _run(
+        self, budget: int | None, instructions: str | None, done: Callable[[], bool] | None
+    ) -> PipelineRun:
+        settings = StageSettings(budget, self._summarizer, instructions, self._clock)
+        run = await run_pipeline(self._pipeline, self._working, self._bus, settings, done=done)
+        self._applied += run.applied
+        self._rejected += run.rejected
+        return run
+
+    async def render(
+        self, *, format: ProviderFormat | None = None, budget: int | None = None
+    ) -> RenderResult:
+        """Compact when due, then render the working view as a request body.
+
+        Args:
+            format: The provider format; the manager's own by default.
+            budget: The token budget; the manager's own by default.
+
+        Raises:
+            BudgetExceededError: even compacted, the floor (system, pinned nodes, first
+                request, latest turn and after) does not fit.
+            ConfigurationError: an unknown format or a budget that is not positive.
+        """
+        fmt = self._format if format is None else _check_format(format, "render")
+        limit = self._budget if budget is None else _check_budget(budget, "render")
+        renderer = self._renderer(fmt)
+        firings = self._fire(limit)
+        if firings or (limit is not None and not self._fits(renderer, limit)):
+            await self._run(limit, None, functools.partial(self._fits, renderer, limit))
+        result = renderer.render(self._working, budget=limit)
+        self._last = result
+        self._bus.emit("render_done", format=fmt, tokens=result.tokens, budget=limit)
+        return result
+
+    def render_sync(
+        self, *, format: ProviderFormat | None = None, budget: int | None = None
+    ) -> RenderResult:
+        """The blocking twin of `render`, for code that runs no event loop.
+
+        Raises:
+            RuntimeError: called from inside a running event loop (use `await render()`).
+        """
+        try:
+            library = sniffio.current_async_library()
+        except sniffio.AsyncLibraryNotFoundError:
+            return anyio.run(functools.partial(self.render, format=format, budget=budget))
+        msg = (
+            f"render_sync() was called inside a running {library} event loop; "
+            "use `await manager.render(...)` there instead"
+        )
+        raise RuntimeError(msg)
+
+    async def compact(self, instructions: str | None = None) -> PipelineRun:
+        """Run the whole pipeline now, whatever the triggers say.
+
+        Args:
+            instructions: Guidance for the summarizer (`"keep the DB schema"`).
+
+        Returns:
+            What the run did: stages run, proposals applied and rejected.
+        """
+        self._state = self._state.request_manual()
+        self._fire(self._budget)
+        return await self._run(self._budget, instructions, None)
+
+    def report_usage(self, prompt_tokens: int) -> float:
+        """Report the provider's prompt tokens for the last render; return the new factor.
+
+        The calibrator learns how the provider counts, and later renders fit the budget
+        by the provider's count.
+
+        Raises:
+            ConfigurationError: nothing was rendered yet, or `prompt_tokens` is not a
+                positive int.
+        """
+        if isinstance(prompt_tokens, bool) or not isinstance(prompt_tokens, int):
+            msg = f"report_usage: `prompt_tokens` must be an int, got {prompt_tokens!r}"
+            raise ConfigurationError(msg)
+        if self._last is None:
+            msg = "report_usage: nothing was rendered yet; call render() before reporting"
+            raise ConfigurationError(msg)
+        factor = self._calibrator.observe(self._last.tokens, prompt_tokens)
+        usage = {"prompt_tokens": prompt_tokens, "estimated": self._last.tokens}
+        self._bus.emit("usage_reported", usage=usage, factor=factor)
+        return factor
