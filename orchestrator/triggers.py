@@ -105,24 +105,19 @@ class TriggerView(Protocol):
     @property
     def turns(self) -> int:
         """How many user turns the session has had."""
-        ...
 
     @property
     def total_tokens(self) -> int:
         """The content tokens of every node in the view."""
-        ...
 
     def units(self) -> tuple[Unit, ...]:
         """The view's interaction units, in order."""
-        ...
 
     def tokens(self, node_id: str) -> int:
         """One node's content tokens."""
-        ...
 
     def is_superseded(self, node_id: str) -> bool:
         """Whether a later read of the same file covers this node."""
-        ...
 
     def __getitem__(self, node_id: str) -> Node: ...
 
