@@ -12,12 +12,14 @@ from orchestrator.bus import SIGNALS, EventBus, RecordedEvent, Recorder
 from orchestrator.invariants import RULES as INVARIANT_RULES
 from orchestrator.invariants import check_proposal, enforce
 from orchestrator.manager import ContextManager, ManagerStats, default_pipeline
+from orchestrator.replay import CallReport, ReplayReport, replay
 from orchestrator.triggers import Firing, TriggerConfig, TriggerState, evaluate
 
 __all__ = [
     "INVARIANT_RULES",
     "SIGNALS",
     "AuditEntry",
+    "CallReport",
     "ContextManager",
     "EventBus",
     "Firing",
@@ -25,6 +27,7 @@ __all__ = [
     "Overlay",
     "RecordedEvent",
     "Recorder",
+    "ReplayReport",
     "TriggerConfig",
     "TriggerState",
     "WorkingGraph",
@@ -33,4 +36,5 @@ __all__ = [
     "default_pipeline",
     "enforce",
     "evaluate",
+    "replay",
 ]

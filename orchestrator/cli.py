@@ -27,6 +27,7 @@ from context_graph.render import Renderer, count_payload
 from context_graph.stats import GraphStats, graph_stats
 from context_graph.tokens import default_counter
 from context_graph.validate import validate
+from orchestrator.replay import replay
 
 __all__ = ["main"]
 
@@ -78,6 +79,24 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="mark Anthropic prompt-cache breakpoints (anthropic only)",
     )
+
+    replay = commands.add_parser(
+        "replay",
+        help="replay a session through the context manager, rendering at every model call",
+        description=(
+            "Feed a recorded session event by event to a ContextManager and, before each "
+            "assistant turn (where the agent called its model), render as the agent would "
+            "have. Prints totals; --report writes per-call figures as JSON; -o writes the "
+            "last request. With no TRACE, replays the bundled example session."
+        ),
+    )
+    _add_trace_arguments(replay)
+    replay.add_argument("--budget", type=_budget, help="token budget (default: no limit)")
+    replay.add_argument(
+        "--format", dest="provider", choices=RENDER_FORMATS, default="openai", help="provider"
+    )
+    replay.add_argument("--report", type=Path, help="write the JSON report here")
+    replay.add_argument("-o", "--output", type=Path, help="write the last request here")
 
     check = commands.add_parser(
         "check",
@@ -180,11 +199,7 @@ def _render(args: argparse.Namespace) -> int:
     result = renderer.render(graph, budget=args.budget)
     text = result.to_json(indent=2) + "\n"
     if args.output is not None:
-        try:
-            args.output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            msg = f"cannot write {args.output}: {exc.strerror or exc}"
-            raise IngestError(msg) from None
+        _write(args.output, text)
     else:
         sys.stdout.write(text)
     budget = f"{result.budget:,}" if result.budget is not None else "none"
@@ -225,7 +240,58 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_VIOLATIONS if violations else EXIT_OK
 
 
-_COMMANDS = {"inspect": _inspect, "render": _render, "check": _check}
+def _replay(args: argparse.Namespace) -> int:
+    _, chosen, _ = _load(args)
+    progress = _Progress(enabled=sys.stderr.isatty())
+    report = replay(
+        chosen.events, budget=args.budget, format=args.provider, on_progress=progress.update
+    )
+    progress.done()
+    if args.report is not None:
+        _write(args.report, report.model_dump_json(indent=2) + "\n")
+    if args.output is not None and report.last_request is not None:
+        _write(args.output, json.dumps(report.last_request, ensure_ascii=False, indent=2) + "\n")
+    budget = f"{report.budget:,}" if report.budget is not None else "none"
+    print(
+        f"{report.format}: {len(report.calls)} model calls over {report.events} events "
+        f"(budget {budget}); raw {report.total_raw_tokens:,} -> rendered "
+        f"{report.total_rendered_tokens:,} tokens in all; {report.invalid_calls} invalid, "
+        f"{report.over_budget_calls} over budget; prefix reused at "
+        f"{report.prefix_reuse_share:.0%} of calls"
+    )
+    return EXIT_OK
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        msg = f"cannot write {path}: {exc.strerror or exc}"
+        raise IngestError(msg) from None
+
+
+class _Progress:
+    """A one-line progress bar on stderr, drawn only on a terminal."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self.enabled = enabled
+        self._last = -1
+
+    def update(self, done: int, total: int) -> None:
+        if not self.enabled or total == 0:
+            return
+        filled = done * 30 // total
+        if filled != self._last:
+            self._last = filled
+            bar = "#" * filled + "." * (30 - filled)
+            print(f"\r[{bar}] {done}/{total} events", end="", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self.enabled and self._last >= 0:
+            print(file=sys.stderr)
+
+
+_COMMANDS = {"inspect": _inspect, "render": _render, "replay": _replay, "check": _check}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,6 +28,7 @@ MODULES = [
     "orchestrator.cli",
     "orchestrator.invariants",
     "orchestrator.manager",
+    "orchestrator.replay",
     "processors",
     "processors.base",
     "processors.registry",

@@ -1,0 +1,163 @@
+"""Replay a recorded session through a `ContextManager`, rendering at every model call.
+
+The recorded agent called its model right before each assistant turn; a replay feeds the
+events one by one and, at each of those points (and after the last event), renders as
+the agent would have, then checks what it rendered.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+
+from context_graph.errors import BudgetExceededError
+from context_graph.events import AgentEvent, AssistantTurn
+from context_graph.render import Renderer
+from context_graph.tokens import ProviderFormat
+from context_graph.validate import validate
+from orchestrator.manager import ContextManager
+
+__all__ = ["CallReport", "ReplayReport", "replay"]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class CallReport(BaseModel):
+    """What happened at one model call of the replay."""
+
+    model_config = _FROZEN
+    index: int
+    """The call's number, from 0."""
+    event: int
+    """How many events had been fed when the call was made."""
+    raw_tokens: int
+    """The whole history rendered with no budget."""
+    rendered_tokens: int | None
+    """The request sent (`None` when the budget could not be met)."""
+    processors: list[str]
+    """Processors whose proposals were applied since the previous call."""
+    tokens_saved: int
+    """Tokens those proposals saved."""
+    prefix_reused: bool
+    """Whether the request starts with the previous request's messages (cache reuse)."""
+    validation_errors: list[str]
+    """Rules the request breaks (empty when valid)."""
+    error: str | None = None
+    """Why nothing was rendered, when the budget could not be met."""
+
+
+class ReplayReport(BaseModel):
+    """A whole replay: every call, and totals."""
+
+    model_config = _FROZEN
+    format: ProviderFormat
+    budget: int | None
+    events: int
+    calls: list[CallReport]
+    total_raw_tokens: int
+    total_rendered_tokens: int
+    total_tokens_saved: int
+    prefix_reuse_share: float
+    """Share of calls (after the first) whose request extends the previous one."""
+    invalid_calls: int
+    over_budget_calls: int
+    last_request: dict[str, Any] | None = None
+    """The last rendered request body."""
+
+
+def _call_points(events: Sequence[AgentEvent]) -> set[int]:
+    """How many events had been fed at each model call.
+
+    The recorded agent called its model right before each assistant turn, and would
+    call it again after the last event.
+    """
+    points = {i for i, event in enumerate(events) if isinstance(event, AssistantTurn) and i > 0}
+    points.add(len(events))
+    return points
+
+
+def _extends(previous: list[str] | None, current: list[str] | None) -> bool:
+    """Whether `current` starts with every message of `previous` (a reusable prefix)."""
+    if previous is None or current is None:
+        return False
+    return current[: len(previous)] == previous
+
+
+def _messages(payload: dict[str, Any]) -> list[str]:
+    listed = payload.get("messages", payload.get("contents", []))
+    return [json.dumps(m, sort_keys=True) for m in listed]
+
+
+def replay(
+    events: Sequence[AgentEvent],
+    *,
+    budget: int | None,
+    format: ProviderFormat = "openai",
+    manager: ContextManager | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ReplayReport:
+    """Feed `events` to a manager and render at every model call; return the report."""
+    manager = manager or ContextManager(format=format, budget=budget)
+    points = _call_points(events)
+    raw_renderer = Renderer(format=format)
+    calls: list[CallReport] = []
+    previous: list[str] | None = None
+    last_request: dict[str, Any] | None = None
+    audited = 0
+    for fed, event in enumerate(events, start=1):
+        manager.ingest([event])
+        if on_progress is not None:
+            on_progress(fed, len(events))
+        if fed not in points:
+            continue
+        raw = raw_renderer.render(manager.raw).tokens
+        rendered: int | None = None
+        error: str | None = None
+        errors: list[str] = []
+        current: list[str] | None = None
+        try:
+            result = anyio.run(lambda: manager.render(budget=budget))
+        except BudgetExceededError as exc:
+            error = str(exc)
+        else:
+            rendered = result.tokens
+            errors = [f"{v.rule}: {v.message}" for v in validate(result.payload, format)]
+            current = _messages(result.payload)
+            last_request = result.payload
+        entries = manager.working.audit()[audited:]
+        audited += len(entries)
+        reused = (
+            previous is not None and current is not None and current[: len(previous)] == previous
+        )
+        calls.append(
+            CallReport(
+                index=len(calls),
+                event=fed,
+                raw_tokens=raw,
+                rendered_tokens=rendered,
+                processors=[e.processor for e in entries],
+                tokens_saved=sum(e.tokens_saved for e in entries),
+                prefix_reused=reused,
+                validation_errors=errors,
+                error=error,
+            )
+        )
+        previous = current if current is not None else previous
+    later = calls[1:]
+    return ReplayReport(
+        format=format,
+        budget=budget,
+        events=len(events),
+        calls=calls,
+        total_raw_tokens=sum(c.raw_tokens for c in calls),
+        total_rendered_tokens=sum(c.rendered_tokens or 0 for c in calls),
+        total_tokens_saved=sum(c.tokens_saved for c in calls),
+        prefix_reuse_share=(sum(c.prefix_reused for c in later) / len(later)) if later else 1.0,
+        invalid_calls=sum(bool(c.validation_errors) for c in calls),
+        over_budget_calls=sum(c.error is not None for c in calls),
+        last_request=last_request,
+    )

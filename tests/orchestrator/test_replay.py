@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from context_graph import AssistantTurn
+from context_graph.examples import EXAMPLE_SESSION
+from context_graph.importers import load_sessions
+from context_graph.validate import validate
+from orchestrator.cli import main
+from orchestrator.replay import replay
+
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+
+
+class TestReplay:
+    def test_renders_at_every_model_call(self) -> None:
+        """There is one call before each assistant turn (but the first event) and one at the end."""
+        events = load_sessions(EXAMPLE_SESSION)[0].events
+        report = replay(events, budget=None, format="openai")
+        turns = [i for i, e in enumerate(events) if isinstance(e, AssistantTurn) and i > 0]
+        assert [c.event for c in report.calls] == sorted({*turns, len(events)})
+        assert report.invalid_calls == 0
+        assert all(c.rendered_tokens == c.raw_tokens for c in report.calls)
+
+    @pytest.mark.parametrize("fmt", ["openai", "anthropic", "gemini"])
+    def test_budget_is_met_and_every_request_is_valid(self, fmt: str) -> None:
+        """Under a budget, compaction keeps requests valid and within it."""
+        events = load_sessions(EXAMPLE_SESSION)[0].events
+        report = replay(events, budget=8_000, format=fmt)  # type: ignore[arg-type]
+        sent = [c for c in report.calls if c.error is None]
+        assert sent
+        assert all(c.rendered_tokens is not None and c.rendered_tokens <= 8_000 for c in sent)
+        assert report.invalid_calls == 0
+        assert report.total_tokens_saved > 0
+        assert any(c.processors for c in report.calls)
+        assert report.last_request is not None
+        assert validate(report.last_request, fmt) == []
+
+    def test_prefix_reuse_is_measured(self) -> None:
+        """With no budget nothing is compacted, so every request extends the previous one."""
+        events = load_sessions(EXAMPLE_SESSION)[0].events
+        report = replay(events, budget=None, format="anthropic")
+        assert report.prefix_reuse_share == 1.0
+
+    @pytest.mark.skipif(not TRACES.exists(), reason="shared traces not present")
+    def test_shared_session_replays_without_invalid_requests(self) -> None:
+        """A real mini-swe-agent session at half its size: no invalid request is sent."""
+        path = next((TRACES / "mini_swe_agent_deepseek").rglob("*.traj.json"))
+        events = load_sessions(path)[0].events
+        full = replay(events, budget=None, format="openai")
+        half = replay(events, budget=full.calls[-1].raw_tokens // 2, format="openai")
+        assert half.invalid_calls == 0
+        assert all(c.error or (c.rendered_tokens or 0) <= (half.budget or 0) for c in half.calls)
+
+
+class TestReplayCli:
+    def test_writes_the_report_and_the_last_request(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """--report has per-call figures and totals; -o has the last request."""
+        report_path, out_path = tmp_path / "r.json", tmp_path / "last.json"
+        code = main(
+            ["replay", "--budget", "8000", "--report", str(report_path), "-o", str(out_path)]
+        )
+        out = capsys.readouterr().out
+        assert code == 0
+        assert "model calls" in out and "0 invalid" in out
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+        assert {"calls", "total_raw_tokens", "prefix_reuse_share"} <= set(report)
+        first = report["calls"][0]
+        assert {"raw_tokens", "rendered_tokens", "processors", "tokens_saved"} <= set(first)
+        assert {"prefix_reused", "validation_errors"} <= set(first)
+        assert validate(json.loads(out_path.read_text(encoding="utf-8")), "openai") == []
+
+    def test_bad_trace_exits_2(self, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+        """Bad input is reported with its place."""
+        path = tmp_path / "bad.json"
+        path.write_text("[1, 2]", encoding="utf-8")
+        assert main(["replay", str(path)]) == 2
+        assert "unrecognized input" in capsys.readouterr().err
