@@ -21,6 +21,10 @@ Rules (`RULES`):
 - `pinned_untouched`: no pinned node, and no node the caller protects, is a target.
 - `tokens_reduced`: the edits remove more content tokens than they add, and the
   proposal's `tokens_before` / `tokens_after` equal the counts by the graph's counter.
+- `safety_replaces_only`: a proposal whose `purpose` is `safety` (secret redaction)
+  only replaces nodes. In exchange it may edit pinned nodes (a secret in the system
+  prompt must go too, though never a node the caller protects) and need not save
+  tokens; its counts must still be right.
 - `lineage_consistent`: `replacement.replaces` is the target, `summary.abstracts` is
   exactly the targets, no node is the target of two edits, and no new id is taken.
   Lineage stays acyclic because a new node, under a fresh id, points only at nodes
@@ -56,6 +60,7 @@ RULES: dict[str, str] = {
     "tokens_reduced": "the edits save tokens, and the proposal's counts are right",
     "lineage_consistent": "lineage links name the targets exactly; new ids are fresh",
     "summaries_checked": "every new summary passed the summarizer's checks",
+    "safety_replaces_only": "safety edits (redaction) only replace nodes",
 }
 
 _SYSTEM_KINDS = frozenset({"system", "note"})
@@ -130,8 +135,9 @@ def _check(
         *_targets_current(proposal, changes, state),
         *_whole_units(changes, state),
         *_calls_keep_ids(changes, state),
-        *_pinned_untouched(changes, state, protected),
+        *_pinned_untouched(changes, state, protected, safety=proposal.purpose == "safety"),
         *_tokens_reduced(proposal, changes, state),
+        *_safety_replaces_only(proposal),
         *_lineage_consistent(changes, state),
         *_summaries_checked(changes),
     ]
@@ -274,12 +280,13 @@ def _calls_keep_ids(changes: Sequence[_Change], state: WorkingView) -> Iterator[
 
 
 def _pinned_untouched(
-    changes: Sequence[_Change], state: WorkingView, protected: frozenset[str]
+    changes: Sequence[_Change], state: WorkingView, protected: frozenset[str], *, safety: bool
 ) -> Iterator[str]:
     for change in changes:
         for target in change.targets:
             node = state.get(target)
-            why = "is pinned" if node is not None and node.pinned else None
+            pinned = node is not None and node.pinned and not safety
+            why = "is pinned" if pinned else None
             if why is None and target in protected:
                 why = "is protected by the caller"
             if why is not None:
@@ -318,13 +325,26 @@ def _tokens_reduced(
             f"claims tokens_after={proposal.tokens_after}, but {_ids(added_ids)} count {after}"
         )
         yield _say(rule, subject, problem, fix)
-    if after >= before:
+    if after >= before and proposal.purpose != "safety":
         yield _say(
             rule,
             f"{subject} on {_ids(removed)}",
             f"adds {after} tokens for the {before} it removes",
             "propose only edits that make the context smaller",
         )
+
+
+def _safety_replaces_only(proposal: Proposal) -> Iterator[str]:
+    if proposal.purpose != "safety":
+        return
+    for index, edit in enumerate(proposal.edits):
+        if not isinstance(edit, Replace):
+            yield _say(
+                "safety_replaces_only",
+                f"proposal from `{proposal.processor}`",
+                f"is a safety proposal but edit {index} is a {edit.op}",
+                "make safety edits replacements only, or make the proposal a compaction",
+            )
 
 
 def _lineage_consistent(changes: Sequence[_Change], state: WorkingView) -> Iterator[str]:

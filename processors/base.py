@@ -215,6 +215,10 @@ class Proposal(BaseModel):
     """The graph version the processor read (stale proposals are rejected or rebased)."""
     note: str = ""
     """A short human explanation (shown in the audit log)."""
+    purpose: Literal["compact", "safety"] = "compact"
+    """Why the edits are made. `safety` edits (secret redaction) only replace nodes;
+    they may touch pinned nodes and need not save tokens (a placeholder can be longer
+    than a short password), and every other invariant still holds."""
 
     @property
     def tokens_saved(self) -> int:

@@ -125,6 +125,7 @@ class SecretRedactor:
             tokens_after=after,
             base_version=ctx.graph.version,
             note=note if edits else "no secrets found",
+            purpose="safety",
         )
 
     def _collect(self, text: str, run: _Run) -> None:

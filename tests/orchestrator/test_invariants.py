@@ -464,8 +464,68 @@ class TestEnforce:
             "tokens_reduced",
             "lineage_consistent",
             "summaries_checked",
+            "safety_replaces_only",
         ]
 
 
 def _short(node: Node, text: str = "short", **updates: Any) -> Node:
     return replacement_for(node, [TextPart(text=text)], **updates)
+
+
+class TestSafetyEdits:
+    def _session(self) -> tuple[ContextGraph, WorkingGraph]:
+        from context_graph.testing import WordCounter
+
+        graph = ContextGraph(counter=WordCounter())
+        graph.add_system("deploy with key AKIAQ7X2M4KD9PLR3NZT please")
+        graph.add_user("the password is pw")
+        graph.add_assistant(tool_calls=[{"id": "c", "name": "bash", "arguments": {"cmd": "env"}}])
+        graph.add_tool_result("c", "DB_PASSWORD=hunter2hunter2hunter2")
+        return graph, WorkingGraph(graph)
+
+    def test_redaction_may_touch_pinned_nodes_and_grow(self) -> None:
+        """A safety proposal edits the pinned system prompt and is applied."""
+        import anyio
+
+        from processors import ProcessorContext, SecretRedactor
+
+        graph, working = self._session()
+        ctx = ProcessorContext(graph=working.snapshot(), tokens=working.token_cache)
+        targets = [graph[i] for i in graph.transcript()]
+        proposal = anyio.run(SecretRedactor().propose, targets, ctx)
+        assert proposal.purpose == "safety"
+        assert any(graph[e.target].pinned for e in proposal.edits)  # type: ignore[union-attr]
+        working.apply(proposal)
+        system = working[working.units()[0].node_ids[0]]
+        assert "AKIA" not in system.text
+
+    def test_safety_proposals_may_only_replace(self) -> None:
+        """A safety proposal that drops a unit is refused under safety_replaces_only."""
+        from processors import Drop, Proposal
+
+        graph, working = self._session()
+        unit = graph.units()[1]
+        proposal = Proposal(
+            processor="sloppy",
+            edits=(Drop(targets=unit.node_ids),),
+            tokens_before=sum(graph.tokens(i) for i in unit.node_ids),
+            purpose="safety",
+        )
+        problems = working.check(proposal)
+        assert any(p.startswith("safety_replaces_only") for p in problems)
+
+    def test_compaction_still_may_not_touch_pinned_nodes(self) -> None:
+        """Without the safety purpose, editing the pinned system prompt is refused."""
+        from context_graph import TextPart
+        from processors import Proposal, Replace, replacement_for
+
+        graph, working = self._session()
+        system = graph[graph.transcript()[0]]
+        new = replacement_for(system, [TextPart(text="deploy")])
+        proposal = Proposal(
+            processor="compactor",
+            edits=(Replace(target=system.id, replacement=new),),
+            tokens_before=graph.tokens(system.id),
+            tokens_after=working.token_cache.count_node(new),
+        )
+        assert any(p.startswith("pinned_untouched") for p in working.check(proposal))
