@@ -128,6 +128,11 @@ class ContextManager:
         pipeline: The processors, run in order (cheapest first); `default_pipeline()`.
         summarizer: Given to processors (the history summarizer writes with it); the
             deterministic extractive brief when `None`.
+        compact_to: When compaction runs to make a request fit, it goes on until the
+            request is at most this share of the budget (default 0.7). The headroom lets
+            the next turns render without compacting again, so the rendered prefix stays
+            byte-stable between compactions and the provider's prompt cache keeps
+            working; 1.0 compacts only just enough, every turn.
         clock: Seconds since the epoch, for the audit log; injectable for tests.
 
     Raises:
@@ -143,8 +148,16 @@ class ContextManager:
         triggers: TriggerConfig | None = None,
         pipeline: Sequence[Processor] | None = None,
         summarizer: Summarizer | None = None,
+        compact_to: float = 0.7,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        if isinstance(compact_to, bool) or not isinstance(compact_to, int | float):
+            msg = f"ContextManager: compact_to must be a number in (0, 1], got {compact_to!r}"
+            raise ConfigurationError(msg)
+        if not 0 < compact_to <= 1:
+            msg = f"ContextManager: compact_to must be in (0, 1], got {compact_to}"
+            raise ConfigurationError(msg)
+        self._compact_to = float(compact_to)
         self._format = _check_format(format, "ContextManager")
         self._budget = _check_budget(budget, "ContextManager")
         _check_options(counter, triggers, summarizer, clock)
@@ -250,7 +263,9 @@ class ContextManager:
     def _renderer(self, format: ProviderFormat) -> Renderer:
         renderer = self._renderers.get(format)
         if renderer is None:
-            renderer = Renderer(format=format, calibrator=self._calibrator)
+            renderer = Renderer(
+                format=format, calibrator=self._calibrator, refit_to=self._compact_to
+            )
             self._renderers[format] = renderer
         return renderer
 
@@ -306,7 +321,10 @@ class ContextManager:
         renderer = self._renderer(fmt)
         firings = self._fire(limit)
         if firings or (limit is not None and not self._fits(renderer, limit)):
-            await self._run(limit, None, functools.partial(self._fits, renderer, limit))
+            # Compact in one batch down to the low-water mark, not just under the budget,
+            # so that the following turns fit without another rewrite of the prefix.
+            target = None if limit is None else max(1, int(limit * self._compact_to))
+            await self._run(limit, None, functools.partial(self._fits, renderer, target))
         result = renderer.render(self._working, budget=limit)
         self._last = result
         self._bus.emit("render_done", format=fmt, tokens=result.tokens, budget=limit)

@@ -106,6 +106,11 @@ class Renderer:
             `observe_usage`); budgets are then met by the provider's count, not only by
             the local one. Useful for Anthropic and Gemini, whose tokenizers are not
             public.
+        refit_to: Keep the prompt prefix stable under budget pressure: a render keeps
+            leaving out the same units as the previous one while that still fits, and
+            when it no longer does, drops down to this share of the budget in one step.
+            `None` (the default) leaves out the fewest units every time, which is what a
+            stateless caller expects.
 
     Raises:
         ConfigurationError: an unknown format, or breakpoints asked for another format.
@@ -118,6 +123,7 @@ class Renderer:
         counter: TokenCounter | None = None,
         cache_breakpoints: bool = False,
         calibrator: Calibrator | None = None,
+        refit_to: float | None = None,
     ) -> None:
         if format not in _MODULES:
             msg = f"unknown format {format!r}; expected one of {', '.join(FORMATS)}"
@@ -130,6 +136,11 @@ class Renderer:
         self._counter = counter
         self._breakpoints = cache_breakpoints
         self.calibrator = calibrator
+        if refit_to is not None and not 0 < refit_to <= 1:
+            msg = f"refit_to must be in (0, 1], got {refit_to}"
+            raise ConfigurationError(msg)
+        self._refit_to = refit_to
+        self._sticky = 0
         self._fragments: dict[str, _Fragment] = {}
         self._fixed_cache: tuple[tuple[str, ...], tuple[list[Message], int, int]] | None = None
         self._last_key: tuple[int, int | None, float] | None = None
@@ -256,14 +267,19 @@ class Renderer:
             fits = [f.fit for f in fragments]
             droppable.extend(droppable_units(fits))
             marker = int(self._module.count_messages(self._marker_messages(len(fits)), cache))
-            k = fewest_drops(
-                fits,
-                droppable,
-                budget=budget,
-                bound=fixed + lead + marker,
-                exact=lambda k: attempt(k).tokens,
-            )
-            chosen = attempt(k)
+
+            def fewest(goal: int) -> int:
+                return fewest_drops(
+                    fits,
+                    droppable,
+                    budget=goal,
+                    bound=fixed + lead + marker,
+                    exact=lambda k: attempt(k).tokens,
+                )
+
+            chosen = attempt(self._drop_count(len(droppable), budget, fewest, attempt))
+        elif budget is not None:
+            self._sticky = 0
         return RenderResult(
             payload=chosen.payload,
             format=self.format,
@@ -274,6 +290,32 @@ class Renderer:
             dropped=tuple(fragments[i].unit.head for i in chosen.dropped),
             call_ids=MappingProxyType(chosen.call_ids),
         )
+
+    def _drop_count(
+        self,
+        droppable: int,
+        budget: int,
+        fewest: Callable[[int], int],
+        attempt: Callable[[int], _Attempt],
+    ) -> int:
+        """How many droppable units to leave out.
+
+        Without `refit_to`, the fewest that fit. With it, the previous render's count
+        while that still fits (so the prefix, marker included, does not change from turn
+        to turn), and when it no longer does, enough to get down to `refit_to` of the
+        budget in one step (or at least under the budget).
+        """
+        if self._refit_to is None:
+            return fewest(budget)
+        kept = self._sticky
+        if 0 < kept <= droppable and attempt(kept).tokens <= budget:
+            return kept
+        try:
+            count = fewest(max(1, math.floor(budget * self._refit_to)))
+        except BudgetExceededError:
+            count = fewest(budget)
+        self._sticky = count
+        return count
 
     def _attempt(
         self,

@@ -319,3 +319,14 @@ class TestQuickstart:
         exec(compile(blocks[0], str(QUICKSTART), "exec"), namespace)
         request = namespace["request"]
         assert validate(request, "openai") == []
+
+
+class TestCompactTo:
+    @pytest.mark.parametrize("value", [0, 1.5, "half", True])
+    def test_bad_compact_to_is_refused(self, value: object) -> None:
+        """compact_to must be a share in (0, 1]."""
+        from context_graph import ConfigurationError
+        from orchestrator import ContextManager
+
+        with pytest.raises(ConfigurationError, match="compact_to"):
+            ContextManager(compact_to=value)  # type: ignore[arg-type]

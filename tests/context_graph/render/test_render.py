@@ -543,3 +543,55 @@ class TestImportedCompaction:
                 {"role": "user", "content": "new request"},
             ]
         }
+
+
+class TestRefit:
+    def _grow(self, graph: ContextGraph, start: int, count: int) -> None:
+        for i in range(start, start + count):
+            graph.add_user(f"question {i} " + "word " * 20)
+            graph.add_assistant(f"answer {i} " + "word " * 20)
+
+    def test_dropped_units_stay_the_same_while_they_fit(self) -> None:
+        """With refit_to, later renders keep the earlier drops, so the prefix is stable."""
+        graph = ContextGraph(counter=WordCounter())
+        graph.add_system("rules")
+        self._grow(graph, 0, 20)
+        renderer = Renderer(format="openai", refit_to=0.6)
+        budget = Renderer(format="openai").render(graph).tokens * 3 // 4
+        first = renderer.render(graph, budget=budget)
+        assert first.tokens <= int(budget * 0.6)
+        self._grow(graph, 20, 1)
+        second = renderer.render(graph, budget=budget)
+        assert second.dropped == first.dropped
+        assert (
+            second.payload["messages"][: len(first.payload["messages"]) - 2]
+            == (first.payload["messages"][:-2])
+        )
+
+    def test_refits_in_one_step_when_the_drops_no_longer_fit(self) -> None:
+        """When the kept drops stop fitting, it drops down to the low-water mark again."""
+        graph = ContextGraph(counter=WordCounter())
+        graph.add_system("rules")
+        self._grow(graph, 0, 20)
+        renderer = Renderer(format="anthropic", refit_to=0.6)
+        budget = Renderer(format="anthropic").render(graph).tokens * 3 // 4
+        first = renderer.render(graph, budget=budget)
+        self._grow(graph, 20, 12)
+        later = renderer.render(graph, budget=budget)
+        assert len(later.dropped) > len(first.dropped)
+        assert later.tokens <= int(budget * 0.6)
+
+    def test_without_refit_the_fewest_units_are_dropped(self) -> None:
+        """The default drops only what it must, every time."""
+        graph = ContextGraph(counter=WordCounter())
+        graph.add_system("rules")
+        self._grow(graph, 0, 20)
+        budget = Renderer(format="openai").render(graph).tokens * 3 // 4
+        result = Renderer(format="openai").render(graph, budget=budget)
+        assert budget * 0.6 < result.tokens <= budget
+
+    @pytest.mark.parametrize("value", [0, -0.5, 1.5])
+    def test_bad_refit_is_a_configuration_error(self, value: float) -> None:
+        """refit_to must be a share in (0, 1]."""
+        with pytest.raises(ConfigurationError, match="refit_to"):
+            Renderer(refit_to=value)
