@@ -12,11 +12,13 @@ from orchestrator.bus import SIGNALS, EventBus, RecordedEvent, Recorder
 from orchestrator.invariants import RULES as INVARIANT_RULES
 from orchestrator.invariants import check_proposal, enforce
 from orchestrator.manager import ContextManager, ManagerStats, default_pipeline
+from orchestrator.profiles import PROFILES, Profile, StageConfig, get_profile, load_profile
 from orchestrator.replay import CallReport, ReplayReport, replay
 from orchestrator.triggers import Firing, TriggerConfig, TriggerState, evaluate
 
 __all__ = [
     "INVARIANT_RULES",
+    "PROFILES",
     "SIGNALS",
     "AuditEntry",
     "CallReport",
@@ -25,9 +27,11 @@ __all__ = [
     "Firing",
     "ManagerStats",
     "Overlay",
+    "Profile",
     "RecordedEvent",
     "Recorder",
     "ReplayReport",
+    "StageConfig",
     "TriggerConfig",
     "TriggerState",
     "WorkingGraph",
@@ -36,5 +40,7 @@ __all__ = [
     "default_pipeline",
     "enforce",
     "evaluate",
+    "get_profile",
+    "load_profile",
     "replay",
 ]

@@ -27,6 +27,8 @@ from context_graph.render import Renderer, count_payload
 from context_graph.stats import GraphStats, graph_stats
 from context_graph.tokens import default_counter
 from context_graph.validate import validate
+from orchestrator.manager import ContextManager
+from orchestrator.profiles import PROFILES, Profile, get_profile, load_profile
 from orchestrator.replay import replay
 
 __all__ = ["main"]
@@ -94,6 +96,10 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--budget", type=_budget, help="token budget (default: no limit)")
     replay.add_argument(
         "--format", dest="provider", choices=RENDER_FORMATS, default="openai", help="provider"
+    )
+    replay.add_argument(
+        "--profile",
+        help=f"a built-in profile ({', '.join(PROFILES)}) or a TOML file (default: coding)",
     )
     replay.add_argument("--report", type=Path, help="write the JSON report here")
     replay.add_argument("-o", "--output", type=Path, help="write the last request here")
@@ -243,8 +249,14 @@ def _check(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     _, chosen, _ = _load(args)
     progress = _Progress(enabled=sys.stderr.isatty())
+    profile = _profile(args.profile)
+    manager = ContextManager(format=args.provider, budget=args.budget, **profile.manager_options())
     report = replay(
-        chosen.events, budget=args.budget, format=args.provider, on_progress=progress.update
+        chosen.events,
+        budget=args.budget,
+        format=args.provider,
+        manager=manager,
+        on_progress=progress.update,
     )
     progress.done()
     if args.report is not None:
@@ -260,6 +272,17 @@ def _replay(args: argparse.Namespace) -> int:
         f"{report.prefix_reuse_share:.0%} of calls"
     )
     return EXIT_OK
+
+
+def _profile(name: str | None) -> Profile:
+    if name is None:
+        return get_profile("coding")
+    if name in PROFILES:
+        return get_profile(name)
+    path = Path(name)
+    if path.suffix == ".toml" or path.exists():
+        return load_profile(path)
+    return get_profile(name)  # raises, listing the built-in names
 
 
 def _write(path: Path, text: str) -> None:

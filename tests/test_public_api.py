@@ -28,6 +28,7 @@ MODULES = [
     "orchestrator.cli",
     "orchestrator.invariants",
     "orchestrator.manager",
+    "orchestrator.profiles",
     "orchestrator.replay",
     "processors",
     "processors.base",

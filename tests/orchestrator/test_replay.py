@@ -96,3 +96,32 @@ class TestReplayCli:
         path.write_text("[1, 2]", encoding="utf-8")
         assert main(["replay", str(path)]) == 2
         assert "unrecognized input" in capsys.readouterr().err
+
+
+class TestReplayProfiles:
+    @pytest.mark.parametrize("profile", ["coding", "service", "chat"])
+    def test_built_in_profiles_replay_valid(
+        self, capsys: pytest.CaptureFixture[str], profile: str
+    ) -> None:
+        """Every built-in profile replays the example with no invalid request."""
+        code = main(["replay", "--budget", "8000", "--profile", profile])
+        out = capsys.readouterr().out
+        assert code == 0
+        assert "0 invalid" in out
+
+    def test_profile_from_a_toml_file(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """A TOML profile file is loaded and used."""
+        path = tmp_path / "mine.toml"
+        path.write_text(
+            'name = "mine"\n[[stages]]\nprocessor = "truncate"\noptions = {max_tokens = 500}\n',
+            encoding="utf-8",
+        )
+        assert main(["replay", "--budget", "8000", "--profile", str(path)]) == 0
+        assert "0 invalid" in capsys.readouterr().out
+
+    def test_unknown_profile_exits_2(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """An unknown profile name is bad input and lists the built-in ones."""
+        assert main(["replay", "--profile", "nope"]) == 2
+        assert "coding" in capsys.readouterr().err

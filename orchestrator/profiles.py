@@ -1,0 +1,266 @@
+"""Profiles: declarative pipelines (triggers, stages cheapest first), loadable from TOML.
+
+A `Profile` names the triggers, the processor stages (by registry name, with the options
+given to each processor's constructor) and the compaction target, and hands them to a
+`ContextManager`:
+
+```python
+profile = load_profile("agent.toml")  # or get_profile("coding")
+manager = ContextManager(format="anthropic", budget=50_000, **profile.manager_options())
+```
+
+Every mistake raises `ConfigurationError` naming its place: the TOML key path
+(`stages[1].options`) for a bad value, the stage index and processor for a processor that
+is unknown or refuses its options.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from context_graph.errors import ConfigurationError
+from orchestrator.triggers import TriggerConfig
+from processors import registry
+from processors.base import Processor
+
+__all__ = ["PROFILES", "Profile", "StageConfig", "get_profile", "load_profile"]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+def _key_path(loc: tuple[int | str, ...]) -> str:
+    """A pydantic location as a TOML key path: `stages[1].options`."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "profile"
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"`{_key_path(e['loc'])}`: {e['msg']}" for e in exc.errors())
+
+
+class _TriggerFields(TriggerConfig):
+    """`TriggerConfig` validated the plain pydantic way, so its errors keep their location."""
+
+    __init__ = BaseModel.__init__  # plain pydantic errors, not the reworded ones
+
+
+def _problems_at(prefix: str, exc: ValidationError) -> str:
+    return "; ".join(f"`{_key_path((prefix, *e['loc']))}`: {e['msg']}" for e in exc.errors())
+
+
+class StageConfig(BaseModel):
+    """One pipeline stage: a processor by registry name, and its constructor options."""
+
+    model_config = _FROZEN
+
+    processor: str = Field(min_length=1)
+    """The registry name: a built-in (`mask`, `truncate`, `distill`, `summarize`,
+    `redact`, `shorten_urls`), a `processors.register`ed class or an entry point."""
+    options: Mapping[str, Any] = Field(default_factory=dict)
+    """Keyword arguments for the processor's constructor; its defaults when empty."""
+
+    def build(self) -> Processor:
+        """A new processor made through the registry with `options`.
+
+        Raises:
+            ConfigurationError: no processor has that name, or it refuses the options.
+        """
+        try:
+            processor: Processor = registry.create(self.processor, **self.options)
+        except ConfigurationError:
+            raise
+        except (TypeError, ValueError) as exc:  # an unknown keyword, a bad value
+            msg = f"{type(exc).__name__}: {exc}"
+            raise ConfigurationError(msg) from exc
+        return processor
+
+
+class Profile(BaseModel):
+    """A named configuration: when compaction runs, which stages, and how far it goes.
+
+    Invalid fields raise `ConfigurationError` naming the key path.
+    """
+
+    model_config = _FROZEN
+
+    name: str = Field(min_length=1)
+    """The profile's name (`coding`, `service`, `chat`, or your own)."""
+    description: str = ""
+    """One or two sentences: the kind of agent the profile is for."""
+    triggers: TriggerConfig = Field(default_factory=TriggerConfig)
+    """The graph-level triggers (budget ratios, counts); `TriggerConfig()` by default."""
+    stages: tuple[StageConfig, ...] = Field(min_length=1)
+    """The processor stages, cheapest first: mask, truncate, distill, summarize."""
+    compact_to: float = Field(0.7, gt=0, le=1)
+    """A compaction goes on until the request is at most this share of the budget."""
+
+    def __init__(self, **data: Any) -> None:
+        table = data.get("triggers")
+        if isinstance(table, Mapping):
+            # A nested TriggerConfig would hide the key path inside its own message.
+            try:
+                fields = _TriggerFields.model_validate(table)
+            except ValidationError as exc:
+                msg = f"Profile: {_problems_at('triggers', exc)}"
+                raise ConfigurationError(msg) from None
+            data = {**data, "triggers": TriggerConfig(**dict(fields))}
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            msg = f"Profile: {_problems(exc)}"
+            raise ConfigurationError(msg) from None
+
+    def build_pipeline(self) -> tuple[Processor, ...]:
+        """New processors for every stage, in order.
+
+        Raises:
+            ConfigurationError: a stage names an unknown processor or gives it bad options
+                (the message names the stage index and the processor).
+        """
+        pipeline: list[Processor] = []
+        for index, stage in enumerate(self.stages):
+            try:
+                pipeline.append(stage.build())
+            except ConfigurationError as exc:
+                msg = (
+                    f"profile {self.name!r}: `stages[{index}]` (processor {stage.processor!r}): "
+                    f"{exc}"
+                )
+                raise ConfigurationError(msg) from exc
+        return tuple(pipeline)
+
+    def manager_options(self) -> dict[str, Any]:
+        """Keyword arguments for `ContextManager`: `triggers`, `pipeline`, `compact_to`."""
+        return {
+            "triggers": self.triggers,
+            "pipeline": self.build_pipeline(),
+            "compact_to": self.compact_to,
+        }
+
+    @classmethod
+    def from_toml(cls, source: str | os.PathLike[str]) -> Profile:
+        """Parse a profile from TOML text (a `str`) or a file (a `Path`).
+
+        The stages are built once, so an unknown processor or a bad option fails here.
+
+        Raises:
+            ConfigurationError: invalid TOML, an unknown or invalid key (named by its key
+                path), or a stage that cannot be built.
+        """
+        if isinstance(source, str):
+            where, text = "profile TOML", source
+        else:
+            where = os.fspath(source)
+            try:
+                text = Path(source).read_text(encoding="utf-8")
+            except OSError as exc:
+                msg = f"{where}: cannot read the profile: {exc.strerror or exc}"
+                raise ConfigurationError(msg) from exc
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            msg = f"{where}: invalid TOML: {exc}"
+            raise ConfigurationError(msg) from exc
+        try:
+            profile = cls(**data)
+            profile.build_pipeline()
+        except ConfigurationError as exc:
+            msg = f"{where}: {exc}"
+            raise ConfigurationError(msg) from exc
+        return profile
+
+
+def load_profile(path: str | os.PathLike[str]) -> Profile:
+    """Read the profile in the TOML file at `path` (see `Profile.from_toml`)."""
+    return Profile.from_toml(Path(path))
+
+
+# Test and build tools whose failures matter more than their first and last lines.
+_ERRORS_FIRST = (
+    "bash",
+    "shell",
+    "execute_bash",
+    "run_tests",
+    "pytest",
+    "make",
+    "*test*",
+    "*build*",
+)
+
+PROFILES: dict[str, Profile] = {
+    "coding": Profile(
+        name="coding",
+        description=(
+            "A coding agent (SWE-agent, mini-swe-agent, Claude Code): large shell, test and "
+            "file outputs; the first request and its constraints stay in the floor."
+        ),
+        triggers=TriggerConfig(soft_ratio=0.7, hard_ratio=0.9, hysteresis=0.1),
+        stages=(
+            StageConfig(
+                processor="mask",
+                options={"keep_turns": 3, "mask_superseded": True, "min_tokens": 200},
+            ),
+            StageConfig(
+                processor="truncate",
+                options={
+                    "max_tokens": 1_500,
+                    "default_policy": "head_tail",
+                    "policies": dict.fromkeys(_ERRORS_FIRST, "errors_first"),
+                    "context_lines": 3,
+                },
+            ),
+            StageConfig(processor="distill", options={"min_tokens": 200}),
+            StageConfig(processor="summarize", options={"timeout": 120.0}),
+        ),
+        compact_to=0.6,
+    ),
+    "service": Profile(
+        name="service",
+        description=(
+            "A tool-using service agent (tau-bench): many short JSON lookups between user "
+            "turns; results stay valid JSON and the conversation is summarized rarely."
+        ),
+        triggers=TriggerConfig(soft_ratio=0.8, hard_ratio=0.95, hysteresis=0.1),
+        stages=(
+            StageConfig(
+                processor="mask",
+                options={"keep_turns": 2, "mask_superseded": False, "min_tokens": 50},
+            ),
+            StageConfig(
+                processor="truncate", options={"max_tokens": 800, "default_policy": "head"}
+            ),
+            StageConfig(processor="summarize", options={"timeout": 60.0}),
+        ),
+        compact_to=0.6,
+    ),
+    "chat": Profile(
+        name="chat",
+        description="A plain chat without tools: old turns are summarized, nothing else.",
+        triggers=TriggerConfig(soft_ratio=0.8, hard_ratio=0.95, hysteresis=0.1),
+        stages=(StageConfig(processor="summarize", options={"timeout": 60.0}),),
+        compact_to=0.5,
+    ),
+}
+"""The built-in profiles by name (see docs/configuration.md for the reasons)."""
+
+
+def get_profile(name: str) -> Profile:
+    """The built-in profile called `name`.
+
+    Raises:
+        ConfigurationError: no built-in profile has that name (the message lists them).
+    """
+    try:
+        return PROFILES[name]
+    except KeyError:
+        names = ", ".join(sorted(PROFILES))
+        msg = f"no built-in profile named {name!r}; use one of {names}, or load_profile(path)"
+        raise ConfigurationError(msg) from None

@@ -1,0 +1,231 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from context_graph.errors import BudgetExceededError, ConfigurationError
+from context_graph.events import AgentEvent, AssistantTurn
+from context_graph.importers import load_sessions
+from context_graph.nodes import Node
+from context_graph.render import Renderer
+from context_graph.validate import validate
+from orchestrator.manager import ContextManager
+from orchestrator.profiles import (
+    PROFILES,
+    Profile,
+    StageConfig,
+    get_profile,
+    load_profile,
+)
+from orchestrator.triggers import TriggerConfig
+from processors import registry
+from processors.base import ProcessorContext, Proposal
+from processors.distill import Distiller
+from processors.mask import ObservationMasker
+from processors.summarize import HistorySummarizer
+from processors.truncate import ToolOutputTruncator
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACES = ROOT.parent / "shared" / "traces"
+DOC = ROOT / "docs" / "configuration.md"
+
+
+class Noop:
+    """A custom processor that proposes nothing, with one option."""
+
+    name = "noop"
+
+    def __init__(self, *, label: str = "x") -> None:
+        if not label:
+            msg = "Noop: `label` must not be empty"
+            raise ConfigurationError(msg)
+        self.label = label
+
+    async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
+        """Propose no edit."""
+        return Proposal(processor=self.name, edits=())
+
+
+@pytest.fixture(name="noop")
+def _noop() -> Iterator[type[Noop]]:
+    registry.register(Noop, name="noop_test")
+    yield Noop
+    registry.unregister("noop_test")
+
+
+def _events(kind: str) -> Sequence[AgentEvent]:
+    """A mini-swe-agent session for `coding`, else the longest tau-bench session."""
+    if kind == "coding":
+        return load_sessions(next((TRACES / "mini_swe_agent_deepseek").rglob("*.traj.json")))[
+            0
+        ].events
+    sessions = load_sessions(TRACES / "tau_bench_gpt4o_airline" / "gpt-4o-airline.sample12.json")
+    return max(sessions, key=lambda s: len(s.events)).events
+
+
+def _replay(profile: Profile, events: Sequence[AgentEvent]) -> tuple[int, int]:
+    """Render before each assistant turn at half the raw size; (valid renders, over budget)."""
+    raw = ContextManager(format="openai")
+    raw.ingest(events)
+    budget = Renderer(format="openai").render(raw.raw).tokens // 2
+    manager = ContextManager(format="openai", budget=budget, **profile.manager_options())
+    rendered = exceeded = 0
+    for index, event in enumerate(events):
+        if isinstance(event, AssistantTurn) and index > 0:
+            try:
+                result = manager.render_sync()
+            except BudgetExceededError:
+                exceeded += 1
+            else:
+                assert validate(result.payload, "openai") == []
+                rendered += 1
+        manager.ingest([event])
+    return rendered, exceeded
+
+
+class TestBuiltinProfiles:
+    def test_names(self) -> None:
+        """The coding, service and chat profiles are built in and found by name."""
+        assert set(PROFILES) == {"coding", "service", "chat"}
+        assert get_profile("coding") is PROFILES["coding"]
+
+    def test_unknown_name(self) -> None:
+        """An unknown profile name lists the known ones."""
+        with pytest.raises(ConfigurationError, match="chat, coding, service"):
+            get_profile("nope")
+
+    def test_pipelines(self) -> None:
+        """Each profile builds its stages cheapest first; chat runs no tool processors."""
+        kinds = {
+            name: [type(p) for p in profile.build_pipeline()] for name, profile in PROFILES.items()
+        }
+        assert kinds == {
+            "coding": [ObservationMasker, ToolOutputTruncator, Distiller, HistorySummarizer],
+            "service": [ObservationMasker, ToolOutputTruncator, HistorySummarizer],
+            "chat": [HistorySummarizer],
+        }
+
+    def test_build_makes_new_processors(self) -> None:
+        """Two builds share no processor instance."""
+        profile = get_profile("coding")
+        first, second = profile.build_pipeline(), profile.build_pipeline()
+        assert all(a is not b for a, b in zip(first, second, strict=True))
+
+    def test_test_tools_truncate_errors_first(self) -> None:
+        """The coding truncator keeps errors first for shell and test tools."""
+        truncator = get_profile("coding").build_pipeline()[1]
+        assert isinstance(truncator, ToolOutputTruncator)
+        assert truncator.policy_for("bash") == "errors_first"
+        assert truncator.policy_for("run_unit_tests") == "errors_first"
+        assert truncator.policy_for("read_file") == "head_tail"
+
+    @pytest.mark.skipif(not TRACES.exists(), reason="shared traces not present")
+    @pytest.mark.parametrize(
+        ("profile", "trace"), [("coding", "coding"), ("service", "service"), ("chat", "service")]
+    )
+    def test_replays_a_shared_trace_validly(self, profile: str, trace: str) -> None:
+        """At half the raw size, every render before an assistant turn is a valid request."""
+        events = _events(trace)
+        rendered, exceeded = _replay(get_profile(profile), events)
+        assert rendered > 0
+        assert rendered + exceeded == sum(
+            isinstance(e, AssistantTurn) and i > 0 for i, e in enumerate(events)
+        )
+
+
+class TestProfileToml:
+    def test_round_trip_with_a_custom_processor(self, noop: type[Noop]) -> None:
+        """A registered processor is usable by name, and its options reach its constructor."""
+        profile = Profile.from_toml(
+            """
+            name = "mine"
+            compact_to = 0.5
+
+            [triggers]
+            soft_ratio = 0.6
+            max_messages = 200
+
+            [[stages]]
+            processor = "noop_test"
+            options = { label = "hello" }
+
+            [[stages]]
+            processor = "summarize"
+            """
+        )
+        assert profile == Profile(
+            name="mine",
+            compact_to=0.5,
+            triggers=TriggerConfig(soft_ratio=0.6, max_messages=200),
+            stages=(
+                StageConfig(processor="noop_test", options={"label": "hello"}),
+                StageConfig(processor="summarize"),
+            ),
+        )
+        options = profile.manager_options()
+        assert options["compact_to"] == 0.5
+        assert options["triggers"].max_messages == 200
+        stage = options["pipeline"][0]
+        assert isinstance(stage, noop) and stage.label == "hello"
+        ContextManager(format="anthropic", budget=1_000, **options)
+
+    def test_load_profile_from_a_file(self, tmp_path: Path) -> None:
+        """`load_profile` reads a file; a missing one names the path."""
+        path = tmp_path / "p.toml"
+        path.write_text('name = "f"\n[[stages]]\nprocessor = "mask"\n', encoding="utf-8")
+        assert load_profile(path).stages == (StageConfig(processor="mask"),)
+        with pytest.raises(ConfigurationError, match=r"missing\.toml"):
+            load_profile(tmp_path / "missing.toml")
+
+    def test_docs_example_loads(self) -> None:
+        """The TOML example in docs/configuration.md is a valid profile."""
+        block = re.search(r"```toml\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+        assert block is not None
+        profile = Profile.from_toml(block.group(1))
+        assert len(profile.build_pipeline()) == len(profile.stages)
+
+    @pytest.mark.parametrize(
+        ("text", "place"),
+        [
+            ('name = "x"\n[[stages]\n', r"invalid TOML.*line 2"),
+            ('name = "x"\ncolour = 1\n[[stages]]\nprocessor = "mask"\n', r"`colour`"),
+            ('name = "x"\n[[stages]]\nprocessor = "mask"\nopts = {}\n', r"`stages\[0\]\.opts`"),
+            (
+                'name = "x"\n[triggers]\nsoft_ratio = -1\n[[stages]]\nprocessor = "mask"\n',
+                r"`triggers\.soft_ratio`",
+            ),
+            ('name = "x"\n[triggers]\nsoft_ration = 0.5\n', r"`triggers\.soft_ration`"),
+            ('name = "x"\ncompact_to = 2\n[[stages]]\nprocessor = "mask"\n', r"`compact_to`"),
+            ('name = "x"\nstages = []\n', r"`stages`"),
+            (
+                'name = "x"\n[[stages]]\nprocessor = "mask"\n[[stages]]\nprocessor = "nope"\n',
+                r"`stages\[1\]` \(processor 'nope'\).*no processor named 'nope'",
+            ),
+            (
+                'name = "x"\n[[stages]]\nprocessor = "truncate"\noptions = { max_tokens = 1 }\n',
+                r"`stages\[0\]` \(processor 'truncate'\).*max_tokens",
+            ),
+            (
+                'name = "x"\n[[stages]]\nprocessor = "mask"\noptions = { keep = 1 }\n',
+                r"`stages\[0\]` \(processor 'mask'\).*TypeError.*keep",
+            ),
+        ],
+    )
+    def test_errors_name_the_place(self, text: str, place: str) -> None:
+        """Malformed TOML, unknown keys, unknown processors and bad options say where."""
+        with pytest.raises(ConfigurationError, match=place):
+            Profile.from_toml(text)
+
+    def test_custom_processor_bad_option(self, noop: type[Noop]) -> None:
+        """A custom processor refusing its options is reported with its stage."""
+        text = 'name = "x"\n[[stages]]\nprocessor = "noop_test"\noptions = { label = "" }\n'
+        with pytest.raises(ConfigurationError, match=r"`stages\[0\]` \(processor 'noop_test'\)"):
+            Profile.from_toml(text)
+
+    def test_direct_construction_errors(self) -> None:
+        """Building a Profile in code with a bad field raises ConfigurationError too."""
+        with pytest.raises(ConfigurationError, match=r"`stages\[0\]\.processor`"):
+            Profile(name="x", stages=({"processor": ""},))
