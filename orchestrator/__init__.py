@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from orchestrator.buffer import AuditEntry, Overlay, WorkingGraph, WorkingView
 from orchestrator.bus import SIGNALS, EventBus, RecordedEvent, Recorder
+from orchestrator.guards import GuardConfig, GuardState
 from orchestrator.invariants import RULES as INVARIANT_RULES
 from orchestrator.invariants import check_proposal, enforce
 from orchestrator.manager import ContextManager, ManagerStats, default_pipeline
@@ -25,6 +26,8 @@ __all__ = [
     "ContextManager",
     "EventBus",
     "Firing",
+    "GuardConfig",
+    "GuardState",
     "ManagerStats",
     "Overlay",
     "Profile",

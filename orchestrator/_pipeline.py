@@ -6,6 +6,12 @@ stage in order it picks the stage's targets from a fresh snapshot, runs the proc
 processor that fails and a proposal the invariant checker refuses are reported on the
 bus as `proposal_rejected` (with the reason) and the next stage runs; cancellation is
 never caught.
+
+With a `GuardConfig` the loop guards (`orchestrator.guards`) are consulted before each
+stage and fed its outcome after; the new `GuardState` comes back in `PipelineRun`. A
+stage a guard skips is listed in `PipelineRun.skipped` with the reason, and not sent on
+the bus: `proposal_rejected` reports a proposal that was refused, and a skipped stage
+made none (it would also repeat on every render while the guard holds).
 """
 
 from __future__ import annotations
@@ -18,7 +24,15 @@ from context_graph.errors import InvariantViolation, ProcessorError
 from context_graph.nodes import ANSWER_KINDS, Node
 from orchestrator.buffer import WorkingGraph, WorkingView
 from orchestrator.bus import EventBus
-from processors.base import Processor, ProcessorContext, Summarizer, run_processor
+from orchestrator.guards import GuardConfig, GuardState, StageOutcome, allowed, record, tick
+from processors.base import (
+    Abstract,
+    Processor,
+    ProcessorContext,
+    Proposal,
+    Summarizer,
+    run_processor,
+)
 from processors.summarize import HistorySummarizer
 
 __all__ = [
@@ -28,6 +42,7 @@ __all__ = [
     "output_targets",
     "run_pipeline",
     "run_stage",
+    "summary_chain",
 ]
 
 
@@ -41,6 +56,10 @@ class PipelineRun:
     """Proposals refused by the invariant checker, plus processors that failed."""
     stages: list[str] = field(default_factory=list)
     """The names of the stages that ran, in order."""
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """(stage name, reason) of the stages a guard skipped, in order."""
+    guard_state: GuardState | None = None
+    """The guard state after this run; `None` when the run had no guards."""
 
 
 def _name(processor: Processor) -> str:
@@ -97,13 +116,17 @@ async def run_stage(
     bus: EventBus,
     settings: StageSettings,
     run: PipelineRun,
-) -> None:
+    *,
+    manual: bool = False,
+) -> StageOutcome:
     """Run one stage on a fresh snapshot and apply its proposal, or report why not."""
     snapshot = working.snapshot()
+    tokens = snapshot.total_tokens
+    nothing = StageOutcome(view_tokens=tokens, manual=manual)
     targets = _targets(processor, snapshot)
     run.stages.append(_name(processor))
     if not targets:
-        return
+        return nothing
     ctx = ProcessorContext(
         graph=snapshot,
         tokens=working.token_cache,
@@ -117,18 +140,44 @@ async def run_stage(
     except ProcessorError as exc:
         run.rejected += 1
         bus.emit("proposal_rejected", proposal=None, reason=str(exc), processor=_name(processor))
-        return
+        return nothing.model_copy(update={"failed": True})
     if proposal.empty:
-        return
+        return nothing
     bus.emit("proposal_made", proposal=proposal)
     try:
         entry = working.apply(proposal)
     except InvariantViolation as exc:
         run.rejected += 1
         bus.emit("proposal_rejected", proposal=proposal, reason=str(exc))
-        return
+        return nothing.model_copy(update={"rejected": True})
     run.applied += 1
     bus.emit("proposal_applied", proposal=proposal, entry=entry)
+    return nothing.model_copy(
+        update={
+            "applied": True,
+            "freed": entry.tokens_saved,
+            "chain_length": summary_chain(working.view, proposal),
+        }
+    )
+
+
+def summary_chain(view: WorkingView, proposal: Proposal) -> int:
+    """The longest summary chain among the summaries `proposal` added (0: it added none).
+
+    A summary of plain nodes is a chain of length 1; a summary that abstracts a summary
+    of length n has length n + 1. `view` must already hold the applied proposal.
+    """
+    parts: dict[str, list[str]] = {}
+    for target, summary in view.overlay.abstracted_by.items():
+        parts.setdefault(summary, []).append(target)
+
+    def length(node_id: str) -> int:
+        if view[node_id].kind != "summary":
+            return 0
+        return 1 + max((length(part) for part in parts.get(node_id, ())), default=0)
+
+    added = (edit.summary.id for edit in proposal.edits if isinstance(edit, Abstract))
+    return max((length(summary_id) for summary_id in added), default=0)
 
 
 async def run_pipeline(
@@ -138,11 +187,35 @@ async def run_pipeline(
     settings: StageSettings,
     *,
     done: Callable[[], bool] | None = None,
+    guards: GuardConfig | None = None,
+    guard_state: GuardState | None = None,
+    manual: bool = False,
 ) -> PipelineRun:
-    """Run the stages in order; stop early once `done()` says the view is small enough."""
+    """Run the stages in order; stop early once `done()` says the view is small enough.
+
+    Args:
+        pipeline: The processors, cheapest first.
+        working: The working graph the proposals are applied to.
+        bus: Where proposals, applies and rejections are reported.
+        settings: What every stage shares.
+        done: Whether the view is small enough to stop.
+        guards: The loop guards; `None` runs every stage (as without guards).
+        guard_state: The state the previous run returned; `GuardState()` when `None`.
+        manual: A manual run (`compact()`): every guard is bypassed, outcomes recorded.
+    """
     run = PipelineRun()
+    state = None if guards is None else tick(GuardState() if guard_state is None else guard_state)
     for processor in pipeline:
-        await run_stage(processor, working, bus, settings, run)
+        name = _name(processor)
+        if guards is not None and state is not None:
+            ok, reason = allowed(name, state, working.total_tokens, manual, config=guards)
+            if not ok:
+                run.skipped.append((name, reason))
+                continue
+        outcome = await run_stage(processor, working, bus, settings, run, manual=manual)
+        if state is not None:
+            state = record(state, name, outcome)
         if done is not None and done():
             break
+    run.guard_state = state if guards is not None else guard_state
     return run

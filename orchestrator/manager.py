@@ -36,6 +36,7 @@ from context_graph.tokens import Calibrator, ProviderFormat, TokenCounter
 from orchestrator._pipeline import PipelineRun, StageSettings, run_pipeline
 from orchestrator.buffer import WorkingGraph
 from orchestrator.bus import EventBus
+from orchestrator.guards import GuardConfig, GuardState
 from orchestrator.triggers import Firing, TriggerConfig, TriggerState, evaluate
 from processors.base import Processor, Summarizer
 from processors.distill import Distiller
@@ -133,6 +134,10 @@ class ContextManager:
             the next turns render without compacting again, so the rendered prefix stays
             byte-stable between compactions and the provider's prompt cache keeps
             working; 1.0 compacts only just enough, every turn.
+        guards: Loop guards (minimum progress, failure limit, re-summarize cap, and a
+            floor below which trigger-driven compaction does not run); `GuardConfig()`
+            by default. The floor does not apply when a request does not fit its budget
+            at all; manual `compact()` bypasses every guard.
         clock: Seconds since the epoch, for the audit log; injectable for tests.
 
     Raises:
@@ -149,6 +154,7 @@ class ContextManager:
         pipeline: Sequence[Processor] | None = None,
         summarizer: Summarizer | None = None,
         compact_to: float = 0.7,
+        guards: GuardConfig | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if isinstance(compact_to, bool) or not isinstance(compact_to, int | float):
@@ -169,6 +175,11 @@ class ContextManager:
         self._working = WorkingGraph(self._raw, clock=clock)
         self._bus = EventBus(sender=self)
         self._state = TriggerState()
+        if guards is not None and not isinstance(guards, GuardConfig):
+            msg = f"ContextManager: guards must be a GuardConfig, got {type(guards).__name__}"
+            raise ConfigurationError(msg)
+        self._guards = guards if guards is not None else GuardConfig()
+        self._guard_state = GuardState()
         self._calibrator = Calibrator()
         self._renderers: dict[ProviderFormat, Renderer] = {}
         self._applied = 0
@@ -294,10 +305,32 @@ class ContextManager:
         return firings
 
     async def _run(
-        self, budget: int | None, instructions: str | None, done: Callable[[], bool] | None
+        self,
+        budget: int | None,
+        instructions: str | None,
+        done: Callable[[], bool] | None,
+        *,
+        manual: bool = False,
+        overflow: bool = False,
     ) -> PipelineRun:
         settings = StageSettings(budget, self._summarizer, instructions, self._clock)
-        run = await run_pipeline(self._pipeline, self._working, self._bus, settings, done=done)
+        guards = self._guards
+        if overflow and guards.floor_tokens:
+            # The floor spares the prompt cache when compaction is optional; when the
+            # request does not fit at all, compaction is the only way to send it.
+            guards = guards.model_copy(update={"floor_tokens": 0})
+        run = await run_pipeline(
+            self._pipeline,
+            self._working,
+            self._bus,
+            settings,
+            done=done,
+            guards=guards,
+            guard_state=self._guard_state,
+            manual=manual,
+        )
+        if run.guard_state is not None:
+            self._guard_state = run.guard_state
         self._applied += run.applied
         self._rejected += run.rejected
         return run
@@ -320,11 +353,13 @@ class ContextManager:
         limit = self._budget if budget is None else _check_budget(budget, "render")
         renderer = self._renderer(fmt)
         firings = self._fire(limit)
-        if firings or (limit is not None and not self._fits(renderer, limit)):
+        overflow = limit is not None and not self._fits(renderer, limit)
+        if firings or overflow:
             # Compact in one batch down to the low-water mark, not just under the budget,
             # so that the following turns fit without another rewrite of the prefix.
             target = None if limit is None else max(1, int(limit * self._compact_to))
-            await self._run(limit, None, functools.partial(self._fits, renderer, target))
+            done = functools.partial(self._fits, renderer, target)
+            await self._run(limit, None, done, overflow=overflow)
         result = renderer.render(self._working, budget=limit)
         self._last = result
         self._bus.emit("render_done", format=fmt, tokens=result.tokens, budget=limit)
@@ -359,7 +394,7 @@ class ContextManager:
         """
         self._state = self._state.request_manual()
         self._fire(self._budget)
-        return await self._run(self._budget, instructions, None)
+        return await self._run(self._budget, instructions, None, manual=True)
 
     def report_usage(self, prompt_tokens: int) -> float:
         """Report the provider's prompt tokens for the last render; return the new factor.

@@ -26,6 +26,7 @@ MODULES = [
     "orchestrator.bus",
     "orchestrator.triggers",
     "orchestrator.cli",
+    "orchestrator.guards",
     "orchestrator.invariants",
     "orchestrator.manager",
     "orchestrator.profiles",

@@ -330,3 +330,56 @@ class TestCompactTo:
 
         with pytest.raises(ConfigurationError, match="compact_to"):
             ContextManager(compact_to=value)  # type: ignore[arg-type]
+
+
+class TestGuardsWiring:
+    def _manager(self, **options: Any) -> Any:
+        from context_graph.testing import WordCounter
+        from orchestrator import ContextManager
+
+        manager = ContextManager(counter=WordCounter(), **options)
+        manager.add_user("go")
+        for i in range(6):
+            manager.add_assistant(tool_calls=[{"id": f"c{i}", "name": "bash"}])
+            manager.add_tool_result(f"c{i}", "line of output " * 120)
+            manager.add_user(f"next {i}")
+        return manager
+
+    def test_floor_spares_small_views_from_trigger_driven_compaction(self) -> None:
+        """Under the floor, a fitting render compacts nothing even when a trigger fires."""
+        from orchestrator.guards import GuardConfig
+        from orchestrator.triggers import TriggerConfig
+
+        manager = self._manager(
+            budget=100_000,
+            guards=GuardConfig(floor_tokens=50_000),
+            triggers=TriggerConfig(max_messages=3),
+        )
+        manager.render_sync()
+        assert manager.stats().proposals_applied == 0
+        control = self._manager(
+            budget=100_000,
+            guards=GuardConfig(floor_tokens=0),
+            triggers=TriggerConfig(max_messages=3),
+        )
+        control.render_sync()
+        assert control.stats().proposals_applied > 0
+
+    def test_overflow_compacts_below_the_floor(self) -> None:
+        """A request that does not fit is compacted even under the floor."""
+        from orchestrator.guards import GuardConfig
+
+        manager = self._manager(budget=2_000, guards=GuardConfig(floor_tokens=50_000))
+        result = manager.render_sync()
+        assert result.tokens <= 2_000
+        assert manager.stats().proposals_applied > 0
+
+    def test_manual_compact_bypasses_the_guards(self) -> None:
+        """compact() runs the pipeline even under the floor."""
+        import anyio
+
+        from orchestrator.guards import GuardConfig
+
+        manager = self._manager(budget=100_000, guards=GuardConfig(floor_tokens=50_000))
+        run = anyio.run(manager.compact)
+        assert run.applied > 0
