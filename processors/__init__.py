@@ -16,6 +16,7 @@ from processors.base import (
     Proposal,
     Replace,
     Summarizer,
+    replace_each,
     replacement_for,
     run_processor,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "get",
     "redact_text",
     "register",
+    "replace_each",
     "replacement_for",
     "restore_urls",
     "run_processor",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -36,6 +36,7 @@ __all__ = [
     "Proposal",
     "Replace",
     "Summarizer",
+    "replace_each",
     "replacement_for",
     "run_processor",
 ]
@@ -271,6 +272,47 @@ async def run_processor(
         msg = f"returned {type(outcome).__name__}, expected a Proposal"
         raise ProcessorError(name, msg)
     return outcome
+
+
+def replace_each(
+    processor: str,
+    ctx: ProcessorContext,
+    pairs: Iterable[tuple[Node, Node | None]],
+    *,
+    note: Callable[[int, int, int], str],
+    shrink_only: bool = True,
+    purpose: Literal["compact", "safety"] = "compact",
+) -> Proposal:
+    """A proposal that replaces each node by its new copy, with exact token counts.
+
+    Args:
+        processor: The processor's name.
+        ctx: The context the processor ran with (its counter and graph version).
+        pairs: `(original, copy)`; a `None` copy means "leave this node alone".
+        note: Writes the note from `(edits, tokens_before, tokens_after)`.
+        shrink_only: Skip copies that are not shorter than their original.
+        purpose: `compact`, or `safety` for edits that may grow a node (redaction).
+    """
+    edits: list[Edit] = []
+    before = after = 0
+    for original, copy in pairs:
+        if copy is None:
+            continue
+        old, new = ctx.count(original), ctx.count(copy)
+        if shrink_only and new >= old:
+            continue
+        edits.append(Replace(target=original.id, replacement=copy))
+        before += old
+        after += new
+    return Proposal(
+        processor=processor,
+        edits=tuple(edits),
+        tokens_before=before,
+        tokens_after=after,
+        base_version=ctx.graph.version,
+        note=note(len(edits), before, after),
+        purpose=purpose,
+    )
 
 
 def replacement_for(original: Node, content: Sequence[ContentPart], **updates: Any) -> Node:

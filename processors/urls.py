@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from context_graph.errors import ConfigurationError
 from context_graph.nodes import Node, TextPart
-from processors.base import ProcessorContext, Proposal, Replace, replacement_for
+from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
 from processors.registry import register
 
 __all__ = ["TAG_PREFIX", "URL_MAP_KEY", "UrlShortener", "restore_urls", "shorten_urls"]
@@ -224,25 +224,13 @@ class UrlShortener:
 
     async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
         """Propose a copy of every target whose text has long query strings."""
-        edits: list[Replace] = []
-        before = after = 0
-        for node in targets:
-            replacement = self._shortened(node)
-            if replacement is None:
-                continue
-            old, new = ctx.count(node), ctx.count(replacement)
-            if new >= old:
-                continue
-            edits.append(Replace(target=node.id, replacement=replacement))
-            before += old
-            after += new
-        return Proposal(
-            processor=self.name,
-            edits=tuple(edits),
-            tokens_before=before,
-            tokens_after=after,
-            base_version=ctx.graph.version,
-            note=f"shortened URL query strings in {len(edits)} of {len(targets)} node(s)",
+        return replace_each(
+            self.name,
+            ctx,
+            ((node, self._shortened(node)) for node in targets),
+            note=lambda edits, _before, _after: (
+                f"shortened URL query strings in {edits} of {len(targets)} node(s)"
+            ),
         )
 
     def _shortened(self, node: Node) -> Node | None:

@@ -25,7 +25,7 @@ from context_graph.entities import critical_entities
 from context_graph.errors import ConfigurationError
 from context_graph.nodes import AnswerNode, ContentPart, FileNode, Node, TextPart
 from context_graph.tokens import default_counter
-from processors.base import ProcessorContext, Proposal, Replace, replacement_for
+from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
 from processors.distill._common import (
     LEVELS,
     TARGET_RATIOS,
@@ -311,26 +311,15 @@ class Distiller:
     async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
         """Propose a distilled replacement for each eligible target that gets shorter."""
         level = self.level_for(ctx)
-        edits: list[Replace] = []
-        before = after = 0
-        for node in targets:
-            replacement = self._replacement(node, level, ctx)
-            if replacement is not None:
-                edits.append(Replace(target=node.id, replacement=replacement))
-                before += ctx.count(node)
-                after += ctx.count(replacement)
-        note = (
-            f"distilled {len(edits)} node(s) at {level}: {before:,} -> {after:,} tokens"
-            if edits
-            else f"nothing to distill at {level}"
-        )
-        return Proposal(
-            processor=self.name,
-            edits=tuple(edits),
-            tokens_before=before,
-            tokens_after=after,
-            base_version=ctx.graph.version,
-            note=note,
+        return replace_each(
+            self.name,
+            ctx,
+            ((node, self._replacement(node, level, ctx)) for node in targets),
+            note=lambda edits, before, after: (
+                f"distilled {edits} node(s) at {level}: {before:,} -> {after:,} tokens"
+                if edits
+                else f"nothing to distill at {level}"
+            ),
         )
 
     def _replacement(self, node: Node, level: Level, ctx: ProcessorContext) -> Node | None:

@@ -17,7 +17,7 @@ from context_graph.nodes import (
     ThinkingPart,
     ToolCallNode,
 )
-from processors.base import ProcessorContext, Proposal, Replace, replacement_for
+from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
 from processors.redact._rules import SECRET_TYPES
 from processors.redact._scan import (
     DEFAULT_ENTROPY_THRESHOLD,
@@ -107,24 +107,18 @@ class SecretRedactor:
         for node in nodes:
             for text in _texts(node):
                 self._collect(text, run)
-        edits: list[Replace] = []
-        before = after = 0
-        for node in nodes:
-            redacted = self._redact_node(node, run)
-            if redacted is None:
-                continue
-            edits.append(Replace(target=node.id, replacement=redacted))
-            before += ctx.count(node)
-            after += ctx.count(redacted)
         kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(run.found.items()))
-        note = f"redacted {run.found.total()} secret(s) in {len(edits)} node(s): {kinds}"
-        return Proposal(
-            processor=self.name,
-            edits=tuple(edits),
-            tokens_before=before,
-            tokens_after=after,
-            base_version=ctx.graph.version,
-            note=note if edits else "no secrets found",
+        return replace_each(
+            self.name,
+            ctx,
+            ((node, self._redact_node(node, run)) for node in nodes),
+            note=lambda edits, _before, _after: (
+                f"redacted {run.found.total()} secret(s) in {edits} node(s): {kinds}"
+                if edits
+                else "no secrets found"
+            ),
+            # A placeholder can be longer than a short password: redaction may grow.
+            shrink_only=False,
             purpose="safety",
         )
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from context_graph.errors import ConfigurationError
 from context_graph.nodes import AnswerNode, ContentPart, Node, TextPart
-from processors.base import ProcessorContext, Proposal, Replace, replacement_for
+from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
 from processors.registry import register
 from processors.truncate._fit import Budget, Layout, Policy, fit_layout
 from processors.truncate._json import fit_json, parse_json
@@ -158,26 +158,14 @@ class ToolOutputTruncator:
 
     async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
         """Propose a truncated copy of every target over the limits."""
-        edits: list[Replace] = []
-        before = after = 0
-        for node in targets:
-            replacement = self._truncated(node, ctx)
-            if replacement is None:
-                continue
-            old, new = ctx.count(node), ctx.count(replacement)
-            if new >= old:
-                continue
-            edits.append(Replace(target=node.id, replacement=replacement))
-            before += old
-            after += new
-        return Proposal(
-            processor=self.name,
-            edits=tuple(edits),
-            tokens_before=before,
-            tokens_after=after,
-            base_version=ctx.graph.version,
-            note=f"truncated {len(edits)} of {len(targets)} output(s) to "
-            f"{self._options.max_tokens:,} tokens",
+        limit = self._options.max_tokens
+        return replace_each(
+            self.name,
+            ctx,
+            ((node, self._truncated(node, ctx)) for node in targets),
+            note=lambda edits, _before, _after: (
+                f"truncated {edits} of {len(targets)} output(s) to {limit:,} tokens"
+            ),
         )
 
     def _truncated(self, node: Node, ctx: ProcessorContext) -> Node | None:

@@ -140,6 +140,44 @@ class TestReplacement:
         assert graph.targets(new.id, "derived_from") == (_result(graph).id,)
 
 
+class TestReplaceEach:
+    def test_counts_skips_and_notes(self, graph: ContextGraph) -> None:
+        """Copies that are None or not shorter are skipped; counts and note are exact."""
+        from processors import replace_each
+
+        ctx = ProcessorContext.for_graph(graph)
+        result, user = _result(graph), graph[graph.by_kind("user")[0]]
+        shorter = replacement_for(result, [TextPart(text="one")])
+        longer = replacement_for(user, [TextPart(text="look look look")])
+        proposal = replace_each(
+            "p",
+            ctx,
+            [(result, shorter), (user, longer), (user, None)],
+            note=lambda n, before, after: f"{n}:{before}->{after}",
+        )
+        assert proposal.edits == (Replace(target=result.id, replacement=shorter),)
+        assert (proposal.tokens_before, proposal.tokens_after) == (4, 1)
+        assert proposal.note == "1:4->1"
+        assert proposal.base_version == graph.version
+
+    def test_safety_edits_may_grow(self, graph: ContextGraph) -> None:
+        """With shrink_only off, a longer copy is kept and the purpose is carried."""
+        from processors import replace_each
+
+        user = graph[graph.by_kind("user")[0]]
+        longer = replacement_for(user, [TextPart(text="look look")])
+        proposal = replace_each(
+            "p",
+            ProcessorContext.for_graph(graph),
+            [(user, longer)],
+            note=lambda *_: "",
+            shrink_only=False,
+            purpose="safety",
+        )
+        assert proposal.tokens_saved == -1
+        assert proposal.purpose == "safety"
+
+
 class TestGraphView:
     def test_view_reads_but_cannot_write(self, graph: ContextGraph) -> None:
         """The view answers queries and has no method that changes anything."""
