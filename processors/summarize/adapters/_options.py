@@ -1,8 +1,19 @@
-"""Option checks shared by the model-backed summarizers."""
+"""What the model-backed summarizers share: option checks and a base class."""
 
 from __future__ import annotations
 
-from context_graph.errors import ConfigurationError
+from collections.abc import Callable
+from typing import ClassVar, Generic, Protocol, TypeVar
+
+from context_graph.errors import ConfigurationError, ProcessorError
+
+
+class _Closable(Protocol):
+    async def close(self) -> None:
+        """Release the client's connections."""
+
+
+ClientT = TypeVar("ClientT", bound=_Closable)
 
 
 def check_model_options(
@@ -44,3 +55,64 @@ def missing_sdk(owner: str, package: str) -> ConfigurationError:
     """The error for an adapter whose SDK is not installed."""
     msg = f"{owner} needs the `{package}` package: pip install 'context-graph[{package}]'"
     return ConfigurationError(msg)
+
+
+class ModelSummarizer(Generic[ClientT]):
+    """What the SDK-backed summarizers share: options, the client's life, answer checks.
+
+    A subclass sets `provider`, passes its SDK's client factory to `__init__`, and
+    implements `summarize` with its SDK's call, passing the answer through `checked`.
+    """
+
+    provider: ClassVar[str]
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None,
+        api_key: str | None,
+        client: ClientT | None,
+        max_tokens: int,
+        temperature: float | None,
+        max_retries: int | None,
+        make_client: Callable[[str | None, str | None, int | None], ClientT],
+    ) -> None:
+        check_model_options(
+            type(self).__name__,
+            model=model,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            max_retries=max_retries,
+            client=client,
+            base_url=base_url,
+            api_key=api_key,
+        )
+        self.model = model
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self._owns_client = client is None
+        self._client: ClientT = (
+            client if client is not None else make_client(base_url, api_key, max_retries)
+        )
+
+    @property
+    def name(self) -> str:
+        """`<provider>:<model>`."""
+        return f"{self.provider}:{self.model}"
+
+    def checked(self, text: str, *, tool_call: bool, cut_off: bool) -> str:
+        """The answer's text, or `ProcessorError` when it is not a usable summary."""
+        if tool_call:
+            raise ProcessorError(self.name, "the model attempted a tool call, not a summary")
+        if cut_off:
+            msg = f"the summary was cut off at max_tokens={self.max_tokens}"
+            raise ProcessorError(self.name, msg)
+        if not text.strip():
+            raise ProcessorError(self.name, "the model returned no text")
+        return text.strip()
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this summarizer made it."""
+        if self._owns_client:
+            await self._client.close()

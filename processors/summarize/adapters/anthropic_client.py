@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from context_graph.errors import ConfigurationError, ProcessorError
+from context_graph.errors import ConfigurationError
 from context_graph.nodes import Node
-from processors.summarize.adapters._options import check_model_options, missing_sdk
+from processors.summarize.adapters._options import ModelSummarizer, missing_sdk
 from processors.summarize.adapters._prompt import SYSTEM_PROMPT, build_prompt
 
 if TYPE_CHECKING:
@@ -23,7 +23,24 @@ if TYPE_CHECKING:
 __all__ = ["AnthropicSummarizer"]
 
 
-class AnthropicSummarizer:
+def _make_client(
+    base_url: str | None, api_key: str | None, max_retries: int | None
+) -> AsyncAnthropic:
+    try:
+        import anthropic
+    except ImportError as exc:
+        raise missing_sdk("AnthropicSummarizer", "anthropic") from exc
+    options: dict[str, Any] = {"base_url": base_url, "api_key": api_key}
+    if max_retries is not None:
+        options["max_retries"] = max_retries
+    try:
+        return anthropic.AsyncAnthropic(**options)
+    except anthropic.AnthropicError as exc:
+        msg = f"AnthropicSummarizer: cannot make a client ({exc}); pass api_key= or client="
+        raise ConfigurationError(msg) from exc
+
+
+class AnthropicSummarizer(ModelSummarizer["AsyncAnthropic"]):
     """A `Summarizer` backed by `anthropic.AsyncAnthropic().messages.create`.
 
     Args:
@@ -37,6 +54,8 @@ class AnthropicSummarizer:
         max_retries: The SDK's retries of failed requests; the SDK default when `None`.
     """
 
+    provider = "anthropic"
+
     def __init__(
         self,
         *,
@@ -48,28 +67,16 @@ class AnthropicSummarizer:
         temperature: float | None = None,
         max_retries: int | None = None,
     ) -> None:
-        check_model_options(
-            "AnthropicSummarizer",
+        super().__init__(
             model=model,
+            base_url=base_url,
+            api_key=api_key,
+            client=client,
             max_tokens=max_tokens,
             temperature=temperature,
             max_retries=max_retries,
-            client=client,
-            base_url=base_url,
-            api_key=api_key,
+            make_client=_make_client,
         )
-        self.model = model
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self._owns_client = client is None
-        self._client = (
-            client if client is not None else _make_client(base_url, api_key, max_retries)
-        )
-
-    @property
-    def name(self) -> str:
-        """`anthropic:<model>`."""
-        return f"anthropic:{self.model}"
 
     async def summarize(
         self, nodes: Sequence[Node], *, previous: str | None, instructions: str | None
@@ -92,34 +99,8 @@ class AnthropicSummarizer:
             messages=[{"role": "user", "content": prompt}],
             **extra,
         )
-        if any(block.type in ("tool_use", "server_tool_use") for block in response.content):
-            raise ProcessorError(self.name, "the model attempted a tool call, not a summary")
-        if response.stop_reason == "max_tokens":
-            msg = f"the summary was cut off at max_tokens={self.max_tokens}"
-            raise ProcessorError(self.name, msg)
-        text = "".join(b.text for b in response.content if b.type == "text").strip()
-        if not text:
-            raise ProcessorError(self.name, "the model returned no text")
-        return text
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this summarizer made it."""
-        if self._owns_client:
-            await self._client.close()
-
-
-def _make_client(
-    base_url: str | None, api_key: str | None, max_retries: int | None
-) -> AsyncAnthropic:
-    try:
-        import anthropic
-    except ImportError as exc:
-        raise missing_sdk("AnthropicSummarizer", "anthropic") from exc
-    options: dict[str, Any] = {"base_url": base_url, "api_key": api_key}
-    if max_retries is not None:
-        options["max_retries"] = max_retries
-    try:
-        return anthropic.AsyncAnthropic(**options)
-    except anthropic.AnthropicError as exc:
-        msg = f"AnthropicSummarizer: cannot make a client ({exc}); pass api_key= or client="
-        raise ConfigurationError(msg) from exc
+        return self.checked(
+            "".join(b.text for b in response.content if b.type == "text"),
+            tool_call=any(b.type in ("tool_use", "server_tool_use") for b in response.content),
+            cut_off=response.stop_reason == "max_tokens",
+        )

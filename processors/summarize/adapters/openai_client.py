@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from context_graph.errors import ConfigurationError, ProcessorError
 from context_graph.nodes import Node
-from processors.summarize.adapters._options import check_model_options, missing_sdk
+from processors.summarize.adapters._options import ModelSummarizer, missing_sdk
 from processors.summarize.adapters._prompt import SYSTEM_PROMPT, build_prompt
 
 if TYPE_CHECKING:
@@ -26,7 +26,22 @@ if TYPE_CHECKING:
 __all__ = ["OpenAISummarizer"]
 
 
-class OpenAISummarizer:
+def _make_client(base_url: str | None, api_key: str | None, max_retries: int | None) -> AsyncOpenAI:
+    try:
+        import openai
+    except ImportError as exc:
+        raise missing_sdk("OpenAISummarizer", "openai") from exc
+    options: dict[str, Any] = {"base_url": base_url, "api_key": api_key}
+    if max_retries is not None:
+        options["max_retries"] = max_retries
+    try:
+        return openai.AsyncOpenAI(**options)
+    except openai.OpenAIError as exc:
+        msg = f"OpenAISummarizer: cannot make a client ({exc}); pass api_key= or client="
+        raise ConfigurationError(msg) from exc
+
+
+class OpenAISummarizer(ModelSummarizer["AsyncOpenAI"]):
     """A `Summarizer` backed by `openai.AsyncOpenAI().chat.completions.create`.
 
     Args:
@@ -41,6 +56,8 @@ class OpenAISummarizer:
         max_retries: The SDK's retries of failed requests; the SDK default when `None`.
     """
 
+    provider = "openai"
+
     def __init__(
         self,
         *,
@@ -52,28 +69,16 @@ class OpenAISummarizer:
         temperature: float | None = 0,
         max_retries: int | None = None,
     ) -> None:
-        check_model_options(
-            "OpenAISummarizer",
+        super().__init__(
             model=model,
+            base_url=base_url,
+            api_key=api_key,
+            client=client,
             max_tokens=max_tokens,
             temperature=temperature,
             max_retries=max_retries,
-            client=client,
-            base_url=base_url,
-            api_key=api_key,
+            make_client=_make_client,
         )
-        self.model = model
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self._owns_client = client is None
-        self._client = (
-            client if client is not None else _make_client(base_url, api_key, max_retries)
-        )
-
-    @property
-    def name(self) -> str:
-        """`openai:<model>`."""
-        return f"openai:{self.model}"
 
     async def summarize(
         self, nodes: Sequence[Node], *, previous: str | None, instructions: str | None
@@ -100,32 +105,8 @@ class OpenAISummarizer:
         if not response.choices:
             raise ProcessorError(self.name, "the response has no choices")
         choice = response.choices[0]
-        if choice.message.tool_calls:
-            raise ProcessorError(self.name, "the model attempted a tool call, not a summary")
-        if choice.finish_reason == "length":
-            msg = f"the summary was cut off at max_tokens={self.max_tokens}"
-            raise ProcessorError(self.name, msg)
-        text = (choice.message.content or "").strip()
-        if not text:
-            raise ProcessorError(self.name, "the model returned no text")
-        return text
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this summarizer made it."""
-        if self._owns_client:
-            await self._client.close()
-
-
-def _make_client(base_url: str | None, api_key: str | None, max_retries: int | None) -> AsyncOpenAI:
-    try:
-        import openai
-    except ImportError as exc:
-        raise missing_sdk("OpenAISummarizer", "openai") from exc
-    options: dict[str, Any] = {"base_url": base_url, "api_key": api_key}
-    if max_retries is not None:
-        options["max_retries"] = max_retries
-    try:
-        return openai.AsyncOpenAI(**options)
-    except openai.OpenAIError as exc:
-        msg = f"OpenAISummarizer: cannot make a client ({exc}); pass api_key= or client="
-        raise ConfigurationError(msg) from exc
+        return self.checked(
+            choice.message.content or "",
+            tool_call=bool(choice.message.tool_calls),
+            cut_off=choice.finish_reason == "length",
+        )
