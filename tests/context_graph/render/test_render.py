@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -341,11 +342,19 @@ class TestBudget:
         assert "request number 0" in text and "request number 11" in text
         assert marker_text(len(result.dropped)) in text
         assert text.count("earlier turn") == 1
-        units = graph.units()
-        kept = [u for u in units if u.head not in result.dropped]
-        dropped = [u for u in units if u.head in result.dropped]
-        assert dropped == [u for u in units if u in dropped]  # whole units only
-        assert max(units.index(u) for u in dropped) < units.index(kept[-1])
+        # Whole units only: an assistant unit's text and its call id go together; and
+        # what is gone is a run of the oldest units after the protected first request.
+        body = json.dumps(result.payload)
+        present: list[bool] = []
+        for i in range(12):
+            if i:
+                present.append(f"request number {i} " in body)
+            text, call = f'"on it {i}"' in body, f'"c{i}"' in body
+            assert text == call, (i, text, call)
+            present.append(text)
+        gone = present.index(True)
+        assert gone == len(result.dropped) > 0
+        assert all(present[gone:])
 
     @pytest.mark.parametrize("fmt", ["openai", "anthropic", "gemini"])
     def test_impossible_budget_raises_with_the_minimum(self, graph: ContextGraph, fmt: str) -> None:
