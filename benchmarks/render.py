@@ -43,6 +43,7 @@ from context_graph import (
 from context_graph.importers import load_sessions
 from context_graph.render import Renderer
 from context_graph.validate import validate
+from orchestrator.replay import model_call_points
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TRACES = ROOT.parent / "shared" / "traces"
@@ -202,6 +203,7 @@ def run(trace: Path, *, budget_ratio: float) -> tuple[Contender, Contender, int,
     held: list[Any] = []
     lc_count = _lc_counter(counter)
     calls = 0
+    call_points = model_call_points(events)
     for index, event in enumerate(events):
         graph.add(event)
         held.extend(_lc_messages(event))
@@ -209,7 +211,7 @@ def run(trace: Path, *, budget_ratio: float) -> tuple[Contender, Contender, int,
         # The recorded session called the model right before each assistant turn (and
         # the agent would call it after the last event): only those renders were sent,
         # so only they are checked. Every render is timed.
-        scored = index + 1 == len(events) or isinstance(events[index + 1], AssistantTurn)
+        scored = index + 1 in call_points
         calls += scored
 
         start = time.perf_counter_ns()

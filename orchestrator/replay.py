@@ -21,7 +21,7 @@ from context_graph.tokens import ProviderFormat
 from context_graph.validate import validate
 from orchestrator.manager import ContextManager
 
-__all__ = ["CallReport", "ReplayReport", "replay"]
+__all__ = ["CallReport", "ReplayReport", "model_call_points", "replay"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -69,7 +69,7 @@ class ReplayReport(BaseModel):
     """The last rendered request body."""
 
 
-def _call_points(events: Sequence[AgentEvent]) -> set[int]:
+def model_call_points(events: Sequence[AgentEvent]) -> set[int]:
     """How many events had been fed at each model call.
 
     The recorded agent called its model right before each assistant turn, and would
@@ -102,7 +102,7 @@ def replay(
 ) -> ReplayReport:
     """Feed `events` to a manager and render at every model call; return the report."""
     manager = manager or ContextManager(format=format, budget=budget)
-    points = _call_points(events)
+    points = model_call_points(events)
     raw_renderer = Renderer(format=format)
     calls: list[CallReport] = []
     previous: list[str] | None = None
