@@ -43,6 +43,10 @@ logger = logging.getLogger("context_graph")
 SIGNALS: Mapping[str, str] = MappingProxyType(
     {
         "budget_crossed": "The view's tokens crossed a budget ratio (ratio, threshold, tokens).",
+        "compaction_done": (
+            "A pipeline run ended (run: what it did, background, timed_out: the background "
+            "time limit cut it short, cancelled: the manager closed while it ran)."
+        ),
         "node_added": "A node entered the pristine record (node_id, node).",
         "proposal_applied": "A proposal was applied (proposal, entry: the audit entry).",
         "proposal_made": "A processor made a proposal (proposal).",

@@ -2,49 +2,67 @@
 
 It keeps the pristine record (`raw`), the working projection the model is shown
 (`working`), the trigger state and one renderer per format (so the render cache works
-across calls). Before each render it evaluates the triggers; when one fires, or the
-request would not fit the budget, it runs the pipeline, cheapest stage first, until the
-rendered request fits.
+across calls). On every ingest and before each render it evaluates the triggers; when
+one fires, or the request would not fit the budget, it runs the pipeline, cheapest stage
+first, until the rendered request fits.
 
 ```python
-manager = ContextManager(format="anthropic", budget=50_000)
+manager = ContextManager(format="anthropic", budget=50_000, profile="coding")
 manager.add_system("You are a careful coding agent.")
 manager.add_user("Fix the failing test in tests/test_io.py.")
 result = await manager.render()  # or manager.render_sync() outside an event loop
 client.messages.create(model=..., max_tokens=..., **result.payload)
 manager.report_usage(response.usage.input_tokens)
 ```
+
+Inside `async with manager:` compaction that is due but not yet needed (a soft trigger:
+the request still fits) runs in the background, with a time limit, while the agent goes
+on ingesting and rendering; a request that does not fit waits for it (see `render`).
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AsyncExitStack
+from types import TracebackType
 from typing import Any
 
 import anyio
 import sniffio
+from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict
 
 from context_graph.errors import ConfigurationError
 from context_graph.events import AgentEvent, ToolCall
 from context_graph.graph import Content, ContextGraph
 from context_graph.nodes import Node
-from context_graph.render import FORMATS, Renderer, RenderResult
+from context_graph.render import Renderer, RenderResult
 from context_graph.tokens import Calibrator, ProviderFormat, TokenCounter
+from orchestrator._options import (
+    check_budget,
+    check_format,
+    check_options,
+    check_pipeline,
+    check_ratio,
+    check_timeout,
+    default_pipeline,
+    profile_defaults,
+    resolve_profile,
+)
 from orchestrator._pipeline import PipelineRun, StageSettings, run_pipeline
 from orchestrator.buffer import WorkingGraph
 from orchestrator.bus import EventBus
 from orchestrator.guards import GuardConfig, GuardState
+from orchestrator.profiles import Profile
 from orchestrator.triggers import Firing, TriggerConfig, TriggerState, evaluate
 from processors.base import Processor, Summarizer
-from processors.distill import Distiller
-from processors.mask import ObservationMasker
-from processors.summarize import HistorySummarizer
-from processors.truncate import ToolOutputTruncator
 
 __all__ = ["ContextManager", "ManagerStats", "default_pipeline"]
+
+logger = logging.getLogger("context_graph")
 
 
 class ManagerStats(BaseModel):
@@ -66,64 +84,15 @@ class ManagerStats(BaseModel):
     """Tokens of the last rendered request (`None` before the first render)."""
 
 
-def default_pipeline() -> tuple[Processor, ...]:
-    """The built-in stages, cheapest first: mask, truncate, distill, summarize."""
-    return (ObservationMasker(), ToolOutputTruncator(), Distiller(), HistorySummarizer())
-
-
-def _check_format(format: object, where: str) -> ProviderFormat:
-    if format not in FORMATS:
-        msg = f"{where}: unknown format {format!r}; use one of {', '.join(FORMATS)}"
-        raise ConfigurationError(msg)
-    return format
-
-
-def _check_budget(budget: object, where: str) -> int | None:
-    if budget is None:
-        return None
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
-        msg = f"{where}: `budget` must be a positive int of tokens or None, got {budget!r}"
-        raise ConfigurationError(msg)
-    return budget
-
-
-def _check_pipeline(pipeline: Sequence[Processor] | None) -> tuple[Processor, ...]:
-    if pipeline is None:
-        return default_pipeline()
-    if isinstance(pipeline, str | bytes) or not isinstance(pipeline, Sequence):
-        msg = "ContextManager: `pipeline` must be a sequence of processors, e.g. [Distiller()]"
-        raise ConfigurationError(msg)
-    for index, stage in enumerate(pipeline):
-        if not callable(getattr(stage, "propose", None)):
-            msg = (
-                f"ContextManager: pipeline stage {index} ({stage!r}) has no `propose` method; "
-                "pass processor instances such as ObservationMasker()"
-            )
-            raise ConfigurationError(msg)
-    return tuple(pipeline)
-
-
-def _check_options(counter: object, triggers: object, summarizer: object, clock: object) -> None:
-    if counter is not None and not callable(getattr(counter, "count", None)):
-        msg = "ContextManager: `counter` must be a TokenCounter (a `count(text)` method)"
-        raise ConfigurationError(msg)
-    if triggers is not None and not isinstance(triggers, TriggerConfig):
-        msg = f"ContextManager: `triggers` must be a TriggerConfig or None, got {triggers!r}"
-        raise ConfigurationError(msg)
-    if summarizer is not None and not callable(getattr(summarizer, "summarize", None)):
-        msg = "ContextManager: `summarizer` must have an async `summarize` method"
-        raise ConfigurationError(msg)
-    if not callable(clock):
-        msg = "ContextManager: `clock` must be a callable returning seconds since the epoch"
-        raise ConfigurationError(msg)
-
-
 class ContextManager:
     """Feeds agent events into a context graph and renders a request that fits.
 
     Args:
         format: The default provider format: `openai`, `anthropic` or `gemini`.
         budget: The default token budget of a render; `None` for no limit.
+        profile: A `Profile`, a built-in profile's name (`coding`, `service`, `chat`) or
+            the path of a TOML profile: its triggers, stages and `compact_to`. Options
+            given explicitly (`triggers=`, `pipeline=`, `compact_to=`) override it.
         counter: The token counter; the offline tiktoken counter by default.
         triggers: When compaction runs; `TriggerConfig()` by default.
         pipeline: The processors, run in order (cheapest first); `default_pipeline()`.
@@ -138,6 +107,8 @@ class ContextManager:
             floor below which trigger-driven compaction does not run); `GuardConfig()`
             by default. The floor does not apply when a request does not fit its budget
             at all; manual `compact()` bypasses every guard.
+        background_timeout: Seconds a background compaction may run before it is
+            cancelled (nothing of an unfinished stage is applied); `None` for no limit.
         clock: Seconds since the epoch, for the audit log; injectable for tests.
 
     Raises:
@@ -149,28 +120,31 @@ class ContextManager:
         *,
         format: ProviderFormat = "openai",
         budget: int | None = None,
+        profile: Profile | str | None = None,
         counter: TokenCounter | None = None,
         triggers: TriggerConfig | None = None,
         pipeline: Sequence[Processor] | None = None,
         summarizer: Summarizer | None = None,
-        compact_to: float = 0.7,
+        compact_to: float | None = None,
         guards: GuardConfig | None = None,
+        background_timeout: float | None = 120.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if isinstance(compact_to, bool) or not isinstance(compact_to, int | float):
-            msg = f"ContextManager: compact_to must be a number in (0, 1], got {compact_to!r}"
-            raise ConfigurationError(msg)
-        if not 0 < compact_to <= 1:
-            msg = f"ContextManager: compact_to must be in (0, 1], got {compact_to}"
-            raise ConfigurationError(msg)
-        self._compact_to = float(compact_to)
-        self._format = _check_format(format, "ContextManager")
-        self._budget = _check_budget(budget, "ContextManager")
-        _check_options(counter, triggers, summarizer, clock)
-        self._pipeline = _check_pipeline(pipeline)
-        self._config = triggers if triggers is not None else TriggerConfig()
+        chosen = profile_defaults(
+            resolve_profile(profile),
+            {"triggers": triggers, "pipeline": pipeline, "compact_to": compact_to},
+        )
+        ratio = chosen.get("compact_to")
+        self._compact_to = check_ratio(0.7 if ratio is None else ratio, "compact_to")
+        self._format = check_format(format, "ContextManager")
+        self._budget = check_budget(budget, "ContextManager")
+        check_options(counter, chosen.get("triggers"), summarizer, clock)
+        self._pipeline = check_pipeline(chosen.get("pipeline"))
+        config = chosen.get("triggers")
+        self._config: TriggerConfig = config if config is not None else TriggerConfig()
         self._summarizer = summarizer
         self._clock = clock
+        self._background_timeout = check_timeout(background_timeout)
         self._raw = ContextGraph(counter=counter)
         self._working = WorkingGraph(self._raw, clock=clock)
         self._bus = EventBus(sender=self)
@@ -185,6 +159,15 @@ class ContextManager:
         self._applied = 0
         self._rejected = 0
         self._last: RenderResult | None = None
+        # Firings seen on ingest that no pipeline run has handled yet.
+        self._pending: list[Firing] = []
+        # One pipeline run at a time: a render that must compact waits for the run in
+        # progress instead of racing it over the same nodes. The event is made inside
+        # the running loop, so the manager works under asyncio and trio alike.
+        self._busy: anyio.Event | None = None
+        self._exit_stack: AsyncExitStack | None = None
+        self._group: TaskGroup | None = None
+        self._failure: Exception | None = None
 
     # -- what the user reads -------------------------------------------------------------
 
@@ -231,7 +214,21 @@ class ContextManager:
     def _added(self, ids: tuple[str, ...]) -> tuple[str, ...]:
         for node_id in ids:
             self._bus.emit("node_added", node_id=node_id, node=self._raw[node_id])
+        self._on_ingest()
         return ids
+
+    def _on_ingest(self) -> None:
+        """Evaluate the triggers against the default budget after every ingest.
+
+        What fires is handled at once in the background when the manager runs inside
+        `async with`, and by the next render otherwise.
+        """
+        firings = self._fire(self._budget)
+        if not firings:
+            return
+        self._pending.extend(firings)
+        if self._group is not None:
+            self._start_background()
 
     def add_system(self, content: Content, **fields: Any) -> str:
         """Add the system prompt (pinned by default); return its node id."""
@@ -266,8 +263,13 @@ class ContextManager:
         return self._added((self._raw.add_note(content, **fields),))[0]
 
     def mark_boundary(self, label: str) -> None:
-        """Mark the end of a task; the `boundary` trigger fires at the next render."""
+        """Mark the end of a task; the `boundary` trigger fires at once.
+
+        Inside `async with` the pipeline runs in the background; otherwise at the next
+        render.
+        """
         self._state = self._state.mark_boundary(label)
+        self._on_ingest()
 
     # -- render --------------------------------------------------------------------------
 
@@ -304,6 +306,18 @@ class ContextManager:
                 )
         return firings
 
+    async def _claim(self) -> anyio.Event:
+        """Wait until no pipeline runs, then hold the run slot (release with `.set()`)."""
+        while self._busy is not None:
+            await self._busy.wait()
+        self._busy = anyio.Event()
+        return self._busy
+
+    def _release(self, busy: anyio.Event) -> None:
+        if self._busy is busy:
+            self._busy = None
+        busy.set()
+
     async def _run(
         self,
         budget: int | None,
@@ -312,6 +326,7 @@ class ContextManager:
         *,
         manual: bool = False,
         overflow: bool = False,
+        background: bool = False,
     ) -> PipelineRun:
         settings = StageSettings(budget, self._summarizer, instructions, self._clock)
         guards = self._guards
@@ -319,26 +334,130 @@ class ContextManager:
             # The floor spares the prompt cache when compaction is optional; when the
             # request does not fit at all, compaction is the only way to send it.
             guards = guards.model_copy(update={"floor_tokens": 0})
-        run = await run_pipeline(
-            self._pipeline,
-            self._working,
-            self._bus,
-            settings,
-            done=done,
-            guards=guards,
-            guard_state=self._guard_state,
-            manual=manual,
-        )
+        busy = await self._claim()
+        # Whatever fired so far is handled by this run (or found moot by it).
+        handled, self._pending = self._pending, []
+        run = PipelineRun()
+        timed_out = False
+        try:
+            with anyio.move_on_after(self._background_timeout if background else None) as scope:
+                run = await run_pipeline(
+                    self._pipeline,
+                    self._working,
+                    self._bus,
+                    settings,
+                    done=done,
+                    guards=guards,
+                    guard_state=self._guard_state,
+                    manual=manual,
+                )
+            timed_out = scope.cancelled_caught
+        except anyio.get_cancelled_exc_class():
+            # Cancelled from outside (the manager closed): the work is still due, and the
+            # next render does it in the foreground.
+            self._pending[:0] = handled
+            self._bus.emit(
+                "compaction_done", run=run, background=background, timed_out=False, cancelled=True
+            )
+            raise
+        finally:
+            self._release(busy)
         if run.guard_state is not None:
             self._guard_state = run.guard_state
         self._applied += run.applied
         self._rejected += run.rejected
+        self._bus.emit(
+            "compaction_done",
+            run=run,
+            background=background,
+            timed_out=timed_out,
+            cancelled=False,
+        )
         return run
+
+    def _done(self, renderer: Renderer, budget: int | None) -> Callable[[], bool]:
+        # Compact in one batch down to the low-water mark, not just under the budget, so
+        # that the following turns fit without another rewrite of the prefix.
+        target = None if budget is None else max(1, int(budget * self._compact_to))
+        return functools.partial(self._fits, renderer, target)
+
+    # -- background compaction -----------------------------------------------------------
+
+    async def __aenter__(self) -> ContextManager:
+        """Start background compaction: soft triggers no longer delay a render.
+
+        Raises:
+            RuntimeError: the manager is already inside an `async with`.
+        """
+        if self._exit_stack is not None:
+            msg = "ContextManager: already entered; use one `async with manager:` at a time"
+            raise RuntimeError(msg)
+        stack = AsyncExitStack()
+        self._group = await stack.enter_async_context(anyio.create_task_group())
+        self._exit_stack = stack
+        if self._pending:
+            self._start_background()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Cancel background compaction and wait until it stopped.
+
+        A stage cut short applies nothing (proposals are applied whole, never while a
+        processor runs), so the graph stays as the last applied proposal left it. The
+        manager keeps working afterwards, compacting in the foreground again.
+        """
+        stack, self._exit_stack = self._exit_stack, None
+        group, self._group = self._group, None
+        if stack is None or group is None:
+            return
+        group.cancel_scope.cancel()
+        await stack.aclose()
+
+    def _start_background(self) -> None:
+        group = self._group
+        if group is None or self._busy is not None:
+            return  # the run in progress re-evaluates when it ends
+        group.start_soon(self._background_run)
+
+    async def _background_run(self) -> None:
+        renderer = self._renderer(self._format)
+        budget = self._budget
+        if budget is not None and self._fits(renderer, self._target(budget)):
+            self._pending.clear()  # compacted meanwhile: nothing left to do
+            return
+        try:
+            await self._run(budget, None, self._done(renderer, budget), background=True)
+        except Exception as exc:
+            # Not raised here: it would tear down the caller's `async with` from a task
+            # they never awaited. The next render raises it instead, so it is not lost.
+            logger.exception("background compaction failed")
+            self._failure = exc
+            return
+        if self._pending and self._group is not None:
+            self._start_background()  # fired while this run worked
+
+    def _target(self, budget: int) -> int:
+        return max(1, int(budget * self._compact_to))
+
+    # -- render --------------------------------------------------------------------------
 
     async def render(
         self, *, format: ProviderFormat | None = None, budget: int | None = None
     ) -> RenderResult:
         """Compact when due, then render the working view as a request body.
+
+        Compaction a trigger asked for runs first, in the foreground; inside
+        `async with manager:` it runs in the background instead and the request is
+        rendered at once, unless the request does not fit: then the render waits for
+        the compaction in progress and compacts further itself if still needed.
 
         Args:
             format: The provider format; the manager's own by default.
@@ -349,17 +468,22 @@ class ContextManager:
                 request, latest turn and after) does not fit.
             ConfigurationError: an unknown format or a budget that is not positive.
         """
-        fmt = self._format if format is None else _check_format(format, "render")
-        limit = self._budget if budget is None else _check_budget(budget, "render")
+        fmt = self._format if format is None else check_format(format, "render")
+        limit = self._budget if budget is None else check_budget(budget, "render")
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
         renderer = self._renderer(fmt)
-        firings = self._fire(limit)
-        overflow = limit is not None and not self._fits(renderer, limit)
-        if firings or overflow:
-            # Compact in one batch down to the low-water mark, not just under the budget,
-            # so that the following turns fit without another rewrite of the prefix.
-            target = None if limit is None else max(1, int(limit * self._compact_to))
-            done = functools.partial(self._fits, renderer, target)
-            await self._run(limit, None, done, overflow=overflow)
+        due = bool(self._fire(limit) or self._pending)
+        if limit is not None and not self._fits(renderer, limit):
+            if self._busy is not None:
+                await self._busy.wait()  # the background run may make it fit
+            if not self._fits(renderer, limit):
+                await self._run(limit, None, self._done(renderer, limit), overflow=True)
+        elif due and self._group is not None:
+            self._start_background()
+        elif due:
+            await self._run(limit, None, self._done(renderer, limit))
         result = renderer.render(self._working, budget=limit)
         self._last = result
         self._bus.emit("render_done", format=fmt, tokens=result.tokens, budget=limit)
@@ -385,6 +509,8 @@ class ContextManager:
 
     async def compact(self, instructions: str | None = None) -> PipelineRun:
         """Run the whole pipeline now, whatever the triggers say.
+
+        A run in progress (a background compaction) ends first.
 
         Args:
             instructions: Guidance for the summarizer (`"keep the DB schema"`).

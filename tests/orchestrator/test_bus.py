@@ -23,6 +23,7 @@ class TestEventBus:
         """The bus carries exactly the signals the orchestrator sends."""
         assert sorted(SIGNALS) == [
             "budget_crossed",
+            "compaction_done",
             "node_added",
             "proposal_applied",
             "proposal_made",

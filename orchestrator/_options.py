@@ -1,0 +1,134 @@
+"""Checking `ContextManager`'s options.
+
+A mistake fails at construction with a message that names the option, instead of deep
+inside the first render.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from context_graph.errors import ConfigurationError
+from context_graph.render import FORMATS
+from context_graph.tokens import ProviderFormat
+from orchestrator.profiles import Profile, get_profile, load_profile
+from orchestrator.triggers import TriggerConfig
+from processors.base import Processor
+from processors.distill import Distiller
+from processors.mask import ObservationMasker
+from processors.summarize import HistorySummarizer
+from processors.truncate import ToolOutputTruncator
+
+__all__ = [
+    "check_budget",
+    "check_format",
+    "check_options",
+    "check_pipeline",
+    "check_ratio",
+    "check_timeout",
+    "default_pipeline",
+    "profile_defaults",
+    "resolve_profile",
+]
+
+
+def default_pipeline() -> tuple[Processor, ...]:
+    """The built-in stages, cheapest first: mask, truncate, distill, summarize."""
+    return (ObservationMasker(), ToolOutputTruncator(), Distiller(), HistorySummarizer())
+
+
+def check_format(format: object, where: str) -> ProviderFormat:
+    if format not in FORMATS:
+        msg = f"{where}: unknown format {format!r}; use one of {', '.join(FORMATS)}"
+        raise ConfigurationError(msg)
+    return format
+
+
+def check_budget(budget: object, where: str) -> int | None:
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        msg = f"{where}: `budget` must be a positive int of tokens or None, got {budget!r}"
+        raise ConfigurationError(msg)
+    return budget
+
+
+def check_ratio(value: object, name: str) -> float:
+    """A share in (0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        msg = f"ContextManager: {name} must be a number in (0, 1], got {value!r}"
+        raise ConfigurationError(msg)
+    if not 0 < value <= 1:
+        msg = f"ContextManager: {name} must be in (0, 1], got {value}"
+        raise ConfigurationError(msg)
+    return float(value)
+
+
+def check_timeout(value: object) -> float | None:
+    """Seconds a background compaction may take, or `None` for no limit."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        msg = (
+            "ContextManager: `background_timeout` must be a positive number of seconds "
+            f"or None, got {value!r}"
+        )
+        raise ConfigurationError(msg)
+    return float(value)
+
+
+def check_pipeline(pipeline: Sequence[Processor] | None) -> tuple[Processor, ...]:
+    if pipeline is None:
+        return default_pipeline()
+    if isinstance(pipeline, str | bytes) or not isinstance(pipeline, Sequence):
+        msg = "ContextManager: `pipeline` must be a sequence of processors, e.g. [Distiller()]"
+        raise ConfigurationError(msg)
+    for index, stage in enumerate(pipeline):
+        if not callable(getattr(stage, "propose", None)):
+            msg = (
+                f"ContextManager: pipeline stage {index} ({stage!r}) has no `propose` method; "
+                "pass processor instances such as ObservationMasker()"
+            )
+            raise ConfigurationError(msg)
+    return tuple(pipeline)
+
+
+def check_options(counter: object, triggers: object, summarizer: object, clock: object) -> None:
+    if counter is not None and not callable(getattr(counter, "count", None)):
+        msg = "ContextManager: `counter` must be a TokenCounter (a `count(text)` method)"
+        raise ConfigurationError(msg)
+    if triggers is not None and not isinstance(triggers, TriggerConfig):
+        msg = f"ContextManager: `triggers` must be a TriggerConfig or None, got {triggers!r}"
+        raise ConfigurationError(msg)
+    if summarizer is not None and not callable(getattr(summarizer, "summarize", None)):
+        msg = "ContextManager: `summarizer` must have an async `summarize` method"
+        raise ConfigurationError(msg)
+    if not callable(clock):
+        msg = "ContextManager: `clock` must be a callable returning seconds since the epoch"
+        raise ConfigurationError(msg)
+
+
+def resolve_profile(profile: object) -> Profile | None:
+    """A `Profile`, a built-in profile's name, or a path to a TOML profile file."""
+    if profile is None or isinstance(profile, Profile):
+        return profile
+    if isinstance(profile, Path) or (isinstance(profile, str) and profile.endswith(".toml")):
+        return load_profile(profile)
+    if isinstance(profile, str):
+        return get_profile(profile)
+    msg = (
+        "ContextManager: `profile` must be a Profile, a built-in profile's name "
+        f"(coding, service, chat) or the path of a .toml file, got {profile!r}"
+    )
+    raise ConfigurationError(msg)
+
+
+def profile_defaults(profile: Profile | None, given: dict[str, Any]) -> dict[str, Any]:
+    """The profile's manager options, overridden by the options given explicitly."""
+    if profile is None:
+        return given
+    chosen = profile.manager_options()
+    chosen.update({key: value for key, value in given.items() if value is not None})
+    return chosen
