@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from context_graph.errors import InvariantViolation, ProcessorError
+from context_graph.graph import Unit
 from context_graph.nodes import ANSWER_KINDS, Node
 from orchestrator.buffer import WorkingGraph, WorkingView
 from orchestrator.bus import EventBus
@@ -73,25 +74,47 @@ def output_targets(view: WorkingView) -> tuple[Node, ...]:
     return tuple(node for node in nodes if node.kind in ANSWER_KINDS and not node.pinned)
 
 
-def history_targets(view: WorkingView) -> tuple[Node, ...]:
-    """The oldest run of whole, unpinned units between the first and the latest user turn.
+KEEP_RECENT_UNITS = 2
+"""Units at the end of the view a summary never takes: the step in progress and the one
+before it, whose results the model is acting on."""
 
-    The user's first request, the latest user turn and everything after it are never
-    summarized: they are the task and the work in progress.
-    """
-    units = view.units()
-    users = [i for i, unit in enumerate(units) if unit.kind == "user"]
-    if len(users) < 2:  # a first request and a later turn
-        return ()
+
+def _whole_run(view: WorkingView, units: Sequence[Unit]) -> list[Node]:
+    """The first run of units with no pinned node, as nodes in order."""
     run: list[Node] = []
-    for unit in units[users[0] + 1 : users[-1]]:
+    for unit in units:
         nodes = [view[node_id] for node_id in unit.node_ids]
         if any(node.pinned for node in nodes):
             if run:
                 break
             continue
         run.extend(nodes)
-    return tuple(run)
+    return run
+
+
+def history_targets(view: WorkingView, *, keep_recent: int = KEEP_RECENT_UNITS) -> tuple[Node, ...]:
+    """The oldest run of whole, unpinned units that a summary may stand for.
+
+    First the units between the user's first request and the latest user turn; when that
+    span holds nothing new (no units, or only the summary already written there), the
+    finished steps of the current tool loop: the units after the latest user turn but
+    the last `keep_recent`. An agent working on one request for hundreds of steps would
+    otherwise never be summarized, and its request would stop fitting.
+
+    Never taken: the user's first request, the latest user turn, the last `keep_recent`
+    units and every pinned node.
+    """
+    units = view.units()
+    users = [i for i, unit in enumerate(units) if unit.kind == "user"]
+    if not users:
+        return ()
+    spans = [units[users[0] + 1 : users[-1]]] if len(users) > 1 else []
+    spans.append(units[users[-1] + 1 : max(users[-1] + 1, len(units) - keep_recent)])
+    for span in spans:
+        run = _whole_run(view, span)
+        if any(node.kind != "summary" for node in run):
+            return tuple(run)
+    return ()
 
 
 def _targets(processor: Processor, view: WorkingView) -> tuple[Node, ...]:

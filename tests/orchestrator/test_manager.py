@@ -155,6 +155,45 @@ class TestManualCompact:
         assert users[0] not in given
         assert users[-1] not in given
 
+    async def test_a_long_tool_loop_under_one_request_is_summarized(
+        self, make_manager: Callable[..., ContextManager]
+    ) -> None:
+        """One request, many steps: the finished steps are summarized, the last two kept."""
+        summarizer = ScriptedSummarizer(["Steps 0-3 ran pytest; every line was ok."] * 4)
+        manager = make_manager(summarizer=summarizer, pipeline=[HistorySummarizer()])
+        manager.add_system("You are a careful coding agent.")
+        manager.add_user("Fix the failing test in tests/test_io.py.")
+        for step in range(6):
+            manager.add_assistant(
+                f"Step {step}.", [{"id": f"call_{step}", "name": "bash", "arguments": {}}]
+            )
+            manager.add_tool_result(f"call_{step}", _log(step))
+        run = await manager.compact()
+        assert run.applied == 1
+        given = [node for nodes, _, _ in summarizer.calls for node in nodes]
+        calls = sorted({n.tool_call_id for n in given if n.kind == "tool_call"})
+        assert calls == [f"call_{step}" for step in range(4)]  # steps 4 and 5 kept
+        assert not any(n.kind in {"user", "system"} for n in given)
+        result = await manager.render()
+        text = str(result.payload)
+        assert "Steps 0-3 ran pytest" in text
+        assert "call_0" not in text
+        assert "call_4" in text and "call_5" in text
+        assert validate(result.payload, "openai") == []
+
+    async def test_the_last_two_steps_alone_are_never_summarized(
+        self, make_manager: Callable[..., ContextManager]
+    ) -> None:
+        summarizer = ScriptedSummarizer(["anything"] * 4)
+        manager = make_manager(summarizer=summarizer, pipeline=[HistorySummarizer()])
+        manager.add_user("Fix it.")
+        for step in range(2):
+            manager.add_assistant("Step.", [{"id": f"c{step}", "name": "bash"}])
+            manager.add_tool_result(f"c{step}", _log(step))
+        run = await manager.compact()
+        assert run.applied == 0
+        assert summarizer.calls == []
+
 
 class TestBus:
     """The manager reports what it does on its bus."""
