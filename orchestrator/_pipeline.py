@@ -101,15 +101,22 @@ def history_targets(view: WorkingView, *, keep_recent: int = KEEP_RECENT_UNITS) 
     the last `keep_recent`. An agent working on one request for hundreds of steps would
     otherwise never be summarized, and its request would stop fitting.
 
-    Never taken: the user's first request, the latest user turn, the last `keep_recent`
-    units and every pinned node.
+    Never taken: the user's first request (or, in a session that starts from another
+    tool's compaction summary, that summary), the latest user turn, the last
+    `keep_recent` units and every pinned node.
     """
     units = view.units()
     users = [i for i, unit in enumerate(units) if unit.kind == "user"]
-    if not users:
-        return ()
-    spans = [units[users[0] + 1 : users[-1]]] if len(users) > 1 else []
-    spans.append(units[users[-1] + 1 : max(users[-1] + 1, len(units) - keep_recent)])
+    if users:
+        spans = [units[users[0] + 1 : users[-1]]] if len(users) > 1 else []
+        loop = users[-1] + 1
+    else:
+        # A session resumed from another tool's compaction starts with its summary, which
+        # stands in for the first request: the loop starts after it.
+        spans, loop = [], 0
+        while loop < len(units) and units[loop].kind in {"system", "summary"}:
+            loop += 1
+    spans.append(units[loop : max(loop, len(units) - keep_recent)])
     for span in spans:
         run = _whole_run(view, span)
         if any(node.kind != "summary" for node in run):

@@ -181,6 +181,25 @@ class TestManualCompact:
         assert "call_4" in text and "call_5" in text
         assert validate(result.payload, "openai") == []
 
+    async def test_a_session_resumed_from_a_compaction_summarizes_its_loop(
+        self, make_manager: Callable[..., ContextManager]
+    ) -> None:
+        """With no user turn, the other tool's summary is kept and the loop summarized."""
+        summarizer = ScriptedSummarizer(["Steps 0-2 ran pytest; every line was ok."] * 4)
+        manager = make_manager(summarizer=summarizer, pipeline=[HistorySummarizer()])
+        manager.ingest([{"type": "compaction", "content": "Earlier: the user asked for X."}])
+        for step in range(5):
+            manager.add_assistant(f"Step {step}.", [{"id": f"c{step}", "name": "bash"}])
+            manager.add_tool_result(f"c{step}", _log(step))
+        run = await manager.compact()
+        assert run.applied == 1
+        given = [node for nodes, _, _ in summarizer.calls for node in nodes]
+        assert not any(node.kind == "summary" for node in given)
+        calls = sorted({n.tool_call_id for n in given if n.kind == "tool_call"})
+        assert calls == ["c0", "c1", "c2"]
+        text = str((await manager.render()).payload)
+        assert "Earlier: the user asked for X." in text
+
     async def test_the_last_two_steps_alone_are_never_summarized(
         self, make_manager: Callable[..., ContextManager]
     ) -> None:
