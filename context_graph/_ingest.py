@@ -9,12 +9,10 @@ of the batch, not of the history.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
-
-from pydantic import TypeAdapter, ValidationError
 
 from context_graph.call_ids import ID_RULES, provider_call_id
 from context_graph.errors import IngestError, SourceLocation
@@ -47,7 +45,6 @@ from context_graph.nodes import (
 if TYPE_CHECKING:
     from context_graph.graph import ContextGraph
 
-_event_adapter: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
 
 Edge = tuple[str, str, str]
 
@@ -108,39 +105,6 @@ def build(cls: type[NodeT], **fields: Any) -> NodeT:
 
 
 _DEFAULTS: dict[type[Node], dict[str, Any]] = {}
-
-
-def coerce_events(events: Iterable[Any]) -> list[AgentEvent]:
-    """Validate a batch of events given as models or plain dicts.
-
-    Raises:
-        IngestError: naming the event's index and the field that is wrong.
-    """
-    out: list[AgentEvent] = []
-    for index, raw in enumerate(events):
-        if isinstance(raw, _EVENT_TYPES):
-            out.append(raw)
-            continue
-        try:
-            out.append(_event_adapter.validate_python(raw))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            reason = f"invalid event: {first['msg']}" + (f" at `{where}`" if where else "")
-            raise IngestError(reason, SourceLocation(index=index)) from None
-    return out
-
-
-_EVENT_TYPES = (
-    SystemPrompt,
-    UserTurn,
-    AssistantTurn,
-    ToolResult,
-    FileRead,
-    SubagentResult,
-    Note,
-    Compaction,
-)
 
 
 class _Planner:

@@ -8,12 +8,21 @@ a live agent loop and a replayed log build the same graph.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 
-from context_graph.errors import SourceLocation
+from context_graph.errors import IngestError, SourceLocation
 from context_graph.nodes import ContentPart, TextPart, TriggerSpec
 
 __all__ = [
@@ -27,6 +36,7 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "UserTurn",
+    "coerce_events",
 ]
 
 
@@ -185,3 +195,37 @@ AgentEvent: TypeAlias = Annotated[
     | Compaction,
     Field(discriminator="type"),
 ]
+
+_event_adapter: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
+
+_EVENT_TYPES = (
+    SystemPrompt,
+    UserTurn,
+    AssistantTurn,
+    ToolResult,
+    FileRead,
+    SubagentResult,
+    Note,
+    Compaction,
+)
+
+
+def coerce_events(events: Iterable[Any]) -> list[AgentEvent]:
+    """Validate a batch of events given as models or plain dicts.
+
+    Raises:
+        IngestError: naming the event's index and the field that is wrong.
+    """
+    out: list[AgentEvent] = []
+    for index, raw in enumerate(events):
+        if isinstance(raw, _EVENT_TYPES):
+            out.append(raw)
+            continue
+        try:
+            out.append(_event_adapter.validate_python(raw))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            reason = f"invalid event: {first['msg']}" + (f" at `{where}`" if where else "")
+            raise IngestError(reason, SourceLocation(index=index)) from None
+    return out

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias, cast
 import networkx as nx
 from pydantic import JsonValue
 
-from context_graph._ingest import IngestPlan, coerce_events, plan_ingest
+from context_graph._ingest import IngestPlan, plan_ingest
 from context_graph.errors import CycleError, DuplicateNodeError, GraphError, UnknownNodeError
 from context_graph.events import (
     AgentEvent,
@@ -27,6 +27,7 @@ from context_graph.events import (
     ToolCall,
     ToolResult,
     UserTurn,
+    coerce_events,
 )
 from context_graph.nodes import ContentPart, Node, ToolCallNode
 from context_graph.tokens import NodeTokenCache, TokenCounter, default_counter

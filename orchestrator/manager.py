@@ -25,10 +25,9 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any
 
 import anyio
 import sniffio
@@ -36,11 +35,11 @@ from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict
 
 from context_graph.errors import ConfigurationError
-from context_graph.events import AgentEvent, ToolCall
-from context_graph.graph import Content, ContextGraph
+from context_graph.graph import ContextGraph
 from context_graph.nodes import Node
 from context_graph.render import Renderer, RenderResult
 from context_graph.tokens import Calibrator, ProviderFormat, TokenCounter
+from orchestrator._manager_ingest import IngestMethods
 from orchestrator._options import (
     check_budget,
     check_format,
@@ -84,7 +83,7 @@ class ManagerStats(BaseModel):
     """Tokens of the last rendered request (`None` before the first render)."""
 
 
-class ContextManager:
+class ContextManager(IngestMethods):
     """Feeds agent events into a context graph and renders a request that fits.
 
     Args:
@@ -201,21 +200,7 @@ class ContextManager:
             last_render_tokens=None if self._last is None else self._last.tokens,
         )
 
-    # -- ingest --------------------------------------------------------------------------
-
-    def ingest(self, events: Iterable[AgentEvent | dict[str, Any]]) -> tuple[str, ...]:
-        """Add a batch of events, whole or not at all; return the new node ids.
-
-        Raises:
-            IngestError: an event is malformed or inconsistent; nothing was added.
-        """
-        return self._added(self._raw.ingest(events))
-
-    def _added(self, ids: tuple[str, ...]) -> tuple[str, ...]:
-        for node_id in ids:
-            self._bus.emit("node_added", node_id=node_id, node=self._raw[node_id])
-        self._on_ingest()
-        return ids
+    # -- ingest (the add_* methods come from IngestMethods) ----------------------------
 
     def _on_ingest(self) -> None:
         """Evaluate the triggers against the default budget after every ingest.
@@ -229,38 +214,6 @@ class ContextManager:
         self._pending.extend(firings)
         if self._group is not None:
             self._start_background()
-
-    def add_system(self, content: Content, **fields: Any) -> str:
-        """Add the system prompt (pinned by default); return its node id."""
-        return self._added((self._raw.add_system(content, **fields),))[0]
-
-    def add_user(self, content: Content, **fields: Any) -> str:
-        """Add a user turn; return its node id."""
-        return self._added((self._raw.add_user(content, **fields),))[0]
-
-    def add_assistant(
-        self,
-        content: Content = (),
-        tool_calls: Sequence[ToolCall | dict[str, Any]] = (),
-        **fields: Any,
-    ) -> tuple[str, ...]:
-        """Add an assistant turn and its tool calls; return the assistant and call ids."""
-        return self._added(self._raw.add_assistant(content, tool_calls, **fields))
-
-    def add_tool_result(
-        self, call_id: str, content: Content, *, is_error: bool = False, **fields: Any
-    ) -> str:
-        """Add the result of the open call `call_id`; return its node id."""
-        node_id = self._raw.add_tool_result(call_id, content, is_error=is_error, **fields)
-        return self._added((node_id,))[0]
-
-    def add_file_read(self, path: str, content: Content, **fields: Any) -> str:
-        """Add a file as read (answering `call_id=` when given); return its node id."""
-        return self._added((self._raw.add_file_read(path, content, **fields),))[0]
-
-    def add_note(self, content: Content, **fields: Any) -> str:
-        """Add a pinned note; return its node id."""
-        return self._added((self._raw.add_note(content, **fields),))[0]
 
     def mark_boundary(self, label: str) -> None:
         """Mark the end of a task; the `boundary` trigger fires at once.
