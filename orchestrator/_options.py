@@ -18,6 +18,7 @@ from orchestrator.triggers import TriggerConfig
 from processors.base import Processor
 from processors.distill import Distiller
 from processors.mask import ObservationMasker
+from processors.redact import SecretRedactor
 from processors.summarize import HistorySummarizer
 from processors.truncate import ToolOutputTruncator
 
@@ -27,6 +28,7 @@ __all__ = [
     "check_options",
     "check_pipeline",
     "check_ratio",
+    "check_redactor",
     "check_timeout",
     "default_pipeline",
     "profile_defaults",
@@ -64,6 +66,18 @@ def check_ratio(value: object, name: str) -> float:
         msg = f"ContextManager: {name} must be in (0, 1], got {value}"
         raise ConfigurationError(msg)
     return float(value)
+
+
+def check_redactor(value: object) -> SecretRedactor | None:
+    """`redact_secrets`: a bool, or a configured `SecretRedactor`."""
+    if isinstance(value, SecretRedactor):
+        return value
+    if value is True:
+        return SecretRedactor()
+    if value is False:
+        return None
+    msg = f"ContextManager: `redact_secrets` must be True, False or a SecretRedactor, got {value!r}"
+    raise ConfigurationError(msg)
 
 
 def check_timeout(value: object) -> float | None:

@@ -34,7 +34,7 @@ import sniffio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict
 
-from context_graph.errors import ConfigurationError
+from context_graph.errors import ConfigurationError, InvariantViolation
 from context_graph.graph import ContextGraph
 from context_graph.nodes import Node
 from context_graph.render import Renderer, RenderResult
@@ -46,6 +46,7 @@ from orchestrator._options import (
     check_options,
     check_pipeline,
     check_ratio,
+    check_redactor,
     check_timeout,
     default_pipeline,
     profile_defaults,
@@ -57,7 +58,8 @@ from orchestrator.bus import EventBus
 from orchestrator.guards import GuardConfig, GuardState
 from orchestrator.profiles import Profile
 from orchestrator.triggers import Firing, TriggerConfig, TriggerState, evaluate
-from processors.base import Processor, Summarizer
+from processors.base import Processor, ProcessorContext, Summarizer, run_processor
+from processors.redact import SecretRedactor
 
 __all__ = ["ContextManager", "ManagerStats", "default_pipeline"]
 
@@ -108,6 +110,13 @@ class ContextManager(IngestMethods):
             at all; manual `compact()` bypasses every guard.
         background_timeout: Seconds a background compaction may run before it is
             cancelled (nothing of an unfinished stage is applied); `None` for no limit.
+        redact_secrets: Replace credentials (API keys, tokens, private keys, passwords)
+            with typed placeholders in what the model is shown: `True` for a
+            `SecretRedactor()` with its defaults, or a configured `SecretRedactor`. Every
+            new node is scanned before a render and before any compaction (so a model
+            summarizer never sees a secret either); the pristine record keeps the
+            original. Off by default: a redacted value the agent needs (a test fixture's
+            key) is lost to it, so turn it on where secrets may appear.
         clock: Seconds since the epoch, for the audit log; injectable for tests.
 
     Raises:
@@ -127,6 +136,7 @@ class ContextManager(IngestMethods):
         compact_to: float | None = None,
         guards: GuardConfig | None = None,
         background_timeout: float | None = 120.0,
+        redact_secrets: bool | SecretRedactor = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         chosen = profile_defaults(
@@ -144,6 +154,8 @@ class ContextManager(IngestMethods):
         self._summarizer = summarizer
         self._clock = clock
         self._background_timeout = check_timeout(background_timeout)
+        self._redactor = check_redactor(redact_secrets)
+        self._scanned: set[str] = set()
         self._raw = ContextGraph(counter=counter)
         self._working = WorkingGraph(self._raw, clock=clock)
         self._bus = EventBus(sender=self)
@@ -380,7 +392,37 @@ class ContextManager(IngestMethods):
             return  # the run in progress re-evaluates when it ends
         group.start_soon(self._background_run)
 
+    async def _redact_new(self) -> None:
+        """Redact secrets in every view node not scanned yet (with `redact_secrets`)."""
+        redactor = self._redactor
+        if redactor is None:
+            return
+        for _attempt in range(3):
+            snapshot = self._working.snapshot()
+            new = [snapshot[i] for i in snapshot.current_ids() if i not in self._scanned]
+            if not new:
+                return
+            ctx = ProcessorContext(graph=snapshot, tokens=self._working.token_cache)
+            proposal = await run_processor(redactor, new, ctx)
+            if proposal.empty:
+                self._scanned.update(node.id for node in new)
+                return
+            self._bus.emit("proposal_made", proposal=proposal)
+            try:
+                entry = self._working.apply(proposal)
+            except InvariantViolation as exc:
+                # A compaction replaced a target meanwhile: scan the new view again.
+                self._bus.emit("proposal_rejected", proposal=proposal, reason=str(exc))
+                continue
+            self._applied += 1
+            self._bus.emit("proposal_applied", proposal=proposal, entry=entry)
+            self._scanned.update(node.id for node in new)
+            self._scanned.update(entry.added)
+        msg = "redact_secrets: the view kept changing while it was being redacted"
+        raise RuntimeError(msg)
+
     async def _background_run(self) -> None:
+        await self._redact_new()  # a model summarizer must not see secrets either
         renderer = self._renderer(self._format)
         budget = self._budget
         if budget is not None and self._fits(renderer, self._target(budget)):
@@ -426,6 +468,7 @@ class ContextManager(IngestMethods):
         if self._failure is not None:
             failure, self._failure = self._failure, None
             raise failure
+        await self._redact_new()
         renderer = self._renderer(fmt)
         due = bool(self._fire(limit) or self._pending)
         if limit is not None and not self._fits(renderer, limit):
@@ -437,6 +480,7 @@ class ContextManager(IngestMethods):
             self._start_background()
         elif due:
             await self._run(limit, None, self._done(renderer, limit))
+        await self._redact_new()  # what the compaction wrote, too
         result = renderer.render(self._working, budget=limit)
         self._last = result
         self._bus.emit("render_done", format=fmt, tokens=result.tokens, budget=limit)
@@ -473,6 +517,7 @@ class ContextManager(IngestMethods):
         """
         self._state = self._state.request_manual()
         self._fire(self._budget)
+        await self._redact_new()
         return await self._run(self._budget, instructions, None, manual=True)
 
     def report_usage(self, prompt_tokens: int) -> float:

@@ -317,3 +317,54 @@ class TestOptions:
     def test_bad_profile_is_refused(self, profile: object) -> None:
         with pytest.raises(ConfigurationError, match="profile"):
             ContextManager(profile=profile)  # type: ignore[arg-type]
+
+
+class TestRedactSecrets:
+    KEY = "AKIA" + "Q3EGRKZ7VN5XWJ2P"  # shaped like an AWS access key id, made up
+    TOKEN = "ghp_" + "x7Kq2LmN9pR4sT6vW8yZ1aB3cD5eF7gH9iJ0"  # shaped like a GitHub token
+
+    def _feed(self, manager: ContextManager) -> None:
+        manager.add_system("You are a careful agent.")
+        manager.add_user(f"Deploy with key {self.KEY}.")
+        manager.add_assistant("Reading the env.", [{"id": "c1", "name": "bash"}])
+        manager.add_tool_result("c1", f"GITHUB_TOKEN={self.TOKEN}\nDEBUG=1")
+
+    def test_secrets_never_reach_the_request_and_the_record_keeps_them(self) -> None:
+        manager = ContextManager(redact_secrets=True)
+        self._feed(manager)
+        text = str(manager.render_sync().payload)
+        assert self.KEY not in text and self.TOKEN not in text
+        assert "DEBUG=1" in text
+        raw = " ".join(node.text for node in manager.raw)
+        assert self.KEY in raw and self.TOKEN in raw
+        redacted = [e for e in manager.working.audit() if e.processor == "redact"]
+        assert redacted
+        originals = manager.expand(redacted[0].added[0])
+        assert any(self.KEY in n.text or self.TOKEN in n.text for n in originals)
+
+    def test_the_summarizer_never_sees_a_secret(self) -> None:
+        from context_graph.testing import ScriptedSummarizer
+        from processors import HistorySummarizer
+
+        summarizer = ScriptedSummarizer(["The agent read the env."] * 4)
+        manager = ContextManager(
+            redact_secrets=True, summarizer=summarizer, pipeline=[HistorySummarizer()]
+        )
+        self._feed(manager)
+        for step in range(3):
+            manager.add_assistant(f"Step {step}.", [{"id": f"s{step}", "name": "bash"}])
+            manager.add_tool_result(f"s{step}", "ok " * 50)
+        anyio.run(manager.compact)
+        given = " ".join(node.text for nodes, _, _ in summarizer.calls for node in nodes)
+        assert summarizer.calls and "GITHUB_TOKEN" in given
+        assert self.TOKEN not in given
+
+    def test_off_by_default(self) -> None:
+        manager = ContextManager()
+        self._feed(manager)
+        assert self.KEY in str(manager.render_sync().payload)
+
+    @pytest.mark.parametrize("value", ["yes", 1, None])
+    def test_bad_value_is_refused(self, value: object) -> None:
+        with pytest.raises(ConfigurationError, match="redact_secrets"):
+            ContextManager(redact_secrets=value)  # type: ignore[arg-type]
