@@ -13,6 +13,10 @@ from context_graph.errors import (
     InvariantViolation,
     ProcessorError,
     SourceLocation,
+    StoreCorruptError,
+    StoreError,
+    StoreFormatError,
+    StoreLockedError,
     TokenizerError,
     UnknownNodeError,
 )
@@ -27,6 +31,7 @@ from context_graph.events import (
     ToolCall,
     ToolResult,
     UserTurn,
+    coerce_events,
 )
 from context_graph.graph import EDGE_KINDS, ContextGraph, EdgeKind, Unit
 from context_graph.nodes import (
@@ -103,6 +108,10 @@ __all__ = [
     "ProviderFormat",
     "RedactedThinkingPart",
     "SourceLocation",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreFormatError",
+    "StoreLockedError",
     "SubagentResult",
     "SubagentResultNode",
     "SummaryNode",
@@ -123,6 +132,7 @@ __all__ = [
     "UnknownNodeError",
     "UserNode",
     "UserTurn",
+    "coerce_events",
     "content_digest",
     "default_counter",
     "make_node_id",

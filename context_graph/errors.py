@@ -11,7 +11,11 @@ ContextGraphError
 ├── BudgetExceededError               the budget cannot be met (.budget, .required)
 ├── ProcessorError                    a processor failed (.processor; raised from the cause)
 ├── TokenizerError (LookupError)      an encoding that cannot be loaded offline
-└── ConfigurationError (ValueError)   a developer mistake, raised at construction time
+├── ConfigurationError (ValueError)   a developer mistake, raised at construction time
+└── StoreError                        a session file that cannot be opened or written (.path)
+    ├── StoreLockedError              another store holds the file for writing (.pid)
+    ├── StoreFormatError (ValueError) not a session store that this version can read
+    └── StoreCorruptError (ValueError) a journal entry that does not decode or replay (.seq)
 ```
 
 Every error that refers to input names the place: the file, the line and the message
@@ -33,6 +37,10 @@ __all__ = [
     "InvariantViolation",
     "ProcessorError",
     "SourceLocation",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreFormatError",
+    "StoreLockedError",
     "TokenizerError",
     "UnknownNodeError",
 ]
@@ -153,3 +161,48 @@ class TokenizerError(ContextGraphError, LookupError):
 
 class ConfigurationError(ContextGraphError, ValueError):
     """A developer mistake in how the library is set up, raised at construction time."""
+
+
+class StoreError(ContextGraphError):
+    """A session file that cannot be opened, read or written.
+
+    Attributes:
+        path: The session file.
+    """
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+class StoreLockedError(StoreError):
+    """Another open store (in this process or another) holds the session file for writing.
+
+    Attributes:
+        pid: The id of the process holding it, when it could be read.
+    """
+
+    def __init__(self, path: str, pid: int | None) -> None:
+        self.pid = pid
+        holder = f"process {pid}" if pid is not None else "another process"
+        super().__init__(
+            path,
+            f"the session is open for writing in {holder}; close it there first, "
+            "or open this one with read_only=True",
+        )
+
+
+class StoreFormatError(StoreError, ValueError):
+    """A file that is not a session store this version of context-graph can read."""
+
+
+class StoreCorruptError(StoreError, ValueError):
+    """A session store whose journal does not decode or does not replay; nothing restored.
+
+    Attributes:
+        seq: The journal entry at fault, when one is.
+    """
+
+    def __init__(self, path: str, message: str, *, seq: int | None = None) -> None:
+        self.seq = seq
+        super().__init__(path, message if seq is None else f"journal entry {seq}: {message}")

@@ -293,6 +293,25 @@ class Calibrator:
         self._observations += 1
         return self._factor
 
+    def resume(self, factor: float, observations: int) -> None:
+        """Continue from a factor learned earlier (a restored session's).
+
+        Raises:
+            ConfigurationError: `factor` is outside this calibrator's bounds, or
+                `observations` is not an int >= 0.
+        """
+        if isinstance(factor, bool) or not isinstance(factor, int | float):
+            msg = f"Calibrator.resume: factor must be a number, got {factor!r}"
+            raise ConfigurationError(msg)
+        if not self._lower <= factor <= self._upper:
+            msg = f"Calibrator.resume: factor {factor} is outside [{self._lower}, {self._upper}]"
+            raise ConfigurationError(msg)
+        if isinstance(observations, bool) or not isinstance(observations, int) or observations < 0:
+            msg = f"Calibrator.resume: observations must be an int >= 0, got {observations!r}"
+            raise ConfigurationError(msg)
+        self._factor = float(factor)
+        self._observations = observations
+
     def apply(self, estimated: int) -> int:
         """Return `estimated` corrected by the factor, rounded up."""
         return math.ceil(estimated * self._factor)

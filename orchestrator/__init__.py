@@ -1,8 +1,9 @@
 """The orchestrator: when and in what order processors run, and how edits land safely.
 
-So far: the double-buffered working graph (`WorkingGraph`), the invariant checker every
-proposal passes before it is applied, the trigger evaluator, the event bus, and the
-command-line tool, tied together by `ContextManager`: the one object an agent loop holds.
+The double-buffered working graph (`WorkingGraph`), the invariant checker every proposal
+passes before it is applied, the trigger evaluator, the event bus, profiles, the session
+store and the command-line tool, tied together by `ContextManager`: the one object an
+agent loop holds.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from orchestrator.invariants import check_proposal, enforce
 from orchestrator.manager import ContextManager, ManagerStats, default_pipeline
 from orchestrator.profiles import PROFILES, Profile, StageConfig, get_profile, load_profile
 from orchestrator.replay import CallReport, ReplayReport, replay
+from orchestrator.store import JournalEntry, RestoredSession, SessionStore
 from orchestrator.triggers import Firing, TriggerConfig, TriggerState, evaluate
 
 __all__ = [
@@ -28,12 +30,15 @@ __all__ = [
     "Firing",
     "GuardConfig",
     "GuardState",
+    "JournalEntry",
     "ManagerStats",
     "Overlay",
     "Profile",
     "RecordedEvent",
     "Recorder",
     "ReplayReport",
+    "RestoredSession",
+    "SessionStore",
     "StageConfig",
     "TriggerConfig",
     "TriggerState",

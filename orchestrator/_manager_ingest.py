@@ -1,8 +1,8 @@
 """The ingest side of `ContextManager`: one path for every event into the pristine record.
 
 Every `add_*` method builds its typed event and goes through `ingest`, so that the bus,
-the triggers and (with a store) the journal see each event exactly once, whichever way
-the caller fed it.
+the triggers and (with a store, whose graph journals each batch) the session file see
+each event exactly once, whichever way the caller fed it.
 """
 
 from __future__ import annotations
@@ -34,9 +34,6 @@ class IngestMethods:
     _raw: ContextGraph
     _bus: EventBus
 
-    def _before_ingest(self, events: Sequence[AgentEvent]) -> None:
-        """Called with a checked batch before it is added (the store journals it)."""
-
     def _on_ingest(self) -> None:
         """Called after every batch that added nodes (the manager evaluates triggers)."""
 
@@ -46,9 +43,7 @@ class IngestMethods:
         Raises:
             IngestError: an event is malformed or inconsistent; nothing was added.
         """
-        batch = coerce_events(events)
-        self._before_ingest(batch)
-        ids = self._raw.ingest(batch)
+        ids = self._raw.ingest(coerce_events(events))
         for node_id in ids:
             self._bus.emit("node_added", node_id=node_id, node=self._raw[node_id])
         self._on_ingest()

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
+from typing import Any
 
 import anyio
 import sniffio
@@ -40,6 +42,7 @@ from context_graph.nodes import Node
 from context_graph.render import Renderer, RenderResult
 from context_graph.tokens import Calibrator, ProviderFormat, TokenCounter
 from orchestrator._manager_ingest import IngestMethods
+from orchestrator._manager_store import PersistenceMethods
 from orchestrator._options import (
     check_budget,
     check_format,
@@ -57,6 +60,7 @@ from orchestrator.buffer import WorkingGraph
 from orchestrator.bus import EventBus
 from orchestrator.guards import GuardConfig, GuardState
 from orchestrator.profiles import Profile
+from orchestrator.store import SessionStore
 from orchestrator.triggers import Firing, TriggerConfig, TriggerState, evaluate
 from processors.base import Processor, ProcessorContext, Summarizer, run_processor
 from processors.redact import SecretRedactor
@@ -85,7 +89,7 @@ class ManagerStats(BaseModel):
     """Tokens of the last rendered request (`None` before the first render)."""
 
 
-class ContextManager(IngestMethods):
+class ContextManager(IngestMethods, PersistenceMethods):
     """Feeds agent events into a context graph and renders a request that fits.
 
     Args:
@@ -156,6 +160,8 @@ class ContextManager(IngestMethods):
         self._background_timeout = check_timeout(background_timeout)
         self._redactor = check_redactor(redact_secrets)
         self._scanned: set[str] = set()
+        self._store: SessionStore | None = None
+        self._saved: dict[str, str] = {}
         self._raw = ContextGraph(counter=counter)
         self._working = WorkingGraph(self._raw, clock=clock)
         self._bus = EventBus(sender=self)
@@ -179,6 +185,45 @@ class ContextManager(IngestMethods):
         self._exit_stack: AsyncExitStack | None = None
         self._group: TaskGroup | None = None
         self._failure: Exception | None = None
+
+    @classmethod
+    def open(
+        cls, path: str | os.PathLike[str], *, durable: bool = True, **options: Any
+    ) -> ContextManager:
+        """A manager whose session lives in the SQLite file `path`, resumed if it exists.
+
+        The file keeps the pristine record, every applied edit with its audit entry, and
+        the manager's state (triggers, guards, counters, calibration), so a restarted
+        process continues exactly where the last one stopped. One process writes a
+        session file at a time: a second `open` of the same file is refused.
+
+        Args:
+            path: The session file (created when missing; its directory must exist).
+            durable: Sync every write to disk; `False` survives a crash of the process
+                but may lose the last writes on a power cut.
+            **options: The constructor's options. The processors, triggers and budget
+                are not stored: pass the same ones when you reopen.
+
+        Raises:
+            StoreLockedError: another manager or process has the file open.
+            StoreFormatError: the file is not a session file this version reads.
+            StoreCorruptError: the journal or the state does not load (nothing is
+                changed in the file).
+            StoreError: the directory is missing, or the counter differs from the one
+                the session was recorded with.
+            ConfigurationError: an option is invalid.
+        """
+        manager = cls(**options)
+        store = SessionStore.open(path, counter=options.get("counter"), durable=durable)
+        try:
+            session = store.restore(clock=manager._clock)
+            manager._raw, manager._working = session.raw, session.working
+            manager._load_state(store, session.state)
+        except BaseException:
+            store.close()
+            raise
+        manager._store = store
+        return manager
 
     # -- what the user reads -------------------------------------------------------------
 
@@ -220,12 +265,14 @@ class ContextManager(IngestMethods):
         What fires is handled at once in the background when the manager runs inside
         `async with`, and by the next render otherwise.
         """
+        before = self._state
         firings = self._fire(self._budget)
-        if not firings:
-            return
-        self._pending.extend(firings)
-        if self._group is not None:
-            self._start_background()
+        if firings:
+            self._pending.extend(firings)
+            if self._group is not None:
+                self._start_background()
+        if firings or self._state != before:
+            self._save_state()
 
     def mark_boundary(self, label: str) -> None:
         """Mark the end of a task; the `boundary` trigger fires at once.
@@ -331,6 +378,7 @@ class ContextManager(IngestMethods):
             self._guard_state = run.guard_state
         self._applied += run.applied
         self._rejected += run.rejected
+        self._save_state()
         self._bus.emit(
             "compaction_done",
             run=run,
@@ -376,15 +424,35 @@ class ContextManager(IngestMethods):
         """Cancel background compaction and wait until it stopped.
 
         A stage cut short applies nothing (proposals are applied whole, never while a
-        processor runs), so the graph stays as the last applied proposal left it. The
-        manager keeps working afterwards, compacting in the foreground again.
+        processor runs), so the graph stays as the last applied proposal left it. An
+        in-memory manager keeps working afterwards, compacting in the foreground again;
+        a manager from `open` also closes its session file (see `close`).
         """
         stack, self._exit_stack = self._exit_stack, None
         group, self._group = self._group, None
-        if stack is None or group is None:
+        if stack is not None and group is not None:
+            group.cancel_scope.cancel()
+            await stack.aclose()
+        self.close()
+
+    def close(self) -> None:
+        """Save the state and close the session file (a manager from `open`).
+
+        Without a session file there is nothing to close; the manager keeps working.
+        With one, later ingests and compactions are refused with `StoreError`. Closing
+        twice is harmless.
+
+        Raises:
+            RuntimeError: background compaction is running (use `await aclose()`).
+        """
+        if self._group is not None:
+            msg = "close() inside `async with manager:`; leave the block or `await aclose()`"
+            raise RuntimeError(msg)
+        store = self._store
+        if store is None or store.closed:
             return
-        group.cancel_scope.cancel()
-        await stack.aclose()
+        self._save_state()
+        store.close()
 
     def _start_background(self) -> None:
         group = self._group
@@ -484,6 +552,7 @@ class ContextManager(IngestMethods):
         result = renderer.render(self._working, budget=limit)
         self._last = result
         self._bus.emit("render_done", format=fmt, tokens=result.tokens, budget=limit)
+        self._save_state()
         return result
 
     def render_sync(
@@ -539,4 +608,5 @@ class ContextManager(IngestMethods):
         factor = self._calibrator.observe(self._last.tokens, prompt_tokens)
         usage = {"prompt_tokens": prompt_tokens, "estimated": self._last.tokens}
         self._bus.emit("usage_reported", usage=usage, factor=factor)
+        self._save_state()
         return factor

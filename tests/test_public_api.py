@@ -31,6 +31,7 @@ MODULES = [
     "orchestrator.manager",
     "orchestrator.profiles",
     "orchestrator.replay",
+    "orchestrator.store",
     "processors",
     "processors.base",
     "processors.registry",

@@ -1,0 +1,90 @@
+"""The persistence side of `ContextManager`: its own state in the session file.
+
+The journal (every ingested batch and every applied proposal, in order) is written by the
+graphs a `SessionStore` restores, so nothing here records edits. What is kept here is the
+manager's own state, which the journal cannot rebuild: trigger and guard state, counters,
+the calibration factor, firings not handled yet and the nodes already scanned for
+secrets. Each key is written only when its value changed, so a turn that changes nothing
+costs no write.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import JsonValue
+
+from context_graph.errors import StoreCorruptError
+from context_graph.tokens import Calibrator
+from orchestrator.guards import GuardState
+from orchestrator.store import SessionStore
+from orchestrator.triggers import Firing, TriggerState
+
+__all__ = ["PersistenceMethods"]
+
+
+class PersistenceMethods:
+    """Saving and restoring the manager's state; mixed into `ContextManager`."""
+
+    _store: SessionStore | None
+    _saved: dict[str, str]
+    _state: TriggerState
+    _guard_state: GuardState
+    _applied: int
+    _rejected: int
+    _calibrator: Calibrator
+    _pending: list[Firing]
+    _scanned: set[str]
+
+    def _state_values(self) -> dict[str, JsonValue]:
+        return {
+            "triggers": self._state.model_dump(mode="json"),
+            "guards": self._guard_state.model_dump(mode="json"),
+            "counters": {"applied": self._applied, "rejected": self._rejected},
+            "calibration": {
+                "factor": self._calibrator.factor,
+                "observations": self._calibrator.observations,
+            },
+            "pending": [firing.model_dump(mode="json") for firing in self._pending],
+            "scanned": list[JsonValue](sorted(self._scanned)),
+        }
+
+    def _save_state(self) -> None:
+        """Write every state key whose value changed since it was last written."""
+        store = self._store
+        if store is None or store.closed:
+            return
+        for key, value in self._state_values().items():
+            text = json.dumps(value, sort_keys=True)
+            if self._saved.get(key) != text:
+                store.put_state(key, value)
+                self._saved[key] = text
+
+    def _load_state(self, store: SessionStore, state: dict[str, JsonValue]) -> None:
+        """Take the manager's state from a restored session (missing keys: defaults).
+
+        Raises:
+            StoreCorruptError: a state value does not have the shape it was saved with.
+        """
+        try:
+            self._apply_state(state)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise StoreCorruptError(str(store.path), f"state does not load: {exc}") from exc
+        self._saved = {key: json.dumps(v, sort_keys=True) for key, v in state.items()}
+
+    def _apply_state(self, state: dict[str, Any]) -> None:
+        if "triggers" in state:
+            self._state = TriggerState.model_validate(state["triggers"])
+        if "guards" in state:
+            self._guard_state = GuardState.model_validate(state["guards"])
+        if "counters" in state:
+            self._applied = int(state["counters"]["applied"])
+            self._rejected = int(state["counters"]["rejected"])
+        if "calibration" in state:
+            calibration = state["calibration"]
+            self._calibrator.resume(calibration["factor"], calibration["observations"])
+        if "pending" in state:
+            self._pending = [Firing.model_validate(item) for item in state["pending"]]
+        if "scanned" in state:
+            self._scanned = {str(node_id) for node_id in state["scanned"]}

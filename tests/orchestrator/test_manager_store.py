@@ -1,0 +1,163 @@
+"""`ContextManager.open`: a session file that a restarted process resumes exactly."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from context_graph.errors import StoreCorruptError, StoreError, StoreLockedError
+from context_graph.events import AgentEvent
+from context_graph.importers import load_events
+from context_graph.testing import graph_snapshot
+from orchestrator import ContextManager
+from orchestrator.replay import model_call_points
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "context_graph" / "examples" / "example_session.jsonl"
+BUDGET = 12_000
+
+
+@pytest.fixture(scope="module", name="events")
+def fixture_events() -> list[AgentEvent]:
+    return list(load_events(EXAMPLE))
+
+
+def _options() -> dict[str, Any]:
+    return {"format": "anthropic", "budget": BUDGET, "profile": "coding", "clock": lambda: 1e9}
+
+
+def _feed(manager: ContextManager, events: list[AgentEvent], start: int, stop: int) -> list[Any]:
+    """Ingest events[start:stop] one by one; render at each model call; the payloads."""
+    points = model_call_points(events)
+    payloads = []
+    for fed in range(start + 1, stop + 1):
+        manager.ingest([events[fed - 1]])
+        if fed in points:
+            payloads.append(manager.render_sync().payload)
+    return payloads
+
+
+class TestResume:
+    def test_a_restarted_process_continues_exactly(
+        self, tmp_path: Path, events: list[AgentEvent]
+    ) -> None:
+        """Stop halfway, reopen, go on: the same requests as a manager never stopped."""
+        half = len(events) // 2
+        path = tmp_path / "session.db"
+        reference = ContextManager(**_options())
+        expected = _feed(reference, events, 0, len(events))
+
+        first = ContextManager.open(path, durable=False, **_options())
+        before = _feed(first, events, 0, half)
+        first.report_usage(first.stats().last_render_tokens or 1)
+        factor = first._calibrator.factor
+        audit = first.working.audit()
+        assert audit, "the first half compacts at this budget"
+        first.close()
+
+        second = ContextManager.open(path, durable=False, **_options())
+        assert graph_snapshot(second.raw) == graph_snapshot(first.raw)
+        assert second.working.audit() == audit
+        assert second.working.view.transcript() == first.working.view.transcript()
+        assert second._state == first._state
+        assert second._guard_state == first._guard_state
+        assert second.stats().proposals_applied == first.stats().proposals_applied
+        assert second._calibrator.factor == factor
+        for node_id in second.working.view.current_ids():
+            assert second.expand(node_id) == first.expand(node_id)
+        reference_calibrated = ContextManager(**_options())
+        _feed(reference_calibrated, events, 0, half)
+        reference_calibrated.report_usage(reference_calibrated.stats().last_render_tokens or 1)
+        after = _feed(second, events, half, len(events))
+        rest = _feed(reference_calibrated, events, half, len(events))
+        second.close()
+        assert before == expected[: len(before)]
+        assert after == rest
+
+    def test_reopening_an_empty_session(self, tmp_path: Path) -> None:
+        path = tmp_path / "new.db"
+        ContextManager.open(path).close()
+        manager = ContextManager.open(path)
+        assert len(manager.raw) == 0
+        manager.add_user("hello")
+        manager.close()
+        again = ContextManager.open(path)
+        assert [node.text for node in again.raw] == ["hello"]
+        again.close()
+
+
+class TestOneWriter:
+    def test_a_second_manager_on_the_same_file_is_refused(self, tmp_path: Path) -> None:
+        path = tmp_path / "session.db"
+        manager = ContextManager.open(path)
+        with pytest.raises(StoreLockedError):
+            ContextManager.open(path)
+        manager.close()
+        ContextManager.open(path).close()  # free again once closed
+
+    def test_a_closed_manager_refuses_ingest_and_changes_nothing(self, tmp_path: Path) -> None:
+        path = tmp_path / "session.db"
+        manager = ContextManager.open(path)
+        manager.add_user("first")
+        manager.close()
+        manager.close()  # twice is harmless
+        with pytest.raises(StoreError):
+            manager.add_user("second")
+        reopened = ContextManager.open(path)
+        assert [node.text for node in reopened.raw] == ["first"]
+        reopened.close()
+
+    def test_async_with_closes_the_file(self, tmp_path: Path) -> None:
+        path = tmp_path / "session.db"
+
+        async def main() -> None:
+            async with ContextManager.open(path) as manager:
+                manager.add_user("inside")
+                await manager.render()
+
+        anyio.run(main)
+        ContextManager.open(path).close()  # the lock was released
+
+    def test_close_inside_async_with_is_refused(self, tmp_path: Path) -> None:
+        async def main() -> None:
+            async with ContextManager.open(tmp_path / "s.db") as manager:
+                with pytest.raises(RuntimeError, match="aclose"):
+                    manager.close()
+
+        anyio.run(main)
+
+
+class TestBadFiles:
+    def test_state_of_the_wrong_shape_is_refused_and_the_file_kept(self, tmp_path: Path) -> None:
+        path = tmp_path / "session.db"
+        manager = ContextManager.open(path)
+        manager.add_user("hello")
+        manager.render_sync()
+        manager.close()
+        with sqlite3.connect(path) as connection:
+            connection.execute(
+                "UPDATE state SET value = ? WHERE key = 'counters'", ('{"applied": "many"}',)
+            )
+        before = path.read_bytes()
+        with pytest.raises(StoreCorruptError, match=r"session\.db"):
+            ContextManager.open(path)
+        assert path.read_bytes() == before
+
+    def test_a_file_that_is_not_a_session_is_refused(self, tmp_path: Path) -> None:
+        path = tmp_path / "notes.db"
+        path.write_text("just some notes\n", encoding="utf-8")
+        with pytest.raises(StoreError, match=r"notes\.db"):
+            ContextManager.open(path)
+        assert path.read_text(encoding="utf-8") == "just some notes\n"
+
+    def test_bad_options_fail_before_the_file_is_touched(self, tmp_path: Path) -> None:
+        from context_graph.errors import ConfigurationError
+
+        path = tmp_path / "session.db"
+        with pytest.raises(ConfigurationError):
+            ContextManager.open(path, budget=-1)
+        assert not path.exists()
