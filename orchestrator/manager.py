@@ -342,10 +342,15 @@ class ContextManager(IngestMethods, PersistenceMethods):
     ) -> PipelineRun:
         settings = StageSettings(budget, self._summarizer, instructions, self._clock)
         guards = self._guards
-        if overflow and guards.floor_tokens:
-            # The floor spares the prompt cache when compaction is optional; when the
-            # request does not fit at all, compaction is the only way to send it.
-            guards = guards.model_copy(update={"floor_tokens": 0})
+        if overflow:
+            # The floor, the stall after little progress and the re-summarize cap spare
+            # the prompt cache and the summary's fidelity when compaction is optional;
+            # when the request does not fit at all, compaction is the only way to send
+            # it, and a long session must be able to roll its summary again. The
+            # failure limit still holds.
+            guards = guards.model_copy(
+                update={"floor_tokens": 0, "min_progress": 0.0, "max_resummarize": 1 << 30}
+            )
         busy = await self._claim()
         # Whatever fired so far is handled by this run (or found moot by it).
         handled, self._pending = self._pending, []

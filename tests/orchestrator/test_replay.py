@@ -49,15 +49,18 @@ class TestReplay:
     def test_compaction_in_batches_keeps_most_prefixes(self) -> None:
         """Under budget pressure most requests still extend the previous one (cache reuse)."""
         events = load_sessions(EXAMPLE_SESSION)[0].events
-        batched = replay(events, budget=8_000, format="anthropic")
+        # About half the session's final size (34,491 tokens): issue 6's budget for its
+        # prefix-stability target of 0.9.
+        budget = 17_000
+        batched = replay(events, budget=budget, format="anthropic")
         eager = replay(
             events,
-            budget=8_000,
+            budget=budget,
             format="anthropic",
-            manager=ContextManager(format="anthropic", budget=8_000, compact_to=1.0),
+            manager=ContextManager(format="anthropic", budget=budget, compact_to=1.0),
         )
-        # A floor under the 0.84 measured when this was written, to catch regressions.
-        assert batched.prefix_reuse_share >= 0.75
+        # Measured when this was written: 0.92 batched, 0.82 eager (compact_to=1.0).
+        assert batched.prefix_reuse_share >= 0.9
         assert batched.prefix_reuse_share >= eager.prefix_reuse_share
 
     @pytest.mark.skipif(not TRACES.exists(), reason="shared traces not present")
