@@ -1,9 +1,14 @@
-"""Local fake model servers for the summarizer adapters' tests.
+"""Fixtures shared by every test package: local fake model servers.
 
 Each server is a threading HTTP server on 127.0.0.1 (port 0) that speaks the real wire
 format: `POST /v1/chat/completions` answers a ChatCompletion, `POST /v1/messages` a
-Message. It records every request body and answers from a script: a text, a tool call,
-an HTTP error, or a text after a delay. The real SDKs talk to it; no network, no keys.
+Message. It records every request body and answers from a script: a text, one or more
+tool calls, an HTTP error, or a text after a delay. The real SDKs talk to it (the
+summarizer adapters' tests, the quickstarts in docs/); no network, no keys.
+
+A conftest cannot be imported under `--import-mode=importlib`, so tests reach these
+only through the fixtures: `openai_server`, `anthropic_server`, `openai_client`,
+`anthropic_client`.
 """
 
 from __future__ import annotations
@@ -11,14 +16,27 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 import pytest
 
 Wire = Literal["openai", "anthropic"]
+
+#: The prompt tokens a server reports when no `count_prompt` is set.
+DEFAULT_PROMPT_TOKENS = 10
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """One tool call in a scripted answer."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+    """The call id; `call_<n>` (OpenAI) or `toolu_<n>` (Anthropic) by position if unset."""
 
 
 @dataclass(frozen=True)
@@ -29,18 +47,45 @@ class Reply:
     status: int = 200
     delay: float = 0.0
     tool_call: bool = False
+    """Answer with one `bash` call (`ls`) instead of the text."""
     truncated: bool = False
+    tool_uses: tuple[ToolUse, ...] = ()
+    """Answer with these calls, after `text` when it is not empty."""
+    thinking: str = ""
+    """Anthropic only: a signed thinking block before the rest of the answer."""
+
+    def calls(self, wire: Wire) -> tuple[ToolUse, ...]:
+        """The tool calls this answer makes."""
+        if self.tool_uses:
+            return self.tool_uses
+        if self.tool_call:
+            arguments = {"command": "ls"} if wire == "openai" else {"cmd": "ls"}
+            return (ToolUse("bash", arguments),)
+        return ()
 
 
-def _openai_body(model: str, reply: Reply) -> dict[str, Any]:
+def _call_id(wire: Wire, call: ToolUse, index: int) -> str:
+    if call.id is not None:
+        return call.id
+    return f"call_{index + 1}" if wire == "openai" else f"toolu_{index + 1}"
+
+
+def _openai_body(model: str, reply: Reply, prompt_tokens: int) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text}
     finish = "length" if reply.truncated else "stop"
-    if reply.tool_call:
-        call = {"name": "bash", "arguments": json.dumps({"command": "ls"})}
+    calls = reply.calls("openai")
+    if calls:
         message = {
             "role": "assistant",
-            "content": None,
-            "tool_calls": [{"id": "call_1", "type": "function", "function": call}],
+            "content": reply.text or None,
+            "tool_calls": [
+                {
+                    "id": _call_id("openai", call, index),
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                }
+                for index, call in enumerate(calls)
+            ],
         }
         finish = "tool_calls"
     return {
@@ -49,16 +94,33 @@ def _openai_body(model: str, reply: Reply) -> dict[str, Any]:
         "created": 1_700_000_000,
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": 5,
+            "total_tokens": prompt_tokens + 5,
+        },
     }
 
 
-def _anthropic_body(model: str, reply: Reply) -> dict[str, Any]:
+def _anthropic_body(model: str, reply: Reply, prompt_tokens: int) -> dict[str, Any]:
     content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}]
     stop = "max_tokens" if reply.truncated else "end_turn"
-    if reply.tool_call:
-        content = [{"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"cmd": "ls"}}]
+    calls = reply.calls("anthropic")
+    if calls:
+        content = [{"type": "text", "text": reply.text}] if reply.text else []
+        content += [
+            {
+                "type": "tool_use",
+                "id": _call_id("anthropic", call, index),
+                "name": call.name,
+                "input": dict(call.arguments),
+            }
+            for index, call in enumerate(calls)
+        ]
         stop = "tool_use"
+    if reply.thinking:
+        signature = f"sig-{len(reply.thinking)}"
+        content.insert(0, {"type": "thinking", "thinking": reply.thinking, "signature": signature})
     return {
         "id": "msg_test",
         "type": "message",
@@ -67,7 +129,7 @@ def _anthropic_body(model: str, reply: Reply) -> dict[str, Any]:
         "content": content,
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": 5},
+        "usage": {"input_tokens": prompt_tokens, "output_tokens": 5},
     }
 
 
@@ -88,12 +150,17 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 class FakeServer:
-    """A scripted model server; `requests` holds the JSON bodies it received."""
+    """A scripted model server; `requests` holds the JSON bodies it received.
+
+    `count_prompt`, when set, computes the prompt tokens reported in an answer's usage
+    from the request body; otherwise every answer reports `DEFAULT_PROMPT_TOKENS`.
+    """
 
     def __init__(self, wire: Wire) -> None:
         self.wire = wire
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        self.count_prompt: Callable[[dict[str, Any]], int] | None = None
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self.stopping = threading.Event()
@@ -109,9 +176,22 @@ class FakeServer:
         return f"http://{host!s}:{port}"
 
     def script(self, *replies: dict[str, Any]) -> None:
-        """Answer the next requests with `replies` (`Reply` fields as dicts), in order."""
+        """Answer the next requests with `replies`, in order.
+
+        Each reply is `Reply`'s fields as a dict; `tool_uses` is a list of `ToolUse`
+        fields as dicts: `{"tool_uses": [{"name": "read_file", "arguments": {...}}]}`.
+        """
+        made = [
+            Reply(**{**r, "tool_uses": tuple(ToolUse(**u) for u in r.get("tool_uses", ()))})
+            for r in replies
+        ]
         with self._lock:
-            self._replies.extend(Reply(**reply) for reply in replies)
+            self._replies.extend(made)
+
+    def left(self) -> int:
+        """How many scripted answers are still unused."""
+        with self._lock:
+            return len(self._replies)
 
     def next_reply(self) -> Reply:
         with self._lock:
@@ -124,6 +204,10 @@ class FakeServer:
             self.paths.append(path)
             self.requests.append(body)
 
+    def prompt_tokens(self, body: dict[str, Any]) -> int:
+        count = self.count_prompt
+        return DEFAULT_PROMPT_TOKENS if count is None else count(body)
+
     def start(self) -> None:
         self._thread.start()
 
@@ -132,6 +216,14 @@ class FakeServer:
         self._http.shutdown()
         self._http.server_close()
         self._thread.join(timeout=5)
+
+    def _answer(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        if reply.status != 200:
+            return _error_body(self.wire, reply.text)
+        model, tokens = str(body.get("model")), self.prompt_tokens(body)
+        if self.wire == "openai":
+            return _openai_body(model, reply, tokens)
+        return _anthropic_body(model, reply, tokens)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -147,13 +239,7 @@ class FakeServer:
                 reply = server.next_reply()
                 if reply.delay and server.stopping.wait(reply.delay):
                     return
-                if reply.status != 200:
-                    payload = _error_body(server.wire, reply.text)
-                elif server.wire == "openai":
-                    payload = _openai_body(str(body.get("model")), reply)
-                else:
-                    payload = _anthropic_body(str(body.get("model")), reply)
-                data = json.dumps(payload).encode()
+                data = json.dumps(server._answer(body, reply)).encode()
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))

@@ -1,0 +1,178 @@
+"""The Python examples in docs/ run as written: the SDK quickstarts and the orchestrator page.
+
+The Python block of each page is executed unchanged. The quickstarts' SDK clients read
+their base URL and key from the environment (`OPENAI_BASE_URL` / `OPENAI_API_KEY`,
+`ANTHROPIC_BASE_URL` / `ANTHROPIC_API_KEY`), which point them at a local fake server; the
+server plays a model that reads three logs (two of them in parallel calls), asks for a
+file that does not exist, and answers. The logs together are larger than the budget,
+so the loop only works if the manager compacts.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_graph.render import count_payload
+from context_graph.tokens import NodeTokenCache, ProviderFormat, default_counter
+from context_graph.validate import validate
+from orchestrator import ContextManager
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+BUDGET = 6_000
+LOGS = ("build.log", "test.log", "deploy.log")
+ANSWER = "The deploy failed: the migration 0042 timed out on the orders table."
+
+
+def _code(page: Path) -> str:
+    """The page's one Python block."""
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) == 1, f"{page.name} should have exactly one python block"
+    return str(blocks[0])
+
+
+def _log(name: str) -> str:
+    """A log of about 2,600 tokens, every line distinct."""
+    lines = [
+        f"2024-05-0{1 + i % 9}T12:{i % 60:02d}:00 {name} step {i}: worker-{i % 7} "
+        f"handled batch {i * 37} in {100 + i * 3} ms status=ok"
+        for i in range(110)
+    ]
+    lines.insert(70, f"ERROR {name}: migration 0042 timed out on table orders after 300 s")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(name="workspace")
+def workspace_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory with `logs/*.log`, made the current directory."""
+    (tmp_path / "logs").mkdir()
+    for name in LOGS:
+        (tmp_path / "logs" / name).write_text(_log(name), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _read(path: str, call_id: str) -> dict[str, Any]:
+    return {"name": "read_file", "arguments": {"path": path}, "id": call_id}
+
+
+def _script(prefix: str) -> list[dict[str, Any]]:
+    """The model's side: four tool-using steps, then the answer."""
+    return [
+        {"tool_uses": [_read("logs/build.log", f"{prefix}1")]},
+        {
+            "text": "Reading the other two logs.",
+            "tool_uses": [
+                _read("logs/test.log", f"{prefix}2"),
+                _read("logs/deploy.log", f"{prefix}3"),
+            ],
+        },
+        {"tool_uses": [_read("logs/migrate.log", f"{prefix}4")]},
+        {"text": ANSWER},
+    ]
+
+
+def _sent(body: dict[str, Any]) -> dict[str, Any]:
+    """The part of a request body the manager rendered (no model, tools, options)."""
+    return {key: body[key] for key in ("system", "messages") if key in body}
+
+
+def _counter(fmt: ProviderFormat) -> Any:
+    """Reports a request's prompt tokens as the renderer counts them (factor 1)."""
+    cache = NodeTokenCache(default_counter())
+    return lambda body: count_payload(_sent(body), fmt, cache)
+
+
+def _run(page: Path) -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": "__quickstart__"}
+    exec(compile(_code(page), str(page), "exec"), namespace)
+    return namespace
+
+
+def _check_session(
+    server: Any, namespace: dict[str, Any], fmt: ProviderFormat, workspace: Path
+) -> None:
+    """Every request valid and within budget; the record complete; compaction happened."""
+    manager: ContextManager = namespace["manager"]
+    assert server.left() == 0
+    assert len(server.requests) == 4
+    for index, body in enumerate(server.requests):
+        assert body["model"] == namespace["MODEL"]
+        assert body["tools"] == namespace["TOOLS"]
+        assert validate(_sent(body), fmt) == [], f"request {index}"
+        assert count_payload(_sent(body), fmt, manager.raw.token_cache) <= BUDGET
+    stats = manager.stats()
+    assert stats.raw_tokens > BUDGET
+    assert stats.proposals_applied > 0
+    results = [node.text for node in manager.raw if node.kind == "tool_result"]
+    logs = [(workspace / "logs" / name).read_text(encoding="utf-8") for name in LOGS]
+    assert results[:3] == logs  # the pristine record keeps every output whole
+    assert results[3].startswith("error:")
+
+
+class TestOpenAIQuickstart:
+    def test_runs_as_written(
+        self,
+        openai_server: Any,
+        workspace: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        """docs/quickstart-openai.md drives a tool loop through the real SDK to the answer."""
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{openai_server.url}/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        openai_server.count_prompt = _counter("openai")
+        openai_server.script(*_script("call_"))
+        namespace = _run(DOCS / "quickstart-openai.md")
+        _check_session(openai_server, namespace, "openai", workspace)
+        assert set(openai_server.paths) == {"/v1/chat/completions"}
+        assert capsys.readouterr().out.splitlines()[0] == ANSWER
+
+
+class TestAnthropicQuickstart:
+    def test_runs_as_written(
+        self,
+        anthropic_server: Any,
+        workspace: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        """docs/quickstart-anthropic.md drives a tool loop through the real SDK to the answer."""
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+        anthropic_server.count_prompt = _counter("anthropic")
+        script = _script("toolu_")
+        script[0]["thinking"] = "The build log first: it runs before the others."
+        anthropic_server.script(*script)
+        namespace = _run(DOCS / "quickstart-anthropic.md")
+        _check_session(anthropic_server, namespace, "anthropic", workspace)
+        assert set(anthropic_server.paths) == {"/v1/messages"}
+        assert all(isinstance(body.get("max_tokens"), int) for body in anthropic_server.requests)
+        # The signed thinking block went back unchanged with the turn that made the call.
+        turn = anthropic_server.requests[1]["messages"][1]
+        assert turn["role"] == "assistant"
+        assert turn["content"][0] == {
+            "type": "thinking",
+            "thinking": script[0]["thinking"],
+            "signature": f"sig-{len(script[0]['thinking'])}",
+        }
+        assert turn["content"][1] == {
+            "type": "tool_use",
+            "id": "toolu_1",
+            "name": "read_file",
+            "input": {"path": "logs/build.log"},
+        }
+        assert capsys.readouterr().out.splitlines()[0] == ANSWER
+
+
+class TestOrchestratorPage:
+    def test_example_runs_as_written(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """docs/orchestrator.md's example runs, its assertions hold, and it renders valid."""
+        namespace = _run(DOCS / "orchestrator.md")
+        result = namespace["result"]
+        assert validate(result.payload, "anthropic") == []
+        assert capsys.readouterr().out.startswith("[output of bash masked: 300 lines")
