@@ -4,7 +4,9 @@ For every tool result, file read and sub-agent answer of the coding-agent sessio
 (Claude Code, mini-swe-agent, SWE-agent, OpenHands), the `Distiller` runs at each level.
 For each node it proposes to replace, we record the tokens before and after (cl100k_base)
 and the share of the original's critical entities (`context_graph.entities`) found
-verbatim in the distilled text, overall, for paths, and for the entities on error lines.
+verbatim in the distilled text: overall, for paths, for error names (`KeyError`), for the
+entities on error lines, and for the entities a later turn of the agent names (its own
+text or a later tool call's arguments name the entity exactly): the ones it went on to use.
 
     python -m benchmarks.distill_retention [TRACES_DIR]
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import re
 import sys
 from collections import defaultdict
@@ -24,7 +27,7 @@ from pathlib import Path
 
 from context_graph.entities import critical_entities, missing_entities
 from context_graph.importers import load_graph
-from context_graph.nodes import AnswerNode, FileNode, Node
+from context_graph.nodes import AnswerNode, AssistantNode, FileNode, Node, ToolCallNode
 from processors.base import ProcessorContext, Replace
 from processors.distill import LEVELS, Distiller, Level, detect_content_type
 
@@ -40,6 +43,8 @@ FAMILIES = (
 REPORTING = frozenset({"log", "traceback", "test_output", "text"})
 #: Error lines, recognized independently of the distiller's own rule.
 ERROR_LINE = re.compile(r"\b\w*(?:Error|Exception)\b|\bERROR\b|\bFAIL(?:ED)?\b|\bFATAL\b|Traceback")
+#: Error names, as `context_graph.entities` finds them.
+ERROR_NAME = re.compile(r"^[A-Z][A-Za-z]*(?:Error|Exception|Warning|Fault)$")
 
 
 @dataclass
@@ -55,6 +60,12 @@ class Tally:
     paths_kept: int = 0
     error_entities: int = 0
     error_kept: int = 0
+    names: int = 0
+    names_kept: int = 0
+    later: int = 0
+    later_kept: int = 0
+    later_paths: int = 0
+    later_paths_kept: int = 0
     worst: float = 1.0
 
     @property
@@ -72,6 +83,18 @@ class Tally:
     @property
     def error_retention(self) -> float:
         return self.error_kept / self.error_entities if self.error_entities else 1.0
+
+    @property
+    def name_retention(self) -> float:
+        return self.names_kept / self.names if self.names else 1.0
+
+    @property
+    def later_retention(self) -> float:
+        return self.later_kept / self.later if self.later else 1.0
+
+    @property
+    def later_path_retention(self) -> float:
+        return self.later_paths_kept / self.later_paths if self.later_paths else 1.0
 
 
 @dataclass
@@ -111,14 +134,53 @@ class _Facts:
     entities: list[str]
     paths: list[str]
     errors: list[str]
+    names: list[str]
+    later: list[str]
 
 
-def _facts(node: Node) -> _Facts:
+def _facts(node: Node, named_after: set[str]) -> _Facts:
     path = node.path if isinstance(node, FileNode) else None
     kind = detect_content_type(node.text, path=path, tool=getattr(node, "name", None))
     entities = critical_entities(node.text)
     errors = error_entities(node.text) if kind in REPORTING else []
-    return _Facts(kind, entities, [e for e in entities if "/" in e], errors)
+    return _Facts(
+        kind,
+        entities,
+        [e for e in entities if "/" in e],
+        errors,
+        [e for e in entities if ERROR_NAME.match(e)],
+        [e for e in entities if e in named_after],
+    )
+
+
+def _scalars(value: object) -> list[str]:
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _scalars(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _scalars(item)]
+    return [] if value is None or isinstance(value, bool) else [str(value)]
+
+
+def _agent_text(node: Node) -> str:
+    """The agent's own words: an assistant turn's text, a tool call's argument values."""
+    if isinstance(node, AssistantNode):
+        return node.text
+    if isinstance(node, ToolCallNode):
+        try:
+            return "\n".join(_scalars(json.loads(node.arguments)))
+        except ValueError:
+            return node.arguments
+    return ""
+
+
+def named_later(nodes: Sequence[Node]) -> dict[str, set[str]]:
+    """For each node id, the entities an agent turn after it names (exactly)."""
+    out: dict[str, set[str]] = {}
+    seen: set[str] = set()
+    for node in reversed(nodes):
+        out[node.id] = set(seen)
+        seen.update(critical_entities(_agent_text(node)))
+    return out
 
 
 def _record(
@@ -132,6 +194,12 @@ def _record(
     missing = set(missing_entities(facts.entities, new.text))
     lost = missing_entities(facts.errors, new.text)
     for tally in (measure.cells[(level, facts.kind)], measure.levels[level]):
+        tally.names += len(facts.names)
+        tally.names_kept += sum(1 for e in facts.names if e not in missing)
+        tally.later += len(facts.later)
+        tally.later_kept += sum(1 for e in facts.later if e not in missing)
+        tally.later_paths += sum(1 for e in facts.later if "/" in e)
+        tally.later_paths_kept += sum(1 for e in facts.later if "/" in e and e not in missing)
         tally.nodes += 1
         tally.before += tokens[0]
         tally.after += tokens[1]
@@ -151,13 +219,16 @@ async def _measure_file(measure: Measurement, path: Path, levels: Iterable[Level
     graph = load_graph(path)
     ctx = ProcessorContext.for_graph(graph)
     targets = [node for node in graph if isinstance(node, AnswerNode)]
+    later = named_later([graph[node_id] for node_id in graph.transcript()])
     facts: dict[str, _Facts] = {}
     for level in levels:
         proposal = await Distiller(level=level).propose(targets, ctx)
         for edit in proposal.edits:
             if isinstance(edit, Replace):
                 node = graph[edit.target]
-                known = facts.setdefault(node.id, _facts(node))
+                known = facts.get(node.id) or facts.setdefault(
+                    node.id, _facts(node, later.get(node.id, set()))
+                )
                 tokens = (ctx.count(node), ctx.count(edit.replacement))
                 _record(measure, level, node, known, edit.replacement, tokens)
     measure.files += 1
@@ -175,8 +246,9 @@ def measure(paths: Iterable[Path], levels: Iterable[Level] = LEVELS) -> Measurem
 def _row(label: str, tally: Tally) -> str:
     return (
         f"| {label} | {tally.nodes:,} | {tally.before:,} | {tally.after:,} | {tally.ratio:.2f} "
-        f"| {tally.retention:.3f} | {tally.path_retention:.3f} | {tally.error_retention:.3f} "
-        f"| {tally.worst:.2f} |"
+        f"| {tally.retention:.3f} | {tally.path_retention:.3f} | {tally.name_retention:.3f} "
+        f"| {tally.error_retention:.3f} | {tally.later_retention:.3f} "
+        f"| {tally.later_path_retention:.3f} | {tally.worst:.2f} |"
     )
 
 
@@ -184,8 +256,9 @@ def report(result: Measurement) -> str:
     """The measurement as markdown tables: per level, then per level and content type."""
     head = (
         "| {0} | nodes | tokens before | tokens after | after/before | entities kept "
-        "| paths kept | error-line entities kept | worst node |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "| paths kept | error names kept | error-line entities kept | named later kept "
+        "| named later paths kept | worst node |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     )
     out = [f"{result.files} session files.", "", head.format("level")]
     out += [_row(level, result.levels[level]) for level in LEVELS if level in result.levels]

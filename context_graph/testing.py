@@ -3,16 +3,31 @@
 `WordCounter` counts whitespace-separated words, so expected token numbers can be
 worked out by hand in a test. `graph_snapshot` captures what can be observed of a graph,
 so a test can check that a refused ingest left the graph exactly as it was.
+`ScriptedSummarizer` answers from a script, and `Recorder` records the signals a bus
+(`orchestrator.EventBus`, or any `SignalBus`) sends while a `with` block runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType, TracebackType
+from typing import Any, Protocol, runtime_checkable
 
+from context_graph.errors import ConfigurationError
 from context_graph.graph import ContextGraph
 from context_graph.nodes import Node
 
-__all__ = ["ScriptedSummarizer", "WordCounter", "graph_snapshot"]
+__all__ = [
+    "ListsSignals",
+    "RecordedEvent",
+    "Recorder",
+    "ScriptedSummarizer",
+    "SignalBus",
+    "WordCounter",
+    "graph_snapshot",
+]
 
 
 class WordCounter:
@@ -85,3 +100,110 @@ class ScriptedSummarizer:
         if isinstance(answer, BaseException):
             raise answer
         return answer
+
+
+class SignalBus(Protocol):
+    """What a `Recorder` needs of a bus; `orchestrator.EventBus` is one.
+
+    Contract: `signal(name)` raises for a name the bus does not carry; after
+    `connect(name, receiver)`, every `name` sent calls `receiver(sender, **payload)`
+    until `disconnect(name, receiver)`.
+    """
+
+    def signal(self, name: str, /) -> object:
+        """The signal `name`; raises when the bus carries no such signal."""
+
+    def connect(self, name: str, receiver: Callable[..., Any], /) -> object:
+        """Call `receiver(sender, **payload)` on every `name` sent."""
+
+    def disconnect(self, name: str, receiver: Callable[..., Any], /) -> None:
+        """Stop calling `receiver` on `name`."""
+
+
+@runtime_checkable
+class ListsSignals(Protocol):
+    """A bus that can say which signals it carries (what `Recorder` records by default)."""
+
+    @property
+    def signal_names(self) -> Iterable[str]:
+        """The names of every signal the bus carries."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedEvent:
+    """One signal a `Recorder` saw.
+
+    Attributes:
+        name: The signal's name.
+        payload: The keyword arguments it was sent with (read-only).
+    """
+
+    name: str
+    payload: Mapping[str, Any]
+
+
+class Recorder:
+    """Records every signal sent on a bus while the `with` block runs.
+
+    Args:
+        bus: The bus to listen to.
+        names: The signals to record; by default every signal the bus lists in
+            `signal_names` (see `ListsSignals`).
+
+    Raises:
+        ConfigurationError: `names` is left out and the bus does not list its signals.
+        Whatever `bus.signal(name)` raises for a name the bus does not carry
+        (`ConfigurationError` for `orchestrator.EventBus`), at construction.
+
+    Example:
+        with Recorder(manager.bus) as recorder:
+            manager.render_sync(budget=1_000)
+        assert recorder.names() == ["trigger_fired", "render_done"]
+    """
+
+    def __init__(self, bus: SignalBus, *, names: Iterable[str] | None = None) -> None:
+        self._bus = bus
+        self._names = tuple(_every_signal(bus) if names is None else names)
+        for name in self._names:
+            bus.signal(name)  # unknown names fail here, not on entering
+        self._receivers: dict[str, Callable[..., None]] = {}
+        self.events: list[RecordedEvent] = []
+        """Every recorded signal, in the order sent."""
+
+    def __enter__(self) -> Recorder:
+        for name in self._names:
+            receiver = functools.partial(self._record, name)
+            self._receivers[name] = receiver
+            self._bus.connect(name, receiver)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        for name, receiver in self._receivers.items():
+            self._bus.disconnect(name, receiver)
+        self._receivers.clear()
+
+    def _record(self, name: str, sender: object, /, **payload: Any) -> None:
+        self.events.append(RecordedEvent(name, MappingProxyType(dict(payload))))
+
+    def names(self) -> list[str]:
+        """The names of the recorded signals, in the order sent."""
+        return [event.name for event in self.events]
+
+    def of(self, name: str) -> list[Mapping[str, Any]]:
+        """The payloads of the recorded `name` signals, in the order sent."""
+        return [event.payload for event in self.events if event.name == name]
+
+
+def _every_signal(bus: SignalBus) -> tuple[str, ...]:
+    if not isinstance(bus, ListsSignals):
+        msg = (
+            f"Recorder: {type(bus).__name__} does not list its signals (no `signal_names`); "
+            "pass the ones to record, e.g. Recorder(bus, names=['render_done'])"
+        )
+        raise ConfigurationError(msg)
+    return tuple(bus.signal_names)

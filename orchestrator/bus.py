@@ -23,17 +23,16 @@ assert recorder.names() == ["render_done"]
 
 from __future__ import annotations
 
-import functools
 import inspect
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from types import MappingProxyType, TracebackType
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from blinker import Signal
 
 from context_graph.errors import ConfigurationError
+from context_graph.testing import RecordedEvent, Recorder
 
 __all__ = ["SIGNALS", "EventBus", "RecordedEvent", "Recorder"]
 
@@ -53,7 +52,7 @@ SIGNALS: Mapping[str, str] = MappingProxyType(
         "proposal_rejected": "A proposal was refused and changed nothing (proposal, reason).",
         "render_done": "A request was rendered (format, tokens, budget).",
         "trigger_fired": "A trigger fired (firing).",
-        "usage_reported": "The caller reported the provider's usage figures (usage).",
+        "usage_reported": "The caller reported the provider's usage figures (usage, factor).",
     }
 )
 
@@ -70,6 +69,11 @@ class EventBus:
     def __init__(self, *, sender: object | None = None) -> None:
         self._sender = self if sender is None else sender
         self._signals = {name: Signal(doc) for name, doc in SIGNALS.items()}
+
+    @property
+    def signal_names(self) -> tuple[str, ...]:
+        """The names of the signals this bus carries (those of `SIGNALS`)."""
+        return tuple(self._signals)
 
     def signal(self, name: str) -> Signal:
         """The blinker signal `name` of this bus.
@@ -124,67 +128,3 @@ class EventBus:
             except Exception:
                 # Observers must never change what the orchestrator does.
                 logger.exception("receiver %r of signal `%s` raised; ignored", receiver, name)
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedEvent:
-    """One signal a `Recorder` saw.
-
-    Attributes:
-        name: The signal's name.
-        payload: The keyword arguments it was sent with (read-only).
-    """
-
-    name: str
-    payload: Mapping[str, Any]
-
-
-class Recorder:
-    """A test double: records every signal sent on a bus while the `with` block runs.
-
-    Args:
-        bus: The bus to listen to.
-        names: The signals to record; every signal by default.
-
-    Example:
-        with Recorder(bus) as recorder:
-            manager.render_sync(budget=1_000)
-        assert recorder.names() == ["trigger_fired", "render_done"]
-    """
-
-    def __init__(self, bus: EventBus, *, names: Iterable[str] | None = None) -> None:
-        self._bus = bus
-        self._names = tuple(SIGNALS if names is None else names)
-        for name in self._names:
-            bus.signal(name)  # unknown names fail here, not on entering
-        self._receivers: dict[str, Callable[..., None]] = {}
-        self.events: list[RecordedEvent] = []
-        """Every recorded signal, in the order sent."""
-
-    def __enter__(self) -> Recorder:
-        for name in self._names:
-            receiver = functools.partial(self._record, name)
-            self._receivers[name] = receiver
-            self._bus.connect(name, receiver)
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        for name, receiver in self._receivers.items():
-            self._bus.disconnect(name, receiver)
-        self._receivers.clear()
-
-    def _record(self, name: str, sender: object, /, **payload: Any) -> None:
-        self.events.append(RecordedEvent(name, MappingProxyType(dict(payload))))
-
-    def names(self) -> list[str]:
-        """The names of the recorded signals, in the order sent."""
-        return [event.name for event in self.events]
-
-    def of(self, name: str) -> list[Mapping[str, Any]]:
-        """The payloads of the recorded `name` signals, in the order sent."""
-        return [event.payload for event in self.events if event.name == name]

@@ -12,8 +12,8 @@ import heapq
 import itertools
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal, TypeAlias
 
@@ -39,6 +39,7 @@ _ERROR_LINE = re.compile(
 _GUTTER = re.compile(r"^( *)(\d+)(→|\t)")
 _COLON_GUTTER = re.compile(r"^(\d+):")
 _SILENT = re.compile(r"^\s*[\^~]*\s*$")
+_KEEP_WEIGHT = 4
 
 
 def is_error_line(line: str) -> bool:
@@ -99,6 +100,9 @@ class Doc:
         level: `medium` or `heavy` (light does not reach the content rules).
         budget: Tokens the body should fit in (a target, not a hard cap).
         costs: The token estimator.
+        keep: Entities to keep first (those a later turn of the agent named).
+        entities: The critical entities of one line (`remembered_entities` when a body is
+            distilled more than once).
     """
 
     lines: tuple[str, ...]
@@ -106,6 +110,8 @@ class Doc:
     level: Level
     budget: int
     costs: Costs
+    keep: Container[str] = frozenset()
+    entities: Callable[[str], Sequence[str]] = field(default=critical_entities)
 
     @property
     def heavy(self) -> bool:
@@ -159,7 +165,27 @@ def scan_range(count: int) -> list[int]:
     return [*range(SCAN_WINDOW), *range(count - SCAN_WINDOW, count)]
 
 
-def _weight(entity: str) -> int:
+def scan_text(lines: Sequence[str]) -> str:
+    """The lines worth scanning for identifiers (`scan_range`), joined."""
+    return "\n".join(lines[i] for i in scan_range(len(lines)))
+
+
+def remembered_entities() -> Callable[[str], Sequence[str]]:
+    """`critical_entities` with a memory, for the lines of one body distilled twice."""
+    memory: dict[str, list[str]] = {}
+
+    def entities(line: str) -> list[str]:
+        found = memory.get(line)
+        if found is None:
+            found = memory[line] = critical_entities(line)
+        return found
+
+    return entities
+
+
+def _weight(entity: str, keep: Container[str]) -> int:
+    if entity in keep:
+        return _KEEP_WEIGHT
     return 2 if "/" in entity or re.search(r"(?:Error|Exception)$", entity) else 1
 
 
@@ -169,25 +195,30 @@ def fill_by_entities(
     budget: int,
     *,
     candidates: Iterable[int] | None = None,
-    entities: Callable[[str], list[str]] = critical_entities,
+    entities: Callable[[str], Sequence[str]] | None = None,
 ) -> set[int]:
     """Add the lines that keep the most new identifiers per token, while they fit.
 
-    A greedy weighted set cover (paths and error names count double), evaluated lazily;
+    A greedy weighted set cover (paths and error names count double, the entities of
+    `doc.keep` four times), evaluated lazily;
     ties go to the earlier line, so the choice is deterministic. Lines that bring
     nothing new are never added.
     """
+    entities = entities or doc.entities
     pool = range(len(doc.plain)) if candidates is None else candidates
     covered = {e for i in kept for e in entities(doc.plain[i])}
     spent = doc.cost(kept) + _marker_cost(doc, kept)
     found = {i: entities(doc.plain[i]) for i in pool if i not in kept and doc.plain[i].strip()}
-    heap = [(-_gain(ents, covered) / doc.costs.of(doc.lines[i]), i) for i, ents in found.items()]
+    heap = [
+        (-_gain(ents, covered, doc.keep) / doc.costs.of(doc.lines[i]), i)
+        for i, ents in found.items()
+    ]
     heap = [item for item in heap if item[0] < 0]
     heapq.heapify(heap)
     chosen = set(kept)
     while heap:
         _, index = heapq.heappop(heap)
-        gain = _gain(found[index], covered)
+        gain = _gain(found[index], covered, doc.keep)
         if gain <= 0:
             continue
         score = -gain / doc.costs.of(doc.lines[index])
@@ -203,8 +234,8 @@ def fill_by_entities(
     return chosen
 
 
-def _gain(entities: Sequence[str], covered: set[str]) -> int:
-    return sum(_weight(e) for e in set(entities) if e not in covered)
+def _gain(entities: Sequence[str], covered: set[str], keep: Container[str]) -> int:
+    return sum(_weight(e, keep) for e in set(entities) if e not in covered)
 
 
 def _marker_cost(doc: Doc, kept: Iterable[int]) -> int:

@@ -7,7 +7,10 @@ proposal = await Distiller(level="medium").propose(nodes, ctx)
 For each answer node (tool result, file read, sub-agent result; never a pinned one) the
 distiller peels the harness's wrapper lines, detects what the body is, applies the rules
 of its level and proposes a `Replace` whose text starts with a one-line header such as
-`[distilled python source, medium: 1,240 -> 310 tokens]`. A result that would not be
+`[distilled python source, medium: 1,240 -> 310 tokens]`. At medium and heavy the body
+closes with a reserve line naming the entities the rules left out (`_reserve`): error
+names always, then the entities a later turn of the agent named (`_references`), then
+paths and other identifiers while the budget allows. A result that would not be
 shorter is not proposed. Without a fixed `level`, the pressure on the budget picks it:
 the transcript's tokens over `ctx.budget` at most 1 is light, at most 3 medium, beyond
 that heavy (no budget: light).
@@ -16,7 +19,7 @@ that heavy (no budget: light).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -33,12 +36,15 @@ from processors.distill._common import (
     Doc,
     Level,
     has_gutter,
-    scan_range,
+    remembered_entities,
+    scan_text,
     strip_gutter,
 )
 from processors.distill._detect import LANGUAGES, ContentType, detect
 from processors.distill._envelope import peel
 from processors.distill._light import light, overdraw
+from processors.distill._references import LaterReferences
+from processors.distill._reserve import with_reserve
 from processors.distill._text import distill_plain
 from processors.distill.code import distill_code, distill_python
 from processors.distill.json_ import distill_json
@@ -68,7 +74,6 @@ PRESSURE_THRESHOLDS: tuple[tuple[float, Level], ...] = ((1.0, "light"), (3.0, "m
 _HEADER = re.compile(r"^\[distilled (.+?), (light|medium|heavy): ([\d,]+) -> ([\d,]+) tokens\]")
 _HEAD_PATH = re.compile(r"\son (\S+?):?$|^\[File: (\S+)|^The file (\S+) has been")
 _HEADER_ALLOWANCE = 20  # tokens a header line costs, set aside from the target
-_FILE_LIKE = re.compile(r"^(?:/|\.{1,2}/|~/|[a-z]+://)|/.*/|/[^/]*\.\w+$")
 _TOOL_HINTS = {"grep": "grep", "rg": "grep", "glob": "glob", "ls": "glob", "find": "glob"}
 _LABELS: dict[str, str] = {
     "json": "JSON",
@@ -166,32 +171,13 @@ def _label(content_type: ContentType, hint: str | None) -> str:
     return _LABELS[content_type]
 
 
-def _with_paths(lines: list[str], content_type: ContentType, doc: Doc) -> str:
-    """The body, and a `[paths: ...]` line naming the paths the rules left out.
-
-    Up to a quarter of the budget is set aside for it; JSON gets none (it stays JSON).
-    """
-    out = _body(lines, content_type, doc)
-    if content_type == "json":
-        return out
-    window = [lines[i] for i in scan_range(len(lines))]
-    paths = [e for e in critical_entities("\n".join(window)) if _FILE_LIKE.search(e)]
-    if not any(path not in out for path in paths):
-        return out
-    reserve = min(doc.budget // 4, sum(doc.costs.of(p) for p in paths) + 4)
-    out = _body(lines, content_type, replace(doc, budget=max(1, doc.budget - reserve)))
-    missing = [path for path in paths if path not in out]
-    room = doc.budget - doc.costs.of(out)
-    shown: list[str] = []
-    for path in missing:
-        room -= doc.costs.of(path)
-        if room < 0:
-            break
-        shown.append(path)
-    if not shown:
-        return out
-    rest = f", +{len(missing) - len(shown):,} more" if len(missing) > len(shown) else ""
-    return f"{out}\n[paths: {', '.join(shown)}{rest}]"
+def _distill_body(lines: list[str], content_type: ContentType, doc: Doc) -> str:
+    """The rules' body, then the reserve line naming what it left out (not for JSON)."""
+    if content_type == "json":  # it stays valid JSON
+        return _body(lines, content_type, doc)
+    plain = [strip_gutter(line) for line in lines] if has_gutter(lines) else lines
+    entities = critical_entities(scan_text(plain))
+    return with_reserve(doc, lambda d: _body(lines, content_type, d), entities, doc.keep)
 
 
 def _body(lines: list[str], content_type: ContentType, doc: Doc) -> str:
@@ -212,6 +198,7 @@ def distill_text(
     path: str | None = None,
     tool: str | None = None,
     count: Callable[[str], int] | None = None,
+    keep: Container[str] = frozenset(),
 ) -> Distillate:
     """Distill `text` at `level`.
 
@@ -221,6 +208,8 @@ def distill_text(
         path: The file the text was read from, if any (its extension is a strong hint).
         tool: The name of the tool that produced it (`Grep`, `Glob` are hints).
         count: Counts tokens; the default offline tokenizer when omitted.
+        keep: Entities of `text` to keep before any other at medium and heavy (the
+            `Distiller` passes those a later turn of the agent names).
     """
     count = count or default_counter().count
     envelope = peel(text)
@@ -236,8 +225,8 @@ def distill_text(
         wrapper = count("\n".join([*envelope.head, *envelope.tail])) if before else 0
         target = int(before * TARGET_RATIOS[level]) - wrapper - _HEADER_ALLOWANCE
         costs = Costs(max(1.0, len(text) / max(1, before)))
-        doc = Doc(lines=(), plain=(), level=level, budget=max(target, 1), costs=costs)
-        out = _with_paths([overdraw(line) for line in lines], content_type, doc)
+        doc = Doc((), (), level, max(target, 1), costs, keep, remembered_entities())
+        out = _distill_body([overdraw(line) for line in lines], content_type, doc)
     wrapped = envelope.wrap(out)
     header, after = _header(_label(content_type, hint), level, before, count(wrapped), count)
     return Distillate(f"{header}\n{wrapped}", content_type, level, before, after)
@@ -311,10 +300,12 @@ class Distiller:
     async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
         """Propose a distilled replacement for each eligible target that gets shorter."""
         level = self.level_for(ctx)
+        # Light keeps every entity; the others keep first what later turns named.
+        later = LaterReferences(ctx.graph) if level != "light" else None
         return replace_each(
             self.name,
             ctx,
-            ((node, self._replacement(node, level, ctx)) for node in targets),
+            ((node, self._replacement(node, level, ctx, later)) for node in targets),
             note=lambda edits, before, after: (
                 f"distilled {edits} node(s) at {level}: {before:,} -> {after:,} tokens"
                 if edits
@@ -322,7 +313,9 @@ class Distiller:
             ),
         )
 
-    def _replacement(self, node: Node, level: Level, ctx: ProcessorContext) -> Node | None:
+    def _replacement(
+        self, node: Node, level: Level, ctx: ProcessorContext, later: LaterReferences | None
+    ) -> Node | None:
         if not isinstance(node, AnswerNode) or node.pinned or not node.text.strip():
             return None
         done = distilled_level(node.text)
@@ -332,8 +325,9 @@ class Distiller:
         if source is None or ctx.count(node) < self.min_tokens:
             return None
         path = node.path if isinstance(node, FileNode) else None
+        keep = later.after(node.id) if later is not None else frozenset[str]()
         result = distill_text(
-            source.text, level, path=path, tool=node.name, count=ctx.tokens.count_text
+            source.text, level, path=path, tool=node.name, count=ctx.tokens.count_text, keep=keep
         )
         content = _with_text(node.content, result.text)
         new = replacement_for(node, content)

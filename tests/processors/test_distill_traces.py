@@ -18,8 +18,15 @@ TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 #: the measured values: (entities kept, paths kept, largest after/before).
 FLOORS = {
     "light": (0.99, 0.99, 0.90),
-    "medium": (0.30, 0.55, 0.32),
-    "heavy": (0.10, 0.22, 0.16),
+    "medium": (0.37, 0.55, 0.30),
+    "heavy": (0.16, 0.24, 0.15),
+}
+
+#: Of the entities a later turn of the agent names: (all of them, their paths) kept.
+NAMED_LATER_FLOORS = {
+    "light": (0.99, 0.99),
+    "medium": (0.88, 0.88),
+    "heavy": (0.72, 0.70),
 }
 
 pytestmark = [
@@ -52,6 +59,22 @@ class TestRetentionOnTraces:
         assert tally.retention >= entities
         assert tally.path_retention >= paths
         assert tally.ratio <= ratio
+
+    @pytest.mark.parametrize("level", list(NAMED_LATER_FLOORS))
+    def test_what_later_turns_name_is_kept_first(self, measured: Measurement, level: str) -> None:
+        """The entities (and paths) the agent went on to name are kept far above the rest."""
+        entities, paths = NAMED_LATER_FLOORS[level]
+        tally = measured.levels[level]
+        assert tally.later > 1_000 and tally.later_paths > 200
+        assert tally.later_retention >= entities
+        assert tally.later_path_retention >= paths
+        assert tally.later_retention > tally.retention or level == "light"
+
+    def test_error_names_are_always_kept(self, measured: Measurement) -> None:
+        """At every level, every error name (`KeyError`) of every distilled node is kept."""
+        for level in FLOORS:
+            assert measured.levels[level].names > 50
+            assert measured.levels[level].name_retention == 1.0
 
     def test_error_lines_keep_paths_error_names_and_numbers(self, measured: Measurement) -> None:
         """At every level, every entity on an error line of command output is kept."""

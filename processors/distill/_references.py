@@ -1,0 +1,129 @@
+"""Entities the agent went on to use: named by a later turn of its own.
+
+An output's paths, names and numbers that a later assistant turn writes, or a later tool
+call passes as an argument, are the ones the agent needed from it; the distiller keeps
+them first. Paths match across spellings of the same file: an output's `app.py` or
+`src/app.py` is named by a later `/testbed/src/app.py` (it is a tail at a `/`), and an
+output's `/testbed/src/app.py` by a later `src/app.py` (a tail that still holds a `/`;
+a bare `app.py` does not stand for every path that ends in it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from context_graph.entities import critical_entities
+from context_graph.nodes import AssistantNode, Node, ToolCallNode
+from processors.base import GraphView
+
+__all__ = ["LaterReferences", "NamedAfter"]
+
+
+def _tails(path: str) -> Iterator[str]:
+    """The tails of a file path after each `/`: `a/b/c.py` gives `b/c.py`, `c.py`.
+
+    URLs have none (their tails are not files), and a bare number is no tail (`issues/123`
+    is not a mention of every 123).
+    """
+    if "://" in path:
+        return
+    index = path.find("/")
+    while index != -1:
+        tail = path[index + 1 :]
+        if tail and not tail.isdigit():
+            yield tail
+        index = path.find("/", index + 1)
+
+
+def _scalars(value: object) -> Iterator[str]:
+    """The strings and numbers inside decoded JSON arguments, depth first."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _scalars(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _scalars(item)
+    elif isinstance(value, str | int | float) and not isinstance(value, bool):
+        yield str(value)
+
+
+def agent_text(node: Node) -> str:
+    """What the agent itself wrote in `node`: an assistant turn's text, a call's arguments."""
+    if isinstance(node, AssistantNode):
+        return node.text
+    if isinstance(node, ToolCallNode):
+        try:
+            decoded = json.loads(node.arguments)
+        except ValueError:
+            return node.arguments
+        # Decoded, so escaped newlines in a command do not glue words together.
+        return "\n".join(_scalars(decoded))
+    return ""
+
+
+class LaterReferences:
+    """Which entities of a node a later turn of the agent names, for one graph view.
+
+    Built once per run (one pass over the transcript); the view is only read.
+
+    Args:
+        view: The graph view the processor was given.
+    """
+
+    __slots__ = ("_last", "_last_tail", "_position", "_view")
+
+    def __init__(self, view: GraphView) -> None:
+        self._view = view
+        order = view.transcript()
+        self._position = {node_id: index for index, node_id in enumerate(order)}
+        # entity -> the last transcript position that names it (later positions overwrite)
+        self._last: dict[str, int] = {}
+        self._last_tail: dict[str, int] = {}
+        for index, node_id in enumerate(order):
+            text = agent_text(view[node_id])
+            if not text:
+                continue
+            for entity in critical_entities(text):
+                self._last[entity] = index
+                for tail in _tails(entity):
+                    self._last_tail[tail] = index
+
+    def after(self, node_id: str) -> NamedAfter:
+        """The entities an agent turn after node `node_id` names, as a container.
+
+        An entity is in it when a later turn names it exactly, names a path it is the tail
+        of, or names a tail of it that still holds a `/`. A derived node (a placeholder,
+        an earlier distillate) stands where the transcript node it replaces stood; a node
+        with no place in the transcript has no later turns.
+        """
+        return NamedAfter(self, self._position_of(node_id))
+
+    def _position_of(self, node_id: str) -> int:
+        seen: set[str] = set()
+        current: str | None = node_id
+        while current is not None and current not in seen and current in self._view:
+            if current in self._position:
+                return self._position[current]
+            seen.add(current)
+            current = self._view[current].replaces
+        return len(self._position)
+
+    def named_after(self, entity: str, position: int) -> bool:
+        """Whether an agent turn after transcript position `position` names `entity`."""
+        entity = entity.removeprefix("./")
+        if self._last.get(entity, -1) > position or self._last_tail.get(entity, -1) > position:
+            return True
+        return any(self._last.get(t, -1) > position for t in _tails(entity) if "/" in t)
+
+
+@dataclass(frozen=True)
+class NamedAfter:
+    """The entities named after one transcript position (`entity in named`)."""
+
+    references: LaterReferences
+    position: int
+
+    def __contains__(self, entity: object) -> bool:
+        return isinstance(entity, str) and self.references.named_after(entity, self.position)
