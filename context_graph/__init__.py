@@ -17,6 +17,7 @@ from context_graph.errors import (
     StoreError,
     StoreFormatError,
     StoreLockedError,
+    SummarizerError,
     TokenizerError,
     UnknownNodeError,
 )
@@ -114,6 +115,7 @@ __all__ = [
     "StoreLockedError",
     "SubagentResult",
     "SubagentResultNode",
+    "SummarizerError",
     "SummaryNode",
     "SystemNode",
     "SystemPrompt",

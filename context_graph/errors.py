@@ -10,6 +10,7 @@ ContextGraphError
 ├── InvariantViolation                a proposal that breaks an invariant
 ├── BudgetExceededError               the budget cannot be met (.budget, .required)
 ├── ProcessorError                    a processor failed (.processor; raised from the cause)
+│   └── SummarizerError               a summarizer's call or answer failed (.summarizer)
 ├── TokenizerError (LookupError)      an encoding that cannot be loaded offline
 ├── ConfigurationError (ValueError)   a developer mistake, raised at construction time
 └── StoreError                        a session file that cannot be opened or written (.path)
@@ -41,6 +42,7 @@ __all__ = [
     "StoreError",
     "StoreFormatError",
     "StoreLockedError",
+    "SummarizerError",
     "TokenizerError",
     "UnknownNodeError",
 ]
@@ -153,6 +155,21 @@ class ProcessorError(ContextGraphError):
     def __init__(self, processor: str, message: str) -> None:
         self.processor = processor
         super().__init__(f"processor {processor!r}: {message}")
+
+
+class SummarizerError(ProcessorError):
+    """A summarizer's call failed or its answer cannot be used; raised from the cause.
+
+    A `ProcessorError`, so code that catches processor failures catches it too; the
+    history summarizer falls back to its extractive brief on it.
+
+    Attributes:
+        summarizer: The summarizer's name (`openai:gpt-4o-mini`).
+    """
+
+    def __init__(self, summarizer: str, message: str) -> None:
+        self.summarizer = summarizer
+        super().__init__(summarizer, message)
 
 
 class TokenizerError(ContextGraphError, LookupError):

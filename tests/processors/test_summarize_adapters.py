@@ -228,6 +228,18 @@ class TestOverHttp:
         )
         assert "cut off at max_tokens=321" in proposal.note
 
+    async def test_adapter_alone_raises_a_typed_error_for_a_tool_call(self, wire: Wire) -> None:
+        """Used directly, the adapter refuses a tool call with SummarizerError."""
+        from context_graph.errors import ProcessorError, SummarizerError
+
+        wire.server.script({"tool_call": True})
+        with pytest.raises(SummarizerError, match="attempted a tool call") as caught:
+            await wire.summarizer.summarize(
+                units_nodes(build_session(), 0, 3), previous=None, instructions=None
+            )
+        assert caught.value.summarizer == wire.summarizer.name
+        assert isinstance(caught.value, ProcessorError)
+
     async def test_adapter_alone(self, wire: Wire) -> None:
         """The adapter returns the model's text and sends previous and instructions."""
         wire.server.script({"text": f"\n{GOOD}  "})

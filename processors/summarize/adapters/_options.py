@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar, Generic, Protocol, TypeVar
 
-from context_graph.errors import ConfigurationError, ProcessorError
+from context_graph.errors import ConfigurationError, SummarizerError
 
 
 class _Closable(Protocol):
@@ -102,14 +102,14 @@ class ModelSummarizer(Generic[ClientT]):
         return f"{self.provider}:{self.model}"
 
     def checked(self, text: str, *, tool_call: bool, cut_off: bool) -> str:
-        """The answer's text, or `ProcessorError` when it is not a usable summary."""
+        """The answer's text, or `SummarizerError` when it is not a usable summary."""
         if tool_call:
-            raise ProcessorError(self.name, "the model attempted a tool call, not a summary")
+            raise SummarizerError(self.name, "the model attempted a tool call, not a summary")
         if cut_off:
             msg = f"the summary was cut off at max_tokens={self.max_tokens}"
-            raise ProcessorError(self.name, msg)
+            raise SummarizerError(self.name, msg)
         if not text.strip():
-            raise ProcessorError(self.name, "the model returned no text")
+            raise SummarizerError(self.name, "the model returned no text")
         return text.strip()
 
     async def aclose(self) -> None:

@@ -84,7 +84,7 @@ class AnthropicSummarizer(ModelSummarizer["AsyncAnthropic"]):
         """Return the model's summary of `nodes`, updating `previous` when given.
 
         Raises:
-            ProcessorError: the model made a tool call, was cut off at `max_tokens`, or
+            SummarizerError: the model made a tool call, was cut off at `max_tokens`, or
                 returned no text. SDK errors (HTTP status, connection) propagate as is.
         """
         prompt = build_prompt(nodes, previous=previous, instructions=instructions)

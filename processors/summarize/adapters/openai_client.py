@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from context_graph.errors import ConfigurationError, ProcessorError
+from context_graph.errors import ConfigurationError, SummarizerError
 from context_graph.nodes import Node
 from processors.summarize.adapters._options import ModelSummarizer, missing_sdk
 from processors.summarize.adapters._prompt import SYSTEM_PROMPT, build_prompt
@@ -86,7 +86,7 @@ class OpenAISummarizer(ModelSummarizer["AsyncOpenAI"]):
         """Return the model's summary of `nodes`, updating `previous` when given.
 
         Raises:
-            ProcessorError: the model made a tool call, was cut off at `max_tokens`, or
+            SummarizerError: the model made a tool call, was cut off at `max_tokens`, or
                 returned no text. SDK errors (HTTP status, connection) propagate as is.
         """
         prompt = build_prompt(nodes, previous=previous, instructions=instructions)
@@ -103,7 +103,7 @@ class OpenAISummarizer(ModelSummarizer["AsyncOpenAI"]):
             **extra,
         )
         if not response.choices:
-            raise ProcessorError(self.name, "the response has no choices")
+            raise SummarizerError(self.name, "the response has no choices")
         choice = response.choices[0]
         return self.checked(
             choice.message.content or "",
