@@ -34,6 +34,9 @@ class IngestMethods:
     _raw: ContextGraph
     _bus: EventBus
 
+    def _check_batch(self, batch: Sequence[AgentEvent]) -> None:
+        """Called with a checked batch before it is added; raise to refuse it whole."""
+
     def _on_ingest(self) -> None:
         """Called after every batch that added nodes (the manager evaluates triggers)."""
 
@@ -43,7 +46,9 @@ class IngestMethods:
         Raises:
             IngestError: an event is malformed or inconsistent; nothing was added.
         """
-        ids = self._raw.ingest(coerce_events(events))
+        batch = coerce_events(events)
+        self._check_batch(batch)
+        ids = self._raw.ingest(batch)
         for node_id in ids:
             self._bus.emit("node_added", node_id=node_id, node=self._raw[node_id])
         self._on_ingest()

@@ -6,7 +6,7 @@ inside the first render.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ __all__ = [
     "check_format",
     "check_options",
     "check_pipeline",
+    "check_pipelines",
     "check_ratio",
     "check_redactor",
     "check_timeout",
@@ -107,6 +108,44 @@ def check_pipeline(pipeline: Sequence[Processor] | None) -> tuple[Processor, ...
             )
             raise ConfigurationError(msg)
     return tuple(pipeline)
+
+
+def check_pipelines(
+    pipeline: Sequence[Processor] | None,
+    pipelines: object,
+    config: TriggerConfig,
+) -> dict[str, tuple[Processor, ...]]:
+    """The default pipeline and the named ones; every pipeline a trigger names exists."""
+    chosen = {config.default_pipeline: check_pipeline(pipeline)}
+    if pipelines is not None:
+        if not isinstance(pipelines, Mapping):
+            msg = (
+                "ContextManager: `pipelines` must map names to sequences of processors, "
+                f"got {type(pipelines).__name__}"
+            )
+            raise ConfigurationError(msg)
+        for name, stages in pipelines.items():
+            if not isinstance(name, str) or not name:
+                msg = f"ContextManager: pipeline names must be non-empty strings, got {name!r}"
+                raise ConfigurationError(msg)
+            if name == config.default_pipeline:
+                msg = (
+                    f"ContextManager: `pipelines` names {name!r}, the default pipeline; "
+                    "give it as `pipeline=` instead"
+                )
+                raise ConfigurationError(msg)
+            try:
+                chosen[name] = check_pipeline(stages)
+            except ConfigurationError as exc:
+                raise ConfigurationError(f"pipelines[{name!r}]: {exc}") from None
+    for trigger, name in config.pipelines.items():
+        if name not in chosen:
+            msg = (
+                f"ContextManager: trigger `{trigger}` runs pipeline {name!r}, which is not "
+                f"given; the pipelines are {', '.join(map(repr, chosen))}"
+            )
+            raise ConfigurationError(msg)
+    return chosen
 
 
 def check_options(counter: object, triggers: object, summarizer: object, clock: object) -> None:

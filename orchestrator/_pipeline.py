@@ -124,10 +124,30 @@ def history_targets(view: WorkingView, *, keep_recent: int = KEEP_RECENT_UNITS) 
     return ()
 
 
-def _targets(processor: Processor, view: WorkingView) -> tuple[Node, ...]:
+def _targets(
+    processor: Processor,
+    view: WorkingView,
+    working: WorkingGraph,
+    only: frozenset[str] | None,
+) -> tuple[Node, ...]:
+    """The stage's targets; with `only`, just the nodes that are or stand for those ids.
+
+    A node trigger names the nodes that fired; an earlier stage may have replaced one
+    (a masked copy), so a node matches when any of its pristine roots is named. A
+    summary stands for whole units, not for nodes that fired, so a restricted run does
+    not summarize.
+    """
+    if only is None:
+        if isinstance(processor, HistorySummarizer):
+            return history_targets(view)
+        return output_targets(view)
     if isinstance(processor, HistorySummarizer):
-        return history_targets(view)
-    return output_targets(view)
+        return ()
+    return tuple(
+        node
+        for node in output_targets(view)
+        if node.id in only or not only.isdisjoint(working.roots(node.id))
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,12 +168,16 @@ async def run_stage(
     run: PipelineRun,
     *,
     manual: bool = False,
+    only: frozenset[str] | None = None,
 ) -> StageOutcome:
-    """Run one stage on a fresh snapshot and apply its proposal, or report why not."""
+    """Run one stage on a fresh snapshot and apply its proposal, or report why not.
+
+    With `only`, the stage takes just those nodes (see `_targets`).
+    """
     snapshot = working.snapshot()
     tokens = snapshot.total_tokens
     nothing = StageOutcome(view_tokens=tokens, manual=manual)
-    targets = _targets(processor, snapshot)
+    targets = _targets(processor, snapshot, working, only)
     run.stages.append(_name(processor))
     if not targets:
         return nothing
@@ -220,6 +244,7 @@ async def run_pipeline(
     guards: GuardConfig | None = None,
     guard_state: GuardState | None = None,
     manual: bool = False,
+    only: frozenset[str] | None = None,
 ) -> PipelineRun:
     """Run the stages in order; stop early once `done()` says the view is small enough.
 
@@ -232,6 +257,7 @@ async def run_pipeline(
         guards: The loop guards; `None` runs every stage (as without guards).
         guard_state: The state the previous run returned; `GuardState()` when `None`.
         manual: A manual run (`compact()`): every guard is bypassed, outcomes recorded.
+        only: Restrict every stage to these nodes (the ones a node trigger named).
     """
     run = PipelineRun()
     state = None if guards is None else tick(GuardState() if guard_state is None else guard_state)
@@ -242,7 +268,7 @@ async def run_pipeline(
             if not ok:
                 run.skipped.append((name, reason))
                 continue
-        outcome = await run_stage(processor, working, bus, settings, run, manual=manual)
+        outcome = await run_stage(processor, working, bus, settings, run, manual=manual, only=only)
         if state is not None:
             state = record(state, name, outcome)
         if done is not None and done():

@@ -26,7 +26,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any
@@ -36,7 +36,13 @@ import sniffio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict
 
-from context_graph.errors import ConfigurationError, InvariantViolation
+from context_graph.errors import (
+    ConfigurationError,
+    IngestError,
+    InvariantViolation,
+    SourceLocation,
+)
+from context_graph.events import AgentEvent
 from context_graph.graph import ContextGraph
 from context_graph.nodes import Node
 from context_graph.render import Renderer, RenderResult
@@ -47,7 +53,7 @@ from orchestrator._options import (
     check_budget,
     check_format,
     check_options,
-    check_pipeline,
+    check_pipelines,
     check_ratio,
     check_redactor,
     check_timeout,
@@ -56,6 +62,7 @@ from orchestrator._options import (
     resolve_profile,
 )
 from orchestrator._pipeline import PipelineRun, StageSettings, run_pipeline
+from orchestrator._plan import plan_runs
 from orchestrator.buffer import WorkingGraph
 from orchestrator.bus import EventBus
 from orchestrator.guards import GuardConfig, GuardState
@@ -100,7 +107,11 @@ class ContextManager(IngestMethods, PersistenceMethods):
             given explicitly (`triggers=`, `pipeline=`, `compact_to=`) override it.
         counter: The token counter; the offline tiktoken counter by default.
         triggers: When compaction runs; `TriggerConfig()` by default.
-        pipeline: The processors, run in order (cheapest first); `default_pipeline()`.
+        pipeline: The default pipeline: processors run in order (cheapest first);
+            `default_pipeline()` when `None`.
+        pipelines: More pipelines by name, for the triggers that name them (in
+            `TriggerConfig.pipelines` or a node's `TriggerSpec.pipeline`). A node trigger's
+            pipeline runs on the nodes that fired; a graph-level one on the whole view.
         summarizer: Given to processors (the history summarizer writes with it); the
             deterministic extractive brief when `None`.
         compact_to: When compaction runs to make a request fit, it goes on until the
@@ -136,6 +147,7 @@ class ContextManager(IngestMethods, PersistenceMethods):
         counter: TokenCounter | None = None,
         triggers: TriggerConfig | None = None,
         pipeline: Sequence[Processor] | None = None,
+        pipelines: Mapping[str, Sequence[Processor]] | None = None,
         summarizer: Summarizer | None = None,
         compact_to: float | None = None,
         guards: GuardConfig | None = None,
@@ -145,16 +157,23 @@ class ContextManager(IngestMethods, PersistenceMethods):
     ) -> None:
         chosen = profile_defaults(
             resolve_profile(profile),
-            {"triggers": triggers, "pipeline": pipeline, "compact_to": compact_to},
+            {
+                "triggers": triggers,
+                "pipeline": pipeline,
+                "pipelines": pipelines,
+                "compact_to": compact_to,
+            },
         )
         ratio = chosen.get("compact_to")
         self._compact_to = check_ratio(0.7 if ratio is None else ratio, "compact_to")
         self._format = check_format(format, "ContextManager")
         self._budget = check_budget(budget, "ContextManager")
         check_options(counter, chosen.get("triggers"), summarizer, clock)
-        self._pipeline = check_pipeline(chosen.get("pipeline"))
         config = chosen.get("triggers")
         self._config: TriggerConfig = config if config is not None else TriggerConfig()
+        self._pipelines = check_pipelines(
+            chosen.get("pipeline"), chosen.get("pipelines"), self._config
+        )
         self._summarizer = summarizer
         self._clock = clock
         self._background_timeout = check_timeout(background_timeout)
@@ -259,6 +278,22 @@ class ContextManager(IngestMethods, PersistenceMethods):
 
     # -- ingest (the add_* methods come from IngestMethods) ----------------------------
 
+    def _check_batch(self, batch: Sequence[AgentEvent]) -> None:
+        """Refuse a batch whose node triggers name a pipeline this manager lacks.
+
+        Raises:
+            IngestError: naming the event's index, the trigger and the pipelines there are.
+        """
+        for index, event in enumerate(batch):
+            for spec in getattr(event, "triggers", ()):
+                if spec.pipeline is not None and spec.pipeline not in self._pipelines:
+                    names = ", ".join(map(repr, self._pipelines))
+                    msg = (
+                        f"trigger `{spec.kind}` names pipeline {spec.pipeline!r}, which this "
+                        f"manager does not have (it has {names})"
+                    )
+                    raise IngestError(msg, SourceLocation(index=index))
+
     def _on_ingest(self) -> None:
         """Evaluate the triggers against the default budget after every ingest.
 
@@ -334,12 +369,19 @@ class ContextManager(IngestMethods, PersistenceMethods):
         self,
         budget: int | None,
         instructions: str | None,
-        done: Callable[[], bool] | None,
+        renderer: Renderer | None,
         *,
+        firings: Sequence[Firing] = (),
         manual: bool = False,
         overflow: bool = False,
         background: bool = False,
     ) -> PipelineRun:
+        """Handle the pending firings and `firings`: the pipelines `plan_runs` picks.
+
+        A whole-view run stops once the request fits `compact_to` of the budget (with a
+        `renderer`; a manual run goes through every stage). One run at a time: this
+        waits for a run in progress.
+        """
         settings = StageSettings(budget, self._summarizer, instructions, self._clock)
         guards = self._guards
         if overflow:
@@ -351,47 +393,64 @@ class ContextManager(IngestMethods, PersistenceMethods):
             guards = guards.model_copy(
                 update={"floor_tokens": 0, "min_progress": 0.0, "max_resummarize": 1 << 30}
             )
+        done = None if manual or renderer is None else self._done(renderer, budget)
         busy = await self._claim()
         # Whatever fired so far is handled by this run (or found moot by it).
-        handled, self._pending = self._pending, []
-        run = PipelineRun()
+        handled, self._pending = [*self._pending, *firings], []
+        steps = plan_runs(handled, self._config.default_pipeline, overflow=overflow or manual)
+        total = PipelineRun(guard_state=self._guard_state)
         timed_out = False
         try:
             with anyio.move_on_after(self._background_timeout if background else None) as scope:
-                run = await run_pipeline(
-                    self._pipeline,
-                    self._working,
-                    self._bus,
-                    settings,
-                    done=done,
-                    guards=guards,
-                    guard_state=self._guard_state,
-                    manual=manual,
-                )
+                for step in steps:
+                    whole = step.only is None
+                    run = await run_pipeline(
+                        self._pipelines[step.pipeline],
+                        self._working,
+                        self._bus,
+                        settings,
+                        done=done if whole else None,
+                        guards=guards,
+                        guard_state=self._guard_state,
+                        manual=manual,
+                        only=step.only,
+                    )
+                    self._count(total, run)
             timed_out = scope.cancelled_caught
         except anyio.get_cancelled_exc_class():
             # Cancelled from outside (the manager closed): the work is still due, and the
             # next render does it in the foreground.
             self._pending[:0] = handled
             self._bus.emit(
-                "compaction_done", run=run, background=background, timed_out=False, cancelled=True
+                "compaction_done",
+                run=total,
+                background=background,
+                timed_out=False,
+                cancelled=True,
             )
             raise
         finally:
             self._release(busy)
-        if run.guard_state is not None:
-            self._guard_state = run.guard_state
-        self._applied += run.applied
-        self._rejected += run.rejected
         self._save_state()
         self._bus.emit(
             "compaction_done",
-            run=run,
+            run=total,
             background=background,
             timed_out=timed_out,
             cancelled=False,
         )
-        return run
+        return total
+
+    def _count(self, total: PipelineRun, run: PipelineRun) -> None:
+        """Fold one pipeline's run into the manager's figures and the run's total."""
+        if run.guard_state is not None:
+            self._guard_state = total.guard_state = run.guard_state
+        self._applied += run.applied
+        self._rejected += run.rejected
+        total.applied += run.applied
+        total.rejected += run.rejected
+        total.stages.extend(run.stages)
+        total.skipped.extend(run.skipped)
 
     def _done(self, renderer: Renderer, budget: int | None) -> Callable[[], bool]:
         # Compact in one batch down to the low-water mark, not just under the budget, so
@@ -497,12 +556,8 @@ class ContextManager(IngestMethods, PersistenceMethods):
     async def _background_run(self) -> None:
         await self._redact_new()  # a model summarizer must not see secrets either
         renderer = self._renderer(self._format)
-        budget = self._budget
-        if budget is not None and self._fits(renderer, self._target(budget)):
-            self._pending.clear()  # compacted meanwhile: nothing left to do
-            return
         try:
-            await self._run(budget, None, self._done(renderer, budget), background=True)
+            await self._run(self._budget, None, renderer, background=True)
         except Exception as exc:
             # Not raised here: it would tear down the caller's `async with` from a task
             # they never awaited. The next render raises it instead, so it is not lost.
@@ -511,9 +566,6 @@ class ContextManager(IngestMethods, PersistenceMethods):
             return
         if self._pending and self._group is not None:
             self._start_background()  # fired while this run worked
-
-    def _target(self, budget: int) -> int:
-        return max(1, int(budget * self._compact_to))
 
     # -- render --------------------------------------------------------------------------
 
@@ -548,11 +600,11 @@ class ContextManager(IngestMethods, PersistenceMethods):
             if self._busy is not None:
                 await self._busy.wait()  # the background run may make it fit
             if not self._fits(renderer, limit):
-                await self._run(limit, None, self._done(renderer, limit), overflow=True)
+                await self._run(limit, None, renderer, overflow=True)
         elif due and self._group is not None:
             self._start_background()
         elif due:
-            await self._run(limit, None, self._done(renderer, limit))
+            await self._run(limit, None, renderer)
         await self._redact_new()  # what the compaction wrote, too
         result = renderer.render(self._working, budget=limit)
         self._last = result

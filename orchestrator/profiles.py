@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from context_graph.errors import ConfigurationError
 from orchestrator.triggers import TriggerConfig
@@ -98,7 +98,10 @@ class Profile(BaseModel):
     triggers: TriggerConfig = Field(default_factory=TriggerConfig)
     """The graph-level triggers (budget ratios, counts); `TriggerConfig()` by default."""
     stages: tuple[StageConfig, ...] = Field(min_length=1)
-    """The processor stages, cheapest first: mask, truncate, distill, summarize."""
+    """The default pipeline's stages, cheapest first: mask, truncate, distill, summarize."""
+    pipelines: Mapping[str, tuple[StageConfig, ...]] = Field(default_factory=dict)
+    """More pipelines by name (`[[pipelines.light]]` tables in TOML), for the triggers
+    that name them in `triggers.pipelines` or in a node's trigger."""
     compact_to: float = Field(0.7, gt=0, le=1)
     """A compaction goes on until the request is at most this share of the budget."""
 
@@ -118,30 +121,51 @@ class Profile(BaseModel):
             msg = f"Profile: {_problems(exc)}"
             raise ConfigurationError(msg) from None
 
-    def build_pipeline(self) -> tuple[Processor, ...]:
-        """New processors for every stage, in order.
+    @model_validator(mode="after")
+    def _check_pipeline_names(self) -> Profile:
+        known = {self.triggers.default_pipeline, *self.pipelines}
+        if self.triggers.default_pipeline in self.pipelines:
+            msg = (
+                f"`pipelines.{self.triggers.default_pipeline}` is the default pipeline; "
+                "its stages go in `stages`"
+            )
+            raise ValueError(msg)
+        for trigger, name in self.triggers.pipelines.items():
+            if name not in known:
+                msg = (
+                    f"`triggers.pipelines.{trigger}` names pipeline {name!r}, which the "
+                    f"profile does not define (it has {', '.join(sorted(known))})"
+                )
+                raise ValueError(msg)
+        return self
+
+    def build_pipeline(self, name: str | None = None) -> tuple[Processor, ...]:
+        """New processors for every stage of the default pipeline (or of `name`), in order.
 
         Raises:
             ConfigurationError: a stage names an unknown processor or gives it bad options
                 (the message names the stage index and the processor).
         """
+        stages = self.stages if name is None else self.pipelines[name]
+        where = "stages" if name is None else f"pipelines.{name}"
         pipeline: list[Processor] = []
-        for index, stage in enumerate(self.stages):
+        for index, stage in enumerate(stages):
             try:
                 pipeline.append(stage.build())
             except ConfigurationError as exc:
                 msg = (
-                    f"profile {self.name!r}: `stages[{index}]` (processor {stage.processor!r}): "
+                    f"profile {self.name!r}: `{where}[{index}]` (processor {stage.processor!r}): "
                     f"{exc}"
                 )
                 raise ConfigurationError(msg) from exc
         return tuple(pipeline)
 
     def manager_options(self) -> dict[str, Any]:
-        """Keyword arguments for `ContextManager`: `triggers`, `pipeline`, `compact_to`."""
+        """The keyword arguments for `ContextManager` (new processor instances each time)."""
         return {
             "triggers": self.triggers,
             "pipeline": self.build_pipeline(),
+            "pipelines": {name: self.build_pipeline(name) for name in self.pipelines},
             "compact_to": self.compact_to,
         }
 
@@ -171,7 +195,7 @@ class Profile(BaseModel):
             raise ConfigurationError(msg) from exc
         try:
             profile = cls(**data)
-            profile.build_pipeline()
+            profile.manager_options()  # builds every stage of every pipeline
         except ConfigurationError as exc:
             msg = f"{where}: {exc}"
             raise ConfigurationError(msg) from exc

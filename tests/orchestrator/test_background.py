@@ -293,14 +293,16 @@ class TestOptions:
 
         profile = get_profile("chat")
         manager = ContextManager(profile="chat")
-        assert [type(p) for p in manager._pipeline] == [type(p) for p in profile.build_pipeline()]
+        assert [type(p) for p in manager._pipelines["default"]] == [
+            type(p) for p in profile.build_pipeline()
+        ]
         assert manager._config == profile.triggers
         assert manager._compact_to == profile.compact_to
 
     def test_explicit_options_override_the_profile(self) -> None:
         stage = ToolOutputTruncator(max_tokens=40)
         manager = ContextManager(profile="coding", pipeline=[stage], compact_to=0.5)
-        assert manager._pipeline == (stage,)
+        assert manager._pipelines["default"] == (stage,)
         assert manager._compact_to == 0.5
 
     def test_profile_from_a_toml_file(self, tmp_path: Any) -> None:
@@ -311,7 +313,7 @@ class TestOptions:
         )
         manager = ContextManager(profile=str(path))
         assert manager._compact_to == 0.6
-        assert [type(p) for p in manager._pipeline] == [ToolOutputTruncator]
+        assert [type(p) for p in manager._pipelines["default"]] == [ToolOutputTruncator]
 
     @pytest.mark.parametrize("profile", ["nonesuch", 42, ["coding"]])
     def test_bad_profile_is_refused(self, profile: object) -> None:
