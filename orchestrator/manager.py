@@ -28,7 +28,6 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from types import TracebackType
 from typing import Any
 
 import anyio
@@ -39,7 +38,6 @@ from pydantic import BaseModel, ConfigDict
 from context_graph.errors import (
     ConfigurationError,
     IngestError,
-    InvariantViolation,
     SourceLocation,
 )
 from context_graph.events import AgentEvent
@@ -47,8 +45,8 @@ from context_graph.graph import ContextGraph
 from context_graph.nodes import Node
 from context_graph.render import Renderer, RenderResult
 from context_graph.tokens import Calibrator, ProviderFormat, TokenCounter
+from orchestrator._manager_background import BackgroundMethods
 from orchestrator._manager_ingest import IngestMethods
-from orchestrator._manager_store import PersistenceMethods
 from orchestrator._options import (
     check_budget,
     check_format,
@@ -61,15 +59,14 @@ from orchestrator._options import (
     profile_defaults,
     resolve_profile,
 )
-from orchestrator._pipeline import PipelineRun, StageSettings, run_pipeline
-from orchestrator._plan import plan_runs
+from orchestrator._pipeline import PipelineRun
 from orchestrator.buffer import WorkingGraph
 from orchestrator.bus import EventBus
 from orchestrator.guards import GuardConfig, GuardState
 from orchestrator.profiles import Profile
 from orchestrator.store import SessionStore
-from orchestrator.triggers import Firing, TriggerConfig, TriggerState, evaluate
-from processors.base import Processor, ProcessorContext, Summarizer, run_processor
+from orchestrator.triggers import Firing, TriggerConfig, TriggerState
+from processors.base import Processor, Summarizer
 from processors.redact import SecretRedactor
 
 __all__ = ["ContextManager", "ManagerStats", "default_pipeline"]
@@ -96,7 +93,7 @@ class ManagerStats(BaseModel):
     """Tokens of the last rendered request (`None` before the first render)."""
 
 
-class ContextManager(IngestMethods, PersistenceMethods):
+class ContextManager(IngestMethods, BackgroundMethods):
     """Feeds agent events into a context graph and renders a request that fits.
 
     Args:
@@ -317,255 +314,6 @@ class ContextManager(IngestMethods, PersistenceMethods):
         """
         self._state = self._state.mark_boundary(label)
         self._on_ingest()
-
-    # -- render --------------------------------------------------------------------------
-
-    def _renderer(self, format: ProviderFormat) -> Renderer:
-        renderer = self._renderers.get(format)
-        if renderer is None:
-            renderer = Renderer(
-                format=format, calibrator=self._calibrator, refit_to=self._compact_to
-            )
-            self._renderers[format] = renderer
-        return renderer
-
-    def _fits(self, renderer: Renderer, budget: int | None) -> bool:
-        if budget is None:
-            return False
-        tokens = renderer.render(self._working).tokens
-        return self._calibrator.apply(tokens) <= budget
-
-    def _fire(self, budget: int | None) -> list[Firing]:
-        firings, self._state = evaluate(
-            self._working.view, budget, self._state, config=self._config
-        )
-        tokens = self._working.total_tokens
-        for firing in firings:
-            self._bus.emit("trigger_fired", firing=firing)
-            if firing.kind == "budget_ratio" and budget is not None:
-                threshold = (
-                    self._config.hard_ratio
-                    if firing.name == "budget_hard"
-                    else self._config.soft_ratio
-                )
-                self._bus.emit(
-                    "budget_crossed", ratio=tokens / budget, threshold=threshold, tokens=tokens
-                )
-        return firings
-
-    async def _claim(self) -> anyio.Event:
-        """Wait until no pipeline runs, then hold the run slot (release with `.set()`)."""
-        while self._busy is not None:
-            await self._busy.wait()
-        self._busy = anyio.Event()
-        return self._busy
-
-    def _release(self, busy: anyio.Event) -> None:
-        if self._busy is busy:
-            self._busy = None
-        busy.set()
-
-    async def _run(
-        self,
-        budget: int | None,
-        instructions: str | None,
-        renderer: Renderer | None,
-        *,
-        firings: Sequence[Firing] = (),
-        manual: bool = False,
-        overflow: bool = False,
-        background: bool = False,
-    ) -> PipelineRun:
-        """Handle the pending firings and `firings`: the pipelines `plan_runs` picks.
-
-        A whole-view run stops once the request fits `compact_to` of the budget (with a
-        `renderer`; a manual run goes through every stage). One run at a time: this
-        waits for a run in progress.
-        """
-        settings = StageSettings(budget, self._summarizer, instructions, self._clock)
-        guards = self._guards
-        if overflow:
-            # The floor, the stall after little progress and the re-summarize cap spare
-            # the prompt cache and the summary's fidelity when compaction is optional;
-            # when the request does not fit at all, compaction is the only way to send
-            # it, and a long session must be able to roll its summary again. The
-            # failure limit still holds.
-            guards = guards.model_copy(
-                update={"floor_tokens": 0, "min_progress": 0.0, "max_resummarize": 1 << 30}
-            )
-        done = None if manual or renderer is None else self._done(renderer, budget)
-        busy = await self._claim()
-        # Whatever fired so far is handled by this run (or found moot by it).
-        handled, self._pending = [*self._pending, *firings], []
-        steps = plan_runs(handled, self._config.default_pipeline, overflow=overflow or manual)
-        total = PipelineRun(guard_state=self._guard_state)
-        timed_out = False
-        try:
-            with anyio.move_on_after(self._background_timeout if background else None) as scope:
-                for step in steps:
-                    whole = step.only is None
-                    run = await run_pipeline(
-                        self._pipelines[step.pipeline],
-                        self._working,
-                        self._bus,
-                        settings,
-                        done=done if whole else None,
-                        guards=guards,
-                        guard_state=self._guard_state,
-                        manual=manual,
-                        only=step.only,
-                    )
-                    self._count(total, run)
-            timed_out = scope.cancelled_caught
-        except anyio.get_cancelled_exc_class():
-            # Cancelled from outside (the manager closed): the work is still due, and the
-            # next render does it in the foreground.
-            self._pending[:0] = handled
-            self._bus.emit(
-                "compaction_done",
-                run=total,
-                background=background,
-                timed_out=False,
-                cancelled=True,
-            )
-            raise
-        finally:
-            self._release(busy)
-        self._save_state()
-        self._bus.emit(
-            "compaction_done",
-            run=total,
-            background=background,
-            timed_out=timed_out,
-            cancelled=False,
-        )
-        return total
-
-    def _count(self, total: PipelineRun, run: PipelineRun) -> None:
-        """Fold one pipeline's run into the manager's figures and the run's total."""
-        if run.guard_state is not None:
-            self._guard_state = total.guard_state = run.guard_state
-        self._applied += run.applied
-        self._rejected += run.rejected
-        total.applied += run.applied
-        total.rejected += run.rejected
-        total.stages.extend(run.stages)
-        total.skipped.extend(run.skipped)
-
-    def _done(self, renderer: Renderer, budget: int | None) -> Callable[[], bool]:
-        # Compact in one batch down to the low-water mark, not just under the budget, so
-        # that the following turns fit without another rewrite of the prefix.
-        target = None if budget is None else max(1, int(budget * self._compact_to))
-        return functools.partial(self._fits, renderer, target)
-
-    # -- background compaction -----------------------------------------------------------
-
-    async def __aenter__(self) -> ContextManager:
-        """Start background compaction: soft triggers no longer delay a render.
-
-        Raises:
-            RuntimeError: the manager is already inside an `async with`.
-        """
-        if self._exit_stack is not None:
-            msg = "ContextManager: already entered; use one `async with manager:` at a time"
-            raise RuntimeError(msg)
-        stack = AsyncExitStack()
-        self._group = await stack.enter_async_context(anyio.create_task_group())
-        self._exit_stack = stack
-        if self._pending:
-            self._start_background()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Cancel background compaction and wait until it stopped.
-
-        A stage cut short applies nothing (proposals are applied whole, never while a
-        processor runs), so the graph stays as the last applied proposal left it. An
-        in-memory manager keeps working afterwards, compacting in the foreground again;
-        a manager from `open` also closes its session file (see `close`).
-        """
-        stack, self._exit_stack = self._exit_stack, None
-        group, self._group = self._group, None
-        if stack is not None and group is not None:
-            group.cancel_scope.cancel()
-            await stack.aclose()
-        self.close()
-
-    def close(self) -> None:
-        """Save the state and close the session file (a manager from `open`).
-
-        Without a session file there is nothing to close; the manager keeps working.
-        With one, later ingests and compactions are refused with `StoreError`. Closing
-        twice is harmless.
-
-        Raises:
-            RuntimeError: background compaction is running (use `await aclose()`).
-        """
-        if self._group is not None:
-            msg = "close() inside `async with manager:`; leave the block or `await aclose()`"
-            raise RuntimeError(msg)
-        store = self._store
-        if store is None or store.closed:
-            return
-        self._save_state()
-        store.close()
-
-    def _start_background(self) -> None:
-        group = self._group
-        if group is None or self._busy is not None:
-            return  # the run in progress re-evaluates when it ends
-        group.start_soon(self._background_run)
-
-    async def _redact_new(self) -> None:
-        """Redact secrets in every view node not scanned yet (with `redact_secrets`)."""
-        redactor = self._redactor
-        if redactor is None:
-            return
-        for _attempt in range(3):
-            snapshot = self._working.snapshot()
-            new = [snapshot[i] for i in snapshot.current_ids() if i not in self._scanned]
-            if not new:
-                return
-            ctx = ProcessorContext(graph=snapshot, tokens=self._working.token_cache)
-            proposal = await run_processor(redactor, new, ctx)
-            if proposal.empty:
-                self._scanned.update(node.id for node in new)
-                return
-            self._bus.emit("proposal_made", proposal=proposal)
-            try:
-                entry = self._working.apply(proposal)
-            except InvariantViolation as exc:
-                # A compaction replaced a target meanwhile: scan the new view again.
-                self._bus.emit("proposal_rejected", proposal=proposal, reason=str(exc))
-                continue
-            self._applied += 1
-            self._bus.emit("proposal_applied", proposal=proposal, entry=entry)
-            self._scanned.update(node.id for node in new)
-            self._scanned.update(entry.added)
-        msg = "redact_secrets: the view kept changing while it was being redacted"
-        raise RuntimeError(msg)
-
-    async def _background_run(self) -> None:
-        await self._redact_new()  # a model summarizer must not see secrets either
-        renderer = self._renderer(self._format)
-        try:
-            await self._run(self._budget, None, renderer, background=True)
-        except Exception as exc:
-            # Not raised here: it would tear down the caller's `async with` from a task
-            # they never awaited. The next render raises it instead, so it is not lost.
-            logger.exception("background compaction failed")
-            self._failure = exc
-            return
-        if self._pending and self._group is not None:
-            self._start_background()  # fired while this run worked
 
     # -- render --------------------------------------------------------------------------
 

@@ -1,0 +1,214 @@
+"""How `ContextManager` compacts: triggers, one run at a time, the plan, redaction.
+
+Mixed into `ContextManager`; the attributes declared below are set by its constructor.
+A run claims the one run slot (a render that must compact waits for the run in
+progress instead of racing it over the same nodes), hands the pending firings to
+`plan_runs`, and folds each pipeline's outcome into the manager's figures.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+
+import anyio
+
+from context_graph.errors import InvariantViolation
+from context_graph.render import Renderer, RenderResult
+from context_graph.tokens import ProviderFormat
+from orchestrator._manager_store import PersistenceMethods
+from orchestrator._pipeline import PipelineRun, StageSettings, run_pipeline
+from orchestrator._plan import plan_runs
+from orchestrator.buffer import WorkingGraph
+from orchestrator.bus import EventBus
+from orchestrator.guards import GuardConfig
+from orchestrator.triggers import Firing, TriggerConfig, evaluate
+from processors.base import Processor, ProcessorContext, Summarizer, run_processor
+from processors.redact import SecretRedactor
+
+__all__ = ["CompactionMethods"]
+
+
+class CompactionMethods(PersistenceMethods):
+    """Trigger evaluation, pipeline runs and redaction; mixed into `ContextManager`."""
+
+    _working: WorkingGraph
+    _bus: EventBus
+    _config: TriggerConfig
+    _pipelines: dict[str, tuple[Processor, ...]]
+    _guards: GuardConfig
+    _summarizer: Summarizer | None
+    _clock: Callable[[], float]
+    _compact_to: float
+    _background_timeout: float | None
+    _redactor: SecretRedactor | None
+    _renderers: dict[ProviderFormat, Renderer]
+    _last: RenderResult | None
+    _busy: anyio.Event | None
+
+    def _renderer(self, format: ProviderFormat) -> Renderer:
+        renderer = self._renderers.get(format)
+        if renderer is None:
+            renderer = Renderer(
+                format=format, calibrator=self._calibrator, refit_to=self._compact_to
+            )
+            self._renderers[format] = renderer
+        return renderer
+
+    def _fits(self, renderer: Renderer, budget: int | None) -> bool:
+        if budget is None:
+            return False
+        tokens = renderer.render(self._working).tokens
+        return self._calibrator.apply(tokens) <= budget
+
+    def _fire(self, budget: int | None) -> list[Firing]:
+        firings, self._state = evaluate(
+            self._working.view, budget, self._state, config=self._config
+        )
+        tokens = self._working.total_tokens
+        for firing in firings:
+            self._bus.emit("trigger_fired", firing=firing)
+            if firing.kind == "budget_ratio" and budget is not None:
+                threshold = (
+                    self._config.hard_ratio
+                    if firing.name == "budget_hard"
+                    else self._config.soft_ratio
+                )
+                self._bus.emit(
+                    "budget_crossed", ratio=tokens / budget, threshold=threshold, tokens=tokens
+                )
+        return firings
+
+    async def _claim(self) -> anyio.Event:
+        """Wait until no pipeline runs, then hold the run slot (release with `.set()`)."""
+        while self._busy is not None:
+            await self._busy.wait()
+        self._busy = anyio.Event()
+        return self._busy
+
+    def _release(self, busy: anyio.Event) -> None:
+        if self._busy is busy:
+            self._busy = None
+        busy.set()
+
+    async def _run(
+        self,
+        budget: int | None,
+        instructions: str | None,
+        renderer: Renderer | None,
+        *,
+        firings: Sequence[Firing] = (),
+        manual: bool = False,
+        overflow: bool = False,
+        background: bool = False,
+    ) -> PipelineRun:
+        """Handle the pending firings and `firings`: the pipelines `plan_runs` picks.
+
+        A whole-view run stops once the request fits `compact_to` of the budget (with a
+        `renderer`; a manual run goes through every stage). One run at a time: this
+        waits for a run in progress.
+        """
+        settings = StageSettings(budget, self._summarizer, instructions, self._clock)
+        guards = self._guards
+        if overflow:
+            # The floor, the stall after little progress and the re-summarize cap spare
+            # the prompt cache and the summary's fidelity when compaction is optional;
+            # when the request does not fit at all, compaction is the only way to send
+            # it, and a long session must be able to roll its summary again. The
+            # failure limit still holds.
+            guards = guards.model_copy(
+                update={"floor_tokens": 0, "min_progress": 0.0, "max_resummarize": 1 << 30}
+            )
+        done = None if manual or renderer is None else self._done(renderer, budget)
+        busy = await self._claim()
+        # Whatever fired so far is handled by this run (or found moot by it).
+        handled, self._pending = [*self._pending, *firings], []
+        steps = plan_runs(handled, self._config.default_pipeline, overflow=overflow or manual)
+        total = PipelineRun(guard_state=self._guard_state)
+        timed_out = False
+        try:
+            with anyio.move_on_after(self._background_timeout if background else None) as scope:
+                for step in steps:
+                    whole = step.only is None
+                    run = await run_pipeline(
+                        self._pipelines[step.pipeline],
+                        self._working,
+                        self._bus,
+                        settings,
+                        done=done if whole else None,
+                        guards=guards,
+                        guard_state=self._guard_state,
+                        manual=manual,
+                        only=step.only,
+                    )
+                    self._count(total, run)
+            timed_out = scope.cancelled_caught
+        except anyio.get_cancelled_exc_class():
+            # Cancelled from outside (the manager closed): the work is still due, and the
+            # next render does it in the foreground.
+            self._pending[:0] = handled
+            self._bus.emit(
+                "compaction_done",
+                run=total,
+                background=background,
+                timed_out=False,
+                cancelled=True,
+            )
+            raise
+        finally:
+            self._release(busy)
+        self._save_state()
+        self._bus.emit(
+            "compaction_done",
+            run=total,
+            background=background,
+            timed_out=timed_out,
+            cancelled=False,
+        )
+        return total
+
+    def _count(self, total: PipelineRun, run: PipelineRun) -> None:
+        """Fold one pipeline's run into the manager's figures and the run's total."""
+        if run.guard_state is not None:
+            self._guard_state = total.guard_state = run.guard_state
+        self._applied += run.applied
+        self._rejected += run.rejected
+        total.applied += run.applied
+        total.rejected += run.rejected
+        total.stages.extend(run.stages)
+        total.skipped.extend(run.skipped)
+
+    def _done(self, renderer: Renderer, budget: int | None) -> Callable[[], bool]:
+        # Compact in one batch down to the low-water mark, not just under the budget, so
+        # that the following turns fit without another rewrite of the prefix.
+        target = None if budget is None else max(1, int(budget * self._compact_to))
+        return functools.partial(self._fits, renderer, target)
+
+    async def _redact_new(self) -> None:
+        """Redact secrets in every view node not scanned yet (with `redact_secrets`)."""
+        redactor = self._redactor
+        if redactor is None:
+            return
+        for _attempt in range(3):
+            snapshot = self._working.snapshot()
+            new = [snapshot[i] for i in snapshot.current_ids() if i not in self._scanned]
+            if not new:
+                return
+            ctx = ProcessorContext(graph=snapshot, tokens=self._working.token_cache)
+            proposal = await run_processor(redactor, new, ctx)
+            if proposal.empty:
+                self._scanned.update(node.id for node in new)
+                return
+            self._bus.emit("proposal_made", proposal=proposal)
+            try:
+                entry = self._working.apply(proposal)
+            except InvariantViolation as exc:
+                # A compaction replaced a target meanwhile: scan the new view again.
+                self._bus.emit("proposal_rejected", proposal=proposal, reason=str(exc))
+                continue
+            self._applied += 1
+            self._bus.emit("proposal_applied", proposal=proposal, entry=entry)
+            self._scanned.update(node.id for node in new)
+            self._scanned.update(entry.added)
+        msg = "redact_secrets: the view kept changing while it was being redacted"
+        raise RuntimeError(msg)
