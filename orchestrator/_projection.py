@@ -55,10 +55,13 @@ class _Frozen:
     turns: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Projection:
     units: tuple[Unit, ...]
     unit_of: dict[str, Unit]
+    # Summed on first use: triggers ask for it after every ingest, and a projection
+    # lives until the next ingest or edit.
+    total_tokens: int | None = None
 
 
 class WorkingView(GraphView):
@@ -180,7 +183,12 @@ class WorkingView(GraphView):
     @property
     def total_tokens(self) -> int:
         """The content tokens of every node in the current view."""
-        return sum(self.tokens(i) for unit in self.units() for i in unit.node_ids)
+        projection = self._projection()
+        if projection.total_tokens is None:
+            projection.total_tokens = sum(
+                self.tokens(i) for unit in projection.units for i in unit.node_ids
+            )
+        return projection.total_tokens
 
     def departure(self, node_id: str) -> tuple[str, int] | None:
         """How and at which version `node_id` left the view, or `None` if it did not."""

@@ -354,6 +354,9 @@ class ContextManager(IngestMethods, BackgroundMethods):
         elif due:
             await self._run(limit, None, renderer)
         await self._redact_new()  # what the compaction wrote, too
+        return self._finish(renderer, fmt, limit)
+
+    def _finish(self, renderer: Renderer, fmt: ProviderFormat, limit: int | None) -> RenderResult:
         result = renderer.render(self._working, budget=limit)
         self._last = result
         self._bus.emit("render_done", format=fmt, tokens=result.tokens, budget=limit)
@@ -371,12 +374,27 @@ class ContextManager(IngestMethods, BackgroundMethods):
         try:
             library = sniffio.current_async_library()
         except sniffio.AsyncLibraryNotFoundError:
-            return anyio.run(functools.partial(self.render, format=format, budget=budget))
+            return self._render_blocking(format, budget)
         msg = (
             f"render_sync() was called inside a running {library} event loop; "
             "use `await manager.render(...)` there instead"
         )
         raise RuntimeError(msg)
+
+    def _render_blocking(self, format: ProviderFormat | None, budget: int | None) -> RenderResult:
+        """Render without an event loop when nothing has to run; else `anyio.run`.
+
+        Most calls compact nothing, and starting an event loop costs about a
+        millisecond, more than the render itself.
+        """
+        if self._failure is None and self._redactor is None:
+            fmt = self._format if format is None else check_format(format, "render")
+            limit = self._budget if budget is None else check_budget(budget, "render")
+            renderer = self._renderer(fmt)
+            self._pending.extend(self._fire(limit))
+            if not self._pending and (limit is None or self._fits(renderer, limit)):
+                return self._finish(renderer, fmt, limit)
+        return anyio.run(functools.partial(self.render, format=format, budget=budget))
 
     async def compact(self, instructions: str | None = None) -> PipelineRun:
         """Run the whole pipeline now, whatever the triggers say.

@@ -11,7 +11,6 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import anyio
 from pydantic import BaseModel, ConfigDict
 
 from context_graph.errors import BudgetExceededError
@@ -120,7 +119,7 @@ def replay(
         errors: list[str] = []
         current: list[str] | None = None
         try:
-            result = anyio.run(lambda: manager.render(budget=budget))
+            result = manager.render_sync(budget=budget)
         except BudgetExceededError as exc:
             error = str(exc)
         else:

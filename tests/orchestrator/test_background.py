@@ -370,3 +370,28 @@ class TestRedactSecrets:
     def test_bad_value_is_refused(self, value: object) -> None:
         with pytest.raises(ConfigurationError, match="redact_secrets"):
             ContextManager(redact_secrets=value)  # type: ignore[arg-type]
+
+
+class TestBlockingRender:
+    def test_nothing_due_renders_without_an_event_loop(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The common call (nothing to compact) skips starting an event loop."""
+        manager = _manager(ToolOutputTruncator(max_tokens=40), budget=100_000)
+        _session(manager, results=1)
+        expected = manager.render_sync().payload
+
+        def no_loop(*args: object, **kwargs: object) -> None:
+            raise AssertionError("an event loop was started")
+
+        monkeypatch.setattr(anyio, "run", no_loop)
+        assert manager.render_sync().payload == expected
+
+    def test_due_compaction_still_runs(self) -> None:
+        """With a trigger pending, the blocking render compacts as the async one does."""
+        manager = _manager(ToolOutputTruncator(max_tokens=40))
+        _session(manager)
+        before = manager.working.total_tokens
+        result = manager.render_sync()
+        assert manager.working.total_tokens < before
+        assert validate(result.payload, "openai") == []
