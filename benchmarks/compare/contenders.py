@@ -1,0 +1,108 @@
+"""The contract every contender follows, and context-graph as a contender.
+
+A contender is made fresh for each (session, budget). The harness then:
+
+1. `prepare(events)`: turns the session into the contender's own message objects, as
+   the agent would have built them (not timed: it is the agent's work, not the engine's);
+2. per event, `feed(item)` (timed);
+3. at each model call, `tune(budget)` (not timed; only the AutoGen contenders use it, to
+   pick their message-count setting), then `request(budget)` (timed) for the native
+   result, `None` when the engine refuses;
+4. `payload(native)` (not timed): the OpenAI Chat Completions body it would send.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from context_graph import AgentEvent, BudgetExceededError, TokenCounter
+from orchestrator import ContextManager, get_profile
+
+
+class Contender(Protocol):
+    """One engine, replaying one session at one budget."""
+
+    def prepare(self, events: Sequence[AgentEvent]) -> list[Any]:
+        """One item per event: what the agent would hand the engine."""
+
+    async def feed(self, item: Any) -> None:
+        """Take one event's item."""
+
+    async def tune(self, budget: int) -> None:
+        """Adjust settings before a call (harness work, not timed)."""
+
+    async def request(self, budget: int) -> Any | None:
+        """The engine's history for the call; `None` when it refuses to answer."""
+
+    def payload(self, native: Any) -> dict[str, Any]:
+        """The OpenAI request body for a `request` result."""
+
+
+@dataclass(frozen=True)
+class ContenderSpec:
+    """A contender as listed in the report."""
+
+    name: str
+    family: str
+    """`context-graph`, `langchain`, `autogen` or `openhands`."""
+    make: Callable[[int, TokenCounter], Contender]
+    """A fresh contender for a budget and the shared token counter."""
+    settings: str
+    """The exact settings, as printed in the report."""
+
+    @property
+    def ours(self) -> bool:
+        return self.family == "context-graph"
+
+
+class ContextGraphContender:
+    """`orchestrator.ContextManager` with a built-in profile, rendering OpenAI bodies."""
+
+    def __init__(self, profile: str, budget: int, counter: TokenCounter) -> None:
+        options = get_profile(profile).manager_options()
+        self._manager = ContextManager(format="openai", budget=budget, counter=counter, **options)
+
+    def prepare(self, events: Sequence[AgentEvent]) -> list[Any]:
+        return list(events)
+
+    async def feed(self, item: Any) -> None:
+        self._manager.ingest([item])
+
+    async def tune(self, budget: int) -> None:
+        return None
+
+    async def request(self, budget: int) -> Any | None:
+        try:
+            return await self._manager.render(budget=budget)
+        except BudgetExceededError:
+            return None
+
+    def payload(self, native: Any) -> dict[str, Any]:
+        body: dict[str, Any] = native.payload
+        return body
+
+
+PROFILES: tuple[str, ...] = ("coding", "service", "chat")
+
+
+def context_graph_specs() -> list[ContenderSpec]:
+    """One contender per built-in profile."""
+
+    def maker(profile: str) -> Callable[[int, TokenCounter], Contender]:
+        return lambda budget, counter: ContextGraphContender(profile, budget, counter)
+
+    return [
+        ContenderSpec(
+            name=f"context-graph {profile}",
+            family="context-graph",
+            make=maker(profile),
+            settings=(
+                f"`ContextManager(format='openai', budget=B, "
+                f"**get_profile('{profile}').manager_options())`; "
+                "a `BudgetExceededError` is a refused call"
+            ),
+        )
+        for profile in PROFILES
+    ]

@@ -1,0 +1,212 @@
+"""Markdown tables of the comparison, and the issue's targets judged on the numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from benchmarks.compare.compaction import CompactionRow
+from benchmarks.compare.hotspots import Hotspot
+from benchmarks.compare.runner import Run
+from benchmarks.compare.stats import Summary, kind_shares, session_retention, summarize
+
+
+def share(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def millis(ns: int) -> str:
+    return f"{ns / 1e6:,.1f} ms" if ns < 1e10 else f"{ns / 1e9:,.1f} s"
+
+
+def size(value: int | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value / 1e6:.1f} MB" if value >= 1e6 else f"{value / 1e3:.0f} kB"
+
+
+def summary_table(runs: Sequence[Run], names: Sequence[str], budget_label: str) -> str:
+    """One row per contender at one budget."""
+    out = [
+        "| contender | calls | refused | over budget | invalid: ours / SDK | sent / raw "
+        "| retention | within budget | prefix stability | engine time | x floor "
+        "| per call | peak memory (max / median) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in names:
+        s = summarize(runs, name, budget_label)
+        if not s.calls:
+            continue
+        per_call = s.engine_ns / s.calls
+        out.append(
+            f"| {name} | {s.calls:,} | {s.refused:,} | {s.over_budget:,} "
+            f"| {s.invalid_ours:,} / {s.invalid_sdk:,} | {share(s.sent_share, 2)} "
+            f"| {share(s.retention)} | {share(s.retention_within)} "
+            f"| {share(s.prefix_stability, 2)} | {millis(s.engine_ns)} "
+            f"| {share(s.time_ratio, 1)} | {per_call / 1e3:,.0f} us "
+            f"| {size(s.peak_max)} / {size(s.peak_median)} |"
+        )
+    return "\n".join(out)
+
+
+def family_table(
+    runs: Sequence[Run], names: Sequence[str], families: Sequence[str], budget_label: str
+) -> str:
+    """Within-budget retention (and refused calls) per contender and session family."""
+    out = [
+        "| contender | " + " | ".join(families) + " |",
+        "|---|" + "---:|" * len(families),
+    ]
+    for name in names:
+        cells = []
+        for family in families:
+            s = summarize([r for r in runs if r.family == family], name, budget_label)
+            refused = f" ({s.refused} refused)" if s.refused else ""
+            cells.append(f"{share(s.retention_within, 2)}{refused}" if s.calls else "n/a")
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def kinds_table(runs: Sequence[Run], names: Sequence[str], budget_label: str) -> str:
+    """Per contender, the share of each kind of expected entity kept within budget."""
+    out = [
+        "| contender | from user turns | from tool errors | gold facts (tau) |",
+        "|---|---:|---:|---:|",
+    ]
+    for name in names:
+        cells = " | ".join(share(v) for v in kind_shares(runs, name, budget_label))
+        out.append(f"| {name} | {cells} |")
+    return "\n".join(out)
+
+
+def hotspot_table(spots: Sequence[Hotspot]) -> str:
+    out = ["| function | in it and below | in its own body |", "|---|---:|---:|"]
+    out += [f"| `{h.function}` | {h.inclusive:.0%} | {h.own:.0%} |" for h in spots]
+    return "\n".join(out)
+
+
+def rules_table(runs: Sequence[Run], names: Sequence[str]) -> str:
+    """Per contender, every rule of our validator its requests broke, with the call count."""
+    out = ["| contender | calls breaking each rule (every budget) |", "|---|---|"]
+    for name in names:
+        counts: dict[str, int] = {}
+        for run in runs:
+            if run.contender == name:
+                for row in run.rows:
+                    for rule in row.rules:
+                        counts[rule] = counts.get(rule, 0) + 1
+        listed = ", ".join(f"`{rule}` {n:,}" for rule, n in sorted(counts.items())) or "none"
+        out.append(f"| {name} | {listed} |")
+    return "\n".join(out)
+
+
+def compaction_table(rows: Sequence[CompactionRow]) -> str:
+    out = [
+        "| session | at event | span events | watched entities | kept: Claude Code / ours "
+        "| every entity of the span | kept: Claude Code / ours | tokens: Claude Code / ours |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r.session} | {r.at_event} | {r.span_events} | {r.watched} "
+            f"| {r.theirs_watched} / {r.ours_watched} | {r.every:,} "
+            f"| {r.theirs_every} / {r.ours_every} | {r.theirs_tokens:,} / {r.ours_tokens:,} |"
+        )
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One target for one profile."""
+
+    target: str
+    budget: str
+    profile: str
+    met: bool
+    detail: str
+
+
+def _best_peer(summaries: Sequence[Summary]) -> Summary | None:
+    scored = [s for s in summaries if s.retention_within is not None]
+    return max(scored, key=lambda s: s.retention_within or 0.0) if scored else None
+
+
+def judge(
+    runs: Sequence[Run], ours: Sequence[str], peers: Sequence[str], budgets: Sequence[str]
+) -> list[Verdict]:
+    """Every target of the issue for every profile of ours."""
+    verdicts: list[Verdict] = []
+    for name in ours:
+        every = [summarize(runs, name, label) for label in budgets]
+        calls = sum(s.calls for s in every)
+        bad = sum(s.invalid_ours + s.invalid_sdk for s in every)
+        verdicts.append(
+            Verdict("zero validity errors", "all", name, bad == 0, f"{bad} of {calls:,} calls")
+        )
+        for s in every:
+            best = _best_peer([summarize(runs, peer, s.budget_label) for peer in peers])
+            mine = s.retention_within or 0.0
+            if best is not None:
+                theirs = best.retention_within or 0.0
+                verdicts.append(
+                    Verdict(
+                        "retention >= every peer",
+                        s.budget_label,
+                        name,
+                        mine >= theirs,
+                        f"{mine:.3f} vs {theirs:.3f} ({best.contender})",
+                    )
+                )
+            if s.budget_label == "50%":
+                verdicts.append(
+                    Verdict("retention > 0.95", "50%", name, mine > 0.95, f"{mine:.3f}")
+                )
+                stable = s.prefix_stability or 0.0
+                verdicts.append(
+                    Verdict("prefix stability >= 0.9", "50%", name, stable >= 0.9, f"{stable:.2f}")
+                )
+            ratio = s.time_ratio
+            verdicts.append(
+                Verdict(
+                    "engine time <= 2x floor",
+                    s.budget_label,
+                    name,
+                    ratio is not None and ratio <= 2,
+                    f"{share(ratio, 1)}x",
+                )
+            )
+    return verdicts
+
+
+def verdict_table(verdicts: Sequence[Verdict], ours: Sequence[str]) -> str:
+    keys: list[tuple[str, str]] = []
+    for v in verdicts:
+        if (v.target, v.budget) not in keys:
+            keys.append((v.target, v.budget))
+    cells = {(v.target, v.budget, v.profile): v for v in verdicts}
+    out = [
+        "| target | budget | " + " | ".join(ours) + " |",
+        "|---|---|" + "---|" * len(ours),
+    ]
+    for target, budget in keys:
+        row = []
+        for name in ours:
+            cell = cells.get((target, budget, name))
+            if cell is None:
+                row.append("")
+            else:
+                row.append(f"{'met' if cell.met else '**not met**'}: {cell.detail}")
+        out.append(f"| {target} | {budget} | " + " | ".join(row) + " |")
+    return "\n".join(out)
+
+
+def worst_sessions(runs: Sequence[Run], name: str, budget_label: str, count: int = 5) -> str:
+    """The sessions where `name` kept least, with what happened at their calls."""
+    lines = []
+    for run, value in session_retention(runs, name, budget_label)[:count]:
+        refused = sum(row.refused for row in run.rows)
+        lines.append(
+            f"- {run.family}/{run.session}: {value:.2f} over {len(run.rows)} calls "
+            f"({refused} refused, budget {run.budget:,} tokens)"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,105 @@
+"""`python -m benchmarks --fast` end to end on the shared traces (timings never asserted)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.__main__ import collect, main, write
+from benchmarks.compare.page import Measured
+from benchmarks.compare.plots import matplotlib_available
+from benchmarks.compare.stats import summarize
+
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+
+
+@pytest.fixture(scope="module", name="fast")
+def fixture_fast(tmp_path_factory: pytest.TempPathFactory) -> tuple[Measured, Path]:
+    if not TRACES.is_dir():
+        pytest.skip("shared traces not present")
+    out = tmp_path_factory.mktemp("bench") / "benchmarks.md"
+    measured = collect(TRACES, out, fast=True)
+    write(measured, out, [])
+    return measured, out
+
+
+class TestFastMode:
+    def test_picks_a_few_small_sessions_and_one_compaction(
+        self, fast: tuple[Measured, Path]
+    ) -> None:
+        """Fast mode replays small sessions of every family, one with a recorded compaction."""
+        measured, _ = fast
+        assert measured.budgets == ("50%",)
+        assert all(len(s.events) <= 60 for s in measured.sessions)
+        assert len({s.family for s in measured.sessions}) == 6
+        assert any(s.has_compaction for s in measured.sessions)
+
+    def test_every_contender_answers_every_model_call(self, fast: tuple[Measured, Path]) -> None:
+        """Each contender has one run per session, with one row per recorded model call."""
+        measured, _ = fast
+        for session in measured.sessions:
+            for spec in measured.specs:
+                runs = [
+                    r
+                    for r in measured.runs
+                    if r.session == session.label and r.contender == spec.name
+                ]
+                assert len(runs) == 1, (session.label, spec.name)
+                run = runs[0]
+                assert run.error is None
+                assert [row.fed for row in run.rows] == sorted(session.calls)
+                assert run.peak_bytes is not None and run.peak_bytes > 0
+
+    def test_context_graph_sends_only_valid_requests_within_budget(
+        self, fast: tuple[Measured, Path]
+    ) -> None:
+        """Every request of ours passes both checks and fits; anything else is a refusal."""
+        measured, _ = fast
+        ours = [r for r in measured.runs if r.contender.startswith("context-graph")]
+        assert len(ours) == 3 * len(measured.sessions)
+        rows = [row for run in ours for row in run.rows]
+        assert all(row.our_errors == 0 and row.sdk_errors == 0 for row in rows)
+        assert all(row.tokens <= run.budget for run in ours for row in run.rows if row.tokens)
+        assert any(not row.refused for row in rows)
+
+    def test_retention_is_a_share_of_what_was_in_view(self, fast: tuple[Measured, Path]) -> None:
+        """Kept never exceeds the reference, a refusal keeps nothing, summaries are shares."""
+        measured, _ = fast
+        rows = [row for run in measured.runs for row in run.rows]
+        assert all(0 <= row.kept <= row.reference for row in rows)
+        assert all(row.kept == 0 for row in rows if row.refused)
+        assert any(row.reference for row in rows)
+        for spec in measured.specs:
+            summary = summarize(measured.runs, spec.name, "50%")
+            for value in (summary.retention, summary.retention_within, summary.prefix_stability):
+                assert value is not None and 0.0 <= value <= 1.0
+            assert summary.retention_within <= summary.retention  # type: ignore[operator]
+
+    def test_page_holds_the_tables_and_plots(self, fast: tuple[Measured, Path]) -> None:
+        """The page has the targets, results, family and compaction tables, and its images."""
+        measured, out = fast
+        page = out.read_text(encoding="utf-8")
+        for heading in (
+            "### The issue's targets",
+            "### Results",
+            "### Retention within budget, per session family",
+            "### Claude Code's own compaction against ours",
+        ):
+            assert heading in page
+        assert "| contender | calls | refused | over budget |" in page
+        for spec in measured.specs:
+            assert f"| {spec.name} | " in page
+        assert page.count("| zero validity errors | all |") == 1
+        if matplotlib_available():
+            assert len(measured.plots) == 6
+            for image, _ in measured.plots:
+                assert (out.parent / image).stat().st_size > 0
+                assert f"]({image})" in page
+
+
+def test_main_names_the_folder_without_sessions(tmp_path: Path) -> None:
+    """An empty traces folder stops the command with a message naming the folder."""
+    with pytest.raises(SystemExit, match="no sessions found in"):
+        main(["--traces", str(tmp_path), "--out", str(tmp_path / "b.md"), "--fast"])
+    assert not (tmp_path / "b.md").exists()

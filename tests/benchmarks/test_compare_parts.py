@@ -1,0 +1,252 @@
+"""The parts of the peer comparison, on small sessions made here."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks.__main__ import available_specs
+from benchmarks.compare.autogen_peer import _largest
+from benchmarks.compare.contenders import ContenderSpec
+from benchmarks.compare.facts import gold_values, references
+from benchmarks.compare.openhands_peer import PLACEHOLDER, ObservationMaskingContender
+from benchmarks.compare.runner import replay, setup
+from benchmarks.compare.sdk_types import message_problems, payload_shape_problems
+from benchmarks.compare.sessions import Session
+from context_graph import (
+    AgentEvent,
+    AssistantTurn,
+    Compaction,
+    SystemPrompt,
+    TiktokenCounter,
+    TokenCounter,
+    ToolCall,
+    ToolResult,
+    UserTurn,
+)
+from context_graph.validate import validate
+from orchestrator.replay import model_call_points
+
+
+def _events() -> list[AgentEvent]:
+    """A small tool-using session: two parallel calls, an error, a later request."""
+    return [
+        SystemPrompt(content="You fix bugs."),
+        UserTurn(content="Fix src/app/main.py for ticket ABC-123."),
+        AssistantTurn(
+            content="Looking.",
+            tool_calls=[
+                ToolCall(id="c1", name="bash", arguments='{"cmd": "pytest"}'),
+                ToolCall(id="c2", name="read", arguments='{"path": "src/app/main.py"}'),
+            ],
+        ),
+        ToolResult(call_id="c1", content="ValueError: bad port 8080", is_error=True),
+        ToolResult(call_id="c2", content="def main():\n    return 1\n" * 40),
+        AssistantTurn(content="Patching.", tool_calls=[ToolCall(id="c3", name="bash")]),
+        ToolResult(call_id="c3", content="ok " * 300),
+        UserTurn(content="Also keep the retry limit at 5000."),
+        AssistantTurn(content="Done."),
+    ]
+
+
+def _session(events: list[AgentEvent], facts: Sequence[str] = ()) -> Session:
+    return Session(
+        family="made",
+        label="made",
+        source="made.jsonl",
+        events=events,
+        facts=list(facts),
+        subagent=False,
+        raw_tokens=2_000,
+        calls=frozenset(model_call_points(events)),
+    )
+
+
+class TestReferences:
+    def test_user_turns_and_tool_errors_enter_when_seen(self) -> None:
+        """A call's reference holds the entities of the user turns and errors fed so far."""
+        events = _events()
+        refs = references(events, frozenset(model_call_points(events)), ())
+        assert refs.at_call[2] == {"src/app/main.py", "ABC-123"}
+        assert refs.at_call[5] == {"src/app/main.py", "ABC-123", "ValueError", "8080"}
+        assert refs.at_call[8] == {*refs.at_call[5], "5000"}
+        assert refs.at_call[9] == refs.at_call[8]
+
+    def test_a_recorded_compaction_resets_the_view(self) -> None:
+        """After a compaction only what follows it is expected."""
+        events = [
+            *_events()[:4],
+            Compaction(content="summary"),
+            UserTurn(content="Go on with TK-1234."),
+        ]
+        refs = references(events, frozenset({6}), ())
+        assert refs.at_call[6] == {"TK-1234"}
+
+    def test_gold_values_count_once_they_appear(self) -> None:
+        """A gold value is expected from the call after it first appears anywhere."""
+        fact = 'get_reservation_details(reservation_id="3RK2T9")'
+        assert gold_values([fact]) == ["3RK2T9"]
+        events: list[AgentEvent] = [
+            UserTurn(content="Help me."),
+            AssistantTurn(content="Which one?"),
+            UserTurn(content="Reservation 3RK2T9."),
+            AssistantTurn(content="Fine."),
+        ]
+        refs = references(events, frozenset({1, 3, 4}), [fact])
+        assert "3RK2T9" not in refs.at_call[1]
+        assert "3RK2T9" in refs.at_call[3]
+
+
+class TestSdkTypes:
+    def test_a_conforming_tool_message_passes(self) -> None:
+        """A tool message with its call id conforms to the SDK's types."""
+        assert message_problems({"role": "tool", "tool_call_id": "c1", "content": "4"}) == []
+
+    def test_unknown_keys_and_wrong_types_are_reported(self) -> None:
+        """A misspelled key and a non-string content are both found, with their paths."""
+        problems = message_problems({"role": "tool", "tool_call": "c1", "content": 4})
+        assert any("tool_call: unknown key" in p for p in problems)
+        assert any("tool_call_id: missing required key" in p for p in problems)
+
+    def test_an_empty_request_is_reported(self) -> None:
+        """The API rejects an empty message list, so the check does too."""
+        assert payload_shape_problems({"messages": []})
+        assert payload_shape_problems({"messages": [{"role": "user", "content": "x"}]}) == []
+
+
+class _Scripted:
+    """A contender that always answers with the same body, or refuses."""
+
+    def __init__(self, body: dict[str, Any] | None) -> None:
+        self._body = body
+
+    def prepare(self, events: Sequence[AgentEvent]) -> list[Any]:
+        return list(events)
+
+    async def feed(self, item: Any) -> None:
+        return None
+
+    async def tune(self, budget: int) -> None:
+        return None
+
+    async def request(self, budget: int) -> Any | None:
+        return self._body
+
+    def payload(self, native: Any) -> dict[str, Any]:
+        return dict(native)
+
+
+def _spec(body: dict[str, Any] | None) -> ContenderSpec:
+    def make(budget: int, counter: TokenCounter) -> _Scripted:
+        return _Scripted(body)
+
+    return ContenderSpec(name="scripted", family="test", make=make, settings="")
+
+
+class TestReplay:
+    def test_an_invalid_request_is_caught_by_both_checks(self) -> None:
+        """An orphan result breaks our rules; a misspelled key breaks the SDK's types."""
+        body = {"messages": [{"role": "tool", "tool_call": "x", "content": "ABC-123"}]}
+        counter = TiktokenCounter()
+        session = _session(_events())
+        run = replay(_spec(body), setup(session, counter), "50%", 1_000, counter, memory=True)
+        assert len(run.rows) == len(session.calls)
+        assert all(row.our_errors > 0 and row.sdk_errors > 0 for row in run.rows)
+        assert [row.kept for row in run.rows] == [1, 1, 1, 1]
+        assert run.rows[1].prefix_reused and not run.rows[0].prefix_reused
+        assert run.peak_bytes is not None
+
+    def test_a_refusal_keeps_nothing_and_breaks_the_prefix(self) -> None:
+        """A refused call is counted, keeps no entity and does not extend the prefix."""
+        counter = TiktokenCounter()
+        session = _session(_events())
+        run = replay(_spec(None), setup(session, counter), "50%", 1_000, counter, memory=False)
+        assert all(row.refused and row.kept == 0 and not row.prefix_reused for row in run.rows)
+        assert run.rows[-1].reference == 5
+
+
+class TestObservationMasking:
+    def test_old_observations_are_masked_and_stay_paired(self) -> None:
+        """Results older than the window become the placeholder; the body stays valid."""
+        contender = ObservationMaskingContender(attention_window=3)
+        events = _events()
+
+        async def last_request() -> Any:
+            for item in contender.prepare(events):
+                await contender.feed(item)
+            return await contender.request(10)
+
+        body = contender.payload(anyio.run(last_request))
+        tools = [m for m in body["messages"] if m["role"] == "tool"]
+        assert [m["content"] == PLACEHOLDER for m in tools] == [True, True, False]
+        assert len(body["messages"][2]["tool_calls"]) == 2
+        assert validate(body, "openai") == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(limit=st.integers(0, 300), largest_fitting=st.integers(0, 400))
+def test_autogen_sizes_are_the_largest_that_fit(limit: int, largest_fitting: int) -> None:
+    """The size search returns the largest fitting count in [1, limit], or 1 when none fits."""
+
+    async def fits(size: int) -> bool:
+        return size <= largest_fitting
+
+    found = anyio.run(_largest, limit, fits)
+    assert found == min(max(largest_fitting, 1), max(limit, 1))
+
+
+class TestPeers:
+    def test_a_missing_peer_is_skipped_with_a_note(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without autogen-core the AutoGen contenders are left out and the page says so."""
+        monkeypatch.setitem(sys.modules, "autogen_core", None)
+        monkeypatch.setitem(sys.modules, "autogen_core.model_context", None)
+        specs, notes = available_specs()
+        assert not [s for s in specs if s.family == "autogen"]
+        assert any("autogen-core" in note for note in notes)
+        assert [s.name for s in specs if s.ours] == [
+            "context-graph coding",
+            "context-graph service",
+            "context-graph chat",
+        ]
+
+    def test_autogen_requests_fit_and_batch_parallel_results(self) -> None:
+        """The buffered context answers within the budget, with parallel results batched."""
+        pytest.importorskip("autogen_core")
+        from benchmarks.compare.autogen_peer import AutoGenContender
+
+        counter = TiktokenCounter()
+        session = _session(_events())
+        spec = ContenderSpec(
+            "autogen buffered",
+            "autogen",
+            lambda budget, c: AutoGenContender("buffered", budget, c),
+            "",
+        )
+        run = replay(spec, setup(session, counter), "50%", 400, counter, memory=False)
+        assert all(not row.over_budget and row.our_errors == 0 for row in run.rows)
+        wide = replay(spec, setup(session, counter), "8k", 8_000, counter, memory=False)
+        assert wide.rows[-1].kept == wide.rows[-1].reference == 5
+
+    def test_langchain_counts_like_the_measure(self) -> None:
+        """trim_messages is given the same count the requests are measured with."""
+        pytest.importorskip("langchain_core")
+        from benchmarks.compare.langchain_peer import LangChainTrimContender
+        from context_graph.render import count_payload
+
+        counter = TiktokenCounter()
+        contender = LangChainTrimContender(8_000, counter)
+
+        async def trimmed() -> Any:
+            for item in contender.prepare(_events()):
+                await contender.feed(item)
+            return await contender.request(8_000)
+
+        messages = anyio.run(trimmed)
+        body = contender.payload(messages)
+        assert contender._count(messages) == count_payload(body, "openai", counter)
