@@ -18,6 +18,7 @@ import re
 from collections.abc import Collection, Sequence
 from typing import Literal, TypeAlias
 
+from context_graph.entities import critical_entities
 from context_graph.errors import ConfigurationError
 from context_graph.nodes import (
     ANSWER_KINDS,
@@ -57,6 +58,8 @@ _CODE_LINE = re.compile(
 # The unindented line that ends a Python traceback: `pkg.mod.SomeError: message`.
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::.*)?\r?$", re.M)
 _GIST_CHARS = 120
+# Entities a failed call's placeholder names at most (about 100 tokens).
+_ERROR_ENTITIES = 24
 
 
 class ObservationMasker:
@@ -159,15 +162,20 @@ class ObservationMasker:
         tokens = ctx.count(node)
         if tokens < self.min_tokens:
             return None
-        masked = replacement_for(
-            node,
-            [TextPart(text=_placeholder(node, tokens, reason))],
-            meta={**node.meta, "masked": {"reason": reason, "tokens": tokens}},
-        )
-        masked_tokens = ctx.count(masked)
-        if masked_tokens >= tokens:
-            return None
-        return Replace(target=node.id, replacement=masked), reason, tokens, masked_tokens
+        # A failed call's identifiers (the paths, names and numbers of its traceback) are
+        # what the agent needs when it meets the error again: an error's placeholder
+        # names them, unless that would not save anything.
+        for with_entities in (True, False) if _is_error(node) else (False,):
+            text = _placeholder(node, tokens, reason, with_entities=with_entities)
+            masked = replacement_for(
+                node,
+                [TextPart(text=text)],
+                meta={**node.meta, "masked": {"reason": reason, "tokens": tokens}},
+            )
+            masked_tokens = ctx.count(masked)
+            if masked_tokens < tokens:
+                return Replace(target=node.id, replacement=masked), reason, tokens, masked_tokens
+        return None
 
     def _eligible(self, node: Node) -> bool:
         if node.pinned or node.kind not in self.kinds or not isinstance(node, AnswerNode):
@@ -205,7 +213,11 @@ class _Order:
         return position is not None and position < self._last_assistant
 
 
-def _placeholder(node: Node, tokens: int, reason: Reason) -> str:
+def _is_error(node: Node) -> bool:
+    return bool(getattr(node, "is_error", False)) and not isinstance(node, FileNode)
+
+
+def _placeholder(node: Node, tokens: int, reason: Reason, *, with_entities: bool = False) -> str:
     """The one-line text that stands in for a masked observation.
 
     Args:
@@ -213,6 +225,8 @@ def _placeholder(node: Node, tokens: int, reason: Reason) -> str:
         tokens: Its content tokens.
         reason: Why it is masked (only `superseded` is spelled out: it tells the model
             that a newer copy is in the context).
+        with_entities: Also name the critical entities of the text (at most
+            `_ERROR_ENTITIES`), for a failed call.
 
     Returns:
         e.g. `[output of bash masked: 812 lines, 9,340 tokens, exit 1, first error:
@@ -231,6 +245,10 @@ def _placeholder(node: Node, tokens: int, reason: Reason) -> str:
         error = _first_error_line(text, is_error=getattr(node, "is_error", False))
     if error:
         facts.append(f"first error: {error}")
+    if with_entities:
+        entities = critical_entities(text, limit=_ERROR_ENTITIES)
+        if entities:
+            facts.append("mentions " + " ".join(entities))
     if reason == "superseded":
         facts.append("superseded by a later read")
     return f"[{_label(node)} masked: {', '.join(facts)} — expand node {node.id} to restore]"

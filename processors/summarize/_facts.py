@@ -324,3 +324,17 @@ def open_error_entities(nodes: Iterable[Node]) -> list[str]:
         if not error.resolved:
             found.update(dict.fromkeys(critical_entities(error.gist)))
     return list(found)
+
+
+def failure_entities(nodes: Iterable[Node], *, per_failure: int) -> list[str]:
+    """Critical entities of every failed tool use's whole output, each once.
+
+    The gist line names the error; the paths, names and numbers around it (a
+    traceback's frames, the file and line a linter points at) are what the agent needs
+    when it meets the error again, resolved or not. At most `per_failure` from each.
+    """
+    found: dict[str, None] = {}
+    for use in tool_uses(nodes):
+        if use.outcome.failed:
+            found.update(dict.fromkeys(critical_entities(use.answer.text, limit=per_failure)))
+    return list(found)

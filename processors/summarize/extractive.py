@@ -41,6 +41,7 @@ from processors.summarize._facts import (
     decision_sentences,
     dedupe,
     errors_of,
+    failure_entities,
     files_of,
     open_error_entities,
     sentences,
@@ -152,7 +153,11 @@ class ExtractiveSummarizer:
             _describe_use(use.call, use) for use in uses if use.call and _is_command(use.call)
         ]
         brief.identifiers = dedupe(
-            [*user_entities(nodes, per_turn=self.entities_per_turn), *open_error_entities(nodes)]
+            [
+                *user_entities(nodes, per_turn=self.entities_per_turn),
+                *open_error_entities(nodes),
+                *failure_entities(nodes, per_failure=self.entities_per_turn),
+            ]
         )
         if instructions and instructions.strip():
             brief.asked = clip(instructions)

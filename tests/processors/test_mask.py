@@ -470,3 +470,33 @@ def _due_by_default(graph: ContextGraph) -> set[str]:
         and graph.tokens(n.id) >= 100
     }
     return due
+
+
+class TestFailedCallPlaceholder:
+    """A failed call's placeholder names the entities of its output."""
+
+    async def test_error_placeholder_names_the_traceback_entities(self) -> None:
+        from context_graph import ContextGraph
+        from processors import ObservationMasker, ProcessorContext
+
+        graph = ContextGraph()
+        graph.add_user("Fix it.")
+        graph.add_assistant("Running.", [{"id": "c1", "name": "bash"}])
+        trace = "\n".join(
+            [
+                "Traceback (most recent call last):",
+                '  File "/testbed/src/parser_core.py", line 1412, in parse_row',
+                "    value = table[key]",
+                *(f"  noise line {n} of the captured output" for n in range(60)),
+                "KeyError: 'order_total'",
+            ]
+        )
+        result = graph.add_tool_result("c1", trace, is_error=True)
+        for turn in range(4):
+            graph.add_user(f"next {turn}")
+        ctx = ProcessorContext.for_graph(graph)
+        proposal = await ObservationMasker(keep_turns=2).propose([graph[result]], ctx)
+        text = proposal.edits[0].replacement.text  # type: ignore[union-attr]
+        for entity in ("/testbed/src/parser_core.py", "1412", "parse_row", "KeyError"):
+            assert entity in text
+        assert proposal.tokens_after < proposal.tokens_before

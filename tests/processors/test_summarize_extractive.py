@@ -357,3 +357,22 @@ class TestRolling:
         assert merged.count(TITLE) == 1
         assert REQUEST in merged
         assert "[resolved] `pytest -x tests/test_main.py`" in merged
+
+
+class TestFailureEntities:
+    def test_a_resolved_failure_keeps_its_traceback_entities(self) -> None:
+        """Frames of a failure that was later fixed are named in the brief, not just open ones."""
+        graph = ContextGraph()
+        graph.add_user("Make the tests pass.")
+        graph.add_assistant("Running.", [_call("c1", "bash", command="pytest -x")])
+        graph.add_tool_result(
+            "c1",
+            'File "/testbed/app/ledger_sync.py", line 2048, in settle_batch\n'
+            "ValueError: negative amount",
+            is_error=True,
+        )
+        graph.add_assistant("Fixed; again.", [_call("c2", "bash", command="pytest -x")])
+        graph.add_tool_result("c2", "3 passed")
+        text = ExtractiveSummarizer().brief(_nodes(graph))
+        for entity in ("/testbed/app/ledger_sync.py", "2048", "settle_batch", "ValueError"):
+            assert entity in text
