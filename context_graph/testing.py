@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, Protocol, runtime_checkable
 
@@ -27,6 +28,7 @@ __all__ = [
     "SignalBus",
     "WordCounter",
     "graph_snapshot",
+    "trace_files",
 ]
 
 
@@ -207,3 +209,23 @@ def _every_signal(bus: SignalBus) -> tuple[str, ...]:
         )
         raise ConfigurationError(msg)
     return tuple(bus.signal_names)
+
+
+_SESSION_SUFFIXES = frozenset({".json", ".jsonl", ".traj"})
+_NOT_SESSIONS = frozenset({"MANIFEST.json", "metadata.json"})
+
+
+def trace_files(directory: Path) -> list[Path]:
+    """Every recorded session file under `directory`, sorted; `[]` when it is missing.
+
+    Session files are `.json`, `.jsonl` and `.traj` files other than the collection's
+    `MANIFEST.json` and `metadata.json`. Tests parametrize over these and skip when the
+    shared traces are not next to the checkout.
+    """
+    if not directory.is_dir():
+        return []
+    return sorted(
+        path
+        for path in directory.rglob("*")
+        if path.suffix in _SESSION_SUFFIXES and path.name not in _NOT_SESSIONS
+    )

@@ -10,6 +10,7 @@ import pytest
 from context_graph.examples import EXAMPLE_SESSION
 from context_graph.graph import ContextGraph
 from context_graph.importers import load_sessions
+from context_graph.testing import trace_files
 from orchestrator.cli import main
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
@@ -144,12 +145,7 @@ def test_console_script_entry_point_runs() -> None:
 @pytest.mark.skipif(not TRACES.exists(), reason="shared traces not present")
 def test_inspect_runs_on_every_shared_trace(capsys: pytest.CaptureFixture[str]) -> None:
     """Every shared trace file can be inspected."""
-    files = [
-        p
-        for p in sorted(TRACES.rglob("*"))
-        if p.suffix in {".json", ".jsonl", ".traj"}
-        and p.name not in {"MANIFEST.json", "metadata.json"}
-    ]
+    files = trace_files(TRACES)
     assert files
     for path in files:
         code, _, err = _run(capsys, "inspect", str(path))

@@ -21,20 +21,12 @@ import pytest
 from context_graph import ContextGraph
 from context_graph.importers import ImportedSession, load_sessions
 from context_graph.render import FORMATS, Renderer
+from context_graph.testing import trace_files
 from context_graph.tokens import ProviderFormat
 from orchestrator import PROFILES, ContextManager, ReplayReport, replay
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
-FILES = (
-    sorted(
-        p
-        for p in TRACES.rglob("*")
-        if p.suffix in {".json", ".jsonl", ".traj"}
-        and p.name not in {"MANIFEST.json", "metadata.json"}
-    )
-    if TRACES.is_dir()
-    else []
-)
+FILES = trace_files(TRACES)
 PROFILE_NAMES = tuple(PROFILES)  # every built-in profile: coding, service, chat
 FIXED_BUDGET = 8_000
 

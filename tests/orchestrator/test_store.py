@@ -37,7 +37,7 @@ from context_graph.errors import (
 )
 from context_graph.importers import load_events, load_sessions
 from context_graph.render import Renderer
-from context_graph.testing import WordCounter, graph_snapshot
+from context_graph.testing import WordCounter, graph_snapshot, trace_files
 from orchestrator._pipeline import StageSettings, output_targets, run_pipeline
 from orchestrator.buffer import WorkingGraph
 from orchestrator.bus import EventBus
@@ -50,16 +50,7 @@ from processors.truncate import ToolOutputTruncator
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT.parent / "shared" / "traces"
-TRACE_FILES = (
-    sorted(
-        p
-        for p in TRACES.rglob("*")
-        if p.suffix in {".json", ".jsonl", ".traj"}
-        and p.name not in {"MANIFEST.json", "metadata.json"}
-    )
-    if TRACES.is_dir()
-    else []
-)
+TRACE_FILES = trace_files(TRACES)
 # Real sessions of four agents whose pipelines make replacements (mask, truncate) and
 # summaries (abstracts): Claude Code with thinking blocks, mini-swe-agent, OpenHands, tau-bench.
 PIPELINE_TRACES = [

@@ -11,22 +11,13 @@ from hypothesis import strategies as st
 from context_graph import ConfigurationError, ContextGraph, ImagePart, TextPart
 from context_graph.importers import load_sessions
 from context_graph.nodes import AnswerNode, FileNode
-from context_graph.testing import WordCounter, graph_snapshot
+from context_graph.testing import WordCounter, graph_snapshot, trace_files
 from processors.base import ProcessorContext, Proposal, Replace, replacement_for
 from processors.mask import MASKABLE_KINDS, ObservationMasker
 from processors.registry import get
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
-TRACE_FILES = (
-    sorted(
-        p
-        for p in TRACES.rglob("*")
-        if p.suffix in {".json", ".jsonl", ".traj"}
-        and p.name not in {"MANIFEST.json", "metadata.json"}
-    )
-    if TRACES.is_dir()
-    else []
-)
+TRACE_FILES = trace_files(TRACES)
 
 
 def _words(n: int, word: str = "word") -> str:

@@ -24,7 +24,7 @@ from context_graph import (
 )
 from context_graph.importers import load_sessions
 from context_graph.nodes import ToolCallNode
-from context_graph.testing import WordCounter, graph_snapshot
+from context_graph.testing import WordCounter, graph_snapshot, trace_files
 from processors.base import ProcessorContext, Proposal, Replace
 from processors.redact import (
     SECRET_TYPES,
@@ -40,16 +40,7 @@ PLACEHOLDER = re.compile(r"\[REDACTED:([a-z_]+)\]")
 
 DATA = Path(__file__).resolve().parent / "data" / "secrets_labelled.jsonl"
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
-TRACE_FILES = (
-    sorted(
-        p
-        for p in TRACES.rglob("*")
-        if p.suffix in {".json", ".jsonl", ".traj"}
-        and p.name not in {"MANIFEST.json", "metadata.json"}
-    )
-    if TRACES.is_dir()
-    else []
-)
+TRACE_FILES = trace_files(TRACES)
 B62 = string.ascii_letters + string.digits
 _rng = random.Random(7)
 

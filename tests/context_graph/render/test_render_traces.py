@@ -11,20 +11,11 @@ import pytest
 from context_graph import BudgetExceededError, ContextGraph
 from context_graph.importers import load_graph, load_sessions
 from context_graph.render import FORMATS, Renderer, count_payload
-from context_graph.testing import graph_snapshot
+from context_graph.testing import graph_snapshot, trace_files
 from context_graph.validate import validate
 
 TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"
-FILES = (
-    sorted(
-        p
-        for p in TRACES.rglob("*")
-        if p.suffix in {".json", ".jsonl", ".traj"}
-        and p.name not in {"MANIFEST.json", "metadata.json"}
-    )
-    if TRACES.is_dir()
-    else []
-)
+FILES = trace_files(TRACES)
 BUDGETS = (None, 100_000, 32_000, 8_000, 4_000, 2_000)
 SdkCheck = Callable[[Any, str], list[str]]
 
