@@ -219,6 +219,31 @@ _ERRORS_FIRST = (
     "*build*",
 )
 
+_CODING_OUTPUT_STAGES = (
+    StageConfig(
+        processor="mask",
+        options={"keep_turns": 3, "mask_superseded": True, "min_tokens": 200},
+    ),
+    StageConfig(
+        processor="truncate",
+        options={
+            "max_tokens": 1_500,
+            "default_policy": "head_tail",
+            "policies": dict.fromkeys(_ERRORS_FIRST, "errors_first"),
+            "context_lines": 3,
+        },
+    ),
+    StageConfig(processor="distill", options={"min_tokens": 200}),
+)
+
+_SERVICE_OUTPUT_STAGES = (
+    StageConfig(
+        processor="mask",
+        options={"keep_turns": 2, "mask_superseded": False, "min_tokens": 50},
+    ),
+    StageConfig(processor="truncate", options={"max_tokens": 800, "default_policy": "head"}),
+)
+
 PROFILES: dict[str, Profile] = {
     "coding": Profile(
         name="coding",
@@ -226,24 +251,19 @@ PROFILES: dict[str, Profile] = {
             "A coding agent (SWE-agent, mini-swe-agent, Claude Code): large shell, test and "
             "file outputs; the first request and its constraints stay in the floor."
         ),
-        triggers=TriggerConfig(soft_ratio=0.7, hard_ratio=0.9, hysteresis=0.1),
+        triggers=TriggerConfig(
+            soft_ratio=0.7,
+            hard_ratio=0.9,
+            hysteresis=0.1,
+            # Optional compaction (the request still fits) only shrinks tool outputs;
+            # the history is summarized when the hard ratio or the budget forces it.
+            pipelines={"budget_soft": "outputs"},
+        ),
         stages=(
-            StageConfig(
-                processor="mask",
-                options={"keep_turns": 3, "mask_superseded": True, "min_tokens": 200},
-            ),
-            StageConfig(
-                processor="truncate",
-                options={
-                    "max_tokens": 1_500,
-                    "default_policy": "head_tail",
-                    "policies": dict.fromkeys(_ERRORS_FIRST, "errors_first"),
-                    "context_lines": 3,
-                },
-            ),
-            StageConfig(processor="distill", options={"min_tokens": 200}),
+            *_CODING_OUTPUT_STAGES,
             StageConfig(processor="summarize", options={"timeout": 120.0}),
         ),
+        pipelines={"outputs": _CODING_OUTPUT_STAGES},
         compact_to=0.6,
     ),
     "service": Profile(
@@ -252,17 +272,14 @@ PROFILES: dict[str, Profile] = {
             "A tool-using service agent (tau-bench): many short JSON lookups between user "
             "turns; results stay valid JSON and the conversation is summarized rarely."
         ),
-        triggers=TriggerConfig(soft_ratio=0.8, hard_ratio=0.95, hysteresis=0.1),
+        triggers=TriggerConfig(
+            soft_ratio=0.8, hard_ratio=0.95, hysteresis=0.1, pipelines={"budget_soft": "outputs"}
+        ),
         stages=(
-            StageConfig(
-                processor="mask",
-                options={"keep_turns": 2, "mask_superseded": False, "min_tokens": 50},
-            ),
-            StageConfig(
-                processor="truncate", options={"max_tokens": 800, "default_policy": "head"}
-            ),
+            *_SERVICE_OUTPUT_STAGES,
             StageConfig(processor="summarize", options={"timeout": 60.0}),
         ),
+        pipelines={"outputs": _SERVICE_OUTPUT_STAGES},
         compact_to=0.6,
     ),
     "chat": Profile(

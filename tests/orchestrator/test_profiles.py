@@ -229,3 +229,29 @@ class TestProfileToml:
         """Building a Profile in code with a bad field raises ConfigurationError too."""
         with pytest.raises(ConfigurationError, match=r"`stages\[0\]\.processor`"):
             Profile(name="x", stages=({"processor": ""},))
+
+
+class TestSoftTriggerShrinksOutputsOnly:
+    def test_coding_soft_trigger_never_summarizes_while_the_request_fits(self) -> None:
+        """The soft trigger runs the outputs pipeline; the hard one may summarize."""
+        from context_graph.testing import WordCounter
+        from orchestrator import GuardConfig
+
+        manager = ContextManager(
+            profile="coding",
+            budget=3_000,
+            counter=WordCounter(),
+            guards=GuardConfig(floor_tokens=0),
+        )
+        manager.add_system("You are a careful agent.")
+        manager.add_user("Fix the bug.")
+        for step in range(4):
+            manager.add_assistant(f"Step {step}.", [{"id": f"c{step}", "name": "bash"}])
+            manager.add_tool_result(f"c{step}", " ".join(f"w{step}x{n}" for n in range(520)))
+            manager.add_user(f"Go on {step}.")
+        fired = manager._pending  # the soft trigger fired on ingest (2,100+ of 3,000)
+        assert [f.name for f in fired] == ["budget_soft"]
+        assert fired[0].pipeline == "outputs"
+        manager.render_sync()
+        processors = {entry.processor for entry in manager.working.audit()}
+        assert processors and "summarize" not in processors
