@@ -325,16 +325,19 @@ def _threshold(spec: TriggerSpec, node: Node, unit: str) -> float:
 def _node_firings(
     config: TriggerConfig,
     view: TriggerView,
-    ids: tuple[str, ...],
+    nodes: list[Node],
     fired_before: frozenset[tuple[str, int]],
 ) -> tuple[list[Firing], set[tuple[str, int]]]:
+    declared = [(position, node) for position, node in enumerate(nodes) if node.triggers]
+    if not declared:  # the common case: evaluated after every ingest, so kept cheap
+        return [], set()
     last_assistant = max(
-        (i for i, node_id in enumerate(ids) if view[node_id].kind == "assistant"), default=-1
+        (i for i, node in enumerate(nodes) if node.kind == "assistant"), default=-1
     )
     groups: dict[tuple[TriggerKind, str], list[tuple[str, str]]] = {}
     fired: set[tuple[str, int]] = set()
-    for position, node_id in enumerate(ids):
-        node = view[node_id]
+    for position, node in declared:
+        node_id = node.id
         for index, spec in enumerate(node.triggers):
             if (node_id, index) in fired_before:
                 fired.add((node_id, index))
@@ -395,6 +398,7 @@ def evaluate(
         msg = f"evaluate: budget must be a positive number of tokens, got {budget}"
         raise ConfigurationError(msg)
     ids = tuple(node_id for unit in view.units() for node_id in unit.node_ids)
+    nodes = [view[node_id] for node_id in ids]
     disarmed: set[LevelTrigger] = set(state.disarmed)
     firings: list[Firing] = []
     if state.manual:
@@ -406,16 +410,17 @@ def evaluate(
     firings += _count_firing(
         config, "message_count", len(ids), config.max_messages, "messages in view", disarmed
     )
-    outputs = sum(view.tokens(i) for i in ids if view[i].kind in ANSWER_KINDS)
-    firings += _count_firing(
-        config,
-        "tool_output_tokens",
-        outputs,
-        config.max_tool_output_tokens,
-        "tool-output tokens in view",
-        disarmed,
-    )
-    node_firings, node_fired = _node_firings(config, view, ids, state.node_fired)
+    if config.max_tool_output_tokens is not None:
+        outputs = sum(view.tokens(n.id) for n in nodes if n.kind in ANSWER_KINDS)
+        firings += _count_firing(
+            config,
+            "tool_output_tokens",
+            outputs,
+            config.max_tool_output_tokens,
+            "tool-output tokens in view",
+            disarmed,
+        )
+    node_firings, node_fired = _node_firings(config, view, nodes, state.node_fired)
     firings += node_firings
     new_state = TriggerState(disarmed=frozenset(disarmed), node_fired=frozenset(node_fired))
     return firings, new_state
