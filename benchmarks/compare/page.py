@@ -55,14 +55,15 @@ def _versions() -> str:
 
 
 def _commit() -> str:
-    """` at commit abc1234` (and whether the tree had changes), or nothing without git."""
+    """` at commit abc1234` (and whether the code had changes), or nothing without git."""
     root = Path(__file__).resolve().parents[2]
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
         )
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            # docs/ is what this run writes (the page, the plots): not a change of code.
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs"],
             cwd=root,
             capture_output=True,
             text=True,
