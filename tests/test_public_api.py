@@ -17,6 +17,7 @@ MODULES = [
     "context_graph.importers",
     "context_graph.nodes",
     "context_graph.render",
+    "context_graph.sdk_check",
     "context_graph.validate",
     "context_graph.stats",
     "context_graph.testing",
