@@ -23,7 +23,6 @@ on ingesting and rendering; a request that does not fit waits for it (see `rende
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -70,8 +69,6 @@ from processors.base import Processor, Summarizer
 from processors.redact import SecretRedactor
 
 __all__ = ["ContextManager", "ManagerStats", "default_pipeline"]
-
-logger = logging.getLogger("context_graph")
 
 
 class ManagerStats(BaseModel):
@@ -336,14 +333,13 @@ class ContextManager(IngestMethods, BackgroundMethods):
                 request, latest turn and after) does not fit.
             ConfigurationError: an unknown format or a budget that is not positive.
         """
-        fmt = self._format if format is None else check_format(format, "render")
-        limit = self._budget if budget is None else check_budget(budget, "render")
+        fmt, limit = self._render_options(format, budget)
         if self._failure is not None:
             failure, self._failure = self._failure, None
             raise failure
         await self._redact_new()
         renderer = self._renderer(fmt)
-        due = bool(self._fire(limit) or self._pending)
+        due = self._due(limit)
         if limit is not None and not self._fits(renderer, limit):
             if self._busy is not None:
                 await self._busy.wait()  # the background run may make it fit
@@ -355,6 +351,17 @@ class ContextManager(IngestMethods, BackgroundMethods):
             await self._run(limit, None, renderer)
         await self._redact_new()  # what the compaction wrote, too
         return self._finish(renderer, fmt, limit)
+
+    def _render_options(
+        self, format: ProviderFormat | None, budget: int | None
+    ) -> tuple[ProviderFormat, int | None]:
+        fmt = self._format if format is None else check_format(format, "render")
+        return fmt, self._budget if budget is None else check_budget(budget, "render")
+
+    def _due(self, limit: int | None) -> bool:
+        """Evaluate the triggers for this render; whether any firing waits to be handled."""
+        self._pending.extend(self._fire(limit))
+        return bool(self._pending)
 
     def _finish(self, renderer: Renderer, fmt: ProviderFormat, limit: int | None) -> RenderResult:
         result = renderer.render(self._working, budget=limit)
@@ -388,11 +395,9 @@ class ContextManager(IngestMethods, BackgroundMethods):
         millisecond, more than the render itself.
         """
         if self._failure is None and self._redactor is None:
-            fmt = self._format if format is None else check_format(format, "render")
-            limit = self._budget if budget is None else check_budget(budget, "render")
+            fmt, limit = self._render_options(format, budget)
             renderer = self._renderer(fmt)
-            self._pending.extend(self._fire(limit))
-            if not self._pending and (limit is None or self._fits(renderer, limit)):
+            if not self._due(limit) and (limit is None or self._fits(renderer, limit)):
                 return self._finish(renderer, fmt, limit)
         return anyio.run(functools.partial(self.render, format=format, budget=budget))
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+import anyio
 import pytest
 
 from context_graph.errors import ConfigurationError, IngestError
@@ -153,3 +155,19 @@ options = { mask_consumed = true }
     def test_a_bad_stage_in_a_named_pipeline_names_its_place(self) -> None:
         with pytest.raises(ConfigurationError, match=r"pipelines\.light\[0\]"):
             Profile.from_toml(self.TOML.replace("mask_consumed = true", "keep_turns = -5"))
+
+    def test_a_firing_first_seen_at_render_runs_its_own_pipeline(self) -> None:
+        """No budget on ingest: the soft trigger first fires when render gives one."""
+        manager = _manager(
+            triggers=TriggerConfig(
+                soft_ratio=0.5, hard_ratio=0.95, pipelines={"budget_soft": "light"}
+            ),
+            pipeline=[ToolOutputTruncator(max_tokens=40)],
+            pipelines={
+                "light": [ObservationMasker(keep_turns=None, mask_consumed=True, min_tokens=10)]
+            },
+        )
+        _session(manager)
+        # ~620 words: over half of 1,000, yet it fits; the async path, as an agent awaits it
+        anyio.run(functools.partial(manager.render, budget=1_000))
+        assert {entry.processor for entry in manager.working.audit()} == {"mask"}
