@@ -14,13 +14,13 @@ such instead of replaying into something subtly different.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from context_graph.errors import IngestError, SourceLocation, StoreCorruptError
+from context_graph.errors import StoreCorruptError
 from context_graph.events import AgentEvent
 from orchestrator.buffer import AuditEntry
 from processors.base import Proposal
@@ -29,7 +29,6 @@ __all__ = [
     "EntryKind",
     "JournalEntry",
     "checksum",
-    "coerce_events",
     "decode_entry",
     "encode_applied",
     "encode_events",
@@ -37,7 +36,6 @@ __all__ = [
 
 EntryKind: TypeAlias = Literal["events", "proposals"]
 
-_event_adapter: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
 _events_adapter: TypeAdapter[list[AgentEvent]] = TypeAdapter(list[AgentEvent])
 
 
@@ -69,22 +67,6 @@ class JournalEntry:
     events: tuple[AgentEvent, ...] = ()
     proposals: tuple[Proposal, ...] = ()
     audit: tuple[AuditEntry, ...] = ()
-
-
-def coerce_events(events: Iterable[AgentEvent | Mapping[str, Any]]) -> list[AgentEvent]:
-    """Events given as models or plain dicts, as models (models pass through as they are).
-
-    Raises:
-        IngestError: an event does not validate (names its index and field).
-    """
-    batch: list[AgentEvent] = []
-    for index, event in enumerate(events):
-        try:
-            batch.append(_event_adapter.validate_python(event))
-        except ValidationError as exc:
-            msg = f"invalid event: {_first_error(exc)}"
-            raise IngestError(msg, SourceLocation(index=index)) from None
-    return batch
 
 
 def encode_events(events: Sequence[AgentEvent]) -> str:

@@ -37,14 +37,13 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import ConfigurationError, StoreCorruptError, StoreError
-from context_graph.events import AgentEvent
+from context_graph.events import AgentEvent, coerce_events
 from context_graph.graph import ContextGraph
 from context_graph.tokens import TokenCounter, default_counter
 from orchestrator._store_codec import (
     EntryKind,
     JournalEntry,
     checksum,
-    coerce_events,
     decode_entry,
     encode_applied,
     encode_events,
