@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.compare.facts import strings_in
 from context_graph import (
     AgentEvent,
     AssistantTurn,
@@ -162,25 +163,12 @@ def _text(event: Any) -> str:
     return "\n".join(getattr(p, "text", "") for p in getattr(event, "content", ()))
 
 
-def _strings(value: Any, out: list[str]) -> list[str]:
-    """Every string inside a payload, in order."""
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _strings(item, out)
-    elif isinstance(value, list):
-        for item in value:
-            _strings(item, out)
-    return out
-
-
 def _score(
     contender: Contender, payload: dict[str, Any], first: str | None, latest: str | None
 ) -> None:
     if validate(payload, "openai"):
         contender.invalid += 1
-    rendered = "\n".join(_strings(payload, []))
+    rendered = "\n".join(strings_in(payload, []))
     if latest and latest.strip()[:200] not in rendered:
         contender.lost_latest_request += 1
     if first and first.strip()[:200] not in rendered:
