@@ -108,7 +108,8 @@ class CompactionMethods(PersistenceMethods):
         `renderer`; a manual run goes through every stage). One run at a time: this
         waits for a run in progress.
         """
-        settings = StageSettings(budget, self._summarizer, instructions, self._clock)
+        target = None if budget is None else max(1, int(budget * self._compact_to))
+        settings = StageSettings(budget, self._summarizer, instructions, self._clock, target=target)
         guards = self._guards
         if overflow:
             # The floor, the stall after little progress and the re-summarize cap spare

@@ -74,6 +74,10 @@ def output_targets(view: WorkingView) -> tuple[Node, ...]:
     return tuple(node for node in nodes if node.kind in ANSWER_KINDS and not node.pinned)
 
 
+MAX_SUMMARY_REPEATS = 2
+"""How many more spans one run may summarize after the first, while the view is still
+over the run's target."""
+
 KEEP_RECENT_UNITS = 2
 """Units at the end of the view a summary never takes: the step in progress and the one
 before it, whose results the model is acting on."""
@@ -119,6 +123,12 @@ def history_targets(view: WorkingView, *, keep_recent: int = KEEP_RECENT_UNITS) 
     spans.append(units[loop : max(loop, len(units) - keep_recent)])
     for span in spans:
         run = _whole_run(view, span)
+        # A span can hold two summaries (one written before a later user turn, one of
+        # the tool loop after it); a summary rolls one earlier summary forward, so the
+        # run starts at the newest one.
+        summaries = [i for i, node in enumerate(run) if node.kind == "summary"]
+        if summaries:
+            run = run[summaries[-1] :]
         if any(node.kind != "summary" for node in run):
             return tuple(run)
     return ()
@@ -158,6 +168,8 @@ class StageSettings:
     summarizer: Summarizer | None
     instructions: str | None
     clock: Callable[[], float] = time.time
+    target: int | None = None
+    """The low-water mark a whole-view run compacts to (`compact_to` of the budget)."""
 
 
 async def run_stage(
@@ -188,6 +200,7 @@ async def run_stage(
         summarizer=settings.summarizer,
         instructions=settings.instructions,
         clock=settings.clock,
+        target=settings.target,
     )
     try:
         proposal = await run_processor(processor, targets, ctx)
@@ -271,6 +284,24 @@ async def run_pipeline(
         outcome = await run_stage(processor, working, bus, settings, run, manual=manual, only=only)
         if state is not None:
             state = record(state, name, outcome)
+        # One summary covers one contiguous span; when the older span is summarized and
+        # the view is still too large, the finished steps of the current tool loop are
+        # the next span (`history_targets`), so the stage runs again on them.
+        repeats = 0
+        while (
+            outcome.applied
+            and isinstance(processor, HistorySummarizer)
+            and only is None
+            and done is not None
+            and not done()
+            and repeats < MAX_SUMMARY_REPEATS
+        ):
+            repeats += 1
+            outcome = await run_stage(
+                processor, working, bus, settings, run, manual=manual, only=only
+            )
+            if state is not None:
+                state = record(state, name, outcome)
         if done is not None and done():
             break
     run.guard_state = state if guards is not None else guard_state

@@ -141,6 +141,9 @@ class ProcessorContext:
         graph: Read-only access to the graph.
         tokens: Counts tokens (cached); `tokens.count_text(text)`.
         budget: The render budget in tokens, if one is set.
+        target: The size in tokens the run aims to bring the view down to (the
+            orchestrator's low-water mark, below `budget`), if one is set. A processor
+            that sizes what it writes (a summary) aims at it.
         summarizer: The summarizer to use, if any.
         instructions: Free-text guidance from the user (`compact("focus on the DB")`).
         clock: Seconds since the epoch; injectable for tests.
@@ -152,6 +155,7 @@ class ProcessorContext:
     summarizer: Summarizer | None = None
     instructions: str | None = None
     clock: Callable[[], float] = field(default=time.time)
+    target: int | None = None
 
     @classmethod
     def for_graph(cls, graph: ContextGraph, **fields: Any) -> ProcessorContext:

@@ -326,12 +326,13 @@ def open_error_entities(nodes: Iterable[Node]) -> list[str]:
     return list(found)
 
 
-def failure_entities(nodes: Iterable[Node], *, per_failure: int) -> list[str]:
+def failure_entities(nodes: Iterable[Node], *, per_failure: int | None) -> list[str]:
     """Critical entities of every failed tool use's whole output, each once.
 
     The gist line names the error; the paths, names and numbers around it (a
     traceback's frames, the file and line a linter points at) are what the agent needs
-    when it meets the error again, resolved or not. At most `per_failure` from each.
+    when it meets the error again, resolved or not. At most `per_failure` from each
+    (`None`: all of them; the brief's bound then drops the oldest first).
     """
     found: dict[str, None] = {}
     for use in tool_uses(nodes):

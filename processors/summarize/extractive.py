@@ -128,26 +128,42 @@ class ExtractiveSummarizer:
         previous: str | None = None,
         instructions: str | None = None,
         keep: Sequence[str] = (),
+        max_tokens: int | None = None,
     ) -> str:
-        """The blocking twin of `summarize`."""
+        """The blocking twin of `summarize`.
+
+        Args:
+            nodes: As for `summarize`.
+            previous: As for `summarize`.
+            instructions: As for `summarize`.
+            keep: As for `summarize`.
+            max_tokens: A tighter bound for this brief (the room the view has left for
+                it); `self.max_tokens` when `None` or larger.
+        """
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
+            msg = f"ExtractiveSummarizer.brief: `max_tokens` must be an int >= 1: {max_tokens!r}"
+            raise ConfigurationError(msg)
         counter = self.counter or default_counter()
-        brief = _start(previous, counter.count, self.max_tokens)
+        limit = self.max_tokens if max_tokens is None else max(1, min(max_tokens, self.max_tokens))
+        brief = _start(previous, counter.count, limit)
         for segment in _segments(nodes):
             if isinstance(segment, SummaryNode):
-                brief = _brief.merge(brief, _start(segment.text, counter.count, self.max_tokens))
+                brief = _brief.merge(brief, _start(segment.text, counter.count, limit))
             else:
-                brief = _brief.merge(brief, self._extract(segment, instructions, counter))
+                brief = _brief.merge(brief, self._extract(segment, instructions, counter, limit))
         missing = [k for k in dedupe(keep) if k and k not in brief.identifiers]
         brief.identifiers.extend(missing)
         _brief.cap_lists(brief, self.max_items)
-        return _brief.bound(brief, self.max_tokens, counter.count, keep)
+        return _brief.bound(brief, limit, counter.count, keep)
 
     def _extract(
-        self, nodes: Sequence[Node], instructions: str | None, counter: TokenCounter
+        self, nodes: Sequence[Node], instructions: str | None, counter: TokenCounter, limit: int
     ) -> Brief:
         uses = tool_uses(nodes)
         brief = Brief(errors=errors_of(uses), successes=_successes(uses))
-        _read_turns(brief, nodes, self.max_tokens // 2, counter)
+        _read_turns(brief, nodes, limit // 2, counter)
         _read_files(brief, nodes)
         brief.commands = [
             _describe_use(use.call, use) for use in uses if use.call and _is_command(use.call)
@@ -156,7 +172,7 @@ class ExtractiveSummarizer:
             [
                 *user_entities(nodes, per_turn=self.entities_per_turn),
                 *open_error_entities(nodes),
-                *failure_entities(nodes, per_failure=self.entities_per_turn),
+                *failure_entities(nodes, per_failure=None),
             ]
         )
         if instructions and instructions.strip():

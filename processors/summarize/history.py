@@ -186,6 +186,7 @@ class HistorySummarizer:
             previous=job.previous,
             instructions=job.ctx.instructions,
             keep=[*job.required, *job.facts],
+            max_tokens=summary_room(job.plan, job.ctx),
         )
 
     async def _model(self, job: _Job, summarizer: Summarizer) -> tuple[str | None, str, str]:
@@ -280,6 +281,40 @@ class HistorySummarizer:
 
     def _empty(self, ctx: ProcessorContext, note: str) -> Proposal:
         return Proposal(processor=self.name, base_version=ctx.graph.version, note=note)
+
+
+#: Tokens a rendered message adds around its content, about (role markers, tool-call
+#: wrappers): the room is measured in content tokens and must leave space for them.
+_MESSAGE_OVERHEAD = 8
+#: The smallest brief worth writing: the heading, a line of identifiers, the next step.
+_MIN_BRIEF = 64
+
+
+def summary_room(plan: Plan, ctx: ProcessorContext) -> int | None:
+    """The most tokens the summary may take so that the view lands where the run aims.
+
+    Everything the summary does not replace stays, so the room is the run's target (or,
+    when what stays already fills the target, the budget) less what stays. A brief
+    larger than that would leave the request over the budget, and the renderer would
+    drop the summary whole: better a brief that keeps the identifiers and drops the
+    prose. Never more than what it replaces (a summary must save tokens). `None` without
+    a budget: the summarizer's own bound applies.
+    """
+    if ctx.budget is None:
+        return None
+    replaced = set(plan.abstract_ids)
+    stays = sum(
+        ctx.count(ctx.graph[node_id]) + _MESSAGE_OVERHEAD
+        for unit in ctx.graph.units()
+        for node_id in unit.node_ids
+        if node_id not in replaced
+    )
+    room = _MIN_BRIEF
+    for limit in (ctx.target, ctx.budget):
+        if limit is not None and limit - stays - _MESSAGE_OVERHEAD >= _MIN_BRIEF:
+            room = limit - stays - _MESSAGE_OVERHEAD
+            break
+    return max(1, min(room, plan.tokens_before - 1))
 
 
 def _strings(value: object) -> tuple[str, ...]:
