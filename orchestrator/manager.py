@@ -45,6 +45,7 @@ from context_graph.nodes import Node
 from context_graph.render import Renderer, RenderResult
 from context_graph.tokens import Calibrator, ProviderFormat, TokenCounter
 from orchestrator._manager_background import BackgroundMethods
+from orchestrator._manager_floor import FloorMethods
 from orchestrator._manager_ingest import IngestMethods
 from orchestrator._options import (
     check_budget,
@@ -90,7 +91,7 @@ class ManagerStats(BaseModel):
     """Tokens of the last rendered request (`None` before the first render)."""
 
 
-class ContextManager(IngestMethods, BackgroundMethods):
+class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
     """Feeds agent events into a context graph and renders a request that fits.
 
     Args:
@@ -345,6 +346,8 @@ class ContextManager(IngestMethods, BackgroundMethods):
                 await self._busy.wait()  # the background run may make it fit
             if not self._fits(renderer, limit):
                 await self._run(limit, None, renderer, overflow=True)
+            if not self._fits(renderer, limit):
+                await self._shrink_floor(renderer, limit)
         elif due and self._group is not None:
             self._start_background()
         elif due:

@@ -156,6 +156,23 @@ class ToolOutputTruncator:
                     return policy
         return options.default_policy
 
+    @property
+    def max_tokens(self) -> int:
+        """The token target for a node's text."""
+        return self._options.max_tokens
+
+    def resized(self, max_tokens: int) -> ToolOutputTruncator:
+        """The same truncator (policies, byte limit, context) with another token target.
+
+        Raises:
+            ConfigurationError: `max_tokens` below 32 or not an int.
+        """
+        options = self._options.model_dump()
+        options["max_tokens"] = max_tokens
+        copy = ToolOutputTruncator.__new__(ToolOutputTruncator)
+        copy._options = _validate(options)
+        return copy
+
     async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
         """Propose a truncated copy of every target over the limits."""
         limit = self._options.max_tokens

@@ -1,0 +1,103 @@
+"""The last resort before refusing a request: shrink the tool outputs in the floor.
+
+The renderer never drops the floor (system prompt, pinned nodes, the first request, the
+latest user turn and everything after it), and the summarize stage never takes the last
+steps of the tool loop. With a small budget the outputs of those steps alone can be
+larger than what is left, and the render would raise `BudgetExceededError` although a
+shorter copy of one output would fit. Here the outputs after the latest user turn are
+truncated, through the same checked path as every edit, to one common cap chosen just
+low enough for the request to fit: the largest outputs lose the most, the originals stay
+expandable, and the user's own words are never cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from context_graph.nodes import ANSWER_KINDS, Node
+from orchestrator._pipeline import PipelineRun, StageSettings, run_stage
+from orchestrator.buffer import WorkingGraph, WorkingView
+from orchestrator.bus import EventBus
+from processors.truncate import ToolOutputTruncator
+
+__all__ = ["floor_outputs", "output_cap", "shrink_floor"]
+
+#: No output is cut below this many tokens: its head still says what it was.
+MIN_CAP = 64
+#: Truncation markers and rounding cost a little; aim this much lower (a share of the
+#: excess, plus a constant).
+_MARGIN_SHARE = 0.15
+_MARGIN_TOKENS = 24
+_ATTEMPTS = 3
+
+
+def floor_outputs(view: WorkingView) -> tuple[Node, ...]:
+    """Unpinned tool outputs after the latest user turn (the renderer's floor)."""
+    units = view.units()
+    start = 0
+    for index, unit in enumerate(units):
+        if unit.kind in {"user", "system", "summary"}:
+            start = index + 1
+    nodes = (view[node_id] for unit in units[start:] for node_id in unit.node_ids)
+    return tuple(node for node in nodes if node.kind in ANSWER_KINDS and not node.pinned)
+
+
+def output_cap(sizes: Sequence[int], excess: int) -> int | None:
+    """The largest common cap that frees at least `excess` tokens from `sizes`.
+
+    `None` when even `MIN_CAP` frees too little (nothing is worth cutting then), or
+    nothing needs freeing.
+    """
+    if excess <= 0 or not sizes:
+        return None
+
+    def freed(cap: int) -> int:
+        return sum(size - cap for size in sizes if size > cap)
+
+    if freed(MIN_CAP) < excess:
+        return None
+    low, high = MIN_CAP, max(sizes)  # freed(low) >= excess > freed(high) = 0
+    while high - low > 1:
+        middle = (low + high) // 2
+        if freed(middle) >= excess:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+async def shrink_floor(
+    working: WorkingGraph,
+    bus: EventBus,
+    settings: StageSettings,
+    measure: Callable[[], int],
+    budget: int,
+    base: ToolOutputTruncator | None,
+) -> PipelineRun:
+    """Truncate the floor's outputs until the request (`measure()`) fits `budget`.
+
+    Args:
+        working: The working graph; edits go through its invariant checker.
+        bus: Where the proposals are reported, as for any stage.
+        settings: The run's shared settings.
+        measure: The request's size now (rendered with no budget, calibrated).
+        budget: The size to reach.
+        base: The pipeline's own truncator, whose policies are kept; the default
+            truncator when the pipeline has none.
+    """
+    run = PipelineRun()
+    for _ in range(_ATTEMPTS):
+        excess = measure() - budget
+        if excess <= 0:
+            break
+        outputs = floor_outputs(working.view)
+        sizes = [working.view.tokens(node.id) for node in outputs]
+        cap = output_cap(sizes, excess + int(excess * _MARGIN_SHARE) + _MARGIN_TOKENS)
+        if cap is None:
+            break
+        truncator = (base or ToolOutputTruncator()).resized(cap)
+        only = frozenset(node.id for node, size in zip(outputs, sizes, strict=True) if size > cap)
+        outcome = await run_stage(truncator, working, bus, settings, run, only=only)
+        if not outcome.applied:
+            break
+    return run

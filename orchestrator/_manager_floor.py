@@ -1,0 +1,49 @@
+"""The manager's last resort before refusing a request (see `orchestrator._floor`).
+
+Mixed into `ContextManager`: when compaction could not bring the request under the
+budget, the tool outputs in the renderer's floor are truncated to fit, as one more
+checked run in the run slot.
+"""
+
+from __future__ import annotations
+
+from context_graph.render import Renderer
+from orchestrator._floor import shrink_floor
+from orchestrator._manager_compaction import CompactionMethods
+from orchestrator._pipeline import StageSettings
+from processors.truncate import ToolOutputTruncator
+
+__all__ = ["FloorMethods"]
+
+
+class FloorMethods(CompactionMethods):
+    """`_shrink_floor`; mixed into `ContextManager`."""
+
+    async def _shrink_floor(self, renderer: Renderer, budget: int) -> None:
+        """Truncate the outputs after the latest user turn until the request fits.
+
+        The default pipeline's truncator lends its policies (errors first for test
+        runs, ...); a pipeline without one uses the default truncator.
+        """
+        base = next(
+            (
+                stage
+                for stage in self._pipelines[self._config.default_pipeline]
+                if isinstance(stage, ToolOutputTruncator)
+            ),
+            None,
+        )
+
+        def measure() -> int:
+            return self._calibrator.apply(renderer.render(self._working).tokens)
+
+        settings = StageSettings(budget, self._summarizer, None, self._clock, target=budget)
+        busy = await self._claim()
+        try:
+            run = await shrink_floor(self._working, self._bus, settings, measure, budget, base)
+        finally:
+            self._release(busy)
+        self._applied += run.applied
+        self._rejected += run.rejected
+        if run.applied:
+            self._save_state()

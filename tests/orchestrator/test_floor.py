@@ -1,0 +1,120 @@
+"""The last resort before a refusal: the floor's tool outputs are cut to fit.
+
+The renderer never drops the latest user turn and what follows it; when the outputs
+there alone overflow the budget, the manager truncates them to one common cap (checked
+and expandable like every edit) instead of raising `BudgetExceededError`.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from context_graph.errors import BudgetExceededError
+from context_graph.testing import WordCounter
+from context_graph.validate import validate
+from orchestrator._floor import MIN_CAP, floor_outputs, output_cap
+from orchestrator.manager import ContextManager
+from processors import ToolOutputTruncator
+
+
+def _log(lines: int) -> str:
+    return "\n".join(f"line {j}: value={j * 7} status=ok" for j in range(lines))
+
+
+def _freed(sizes: list[int], cap: int) -> int:
+    return sum(size - cap for size in sizes if size > cap)
+
+
+class TestOutputCap:
+    def test_nothing_to_free(self) -> None:
+        assert output_cap([500, 800], 0) is None
+        assert output_cap([], 100) is None
+
+    def test_the_largest_cap_that_frees_enough(self) -> None:
+        # Capping at 600 frees 200 (from the 800 only); at 500, 300.
+        assert output_cap([500, 800], 200) == 600
+        assert output_cap([500, 800], 300) == 500
+
+    def test_none_when_even_the_minimum_cap_frees_too_little(self) -> None:
+        assert output_cap([100, 90], 1_000) is None
+
+    @given(
+        st.lists(st.integers(min_value=0, max_value=5_000), min_size=1, max_size=8),
+        st.integers(min_value=1, max_value=20_000),
+    )
+    def test_maximal_and_sufficient(self, sizes: list[int], excess: int) -> None:
+        cap = output_cap(sizes, excess)
+        if cap is None:
+            assert _freed(sizes, MIN_CAP) < excess
+        else:
+            assert cap >= MIN_CAP
+            assert _freed(sizes, cap) >= excess
+            assert _freed(sizes, cap + 1) < excess
+
+
+def _session(manager: ContextManager, output_lines: int, *, pinned: bool = False) -> None:
+    manager.add_system("You are a careful coding agent.")
+    manager.add_user("Fix the failing test in tests/test_io.py.")
+    manager.add_assistant("Running it.", [{"id": "c1", "name": "bash"}])
+    manager.ingest(
+        [
+            {
+                "type": "tool_result",
+                "call_id": "c1",
+                "content": _log(output_lines),
+                **({"pinned": True} if pinned else {}),
+            }
+        ]
+    )
+
+
+class TestShrinkFloor:
+    async def test_an_oversized_latest_output_is_cut_to_fit(self) -> None:
+        manager = ContextManager(counter=WordCounter(), pipeline=[ToolOutputTruncator()])
+        _session(manager, 400)
+        raw = (await manager.render()).tokens
+        budget = raw // 3
+        result = await manager.render(budget=budget)
+        assert result.tokens <= budget
+        assert validate(result.payload, "openai") == []
+        text = str(result.payload)
+        assert "line 0:" in text  # the head of the output is kept
+        assert "Fix the failing test" in text
+        # The original stays in the pristine record and comes back on expand.
+        (output,) = floor_outputs(manager.working.view)
+        assert output.meta.get("truncated")
+        (original,) = manager.expand(output.id)
+        assert original.text == _log(400)
+
+    async def test_the_users_words_are_never_cut(self) -> None:
+        manager = ContextManager(counter=WordCounter(), pipeline=[ToolOutputTruncator()])
+        manager.add_system("You are a careful coding agent.")
+        manager.add_user("Please " + "fix everything " * 400)
+        raw = (await manager.render()).tokens
+        with pytest.raises(BudgetExceededError):
+            await manager.render(budget=raw // 3)
+        assert manager.working.audit() == ()
+
+    async def test_a_pinned_output_is_left_alone(self) -> None:
+        manager = ContextManager(counter=WordCounter(), pipeline=[ToolOutputTruncator()])
+        _session(manager, 400, pinned=True)
+        raw = (await manager.render()).tokens
+        with pytest.raises(BudgetExceededError):
+            await manager.render(budget=raw // 3)
+
+    async def test_the_pipelines_truncator_lends_its_policy(self) -> None:
+        truncator = ToolOutputTruncator(max_tokens=5_000, default_policy="tail")
+        manager = ContextManager(counter=WordCounter(), pipeline=[truncator])
+        _session(manager, 400)
+        raw = (await manager.render()).tokens
+        result = await manager.render(budget=raw // 3)
+        text = str(result.payload)
+        assert "line 399:" in text and "line 0:" not in text
+
+    def test_the_blocking_render_takes_the_same_path(self) -> None:
+        manager = ContextManager(counter=WordCounter(), pipeline=[ToolOutputTruncator()])
+        _session(manager, 400)
+        raw = manager.render_sync().tokens
+        assert manager.render_sync(budget=raw // 3).tokens <= raw // 3
