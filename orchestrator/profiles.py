@@ -251,20 +251,16 @@ PROFILES: dict[str, Profile] = {
             "A coding agent (SWE-agent, mini-swe-agent, Claude Code): large shell, test and "
             "file outputs; the first request and its constraints stay in the floor."
         ),
-        triggers=TriggerConfig(
-            soft_ratio=0.7,
-            hard_ratio=0.9,
-            hysteresis=0.1,
-            # Optional compaction (the request still fits) only shrinks tool outputs;
-            # the history is summarized when the hard ratio or the budget forces it.
-            pipelines={"budget_soft": "outputs"},
-        ),
+        # No soft trigger: every compaction rewrites the cached prompt prefix, and
+        # shrinking outputs early bought no retention on the shared sessions (see
+        # docs/configuration.md). `pipelines.outputs` is there to opt in to it.
+        triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.95, hysteresis=0.1),
         stages=(
             *_CODING_OUTPUT_STAGES,
             StageConfig(processor="summarize", options={"timeout": 120.0}),
         ),
         pipelines={"outputs": _CODING_OUTPUT_STAGES},
-        compact_to=0.6,
+        compact_to=0.5,
     ),
     "service": Profile(
         name="service",
@@ -272,22 +268,20 @@ PROFILES: dict[str, Profile] = {
             "A tool-using service agent (tau-bench): many short JSON lookups between user "
             "turns; results stay valid JSON and the conversation is summarized rarely."
         ),
-        triggers=TriggerConfig(
-            soft_ratio=0.8, hard_ratio=0.95, hysteresis=0.1, pipelines={"budget_soft": "outputs"}
-        ),
+        triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.95, hysteresis=0.1),
         stages=(
             *_SERVICE_OUTPUT_STAGES,
             StageConfig(processor="summarize", options={"timeout": 60.0}),
         ),
         pipelines={"outputs": _SERVICE_OUTPUT_STAGES},
-        compact_to=0.6,
+        compact_to=0.5,
     ),
     "chat": Profile(
         name="chat",
         description="A plain chat without tools: old turns are summarized, nothing else.",
-        triggers=TriggerConfig(soft_ratio=0.8, hard_ratio=0.95, hysteresis=0.1),
+        triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.95, hysteresis=0.1),
         stages=(StageConfig(processor="summarize", options={"timeout": 60.0}),),
-        compact_to=0.5,
+        compact_to=0.4,
     ),
 }
 """The built-in profiles by name (see docs/configuration.md for the reasons)."""

@@ -288,6 +288,7 @@ class HistorySummarizer:
 _MESSAGE_OVERHEAD = 8
 #: The smallest brief worth writing: the heading, a line of identifiers, the next step.
 _MIN_BRIEF = 64
+_FREE_SHARE = 0.6
 
 
 def summary_room(plan: Plan, ctx: ProcessorContext) -> int | None:
@@ -309,11 +310,12 @@ def summary_room(plan: Plan, ctx: ProcessorContext) -> int | None:
         for node_id in unit.node_ids
         if node_id not in replaced
     )
+    free = ctx.budget - stays - _MESSAGE_OVERHEAD
     room = _MIN_BRIEF
-    for limit in (ctx.target, ctx.budget):
-        if limit is not None and limit - stays - _MESSAGE_OVERHEAD >= _MIN_BRIEF:
-            room = limit - stays - _MESSAGE_OVERHEAD
-            break
+    if ctx.target is not None and ctx.target - stays - _MESSAGE_OVERHEAD >= _MIN_BRIEF:
+        room = ctx.target - stays - _MESSAGE_OVERHEAD
+    elif free >= _MIN_BRIEF:
+        room = max(_MIN_BRIEF, int(free * _FREE_SHARE))
     return max(1, min(room, plan.tokens_before - 1))
 
 

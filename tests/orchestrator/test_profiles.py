@@ -233,12 +233,16 @@ class TestProfileToml:
 
 class TestSoftTriggerShrinksOutputsOnly:
     def test_coding_soft_trigger_never_summarizes_while_the_request_fits(self) -> None:
-        """The soft trigger runs the outputs pipeline; the hard one may summarize."""
+        """Opted in, the soft trigger runs the outputs pipeline; the hard one may summarize."""
         from context_graph.testing import WordCounter
-        from orchestrator import GuardConfig
+        from orchestrator import GuardConfig, TriggerConfig, get_profile
 
+        # The built-in profile has no soft trigger; `pipelines.outputs` is there to opt in.
+        triggers = TriggerConfig(
+            soft_ratio=0.7, hard_ratio=0.9, pipelines={"budget_soft": "outputs"}
+        )
         manager = ContextManager(
-            profile="coding",
+            profile=get_profile("coding").model_copy(update={"triggers": triggers}),
             budget=3_000,
             counter=WordCounter(),
             guards=GuardConfig(floor_tokens=0),
