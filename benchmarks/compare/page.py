@@ -261,6 +261,7 @@ def _diagnosis(m: Measured, missed: Sequence[report.Verdict], ours: Sequence[str
                 f"  Prefix stability at {label} over pairs of answered calls only: "
                 f"{report.share(s.prefix_answered, 2)} (a refused call breaks the chain)."
             )
+            out.append("  " + _tight_line(runs))
         if any(t.startswith("engine time") for t in mine):
             every = [r for r in m.runs if r.contender == name]
             floor = max(1, sum(r.floor_ns for r in every))
@@ -271,6 +272,26 @@ def _diagnosis(m: Measured, missed: Sequence[report.Verdict], ours: Sequence[str
                 f"floor, answering the calls (triggers, compaction, render) {answer / floor:.1f}x."
             )
     return [*out, "", *_hotspots(m)]
+
+
+def _tight_line(runs: Sequence[Run]) -> str:
+    """How many prefix misses come from sessions whose task fills most of the budget."""
+
+    def misses(chosen: Sequence[Run]) -> tuple[int, int]:
+        pairs = [row for r in chosen for row in r.rows[1:]]
+        return sum(1 for row in pairs if not row.prefix_reused), len(pairs)
+
+    tight = [r for r in runs if 2 * r.task_tokens > r.budget]
+    rest = [r for r in runs if 2 * r.task_tokens <= r.budget]
+    (missed, _), (tight_missed, _) = misses(runs), misses(tight)
+    rest_missed, rest_pairs = misses(rest)
+    rest_share = report.share(1 - rest_missed / rest_pairs, 2) if rest_pairs else "n/a"
+    return (
+        f"{tight_missed:,} of the {missed:,} misses are in the {len(tight):,} sessions whose "
+        "system prompt and first request alone take more than half the budget (what is left "
+        "holds a few turns, so nearly every call compacts); over the other "
+        f"{len(rest):,} sessions prefix stability is {rest_share}."
+    )
 
 
 def _fit_line(m: Measured, name: str, label: str) -> str:
@@ -284,7 +305,8 @@ def _fit_line(m: Measured, name: str, label: str) -> str:
     line = (
         f"Calls where the whole history fitted the budget: {mine.fit_calls:,}, retention "
         f"{report.share(mine.fit_retention)}; {mine.fit_lossy:,} of them lost an entity "
-        "(compaction starts at the profile's soft trigger, before the budget is reached). "
+        "(the profile compacts once the view reaches its trigger ratio, before the budget "
+        "itself is reached). "
         f"Calls where it did not fit: {mine.over_calls:,}, retention "
         f"{report.share(mine.over_retention)}"
     )

@@ -16,7 +16,8 @@ from benchmarks.compare.autogen_peer import _largest
 from benchmarks.compare.contenders import ContenderSpec
 from benchmarks.compare.facts import gold_values, references
 from benchmarks.compare.openhands_peer import PLACEHOLDER, ObservationMaskingContender
-from benchmarks.compare.runner import replay, setup
+from benchmarks.compare.page import _tight_line
+from benchmarks.compare.runner import CallRow, Run, replay, setup
 from benchmarks.compare.sdk_types import message_problems, payload_shape_problems
 from benchmarks.compare.sessions import Session
 from context_graph import (
@@ -250,3 +251,20 @@ class TestPeers:
         messages = anyio.run(trimmed)
         body = contender.payload(messages)
         assert contender._count(messages) == count_payload(body, "openai", counter)
+
+
+class TestTightSessions:
+    """The prefix diagnosis splits the misses by how much of the budget the task takes."""
+
+    @staticmethod
+    def _run(task: int, budget: int, reused: Sequence[bool]) -> Run:
+        run = Run("x", "fam", f"s{task}", "50%", budget, task_tokens=task)
+        run.rows = [CallRow(i, 10, 5, False, 0, 0, 0, 0, flag, 0) for i, flag in enumerate(reused)]
+        return run
+
+    def test_misses_in_tight_sessions_are_told_apart(self) -> None:
+        tight = self._run(900, 1_000, [False, False, True, False])  # 2 misses of 3 pairs
+        roomy = self._run(100, 1_000, [False, True, True, True, False])  # 1 miss of 4 pairs
+        line = _tight_line([tight, roomy])
+        assert line.startswith("2 of the 3 misses are in the 1 sessions")
+        assert "over the other 1 sessions prefix stability is 0.75" in line
