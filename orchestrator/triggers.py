@@ -426,5 +426,12 @@ def evaluate(
         )
     node_firings, node_fired = _node_firings(config, view, figures, state.node_fired)
     firings += node_firings
+    if (
+        not state.boundaries
+        and not state.manual
+        and disarmed == state.disarmed
+        and node_fired == state.node_fired
+    ):
+        return firings, state  # the usual case after an ingest: nothing moved
     new_state = TriggerState(disarmed=frozenset(disarmed), node_fired=frozenset(node_fired))
     return firings, new_state
