@@ -102,6 +102,10 @@ class ContextGraph:
         self._unit_members: dict[str, list[str]] = {}
         self._unit_heads: list[str] = []
         self._unit_objects: dict[str, Unit] = {}
+        self._unit_index: dict[str, int] = {}
+        self._unit_list: list[Unit] = []
+        # The head of every unit made or grown, in order: what changed since a mark.
+        self._unit_log: list[str] = []
         self._units_cache: tuple[int, tuple[Unit, ...]] | None = None
         self._by_kind: dict[str, list[str]] = {}
         self._by_tool: dict[str, list[str]] = {}
@@ -203,9 +207,13 @@ class ContextGraph:
             if head == node.id:
                 self._unit_heads.append(node.id)
                 self._unit_members[node.id] = [node.id]
+                self._unit_index[node.id] = len(self._unit_list)
+                self._unit_list.append(self._make_unit(node.id))
             else:
                 self._unit_members[head].append(node.id)
                 self._unit_objects.pop(head, None)
+                self._unit_list[self._unit_index[head]] = self._make_unit(head)
+            self._unit_log.append(head)
         for u, v, kind in plan.edges:
             self._link(u, v, kind)
         for call_id, open_ids in plan.open_calls.items():
@@ -372,9 +380,22 @@ class ContextGraph:
         cached = self._units_cache
         if cached is not None and cached[0] == self._version:
             return cached[1]
-        units = tuple(self._make_unit(h) for h in self._unit_heads)
+        units = tuple(self._unit_list)
         self._units_cache = (self._version, units)
         return units
+
+    @property
+    def unit_mark(self) -> int:
+        """A mark of the units as they are now, for `units_changed_since`."""
+        return len(self._unit_log)
+
+    def units_changed_since(self, mark: int) -> tuple[str, ...]:
+        """Heads of the units made or grown since `unit_mark` was `mark`, each once, in order.
+
+        A unit only ever grows at its end, and new units come after every older one, so
+        a consumer that kept the units at `mark` can bring them up to date from these.
+        """
+        return tuple(dict.fromkeys(self._unit_log[mark:]))
 
     def _make_unit(self, head: str) -> Unit:
         # Unit objects are reused until their unit grows, so that consumers that cache

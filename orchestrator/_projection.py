@@ -33,6 +33,7 @@ from context_graph.errors import UnknownNodeError
 from context_graph.graph import ContextGraph, Unit
 from context_graph.nodes import AnswerNode, Node, ToolCallNode
 from context_graph.tokens import NodeTokenCache
+from orchestrator._figures import ViewFigures, figures_of
 from processors.base import GraphView, Proposal
 
 if TYPE_CHECKING:
@@ -57,11 +58,32 @@ class _Frozen:
 
 @dataclass(slots=True)
 class _Projection:
-    units: tuple[Unit, ...]
+    units: list[Unit]
     unit_of: dict[str, Unit]
-    # Summed on first use: triggers ask for it after every ingest, and a projection
-    # lives until the next ingest or edit.
-    total_tokens: int | None = None
+    # Pristine head -> index in `units`, for the pristine units that stand unchanged.
+    verbatim: dict[str, int]
+    # `ContextGraph.unit_mark` when the units were last brought up to date.
+    mark: int
+    # No summary in the pristine record: no unit is hidden, so appends only append.
+    plain: bool
+    # Handed out by `units()`; `None` after the list changed.
+    frozen_units: tuple[Unit, ...] | None = None
+    # Counted on first use, then kept up to date with appends: triggers read them
+    # after every ingest.
+    figures: ViewFigures | None = None
+    # A snapshot reads this projection too: copy it before changing it.
+    shared: bool = False
+
+    def copy(self) -> _Projection:
+        return _Projection(
+            list(self.units),
+            dict(self.unit_of),
+            dict(self.verbatim),
+            self.mark,
+            self.plain,
+            self.frozen_units,
+            None if self.figures is None else self.figures.copy(),
+        )
 
 
 class WorkingView(GraphView):
@@ -130,7 +152,14 @@ class WorkingView(GraphView):
         graph = self._graph
         # Transcript length without copying the transcript: derived nodes are the rest.
         frozen = _Frozen(len(graph) - len(graph.derived()), self.version, graph.turns)
-        return WorkingView(graph, self._overlay, _frozen=frozen)
+        snapshot = WorkingView(graph, self._overlay, _frozen=frozen)
+        # The snapshot sees every transcript node there is, so it projects what this
+        # view does now: it reads the same projection, which this view copies before
+        # it changes it.
+        projection = self._projection()
+        projection.shared = True
+        snapshot._cached = (-1, projection)
+        return snapshot
 
     def with_proposal(self, proposal: Proposal) -> WorkingView:
         """The view with `proposal` applied, unchecked (`WorkingGraph.apply` checks first)."""
@@ -183,12 +212,14 @@ class WorkingView(GraphView):
     @property
     def total_tokens(self) -> int:
         """The content tokens of every node in the current view."""
+        return self.figures().tokens
+
+    def figures(self) -> ViewFigures:
+        """What the triggers read of the current view (do not change it)."""
         projection = self._projection()
-        if projection.total_tokens is None:
-            projection.total_tokens = sum(
-                self.tokens(i) for unit in projection.units for i in unit.node_ids
-            )
-        return projection.total_tokens
+        if projection.figures is None:
+            projection.figures = figures_of(projection.units, self.__getitem__, self.tokens)
+        return projection.figures
 
     def departure(self, node_id: str) -> tuple[str, int] | None:
         """How and at which version `node_id` left the view, or `None` if it did not."""
@@ -220,7 +251,10 @@ class WorkingView(GraphView):
 
     def units(self) -> tuple[Unit, ...]:
         """The current view's interaction units, in order."""
-        return self._projection().units
+        projection = self._projection()
+        if projection.frozen_units is None:
+            projection.frozen_units = tuple(projection.units)
+        return projection.frozen_units
 
     def unit_of(self, node_id: str) -> Unit:
         """The current view's unit that holds `node_id`."""
@@ -233,28 +267,78 @@ class WorkingView(GraphView):
     def _projection(self) -> _Projection:
         key = -1 if self._frozen is not None else self._graph.version
         cached = self._cached
-        if cached is not None and cached[0] == key:
-            return cached[1]
+        if cached is not None:
+            if cached[0] == key:
+                return cached[1]
+            # Only a live view gets here: a frozen one's key never changes.
+            extended = self._extended(cached[1])
+            if extended is not None:
+                self._cached = (key, extended)
+                return extended
         projection = self._project()
         self._cached = (key, projection)
         return projection
 
     def _project(self) -> _Projection:
+        mark = self._graph.unit_mark
         pristine_units = self._pristine_units()
-        hidden = self._hidden(pristine_units)
+        hidden, plain = self._hidden(pristine_units)
         left = self._overlay.left_at
         units: list[Unit] = []
+        verbatim: dict[str, int] = {}
         emitted: set[str] = set()
         for unit in pristine_units:
             if unit.head in hidden:
                 continue
             if not any(m in left for m in unit.node_ids):
+                verbatim[unit.head] = len(units)
                 units.append(unit)
             else:
                 units.extend(self._project_unit(unit, emitted))
         unit_of = {node_id: unit for unit in units for node_id in unit.node_ids}
         self._prune_interned(units)
-        return _Projection(tuple(units), unit_of)
+        return _Projection(units, unit_of, verbatim, mark, plain)
+
+    def _extended(self, projection: _Projection) -> _Projection | None:
+        """`projection` brought up to date with the pristine units made or grown since.
+
+        `None` when that takes more than appending (a summary in the record, or a unit
+        that grew while some of its members stand compacted): then project afresh.
+        """
+        graph = self._graph
+        if not projection.plain:
+            return None
+        changed = [graph.unit_of(head) for head in graph.units_changed_since(projection.mark)]
+        left = self._overlay.left_at
+        for unit in changed:
+            if unit.kind == "summary" or (left and any(m in left for m in unit.node_ids)):
+                return None
+        if projection.shared:
+            projection = projection.copy()
+        for unit in changed:
+            self._place(projection, unit)
+        projection.mark = graph.unit_mark
+        return projection
+
+    def _place(self, projection: _Projection, unit: Unit) -> None:
+        """Put a pristine unit that is new, or grew at its end, in its place."""
+        index = projection.verbatim.get(unit.head)
+        if index is None:
+            index = len(projection.units)
+            projection.verbatim[unit.head] = index
+            projection.units.append(unit)
+            known = 0
+        else:
+            known = len(projection.units[index])
+            projection.units[index] = unit
+        projection.frozen_units = None
+        for node_id in unit.node_ids:
+            projection.unit_of[node_id] = unit
+        figures = projection.figures
+        if figures is not None:
+            for member in range(known, len(unit)):
+                node_id = unit.node_ids[member]
+                figures.add((index, member), self[node_id], self.tokens(node_id))
 
     def _pristine_units(self) -> list[Unit]:
         units = self._graph.units()
@@ -274,13 +358,18 @@ class WorkingView(GraphView):
         seq = self._graph[node_id].seq
         return seq if seq is not None else -1
 
-    def _hidden(self, units: Sequence[Unit]) -> set[str]:
-        """Heads of units that a later pristine summary covers (as the renderer does)."""
+    def _hidden(self, units: Sequence[Unit]) -> tuple[set[str], bool]:
+        """Heads of units that a later pristine summary covers (as the renderer does).
+
+        Also whether there is no pristine summary at all.
+        """
         graph = self._graph
         covered: set[str] = set()
         hidden: set[str] = set()
+        plain = True
         for unit in reversed(units):
             if unit.kind == "summary":
+                plain = False
                 covered.update(graph[unit.head].abstracts)
             elif (
                 covered
@@ -288,7 +377,7 @@ class WorkingView(GraphView):
                 and not any(graph[m].pinned for m in unit.node_ids)
             ):
                 hidden.add(unit.head)
-        return hidden
+        return hidden, plain
 
     def _project_unit(self, unit: Unit, emitted: set[str]) -> list[Unit]:
         overlay = self._overlay

@@ -301,7 +301,7 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
             self._pending.extend(firings)
             if self._group is not None:
                 self._start_background()
-        if firings or self._state != before:
+        if firings or (self._state is not before and self._state != before):
             self._save_state()
 
     def mark_boundary(self, label: str) -> None:

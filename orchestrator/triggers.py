@@ -38,7 +38,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from context_graph.errors import ConfigurationError
 from context_graph.graph import Unit
-from context_graph.nodes import ANSWER_KINDS, Node, TriggerKind, TriggerSpec
+from context_graph.nodes import Node, TriggerKind, TriggerSpec
+from orchestrator._figures import Position, ViewFigures, figures_of
+from orchestrator._projection import WorkingView
 
 __all__ = [
     "NODE_TRIGGERS",
@@ -325,15 +327,13 @@ def _threshold(spec: TriggerSpec, node: Node, unit: str) -> float:
 def _node_firings(
     config: TriggerConfig,
     view: TriggerView,
-    nodes: list[Node],
+    figures: ViewFigures,
     fired_before: frozenset[tuple[str, int]],
 ) -> tuple[list[Firing], set[tuple[str, int]]]:
-    declared = [(position, node) for position, node in enumerate(nodes) if node.triggers]
+    declared = figures.declared
     if not declared:  # the common case: evaluated after every ingest, so kept cheap
         return [], set()
-    last_assistant = max(
-        (i for i, node in enumerate(nodes) if node.kind == "assistant"), default=-1
-    )
+    last_assistant: Position = figures.last_assistant
     groups: dict[tuple[TriggerKind, str], list[tuple[str, str]]] = {}
     fired: set[tuple[str, int]] = set()
     for position, node in declared:
@@ -397,8 +397,13 @@ def evaluate(
     if budget is not None and budget <= 0:
         msg = f"evaluate: budget must be a positive number of tokens, got {budget}"
         raise ConfigurationError(msg)
-    ids = tuple(node_id for unit in view.units() for node_id in unit.node_ids)
-    nodes = [view[node_id] for node_id in ids]
+    # A working view keeps its figures up to date as events arrive; anything else is
+    # counted here.
+    figures = (
+        view.figures()
+        if isinstance(view, WorkingView)
+        else figures_of(view.units(), view.__getitem__, view.tokens)
+    )
     disarmed: set[LevelTrigger] = set(state.disarmed)
     firings: list[Firing] = []
     if state.manual:
@@ -408,19 +413,25 @@ def evaluate(
     if budget is not None:
         firings += _budget_firings(config, view.total_tokens, budget, disarmed)
     firings += _count_firing(
-        config, "message_count", len(ids), config.max_messages, "messages in view", disarmed
+        config, "message_count", figures.nodes, config.max_messages, "messages in view", disarmed
     )
     if config.max_tool_output_tokens is not None:
-        outputs = sum(view.tokens(n.id) for n in nodes if n.kind in ANSWER_KINDS)
         firings += _count_firing(
             config,
             "tool_output_tokens",
-            outputs,
+            figures.output_tokens,
             config.max_tool_output_tokens,
             "tool-output tokens in view",
             disarmed,
         )
-    node_firings, node_fired = _node_firings(config, view, nodes, state.node_fired)
+    node_firings, node_fired = _node_firings(config, view, figures, state.node_fired)
     firings += node_firings
+    if (
+        not state.boundaries
+        and not state.manual
+        and disarmed == state.disarmed
+        and node_fired == state.node_fired
+    ):
+        return firings, state  # the usual case after an ingest: nothing moved
     new_state = TriggerState(disarmed=frozenset(disarmed), node_fired=frozenset(node_fired))
     return firings, new_state

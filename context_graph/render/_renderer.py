@@ -92,6 +92,20 @@ class _Attempt:
     call_ids: dict[str, str]
 
 
+@dataclass(frozen=True, slots=True)
+class _Base:
+    """One version of one source, made into fragments; what every budget starts from."""
+
+    source: RenderSource
+    version: int
+    cache: NodeTokenCache
+    fragments: list[_Fragment]
+    system: list[ContentPart]
+    system_key: tuple[str, ...]
+    attempts: dict[int, _Attempt]
+    """Assemblies by how many droppable units they leave out."""
+
+
 class Renderer:
     """Renders a graph (or a working projection of one) for one provider format.
 
@@ -148,6 +162,7 @@ class Renderer:
         self._last: RenderResult | None = None
         self._last_units: tuple[tuple[str, ...], ...] = ()
         self._token_cache: NodeTokenCache | None = None
+        self._base: _Base | None = None
 
     def render(self, source: RenderSource, *, budget: int | None = None) -> RenderResult:
         """Render `source` under `budget` tokens.
@@ -164,12 +179,11 @@ class Renderer:
         key = (source.version, budget, factor)
         if source is self._last_source and key == self._last_key and self._last is not None:
             return self._last
-        cache = self._cache_for(source)
-        fragments, system, system_key = self._fragments_of(source, cache)
+        base = self._base_for(source)
         # With a calibrator, fit to the local count that the provider's count maps to.
         local_budget = None if budget is None else math.floor(budget / factor)
         try:
-            result = self._fit_and_assemble(fragments, system, system_key, cache, local_budget)
+            result = self._fit_and_assemble(base, local_budget)
         except BudgetExceededError as exc:
             if budget is None or local_budget == budget:
                 raise
@@ -191,6 +205,30 @@ class Renderer:
         return self.calibrator.observe(result.tokens, prompt_tokens)
 
     # -- pieces ------------------------------------------------------------------------
+
+    def _base_for(self, source: RenderSource) -> _Base:
+        """The fragments of `source` and the assemblies made of them so far.
+
+        Kept while `source` stays at the same version, so that renders of one state under
+        several budgets (the manager asks whether the whole view fits, then renders it
+        under the budget) share their work.
+        """
+        cache = self._cache_for(source)
+        base = self._base
+        if (
+            base is not None
+            and base.source is source
+            and base.version == source.version
+            and base.cache is cache
+        ):
+            if self._breakpoints:
+                # The cache marks depend on the previous render: assemble afresh.
+                base.attempts.clear()
+            return base
+        fragments, system, system_key = self._fragments_of(source, cache)
+        base = _Base(source, source.version, cache, fragments, system, system_key, {})
+        self._base = base
+        return base
 
     def _cache_for(self, source: RenderSource) -> NodeTokenCache:
         own = getattr(source, "token_cache", None)
@@ -245,19 +283,14 @@ class Renderer:
             unit, turns, messages, cost, FitUnit(cost, turns.kind, turns.pinned), calls
         )
 
-    def _fit_and_assemble(
-        self,
-        fragments: list[_Fragment],
-        system_parts: list[ContentPart],
-        system_key: tuple[str, ...],
-        cache: NodeTokenCache,
-        budget: int | None,
-    ) -> RenderResult:
-        system, fixed, lead = self._fixed(system_parts, system_key, cache)
+    def _fit_and_assemble(self, base: _Base, budget: int | None) -> RenderResult:
+        fragments, cache, attempts = base.fragments, base.cache, base.attempts
+        system, fixed, lead = self._fixed(base.system, base.system_key, cache)
         droppable: list[int] = []
-        attempts: dict[int, _Attempt] = {}
 
         def attempt(k: int) -> _Attempt:
+            # Attempt k leaves out the first k droppable units; which those are depends
+            # on the fragments only, so attempts are shared by every render of the base.
             if k not in attempts:
                 attempts[k] = self._attempt(fragments, system, fixed, lead, droppable[:k], cache)
             return attempts[k]
