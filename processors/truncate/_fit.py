@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from processors.truncate._count import Blocks, Counted, PieceCounter, Seams
+from processors._pieces import Counted, PieceCounter, Seams
+from processors.truncate._count import Blocks
 from processors.truncate._units import marker, offsets
 
 Policy: TypeAlias = Literal["head", "tail", "head_tail", "errors_first"]
