@@ -68,17 +68,18 @@ class PieceCounter:
         return tokens
 
 
-def counting_by_lines(counter: TokenCounter) -> Callable[[str], int]:
-    """`counter.count`, or the same counts taken line by line when it has seams.
+def counting_by_paragraphs(counter: TokenCounter) -> Callable[[str], int]:
+    """`counter.count`, or the same counts taken paragraph by paragraph when it has seams.
 
-    The returned function remembers the lines it counted: make one per piece of work.
+    Paragraphs are runs of text between blank lines (a markdown brief's sections). The
+    returned function remembers what it counted: make one per piece of work.
     """
     if not isinstance(counter, SeamCounter):
         return counter.count
     pieces = PieceCounter(counter.count, counter.is_seam)
 
     def count(text: str) -> int:
-        lines = text.split("\n")
-        return pieces.count([*(line + "\n" for line in lines[:-1]), lines[-1]])
+        paragraphs = text.split("\n\n")
+        return pieces.count([*(part + "\n\n" for part in paragraphs[:-1]), paragraphs[-1]])
 
     return count

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from context_graph.errors import ConfigurationError
 from context_graph.nodes import AnswerNode, ContentPart, Node, TextPart
 from context_graph.tokens import SeamCounter
+from processors._pieces import Seams
 from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
 from processors.registry import register
 from processors.truncate._fit import Budget, Layout, Policy, fit_layout
@@ -164,30 +165,31 @@ class ToolOutputTruncator:
     async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
         """Propose a truncated copy of every target over the limits."""
         limit = self._options.max_tokens
+        counter = ctx.tokens.counter
+        seams = counter.is_seam if isinstance(counter, SeamCounter) else None  # a slow check
         return replace_each(
             self.name,
             ctx,
-            ((node, self._truncated(node, ctx)) for node in targets),
+            ((node, self._truncated(node, ctx, seams)) for node in targets),
             note=lambda edits, _before, _after: (
                 f"truncated {edits} of {len(targets)} output(s) to {limit:,} tokens"
             ),
         )
 
-    def _truncated(self, node: Node, ctx: ProcessorContext) -> Node | None:
+    def _truncated(self, node: Node, ctx: ProcessorContext, seams: Seams | None) -> Node | None:
         if not isinstance(node, AnswerNode) or node.pinned or not node.text:
             return None
         options = self._options
         policy = self.policy_for(node.name)
-        counter = ctx.tokens.counter
         cut = truncate_text(
             node.text,
-            count=counter.count,
+            count=ctx.tokens.counter.count,
             max_tokens=options.max_tokens,
             max_bytes=options.max_bytes,
             policy=policy,
             context_lines=options.context_lines,
             tokens=ctx.tokens.count_text(node.text),
-            seams=counter.is_seam if isinstance(counter, SeamCounter) else None,
+            seams=seams,
         )
         if cut is None:
             return None
