@@ -64,7 +64,7 @@ def critical_entities(text: str, *, limit: int | None = None) -> list[str]:
 
 # Processors ask about the same texts again and again (each compaction re-reads the
 # outputs it may shorten); the answer depends on the text alone.
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=16384)
 def _entities(text: str) -> tuple[str, ...]:
     spans: list[tuple[int, int, str]] = []
     for pattern in _PATTERNS:
