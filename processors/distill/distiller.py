@@ -43,6 +43,7 @@ from processors.distill._common import (
 from processors.distill._detect import LANGUAGES, ContentType, detect
 from processors.distill._envelope import peel
 from processors.distill._light import light, overdraw
+from processors.distill._memo import remembered
 from processors.distill._references import LaterReferences
 from processors.distill._reserve import with_reserve
 from processors.distill._text import distill_plain
@@ -326,8 +327,18 @@ class Distiller:
             return None
         path = node.path if isinstance(node, FileNode) else None
         keep = later.after(node.id) if later is not None else frozenset[str]()
-        result = distill_text(
-            source.text, level, path=path, tool=node.name, count=ctx.tokens.count_text, keep=keep
+        result = remembered(
+            ctx.tokens,
+            (source.text, level, path, node.name),
+            keep,
+            lambda asked: distill_text(
+                source.text,
+                level,
+                path=path,
+                tool=node.name,
+                count=ctx.tokens.count_text,
+                keep=asked,
+            ),
         )
         content = _with_text(node.content, result.text)
         new = replacement_for(node, content)

@@ -10,6 +10,7 @@ import re
 import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from context_graph.entities import critical_entities
 from context_graph.nodes import AnswerNode, Node, ToolCallNode, UserNode
@@ -151,6 +152,14 @@ def _shell_words(segment: str) -> list[str]:
 
 def _shell_files(command: str) -> tuple[list[str], list[str]]:
     """Paths a shell command reads and writes (a plain, forgiving heuristic)."""
+    read, written = _shell_paths(command)
+    return list(read), list(written)
+
+
+# Every summary re-reads the calls of the span it covers; the answer depends on the
+# command alone, and splitting it (shlex) is the slow part.
+@lru_cache(maxsize=4096)
+def _shell_paths(command: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     read: list[str] = []
     written = [t for t in _REDIRECT.findall(command) if _is_pathlike(t) and t != "/dev/null"]
     for segment in _SEGMENTS.split(command.split("<<")[0]):
@@ -164,7 +173,7 @@ def _shell_files(command: str) -> tuple[list[str], list[str]]:
             written.extend(rest)
         elif verb in _READ_VERBS and ">" not in segment:
             read.extend(rest)
-    return read, written
+    return tuple(read), tuple(written)
 
 
 def files_of(call: ToolCallNode) -> tuple[list[str], list[str]]:
@@ -230,9 +239,14 @@ def error_gist(text: str) -> str:
 
 def outcome_of(answer: AnswerNode) -> Outcome:
     """The outcome of the call `answer` answers."""
-    code = exit_code(answer.text)
-    failed = answer.is_error or (code is not None and code != 0)
-    return Outcome(failed, code, error_gist(answer.text) if failed else "")
+    return _outcome(answer.text, answer.is_error)
+
+
+@lru_cache(maxsize=4096)
+def _outcome(text: str, is_error: bool) -> Outcome:
+    code = exit_code(text)
+    failed = is_error or (code is not None and code != 0)
+    return Outcome(failed, code, error_gist(text) if failed else "")
 
 
 def error_key(call: ToolCallNode | None, answer: AnswerNode) -> str:

@@ -29,6 +29,7 @@ from context_graph.nodes import (
     UserNode,
 )
 from context_graph.tokens import TokenCounter, default_counter
+from processors._pieces import counting_by_paragraphs
 from processors.summarize import _brief
 from processors.summarize._brief import Brief
 from processors.summarize._facts import (
@@ -156,7 +157,7 @@ class ExtractiveSummarizer:
         missing = [k for k in dedupe(keep) if k and k not in brief.identifiers]
         brief.identifiers.extend(missing)
         _brief.cap_lists(brief, self.max_items)
-        return _brief.bound(brief, limit, counter.count, keep)
+        return _brief.bound(brief, limit, counting_by_paragraphs(counter), keep)
 
     def _extract(
         self, nodes: Sequence[Node], instructions: str | None, counter: TokenCounter, limit: int

