@@ -173,6 +173,9 @@ class ToolOutputTruncator:
         Raises:
             ConfigurationError: `max_tokens` below 32 or not an int.
         """
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+            msg = f"ToolOutputTruncator.resized: `max_tokens` must be an int, got {max_tokens!r}"
+            raise ConfigurationError(msg)
         options = self._options.model_dump()
         options["max_tokens"] = max_tokens
         copy = ToolOutputTruncator.__new__(ToolOutputTruncator)

@@ -118,3 +118,19 @@ class TestShrinkFloor:
         _session(manager, 400)
         raw = manager.render_sync().tokens
         assert manager.render_sync(budget=raw // 3).tokens <= raw // 3
+
+
+class TestResized:
+    def test_keeps_policies_and_changes_the_target(self) -> None:
+        base = ToolOutputTruncator(max_tokens=5_000, policies={"pytest": "errors_first"})
+        copy = base.resized(100)
+        assert copy.max_tokens == 100 and base.max_tokens == 5_000
+        assert copy.policy_for("pytest") == "errors_first"
+        assert copy.policy_for("ls") == base.policy_for("ls")
+
+    @pytest.mark.parametrize("bad", [0, 31, -1, "100", 2.5])
+    def test_a_bad_target_is_refused(self, bad: object) -> None:
+        from context_graph.errors import ConfigurationError
+
+        with pytest.raises(ConfigurationError, match="max_tokens"):
+            ToolOutputTruncator().resized(bad)  # type: ignore[arg-type]
