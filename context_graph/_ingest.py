@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from context_graph._node_tokens import node_tokens
 from context_graph.call_ids import ID_RULES, provider_call_id
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.events import (
@@ -44,7 +45,6 @@ from context_graph.nodes import (
 
 if TYPE_CHECKING:
     from context_graph.graph import ContextGraph
-    from context_graph.tokens import NodeTokenCache
 
 
 Edge = tuple[str, str, str]
@@ -106,32 +106,6 @@ def build(cls: type[NodeT], **fields: Any) -> NodeT:
 
 
 _DEFAULTS: dict[type[Node], dict[str, Any]] = {}
-
-_ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-
-
-def node_tokens(cache: NodeTokenCache, node: Node) -> int:
-    r"""`cache.count_node(node)`, for a tool call counted as the renderer counts it.
-
-    A call's countable text is `name + "\n" + arguments`, while a rendered request
-    counts its name and its arguments apart: counting the joined text too would
-    tokenize the arguments twice. Where the counter's tokenizer provably splits the
-    joined text into the two pieces and the newline (`SeamCounter.is_seam` after the
-    newline; a name that ends in an ASCII letter or digit keeps its own pieces before
-    it, and a newline at the end of a text is one token), the sum of the pieces is the
-    same number, and the renderer finds both pieces in the cache.
-    """
-    if isinstance(node, ToolCallNode) and not node.content:
-        name, arguments = node.name, node.arguments
-        is_seam = getattr(cache.counter, "is_seam", None)
-        if (
-            is_seam is not None
-            and name
-            and name[-1] in _ASCII_ALNUM
-            and is_seam(name + "\n", arguments)
-        ):
-            return cache.count_text(name) + 1 + cache.count_text(arguments)
-    return cache.count_node(node)
 
 
 class _Planner:

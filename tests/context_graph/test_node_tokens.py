@@ -1,4 +1,4 @@
-"""A tool call's count at ingest: its pieces summed where that is exact, the same number."""
+"""A node's count at ingest: its pieces summed where that is exact, the same number."""
 
 from __future__ import annotations
 
@@ -7,9 +7,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from context_graph import ContextGraph, TiktokenCounter
-from context_graph._ingest import node_tokens
+from context_graph._node_tokens import node_tokens
 from context_graph.events import AssistantTurn, ToolCall
-from context_graph.nodes import ToolCallNode
+from context_graph.nodes import (
+    AssistantNode,
+    FileNode,
+    ImagePart,
+    Node,
+    TextPart,
+    ThinkingPart,
+    ToolCallNode,
+)
 from context_graph.testing import WordCounter
 from context_graph.tokens import NodeTokenCache, countable_text
 
@@ -27,6 +35,41 @@ def _ingested(name: str, arguments: str) -> tuple[ContextGraph, ToolCallNode]:
     node = graph[graph.by_kind("tool_call")[0]]
     assert isinstance(node, ToolCallNode)
     return graph, node
+
+
+_PART = st.one_of(
+    _ARGUMENTS.map(lambda text: TextPart(text=text)),
+    _ARGUMENTS.map(lambda text: ThinkingPart(thinking=text)),
+    st.just(ImagePart(url="https://example.com/a.png")),
+)
+
+
+def _exact(node: Node) -> None:
+    counter = TiktokenCounter()
+    text, flat = countable_text(node)
+    assert node_tokens(NodeTokenCache(counter), node) == counter.count(text) + flat
+
+
+class TestNodeTokens:
+    @given(path=_NAME, parts=st.lists(_PART, max_size=3))
+    def test_a_file_counts_as_its_joined_text(self, path: str, parts: list[TextPart]) -> None:
+        """A file's path and parts, summed piece by piece, give the joined count."""
+        _exact(FileNode.model_construct(id="f", path=path, content=tuple(parts), tool_call_id=None))
+
+    @given(parts=st.lists(_PART, max_size=4))
+    def test_an_assistant_counts_as_its_joined_text(self, parts: list[TextPart]) -> None:
+        """Thinking, text and media in any order give the joined count."""
+        _exact(AssistantNode.model_construct(id="a", content=tuple(parts)))
+
+    def test_a_file_leaves_its_text_for_the_renderer(self) -> None:
+        """A file's text alone, as a tool message carries it, is in the cache."""
+        cache = NodeTokenCache(TiktokenCounter())
+        node = FileNode.model_construct(
+            id="f", path="src/app.py", content=(TextPart(text="import os\n"),)
+        )
+        node_tokens(cache, node)
+        assert cache.count_text("import os\n") == TiktokenCounter().count("import os\n")
+        assert len(cache) == 2  # the path and the text, not the joined text
 
 
 class TestCallTokens:
