@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from context_graph._node_tokens import node_tokens
 from context_graph.errors import UnknownNodeError
 from context_graph.graph import ContextGraph, Unit
 from context_graph.nodes import AnswerNode, Node, ToolCallNode
@@ -204,9 +205,10 @@ class WorkingView(GraphView):
 
     def tokens(self, node_id: str) -> int:
         """The content tokens of any node the view can explain."""
-        node = self[node_id]
-        if node_id in self._overlay.derived:
-            return self._graph.token_cache.count_node(node)
+        derived = self._overlay.derived.get(node_id)
+        if derived is not None:
+            return node_tokens(self._graph.token_cache, derived)
+        self[node_id]  # raises for a node this view cannot explain
         return self._graph.tokens(node_id)  # counted once, at ingest
 
     @property
@@ -283,14 +285,16 @@ class WorkingView(GraphView):
         mark = self._graph.unit_mark
         pristine_units = self._pristine_units()
         hidden, plain = self._hidden(pristine_units)
-        left = self._overlay.left_at
+        # A C-level set test per unit: this loop runs over the whole view after every
+        # applied edit.
+        left = self._overlay.left_at.keys()
         units: list[Unit] = []
         verbatim: dict[str, int] = {}
         emitted: set[str] = set()
         for unit in pristine_units:
             if unit.head in hidden:
                 continue
-            if not any(m in left for m in unit.node_ids):
+            if left.isdisjoint(unit.node_ids):
                 verbatim[unit.head] = len(units)
                 units.append(unit)
             else:
@@ -311,7 +315,7 @@ class WorkingView(GraphView):
         changed = [graph.unit_of(head) for head in graph.units_changed_since(projection.mark)]
         left = self._overlay.left_at
         for unit in changed:
-            if unit.kind == "summary" or (left and any(m in left for m in unit.node_ids)):
+            if unit.kind == "summary" or (left and not left.keys().isdisjoint(unit.node_ids)):
                 return None
         if projection.shared:
             projection = projection.copy()
@@ -366,6 +370,9 @@ class WorkingView(GraphView):
         graph = self._graph
         covered: set[str] = set()
         hidden: set[str] = set()
+        if not graph.by_kind("summary"):
+            # No summary node at all, so no unit of kind `summary` either.
+            return hidden, True
         plain = True
         for unit in reversed(units):
             if unit.kind == "summary":
