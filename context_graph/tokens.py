@@ -235,6 +235,7 @@ class NodeTokenCache:
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
+        self._is_seam = counter.is_seam if isinstance(counter, SeamCounter) else None
         self._by_text: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -255,6 +256,25 @@ class NodeTokenCache:
         with self._lock:
             self._by_text[text] = counted
         return counted
+
+    def count_joined(self, left: str, right: str) -> int:
+        """Return the tokens of `left + right`, and remember them for the joined text.
+
+        Where the counter says the two meet at a seam (`SeamCounter.is_seam`), the
+        count is the sum of the parts' (cached) counts and the joined text is never
+        encoded; otherwise it is counted whole. Either way it is exact, so a caller that
+        has just counted the parts of a new text saves the cache encoding it again.
+        """
+        text = left + right
+        cached = self._by_text.get(text)
+        if cached is not None:
+            return cached
+        if self._is_seam is not None and self._is_seam(left, right):
+            counted = self.count_text(left) + self.count_text(right)
+            with self._lock:
+                self._by_text[text] = counted
+            return counted
+        return self.count_text(text)
 
 
 @dataclass(frozen=True, slots=True)

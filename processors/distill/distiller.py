@@ -342,7 +342,21 @@ class Distiller:
         )
         content = _with_text(node.content, result.text)
         new = replacement_for(node, content)
+        _count_parts_first(ctx, new, result.text)
         return new if ctx.count(new) < ctx.count(node) else None
+
+
+def _count_parts_first(ctx: ProcessorContext, new: Node, text: str) -> None:
+    """Count a distillate's text from its header and body, whose counts are cached.
+
+    The header line meets the body at a tokenizer seam when the body's first line starts
+    with a visible character; the node's countable text (the path's line before it, for
+    a file) is then counted without encoding it whole.
+    """
+    header, _, body = text.partition("\n")
+    ctx.tokens.count_joined(f"{header}\n", body)
+    if isinstance(new, FileNode):
+        ctx.tokens.count_joined(f"{new.path}\n", text)
 
 
 def _original(node: Node, ctx: ProcessorContext) -> Node | None:

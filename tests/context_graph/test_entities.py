@@ -1,10 +1,59 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from context_graph.entities import critical_entities, missing_entities
+
+_END = r"(?!\w|\.\w)"
+# The rules as first written, each scanned over every text: the reference the faster
+# scan (skipped rules, the guarded path pattern) must agree with exactly.
+_REFERENCE = tuple(
+    re.compile(pattern)
+    for pattern in (
+        r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?Z?)?" + _END,
+        r"https?://[^\s\"'<>)\]]+",
+        r"(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:py|js|ts|tsx|go|rs|java|rb|md|json|"
+        r"ya?ml|toml|txt|cfg|ini|sh|sql|html|css|ex|exs|c|h|cpp|hpp|lock)\b",
+        r"\b[A-Z][A-Za-z]*(?:Error|Exception|Warning|Fault)\b",
+        r"\b[A-Z][A-Z0-9]{1,9}-\d+\b",
+        r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,12}\b",
+        r"\bv?\d+\.\d+(?:\.\d+)+\b",
+        r"\b[0-9a-f]{7,40}\b",
+        r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
+        r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b",
+        r"\b[a-z]+(?:[A-Z][a-z0-9]+)+\b",
+        r"(?<![\w.])\$?\d[\d,]{2,}(?:\.\d+)?" + _END + r"|(?<![\w.])\d+\.\d+" + _END,
+        r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b",
+    )
+)
+
+
+def _reference_entities(text: str) -> list[str]:
+    spans: list[tuple[int, int, str]] = []
+    for pattern in _REFERENCE:
+        for match in pattern.finditer(text):
+            value = match.group(0).rstrip(".,;:")
+            if len(value) >= 3:
+                spans.append((match.start(), match.start() + len(value), value))
+    spans.sort(key=lambda span: (span[0], -span[1]))
+    found: dict[str, None] = {}
+    covered_to = -1
+    for _start, end, value in spans:
+        if end <= covered_to:
+            continue
+        covered_to = max(covered_to, end)
+        found.setdefault(value)
+    return list(found)
+
+
+# Texts dense in what the rules look at: path characters, separators, digits, capitals.
+_ENTITY_ALPHABET = st.sampled_from(
+    [*"aZ9_-./:@ \n$,", "py", ".json", "http", "://", "Error", "ab", "../", "2024-05-20", "f3"]
+)
 
 
 class TestCriticalEntities:
@@ -52,6 +101,23 @@ class TestCriticalEntities:
         """Any text gives a list of substrings of it."""
         for entity in critical_entities(text):
             assert entity in text
+
+    @given(st.lists(_ENTITY_ALPHABET, max_size=60).map("".join) | st.text(max_size=200))
+    def test_same_as_every_rule_scanned_everywhere(self, text: str) -> None:
+        """Skipping rules a text cannot match and guarding the path scan change nothing."""
+        assert critical_entities(text) == _reference_entities(text)
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "a.b/c x../foo/bar main.py/x foo.py-bar/baz a/b/ c ./x.sh /etc/hosts",
+            "see https://example.com/a/b.py, ada@x.org and setup.cfg.",
+            "long-word-without-slash.py then-more.json",
+        ],
+    )
+    def test_same_as_reference_on_paths(self, text: str) -> None:
+        """Paths next to dots, dashes and other paths come out as the plain scan finds them."""
+        assert critical_entities(text) == _reference_entities(text)
 
     def test_answers_are_fresh_lists(self) -> None:
         """Changing a returned list does not change the next answer for the same text."""

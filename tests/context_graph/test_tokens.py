@@ -216,6 +216,54 @@ class TestNodeTokenCache:
         assert counter.calls == ["same text"]
 
 
+class SeamRecordingCounter(CountingCounter):
+    """Counts like `TiktokenCounter`, records every text, and knows its seams."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._tiktoken = TiktokenCounter()
+
+    def count(self, text: str) -> int:
+        self.calls.append(text)
+        return self._tiktoken.count(text)
+
+    def is_seam(self, left: str, right: str) -> bool:
+        return self._tiktoken.is_seam(left, right)
+
+
+class TestCountJoined:
+    @given(
+        left=st.tuples(_SNIPPET, st.sampled_from(["", "\n", " \n"])).map("".join),
+        right=st.tuples(_LINE_START, _SNIPPET).map("".join) | _SNIPPET,
+    )
+    def test_same_as_counting_the_joined_text(self, left: str, right: str) -> None:
+        """Summed at a seam or counted whole, the answer is the joined text's count."""
+        cache = NodeTokenCache(TiktokenCounter())
+        joined = cache.count_joined(left, right)
+        assert joined == TiktokenCounter().count(left + right)
+        assert NodeTokenCache(TiktokenCounter()).count_text(left + right) == joined
+
+    def test_at_a_seam_the_joined_text_is_not_encoded_and_is_remembered(self) -> None:
+        """The parts' counts are used, and counting the joined text later costs nothing."""
+        counter = SeamRecordingCounter()
+        cache = NodeTokenCache(counter)
+        cache.count_text("[header]\n")
+        cache.count_text("body line\nmore")
+        tokens = cache.count_joined("[header]\n", "body line\nmore")
+        assert tokens == TiktokenCounter().count("[header]\nbody line\nmore")
+        assert cache.count_text("[header]\nbody line\nmore") == tokens
+        assert counter.calls == ["[header]\n", "body line\nmore"]
+
+    def test_without_a_seam_the_joined_text_is_counted_whole(self) -> None:
+        """No seam (or a counter that knows none): the joined text is counted itself."""
+        recording = SeamRecordingCounter()
+        assert NodeTokenCache(recording).count_joined("a ", "b") == 2
+        assert recording.calls == ["a b"]
+        plain = CountingCounter()
+        assert NodeTokenCache(plain).count_joined("a b\n", "c") == 3
+        assert plain.calls == ["a b\nc"]
+
+
 class TestCountableText:
     def test_tool_call_counts_name_and_arguments(self) -> None:
         """A call costs its tool name and its argument JSON."""
