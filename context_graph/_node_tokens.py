@@ -18,52 +18,17 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from context_graph.nodes import (
-    DocumentPart,
-    FileNode,
-    ImagePart,
-    Node,
-    RedactedThinkingPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallNode,
-)
-from context_graph.tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, NodeTokenCache
+from context_graph.nodes import Node
+from context_graph.tokens import NodeTokenCache, countable_pieces
 
 __all__ = ["node_tokens"]
 
 _ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
 
-def _pieces(node: Node) -> tuple[list[str], int]:
-    """The pieces `countable_text` joins, and its flat count for media (kept in step)."""
-    pieces: list[str] = []
-    flat = 0
-    if isinstance(node, ToolCallNode):
-        pieces.append(node.name)
-        pieces.append(node.arguments)
-    elif isinstance(node, FileNode):
-        pieces.append(node.path)
-    for part in node.content:
-        if isinstance(part, TextPart):
-            pieces.append(part.text)
-        elif isinstance(part, ThinkingPart):
-            pieces.append(part.thinking)
-        elif isinstance(part, RedactedThinkingPart):
-            pieces.append(part.data)
-        elif isinstance(part, ImagePart):
-            flat += IMAGE_TOKENS
-        elif isinstance(part, DocumentPart):
-            if part.media_type == "text/plain" and part.data is not None:
-                pieces.append(part.data)
-            else:
-                flat += DOCUMENT_TOKENS
-    return pieces, flat
-
-
 def node_tokens(cache: NodeTokenCache, node: Node) -> int:
     """The same number as `cache.count_node(node)`, counted piece by piece where exact."""
-    pieces, flat = _pieces(node)
+    pieces, flat = countable_pieces(node)
     is_seam = getattr(cache.counter, "is_seam", None)
     if len(pieces) < 2 or is_seam is None:
         return cache.count_node(node)

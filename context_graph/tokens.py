@@ -35,6 +35,7 @@ __all__ = [
     "SeamCounter",
     "TiktokenCounter",
     "TokenCounter",
+    "countable_pieces",
     "countable_text",
     "default_counter",
 ]
@@ -202,6 +203,12 @@ def countable_text(node: Node) -> tuple[str, int]:
     Thinking blocks count (they are sent back); images and non-text documents count as a
     flat estimate because their pixels are not text.
     """
+    pieces, flat = countable_pieces(node)
+    return "\n".join(pieces), flat
+
+
+def countable_pieces(node: Node) -> tuple[list[str], int]:
+    """The texts `countable_text` joins with newlines, in order, and the flat count."""
     pieces: list[str] = []
     flat = 0
     if isinstance(node, ToolCallNode):
@@ -223,7 +230,7 @@ def countable_text(node: Node) -> tuple[str, int]:
                 pieces.append(part.data)
             else:
                 flat += DOCUMENT_TOKENS
-    return "\n".join(pieces), flat
+    return pieces, flat
 
 
 class NodeTokenCache:
