@@ -1,0 +1,119 @@
+"""`python -m benchmarks.fingerprint`: prove that a speed change changed no request.
+
+Replays every shared session with every built-in profile at every benchmark budget, as
+`python -m benchmarks` does, and records a short hash of each request (or `null` for a
+refused call). Two fingerprints taken before and after a change that should only make
+the engine faster must be equal; `--diff` says where they are not.
+
+    python -m benchmarks.fingerprint before.json          # on the old commit
+    python -m benchmarks.fingerprint after.json           # on the new one
+    python -m benchmarks.fingerprint --diff before.json after.json   # exit 1 if any differ
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+
+from benchmarks.compare.contenders import PROFILES, ContextGraphContender
+from benchmarks.compare.sessions import BUDGET_LABELS, Session, discover
+from context_graph import TiktokenCounter
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_TRACES = ROOT.parent / "shared" / "traces"
+
+#: One run's requests, in call order: a hash per answered call, `None` per refused one.
+Requests = list[str | None]
+
+
+async def _requests(
+    profile: str, budget: int, session: Session, counter: TiktokenCounter
+) -> Requests:
+    contender = ContextGraphContender(profile, budget, counter)
+    out: Requests = []
+    for fed, item in enumerate(contender.prepare(session.events), start=1):
+        await contender.feed(item)
+        if fed in session.calls:
+            native = await contender.request(budget)
+            if native is None:
+                out.append(None)
+            else:
+                body = json.dumps(contender.payload(native), sort_keys=True)
+                out.append(hashlib.sha256(body.encode()).hexdigest()[:16])
+    return out
+
+
+def fingerprint(
+    sessions: Sequence[Session], labels: Sequence[str] = BUDGET_LABELS
+) -> dict[str, Requests]:
+    """Every run's requests, keyed `family/session/budget/profile`."""
+    counter = TiktokenCounter()
+    result: dict[str, Requests] = {}
+    for session in sessions:
+        for label, budget in session.budgets(labels).items():
+            for profile in PROFILES:
+                key = f"{session.family}/{session.label}/{label}/{profile}"
+                result[key] = anyio.run(_requests, profile, budget, session, counter)
+    return result
+
+
+def differences(before: dict[str, Requests], after: dict[str, Requests]) -> list[str]:
+    """One line per run that differs (or is only in one of the two), with the first call."""
+    lines: list[str] = []
+    for key in sorted(before.keys() | after.keys()):
+        old, new = before.get(key), after.get(key)
+        if old == new:
+            continue
+        if old is None or new is None:
+            lines.append(f"{key}: only in the {'second' if old is None else 'first'}")
+            continue
+        first = next(
+            (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
+            min(len(old), len(new)),
+        )
+        lines.append(f"{key}: first differing call {first + 1} of {max(len(old), len(new))}")
+    return lines
+
+
+def _load(path: Path) -> dict[str, Requests]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SystemExit(f"cannot read fingerprint {path}: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise SystemExit(f"{path} is not a fingerprint (a JSON object of lists)")
+    return data
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.fingerprint", description=__doc__)
+    parser.add_argument("out", nargs="?", type=Path, help="where to write the fingerprint")
+    parser.add_argument("--diff", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
+    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
+    parser.add_argument("--only", metavar="FAMILY", help="only this session family")
+    args = parser.parse_args(argv)
+    if args.diff:
+        before, after = (_load(path) for path in args.diff)
+        lines = differences(before, after)
+        print(f"{len(before.keys() | after.keys())} runs, {len(lines)} differ")
+        print("\n".join(lines[:50]))
+        return 1 if lines else 0
+    if args.out is None:
+        parser.error("give a file to write, or --diff BEFORE AFTER")
+    sessions = discover(args.traces, only=args.only)
+    if not sessions:
+        parser.error(f"no sessions found in {args.traces}")
+    result = fingerprint(sessions)
+    args.out.write_text(json.dumps(result, indent=0, sort_keys=True))
+    print(f"{len(result)} runs written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
