@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from context_graph._node_tokens import node_tokens
 from context_graph.call_ids import ID_RULES, provider_call_id
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.events import (
@@ -145,7 +144,7 @@ class _Planner:
             raise IngestError(msg)
         plan.nodes.append(node)
         plan.by_id[node.id] = node
-        plan.tokens[node.id] = node_tokens(self.graph.token_cache, node)
+        plan.tokens[node.id] = self.graph.token_cache.count_node(node)
         if plan.last_id is not None:
             plan.edges.append((node.id, plan.last_id, "follows"))
         plan.last_id = node.id

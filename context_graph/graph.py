@@ -16,7 +16,6 @@ import networkx as nx
 from pydantic import JsonValue
 
 from context_graph._ingest import IngestPlan, plan_ingest
-from context_graph._node_tokens import node_tokens
 from context_graph.errors import CycleError, DuplicateNodeError, GraphError, UnknownNodeError
 from context_graph.events import (
     AgentEvent,
@@ -191,7 +190,7 @@ class ContextGraph:
         sources = [*([node.replaces] if node.replaces else []), *node.abstracts]
         for source in sources:
             self._require(source)
-        tokens = node_tokens(self.token_cache, node)
+        tokens = self.token_cache.count_node(node)
         self._insert(node, tokens)
         self._derived.append(node.id)
         for source in sources:

