@@ -108,7 +108,7 @@ class CompactionMethods(PersistenceMethods):
         `renderer`; a manual run goes through every stage). One run at a time: this
         waits for a run in progress.
         """
-        target = None if budget is None else max(1, int(budget * self._compact_to))
+        target = self._target(budget)
         settings = StageSettings(budget, self._summarizer, instructions, self._clock, target=target)
         guards = self._guards
         if overflow:
@@ -120,7 +120,9 @@ class CompactionMethods(PersistenceMethods):
             guards = guards.model_copy(
                 update={"floor_tokens": 0, "min_progress": 0.0, "max_resummarize": 1 << 30}
             )
-        done = None if manual or renderer is None else self._done(renderer, budget)
+        done = (
+            None if manual or renderer is None else functools.partial(self._fits, renderer, target)
+        )
         busy = await self._claim()
         # Whatever fired so far is handled by this run (or found moot by it).
         handled, self._pending = [*self._pending, *firings], []
@@ -179,11 +181,10 @@ class CompactionMethods(PersistenceMethods):
         total.stages.extend(run.stages)
         total.skipped.extend(run.skipped)
 
-    def _done(self, renderer: Renderer, budget: int | None) -> Callable[[], bool]:
+    def _target(self, budget: int | None) -> int | None:
         # Compact in one batch down to the low-water mark, not just under the budget, so
         # that the following turns fit without another rewrite of the prefix.
-        target = None if budget is None else max(1, int(budget * self._compact_to))
-        return functools.partial(self._fits, renderer, target)
+        return None if budget is None else max(1, int(budget * self._compact_to))
 
     async def _redact_new(self) -> None:
         """Redact secrets in every view node not scanned yet (with `redact_secrets`)."""

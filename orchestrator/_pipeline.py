@@ -281,27 +281,18 @@ async def run_pipeline(
             if not ok:
                 run.skipped.append((name, reason))
                 continue
-        outcome = await run_stage(processor, working, bus, settings, run, manual=manual, only=only)
-        if state is not None:
-            state = record(state, name, outcome)
         # One summary covers one contiguous span; when the older span is summarized and
-        # the view is still too large, the finished steps of the current tool loop are
-        # the next span (`history_targets`), so the stage runs again on them.
-        repeats = 0
-        while (
-            outcome.applied
-            and isinstance(processor, HistorySummarizer)
-            and only is None
-            and done is not None
-            and not done()
-            and repeats < MAX_SUMMARY_REPEATS
-        ):
-            repeats += 1
+        # the view is still over the target, the finished steps of the current tool loop
+        # are the next span (`history_targets`), so the stage may run again on them.
+        again = isinstance(processor, HistorySummarizer) and only is None and done is not None
+        for _ in range(1 + MAX_SUMMARY_REPEATS if again else 1):
             outcome = await run_stage(
                 processor, working, bus, settings, run, manual=manual, only=only
             )
             if state is not None:
                 state = record(state, name, outcome)
+            if not outcome.applied or done is None or done():
+                break
         if done is not None and done():
             break
     run.guard_state = state if guards is not None else guard_state
