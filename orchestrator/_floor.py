@@ -66,6 +66,10 @@ def output_cap(sizes: Sequence[int], excess: int) -> int | None:
     return low
 
 
+def _with_margin(excess: int) -> int:
+    return excess + int(excess * _MARGIN_SHARE) + _MARGIN_TOKENS if excess > 0 else 0
+
+
 async def shrink_floor(
     working: WorkingGraph,
     bus: EventBus,
@@ -73,8 +77,15 @@ async def shrink_floor(
     measure: Callable[[], int],
     budget: int,
     base: ToolOutputTruncator | None,
+    required: Callable[[], int] | None = None,
 ) -> PipelineRun:
     """Truncate the floor's outputs until the request (`measure()`) fits `budget`.
+
+    The whole view is aimed at first: cutting the newest outputs, which were never sent,
+    keeps the earlier units and so the cached prefix. When no cap could free that much,
+    the aim is what the renderer needs at the least (`required()`, after it leaves out
+    every unit outside the floor), so that the request is sent without those units
+    rather than refused.
 
     Args:
         working: The working graph; edits go through its invariant checker.
@@ -84,6 +95,8 @@ async def shrink_floor(
         budget: The size to reach.
         base: The pipeline's own truncator, whose policies are kept; the default
             truncator when the pipeline has none.
+        required: The least the renderer needs under `budget` now (calibrated; at most
+            `budget` when the request fits), if known.
     """
     run = PipelineRun()
     for _ in range(_ATTEMPTS):
@@ -92,7 +105,9 @@ async def shrink_floor(
             break
         outputs = floor_outputs(working.view)
         sizes = [working.view.tokens(node.id) for node in outputs]
-        cap = output_cap(sizes, excess + int(excess * _MARGIN_SHARE) + _MARGIN_TOKENS)
+        cap = output_cap(sizes, _with_margin(excess))
+        if cap is None and required is not None:
+            cap = output_cap(sizes, _with_margin(required() - budget))
         if cap is None:
             break
         truncator = (base or ToolOutputTruncator()).resized(cap)

@@ -7,6 +7,7 @@ checked run in the run slot.
 
 from __future__ import annotations
 
+from context_graph.errors import BudgetExceededError
 from context_graph.render import Renderer
 from orchestrator._floor import shrink_floor
 from orchestrator._manager_compaction import CompactionMethods
@@ -37,10 +38,18 @@ class FloorMethods(CompactionMethods):
         def measure() -> int:
             return self._calibrator.apply(renderer.render(self._working).tokens)
 
+        def required() -> int:
+            try:
+                return renderer.render(self._working, budget=budget).tokens
+            except BudgetExceededError as exc:
+                return exc.required
+
         settings = StageSettings(budget, self._summarizer, None, self._clock, target=budget)
         busy = await self._claim()
         try:
-            run = await shrink_floor(self._working, self._bus, settings, measure, budget, base)
+            run = await shrink_floor(
+                self._working, self._bus, settings, measure, budget, base, required
+            )
         finally:
             self._release(busy)
         self._applied += run.applied

@@ -113,6 +113,27 @@ class TestShrinkFloor:
         text = str(result.payload)
         assert "line 399:" in text and "line 0:" not in text
 
+    async def test_units_outside_the_floor_are_left_out_rather_than_refused(self) -> None:
+        # An old answer the truncator cannot cut stays in the view: even the smallest cap
+        # on the newest output leaves the whole view too large, but the renderer may
+        # leave that answer out, and then the cut output fits.
+        manager = ContextManager(
+            counter=WordCounter(), pipeline=[ToolOutputTruncator(max_tokens=5_000)]
+        )
+        manager.add_system("You are a careful coding agent.")
+        manager.add_user("Fix the failing test in tests/test_io.py.")
+        manager.add_assistant("An earlier long explanation. " * 150)
+        manager.add_user("Now run the tests.")
+        manager.add_assistant("Running them.", [{"id": "c1", "name": "bash"}])
+        manager.add_tool_result("c1", _log(400))
+        result = await manager.render(budget=400)
+        assert result.tokens <= 400
+        assert validate(result.payload, "openai") == []
+        assert result.dropped  # the long answer is left out of this request
+        text = str(result.payload)
+        assert "Fix the failing test" in text and "Now run the tests." in text
+        assert "line 0:" in text
+
     def test_the_blocking_render_takes_the_same_path(self) -> None:
         manager = ContextManager(counter=WordCounter(), pipeline=[ToolOutputTruncator()])
         _session(manager, 400)
