@@ -45,6 +45,7 @@ class CompactionMethods(PersistenceMethods):
     _renderers: dict[ProviderFormat, Renderer]
     _last: RenderResult | None
     _busy: anyio.Event | None
+    _unsent: set[str]
 
     def _renderer(self, format: ProviderFormat) -> Renderer:
         renderer = self._renderers.get(format)
@@ -127,10 +128,25 @@ class CompactionMethods(PersistenceMethods):
         # Whatever fired so far is handled by this run (or found moot by it).
         handled, self._pending = [*self._pending, *firings], []
         steps = plan_runs(handled, self._config.default_pipeline, overflow=overflow or manual)
+        relief = None if manual else self._relief_limit(handled, budget, overflow)
         total = PipelineRun(guard_state=self._guard_state)
         timed_out = False
         try:
             with anyio.move_on_after(self._background_timeout if background else None) as scope:
+                if relief is not None and renderer is not None and self._unsent:
+                    run = await run_pipeline(
+                        self._pipelines[self._config.default_pipeline],
+                        self._working,
+                        self._bus,
+                        settings,
+                        done=functools.partial(self._fits, renderer, relief),
+                        guards=guards,
+                        guard_state=self._guard_state,
+                        only=frozenset(self._unsent),
+                    )
+                    self._count(total, run)
+                    if self._fits(renderer, relief):
+                        steps = ()
                 for step in steps:
                     whole = step.only is None
                     run = await run_pipeline(
@@ -180,6 +196,34 @@ class CompactionMethods(PersistenceMethods):
         total.rejected += run.rejected
         total.stages.extend(run.stages)
         total.skipped.extend(run.skipped)
+
+    def _relief_limit(
+        self, handled: Sequence[Firing], budget: int | None, overflow: bool
+    ) -> int | None:
+        """The size under which compacting what the model has not seen yet is enough.
+
+        A budget level fired (or the request overflowed) because of what arrived since
+        the last request, say one large tool output. Shrinking just that new material
+        leaves every message already sent unchanged, so the provider's prompt cache
+        still holds the prefix; the whole-view run rewrites it. So a run that only
+        budget levels of the default pipeline asked for first runs the default pipeline
+        on the unsent outputs, and is over when the request is back under the lowest
+        level that fired (the hard level, or the budget, for an overflow). `None`: no
+        such pre-pass (other firings, no budget).
+        """
+        if budget is None:
+            return None
+        default = self._config.default_pipeline
+        if any(f.kind != "budget_ratio" or f.pipeline != default for f in handled):
+            return None
+        levels = [
+            self._config.hard_ratio if f.name == "budget_hard" else self._config.soft_ratio
+            for f in handled
+        ]
+        if overflow and not handled:
+            levels.append(self._config.hard_ratio)
+        ratio = min((level for level in levels if level is not None), default=1.0)
+        return int(budget * min(ratio, 1.0))
 
     def _target(self, budget: int | None) -> int | None:
         # Compact in one batch down to the low-water mark, not just under the budget, so

@@ -33,6 +33,7 @@ class IngestMethods:
 
     _raw: ContextGraph
     _bus: EventBus
+    _unsent: set[str]
 
     def _check_batch(self, batch: Sequence[AgentEvent]) -> None:
         """Called with a checked batch before it is added; raise to refuse it whole."""
@@ -49,6 +50,7 @@ class IngestMethods:
         batch = coerce_events(events)
         self._check_batch(batch)
         ids = self._raw.ingest(batch)
+        self._unsent.update(ids)  # until a request carries them (see `_relief_limit`)
         for node_id in ids:
             self._bus.emit("node_added", node_id=node_id, node=self._raw[node_id])
         self._on_ingest()

@@ -190,6 +190,8 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         self._applied = 0
         self._rejected = 0
         self._last: RenderResult | None = None
+        # Nodes ingested since the last request was rendered: the model has not seen them.
+        self._unsent: set[str] = set()
         # Firings seen on ingest that no pipeline run has handled yet.
         self._pending: list[Firing] = []
         # One pipeline run at a time: a render that must compact waits for the run in
@@ -369,6 +371,7 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
     def _finish(self, renderer: Renderer, fmt: ProviderFormat, limit: int | None) -> RenderResult:
         result = renderer.render(self._working, budget=limit)
         self._last = result
+        self._unsent.clear()
         self._bus.emit("render_done", format=fmt, tokens=result.tokens, budget=limit)
         self._save_state()
         return result
