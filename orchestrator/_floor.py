@@ -70,6 +70,14 @@ def _with_margin(excess: int) -> int:
     return excess + int(excess * _MARGIN_SHARE) + _MARGIN_TOKENS if excess > 0 else 0
 
 
+def _cap_for(
+    view: WorkingView, outputs: tuple[Node, ...], excess: int
+) -> tuple[tuple[Node, ...], int] | None:
+    """`outputs` and the cap that frees `excess` (with a margin) from them, if one does."""
+    cap = output_cap([view.tokens(node.id) for node in outputs], _with_margin(excess))
+    return None if cap is None else (outputs, cap)
+
+
 async def shrink_floor(
     working: WorkingGraph,
     bus: EventBus,
@@ -78,12 +86,14 @@ async def shrink_floor(
     budget: int,
     base: ToolOutputTruncator | None,
     required: Callable[[], int] | None = None,
+    unsent: frozenset[str] = frozenset(),
 ) -> PipelineRun:
     """Truncate the floor's outputs until the request (`measure()`) fits `budget`.
 
-    The whole view is aimed at first: cutting the newest outputs, which were never sent,
-    keeps the earlier units and so the cached prefix. When no cap could free that much,
-    the aim is what the renderer needs at the least (`required()`, after it leaves out
+    Aims, in order, until one cap can free enough: the whole view with only the outputs
+    no request has carried yet (`unsent`) cut, so every message already sent stays and
+    the provider's prompt cache with it; the whole view with every output in the floor
+    cut; and what the renderer needs at the least (`required()`, once it leaves out
     every unit outside the floor), so that the request is sent without those units
     rather than refused.
 
@@ -97,21 +107,28 @@ async def shrink_floor(
             truncator when the pipeline has none.
         required: The least the renderer needs under `budget` now (calibrated; at most
             `budget` when the request fits), if known.
+        unsent: Pristine ids of the nodes no request has carried yet.
     """
     run = PipelineRun()
     for _ in range(_ATTEMPTS):
         excess = measure() - budget
         if excess <= 0:
             break
-        outputs = floor_outputs(working.view)
-        sizes = [working.view.tokens(node.id) for node in outputs]
-        cap = output_cap(sizes, _with_margin(excess))
-        if cap is None and required is not None:
-            cap = output_cap(sizes, _with_margin(required() - budget))
-        if cap is None:
+        view = working.view
+        outputs = floor_outputs(view)
+        fresh = tuple(
+            node
+            for node in outputs
+            if node.id in unsent or not unsent.isdisjoint(working.roots(node.id))
+        )
+        chosen = _cap_for(view, fresh, excess) or _cap_for(view, outputs, excess)
+        if chosen is None and required is not None:
+            chosen = _cap_for(view, outputs, required() - budget)
+        if chosen is None:
             break
+        group, cap = chosen
         truncator = (base or ToolOutputTruncator()).resized(cap)
-        only = frozenset(node.id for node, size in zip(outputs, sizes, strict=True) if size > cap)
+        only = frozenset(node.id for node in group if view.tokens(node.id) > cap)
         outcome = await run_stage(truncator, working, bus, settings, run, only=only)
         if not outcome.applied:
             break

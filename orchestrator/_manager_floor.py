@@ -48,7 +48,14 @@ class FloorMethods(CompactionMethods):
         busy = await self._claim()
         try:
             run = await shrink_floor(
-                self._working, self._bus, settings, measure, budget, base, required
+                self._working,
+                self._bus,
+                settings,
+                measure,
+                budget,
+                base,
+                required,
+                frozenset(self._unsent),
             )
         finally:
             self._release(busy)

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from context_graph.errors import BudgetExceededError
+from context_graph.render import Renderer
 from context_graph.testing import WordCounter
 from context_graph.validate import validate
 from orchestrator._floor import MIN_CAP, floor_outputs, output_cap
@@ -133,6 +134,27 @@ class TestShrinkFloor:
         text = str(result.payload)
         assert "Fix the failing test" in text and "Now run the tests." in text
         assert "line 0:" in text
+
+    async def test_an_output_already_sent_is_spared_when_cutting_the_new_one_is_enough(
+        self,
+    ) -> None:
+        manager = ContextManager(
+            counter=WordCounter(), pipeline=[ToolOutputTruncator(max_tokens=50_000)]
+        )
+        _session(manager, 300)
+        sent = await manager.render(budget=100_000)
+        manager.add_assistant("And the slow test.", [{"id": "c2", "name": "bash"}])
+        manager.add_tool_result("c2", _log(400))
+        whole = Renderer(format="openai").render(manager.working).tokens  # sends nothing
+        budget = whole - 1_000
+        result = await manager.render(budget=budget)
+        assert result.tokens <= budget
+        assert (
+            result.payload["messages"][: len(sent.payload["messages"])]
+            == (sent.payload["messages"])
+        )
+        first, second = floor_outputs(manager.working.view)
+        assert not first.meta.get("truncated") and second.meta.get("truncated")
 
     def test_the_blocking_render_takes_the_same_path(self) -> None:
         manager = ContextManager(counter=WordCounter(), pipeline=[ToolOutputTruncator()])
