@@ -218,7 +218,6 @@ class TestPeers:
 
     def test_autogen_requests_fit_and_batch_parallel_results(self) -> None:
         """The buffered context answers within the budget, with parallel results batched."""
-        pytest.importorskip("autogen_core")
         from benchmarks.compare.autogen_peer import AutoGenContender
 
         counter = TiktokenCounter()
@@ -236,7 +235,6 @@ class TestPeers:
 
     def test_langchain_counts_like_the_measure(self) -> None:
         """trim_messages is given the same count the requests are measured with."""
-        pytest.importorskip("langchain_core")
         from benchmarks.compare.langchain_peer import LangChainTrimContender
         from context_graph.render import count_payload
 
