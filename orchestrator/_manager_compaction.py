@@ -134,6 +134,10 @@ class CompactionMethods(PersistenceMethods):
         try:
             with anyio.move_on_after(self._background_timeout if background else None) as scope:
                 if relief is not None and renderer is not None and self._unsent:
+                    # Guarded and recorded like any run: a stage that freed next to
+                    # nothing from the new outputs stalls, so a whole-view run after it
+                    # goes on to the stages that can still free something (the summary)
+                    # instead of rewriting old outputs for little, once more per turn.
                     run = await run_pipeline(
                         self._pipelines[self._config.default_pipeline],
                         self._working,
