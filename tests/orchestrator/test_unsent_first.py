@@ -9,6 +9,7 @@ reused. Only when that is not enough does the whole-view run rewrite the history
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import anyio
 
@@ -18,7 +19,7 @@ from context_graph.testing import WordCounter
 from context_graph.validate import validate
 from orchestrator.manager import ContextManager
 from orchestrator.triggers import TriggerConfig
-from processors import HistorySummarizer, ToolOutputTruncator
+from processors import HistorySummarizer, ProcessorContext, Proposal, ToolOutputTruncator
 
 BUDGET = 2_000
 
@@ -45,6 +46,38 @@ def _step(manager: ContextManager, index: int, words: int) -> None:
 
 def _messages(result: RenderResult) -> list[str]:
     return [json.dumps(m, sort_keys=True) for m in result.payload["messages"]]
+
+
+class Recorder:
+    """A stage that proposes nothing and records the targets of every call."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
+        self.calls.append([node.id for node in targets])
+        return Proposal(processor=self.name)
+
+
+def _recorded(triggers: TriggerConfig) -> tuple[list[list[str]], list[str], list[str]]:
+    """Each call's targets, and the outputs sent before and after the last render."""
+    recorder = Recorder()
+    manager = ContextManager(
+        counter=WordCounter(), budget=BUDGET, triggers=triggers, pipeline=[recorder]
+    )
+    manager.add_system("You are a careful coding agent.")
+    manager.add_user("Find why the export of report 42 fails.")
+    for index in range(3):
+        _step(manager, index, 100)
+    manager.render_sync()
+    sent = [node.id for node in _view(manager) if node.kind == "tool_result"]
+    recorder.calls.clear()
+    _step(manager, 99, 1_500)  # over the hard level, within the budget
+    new = [node.id for node in _view(manager) if node.kind == "tool_result" and node.id not in sent]
+    manager.render_sync()
+    return recorder.calls, sent, new
 
 
 def _view(manager: ContextManager) -> list[Node]:
@@ -110,3 +143,17 @@ class TestUnsentFirst:
         anyio.run(manager.compact)
         kinds = {node.kind for node in _view(manager)}
         assert "summary" in kinds
+
+
+class TestWhenThePassRuns:
+    def test_a_budget_level_runs_the_default_pipeline_on_the_new_outputs_first(self) -> None:
+        calls, _sent, new = _recorded(TriggerConfig(soft_ratio=None, hard_ratio=0.9))
+        # The pass over what no request carried yet; the whole-view run after it skips
+        # the stage, which freed nothing there and so stalls (orchestrator.guards).
+        assert calls == [new]
+
+    def test_another_trigger_runs_the_whole_view_only(self) -> None:
+        calls, sent, new = _recorded(
+            TriggerConfig(soft_ratio=None, hard_ratio=None, max_messages=12)
+        )
+        assert calls == [sent + new]
