@@ -270,7 +270,8 @@ class ContextGraph:
             if node.pinned:
                 self._pinned.append(node_id)
         self._total_tokens = total
-        self._g.add_nodes_from([node.id for node in nodes])
+        if nodes:  # as adding them one by one, an empty batch leaves networkx untouched
+            self._g.add_nodes_from([node.id for node in nodes])
 
     # -- edges -------------------------------------------------------------------------
 
