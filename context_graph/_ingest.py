@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from pydantic import BaseModel
+
 from context_graph.call_ids import ID_RULES, provider_call_id
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.events import (
@@ -73,6 +75,7 @@ class IngestPlan:
     turn: int = 0
     last_id: str | None = None
     by_id: dict[str, Node] = field(default_factory=dict)
+    """Every node of `nodes` by id, in the same order."""
 
 
 NodeT = TypeVar("NodeT", bound=Node)
@@ -107,12 +110,22 @@ def build(cls: type[NodeT], **fields: Any) -> NodeT:
 _DEFAULTS: dict[type[Node], dict[str, Any]] = {}
 
 
+def model_json(model: BaseModel) -> bytes:
+    """`model.model_dump_json().encode()`, the same bytes without the round trip via `str`.
+
+    `model_dump_json` is the serializer's `to_json` with its default options, decoded;
+    for a large tool output, decoding and encoding again cost as much as serializing.
+    """
+    return model.__pydantic_serializer__.to_json(model)
+
+
 class _Planner:
     """Turns events into an `IngestPlan` against a read-only graph."""
 
     def __init__(self, graph: ContextGraph) -> None:
         self.graph = graph
         self.plan = IngestPlan(seq=graph._next_seq, turn=graph._turn, last_id=graph._last_id)
+        self.count_node = graph.token_cache.count_node
 
     # -- lookups through the overlay --
 
@@ -139,17 +152,18 @@ class _Planner:
 
     def add(self, node: Node, unit_head: str | None = None) -> None:
         plan = self.plan
-        if node.id in plan.by_id or node.id in self.graph:
-            msg = f"node id {node.id} already exists: the same event was ingested twice"
+        node_id = node.id
+        if node_id in plan.by_id or node_id in self.graph._nodes:
+            msg = f"node id {node_id} already exists: the same event was ingested twice"
             raise IngestError(msg)
         plan.nodes.append(node)
-        plan.by_id[node.id] = node
-        plan.tokens[node.id] = self.graph.token_cache.count_node(node)
+        plan.by_id[node_id] = node
+        plan.tokens[node_id] = self.count_node(node)
         if plan.last_id is not None:
-            plan.edges.append((node.id, plan.last_id, "follows"))
-        plan.last_id = node.id
+            plan.edges.append((node_id, plan.last_id, "follows"))
+        plan.last_id = node_id
         plan.seq += 1
-        plan.unit_of[node.id] = unit_head or node.id
+        plan.unit_of[node_id] = unit_head or node_id
 
     def common(self, event: Any) -> dict[str, Any]:
         return {
@@ -165,7 +179,7 @@ class _Planner:
     def node_id(self, kind: str, event: Any) -> str:
         # pydantic's JSON encoder is fast and its field order is fixed by the model, so
         # the same event gives the same bytes (and id) in any process.
-        return make_node_id(kind, self.plan.seq, event.model_dump_json().encode())
+        return make_node_id(kind, self.plan.seq, model_json(event))
 
     # -- per event type --
 
@@ -212,7 +226,7 @@ class _Planner:
         )
         self.add(head)
         for index, call in enumerate(event.tool_calls):
-            payload = call.model_dump_json().encode() + head.id.encode()
+            payload = model_json(call) + head.id.encode()
             common = self.common(event) | {"meta": {}}
             node = build(
                 ToolCallNode,
@@ -227,7 +241,7 @@ class _Planner:
             self.add(node, unit_head=head.id)
             self.plan.edges.append((node.id, head.id, "issued_by"))
             self.plan.open_calls[call.id] = [*self.open_calls(call.id), node.id]
-            if self.graph.first_call_with_id(call.id) is None:
+            if call.id not in self.graph._first_call:
                 self.plan.first_calls.setdefault(call.id, node.id)
 
     def _take_open_call(self, call_id: str) -> ToolCallNode:

@@ -131,7 +131,7 @@ class ContextGraph:
         batch = coerce_events(events)
         plan = plan_ingest(self, batch)
         self._commit(plan)
-        return tuple(node.id for node in plan.nodes)
+        return tuple(plan.by_id)
 
     def add(self, event: AgentEvent | dict[str, Any]) -> tuple[str, ...]:
         """Add one event; return the ids of the nodes it made."""
@@ -199,23 +199,39 @@ class ContextGraph:
 
     def _commit(self, plan: IngestPlan) -> None:
         """Apply a validated plan. Nothing here can fail on a plan from `plan_ingest`."""
-        for node in plan.nodes:
-            self._insert(node, plan.tokens[node.id])
-            self._order.append(node.id)
-            head = plan.unit_of[node.id]
-            self._unit_of[node.id] = head
-            if head == node.id:
-                self._unit_heads.append(node.id)
-                self._unit_members[node.id] = [node.id]
-                self._unit_index[node.id] = len(self._unit_list)
-                self._unit_list.append(self._make_unit(node.id))
+        nodes = plan.nodes
+        self._insert_nodes(nodes, plan.tokens)
+        unit_of = plan.unit_of
+        members = self._unit_members
+        unit_index = self._unit_index
+        unit_log = self._unit_log
+        new_heads: list[str] = []
+        grown: dict[str, None] = {}
+        for node in nodes:
+            node_id = node.id
+            self._order.append(node_id)
+            head = unit_of[node_id]
+            self._unit_of[node_id] = head
+            if head == node_id:
+                self._unit_heads.append(node_id)
+                members[node_id] = [node_id]
+                unit_index[node_id] = len(self._unit_list) + len(new_heads)
+                new_heads.append(node_id)
             else:
-                self._unit_members[head].append(node.id)
+                members[head].append(node_id)
+                grown[head] = None
+            unit_log.append(head)
+        # Each touched unit is made once, with all of this batch's members: the units a
+        # node-by-node commit would make in between are seen by no one.
+        earlier = len(self._unit_list)
+        for head in grown:
+            index = unit_index[head]
+            if index < earlier:
                 self._unit_objects.pop(head, None)
-                self._unit_list[self._unit_index[head]] = self._make_unit(head)
-            self._unit_log.append(head)
-        for u, v, kind in plan.edges:
-            self._link(u, v, kind)
+                self._unit_list[index] = self._make_unit(head)
+        for head in new_heads:
+            self._unit_list.append(self._make_unit(head))
+        self._link_new(plan.edges)
         for call_id, open_ids in plan.open_calls.items():
             if open_ids:
                 self._open_calls[call_id] = open_ids
@@ -232,18 +248,30 @@ class ContextGraph:
         self._last_id = plan.last_id
 
     def _insert(self, node: Node, tokens: int) -> None:
-        self._version += 1
-        self._nodes[node.id] = node
-        self._rank[node.id] = len(self._rank)
-        self._g.add_node(node.id)
-        self._tokens[node.id] = tokens
-        self._total_tokens += tokens
-        self._by_kind.setdefault(node.kind, []).append(node.id)
-        if isinstance(node, ToolCallNode):
-            self._by_tool.setdefault(node.name, []).append(node.id)
-            self._first_call.setdefault(node.tool_call_id, node.id)
-        if node.pinned:
-            self._pinned.append(node.id)
+        self._insert_nodes((node,), {node.id: tokens})
+
+    def _insert_nodes(self, nodes: Sequence[Node], tokens: dict[str, int]) -> None:
+        """Add new nodes, in order, with their token counts (one networkx call for all)."""
+        self._version += len(nodes)
+        rank = self._rank
+        by_kind = self._by_kind
+        total = self._total_tokens
+        for node in nodes:
+            node_id = node.id
+            count = tokens[node_id]
+            self._nodes[node_id] = node
+            rank[node_id] = len(rank)
+            self._tokens[node_id] = count
+            total += count
+            by_kind.setdefault(node.kind, []).append(node_id)
+            if isinstance(node, ToolCallNode):
+                self._by_tool.setdefault(node.name, []).append(node_id)
+                self._first_call.setdefault(node.tool_call_id, node_id)
+            if node.pinned:
+                self._pinned.append(node_id)
+        self._total_tokens = total
+        if nodes:  # as adding them one by one, an empty batch leaves networkx untouched
+            self._g.add_nodes_from([node.id for node in nodes])
 
     # -- edges -------------------------------------------------------------------------
 
@@ -285,6 +313,25 @@ class ContextGraph:
         elif kind not in data["kinds"]:
             data["kinds"] = (*data["kinds"], kind)
 
+    def _link_new(self, edges: Sequence[tuple[str, str, str]]) -> None:
+        """`_link` each edge of a plan in order (every source is new in this commit).
+
+        No edge can leave a node before the node is added, so an edge's kinds are only
+        merged with those of the same pair earlier in `edges`, and networkx is asked to
+        add each pair once, with no lookup first, in the order each pair first appears
+        (so that adjacency order matches linking the edges one by one). A plan's edges
+        all point from a node to one added before it, so none is a forward edge.
+        """
+        self._version += len(edges)
+        merged: dict[tuple[str, str], tuple[str, ...]] = {}
+        for source, target, kind in edges:
+            kinds = merged.get((source, target), ())
+            if kind not in kinds:
+                merged[source, target] = (*kinds, kind)
+        add_edge = self._g.add_edge
+        for (source, target), kinds in merged.items():
+            add_edge(source, target, kinds=kinds)
+
     def edges(self, kind: EdgeKind | None = None) -> Iterator[tuple[str, str, str]]:
         """Iterate over `(source, target, kind)`, all kinds or one."""
         for u, v, data in self._g.edges(data=True):
@@ -317,7 +364,12 @@ class ContextGraph:
         return node
 
     def __getitem__(self, node_id: str) -> Node:
-        return self._require(node_id)
+        # `_require` inlined: this is the graph's hottest lookup.
+        node = self._nodes.get(node_id)
+        if node is None:
+            msg = f"node {node_id!r} is not in the graph"
+            raise UnknownNodeError(msg)
+        return node
 
     def __contains__(self, node_id: object) -> bool:
         return node_id in self._nodes
@@ -342,8 +394,12 @@ class ContextGraph:
 
     def tokens(self, node_id: str) -> int:
         """The content tokens of one node (no per-message overhead)."""
-        self._require(node_id)
-        return self._tokens[node_id]
+        # `_tokens` has exactly the keys of `_nodes`, so this is `_require`'s check.
+        tokens = self._tokens.get(node_id)
+        if tokens is None:
+            msg = f"node {node_id!r} is not in the graph"
+            raise UnknownNodeError(msg)
+        return tokens
 
     @property
     def total_tokens(self) -> int:
