@@ -3,7 +3,7 @@
 `evaluate` runs after every ingest. Summing the whole view each time would make a
 session's trigger checks quadratic, so a `WorkingView` keeps one `ViewFigures` per
 projection and adds the nodes an ingest appends (`orchestrator._projection`); any other
-change builds them again with `figures_of`.
+change counts them again with `figures_counted`.
 """
 
 from __future__ import annotations

@@ -47,14 +47,24 @@ def _lineage(node: Node) -> tuple[str, ...]:
     return (*((node.replaces,) if node.replaces is not None else ()), *node.abstracts)
 
 
-def _targets(proposal: Proposal) -> frozenset[str]:
-    """The ids `proposal`'s edits target."""
+def _targets(proposal: Proposal, overlay: Overlay) -> frozenset[str] | None:
+    """The ids `proposal`'s edits target, applied over `overlay`.
+
+    `None` when one is a derived node that something already stands for (possible only
+    unchecked): projections record the pristine members and the nodes standing for
+    them, not the nodes in between.
+    """
     targets: set[str] = set()
     for edit in proposal.edits:
         if isinstance(edit, Replace):
             targets.add(edit.target)
         else:
             targets.update(edit.targets)
+    for target in targets:
+        if target in overlay.derived and (
+            target in overlay.replaced_by or target in overlay.abstracted_by
+        ):
+            return None
     return frozenset(targets)
 
 
@@ -73,8 +83,8 @@ class _Segment:
 
     unit: Unit
     out: tuple[Unit, ...]
-    # Every id on the way from its members to what stands for them now (`Overlay.trace`):
-    # while the edits since touch none of them, the segment projects the same.
+    # Its members and the nodes standing for them now (`Overlay.resolve`): while the
+    # edits since target none of them, each member stands as it did.
     reached: frozenset[str]
     # The summaries first reached here, so placed here.
     emitted: tuple[str, ...]
@@ -204,10 +214,11 @@ class WorkingView(GraphView):
         if frozen is not None:
             frozen = _Frozen(frozen.limit, version, frozen.turns)
         basis = None
-        if self._cached is not None:
-            basis = (self._cached[1], _targets(proposal))
-        elif self._basis is not None:
-            basis = (self._basis[0], self._basis[1] | _targets(proposal))
+        targets = _targets(proposal, self._overlay)
+        if targets is not None and self._cached is not None:
+            basis = (self._cached[1], targets)
+        elif targets is not None and self._basis is not None:
+            basis = (self._basis[0], self._basis[1] | targets)
         return WorkingView(
             self._graph, overlay, interned=self._interned, _frozen=frozen, _basis=basis
         )
@@ -344,11 +355,12 @@ class WorkingView(GraphView):
         """Project the view, reusing from `basis` the segments `touched` leaves alone.
 
         `basis` is a projection of this view, or of the view this one was made from by
-        edits that target only the ids in `touched` (and add no id in use, as the
-        lineage rule demands). A segment's members stand as they did while no id
-        on their ways (`_Segment.reached`) was touched; its summaries stay first
-        reached there while no segment before it changed which summaries it places.
-        Such a segment projects the same here, so it is reused.
+        edits that target only the ids in `touched` (pristine nodes, or derived ones
+        nothing stood for: `_targets`) and add no id in use (the lineage rule). A
+        segment's members stand as they did while none of them, nor the nodes standing
+        for them (`_Segment.reached`), was targeted; its summaries stay first reached
+        there while no segment before it changed which summaries it places. Such a
+        segment projects the same here, so it is reused.
         """
         mark = self._graph.unit_mark
         key = self._pristine_key()
@@ -368,6 +380,7 @@ class WorkingView(GraphView):
         verbatim: dict[str, int] = {}
         segments: dict[str, _Segment] = {}
         emitted: set[str] = set()
+        ends: dict[str, tuple[str, bool]] = {}
         for unit in pristine_units:
             head = unit.head
             if head in hidden:
@@ -385,7 +398,7 @@ class WorkingView(GraphView):
                 segment = old
                 emitted.update(segment.emitted)
             else:
-                segment = self._project_unit(unit, emitted)
+                segment = self._project_unit(unit, emitted, ends)
                 if old is None:
                     dirty.update(segment.emitted)
                 elif old.emitted != segment.emitted:
@@ -441,7 +454,7 @@ class WorkingView(GraphView):
         if figures is not None:
             for member in range(known, len(unit)):
                 node_id = unit.node_ids[member]
-                figures.add((index, member), self[node_id], self.tokens(node_id))
+                figures.add((index, member), *self._counted(node_id))
 
     def _pristine_units(self) -> list[Unit]:
         units = self._graph.units()
@@ -480,14 +493,36 @@ class WorkingView(GraphView):
                 hidden.add(unit.head)
         return frozenset(hidden)
 
-    def _project_unit(self, unit: Unit, emitted: set[str]) -> _Segment:
+    def _resolve(self, node_id: str, ends: dict[str, tuple[str, bool]]) -> tuple[str, bool]:
+        """`Overlay.resolve`, remembering in `ends` where each first successor leads.
+
+        Many members lead into one summary, and summaries of summaries make the way on
+        from it long: it is walked once per projection.
+        """
+        overlay = self._overlay
+        successor = overlay.replaced_by.get(node_id)
+        via_summary = False
+        if successor is None:
+            successor = overlay.abstracted_by.get(node_id)
+            if successor is None:
+                return node_id, False
+            via_summary = True
+        end = ends.get(successor)
+        if end is None:
+            end = ends[successor] = overlay.resolve(successor)
+        return end[0], via_summary or end[1]
+
+    def _project_unit(
+        self, unit: Unit, emitted: set[str], ends: dict[str, tuple[str, bool]]
+    ) -> _Segment:
         overlay = self._overlay
         out: list[Unit] = []
         live: list[str] = []
-        reached: set[str] = set()
+        reached: set[str] = set(unit.node_ids)
         first: list[str] = []
         for member in unit.node_ids:
-            now, via_summary = overlay.trace(member, reached)
+            now, via_summary = self._resolve(member, ends)
+            reached.add(now)
             if now in overlay.dropped:
                 continue
             if not via_summary:
@@ -497,7 +532,7 @@ class WorkingView(GraphView):
                 first.append(now)
                 out.append(self._unit((now,)))
         if live:
-            head, via_summary = overlay.resolve(unit.head)
+            head, via_summary = self._resolve(unit.head, ends)
             if head == live[0] and not via_summary:
                 out.append(self._unit(tuple(live)))
             else:

@@ -78,19 +78,6 @@ class Overlay:
                 via_summary = True
             node_id = successor
 
-    def trace(self, node_id: str, path: set[str]) -> tuple[str, bool]:
-        """`resolve`, adding every id on the way to `path` (`node_id` and the result too)."""
-        via_summary = False
-        while True:
-            path.add(node_id)
-            successor = self.replaced_by.get(node_id)
-            if successor is None:
-                successor = self.abstracted_by.get(node_id)
-                if successor is None:
-                    return node_id, via_summary
-                via_summary = True
-            node_id = successor
-
     def with_edits(self, edits: Sequence[Edit], version: int) -> Overlay:
         """A new overlay with `edits` applied at working version `version` (unchecked)."""
         derived = dict(self.derived)

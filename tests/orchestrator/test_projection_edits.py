@@ -413,3 +413,30 @@ class TestSummaryPlace:
         _assert_as_fresh(edited)
         heads = [u.head for u in edited.units()]
         assert heads.index("summary-x") == 2
+
+    def test_an_unchecked_edit_of_a_compacted_replacement_reads_as_from_scratch(self) -> None:
+        """Replacing (unchecked) a replacement that a summary abstracts reprojects afresh."""
+        graph = ContextGraph(counter=WordCounter())
+        working = WorkingGraph(graph)
+        graph.add_user("start alpha beta gamma")
+        graph.add_assistant("turn alpha beta", tool_calls=[{"id": "c0", "name": "sh"}])
+        result = graph.add_tool_result("c0", "result alpha beta gamma delta eps zeta")
+        view = working.view
+        replacement = _shorter(view[result], masked=False)
+        working.apply(
+            Proposal(
+                processor="truncate",
+                edits=(Replace(target=result, replacement=replacement),),
+                tokens_before=_count(view, [view[result]]),
+                tokens_after=_count(view, [replacement]),
+            )
+        )
+        _abstract(working, working.units()[1:], "summary-x")
+        view = working.view
+        assert [u.head for u in view.units()][1:] == ["summary-x"]
+        masked = _shorter(replacement, masked=True)
+        edited = view.with_proposal(
+            Proposal(processor="mask", edits=(Replace(target=replacement.id, replacement=masked),))
+        )
+        _assert_as_fresh(edited)
+        assert edited.is_current(masked.id)
