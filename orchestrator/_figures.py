@@ -3,7 +3,7 @@
 `evaluate` runs after every ingest. Summing the whole view each time would make a
 session's trigger checks quadratic, so a `WorkingView` keeps one `ViewFigures` per
 projection and adds the nodes an ingest appends (`orchestrator._projection`); any other
-change builds them again with `figures_of`.
+change counts them again with `figures_counted`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TypeAlias
 from context_graph.graph import Unit
 from context_graph.nodes import ANSWER_KINDS, Node
 
-__all__ = ["Position", "ViewFigures", "figures_of"]
+__all__ = ["Position", "ViewFigures", "figures_counted", "figures_of"]
 
 Position: TypeAlias = tuple[int, int]
 """Where a node stands in a view: (index of its unit, index within the unit).
@@ -66,8 +66,31 @@ def figures_of(
     units: Iterable[Unit], node: Callable[[str], Node], tokens: Callable[[str], int]
 ) -> ViewFigures:
     """Count the figures of `units` from scratch, reading nodes and tokens by id."""
-    figures = ViewFigures()
+    return figures_counted(units, lambda node_id: (node(node_id), tokens(node_id)))
+
+
+def figures_counted(
+    units: Iterable[Unit], counted: Callable[[str], tuple[Node, int]]
+) -> ViewFigures:
+    """`figures_of`, reading each node with its tokens in one call.
+
+    Counts what `ViewFigures.add` would, node by node in view order, without a call per
+    node: the working view counts its whole view this way after every applied edit.
+    """
+    nodes = total = output = 0
+    declared: list[tuple[Position, Node]] = []
+    last_assistant: Position = (-1, -1)
     for index, unit in enumerate(units):
         for member, node_id in enumerate(unit.node_ids):
-            figures.add((index, member), node(node_id), tokens(node_id))
-    return figures
+            node, tokens = counted(node_id)
+            nodes += 1
+            total += tokens
+            kind = node.kind
+            if kind in ANSWER_KINDS:
+                output += tokens
+            elif kind == "assistant":
+                # View order is position order: the last one seen stands last.
+                last_assistant = (index, member)
+            if node.triggers:
+                declared.append(((index, member), node))
+    return ViewFigures(nodes, total, output, declared, last_assistant)

@@ -33,8 +33,8 @@ from context_graph.errors import UnknownNodeError
 from context_graph.graph import ContextGraph, Unit
 from context_graph.nodes import AnswerNode, Node, ToolCallNode
 from context_graph.tokens import NodeTokenCache
-from orchestrator._figures import ViewFigures, figures_of
-from processors.base import GraphView, Proposal
+from orchestrator._figures import ViewFigures, figures_counted
+from processors.base import GraphView, Proposal, Replace
 
 if TYPE_CHECKING:
     # Only for annotations: the buffer module builds overlays and imports this one.
@@ -47,6 +47,27 @@ def _lineage(node: Node) -> tuple[str, ...]:
     return (*((node.replaces,) if node.replaces is not None else ()), *node.abstracts)
 
 
+def _targets(proposal: Proposal, overlay: Overlay) -> frozenset[str] | None:
+    """The ids `proposal`'s edits target, applied over `overlay`.
+
+    `None` when one is a derived node that something already stands for (possible only
+    unchecked): projections record the pristine members and the nodes standing for
+    them, not the nodes in between.
+    """
+    targets: set[str] = set()
+    for edit in proposal.edits:
+        if isinstance(edit, Replace):
+            targets.add(edit.target)
+        else:
+            targets.update(edit.targets)
+    for target in targets:
+        if target in overlay.derived and (
+            target in overlay.replaced_by or target in overlay.abstracted_by
+        ):
+            return None
+    return frozenset(targets)
+
+
 @dataclass(frozen=True, slots=True)
 class _Frozen:
     """Where a snapshot stopped: transcript length, version and user turns then."""
@@ -54,6 +75,19 @@ class _Frozen:
     limit: int
     version: int
     turns: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Segment:
+    """What one pristine unit with a member that left the view projects to."""
+
+    unit: Unit
+    out: tuple[Unit, ...]
+    # Its members and the nodes standing for them now (`Overlay.resolve`): while the
+    # edits since target none of them, each member stands as it did.
+    reached: frozenset[str]
+    # The summaries first reached here, so placed here.
+    emitted: tuple[str, ...]
 
 
 @dataclass(slots=True)
@@ -64,8 +98,13 @@ class _Projection:
     verbatim: dict[str, int]
     # `ContextGraph.unit_mark` when the units were last brought up to date.
     mark: int
-    # No summary in the pristine record: no unit is hidden, so appends only append.
-    plain: bool
+    # Heads of the pristine units a pristine summary covers (`WorkingView._hidden`).
+    hidden: frozenset[str]
+    # Which pristine units `hidden` was judged over (`WorkingView._pristine_key`).
+    key: int
+    # Pristine head -> its segment, for the pristine units that do not stand unchanged.
+    # Never changed once built: a later projection reuses the segments it can.
+    segments: dict[str, _Segment]
     # Handed out by `units()`; `None` after the list changed.
     frozen_units: tuple[Unit, ...] | None = None
     # Counted on first use, then kept up to date with appends: triggers read them
@@ -80,7 +119,9 @@ class _Projection:
             dict(self.unit_of),
             dict(self.verbatim),
             self.mark,
-            self.plain,
+            self.hidden,
+            self.key,
+            self.segments,
             self.frozen_units,
             None if self.figures is None else self.figures.copy(),
         )
@@ -100,7 +141,7 @@ class WorkingView(GraphView):
     it reads the same however the session and the working graph move on.
     """
 
-    __slots__ = ("_cached", "_frozen", "_interned", "_overlay")
+    __slots__ = ("_basis", "_cached", "_frozen", "_interned", "_overlay")
 
     def __init__(
         self,
@@ -109,12 +150,16 @@ class WorkingView(GraphView):
         *,
         interned: dict[Unit, Unit] | None = None,
         _frozen: _Frozen | None = None,
+        _basis: tuple[_Projection, frozenset[str]] | None = None,
     ) -> None:
         super().__init__(pristine)
         self._overlay = overlay
         self._interned = interned
         self._frozen = _frozen
         self._cached: tuple[int, _Projection] | None = None
+        # A projection of the view this one was made from, and the ids the edits in
+        # between targeted: the first projection reuses what they left alone.
+        self._basis = _basis
 
     # -- identity ----------------------------------------------------------------------
 
@@ -168,7 +213,15 @@ class WorkingView(GraphView):
         frozen = self._frozen
         if frozen is not None:
             frozen = _Frozen(frozen.limit, version, frozen.turns)
-        return WorkingView(self._graph, overlay, interned=self._interned, _frozen=frozen)
+        basis = None
+        targets = _targets(proposal, self._overlay)
+        if targets is not None and self._cached is not None:
+            basis = (self._cached[1], targets)
+        elif targets is not None and self._basis is not None:
+            basis = (self._basis[0], self._basis[1] | targets)
+        return WorkingView(
+            self._graph, overlay, interned=self._interned, _frozen=frozen, _basis=basis
+        )
 
     # -- nodes -------------------------------------------------------------------------
 
@@ -219,8 +272,15 @@ class WorkingView(GraphView):
         """What the triggers read of the current view (do not change it)."""
         projection = self._projection()
         if projection.figures is None:
-            projection.figures = figures_of(projection.units, self.__getitem__, self.tokens)
+            projection.figures = figures_counted(projection.units, self._counted)
         return projection.figures
+
+    def _counted(self, node_id: str) -> tuple[Node, int]:
+        """A node of the current view with its tokens (`figures` reads every one)."""
+        derived = self._overlay.derived.get(node_id)
+        if derived is not None:
+            return derived, self._graph.token_cache.count_node(derived)
+        return self._graph[node_id], self._graph.tokens(node_id)
 
     def departure(self, node_id: str) -> tuple[str, int] | None:
         """How and at which version `node_id` left the view, or `None` if it did not."""
@@ -276,51 +336,104 @@ class WorkingView(GraphView):
             if extended is not None:
                 self._cached = (key, extended)
                 return extended
-        projection = self._project()
+            # Same overlay: every segment of a pristine unit that did not change holds.
+            projection = self._project(cached[1], frozenset())
+        elif self._basis is not None:
+            projection = self._project(*self._basis)
+            self._basis = None
+        else:
+            projection = self._project(None, frozenset())
         self._cached = (key, projection)
         return projection
 
-    def _project(self) -> _Projection:
+    def _pristine_key(self) -> int:
+        """Names the pristine units this view projects: they change when it does."""
+        frozen = self._frozen
+        return self._graph.unit_mark if frozen is None else -1 - frozen.limit
+
+    def _project(self, basis: _Projection | None, touched: frozenset[str]) -> _Projection:
+        """Project the view, reusing from `basis` the segments `touched` leaves alone.
+
+        `basis` is a projection of this view, or of the view this one was made from by
+        edits that target only the ids in `touched` (pristine nodes, or derived ones
+        nothing stood for: `_targets`) and add no id in use (the lineage rule). A
+        segment's members stand as they did while none of them, nor the nodes standing
+        for them (`_Segment.reached`), was targeted; its summaries stay first reached
+        there while no segment before it changed which summaries it places. Such a
+        segment projects the same here, so it is reused.
+        """
         mark = self._graph.unit_mark
+        key = self._pristine_key()
         pristine_units = self._pristine_units()
-        hidden, plain = self._hidden(pristine_units)
+        if basis is not None and basis.key == key:
+            # The same pristine units: what covers them is unchanged.
+            hidden = basis.hidden
+        else:
+            hidden = self._hidden(pristine_units)
+        before = basis.segments if basis is not None else {}
+        # The touched ids, and the summaries whose first reaching unit may have moved.
+        dirty = set(touched)
         # A C-level set test per unit: this loop runs over the whole view after every
         # applied edit.
         left = self._overlay.left_at.keys()
         units: list[Unit] = []
         verbatim: dict[str, int] = {}
+        segments: dict[str, _Segment] = {}
         emitted: set[str] = set()
+        ends: dict[str, tuple[str, bool]] = {}
         for unit in pristine_units:
-            if unit.head in hidden:
+            head = unit.head
+            if head in hidden:
+                if before and head in before:
+                    dirty.update(before[head].emitted)
                 continue
+            # Nodes only ever leave the view, so a unit standing unchanged here stood
+            # unchanged in `basis` too: it has no segment there.
             if left.isdisjoint(unit.node_ids):
-                verbatim[unit.head] = len(units)
+                verbatim[head] = len(units)
                 units.append(unit)
+                continue
+            old = before.get(head)
+            if old is not None and old.unit is unit and dirty.isdisjoint(old.reached):
+                segment = old
+                emitted.update(segment.emitted)
             else:
-                units.extend(self._project_unit(unit, emitted))
+                segment = self._project_unit(unit, emitted, ends)
+                if old is None:
+                    dirty.update(segment.emitted)
+                elif old.emitted != segment.emitted:
+                    dirty.update(set(old.emitted).symmetric_difference(segment.emitted))
+            segments[head] = segment
+            units.extend(segment.out)
         unit_of = {node_id: unit for unit in units for node_id in unit.node_ids}
         self._prune_interned(units)
-        return _Projection(units, unit_of, verbatim, mark, plain)
+        return _Projection(units, unit_of, verbatim, mark, hidden, key, segments)
 
     def _extended(self, projection: _Projection) -> _Projection | None:
         """`projection` brought up to date with the pristine units made or grown since.
 
-        `None` when that takes more than appending (a summary in the record, or a unit
-        that grew while some of its members stand compacted): then project afresh.
+        `None` when that takes more than appending (a new summary unit, a unit that
+        grew while a pristine summary covers it, or while some of its members stand
+        compacted): then project afresh.
         """
         graph = self._graph
-        if not projection.plain:
-            return None
         changed = [graph.unit_of(head) for head in graph.units_changed_since(projection.mark)]
         left = self._overlay.left_at
+        hidden = projection.hidden
         for unit in changed:
-            if unit.kind == "summary" or (left and not left.keys().isdisjoint(unit.node_ids)):
+            if (
+                unit.kind == "summary"
+                or unit.head in hidden
+                or (left and not left.keys().isdisjoint(unit.node_ids))
+            ):
                 return None
         if projection.shared:
             projection = projection.copy()
         for unit in changed:
             self._place(projection, unit)
-        projection.mark = graph.unit_mark
+        # New units come after every summary, and a unit that grew stays uncovered:
+        # what a pristine summary covers is as it was.
+        projection.mark = projection.key = graph.unit_mark
         return projection
 
     def _place(self, projection: _Projection, unit: Unit) -> None:
@@ -341,7 +454,7 @@ class WorkingView(GraphView):
         if figures is not None:
             for member in range(known, len(unit)):
                 node_id = unit.node_ids[member]
-                figures.add((index, member), self[node_id], self.tokens(node_id))
+                figures.add((index, member), *self._counted(node_id))
 
     def _pristine_units(self) -> list[Unit]:
         units = self._graph.units()
@@ -361,21 +474,16 @@ class WorkingView(GraphView):
         seq = self._graph[node_id].seq
         return seq if seq is not None else -1
 
-    def _hidden(self, units: Sequence[Unit]) -> tuple[set[str], bool]:
-        """Heads of units that a later pristine summary covers (as the renderer does).
-
-        Also whether there is no pristine summary at all.
-        """
+    def _hidden(self, units: Sequence[Unit]) -> frozenset[str]:
+        """Heads of units that a later pristine summary covers (as the renderer does)."""
         graph = self._graph
-        covered: set[str] = set()
-        hidden: set[str] = set()
         if not graph.by_kind("summary"):
             # No summary node at all, so no unit of kind `summary` either.
-            return hidden, True
-        plain = True
+            return frozenset()
+        covered: set[str] = set()
+        hidden: set[str] = set()
         for unit in reversed(units):
             if unit.kind == "summary":
-                plain = False
                 covered.update(graph[unit.head].abstracts)
             elif (
                 covered
@@ -383,28 +491,53 @@ class WorkingView(GraphView):
                 and not any(graph[m].pinned for m in unit.node_ids)
             ):
                 hidden.add(unit.head)
-        return hidden, plain
+        return frozenset(hidden)
 
-    def _project_unit(self, unit: Unit, emitted: set[str]) -> list[Unit]:
+    def _resolve(self, node_id: str, ends: dict[str, tuple[str, bool]]) -> tuple[str, bool]:
+        """`Overlay.resolve`, remembering in `ends` where each first successor leads.
+
+        Many members lead into one summary, and summaries of summaries make the way on
+        from it long: it is walked once per projection.
+        """
+        overlay = self._overlay
+        successor = overlay.replaced_by.get(node_id)
+        via_summary = False
+        if successor is None:
+            successor = overlay.abstracted_by.get(node_id)
+            if successor is None:
+                return node_id, False
+            via_summary = True
+        end = ends.get(successor)
+        if end is None:
+            end = ends[successor] = overlay.resolve(successor)
+        return end[0], via_summary or end[1]
+
+    def _project_unit(
+        self, unit: Unit, emitted: set[str], ends: dict[str, tuple[str, bool]]
+    ) -> _Segment:
         overlay = self._overlay
         out: list[Unit] = []
         live: list[str] = []
+        reached: set[str] = set(unit.node_ids)
+        first: list[str] = []
         for member in unit.node_ids:
-            now, via_summary = overlay.resolve(member)
+            now, via_summary = self._resolve(member, ends)
+            reached.add(now)
             if now in overlay.dropped:
                 continue
             if not via_summary:
                 live.append(now)
             elif now not in emitted:
                 emitted.add(now)
+                first.append(now)
                 out.append(self._unit((now,)))
         if live:
-            head, via_summary = overlay.resolve(unit.head)
+            head, via_summary = self._resolve(unit.head, ends)
             if head == live[0] and not via_summary:
                 out.append(self._unit(tuple(live)))
             else:
                 out.extend(self._unit((node_id,)) for node_id in live)
-        return out
+        return _Segment(unit, tuple(out), frozenset(reached), tuple(first))
 
     def _unit(self, node_ids: tuple[str, ...]) -> Unit:
         unit = Unit(node_ids[0], self[node_ids[0]].kind, node_ids)
