@@ -21,6 +21,8 @@ plain text: nothing new is lost, and no result appears without its call.
 
 Units that an imported compaction in the pristine record covers are left out the way
 the renderer leaves them out, judged by their pristine ids.
+
+How the projection is built, extended and reused after edits: `orchestrator._projecting`.
 """
 
 from __future__ import annotations
