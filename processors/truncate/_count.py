@@ -31,6 +31,18 @@ class Blocks:
 
     def tokens(self, low: int, high: int) -> int:
         """Tokens of blocks `low` to `high` (exclusive), counted on their own."""
+        pending = self.pending(low, high)
+        if pending is None:
+            return self.subtracted(low, high)
+        self._fill(pending)
+        return self.known(low, high)
+
+    def pending(self, low: int, high: int) -> list[int] | None:
+        """The uncounted blocks of `low` to `high`, in order; `None` to subtract instead.
+
+        `None` when the run's tokens are cheaper to find by subtracting the blocks around
+        it from the whole text's: those are then all counted, and `subtracted` gives them.
+        """
         tokens = self._tokens
         inside = [block for block in range(low, high) if tokens[block] is None]
         if inside and self._total is not None:
@@ -38,9 +50,32 @@ class Blocks:
             if self._uncounted_chars - inside_chars < inside_chars:
                 outside = [*range(low), *range(high, len(tokens))]
                 self._fill([block for block in outside if tokens[block] is None])
-                return self._total - self._known(0, low) - self._known(high, len(tokens))
-        self._fill(inside)
+                return None
+        return inside
+
+    def subtracted(self, low: int, high: int) -> int:
+        """Tokens of blocks `low` to `high` as the whole text's less every block around them.
+
+        Only valid when the whole text's tokens are known and the blocks around are all
+        counted (as `pending` leaves them when it answers `None`).
+        """
+        total = self._total or 0
+        return total - self._known(0, low) - self._known(high, len(self._tokens))
+
+    def known(self, low: int, high: int) -> int:
+        """Tokens of the blocks of `low` to `high` counted so far."""
         return self._known(low, high)
+
+    def block(self, block: int) -> int:
+        """Tokens of one block, counted now unless it was before."""
+        if self._tokens[block] is None:
+            self._fill([block])
+        return self._known(block, block + 1)
+
+    @property
+    def size(self) -> int:
+        """How many blocks there are."""
+        return len(self._tokens)
 
     def _fill(self, blocks: list[int]) -> None:
         for block in blocks:
