@@ -39,7 +39,7 @@ class Deferred(Protocol):
         """Its exact tokens."""
 
     def lower(self) -> int:
-        """Tokens of the parts counted so far (the rest count when `more` asks)."""
+        """Tokens of the parts counted so far; `more` then gives each other part once."""
 
     def more(self) -> int | None:
         """Tokens of one part left out of `lower` so far, or `None` when none is left."""
@@ -61,36 +61,35 @@ class PieceCounter:
     def count(self, pieces: Sequence[str | Counted | Deferred], limit: int | None = None) -> int:
         """The tokens of the pieces' texts joined, as `count` would give them.
 
-        With a `limit`, a number above `limit` may be a lower bound only: the parts of
-        deferred pieces standing between seams are counted last, one by one, and no more
-        once the total is over `limit`. That is enough to tell whether the text fits.
+        With a `limit`, a number above `limit` may be a lower bound only: what is known
+        is added up first, then runs not counted before, then the parts of deferred
+        pieces one by one, and no more once the total is over `limit`. That is enough to
+        tell whether the text fits.
         """
-        texts = [piece if isinstance(piece, str) else piece.text for piece in pieces]
-        kept = [index for index, text in enumerate(texts) if text]
-        if self._seams is None:
-            return self._run([texts[index] for index in kept], None)
-        is_seam = self._seams
         total = 0
+        unknown: list[str] = []
         deferred: list[Deferred] = []
-        first = 0
-        for position in range(1, len(kept) + 1):
-            if position < len(kept) and not is_seam(
-                texts[kept[position - 1]], texts[kept[position]]
-            ):
-                continue
-            run = kept[first:position]
-            single = pieces[run[0]] if len(run) == 1 else None
-            if single is None or isinstance(single, str | Counted):
-                total += self._run([texts[index] for index in run], single)
-            else:
+        for run, single in self._between_seams(pieces):
+            if isinstance(single, Counted):
+                total += single.tokens
+            elif single is not None and not isinstance(single, str):
                 deferred.append(single)
-            first = position
+            elif run in self._runs:
+                total += self._runs[run]
+            else:
+                unknown.append(run)
         if limit is None:
-            return total + sum(piece.tokens() for piece in deferred)
+            return total + sum(map(self._run, unknown)) + sum(p.tokens() for p in deferred)
         total += sum(piece.lower() for piece in deferred)
+        for run in unknown:
+            if total > limit:
+                return total
+            total += self._run(run)
         while deferred and total <= limit:
             # In turn, so that both ends of a truncation grow alike, as its search does.
             for piece in list(deferred):
+                if total > limit:
+                    break
                 part = piece.more()
                 if part is None:
                     deferred.remove(piece)
@@ -98,10 +97,31 @@ class PieceCounter:
                     total += part
         return total
 
-    def _run(self, texts: list[str], single: str | Counted | Deferred | None) -> int:
-        if isinstance(single, Counted):
-            return single.tokens
-        text = "".join(texts)
+    def _between_seams(
+        self, pieces: Sequence[str | Counted | Deferred]
+    ) -> list[tuple[str, str | Counted | Deferred | None]]:
+        """Each run of pieces between seams: its text, and the piece when it is one alone."""
+        texts = [piece if isinstance(piece, str) else piece.text for piece in pieces]
+        kept = [index for index, text in enumerate(texts) if text]
+        if self._seams is None:
+            return [("".join(texts[index] for index in kept), None)]
+        is_seam = self._seams
+        runs: list[tuple[str, str | Counted | Deferred | None]] = []
+        first = 0
+        for position in range(1, len(kept) + 1):
+            if position < len(kept) and not is_seam(
+                texts[kept[position - 1]], texts[kept[position]]
+            ):
+                continue
+            run = kept[first:position]
+            if len(run) == 1:
+                runs.append((texts[run[0]], pieces[run[0]]))
+            else:
+                runs.append(("".join(texts[index] for index in run), None))
+            first = position
+        return runs
+
+    def _run(self, text: str) -> int:
         tokens = self._runs.get(text)
         if tokens is None:
             tokens = self._runs[text] = self._count(text)

@@ -26,7 +26,9 @@ class Blocks:
         self._edges = list(edges)
         self._count = count
         self._total = total
-        self._tokens: list[int | None] = [None] * (len(self._edges) - 1)
+        # Tokens per block, 0 until counted: a run's known tokens are then a plain sum.
+        self._tokens = [0] * (len(self._edges) - 1)
+        self._counted = [False] * len(self._tokens)
         self._uncounted_chars = len(text)
 
     def tokens(self, low: int, high: int) -> int:
@@ -35,7 +37,7 @@ class Blocks:
         if pending is None:
             return self.subtracted(low, high)
         self._fill(pending)
-        return self.known(low, high)
+        return sum(self._tokens[low:high])
 
     def pending(self, low: int, high: int) -> list[int] | None:
         """The uncounted blocks of `low` to `high`, in order; `None` to subtract instead.
@@ -43,13 +45,14 @@ class Blocks:
         `None` when the run's tokens are cheaper to find by subtracting the blocks around
         it from the whole text's: those are then all counted, and `subtracted` gives them.
         """
-        tokens = self._tokens
-        inside = [block for block in range(low, high) if tokens[block] is None]
+        counted = self._counted
+        inside = [block for block in range(low, high) if not counted[block]]
         if inside and self._total is not None:
-            inside_chars = sum(self._chars(block) for block in inside)
+            edges = self._edges
+            inside_chars = sum(edges[block + 1] - edges[block] for block in inside)
             if self._uncounted_chars - inside_chars < inside_chars:
-                outside = [*range(low), *range(high, len(tokens))]
-                self._fill([block for block in outside if tokens[block] is None])
+                outside = [*range(low), *range(high, len(counted))]
+                self._fill([block for block in outside if not counted[block]])
                 return None
         return inside
 
@@ -60,17 +63,17 @@ class Blocks:
         counted (as `pending` leaves them when it answers `None`).
         """
         total = self._total or 0
-        return total - self._known(0, low) - self._known(high, len(self._tokens))
+        return total - sum(self._tokens[:low]) - sum(self._tokens[high:])
 
     def known(self, low: int, high: int) -> int:
         """Tokens of the blocks of `low` to `high` counted so far."""
-        return self._known(low, high)
+        return sum(self._tokens[low:high])
 
     def block(self, block: int) -> int:
         """Tokens of one block, counted now unless it was before."""
-        if self._tokens[block] is None:
+        if not self._counted[block]:
             self._fill([block])
-        return self._known(block, block + 1)
+        return self._tokens[block]
 
     @property
     def size(self) -> int:
@@ -78,14 +81,8 @@ class Blocks:
         return len(self._tokens)
 
     def _fill(self, blocks: list[int]) -> None:
+        edges = self._edges
         for block in blocks:
-            self._tokens[block] = self._count(
-                self._text[self._edges[block] : self._edges[block + 1]]
-            )
-            self._uncounted_chars -= self._chars(block)
-
-    def _chars(self, block: int) -> int:
-        return self._edges[block + 1] - self._edges[block]
-
-    def _known(self, low: int, high: int) -> int:
-        return sum(tokens for tokens in self._tokens[low:high] if tokens is not None)
+            self._tokens[block] = self._count(self._text[edges[block] : edges[block + 1]])
+            self._counted[block] = True
+            self._uncounted_chars -= edges[block + 1] - edges[block]

@@ -255,6 +255,7 @@ class _BlockRun:
         if self._high == self._blocks.size and self._low > 0:
             pending.reverse()  # a tail grows downwards: count next to what is known first
         self._pending = pending
+        self._next = 0
         return self._blocks.known(self._low, self._high)
 
     def more(self) -> int | None:

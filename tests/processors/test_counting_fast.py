@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph.tokens import TiktokenCounter
-from processors._pieces import PieceCounter
+from processors._pieces import Deferred, PieceCounter
 from processors.truncate._count import Blocks
 from processors.truncate._fit import Budget, Layout
 from processors.truncate._units import split_units
@@ -41,6 +41,7 @@ class _Parts:
         return COUNT(self.text)
 
     def lower(self) -> int:
+        self._next = self._known
         return COUNT("".join(self._parts[: self._known]))
 
     def more(self) -> int | None:
@@ -67,21 +68,42 @@ class TestDeferredPieces:
         lines=_LINES,
         tail=_LINE,
         known=st.integers(0, 30),
-        limit=st.one_of(st.none(), st.integers(0, 200)),
+        seen=st.booleans(),
+        slack=st.one_of(st.none(), st.integers(-3, 3)),
     )
     def test_a_total_within_a_limit_is_exact_and_one_above_it_is_a_lower_bound(
-        self, head: str, lines: list[str], tail: str, known: int, limit: int | None
+        self,
+        head: str,
+        lines: list[str],
+        tail: str,
+        known: int,
+        seen: bool,
+        slack: int | None,
     ) -> None:
         """Exact when within `limit` (or no limit); otherwise above `limit` and at most exact."""
         parts = _cut_at_seams(lines)
         counter = PieceCounter(COUNT, COUNTER.is_seam)
+        if seen:  # some runs are known before, and are added up first
+            counter.count([head, "\n"])
         text = head + "\n" + "".join(parts) + tail
         exact = COUNT(text)
+        limit = None if slack is None else max(0, exact + slack)  # near it, off-by-ones show
         tokens = counter.count([head, "\n", _Parts(parts, known), tail], limit)
         if limit is None or exact <= limit:
             assert tokens == exact
         else:
             assert limit < tokens <= exact
+
+    def test_a_total_right_at_the_limit_is_counted_to_the_end(self) -> None:
+        """Known runs, new runs and deferred parts that reach the limit exactly are all counted."""
+        counter = PieceCounter(COUNT, COUNTER.is_seam)
+        counter.count(["known line\n"])
+        parts = ["first part\n", "second part\n"]
+        pieces: list[str | Deferred] = ["known line\n", _Parts(parts, 1), "new line\n"]
+        exact = COUNT("known line\nfirst part\nsecond part\nnew line\n")
+        assert counter.count(pieces, exact) == exact
+        for limit in (COUNT("known line\n"), COUNT("known line\nfirst part\nnew line\n")):
+            assert limit < counter.count(pieces, limit) <= exact
 
     @given(lines=_LINES, known=st.integers(0, 30))
     def test_a_deferred_piece_not_between_seams_counts_as_text(
