@@ -291,12 +291,11 @@ def fit_layout(
     if not kept and not layout.fits(set(), budget, exact=True):
         return None
     kept = _grow(layout, kept, policy, budget, exact=True)
-    best = layout.render(set(kept), exact=True)
     if adjust is not None:
-        adjusted = layout.render(adjust(set(kept)), exact=True)
-        if budget.fits(adjusted):
-            return adjusted
-    return best
+        adjusted = adjust(set(kept))
+        if layout.fits(adjusted, budget, exact=True):
+            return layout.render(adjusted, exact=True)
+    return layout.render(set(kept), exact=True)
 
 
 def _grow(

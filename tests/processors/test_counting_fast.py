@@ -154,18 +154,24 @@ class TestLayoutFitsWithinALimit:
         text=_TEXT,
         kept_sets=st.lists(st.sets(st.integers(0, 200)), min_size=1, max_size=6),
         slack=st.lists(st.integers(-2, 2), min_size=1, max_size=3),
+        max_bytes=st.one_of(st.none(), st.integers(0, 400)),
         exact=st.booleans(),
     )
-    def test_fits_answers_as_counting_the_rendered_text(
-        self, text: str, kept_sets: list[set[int]], slack: list[int], exact: bool
+    def test_fits_answers_as_the_budget_does_for_the_rendered_text(
+        self,
+        text: str,
+        kept_sets: list[set[int]],
+        slack: list[int],
+        max_bytes: int | None,
+        exact: bool,
     ) -> None:
-        """One layout, asked again and again: fits is whether the rendered text's count is in."""
+        """One layout, asked again and again: fits is the budget's verdict on the rendered text."""
         units = split_units(text, "text", chunk_chars=16)
         layout = Layout(text, units, COUNT, COUNTER.is_seam, COUNT(text))
         for kept in kept_sets:
             chosen = {index % len(units) for index in kept} if units else set()
-            tokens = COUNT(layout.render(chosen, exact=exact))
+            rendered = layout.render(chosen, exact=exact)
+            tokens = COUNT(rendered)
             for delta in slack:  # limits right at the count, where an off-by-one shows
-                budget = Budget(max_tokens=max(0, tokens + delta), max_bytes=None, count=COUNT)
-                fits = layout.fits(chosen, budget, exact=exact)
-                assert fits == (tokens <= budget.max_tokens)
+                budget = Budget(max_tokens=max(0, tokens + delta), max_bytes=max_bytes, count=COUNT)
+                assert layout.fits(chosen, budget, exact=exact) == budget.fits(rendered)
