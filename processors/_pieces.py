@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Protocol, TypeAlias
 
 from context_graph.tokens import SeamCounter, TokenCounter
 
@@ -23,6 +23,26 @@ class Counted:
 
     text: str
     tokens: int
+
+
+class Deferred(Protocol):
+    """A piece made of parts whose tokens are counted when a total needs them.
+
+    Like `Counted`, its counts are valid when it is counted on its own.
+    """
+
+    @property
+    def text(self) -> str:
+        """The piece's text."""
+
+    def tokens(self) -> int:
+        """Its exact tokens."""
+
+    def lower(self) -> int:
+        """Tokens of the parts counted so far; `more` then gives each other part once."""
+
+    def more(self) -> int | None:
+        """Tokens of one part left out of `lower` so far, or `None` when none is left."""
 
 
 class PieceCounter:
@@ -38,14 +58,55 @@ class PieceCounter:
         self._seams = seams
         self._runs: dict[str, int] = {}
 
-    def count(self, pieces: Sequence[str | Counted]) -> int:
-        """The tokens of the pieces' texts joined, as `count` would give them."""
-        texts = [piece.text if isinstance(piece, Counted) else piece for piece in pieces]
+    def count(self, pieces: Sequence[str | Counted | Deferred], limit: int | None = None) -> int:
+        """The tokens of the pieces' texts joined, as `count` would give them.
+
+        With a `limit`, a number above `limit` may be a lower bound only: what is known
+        is added up first, then runs not counted before, then the parts of deferred
+        pieces one by one, and no more once the total is over `limit`. That is enough to
+        tell whether the text fits.
+        """
+        total = 0
+        unknown: list[str] = []
+        deferred: list[Deferred] = []
+        for run, single in self._between_seams(pieces):
+            if isinstance(single, Counted):
+                total += single.tokens
+            elif single is not None and not isinstance(single, str):
+                deferred.append(single)
+            elif run in self._runs:
+                total += self._runs[run]
+            else:
+                unknown.append(run)
+        if limit is None:
+            return total + sum(map(self._run, unknown)) + sum(p.tokens() for p in deferred)
+        total += sum(piece.lower() for piece in deferred)
+        for run in unknown:
+            if total > limit:
+                return total
+            total += self._run(run)
+        while deferred and total <= limit:
+            # In turn, so that both ends of a truncation grow alike, as its search does.
+            for piece in list(deferred):
+                if total > limit:
+                    break
+                part = piece.more()
+                if part is None:
+                    deferred.remove(piece)
+                else:
+                    total += part
+        return total
+
+    def _between_seams(
+        self, pieces: Sequence[str | Counted | Deferred]
+    ) -> list[tuple[str, str | Counted | Deferred | None]]:
+        """Each run of pieces between seams: its text, and the piece when it is one alone."""
+        texts = [piece if isinstance(piece, str) else piece.text for piece in pieces]
         kept = [index for index, text in enumerate(texts) if text]
         if self._seams is None:
-            return self._run([texts[index] for index in kept], None)
+            return [("".join(texts[index] for index in kept), None)]
         is_seam = self._seams
-        total = 0
+        runs: list[tuple[str, str | Counted | Deferred | None]] = []
         first = 0
         for position in range(1, len(kept) + 1):
             if position < len(kept) and not is_seam(
@@ -53,15 +114,14 @@ class PieceCounter:
             ):
                 continue
             run = kept[first:position]
-            single = pieces[run[0]] if len(run) == 1 else None
-            total += self._run([texts[index] for index in run], single)
+            if len(run) == 1:
+                runs.append((texts[run[0]], pieces[run[0]]))
+            else:
+                runs.append(("".join(texts[index] for index in run), None))
             first = position
-        return total
+        return runs
 
-    def _run(self, texts: list[str], single: str | Counted | None) -> int:
-        if isinstance(single, Counted):
-            return single.tokens
-        text = "".join(texts)
+    def _run(self, text: str) -> int:
         tokens = self._runs.get(text)
         if tokens is None:
             tokens = self._runs[text] = self._count(text)

@@ -26,31 +26,63 @@ class Blocks:
         self._edges = list(edges)
         self._count = count
         self._total = total
-        self._tokens: list[int | None] = [None] * (len(self._edges) - 1)
+        # Tokens per block, 0 until counted: a run's known tokens are then a plain sum.
+        self._tokens = [0] * (len(self._edges) - 1)
+        self._counted = [False] * len(self._tokens)
         self._uncounted_chars = len(text)
 
     def tokens(self, low: int, high: int) -> int:
         """Tokens of blocks `low` to `high` (exclusive), counted on their own."""
-        tokens = self._tokens
-        inside = [block for block in range(low, high) if tokens[block] is None]
+        pending = self.pending(low, high)
+        if pending is None:
+            return self.subtracted(low, high)
+        self._fill(pending)
+        return sum(self._tokens[low:high])
+
+    def pending(self, low: int, high: int) -> list[int] | None:
+        """The uncounted blocks of `low` to `high`, in order; `None` to subtract instead.
+
+        `None` when the run's tokens are cheaper to find by subtracting the blocks around
+        it from the whole text's: those are then all counted, and `subtracted` gives them.
+        """
+        counted = self._counted
+        inside = [block for block in range(low, high) if not counted[block]]
         if inside and self._total is not None:
-            inside_chars = sum(self._chars(block) for block in inside)
+            edges = self._edges
+            inside_chars = sum(edges[block + 1] - edges[block] for block in inside)
             if self._uncounted_chars - inside_chars < inside_chars:
-                outside = [*range(low), *range(high, len(tokens))]
-                self._fill([block for block in outside if tokens[block] is None])
-                return self._total - self._known(0, low) - self._known(high, len(tokens))
-        self._fill(inside)
-        return self._known(low, high)
+                outside = [*range(low), *range(high, len(counted))]
+                self._fill([block for block in outside if not counted[block]])
+                return None
+        return inside
+
+    def subtracted(self, low: int, high: int) -> int:
+        """Tokens of blocks `low` to `high` as the whole text's less every block around them.
+
+        Only valid when the whole text's tokens are known and the blocks around are all
+        counted (as `pending` leaves them when it answers `None`).
+        """
+        total = self._total or 0
+        return total - sum(self._tokens[:low]) - sum(self._tokens[high:])
+
+    def known(self, low: int, high: int) -> int:
+        """Tokens of the blocks of `low` to `high` counted so far."""
+        return sum(self._tokens[low:high])
+
+    def block(self, block: int) -> int:
+        """Tokens of one block, counted now unless it was before."""
+        if not self._counted[block]:
+            self._fill([block])
+        return self._tokens[block]
+
+    @property
+    def size(self) -> int:
+        """How many blocks there are."""
+        return len(self._tokens)
 
     def _fill(self, blocks: list[int]) -> None:
+        edges = self._edges
         for block in blocks:
-            self._tokens[block] = self._count(
-                self._text[self._edges[block] : self._edges[block + 1]]
-            )
-            self._uncounted_chars -= self._chars(block)
-
-    def _chars(self, block: int) -> int:
-        return self._edges[block + 1] - self._edges[block]
-
-    def _known(self, low: int, high: int) -> int:
-        return sum(tokens for tokens in self._tokens[low:high] if tokens is not None)
+            self._tokens[block] = self._count(self._text[edges[block] : edges[block + 1]])
+            self._counted[block] = True
+            self._uncounted_chars -= edges[block + 1] - edges[block]

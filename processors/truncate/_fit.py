@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from processors._pieces import Counted, PieceCounter, Seams
+from processors._pieces import Deferred, PieceCounter, Seams
 from processors.truncate._count import Blocks
 from processors.truncate._units import marker, offsets
 
@@ -179,13 +179,14 @@ class Layout:
         """Whether `render(kept, exact=exact)` fits `budget` (counted without joining it)."""
         if budget.max_bytes is not None and not budget.fits_bytes(self.render(kept, exact=exact)):
             return False
-        return self._pieces.count(self._candidate(kept, exact=exact)) <= budget.max_tokens
+        limit = budget.max_tokens
+        return self._pieces.count(self._candidate(kept, exact=exact), limit) <= limit
 
-    def _candidate(self, kept: set[int], *, exact: bool) -> list[str | Counted]:
+    def _candidate(self, kept: set[int], *, exact: bool) -> list[str | Deferred]:
         """The pieces of `render(kept, exact=exact)`, kept runs as seam-bounded blocks."""
         gap_tokens = self._exact_tokens if exact else self._estimated_tokens
         total = len(self.units)
-        pieces: list[str | Counted] = []
+        pieces: list[str | Deferred] = []
         run_start = 0
         previous = -1
         for index in [*sorted(kept), total]:
@@ -204,7 +205,7 @@ class Layout:
             pieces.extend(self._span(run_start, total))
         return pieces
 
-    def _span(self, first: int, stop: int) -> list[str | Counted]:
+    def _span(self, first: int, stop: int) -> list[str | Deferred]:
         """Units `first` to `stop` (exclusive) as pieces: whole blocks counted once."""
         bounds = self._bounds
         low = bisect_left(bounds, first)
@@ -212,9 +213,9 @@ class Layout:
         if low >= len(bounds) or high < 0 or bounds[low] > bounds[high]:
             return [self._slice(first, stop)]
         begin, end = bounds[low], bounds[high]
-        pieces: list[str | Counted] = [self._slice(first, begin)]
+        pieces: list[str | Deferred] = [self._slice(first, begin)]
         if begin < end:
-            pieces.append(Counted(self._slice(begin, end), self._blocks.tokens(low, high)))
+            pieces.append(_BlockRun(self._slice(begin, end), self._blocks, low, high))
         pieces.append(self._slice(end, stop))
         return pieces
 
@@ -229,6 +230,39 @@ class Layout:
 
     def _estimated_tokens(self, first: int, stop: int) -> int:
         return max(1, (self.starts[stop] - self.starts[first]) // 4)
+
+
+class _BlockRun:
+    """Blocks `low` to `high` of a layout as one piece, counted as a total needs them."""
+
+    __slots__ = ("_blocks", "_high", "_low", "_next", "_pending", "text")
+
+    def __init__(self, text: str, blocks: Blocks, low: int, high: int) -> None:
+        self.text = text
+        self._blocks = blocks
+        self._low = low
+        self._high = high
+        self._pending: list[int] = []
+        self._next = 0
+
+    def tokens(self) -> int:
+        return self._blocks.tokens(self._low, self._high)
+
+    def lower(self) -> int:
+        pending = self._blocks.pending(self._low, self._high)
+        if pending is None:
+            return self._blocks.subtracted(self._low, self._high)
+        if self._high == self._blocks.size and self._low > 0:
+            pending.reverse()  # a tail grows downwards: count next to what is known first
+        self._pending = pending
+        self._next = 0
+        return self._blocks.known(self._low, self._high)
+
+    def more(self) -> int | None:
+        if self._next == len(self._pending):
+            return None
+        self._next += 1
+        return self._blocks.block(self._pending[self._next - 1])
 
 
 def fit_layout(
@@ -257,12 +291,11 @@ def fit_layout(
     if not kept and not layout.fits(set(), budget, exact=True):
         return None
     kept = _grow(layout, kept, policy, budget, exact=True)
-    best = layout.render(set(kept), exact=True)
     if adjust is not None:
-        adjusted = layout.render(adjust(set(kept)), exact=True)
-        if budget.fits(adjusted):
-            return adjusted
-    return best
+        adjusted = adjust(set(kept))
+        if layout.fits(adjusted, budget, exact=True):
+            return layout.render(adjusted, exact=True)
+    return layout.render(set(kept), exact=True)
 
 
 def _grow(
