@@ -12,8 +12,10 @@ for every contender they are used to judge.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable
 from functools import lru_cache
+from itertools import accumulate
 
 __all__ = ["critical_entities", "missing_entities"]
 
@@ -90,6 +92,48 @@ def critical_entities(text: str, *, limit: int | None = None) -> list[str]:
 # outputs it may shorten); the answer depends on the text alone.
 @lru_cache(maxsize=16384)
 def _entities(text: str) -> tuple[str, ...]:
+    # No rule matches across a newline, and a newline looks to every rule's edge
+    # assertions like the start or end of the text: a text's entities are its lines'
+    # entities, in line order. Texts a processor derives (a truncation, a distillate,
+    # a summary) mostly reuse lines already scanned, so only the new lines are scanned,
+    # all at once (one pass per rule, not one per line).
+    lines = text.split("\n")
+    known: dict[str, tuple[str, ...]] = {}
+    fresh: list[str] = []
+    for line in lines:
+        if line not in known:
+            found = _LINES.get(line)
+            if found is None:
+                fresh.append(line)
+            else:
+                known[line] = found
+    if fresh:
+        fresh = list(dict.fromkeys(fresh))
+        if len(_LINES) + len(fresh) > _LINES_KEPT:
+            _LINES.clear()
+        for line, found in zip(fresh, _scan_lines(fresh), strict=True):
+            known[line] = _LINES[line] = found
+    if len(lines) == 1:
+        return known[text]
+    return tuple(dict.fromkeys(entity for line in lines for entity in known[line]))
+
+
+# The entities of each line scanned lately (cleared whole when full).
+_LINES: dict[str, tuple[str, ...]] = {}
+_LINES_KEPT = 65536
+
+
+def _scan_lines(lines: list[str]) -> list[tuple[str, ...]]:
+    """The entities of each of `lines` (none holding a newline), from one scan of them."""
+    starts = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+    found: list[dict[str, None]] = [{} for _ in lines]
+    for start, value in _spans("\n".join(lines)):
+        found[bisect_right(starts, start) - 1].setdefault(value)
+    return [tuple(values) for values in found]
+
+
+def _spans(text: str) -> list[tuple[int, str]]:
+    """Each rule's matches not inside a longer one, as (start, value), in text order."""
     spans: list[tuple[int, int, str]] = []
     for needs, pattern, otherwise in _RULES:
         if needs not in text:
@@ -101,14 +145,14 @@ def _entities(text: str) -> tuple[str, ...]:
             if len(value) >= 3:
                 spans.append((match.start(), match.start() + len(value), value))
     spans.sort(key=lambda span: (span[0], -span[1]))
-    found: dict[str, None] = {}
+    kept: list[tuple[int, str]] = []
     covered_to = -1
-    for _start, end, value in spans:
+    for start, end, value in spans:
         if end <= covered_to:
             continue
         covered_to = max(covered_to, end)
-        found.setdefault(value)
-    return tuple(found)
+        kept.append((start, value))
+    return kept
 
 
 def missing_entities(required: Iterable[str], text: str) -> list[str]:

@@ -71,23 +71,35 @@ def _decoded_arguments(arguments: str) -> str:
 class LaterReferences:
     """Which entities of a node a later turn of the agent names, for one graph view.
 
-    Built once per run (one pass over the transcript); the view is only read.
+    Built once per run; the view is only read. The turns are read on demand, latest
+    first, down to the earliest position asked about (a run that distills no output, or
+    only recent ones, reads few or none).
 
     Args:
         view: The graph view the processor was given.
     """
 
-    __slots__ = ("_last", "_last_tail", "_position", "_view")
+    __slots__ = ("_last", "_last_tail", "_order", "_position", "_unread", "_view")
 
     def __init__(self, view: GraphView) -> None:
         self._view = view
-        order = view.transcript()
-        self._position = {node_id: index for index, node_id in enumerate(order)}
-        # entity -> the last transcript position that names it (later positions overwrite)
+        self._order = view.transcript()
+        self._position = {node_id: index for index, node_id in enumerate(self._order)}
+        # entity -> the last transcript position that names it, among the turns read
         self._last: dict[str, int] = {}
         self._last_tail: dict[str, int] = {}
-        for index, node_id in enumerate(order):
-            node = view[node_id]
+        # Turns at this position and after it are read.
+        self._unread = len(self._order)
+
+    def _read_after(self, position: int) -> None:
+        """Read the turns after `position` not read yet, latest first.
+
+        A turn read later sits earlier, so it never overwrites a position: each entity
+        keeps the last position naming it among the turns read, which is the last of
+        all whenever one after `position` names it.
+        """
+        for index in range(self._unread - 1, position, -1):
+            node = self._view[self._order[index]]
             if isinstance(node, AssistantNode):
                 named = _named(node.text, call=False)
             elif isinstance(node, ToolCallNode):
@@ -95,9 +107,10 @@ class LaterReferences:
             else:
                 continue
             for entity, tails in named:
-                self._last[entity] = index
+                self._last.setdefault(entity, index)
                 for tail in tails:
-                    self._last_tail[tail] = index
+                    self._last_tail.setdefault(tail, index)
+        self._unread = min(self._unread, position + 1)
 
     def after(self, node_id: str) -> NamedAfter:
         """The entities an agent turn after node `node_id` names, as a container.
@@ -121,6 +134,8 @@ class LaterReferences:
 
     def named_after(self, entity: str, position: int) -> bool:
         """Whether an agent turn after transcript position `position` names `entity`."""
+        if position + 1 < self._unread:
+            self._read_after(position)
         entity = entity.removeprefix("./")
         if self._last.get(entity, -1) > position or self._last_tail.get(entity, -1) > position:
             return True
