@@ -10,7 +10,7 @@ import hashlib
 import math
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
@@ -295,21 +295,62 @@ class NodeTokenCache:
     def count_joined(self, left: str, right: str) -> int:
         """Return the tokens of `left + right`, and remember them for the joined text.
 
-        Where the counter says the two meet at a seam (`SeamCounter.is_seam`), the
-        count is the sum of the parts' (cached) counts and the joined text is never
-        encoded; otherwise it is counted whole. Either way it is exact, so a caller that
-        has just counted the parts of a new text saves the cache encoding it again.
+        `count_pieces([left, right])`: where the two meet at a seam the joined text is
+        never encoded, so a caller that has just counted the parts of a new text saves
+        the cache encoding it again.
         """
-        text = left + right
+        return self.count_pieces((left, right))
+
+    def count_pieces(self, pieces: Sequence[str]) -> int:
+        """Return the tokens of `"".join(pieces)`, and remember them for the joined text.
+
+        The pieces are cut into runs where the counter proves two neighbouring (non-empty)
+        pieces meet at a seam (`SeamCounter.is_seam`), and the count is the sum of the
+        runs' counts, each from the cache when counted before (through `count_text`,
+        `count_pieces` or `count_joined`). The seam contract makes that sum exactly what
+        encoding the joined text gives; without a proven seam the joined text is counted
+        whole. So a caller that has counted the pieces of a new text through this cache
+        (and only the cache decides how they add up) saves encoding the whole text when
+        it is counted next.
+        """
+        text = "".join(pieces)
         cached = self._by_text.get(text)
         if cached is not None:
             return cached
-        if self._is_seam is not None and self._is_seam(left, right):
-            counted = self.count_text(left) + self.count_text(right)
-            with self._lock:
-                self._by_text[text] = counted
-            return counted
-        return self.count_text(text)
+        is_seam = self._is_seam
+        kept = [piece for piece in pieces if piece]
+        if is_seam is None or len(kept) < 2:
+            return self.count_text(text)
+        runs: list[str] = []
+        run = [kept[0]]
+        for left, right in pairwise(kept):
+            if is_seam(left, right):
+                runs.append("".join(run))
+                run = []
+            run.append(right)
+        if not runs:
+            return self.count_text(text)
+        runs.append("".join(run))
+        counted = sum(self.count_text(part) for part in runs)
+        with self._lock:
+            self._by_text[text] = counted
+        return counted
+
+    def counts_like(self, counter: TokenCounter) -> bool:
+        """Whether `counter` gives the same counts as this cache's counter.
+
+        True when it is the same counter, or both are `TiktokenCounter`s of one encoding
+        (the same encoding gives the same tokens); a caller can then count through the
+        cache instead. False otherwise, even for counters that happen to agree.
+        """
+        own = self.counter
+        if counter is own:
+            return True
+        return (
+            type(counter) is TiktokenCounter
+            and type(own) is TiktokenCounter
+            and counter.name == own.name
+        )
 
 
 @dataclass(frozen=True, slots=True)

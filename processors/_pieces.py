@@ -128,18 +128,28 @@ class PieceCounter:
         return tokens
 
 
-def counting_by_paragraphs(counter: TokenCounter) -> Callable[[str], int]:
+def paragraph_pieces(text: str) -> list[str]:
+    """`text` cut after each blank line: the pieces a brief is counted by."""
+    paragraphs = text.split("\n\n")
+    return [*(part + "\n\n" for part in paragraphs[:-1]), paragraphs[-1]]
+
+
+def counting_by_paragraphs(
+    counter: TokenCounter, count: Callable[[str], int] | None = None
+) -> Callable[[str], int]:
     """`counter.count`, or the same counts taken paragraph by paragraph when it has seams.
 
     Paragraphs are runs of text between blank lines (a markdown brief's sections). The
-    returned function remembers what it counted: make one per piece of work.
+    returned function remembers what it counted: make one per piece of work. `count`, when
+    given, counts instead of `counter.count` and must give the same numbers (a cache of
+    the same counter's counts, `NodeTokenCache.count_text`, which then knows the runs).
     """
+    count = count or counter.count
     if not isinstance(counter, SeamCounter):
-        return counter.count
-    pieces = PieceCounter(counter.count, counter.is_seam)
+        return count
+    pieces = PieceCounter(count, counter.is_seam)
 
-    def count(text: str) -> int:
-        paragraphs = text.split("\n\n")
-        return pieces.count([*(part + "\n\n" for part in paragraphs[:-1]), paragraphs[-1]])
+    def count_by_paragraphs(text: str) -> int:
+        return pieces.count(paragraph_pieces(text))
 
-    return count
+    return count_by_paragraphs

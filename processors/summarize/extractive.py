@@ -28,8 +28,8 @@ from context_graph.nodes import (
     ToolCallNode,
     UserNode,
 )
-from context_graph.tokens import TokenCounter, default_counter
-from processors._pieces import counting_by_paragraphs
+from context_graph.tokens import NodeTokenCache, TokenCounter, default_counter
+from processors._pieces import counting_by_paragraphs, paragraph_pieces
 from processors.summarize import _brief
 from processors.summarize._brief import Brief
 from processors.summarize._facts import (
@@ -130,6 +130,7 @@ class ExtractiveSummarizer:
         instructions: str | None = None,
         keep: Sequence[str] = (),
         max_tokens: int | None = None,
+        tokens: NodeTokenCache | None = None,
     ) -> str:
         """The blocking twin of `summarize`.
 
@@ -140,6 +141,10 @@ class ExtractiveSummarizer:
             keep: As for `summarize`.
             max_tokens: A tighter bound for this brief (the room the view has left for
                 it); `self.max_tokens` when `None` or larger.
+            tokens: The caller's token cache. When its counter counts like this
+                summarizer's (`NodeTokenCache.counts_like`), the bound counts the brief's
+                paragraphs through it, and the brief is counted from them, so that the
+                caller's count of the brief is a cache hit. The brief is the same.
         """
         if max_tokens is not None and (
             isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
@@ -157,7 +162,12 @@ class ExtractiveSummarizer:
         missing = [k for k in dedupe(keep) if k and k not in brief.identifiers]
         brief.identifiers.extend(missing)
         _brief.cap_lists(brief, self.max_items)
-        return _brief.bound(brief, limit, counting_by_paragraphs(counter), keep)
+        if tokens is None or not tokens.counts_like(counter):
+            return _brief.bound(brief, limit, counting_by_paragraphs(counter), keep)
+        count = counting_by_paragraphs(counter, tokens.count_text)
+        text = _brief.bound(brief, limit, count, keep)
+        tokens.count_pieces(paragraph_pieces(text))  # the cache adds up what bound counted
+        return text
 
     def _extract(
         self, nodes: Sequence[Node], instructions: str | None, counter: TokenCounter, limit: int

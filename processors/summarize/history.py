@@ -187,6 +187,7 @@ class HistorySummarizer:
             instructions=job.ctx.instructions,
             keep=[*job.required, *job.facts],
             max_tokens=summary_room(job.plan, job.ctx),
+            tokens=job.ctx.tokens,
         )
 
     async def _model(self, job: _Job, summarizer: Summarizer) -> tuple[str | None, str, str]:

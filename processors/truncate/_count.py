@@ -75,6 +75,10 @@ class Blocks:
             self._fill([block])
         return self._tokens[block]
 
+    def text(self, block: int) -> str:
+        """The text of one block."""
+        return self._text[self._edges[block] : self._edges[block + 1]]
+
     @property
     def size(self) -> int:
         """How many blocks there are."""

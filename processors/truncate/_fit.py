@@ -175,6 +175,20 @@ class Layout:
             previous = index
         return "".join(out)
 
+    def render_pieces(self, kept: set[int], *, exact: bool) -> list[str]:
+        """The pieces `fits` counts `render(kept, exact=exact)` by, kept runs cut into blocks.
+
+        They join to the rendered text; each was counted (through the layout's `count`)
+        when the search checked that text, unless its tokens were found by subtraction.
+        """
+        pieces: list[str] = []
+        for piece in self._candidate(kept, exact=exact):
+            if isinstance(piece, _BlockRun):
+                pieces.extend(piece.texts())
+            else:
+                pieces.append(piece if isinstance(piece, str) else piece.text)
+        return pieces
+
     def fits(self, kept: set[int], budget: Budget, *, exact: bool) -> bool:
         """Whether `render(kept, exact=exact)` fits `budget` (counted without joining it)."""
         if budget.max_bytes is not None and not budget.fits_bytes(self.render(kept, exact=exact)):
@@ -248,6 +262,10 @@ class _BlockRun:
     def tokens(self) -> int:
         return self._blocks.tokens(self._low, self._high)
 
+    def texts(self) -> list[str]:
+        """The texts of the blocks, in order."""
+        return [self._blocks.text(block) for block in range(self._low, self._high)]
+
     def lower(self) -> int:
         pending = self._blocks.pending(self._low, self._high)
         if pending is None:
@@ -272,12 +290,12 @@ def fit_layout(
     *,
     context: int,
     adjust: Callable[[set[int]], set[int]] | None = None,
-) -> str | None:
-    """The truncated text of `layout` under `policy`, or `None` if not even a marker fits.
+) -> set[int] | None:
+    """The units of `layout` to keep under `policy`, or `None` if not even a marker fits.
 
-    The answer fits `budget`, and adding the next unit at either edge of an omitted
-    region that `policy` grows from would not. `adjust` may then drop a few more units
-    (to balance markup), when the result still fits.
+    Their text (`layout.render(kept, exact=True)`) fits `budget`, and adding the next
+    unit at either edge of an omitted region that `policy` grows from would not. `adjust`
+    may then drop a few more units (to balance markup), when the result still fits.
     """
     order = priority(layout.units, policy, context)
 
@@ -294,8 +312,8 @@ def fit_layout(
     if adjust is not None:
         adjusted = adjust(set(kept))
         if layout.fits(adjusted, budget, exact=True):
-            return layout.render(adjusted, exact=True)
-    return layout.render(set(kept), exact=True)
+            return adjusted
+    return set(kept)
 
 
 def _grow(

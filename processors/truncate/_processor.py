@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import partial
 from typing import Literal, TypeAlias
@@ -35,10 +35,13 @@ class Truncation:
         text: The truncated text; within the budget it was made for.
         format: `json` (still valid JSON), `markup` (cut at element boundaries) or `text`
             (cut at line ends, or inside an over-long line at a character boundary).
+        pieces: `text` in the pieces the search counted it by (they join to `text`),
+            for a line or element cut; empty for JSON. Not part of equality.
     """
 
     text: str
     format: OutputFormat
+    pieces: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
 
 def truncate_text(
@@ -51,6 +54,7 @@ def truncate_text(
     context_lines: int = 2,
     tokens: int | None = None,
     seams: Callable[[str, str], bool] | None = None,
+    piece_count: Callable[[str], int] | None = None,
 ) -> Truncation | None:
     """Cut `text` down to `max_tokens` tokens (and `max_bytes` UTF-8 bytes, if given).
 
@@ -67,6 +71,10 @@ def truncate_text(
         seams: Where the counter's tokenizer never merges across
             (`SeamCounter.is_seam`); candidates are then counted piece by piece, with
             the same results, faster.
+        piece_count: Counts the pieces of line or element cuts (`count` when `None`):
+            the same numbers, but a caching count (`NodeTokenCache.count_text`) then
+            knows the pieces of the result (`Truncation.pieces`). Whole JSON candidates
+            are counted with `count`, so that they do not fill a cache.
     """
     budget = Budget(max_tokens=max_tokens, max_bytes=max_bytes, count=count)
     if tokens is None:
@@ -83,9 +91,12 @@ def truncate_text(
     if fmt == "markup":
         levels = depths(units)
         adjust = partial(balance, levels=levels)
-    layout = Layout(text, units, count, seams, tokens)
-    cut = fit_layout(layout, policy, budget, context=context_lines, adjust=adjust)
-    return None if cut is None else Truncation(cut, fmt)
+    layout = Layout(text, units, piece_count or count, seams, tokens)
+    kept = fit_layout(layout, policy, budget, context=context_lines, adjust=adjust)
+    if kept is None:
+        return None
+    pieces = tuple(layout.render_pieces(kept, exact=True))
+    return Truncation(layout.render(kept, exact=True), fmt, pieces)
 
 
 class _Options(BaseModel):
@@ -210,9 +221,15 @@ class ToolOutputTruncator:
             context_lines=options.context_lines,
             tokens=ctx.tokens.count_text(node.text),
             seams=seams,
+            piece_count=ctx.tokens.count_text,
         )
         if cut is None:
             return None
+        # The search counted the cut's pieces through the cache: counting the cut from
+        # them now (the cache proves the seams) makes the count of the new node, by
+        # `replace_each` and the invariant checker, a cache hit instead of an encode.
+        if cut.pieces:
+            ctx.tokens.count_pieces(cut.pieces)
         record = {"policy": policy, "format": cut.format, "max_tokens": options.max_tokens}
         meta = {**node.meta, "truncated": record}
         return replacement_for(node, _with_text(node.content, cut.text), meta=meta)
