@@ -15,21 +15,14 @@ from typing import Any, Literal, TypeAlias, cast
 import networkx as nx
 from pydantic import JsonValue
 
+from context_graph._adders import EventAdders
 from context_graph._ingest import IngestPlan, plan_ingest
 from context_graph.errors import CycleError, DuplicateNodeError, GraphError, UnknownNodeError
 from context_graph.events import (
     AgentEvent,
-    AssistantTurn,
-    FileRead,
-    Note,
-    SubagentResult,
-    SystemPrompt,
-    ToolCall,
-    ToolResult,
-    UserTurn,
     coerce_events,
 )
-from context_graph.nodes import ContentPart, Node, ToolCallNode
+from context_graph.nodes import Node, ToolCallNode
 from context_graph.tokens import NodeTokenCache, TokenCounter, default_counter
 
 __all__ = ["EDGE_KINDS", "ContextGraph", "EdgeKind", "Unit"]
@@ -46,8 +39,6 @@ EDGE_KINDS: tuple[str, ...] = (
     "supersedes",
     "spawned_by",
 )
-
-Content: TypeAlias = str | Sequence[ContentPart]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +65,7 @@ class Unit:
         return iter(self.node_ids)
 
 
-class ContextGraph:
+class ContextGraph(EventAdders):
     """A DAG of context nodes, built from agent events.
 
     Ingest is atomic per batch: `ingest(events)` either adds every node and edge of the
@@ -136,43 +127,6 @@ class ContextGraph:
     def add(self, event: AgentEvent | dict[str, Any]) -> tuple[str, ...]:
         """Add one event; return the ids of the nodes it made."""
         return self.ingest((event,))
-
-    def add_system(self, content: Content, **fields: Any) -> str:
-        """Add the system prompt (pinned by default); return its node id."""
-        return self.add(SystemPrompt(content=content, **fields))[0]
-
-    def add_user(self, content: Content, **fields: Any) -> str:
-        """Add a user turn; return its node id."""
-        return self.add(UserTurn(content=content, **fields))[0]
-
-    def add_assistant(
-        self,
-        content: Content = (),
-        tool_calls: Sequence[ToolCall | dict[str, Any]] = (),
-        **fields: Any,
-    ) -> tuple[str, ...]:
-        """Add an assistant turn and its tool calls; return the assistant and call ids."""
-        calls = tuple(c if isinstance(c, ToolCall) else ToolCall(**c) for c in tool_calls)
-        return self.add(AssistantTurn(content=content, tool_calls=calls, **fields))
-
-    def add_tool_result(
-        self, call_id: str, content: Content, *, is_error: bool = False, **fields: Any
-    ) -> str:
-        """Add the result of the open call `call_id`; return its node id."""
-        event = ToolResult(call_id=call_id, content=content, is_error=is_error, **fields)
-        return self.add(event)[0]
-
-    def add_file_read(self, path: str, content: Content, **fields: Any) -> str:
-        """Add a file as read (answering `call_id=` when given); return its node id."""
-        return self.add(FileRead(path=path, content=content, **fields))[0]
-
-    def add_subagent_result(self, content: Content, **fields: Any) -> str:
-        """Add a sub-agent's final answer (answering `call_id=` when given)."""
-        return self.add(SubagentResult(content=content, **fields))[0]
-
-    def add_note(self, content: Content, **fields: Any) -> str:
-        """Add a pinned note; return its node id."""
-        return self.add(Note(content=content, **fields))[0]
 
     def add_derived(self, node: Node) -> str:
         """Add a node made by a processor (a summary, a masked copy) with its lineage edges.
