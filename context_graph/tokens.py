@@ -38,6 +38,7 @@ __all__ = [
     "countable_pieces",
     "countable_text",
     "default_counter",
+    "seam_runs",
 ]
 
 ProviderFormat: TypeAlias = Literal["openai", "anthropic", "gemini"]
@@ -236,6 +237,27 @@ def countable_pieces(node: Node) -> tuple[list[str], int]:
     return pieces, flat
 
 
+def seam_runs(texts: Sequence[str], is_seam: Callable[[str, str], bool] | None) -> list[list[int]]:
+    """The indices of the non-empty `texts`, in runs cut where `is_seam` proves a seam.
+
+    The tokens of the texts joined are then the sum of each run's tokens (joined). With
+    no `is_seam` every non-empty text is in one run.
+    """
+    kept = [index for index, text in enumerate(texts) if text]
+    if is_seam is None:
+        return [kept]
+    runs: list[list[int]] = []
+    run: list[int] = []
+    for index in kept:
+        if run and is_seam(texts[run[-1]], texts[index]):
+            runs.append(run)
+            run = []
+        run.append(index)
+    if run:
+        runs.append(run)
+    return runs
+
+
 class NodeTokenCache:
     """Per-node token counts, cached by content so each node is counted once.
 
@@ -291,22 +313,13 @@ class NodeTokenCache:
             self._by_text[text] = counted
         return counted
 
-    def count_joined(self, left: str, right: str) -> int:
-        """Return the tokens of `left + right`, and remember them for the joined text.
-
-        `count_pieces([left, right])`: where the two meet at a seam the joined text is
-        never encoded, so a caller that has just counted the parts of a new text saves
-        the cache encoding it again.
-        """
-        return self.count_pieces((left, right))
-
     def count_pieces(self, pieces: Sequence[str]) -> int:
         """Return the tokens of `"".join(pieces)`, and remember them for the joined text.
 
         The pieces are cut into runs where the counter proves two neighbouring (non-empty)
         pieces meet at a seam (`SeamCounter.is_seam`), and the count is the sum of the
-        runs' counts, each from the cache when counted before (through `count_text`,
-        `count_pieces` or `count_joined`). The seam contract makes that sum exactly what
+        runs' counts (`seam_runs`), each from the cache when counted before (through
+        `count_text` or `count_pieces`). The seam contract makes that sum exactly what
         encoding the joined text gives; without a proven seam the joined text is counted
         whole. So a caller that has counted the pieces of a new text through this cache
         (and only the cache decides how they add up) saves encoding the whole text when
@@ -316,21 +329,10 @@ class NodeTokenCache:
         cached = self._by_text.get(text)
         if cached is not None:
             return cached
-        is_seam = self._is_seam
-        kept = [piece for piece in pieces if piece]
-        if is_seam is None or len(kept) < 2:
+        runs = seam_runs(pieces, self._is_seam)
+        if len(runs) < 2:
             return self.count_text(text)
-        runs: list[str] = []
-        run = [kept[0]]
-        for left, right in pairwise(kept):
-            if is_seam(left, right):
-                runs.append("".join(run))
-                run = []
-            run.append(right)
-        if not runs:
-            return self.count_text(text)
-        runs.append("".join(run))
-        counted = sum(self.count_text(part) for part in runs)
+        counted = sum(self.count_text("".join(pieces[i] for i in run)) for run in runs)
         with self._lock:
             self._by_text[text] = counted
         return counted

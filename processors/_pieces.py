@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
-from context_graph.tokens import SeamCounter, TokenCounter
+from context_graph.tokens import SeamCounter, TokenCounter, seam_runs
 
 Seams: TypeAlias = Callable[[str, str], bool]
 
@@ -102,24 +102,14 @@ class PieceCounter:
     ) -> list[tuple[str, str | Counted | Deferred | None]]:
         """Each run of pieces between seams: its text, and the piece when it is one alone."""
         texts = [piece if isinstance(piece, str) else piece.text for piece in pieces]
-        kept = [index for index, text in enumerate(texts) if text]
-        if self._seams is None:
-            return [("".join(texts[index] for index in kept), None)]
-        is_seam = self._seams
-        runs: list[tuple[str, str | Counted | Deferred | None]] = []
-        first = 0
-        for position in range(1, len(kept) + 1):
-            if position < len(kept) and not is_seam(
-                texts[kept[position - 1]], texts[kept[position]]
-            ):
-                continue
-            run = kept[first:position]
-            if len(run) == 1:
-                runs.append((texts[run[0]], pieces[run[0]]))
-            else:
-                runs.append(("".join(texts[index] for index in run), None))
-            first = position
-        return runs
+        alone = self._seams is not None
+        return [
+            (
+                "".join(texts[index] for index in run),
+                pieces[run[0]] if alone and len(run) == 1 else None,
+            )
+            for run in seam_runs(texts, self._seams)
+        ]
 
     def _run(self, text: str) -> int:
         tokens = self._runs.get(text)

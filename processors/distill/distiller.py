@@ -354,9 +354,9 @@ def _count_parts_first(ctx: ProcessorContext, new: Node, text: str) -> None:
     a file) is then counted without encoding it whole.
     """
     header, _, body = text.partition("\n")
-    ctx.tokens.count_joined(f"{header}\n", body)
+    ctx.tokens.count_pieces((f"{header}\n", body))
     if isinstance(new, FileNode):
-        ctx.tokens.count_joined(f"{new.path}\n", text)
+        ctx.tokens.count_pieces((f"{new.path}\n", text))
 
 
 def _original(node: Node, ctx: ProcessorContext) -> Node | None:

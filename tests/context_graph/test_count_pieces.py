@@ -102,13 +102,6 @@ class TestCountPieces:
         cache = NodeTokenCache(counter)
         assert cache.count_pieces(pieces) == counter.count("".join(pieces))
 
-    @given(left=_PIECES, right=_PIECES)
-    def test_count_joined_is_two_pieces(self, left: list[str], right: list[str]) -> None:
-        """`count_joined` gives the joined text's count too."""
-        cache = NodeTokenCache(COUNTER)
-        joined = cache.count_joined("".join(left), "".join(right))
-        assert joined == COUNTER.count("".join(left) + "".join(right))
-
     def test_counts_like(self) -> None:
         """Only the same counter, or tiktoken counters of one encoding, count alike."""
         cache = NodeTokenCache(COUNTER)

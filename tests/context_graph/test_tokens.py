@@ -231,7 +231,7 @@ class SeamRecordingCounter(CountingCounter):
         return self._tiktoken.is_seam(left, right)
 
 
-class TestCountJoined:
+class TestTwoPieces:
     @given(
         left=st.tuples(_SNIPPET, st.sampled_from(["", "\n", " \n"])).map("".join),
         right=st.tuples(_LINE_START, _SNIPPET).map("".join) | _SNIPPET,
@@ -239,7 +239,7 @@ class TestCountJoined:
     def test_same_as_counting_the_joined_text(self, left: str, right: str) -> None:
         """Summed at a seam or counted whole, the answer is the joined text's count."""
         cache = NodeTokenCache(TiktokenCounter())
-        joined = cache.count_joined(left, right)
+        joined = cache.count_pieces((left, right))
         assert joined == TiktokenCounter().count(left + right)
         assert NodeTokenCache(TiktokenCounter()).count_text(left + right) == joined
 
@@ -249,7 +249,7 @@ class TestCountJoined:
         cache = NodeTokenCache(counter)
         cache.count_text("[header]\n")
         cache.count_text("body line\nmore")
-        tokens = cache.count_joined("[header]\n", "body line\nmore")
+        tokens = cache.count_pieces(("[header]\n", "body line\nmore"))
         assert tokens == TiktokenCounter().count("[header]\nbody line\nmore")
         assert cache.count_text("[header]\nbody line\nmore") == tokens
         assert counter.calls == ["[header]\n", "body line\nmore"]
@@ -257,10 +257,10 @@ class TestCountJoined:
     def test_without_a_seam_the_joined_text_is_counted_whole(self) -> None:
         """No seam (or a counter that knows none): the joined text is counted itself."""
         recording = SeamRecordingCounter()
-        assert NodeTokenCache(recording).count_joined("a ", "b") == 2
+        assert NodeTokenCache(recording).count_pieces(("a ", "b")) == 2
         assert recording.calls == ["a b"]
         plain = CountingCounter()
-        assert NodeTokenCache(plain).count_joined("a b\n", "c") == 3
+        assert NodeTokenCache(plain).count_pieces(("a b\n", "c")) == 3
         assert plain.calls == ["a b\nc"]
 
 
