@@ -14,8 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from context_graph.nodes import ANSWER_KINDS, Node
-from orchestrator._pipeline import PipelineRun, StageSettings, run_stage
+from context_graph.nodes import Node
+from orchestrator._pipeline import (
+    PipelineRun,
+    StageSettings,
+    output_targets,
+    run_stage,
+    stands_for,
+)
 from orchestrator.buffer import WorkingGraph, WorkingView
 from orchestrator.bus import EventBus
 from processors.truncate import ToolOutputTruncator
@@ -38,8 +44,7 @@ def floor_outputs(view: WorkingView) -> tuple[Node, ...]:
     for index, unit in enumerate(units):
         if unit.kind in {"user", "system", "summary"}:
             start = index + 1
-    nodes = (view[node_id] for unit in units[start:] for node_id in unit.node_ids)
-    return tuple(node for node in nodes if node.kind in ANSWER_KINDS and not node.pinned)
+    return output_targets(view, units[start:])
 
 
 def output_cap(sizes: Sequence[int], excess: int) -> int | None:
@@ -116,11 +121,7 @@ async def shrink_floor(
             break
         view = working.view
         outputs = floor_outputs(view)
-        fresh = tuple(
-            node
-            for node in outputs
-            if node.id in unsent or not unsent.isdisjoint(working.roots(node.id))
-        )
+        fresh = tuple(node for node in outputs if stands_for(working, node, unsent))
         chosen = _cap_for(view, fresh, excess) or _cap_for(view, outputs, excess)
         if chosen is None and required is not None:
             chosen = _cap_for(view, outputs, required() - budget)

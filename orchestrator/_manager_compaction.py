@@ -134,22 +134,7 @@ class CompactionMethods(PersistenceMethods):
         try:
             with anyio.move_on_after(self._background_timeout if background else None) as scope:
                 if relief is not None and renderer is not None and self._unsent:
-                    # Guarded and recorded like any run: a stage that freed next to
-                    # nothing from the new outputs stalls, so a whole-view run after it
-                    # goes on to the stages that can still free something (the summary)
-                    # instead of rewriting old outputs for little, once more per turn.
-                    run = await run_pipeline(
-                        self._pipelines[self._config.default_pipeline],
-                        self._working,
-                        self._bus,
-                        settings,
-                        done=functools.partial(self._fits, renderer, relief),
-                        guards=guards,
-                        guard_state=self._guard_state,
-                        only=frozenset(self._unsent),
-                    )
-                    self._count(total, run)
-                    if self._fits(renderer, relief):
+                    if await self._relieve(renderer, relief, settings, guards, total):
                         steps = ()
                 for step in steps:
                     whole = step.only is None
@@ -200,6 +185,36 @@ class CompactionMethods(PersistenceMethods):
         total.rejected += run.rejected
         total.stages.extend(run.stages)
         total.skipped.extend(run.skipped)
+
+    async def _relieve(
+        self,
+        renderer: Renderer,
+        relief: int,
+        settings: StageSettings,
+        guards: GuardConfig,
+        total: PipelineRun,
+    ) -> bool:
+        """Run the default pipeline on the unsent outputs; whether the request fits `relief`.
+
+        (`_relief_limit` says when this pass runs and what `relief` is.)
+
+        Guarded and recorded like any run: a stage that freed next to nothing from the
+        new outputs stalls, so a whole-view run after it goes on to the stages that can
+        still free something (the summary) instead of rewriting old outputs for little,
+        once more per turn.
+        """
+        run = await run_pipeline(
+            self._pipelines[self._config.default_pipeline],
+            self._working,
+            self._bus,
+            settings,
+            done=functools.partial(self._fits, renderer, relief),
+            guards=guards,
+            guard_state=self._guard_state,
+            only=frozenset(self._unsent),
+        )
+        self._count(total, run)
+        return self._fits(renderer, relief)
 
     def _relief_limit(
         self, handled: Sequence[Firing], budget: int | None, overflow: bool

@@ -43,6 +43,7 @@ __all__ = [
     "output_targets",
     "run_pipeline",
     "run_stage",
+    "stands_for",
     "summary_chain",
 ]
 
@@ -68,9 +69,10 @@ def _name(processor: Processor) -> str:
     return name if isinstance(name, str) and name else type(processor).__name__
 
 
-def output_targets(view: WorkingView) -> tuple[Node, ...]:
-    """Tool outputs, file reads and sub-agent answers in the view, unpinned, in order."""
-    nodes = (view[node_id] for unit in view.units() for node_id in unit.node_ids)
+def output_targets(view: WorkingView, units: Sequence[Unit] | None = None) -> tuple[Node, ...]:
+    """Tool outputs, file reads and sub-agent answers in `units` (the view's), unpinned."""
+    chosen = view.units() if units is None else units
+    nodes = (view[node_id] for unit in chosen for node_id in unit.node_ids)
     return tuple(node for node in nodes if node.kind in ANSWER_KINDS and not node.pinned)
 
 
@@ -153,11 +155,12 @@ def _targets(
         return output_targets(view)
     if isinstance(processor, HistorySummarizer):
         return ()
-    return tuple(
-        node
-        for node in output_targets(view)
-        if node.id in only or not only.isdisjoint(working.roots(node.id))
-    )
+    return tuple(node for node in output_targets(view) if stands_for(working, node, only))
+
+
+def stands_for(working: WorkingGraph, node: Node, ids: frozenset[str]) -> bool:
+    """Whether `node` is one of `ids` or an edited copy of one (through its pristine roots)."""
+    return node.id in ids or not ids.isdisjoint(working.roots(node.id))
 
 
 @dataclass(frozen=True, slots=True)
