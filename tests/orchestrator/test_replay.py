@@ -59,8 +59,7 @@ class TestReplay:
             format="anthropic",
             manager=ContextManager(format="anthropic", budget=budget, compact_to=1.0),
         )
-        # Measured: 0.92 batched, 0.82 eager (compact_to=1.0) when this was written;
-        # 0.94 and 0.92 once new outputs were shrunk first (docs/rendering.md).
+        # Measured at 3bf56da: 0.94 batched, 0.92 eager (compact_to=1.0).
         assert batched.prefix_reuse_share >= 0.9
         assert batched.prefix_reuse_share >= eager.prefix_reuse_share
 
