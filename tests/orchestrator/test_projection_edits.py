@@ -303,40 +303,6 @@ class TestEditedProjection:
                     _apply(working, [proposal])
 
 
-def test_a_summary_of_summaries_reads_as_from_scratch() -> None:
-    """A summary abstracting an imported summary and an earlier one is placed as fresh."""
-    graph = ContextGraph(counter=WordCounter())
-    graph.ingest([Compaction(content="imported summary of what came before")])
-    working = WorkingGraph(graph)
-    for turn in range(4):
-        graph.add_user(f"question {turn} alpha beta gamma")
-        graph.add_assistant(f"answer {turn} alpha beta gamma delta")
-    _assert_as_fresh(working.view)
-    for serial in range(3):
-        view = working.view
-        units = view.units()
-        targets = tuple(i for u in units[: len(units) // 2 + 1] for i in u.node_ids)
-        summary = SummaryNode(
-            id=f"summary-{serial}",
-            content=(TextPart(text="summary"),),
-            abstracts=targets,
-            meta={"checked": True},
-        )
-        working.apply(
-            Proposal(
-                processor="summarize",
-                edits=(Abstract(targets=targets, summary=summary),),
-                tokens_before=_count(view, [view[t] for t in targets]),
-                tokens_after=_count(view, [summary]),
-                base_version=view.version,
-            )
-        )
-        _assert_as_fresh(working.view)
-        assert working.units()[0].head == f"summary-{serial}"
-        graph.add_user(f"more {serial} alpha beta")
-        _assert_as_fresh(working.view)
-
-
 def _abstract(working: WorkingGraph, units: Sequence[Unit], summary_id: str) -> None:
     view = working.view
     targets = tuple(i for u in units for i in u.node_ids)
@@ -355,6 +321,24 @@ def _abstract(working: WorkingGraph, units: Sequence[Unit], summary_id: str) -> 
             base_version=view.version,
         )
     )
+
+
+def test_a_summary_of_summaries_reads_as_from_scratch() -> None:
+    """A summary abstracting an imported summary and an earlier one is placed as fresh."""
+    graph = ContextGraph(counter=WordCounter())
+    graph.ingest([Compaction(content="imported summary of what came before")])
+    working = WorkingGraph(graph)
+    for turn in range(4):
+        graph.add_user(f"question {turn} alpha beta gamma")
+        graph.add_assistant(f"answer {turn} alpha beta gamma delta")
+    _assert_as_fresh(working.view)
+    for serial in range(3):
+        units = working.view.units()
+        _abstract(working, units[: len(units) // 2 + 1], f"summary-{serial}")
+        _assert_as_fresh(working.view)
+        assert working.units()[0].head == f"summary-{serial}"
+        graph.add_user(f"more {serial} alpha beta")
+        _assert_as_fresh(working.view)
 
 
 class TestSummaryPlace:
