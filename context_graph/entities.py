@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from itertools import accumulate
 
-__all__ = ["critical_entities", "missing_entities"]
+__all__ = ["clear_cache", "critical_entities", "missing_entities"]
 
 _END = r"(?!\w|\.\w)"  # a word ends here; a sentence's full stop may follow
 
@@ -121,6 +121,16 @@ def _entities(text: str) -> tuple[str, ...]:
 # The entities of each line scanned lately (cleared whole when full).
 _LINES: dict[str, tuple[str, ...]] = {}
 _LINES_KEPT = 65536
+
+
+def clear_cache() -> None:
+    """Forget the entities remembered for the texts and lines scanned so far.
+
+    `critical_entities` depends on its text alone, so this changes no answer: it frees
+    the memory and makes the next scan of each text pay in full, as in a new process.
+    """
+    _entities.cache_clear()
+    _LINES.clear()
 
 
 def _scan_lines(lines: list[str]) -> list[tuple[str, ...]]:

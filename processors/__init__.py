@@ -20,6 +20,7 @@ from processors.base import (
     replacement_for,
     run_processor,
 )
+from processors.caches import clear_caches
 from processors.distill import Distiller, distill_text
 from processors.mask import ObservationMasker
 from processors.redact import SecretRedactor, find_secrets, redact_text
@@ -55,6 +56,7 @@ __all__ = [
     "UrlShortener",
     "available",
     "check_candidate",
+    "clear_caches",
     "create",
     "distill_text",
     "find_secrets",

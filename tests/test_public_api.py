@@ -35,6 +35,7 @@ MODULES = [
     "orchestrator.store",
     "processors",
     "processors.base",
+    "processors.caches",
     "processors.registry",
     "processors.distill",
     "processors.mask",

@@ -59,6 +59,11 @@ def _named(written: str, *, call: bool) -> tuple[tuple[str, tuple[str, ...]], ..
     return tuple((entity, tuple(_tails(entity))) for entity in critical_entities(text))
 
 
+def clear_cache() -> None:
+    """Forget the memoized entities of turns (`processors.caches.clear_caches`)."""
+    _named.cache_clear()
+
+
 def _decoded_arguments(arguments: str) -> str:
     try:
         decoded = json.loads(arguments)

@@ -249,6 +249,12 @@ def _outcome(text: str, is_error: bool) -> Outcome:
     return Outcome(failed, code, error_gist(text) if failed else "")
 
 
+def clear_cache() -> None:
+    """Forget the memoized shell paths and outcomes (`processors.caches.clear_caches`)."""
+    _shell_paths.cache_clear()
+    _outcome.cache_clear()
+
+
 def error_key(call: ToolCallNode | None, answer: AnswerNode) -> str:
     """What identifies "the same tool or command" for error resolution."""
     if call is None:

@@ -1,0 +1,24 @@
+"""What the processors remember across calls, process-wide, and how to forget it.
+
+Some answers depend on a text alone and are asked for again at every compaction: the
+critical entities of a text, the paths a shell command touches, whether a tool output
+failed, the entities an agent's turn names. They are memoized for the whole process
+(bounded by entry count). Clearing changes no result; it frees the memory and makes the
+next call pay the first computation again. The benchmarks clear before every replay, so
+that no contender starts with what an earlier replay of the same session computed.
+"""
+
+from __future__ import annotations
+
+from context_graph.entities import clear_cache as _clear_entities
+from processors.distill._references import clear_cache as _clear_references
+from processors.summarize._facts import clear_cache as _clear_facts
+
+__all__ = ["clear_caches"]
+
+
+def clear_caches() -> None:
+    """Forget every process-wide memo of the processors and of `critical_entities`."""
+    _clear_entities()
+    _clear_facts()
+    _clear_references()
