@@ -49,6 +49,76 @@ def summary_table(runs: Sequence[Run], names: Sequence[str], budget_label: str) 
     return "\n".join(out)
 
 
+@dataclass(frozen=True)
+class TimeSplit:
+    """One contender's engine time over some runs, split into the tokenizer and the rest."""
+
+    engine_ns: int
+    tokenize_ns: int
+    tokenize_chars: int
+    floor_ns: int
+    floor_chars: int
+
+    @property
+    def engine(self) -> float:
+        return self.engine_ns / self.floor_ns if self.floor_ns else 0.0
+
+    @property
+    def tokenizer(self) -> float:
+        return self.tokenize_ns / self.floor_ns if self.floor_ns else 0.0
+
+    @property
+    def rest(self) -> float:
+        return self.engine - self.tokenizer
+
+    @property
+    def text(self) -> float:
+        """Characters tokenized, over the floor's."""
+        return self.tokenize_chars / self.floor_chars if self.floor_chars else 0.0
+
+    @property
+    def per_char(self) -> float | None:
+        """The tokenizer's cost per character, over the floor's; `None` with no text."""
+        if not self.tokenize_chars or not self.floor_ns or not self.floor_chars:
+            return None
+        return (self.tokenize_ns / self.tokenize_chars) / (self.floor_ns / self.floor_chars)
+
+
+def time_split(runs: Sequence[Run], name: str, budget_label: str | None = None) -> TimeSplit:
+    """`name`'s time split over its runs at `budget_label` (every budget when `None`)."""
+    chosen = [
+        r
+        for r in runs
+        if r.contender == name and (budget_label is None or r.budget_label == budget_label)
+    ]
+    return TimeSplit(
+        engine_ns=sum(r.engine_ns for r in chosen),
+        tokenize_ns=sum(r.tokenize_ns for r in chosen),
+        tokenize_chars=sum(r.tokenize_chars for r in chosen),
+        floor_ns=sum(r.floor_ns for r in chosen),
+        floor_chars=sum(r.floor_chars for r in chosen),
+    )
+
+
+def time_table(runs: Sequence[Run], names: Sequence[str], budgets: Sequence[str]) -> str:
+    """Per contender and budget: engine time, the tokenizer's part and the rest, x floor."""
+    out = [
+        "| contender | budget | engine time x floor | tokenizer x floor | text tokenized "
+        "/ floor's | tokenizer cost per character / floor's | the rest x floor |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for name in names:
+        for label in budgets:
+            t = time_split(runs, name, label)
+            if not t.floor_ns:
+                continue
+            out.append(
+                f"| {name} | {label} | {t.engine:.1f} | {t.tokenizer:.2f} | {t.text:.2f} "
+                f"| {share(t.per_char, 2)} | {t.rest:.2f} |"
+            )
+    return "\n".join(out)
+
+
 def family_table(
     runs: Sequence[Run], names: Sequence[str], families: Sequence[str], budget_label: str
 ) -> str:

@@ -21,10 +21,12 @@ from benchmarks.compare.contenders import Contender, ContenderSpec
 from benchmarks.compare.facts import KINDS, MessageLedger, References, references
 from benchmarks.compare.sdk_types import payload_shape_problems
 from benchmarks.compare.sessions import Session
+from benchmarks.compare.tokenizer_clock import TokenizerClock
 from context_graph import ContextGraph, Note, SystemPrompt, TiktokenCounter, UserTurn
 from context_graph.render import Renderer, count_payload
 from context_graph.tokens import NodeTokenCache, countable_text
 from context_graph.validate import validate
+from processors import clear_caches
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,12 @@ class Run:
     feed_ns: int = 0
     """The part of `engine_ns` spent taking events (ingest, for us)."""
     floor_ns: int = 0
+    floor_chars: int = 0
+    """The characters the floor tokenizes (every node's countable text, once)."""
+    tokenize_ns: int = 0
+    """The part of `engine_ns` spent in the token counter (`TokenizerClock`)."""
+    tokenize_chars: int = 0
+    """The characters the contender had the counter tokenize in its timed spans."""
     task_tokens: int = 0
     """The system prompt and the first request alone, rendered."""
     peak_bytes: int | None = None
@@ -89,6 +97,7 @@ class SessionSetup:
     refs: References
     raw_at_call: dict[int, int]
     floor_ns: int
+    floor_chars: int
     task_tokens: int
     """The system prompt and the first request alone: no engine that keeps both can
     send less."""
@@ -113,6 +122,7 @@ def setup(session: Session, counter: TiktokenCounter) -> SessionSetup:
         refs,
         raw,
         _floor(texts),
+        sum(map(len, texts)),
         _task_tokens(session, counter),
         MessageLedger(refs.universe),
         NodeTokenCache(counter),
@@ -204,22 +214,30 @@ async def _timed_replay(run: Run, ctx: SessionSetup, contender: Contender) -> No
     gc.collect()
     since = 0
     clock = time.perf_counter_ns
-    for fed, item in enumerate(items, start=1):
-        start = clock()
-        await contender.feed(item)
-        elapsed = clock() - start
-        since += elapsed
-        run.feed_ns += elapsed
-        if fed not in ctx.session.calls:
-            continue
-        await contender.tune(run.budget)
-        start = clock()
-        native = await contender.request(run.budget)
-        since += clock() - start
-        run.rows.append(scorer.score(fed, native, since))
-        run.engine_ns += since
-        since = 0
+    with TokenizerClock() as tokenizer:
+        for fed, item in enumerate(items, start=1):
+            start, before = clock(), tokenizer.reading()
+            await contender.feed(item)
+            elapsed = clock() - start
+            _add_tokenizing(run, before, tokenizer.reading())
+            since += elapsed
+            run.feed_ns += elapsed
+            if fed not in ctx.session.calls:
+                continue
+            await contender.tune(run.budget)  # harness work: neither timed nor tokenizing
+            start, before = clock(), tokenizer.reading()
+            native = await contender.request(run.budget)
+            since += clock() - start
+            _add_tokenizing(run, before, tokenizer.reading())
+            run.rows.append(scorer.score(fed, native, since))
+            run.engine_ns += since
+            since = 0
     run.engine_ns += since
+
+
+def _add_tokenizing(run: Run, before: tuple[int, int], after: tuple[int, int]) -> None:
+    run.tokenize_ns += after[0] - before[0]
+    run.tokenize_chars += after[1] - before[1]
 
 
 async def _traced_replay(ctx: SessionSetup, contender: Contender, budget: int) -> int:
@@ -254,10 +272,15 @@ def replay(
     session = ctx.session
     run = Run(spec.name, session.family, session.label, budget_label, budget)
     run.floor_ns = ctx.floor_ns
+    run.floor_chars = ctx.floor_chars
     run.task_tokens = ctx.task_tokens
     try:
+        # Each replay starts as in a new process: what an earlier replay of the same
+        # session (or the reference sets) left in the process-wide memos is forgotten.
+        clear_caches()
         anyio.run(_timed_replay, run, ctx, spec.make(budget, counter))
         if memory:
+            clear_caches()
             run.peak_bytes = anyio.run(_traced_replay, ctx, spec.make(budget, counter), budget)
     except Exception as exc:  # a crashing peer is reported, not fatal to the benchmark
         run.error = f"{type(exc).__name__}: {exc}"[:300]

@@ -63,6 +63,19 @@ class TestFastMode:
         assert all(row.tokens <= run.budget for run in ours for row in run.rows if row.tokens)
         assert any(not row.refused for row in rows)
 
+    def test_the_tokenizer_part_is_inside_the_engine_time(
+        self, fast: tuple[Measured, Path]
+    ) -> None:
+        """Ours tokenize at least the text they keep; a tokenizer span never exceeds the run."""
+        measured, _ = fast
+        for run in measured.runs:
+            assert 0 <= run.tokenize_ns <= run.engine_ns
+            assert run.floor_chars > 0
+            if run.contender.startswith("context-graph"):
+                assert run.tokenize_chars > 0 and run.tokenize_ns > 0
+            if run.contender.startswith("openhands"):
+                assert run.tokenize_chars == 0  # the masking counts no tokens
+
     def test_retention_is_a_share_of_what_was_in_view(self, fast: tuple[Measured, Path]) -> None:
         """Kept never exceeds the reference, a refusal keeps nothing, summaries are shares."""
         measured, _ = fast
@@ -85,6 +98,7 @@ class TestFastMode:
             "### Results",
             "### Retention within budget, per session family",
             "### Claude Code's own compaction against ours",
+            "### Where the engine time goes",
         ):
             assert heading in page
         assert "| contender | calls | refused | over budget |" in page
