@@ -278,9 +278,17 @@ PROFILES: dict[str, Profile] = {
     ),
     "chat": Profile(
         name="chat",
-        description="A plain chat without tools: old turns are summarized, nothing else.",
+        description=(
+            "A chat assistant, with at most a few tools (a web search): old turns are "
+            "summarized, and a tool result too long for the chat is cut first."
+        ),
         triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.95, hysteresis=0.1),
-        stages=(StageConfig(processor="summarize", options={"timeout": 60.0}),),
+        stages=(
+            # Without a stage that can cut new material, a large tool result could only be
+            # made room for by summarizing turns the provider has cached already.
+            StageConfig(processor="truncate", options={"max_tokens": 1_000}),
+            StageConfig(processor="summarize", options={"timeout": 60.0}),
+        ),
         compact_to=0.4,
     ),
 }

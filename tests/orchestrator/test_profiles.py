@@ -98,14 +98,14 @@ class TestBuiltinProfiles:
             get_profile("nope")
 
     def test_pipelines(self) -> None:
-        """Each profile builds its stages cheapest first; chat runs no tool processors."""
+        """Each profile builds its stages cheapest first; chat only cuts tool outputs."""
         kinds = {
             name: [type(p) for p in profile.build_pipeline()] for name, profile in PROFILES.items()
         }
         assert kinds == {
             "coding": [ObservationMasker, ToolOutputTruncator, Distiller, HistorySummarizer],
             "service": [ObservationMasker, ToolOutputTruncator, HistorySummarizer],
-            "chat": [HistorySummarizer],
+            "chat": [ToolOutputTruncator, HistorySummarizer],
         }
 
     def test_build_makes_new_processors(self) -> None:
@@ -259,3 +259,45 @@ class TestSoftTriggerShrinksOutputsOnly:
         manager.render_sync()
         processors = {entry.processor for entry in manager.working.audit()}
         assert processors and "summarize" not in processors
+
+
+class TestChatWithTools:
+    """A chat that calls a tool now and then (a web search): a large result is cut, the
+    history already sent stays, and the prompt cache with it."""
+
+    @staticmethod
+    def _manager(profile: Profile) -> ContextManager:
+        manager = ContextManager(budget=6_000, **profile.manager_options())
+        manager.add_system("You are a helpful assistant with a web search tool.")
+        for turn in range(6):
+            manager.add_user(f"Question {turn}: what changed in release {turn}.{turn}?")
+            manager.add_assistant(f"Release {turn}.{turn} " + "changed the parser. " * 40)
+        return manager
+
+    @staticmethod
+    def _search(manager: ContextManager) -> None:
+        manager.add_user("Search the changelog for the 7.0 breaking changes.")
+        manager.add_assistant("Searching.", [{"id": "s1", "name": "web_search"}])
+        page = "\n".join(f"- change {i}: renamed option opt_{i} to option_{i}" for i in range(900))
+        manager.add_tool_result("s1", page)
+
+    def test_a_large_tool_result_is_cut_and_the_sent_messages_stay(self) -> None:
+        manager = self._manager(get_profile("chat"))
+        before = manager.render_sync().payload["messages"]
+        self._search(manager)
+        after = manager.render_sync()
+        assert after.tokens <= 6_000
+        assert after.payload["messages"][: len(before)] == before  # the prefix is reused
+        result = after.payload["messages"][-1]["content"]
+        assert "change 0:" in result and "change 899:" in result  # head and tail kept
+        assert "change 450:" not in result
+
+    def test_summarize_alone_rewrites_the_history_instead(self) -> None:
+        """Without the truncate stage the same session summarizes what was already sent."""
+        chat = get_profile("chat")
+        summary_only = chat.model_copy(update={"stages": chat.stages[-1:]})
+        manager = self._manager(summary_only)
+        before = manager.render_sync().payload["messages"]
+        self._search(manager)
+        after = manager.render_sync().payload["messages"]
+        assert after[: len(before)] != before
