@@ -72,6 +72,10 @@ _TAG = re.compile(r"</?[a-z_]+>")
 _PATHLIKE = re.compile(r"[\w.~/-]*(?:/[\w.-]+|\.[A-Za-z]\w{0,5})")
 _REDIRECT = re.compile(r"(?<![<>&\d])>{1,2}\s*([^\s;&|<>]+)")
 _SEGMENTS = re.compile(r"\|\||&&|[|;\n]")
+# Without quotes or backslashes, POSIX shlex splits at runs of its whitespace and nothing
+# else; most commands are like that, and shlex reads them a character at a time.
+_SHLEX_QUOTING = re.compile(r"['\"\\]")
+_SHLEX_WHITESPACE = re.compile(r"[ \t\r\n]+")
 
 #: How long one item of the brief may be, in characters.
 ITEM_CHARS = 300
@@ -144,6 +148,8 @@ def _is_pathlike(token: str) -> bool:
 
 
 def _shell_words(segment: str) -> list[str]:
+    if _SHLEX_QUOTING.search(segment) is None:
+        return [word for word in _SHLEX_WHITESPACE.split(segment) if word]
     try:
         return shlex.split(segment, comments=False)
     except ValueError:
