@@ -207,7 +207,8 @@ def _time_split(m: Measured) -> list[str]:
         "compares the tokenizer's time per character there with the floor's. The floor "
         "encodes its texts back to back, best of 3, so the tokenizer's tables and the "
         "texts are in the processor's caches; inside an engine the same encoding runs "
-        "between other work.",
+        "between other work. *One call* is the engine time between two model calls: "
+        "the events fed since the previous call and the request.",
         "",
         report.time_table(m.runs, names, m.budgets),
         "",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -100,21 +102,46 @@ def time_split(runs: Sequence[Run], name: str, budget_label: str | None = None) 
     )
 
 
+def call_times(runs: Sequence[Run], name: str, budget_label: str) -> tuple[int, int, int]:
+    """(median, 99th percentile, max) engine time of one call of `name`, in ns.
+
+    A call's time is the events fed since the previous call and the request itself.
+    """
+    times = sorted(
+        row.time_ns
+        for r in runs
+        if r.contender == name and r.budget_label == budget_label
+        for row in r.rows
+    )
+    if not times:
+        return 0, 0, 0
+    p99 = times[min(len(times) - 1, math.ceil(0.99 * len(times)) - 1)]
+    return int(statistics.median(times)), p99, times[-1]
+
+
+def _micros(ns: int) -> str:
+    return f"{ns / 1e3:,.0f} us" if ns < 1e6 else f"{ns / 1e6:,.1f} ms"
+
+
 def time_table(runs: Sequence[Run], names: Sequence[str], budgets: Sequence[str]) -> str:
-    """Per contender and budget: engine time, the tokenizer's part and the rest, x floor."""
+    """Per contender and budget: engine time, the tokenizer's part and the rest, x floor,
+    and how long one call takes."""
     out = [
         "| contender | budget | engine time x floor | tokenizer x floor | text tokenized "
-        "/ floor's | tokenizer cost per character / floor's | the rest x floor |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "/ floor's | tokenizer cost per character / floor's | the rest x floor "
+        "| one call: median / p99 / max |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name in names:
         for label in budgets:
             t = time_split(runs, name, label)
             if not t.floor_ns:
                 continue
+            median, p99, worst = call_times(runs, name, label)
             out.append(
                 f"| {name} | {label} | {t.engine:.1f} | {t.tokenizer:.2f} | {t.text:.2f} "
-                f"| {share(t.per_char, 2)} | {t.rest:.2f} |"
+                f"| {share(t.per_char, 2)} | {t.rest:.2f} "
+                f"| {_micros(median)} / {_micros(p99)} / {_micros(worst)} |"
             )
     return "\n".join(out)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.compare.report import time_split, time_table
-from benchmarks.compare.runner import Run
+from benchmarks.compare.report import call_times, time_split, time_table
+from benchmarks.compare.runner import CallRow, Run
 from benchmarks.compare.tokenizer_clock import TokenizerClock
 from context_graph import ContextGraph, TiktokenCounter
 from context_graph.tokens import default_counter
@@ -65,9 +65,19 @@ class TestTimeSplit:
         one = time_split(runs, "ours", "50%")
         assert (one.engine, one.tokenizer, one.text) == (5.0, 2.0, 1.5)
         table = time_table(runs, ["ours", "peer"], ["50%", "8k"])
-        assert "| ours | 50% | 5.0 | 2.00 | 1.50 | 1.33 | 3.00 |" in table
+        assert "| ours | 50% | 5.0 | 2.00 | 1.50 | 1.33 | 3.00 | 0 us / 0 us / 0 us |" in table
         assert "| peer | 50% | 1.5 | 0.50 | 1.00 | 0.50 | 1.00 |" in table
         assert "| peer | 8k |" not in table  # no run there
+
+    def test_call_times_are_the_median_99th_percentile_and_worst(self) -> None:
+        run = self._run("ours", "50%", engine=0, tokenize=0, chars=0)
+        run.rows = [
+            CallRow(i, 10, 5, False, 0, 0, 0, 0, True, ns)
+            for i, ns in enumerate([*([1_000] * 150), 7_000, 2_500_000])
+        ]
+        assert call_times([run], "ours", "50%") == (1_000, 7_000, 2_500_000)
+        assert call_times([run], "ours", "8k") == (0, 0, 0)
+        assert "| 1 us / 7 us / 2.5 ms |" in time_table([run], ["ours"], ["50%"])
 
     def test_no_text_tokenized_has_no_cost_per_character(self) -> None:
         split = time_split([self._run("peer", "50%", engine=10, tokenize=0, chars=0)], "peer")
