@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.compare.page import _engine_time_line
 from benchmarks.compare.report import call_times, time_split, time_table
 from benchmarks.compare.runner import CallRow, Run
 from benchmarks.compare.tokenizer_clock import TokenizerClock
@@ -83,3 +84,29 @@ class TestTimeSplit:
         split = time_split([self._run("peer", "50%", engine=10, tokenize=0, chars=0)], "peer")
         assert split.per_char is None
         assert split.tokenizer == 0.0
+
+
+class TestEngineTimeLine:
+    @staticmethod
+    def _run(engine: int, feed: int, tokenize: int) -> Run:
+        run = Run("ours", "fam", "s", "50%", 1_000)
+        run.engine_ns, run.feed_ns, run.tokenize_ns, run.tokenize_chars = (
+            engine,
+            feed,
+            tokenize,
+            1_200,
+        )
+        run.floor_ns, run.floor_chars = 100, 1_000
+        return run
+
+    def test_says_when_the_tokenizer_alone_is_over_the_target(self) -> None:
+        line = _engine_time_line([self._run(engine=600, feed=250, tokenize=240)], "ours")
+        assert line.startswith("Over every budget: taking the events (ingest) costs 2.5x")
+        assert "answering the calls (triggers, compaction, render) 3.5x" in line
+        assert "The tokenizer alone takes 2.40x the floor: 1.20x the floor's text" in line
+        assert "at 2.00x its cost per character; everything else takes 3.60x." in line
+        assert "over the 2x target" in line
+
+    def test_says_nothing_more_when_the_tokenizer_is_under_it(self) -> None:
+        line = _engine_time_line([self._run(engine=600, feed=250, tokenize=150)], "ours")
+        assert "over the 2x target" not in line
