@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 
 class Blocks:
@@ -30,6 +30,12 @@ class Blocks:
         self._tokens = [0] * (len(self._edges) - 1)
         self._counted = [False] * len(self._tokens)
         self._uncounted_chars = len(text)
+        # Every block before `_head` and from `_tail` on is counted, and `_inner` of those
+        # between: searches count from the ends inwards, so a scan for uncounted blocks
+        # skips both counted ends, and is not needed at all while nothing between is.
+        self._head = 0
+        self._tail = len(self._tokens)
+        self._inner = 0
 
     def tokens(self, low: int, high: int) -> int:
         """Tokens of blocks `low` to `high` (exclusive), counted on their own."""
@@ -39,19 +45,30 @@ class Blocks:
         self._fill(pending)
         return sum(self._tokens[low:high])
 
-    def pending(self, low: int, high: int) -> list[int] | None:
+    def pending(self, low: int, high: int) -> Sequence[int] | None:
         """The uncounted blocks of `low` to `high`, in order; `None` to subtract instead.
 
         `None` when the run's tokens are cheaper to find by subtracting the blocks around
         it from the whole text's: those are then all counted, and `subtracted` gives them.
         """
         counted = self._counted
-        inside = [block for block in range(low, high) if not counted[block]]
+        head, tail = self._head, self._tail
+        first, stop = max(low, head), min(high, tail)
+        edges = self._edges
+        inside: Sequence[int]
+        if first >= stop:
+            inside = range(0)
+        elif self._inner == 0:
+            inside = range(first, stop)
+        else:
+            inside = [block for block in range(first, stop) if not counted[block]]
         if inside and self._total is not None:
-            edges = self._edges
-            inside_chars = sum(edges[block + 1] - edges[block] for block in inside)
+            if self._inner == 0:
+                inside_chars = edges[stop] - edges[first]
+            else:
+                inside_chars = sum(edges[block + 1] - edges[block] for block in inside)
             if self._uncounted_chars - inside_chars < inside_chars:
-                outside = [*range(low), *range(high, len(counted))]
+                outside = [*range(head, min(low, tail)), *range(max(high, head), tail)]
                 self._fill([block for block in outside if not counted[block]])
                 return None
         return inside
@@ -72,7 +89,7 @@ class Blocks:
     def block(self, block: int) -> int:
         """Tokens of one block, counted now unless it was before."""
         if not self._counted[block]:
-            self._fill([block])
+            self._fill((block,))
         return self._tokens[block]
 
     def text(self, block: int) -> str:
@@ -84,9 +101,17 @@ class Blocks:
         """How many blocks there are."""
         return len(self._tokens)
 
-    def _fill(self, blocks: list[int]) -> None:
+    def _fill(self, blocks: Iterable[int]) -> None:
         edges = self._edges
+        counted = self._counted
         for block in blocks:
             self._tokens[block] = self._count(self._text[edges[block] : edges[block + 1]])
-            self._counted[block] = True
+            counted[block] = True
             self._uncounted_chars -= edges[block + 1] - edges[block]
+            self._inner += self._head <= block < self._tail
+        while self._head < self._tail and counted[self._head]:
+            self._head += 1
+            self._inner -= 1
+        while self._tail > self._head and counted[self._tail - 1]:
+            self._tail -= 1
+            self._inner -= 1

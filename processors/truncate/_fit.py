@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
+from operator import methodcaller
 from typing import Literal, TypeAlias
 
 from processors._pieces import Deferred, PieceCounter, Seams
@@ -20,6 +22,8 @@ from processors.truncate._units import marker, offsets
 
 Policy: TypeAlias = Literal["head", "tail", "head_tail", "errors_first"]
 GapTokens: TypeAlias = Callable[[int, int], int]
+#: Kept unit indices as sorted, maximal, disjoint `(start, stop)` ranges (`stop` exclusive).
+Runs: TypeAlias = tuple[tuple[int, int], ...]
 
 #: Lines that `errors_first` keeps before anything else.
 ERROR_PATTERN = re.compile(r"error|exception|traceback|fail|fatal|panic|warn", re.IGNORECASE)
@@ -140,6 +144,8 @@ class Layout:
         self.text = text
         self.units = list(units)
         self.starts = offsets(self.units)
+        # Line ends before each unit: a marker's line count then costs no scan of its gap.
+        self._breaks = list(accumulate(map(methodcaller("count", "\n"), self.units), initial=0))
         self._count = count
         self._pieces = PieceCounter(count, seams)
         self._gap_tokens: dict[tuple[int, int], int] = {}  # an omitted span is counted once
@@ -157,66 +163,63 @@ class Layout:
         edges = [self.starts[bound] for bound in self._bounds]
         self._blocks = Blocks(text, edges, count, tokens)
 
-    def render(self, kept: set[int], *, exact: bool) -> str:
+    def render(self, kept: Iterable[int], *, exact: bool) -> str:
         """Kept units in order, each omitted run replaced by one marker line."""
-        gap_tokens = self._exact_tokens if exact else self._estimated_tokens
-        out: list[str] = []
-        previous = -1
-        for index in [*sorted(kept), len(self.units)]:
-            if index > previous + 1:
-                start, end = self.starts[previous + 1], self.starts[index]
-                if out and not out[-1].endswith("\n"):
-                    out.append("\n")
-                out.append(marker(self.text, start, end, gap_tokens(previous + 1, index)))
-                if index < len(self.units):
-                    out.append("\n")
-            if index < len(self.units):
-                out.append(self.units[index])
-            previous = index
-        return "".join(out)
+        return "".join(self.render_pieces(kept, exact=exact))
 
-    def render_pieces(self, kept: set[int], *, exact: bool) -> list[str]:
+    def render_pieces(self, kept: Iterable[int], *, exact: bool) -> list[str]:
         """The pieces `fits` counts `render(kept, exact=exact)` by, kept runs cut into blocks.
 
         They join to the rendered text; each was counted (through the layout's `count`)
         when the search checked that text, unless its tokens were found by subtraction.
         """
         pieces: list[str] = []
-        for piece in self._candidate(kept, exact=exact):
+        for piece in self._candidate(runs_of(kept), exact=exact):
             if isinstance(piece, _BlockRun):
                 pieces.extend(piece.texts())
             else:
                 pieces.append(piece if isinstance(piece, str) else piece.text)
         return pieces
 
-    def fits(self, kept: set[int], budget: Budget, *, exact: bool) -> bool:
+    def fits(self, kept: Iterable[int], budget: Budget, *, exact: bool) -> bool:
         """Whether `render(kept, exact=exact)` fits `budget` (counted without joining it)."""
-        if budget.max_bytes is not None and not budget.fits_bytes(self.render(kept, exact=exact)):
-            return False
-        limit = budget.max_tokens
-        return self._pieces.count(self._candidate(kept, exact=exact), limit) <= limit
+        return self.fits_runs(runs_of(kept), budget, exact=exact)
 
-    def _candidate(self, kept: set[int], *, exact: bool) -> list[str | Deferred]:
-        """The pieces of `render(kept, exact=exact)`, kept runs as seam-bounded blocks."""
+    def fits_runs(self, runs: Runs, budget: Budget, *, exact: bool) -> bool:
+        """`fits` for the units of `runs`."""
+        pieces = self._candidate(runs, exact=exact)
+        if budget.max_bytes is not None:
+            # UTF-8 sizes add up over a concatenation: the pieces need not be joined.
+            texts = (piece if isinstance(piece, str) else piece.text for piece in pieces)
+            if sum(map(_utf8_size, texts)) > budget.max_bytes:
+                return False
+        limit = budget.max_tokens
+        return self._pieces.count(pieces, limit) <= limit
+
+    def _candidate(self, runs: Runs, *, exact: bool) -> list[str | Deferred]:
+        """The pieces of the text keeping `runs`, kept runs as seam-bounded blocks."""
         gap_tokens = self._exact_tokens if exact else self._estimated_tokens
-        total = len(self.units)
         pieces: list[str | Deferred] = []
-        run_start = 0
-        previous = -1
-        for index in [*sorted(kept), total]:
-            if index > previous + 1:
-                if previous >= 0:
-                    pieces.extend(self._span(run_start, previous + 1))
-                    if not self.units[previous].endswith("\n"):
-                        pieces.append("\n")
-                start, end = self.starts[previous + 1], self.starts[index]
-                pieces.append(marker(self.text, start, end, gap_tokens(previous + 1, index)))
-                if index < total:
-                    pieces.append("\n")
-                run_start = index
-            previous = index
-        if run_start < total and previous >= run_start:
-            pieces.extend(self._span(run_start, total))
+        position = 0
+        for start, stop in runs:
+            if start > position:
+                pieces.extend(self._gap(position, start, gap_tokens))
+            pieces.extend(self._span(start, stop))
+            position = stop
+        if position < len(self.units):
+            pieces.extend(self._gap(position, len(self.units), gap_tokens))
+        return pieces
+
+    def _gap(self, first: int, stop: int, gap_tokens: GapTokens) -> list[str | Deferred]:
+        """The marker line for omitted units `first` to `stop`, on a line of its own."""
+        pieces: list[str | Deferred] = []
+        if first > 0 and not self.units[first - 1].endswith("\n"):
+            pieces.append("\n")
+        start, end = self.starts[first], self.starts[stop]
+        breaks = self._breaks[stop] - self._breaks[first]
+        pieces.append(marker(self.text, start, end, gap_tokens(first, stop), breaks))
+        if stop < len(self.units):
+            pieces.append("\n")
         return pieces
 
     def _span(self, first: int, stop: int) -> list[str | Deferred]:
@@ -256,7 +259,7 @@ class _BlockRun:
         self._blocks = blocks
         self._low = low
         self._high = high
-        self._pending: list[int] = []
+        self._pending: Sequence[int] = ()
         self._next = 0
 
     def tokens(self) -> int:
@@ -271,7 +274,7 @@ class _BlockRun:
         if pending is None:
             return self._blocks.subtracted(self._low, self._high)
         if self._high == self._blocks.size and self._low > 0:
-            pending.reverse()  # a tail grows downwards: count next to what is known first
+            pending = pending[::-1]  # a tail grows downwards: count next to what is known first
         self._pending = pending
         self._next = 0
         return self._blocks.known(self._low, self._high)
@@ -281,6 +284,60 @@ class _BlockRun:
             return None
         self._next += 1
         return self._blocks.block(self._pending[self._next - 1])
+
+
+def runs_of(kept: Iterable[int]) -> Runs:
+    """The runs of the unit indices `kept`."""
+    runs: list[tuple[int, int]] = []
+    start = stop = -1
+    for index in sorted(kept):
+        if index > stop:
+            if stop > start:
+                runs.append((start, stop))
+            start = index
+        if index >= stop:
+            stop = index + 1
+    if stop > start:
+        runs.append((start, stop))
+    return tuple(runs)
+
+
+def _prefixes(order: list[int], policy: Policy, total: int) -> Callable[[int], Runs]:
+    """The runs of `order[:size]`, by `size`; without sorting for the policies at both ends."""
+    if policy == "head":
+        return lambda size: ((0, size),) if size else ()
+    if policy == "tail":
+        return lambda size: ((total - size, total),) if size else ()
+    if policy == "errors_first":
+        return lambda size: runs_of(order[:size])
+    # `head_tail` takes 0, 1, 2, ... and total - 1, total - 2, ... in some interleaving.
+    heads = [0]
+    for index in order:
+        heads.append(heads[-1] + (index == heads[-1]))
+
+    def ends(size: int) -> Runs:
+        head, tail = heads[size], total - (size - heads[size])
+        if head >= tail:
+            return ((0, total),)
+        return tuple(run for run in ((0, head), (tail, total)) if run[0] < run[1])
+
+    return ends
+
+
+class _Search:
+    """A layout's verdicts on candidates, each given once (the same runs fit or not alike)."""
+
+    def __init__(self, layout: Layout, budget: Budget) -> None:
+        self.layout = layout
+        self._budget = budget
+        self._verdicts: dict[tuple[Runs, bool], bool] = {}
+
+    def fits(self, runs: Runs, *, exact: bool) -> bool:
+        verdict = self._verdicts.get((runs, exact))
+        if verdict is None:
+            verdict = self.layout.fits_runs(runs, self._budget, exact=exact)
+            self._verdicts[runs, exact] = verdict
+        return verdict
 
 
 def fit_layout(
@@ -298,48 +355,45 @@ def fit_layout(
     may then drop a few more units (to balance markup), when the result still fits.
     """
     order = priority(layout.units, policy, context)
-
-    def prefix_fits(size: int) -> bool:
-        return layout.fits(set(order[:size]), budget, exact=False)
-
-    kept = order[: largest(prefix_fits, 0, len(order) - 1)]
-    kept = _grow(layout, kept, policy, budget, exact=False)
-    while kept and not layout.fits(set(kept), budget, exact=True):
+    search = _Search(layout, budget)
+    prefix = _prefixes(order, policy, len(order))
+    size = largest(lambda size: search.fits(prefix(size), exact=False), 0, len(order) - 1)
+    kept = _grow(search, order[:size], policy, exact=False)
+    while kept and not search.fits(runs_of(kept), exact=True):
         kept.pop()
-    if not kept and not layout.fits(set(), budget, exact=True):
+    if not kept and not search.fits((), exact=True):
         return None
-    kept = _grow(layout, kept, policy, budget, exact=True)
+    kept = _grow(search, kept, policy, exact=True)
     if adjust is not None:
         adjusted = adjust(set(kept))
-        if layout.fits(adjusted, budget, exact=True):
+        if search.fits(runs_of(adjusted), exact=True):
             return adjusted
     return set(kept)
 
 
-def _grow(
-    layout: Layout, kept: list[int], policy: Policy, budget: Budget, *, exact: bool
-) -> list[int]:
+def _grow(search: _Search, kept: list[int], policy: Policy, *, exact: bool) -> list[int]:
     """Add units at the edges of the omitted region while the result still fits."""
     kept = list(kept)
-    chosen = set(kept)
-    total = len(layout.units)
+    runs = runs_of(kept)
+    total = len(search.layout.units)
     grew = True
     while grew:
         grew = False
-        for edge in _edges(chosen, total, policy):
-            if layout.fits(chosen | {edge}, budget, exact=exact):
+        for edge in _edges(runs, total, policy):
+            wider = runs_of([*kept, edge])
+            if search.fits(wider, exact=exact):
                 kept.append(edge)
-                chosen.add(edge)
+                runs = wider
                 grew = True
     return kept
 
 
-def _edges(chosen: set[int], total: int, policy: Policy) -> list[int]:
+def _edges(runs: Runs, total: int, policy: Policy) -> list[int]:
     """The first and last omitted units, as far as `policy` grows from them."""
-    first = next((i for i in range(total) if i not in chosen), None)
-    last = next((i for i in range(total - 1, -1, -1) if i not in chosen), None)
-    if first is None or last is None:
+    if total == 0 or runs == ((0, total),):
         return []
+    first = runs[0][1] if runs and runs[0][0] == 0 else 0
+    last = runs[-1][0] - 1 if runs and runs[-1][1] == total else total - 1
     if policy == "head":
         return [first]
     if policy == "tail":

@@ -96,7 +96,7 @@ def truncate_text(
     if kept is None:
         return None
     pieces = tuple(layout.render_pieces(kept, exact=True))
-    return Truncation(layout.render(kept, exact=True), fmt, pieces)
+    return Truncation("".join(pieces), fmt, pieces)
 
 
 class _Options(BaseModel):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Literal, TypeAlias
 
 from processors.truncate._markup import TAG, markup_pieces
@@ -54,6 +55,8 @@ def split_units(text: str, fmt: TextFormat, *, chunk_chars: int) -> list[str]:
             this many characters (outside tags only).
     """
     pieces = markup_pieces(text) if fmt == "markup" else _lines(text)
+    if max(map(len, pieces), default=0) <= 4 * chunk_chars:
+        return pieces
     units: list[str] = []
     for piece in pieces:
         if len(piece) > 4 * chunk_chars:
@@ -100,31 +103,31 @@ def _chunk_run(run: str, size: int) -> list[str]:
     return chunks
 
 
-def describe_gap(text: str, start: int, end: int) -> str:
+def describe_gap(text: str, start: int, end: int, breaks: int | None = None) -> str:
     """Say how much of `text[start:end]` is left out: whole lines, or characters too.
 
     Whole lines read `4,812 lines`; a span inside one line reads `812 characters`; a
-    span that starts or ends inside a line reads `3 lines, 1,204 characters`.
+    span that starts or ends inside a line reads `3 lines, 1,204 characters`. `breaks`
+    is the span's count of line ends, when known (`0 <= start <= end <= len(text)`).
     """
-    gap = text[start:end]
-    breaks = gap.count("\n")
-    lines = breaks + (0 if gap.endswith("\n") else 1)
-    whole = (start == 0 or text[start - 1] == "\n") and (end == len(text) or gap.endswith("\n"))
+    if breaks is None:
+        breaks = text.count("\n", start, end)
+    size = end - start
+    ends_line = text.endswith("\n", start, end)
+    lines = breaks + (0 if ends_line else 1)
+    whole = (start == 0 or text[start - 1] == "\n") and (end == len(text) or ends_line)
     if whole:
         return f"{lines:,} {'line' if lines == 1 else 'lines'}"
     if breaks == 0:
-        return f"{len(gap):,} {'character' if len(gap) == 1 else 'characters'}"
-    return f"{lines:,} lines, {len(gap):,} characters"
+        return f"{size:,} {'character' if size == 1 else 'characters'}"
+    return f"{lines:,} lines, {size:,} characters"
 
 
-def marker(text: str, start: int, end: int, tokens: int) -> str:
-    """The omission marker for `text[start:end]`, which holds `tokens` tokens."""
-    return f"[... {describe_gap(text, start, end)} / {tokens:,} tokens omitted ...]"
+def marker(text: str, start: int, end: int, tokens: int, breaks: int | None = None) -> str:
+    """The omission marker for `text[start:end]`, which holds `tokens` tokens (and `breaks`)."""
+    return f"[... {describe_gap(text, start, end, breaks)} / {tokens:,} tokens omitted ...]"
 
 
 def offsets(units: Sequence[str]) -> list[int]:
     """Start offset of every unit, plus the total length at the end."""
-    starts = [0]
-    for unit in units:
-        starts.append(starts[-1] + len(unit))
-    return starts
+    return list(accumulate(map(len, units), initial=0))
