@@ -34,7 +34,9 @@ def overdraw(line: str) -> str:
 
 def _clean(line: str, *, layout: bool, gutter: bool) -> str:
     prefix, line = split_gutter(line) if gutter else ("", line)
-    line = _ANSI.sub("", line).rstrip()
+    if "\x1b" in line:  # every colour code starts with ESC
+        line = _ANSI.sub("", line)
+    line = line.rstrip()
     if line.endswith("\r"):
         line = line.rstrip("\r").rstrip()
     if not layout:
@@ -75,9 +77,13 @@ def collapse_repeats(lines: Sequence[str]) -> list[str]:
     return out
 
 
-def light(lines: Sequence[str], *, content_type: str) -> str:
-    """The light distillation of a body's lines, given its content type."""
-    gutter = has_gutter(lines)
+def light(lines: Sequence[str], *, content_type: str, gutter: bool | None = None) -> str:
+    """The light distillation of a body's lines, given its content type.
+
+    `gutter` is `has_gutter(lines)` when the caller knows it already.
+    """
+    if gutter is None:
+        gutter = has_gutter(lines)
     if content_type == "json" and not gutter:
         return minify_json("\n".join(lines))
     layout = content_type in {"python", "code", "json"}

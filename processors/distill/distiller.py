@@ -174,15 +174,15 @@ def _label(content_type: ContentType, hint: str | None) -> str:
 
 def _distill_body(lines: list[str], content_type: ContentType, doc: Doc) -> str:
     """The rules' body, then the reserve line naming what it left out (not for JSON)."""
+    plain = [strip_gutter(line) for line in lines] if has_gutter(lines) else lines
     if content_type == "json":  # it stays valid JSON
-        return _body(lines, content_type, doc)
-    plain = [strip_gutter(line) for line in lines] if has_gutter(lines) else lines
+        return _body(lines, plain, content_type, doc)
     entities = critical_entities(scan_text(plain))
-    return with_reserve(doc, lambda d: _body(lines, content_type, d), entities, doc.keep)
+    return with_reserve(doc, lambda d: _body(lines, plain, content_type, d), entities, doc.keep)
 
 
-def _body(lines: list[str], content_type: ContentType, doc: Doc) -> str:
-    plain = [strip_gutter(line) for line in lines] if has_gutter(lines) else lines
+def _body(lines: list[str], plain: list[str], content_type: ContentType, doc: Doc) -> str:
+    """The rules' body of `lines` (`plain`: the same without their gutter)."""
     if content_type == "json":
         lines = plain = [light(plain, content_type="json")]
     doc = replace(doc, lines=tuple(lines), plain=tuple(plain))
@@ -216,10 +216,11 @@ def distill_text(
     envelope = peel(text)
     hint = _hint_of(envelope.head, path, tool)
     body = list(envelope.body)
-    plain = [strip_gutter(line) for line in body] if has_gutter(body) else body
+    gutter = has_gutter(body)
+    plain = [strip_gutter(line) for line in body] if gutter else body
     content_type = detect(plain, hint)
     before = count(text)
-    lines = light(body, content_type=content_type).split("\n")
+    lines = light(body, content_type=content_type, gutter=gutter).split("\n")
     if level == "light":
         out = "\n".join(lines)
     else:
