@@ -26,6 +26,7 @@ __all__ = [
     "looks_like_code",
     "looks_like_python_window",
     "parse_python",
+    "parse_python_as_is",
 ]
 
 _DECL = re.compile(
@@ -54,10 +55,21 @@ _CODE_LINE = re.compile(
 
 def looks_like_code(lines: Sequence[str]) -> bool:
     """Whether at least 40% of the non-blank lines look like code (of any language)."""
-    filled = [line for line in lines[:2_000] if line.strip()]
+    filled = list(filter(str.strip, lines[:2_000]))
     if len(filled) < 3:
         return False
-    return sum(1 for line in filled if _CODE_LINE.search(line)) >= 0.4 * len(filled)
+    needed = 0.4 * len(filled)
+    hits = misses = 0
+    for line in filled:
+        if _CODE_LINE.search(line):
+            hits += 1
+            if hits >= needed:
+                return True
+        else:
+            misses += 1
+            if len(filled) - misses < needed:  # even if every line left looks like code
+                return False
+    return hits >= needed
 
 
 def _parse(source: str) -> ast.Module | int | None:
@@ -72,23 +84,42 @@ def _parse(source: str) -> ast.Module | int | None:
 
 def parse_python(source: str) -> ast.Module | None:
     """The module `source` parses to (dedented when it all starts indented), or None."""
-    for attempt in dict.fromkeys((source, textwrap.dedent(source))):
-        parsed = _parse(attempt)
+    return parse_python_as_is(source)[0]
+
+
+def parse_python_as_is(source: str) -> tuple[ast.Module | None, ast.Module | int | None]:
+    """`parse_python(source)`, and what parsing `source` itself gave.
+
+    The second is what `looks_like_python_window` parses first when the window starts
+    unindented: detection passes it on instead of parsing the same text again.
+    """
+    as_is = _parse(source)
+    if isinstance(as_is, ast.Module):
+        return as_is, as_is
+    dedented = textwrap.dedent(source)
+    if dedented != source:
+        parsed = _parse(dedented)
         if isinstance(parsed, ast.Module):
-            return parsed
-    return None
+            return parsed, as_is
+    return None, as_is
 
 
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
 
-def looks_like_python_window(lines: Sequence[str], *, whole: float = 0.8) -> bool:
+def looks_like_python_window(
+    lines: Sequence[str],
+    *,
+    whole: float = 0.8,
+    as_is: tuple[ast.Module | int | None] | None = None,
+) -> bool:
     """Whether `lines` parse as a window of Python source.
 
     A window may start inside nested blocks (open `if 1:` lines are put in front of it)
     and end inside a statement (it is cut before the line of the syntax error, as long
-    as at least the share `whole` of it parses).
+    as at least the share `whole` of it parses). `as_is`, when given, holds what parsing
+    the lines joined gave (`parse_python_as_is`).
     """
     filled = [line for line in lines if line.strip()]
     if not filled:
@@ -97,7 +128,7 @@ def looks_like_python_window(lines: Sequence[str], *, whole: float = 0.8) -> boo
     levels = sorted({0, *(_indent(ln) for ln in filled if _indent(ln) < first)})
     prefix = [" " * level + "if 1:" for level in levels] if first else []
     attempt = [*prefix, *lines]
-    parsed = _parse("\n".join(attempt))
+    parsed = as_is[0] if as_is is not None and not prefix else _parse("\n".join(attempt))
     if isinstance(parsed, int) and parsed - 1 - len(prefix) >= whole * len(lines):
         parsed = _parse("\n".join(attempt[: parsed - 1]))
     return isinstance(parsed, ast.Module)

@@ -7,15 +7,19 @@ rules look for (test output, tracebacks, grep hits, listings, logs, source, gutt
 
 from __future__ import annotations
 
+import ast
 import heapq
 import itertools
+import math
 import re
+import textwrap
 from collections.abc import Callable, Container, Iterable, Sequence
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from context_graph.entities import critical_entities
+from processors.distill import _detect, code, listings, logs, testruns, tracebacks
 from processors.distill._common import (
     _COLON_GUTTER,
     _GUTTER,
@@ -308,3 +312,233 @@ class TestFillShortcuts:
             answers.append(fill(doc, set(kept), budget, candidates=candidates))
         assert answers[0] == answers[1]
         assert new.asked <= old.asked
+
+
+_PY = st.sampled_from(
+    ["def f(x):", "    return x", "class A(B):", "    def g(self) -> int:", "        pass",
+     "import os", "from a.b import c", "import numpy as np", "x = 1", "if x:", "    y = (1,",
+     "         2)", "@dec", '    """Doc.', '    """', "for i in range(3):", "    print(i)",
+     "else:", "try:", "except ValueError:", "return 1", "async def h():", "x = 1; import sys",
+     "    raise KeyError(k)", "}", "", "   "]
+)  # fmt: skip
+_PYTHONISH = st.tuples(
+    st.lists(st.one_of(_PY, _PY, _LINE), max_size=30), st.sampled_from(["", "  ", "\t"])
+).map(lambda t: [t[1] + line if line.strip() else line for line in t[0]])
+_SOURCE = """\
+import os
+from app.config import load
+
+
+class Store(Base):
+    \"\"\"Rows on disk.\"\"\"
+
+    def read(self, path: str) -> list[str]:
+        if not os.path.exists(path):
+            raise FileNotFoundError(path)
+        with open(path) as handle:
+            rows = [
+                line.strip()
+                for line in handle
+            ]
+        return rows
+
+
+def main() -> int:
+    import sys
+    return Store().read(sys.argv[1])
+""".split("\n")
+#: Windows cut out of a module: they start inside blocks and end inside statements.
+_WINDOW = st.tuples(st.integers(0, len(_SOURCE)), st.integers(0, len(_SOURCE))).map(
+    lambda t: _SOURCE[min(t) : max(t)]
+)
+
+
+def _mixed(shapes: list[str], fillers: list[str], order: list[int]) -> list[str]:
+    lines = [*shapes, *fillers]
+    return [lines[i] for i in order if i < len(lines)]
+
+
+#: Lines of one shape among a few others, in counts around the detectors' thresholds.
+_MIXED = st.builds(
+    _mixed,
+    st.sampled_from(_SHAPES).flatmap(lambda shape: st.lists(st.just(shape), max_size=12)),
+    st.lists(st.sampled_from(_SHAPES), max_size=4),
+    st.permutations(range(16)),
+)
+#: `(hits, misses, share)`: lines each detector counts, lines it does not, its threshold.
+_COUNTED = [
+    (["src/a.py:12:x = 1", "b/c.ts-3-  y", "7:z"], ["plain words", "--", "a b: c"], 0.8),
+    (["src/a.py:12:x = 1", "README.md:3:the"], ["plain words here"], 0.5),
+    (["./src/a.py", "docs/", "main.py  b.py", "├── src", "src:"], ["see below", "a b c"], 0.85),
+    (["2024-05-20 10:00:01 INFO up", "[debug] x", "WARN y"], ["plain words", "z"], 0.3),
+    (["}", "x = f(y);", "return a => b"], ["plain words", "more words"], 0.4),
+    (["import os", "def f(x):", "class A:"], ["x = 1", "print(x)", "    y = 2"], 0.15),
+    (["tests/a.py::t PASSED", "FAIL: t (m.C)"], ["plain", "collected 3 items"], 0.5),
+]
+
+
+def _around(counted: int, size: int, offset: int, order: list[int], first_miss: bool) -> list[str]:
+    hits, misses, share = _COUNTED[counted]
+    wanted = max(0, min(size, math.ceil(share * size) + offset))
+    lines = [hits[i % len(hits)] for i in range(wanted)]
+    others = [misses[i % len(misses)] for i in range(size - wanted)]
+    mixed = [[*lines, *others][i] for i in order if i < size]
+    if first_miss and others:  # a miss first, then as many hits as the threshold allows
+        mixed = [others[0], *lines, *others[1:]]
+    return mixed
+
+
+#: Bodies whose count of detected lines sits at a detector's threshold, or one off it.
+_AT_THRESHOLD = st.builds(
+    _around,
+    st.integers(0, len(_COUNTED) - 1),
+    st.integers(2, 14),
+    st.integers(-1, 1),
+    st.permutations(range(14)),
+    st.booleans(),
+)
+_BODIES = st.one_of(_LINES, _PYTHONISH, _WINDOW, _MIXED, _AT_THRESHOLD)
+_HINTS = st.sampled_from([None, "grep", "glob", "ls", "find", "log", "json", "py", "md", "txt"])
+
+
+def _reference_looks_like_tests(lines: Sequence[str]) -> bool:
+    window = [*lines[:500], *lines[-500:]] if len(lines) > 1_000 else lines
+    if any(p.match(line) for line in window for p in testruns._STRONG):
+        return True
+    per_test = (testruns._PYTEST_LIVE, testruns._UNITTEST_HEAD)
+    return sum(1 for line in window if any(p.match(line) for p in per_test)) >= 2
+
+
+def _reference_looks_like_log(lines: Sequence[str]) -> bool:
+    filled = [line for line in lines[:2_000] if line.strip()]
+    if len(filled) < 3:
+        return False
+    hits = sum(1 for line in filled if logs._STAMP.match(line) or logs._level(line))
+    return hits >= 0.3 * len(filled)
+
+
+def _reference_looks_like_grep(lines: Sequence[str], *, hint: str | None = None) -> bool:
+    filled = [line for line in lines[:2_000] if line.strip() and line.strip() != "--"]
+    if len(filled) < 2:
+        return False
+    hits = sum(1 for line in filled if listings.grep_match(line))
+    return hits >= (0.5 if hint == "grep" else 0.8) * len(filled)
+
+
+def _reference_looks_like_listing(lines: Sequence[str], *, hint: str | None = None) -> bool:
+    total = listings._TOTAL
+    filled = [line for line in lines[:2_000] if line.strip() and not total.match(line.strip())]
+    if len(filled) < 3 and hint not in {"glob", "ls", "find"}:
+        return False
+    shown = [names for names in map(listings._entries, filled) if names is not None]
+    entries = [name for names in shown for name in names]
+    headers = sum(1 for line in filled if listings._is_section(line))
+    if not entries or len(shown) + headers < 0.85 * len(filled):
+        return False
+    return sum(1 for e in entries if listings._pathish(e)) >= 0.4 * len(entries) or hint == "glob"
+
+
+def _reference_looks_like_code(lines: Sequence[str]) -> bool:
+    filled = [line for line in lines[:2_000] if line.strip()]
+    if len(filled) < 3:
+        return False
+    return sum(1 for line in filled if code._CODE_LINE.search(line)) >= 0.4 * len(filled)
+
+
+def _reference_parse_python(source: str) -> ast.Module | None:
+    for attempt in dict.fromkeys((source, textwrap.dedent(source))):
+        parsed = code._parse(attempt)
+        if isinstance(parsed, ast.Module):
+            return parsed
+    return None
+
+
+def _reference_python(plain: Sequence[str]) -> bool:
+    tree = _reference_parse_python("\n".join(plain))
+    if tree is not None:
+        return any(
+            hasattr(node, "body") or isinstance(node, ast.Import | ast.ImportFrom)
+            for node in tree.body
+        )
+    filled = [line for line in plain if line.strip()]
+    keyword_lines = sum(1 for line in filled if _detect._PY_KEYWORDS.match(line))
+    if keyword_lines >= max(2, 0.15 * len(filled)):
+        return True
+    return keyword_lines >= 1 and code.looks_like_python_window(plain)
+
+
+def _reference_detect(plain: Sequence[str], hint: str | None = None) -> str:
+    text = "\n".join(plain)
+    if not text.strip():
+        return "text"
+    is_json = _detect._json(text)
+    if hint == "json" or is_json:
+        return "json" if is_json else "text"
+    language = _detect.LANGUAGES.get(hint or "")
+    if language is not None:
+        return "python" if language == "python" else "code"
+    if hint in _detect._TEXT_EXTENSIONS:
+        return "text"
+    if _reference_looks_like_tests(plain):
+        return "test_output"
+    if tracebacks.find_tracebacks(plain) and (
+        tracebacks.traceback_share(plain) >= 0.3 or not _reference_looks_like_log(plain)
+    ):
+        return "traceback"
+    if _reference_looks_like_grep(plain, hint=hint):
+        return "grep"
+    if _reference_looks_like_listing(plain, hint=hint):
+        return "listing"
+    if _reference_looks_like_log(plain) or hint == "log":
+        return "log"
+    if _detect._DIFF.search(text):
+        return "text"
+    if _reference_python(plain):
+        return "python"
+    if code.looks_like_code(plain):
+        return "code"
+    return "text"
+
+
+class TestDetectionShortcuts:
+    @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(lines=_BODIES, hint=_HINTS)
+    @example(lines=["    return x", "import os"], hint=None)  # a window: only its prefix parses
+    @example(lines=["plain", "./a.py", "./b.py", "./c.py", "./d.py", "./e.py", "./f.py"], hint=None)
+    def test_each_detector_as_before(self, lines: list[str], hint: str | None) -> None:
+        """Every detector that stops early or matches once per line answers as before."""
+        assert testruns.looks_like_tests(lines) == _reference_looks_like_tests(lines)
+        assert logs.looks_like_log(lines) == _reference_looks_like_log(lines)
+        assert listings.looks_like_grep(lines, hint=hint) == _reference_looks_like_grep(
+            lines, hint=hint
+        )
+        assert listings.looks_like_listing(lines, hint=hint) == _reference_looks_like_listing(
+            lines, hint=hint
+        )
+        assert code.looks_like_code(lines) == _reference_looks_like_code(lines)
+        assert _detect._python(lines) == _reference_python(lines)
+        share = tracebacks.share_of(lines, tracebacks.find_tracebacks(lines))
+        assert share == tracebacks.traceback_share(lines)
+
+    @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(lines=_BODIES, hint=_HINTS)
+    def test_detect_as_before(self, lines: list[str], hint: str | None) -> None:
+        """`detect` gives the content type the detectors gave one after the other."""
+        assert _detect.detect(lines, hint) == _reference_detect(lines, hint)
+
+    @settings(max_examples=200, deadline=None)
+    @given(lines=st.one_of(_PYTHONISH, _WINDOW))
+    def test_parse_python_as_before(self, lines: list[str]) -> None:
+        """`parse_python` finds the same module (or none), and the as-is parse is the first."""
+        source = "\n".join(lines)
+        tree, as_is = code.parse_python_as_is(source)
+        reference = _reference_parse_python(source)
+        assert (tree is None) == (reference is None)
+        if tree is not None and reference is not None:
+            assert ast.dump(tree, include_attributes=True) == ast.dump(
+                reference, include_attributes=True
+            )
+        first = code._parse(source)
+        assert type(as_is) is type(first)
+        if not isinstance(first, ast.Module):
+            assert as_is == first
