@@ -16,17 +16,19 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from processors.distill._common import Doc, fill_by_entities, has_gutter, scan_range
 
 __all__ = [
+    "code_rule",
     "distill_code",
     "distill_python",
     "looks_like_code",
     "looks_like_python_window",
     "parse_python",
     "parse_python_as_is",
+    "python_rule",
 ]
 
 _DECL = re.compile(
@@ -247,8 +249,8 @@ def _fill(doc: Doc, kept: set[int]) -> set[int]:
     return fill_by_entities(doc, kept, doc.budget, candidates=scan_range(len(doc.lines)))
 
 
-def _render(doc: Doc, kept: set[int]) -> str:
-    if has_gutter(doc.lines):
+def _render(doc: Doc, kept: set[int], gutter: bool) -> str:
+    if gutter:
         return "\n".join(doc.lines[i] for i in sorted(kept))
     out: list[str] = []
     previous = -1
@@ -264,18 +266,36 @@ def _render(doc: Doc, kept: set[int]) -> str:
 
 def distill_python(doc: Doc) -> str | None:
     """Distill Python source through `ast`; None when it does not parse."""
-    tree = parse_python(doc.text)
-    if tree is None:
-        return None
-    tiers = _python_tiers(tree, doc.plain, heavy=doc.heavy)
-    if not any(tiers):
-        return None
-    return _render(doc, _fill(doc, _pick(doc, tiers)))
+    rule = python_rule(doc)
+    return rule(doc) if rule is not None else None
 
 
 def distill_code(doc: Doc) -> str | None:
     """Distill source code by its outline; None when no structure is found."""
-    tiers = _outline_tiers(doc.plain, heavy=doc.heavy)
+    rule = code_rule(doc)
+    return rule(doc) if rule is not None else None
+
+
+def python_rule(doc: Doc) -> Callable[[Doc], str] | None:
+    """`distill_python` for `doc`'s lines at any budget (None when it gives None).
+
+    The parse and the tiers do not depend on the budget: they are worked out once, for
+    the reserve's second pass at a smaller budget too.
+    """
+    tree = parse_python(doc.text)
+    if tree is None:
+        return None
+    return _tiered(doc, _python_tiers(tree, doc.plain, heavy=doc.heavy))
+
+
+def code_rule(doc: Doc) -> Callable[[Doc], str] | None:
+    """`distill_code` for `doc`'s lines at any budget (None when it gives None)."""
+    return _tiered(doc, _outline_tiers(doc.plain, heavy=doc.heavy))
+
+
+def _tiered(doc: Doc, tiers: list[list[int]]) -> Callable[[Doc], str] | None:
+    """Keep lines by `tiers` within a doc's budget; a doc of the same lines and level."""
     if not any(tiers):
         return None
-    return _render(doc, _fill(doc, _pick(doc, tiers)))
+    gutter = has_gutter(doc.lines)
+    return lambda budgeted: _render(budgeted, _fill(budgeted, _pick(budgeted, tiers)), gutter)

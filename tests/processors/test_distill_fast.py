@@ -10,16 +10,30 @@ from __future__ import annotations
 import ast
 import heapq
 import itertools
+import json
 import math
 import re
 import textwrap
 from collections.abc import Callable, Container, Iterable, Sequence
+from dataclasses import replace
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from context_graph.entities import critical_entities
-from processors.distill import _detect, code, listings, logs, testruns, tracebacks
+from processors.distill import (
+    CONTENT_TYPES,
+    ContentType,
+    Level,
+    _detect,
+    _text,
+    code,
+    distiller,
+    listings,
+    logs,
+    testruns,
+    tracebacks,
+)
 from processors.distill._common import (
     _COLON_GUTTER,
     _GUTTER,
@@ -29,9 +43,16 @@ from processors.distill._common import (
     _marker_cost,
     fill_by_entities,
     has_gutter,
+    is_error_line,
+    remembered_entities,
+    scan_range,
+    scan_text,
+    select,
     split_gutter,
+    strip_gutter,
 )
 from processors.distill._light import _squeeze_blanks, collapse_repeats, light, minify_json
+from processors.distill._reserve import with_reserve
 
 # Lines of every shape the detectors tell apart, and pieces that sit on their edges.
 _SHAPES = [
@@ -542,3 +563,148 @@ class TestDetectionShortcuts:
         assert type(as_is) is type(first)
         if not isinstance(first, ast.Module):
             assert as_is == first
+
+
+def _reference_render(doc: Doc, kept: set[int]) -> str:
+    if has_gutter(doc.lines):
+        return "\n".join(doc.lines[i] for i in sorted(kept))
+    out: list[str] = []
+    previous = -1
+    for index in [*sorted(kept), len(doc.lines)]:
+        gap = [ln for ln in doc.plain[previous + 1 : index] if ln.strip()]
+        if gap:
+            out.append(gap[0][: len(gap[0]) - len(gap[0].lstrip())] + "...")
+        if index < len(doc.lines):
+            out.append(doc.lines[index])
+        previous = index
+    return "\n".join(out)
+
+
+def _reference_distill_python(doc: Doc) -> str | None:
+    tree = _reference_parse_python(doc.text)
+    if tree is None:
+        return None
+    tiers = code._python_tiers(tree, doc.plain, heavy=doc.heavy)
+    if not any(tiers):
+        return None
+    return _reference_render(doc, code._fill(doc, code._pick(doc, tiers)))
+
+
+def _reference_distill_code(doc: Doc) -> str | None:
+    tiers = code._outline_tiers(doc.plain, heavy=doc.heavy)
+    if not any(tiers):
+        return None
+    return _reference_render(doc, code._fill(doc, code._pick(doc, tiers)))
+
+
+def _reference_distill_plain(doc: Doc) -> str:
+    filled = [i for i, line in enumerate(doc.plain) if line.strip()]
+    must = set(filled[:1])
+    must.update(i for i in scan_range(len(doc.plain)) if is_error_line(doc.plain[i]))
+    room = doc.budget // 4 - doc.cost(must)
+    for index in filled:
+        if _text._HEADING.match(doc.plain[index]):
+            cost = doc.costs.of(doc.lines[index])
+            if cost > room:
+                break
+            must.add(index)
+            room -= cost
+    return select(doc, must)
+
+
+_REFERENCE_RULES: dict[str, Callable[[Doc], str | None]] = {
+    **distiller._RULES,
+    "python": _reference_distill_python,
+    "code": _reference_distill_code,
+    "text": _reference_distill_plain,
+}
+
+
+def _reference_body(lines: list[str], content_type: str, doc: Doc) -> str:
+    plain = [strip_gutter(line) for line in lines] if has_gutter(lines) else lines
+    if content_type == "json":
+        lines = plain = [light(plain, content_type="json")]
+    doc = replace(doc, lines=tuple(lines), plain=tuple(plain))
+    distilled = _REFERENCE_RULES[content_type](doc)
+    if distilled is None and content_type == "python":
+        distilled = _reference_distill_code(doc)
+    return distilled if distilled is not None else _reference_distill_plain(doc)
+
+
+def _reference_distill_body(lines: list[str], content_type: str, doc: Doc) -> str:
+    if content_type == "json":
+        return _reference_body(lines, content_type, doc)
+    plain = [strip_gutter(line) for line in lines] if has_gutter(lines) else lines
+    entities = critical_entities(scan_text(plain))
+    return with_reserve(doc, lambda d: _reference_body(lines, content_type, d), entities, doc.keep)
+
+
+_JSON_LINES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=20,
+).map(lambda value: json.dumps(value, indent=2).split("\n"))
+
+
+#: Markdown headings of many lengths among lines of text (plain text keeps what fits).
+_HEADINGS = st.lists(
+    st.one_of(
+        st.integers(1, 40).map(lambda size: "# " + "heading " * size),
+        st.sampled_from(["## Setup the service and its database", "text /a/b.py", "plain", ""]),
+    ),
+    max_size=20,
+)
+
+
+class TestRulesShortcuts:
+    @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(
+        lines=st.one_of(_BODIES, _GUTTERED, _HEADINGS),
+        content_type=st.sampled_from(CONTENT_TYPES),
+        level=st.sampled_from(["medium", "heavy"]),
+        budget=st.integers(1, 300),
+        chars=st.floats(1.0, 6.0),
+        data=st.data(),
+    )
+    def test_distill_body_as_before(
+        self,
+        lines: list[str],
+        content_type: ContentType,
+        level: Level,
+        budget: int,
+        chars: float,
+        data: st.DataObject,
+    ) -> None:
+        """The rules prepared once for both reserve passes give the body and reserve as before.
+
+        Every content type's rule runs on every shape of body (a rule meets bodies of other
+        shapes through its fallbacks), and `keep` is asked the same questions.
+        """
+        pool = sorted({e for line in lines for e in critical_entities(line)})
+        keep = data.draw(st.sets(st.sampled_from(pool), max_size=5)) if pool else set()
+        old, new = _Asked(keep), _Asked(keep)
+        outs = []
+        for asked, run in ((old, _reference_distill_body), (new, distiller._distill_body)):
+            doc = Doc((), (), level, budget, Costs(chars), asked, remembered_entities())
+            outs.append(run(list(lines), content_type, doc))
+        assert outs[0] == outs[1]
+        assert new.asked == old.asked
+
+    @settings(max_examples=100, deadline=None)
+    @given(lines=_JSON_LINES, level=st.sampled_from(["medium", "heavy"]), budget=st.integers(1, 80))
+    def test_json_body_as_before(self, lines: list[str], level: Level, budget: int) -> None:
+        """JSON bodies are minified and shaped as before."""
+        outs = [
+            run(list(lines), "json", Doc((), (), level, budget, Costs(3.0)))
+            for run in (_reference_distill_body, distiller._distill_body)
+        ]
+        assert outs[0] == outs[1]
+
+    @settings(max_examples=200, deadline=None)
+    @given(lines=_HEADINGS, budget=st.integers(1, 300), chars=st.floats(1.0, 6.0))
+    def test_plain_text_headings_as_before(
+        self, lines: list[str], budget: int, chars: float
+    ) -> None:
+        """Plain text keeps the headings that fit in a quarter of the budget, as before."""
+        doc = Doc(tuple(lines), tuple(lines), "medium", budget, Costs(chars))
+        assert _text.distill_plain(doc) == _reference_distill_plain(doc)
