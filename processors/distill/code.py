@@ -294,7 +294,10 @@ def code_rule(doc: Doc) -> Callable[[Doc], str] | None:
 
 
 def _tiered(doc: Doc, tiers: list[list[int]]) -> Callable[[Doc], str] | None:
-    """Keep lines by `tiers` within a doc's budget; a doc of the same lines and level."""
+    """The rule that keeps lines by `tiers` within the budget of the doc it is given.
+
+    That doc has `doc`'s lines and level; None when no tier holds a line.
+    """
     if not any(tiers):
         return None
     gutter = has_gutter(doc.lines)

@@ -226,12 +226,26 @@ _ESCAPES = st.sampled_from(["\x1b[1;31m", "\x1b]0;title\x07", "\x1b]8;;\x1b\\"])
 _COLOURED = st.lists(st.one_of(_LINE, st.tuples(_ESCAPES, _LINE).map("".join)), max_size=30)
 
 
+#: Rulers of every ruler character around ten long, some in lines that hold a newline.
+_RULERS = st.lists(
+    st.one_of(
+        _LINE,
+        st.tuples(st.sampled_from("=-_~*#"), st.integers(8, 14), _LINE).map(
+            lambda t: t[0] * t[1] + t[2]
+        ),
+        st.sampled_from(["a\n" + "=" * 12, "-" * 11 + "\n", "x\ny", "\n"]),
+    ),
+    max_size=20,
+)
+
+
 class TestLightShortcuts:
     @settings(max_examples=300, deadline=None)
     @given(
-        lines=st.one_of(_LINES, _COLOURED),
+        lines=st.one_of(_LINES, _COLOURED, _RULERS),
         content_type=st.sampled_from(["text", "python", "log", "json"]),
     )
+    @example(lines=["a\n" + "=" * 12, "=" * 10], content_type="text")  # split, they would repeat
     def test_light_as_before(self, lines: list[str], content_type: str) -> None:
         """Light cleaning is unchanged, with the gutter passed in or found again."""
         expected = _reference_light(lines, content_type=content_type)
