@@ -40,6 +40,7 @@ _GUTTER = re.compile(r"^( *)(\d+)(→|\t)")
 _COLON_GUTTER = re.compile(r"^(\d+):")
 _SILENT = re.compile(r"^\s*[\^~]*\s*$")
 _KEEP_WEIGHT = 4
+_ERROR_NAME_END = re.compile(r"(?:Error|Exception)$")
 
 
 def is_error_line(line: str) -> bool:
@@ -49,6 +50,11 @@ def is_error_line(line: str) -> bool:
 
 def split_gutter(line: str) -> tuple[str, str]:
     """`(gutter without its padding, rest)`; the gutter is empty when the line has none."""
+    # Both gutters start with a space or a digit (`\d` is `str.isdecimal`): most lines
+    # of text are told apart by their first character alone.
+    first = line[:1]
+    if first != " " and not first.isdecimal():
+        return "", line
     match = _GUTTER.match(line) or _COLON_GUTTER.match(line)
     if not match:
         return "", line
@@ -67,14 +73,15 @@ def has_gutter(lines: Sequence[str]) -> bool:
     only when nearly every line has one and the numbers run on consecutively, which
     tells a file view from `grep -n` output.
     """
-    filled = [line for line in lines if line.strip()]
+    filled = list(filter(str.strip, lines))
     if not filled:
         return False
-    if sum(1 for line in filled if _GUTTER.match(line)) >= 0.8 * len(filled):
+    if sum(map(bool, map(_GUTTER.match, filled))) >= 0.8 * len(filled):
         return True
-    numbers = [int(m.group(1)) for line in filled if (m := _COLON_GUTTER.match(line))]
-    if len(numbers) < 3 or len(numbers) < 0.9 * len(filled):
+    matches = list(filter(None, map(_COLON_GUTTER.match, filled)))
+    if len(matches) < 3 or len(matches) < 0.9 * len(filled):
         return False
+    numbers = [int(m.group(1)) for m in matches]
     steps = sum(1 for a, b in itertools.pairwise(numbers) if b == a + 1)
     return steps >= 0.9 * (len(numbers) - 1)
 
@@ -186,7 +193,7 @@ def remembered_entities() -> Callable[[str], Sequence[str]]:
 def _weight(entity: str, keep: Container[str]) -> int:
     if entity in keep:
         return _KEEP_WEIGHT
-    return 2 if "/" in entity or re.search(r"(?:Error|Exception)$", entity) else 1
+    return 2 if "/" in entity or _ERROR_NAME_END.search(entity) else 1
 
 
 def fill_by_entities(
@@ -209,23 +216,22 @@ def fill_by_entities(
     covered = {e for i in kept for e in entities(doc.plain[i])}
     spent = doc.cost(kept) + _marker_cost(doc, kept)
     found = {i: entities(doc.plain[i]) for i in pool if i not in kept and doc.plain[i].strip()}
-    heap = [
-        (-_gain(ents, covered, doc.keep) / doc.costs.of(doc.lines[i]), i)
-        for i, ents in found.items()
-    ]
+    costs = {i: doc.costs.of(doc.lines[i]) for i in found}
+    gain = _Gain(covered, doc.keep)
+    heap = [(-gain(ents) / costs[i], i) for i, ents in found.items() if ents]
     heap = [item for item in heap if item[0] < 0]
     heapq.heapify(heap)
     chosen = set(kept)
     while heap:
         _, index = heapq.heappop(heap)
-        gain = _gain(found[index], covered, doc.keep)
-        if gain <= 0:
+        new = gain(found[index])
+        if new <= 0:
             continue
-        score = -gain / doc.costs.of(doc.lines[index])
+        score = -new / costs[index]
         if heap and score > heap[0][0]:
             heapq.heappush(heap, (score, index))
             continue
-        cost = doc.costs.of(doc.lines[index]) + _added_marker(chosen, index, doc)
+        cost = costs[index] + _added_marker(chosen, index, doc)
         if spent + cost > budget:
             continue
         chosen.add(index)
@@ -234,8 +240,30 @@ def fill_by_entities(
     return chosen
 
 
-def _gain(entities: Sequence[str], covered: set[str], keep: Container[str]) -> int:
-    return sum(_weight(e, keep) for e in set(entities) if e not in covered)
+class _Gain:
+    """The weight of a line's entities not covered yet.
+
+    Each entity's weight is worked out once (the greedy loop re-scores lines often), and
+    `keep` is asked only about entities not covered when first scored, as before.
+    """
+
+    __slots__ = ("_covered", "_keep", "_weights")
+
+    def __init__(self, covered: set[str], keep: Container[str]) -> None:
+        self._covered = covered
+        self._keep = keep
+        self._weights: dict[str, int] = {}
+
+    def __call__(self, entities: Sequence[str]) -> int:
+        total = 0
+        covered, weights = self._covered, self._weights
+        for entity in set(entities):
+            if entity not in covered:
+                weight = weights.get(entity)
+                if weight is None:
+                    weight = weights[entity] = _weight(entity, self._keep)
+                total += weight
+        return total
 
 
 def _marker_cost(doc: Doc, kept: Iterable[int]) -> int:

@@ -17,11 +17,11 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Literal, TypeAlias
 
-from processors.distill.code import looks_like_code, looks_like_python_window, parse_python
+from processors.distill.code import looks_like_code, looks_like_python_window, parse_python_as_is
 from processors.distill.listings import looks_like_grep, looks_like_listing
 from processors.distill.logs import looks_like_log
 from processors.distill.testruns import looks_like_tests
-from processors.distill.tracebacks import find_tracebacks, traceback_share
+from processors.distill.tracebacks import find_tracebacks, share_of
 
 ContentType: TypeAlias = Literal[
     "json", "test_output", "traceback", "grep", "listing", "log", "python", "code", "text"
@@ -73,17 +73,21 @@ def _json(text: str) -> bool:
 
 
 def _python(plain: Sequence[str]) -> bool:
-    tree = parse_python("\n".join(plain))
+    tree, as_is = parse_python_as_is("\n".join(plain))
     if tree is not None:
         return any(
             hasattr(node, "body") or isinstance(node, ast.Import | ast.ImportFrom)
             for node in tree.body
         )
-    filled = [line for line in plain if line.strip()]
-    keyword_lines = sum(1 for line in filled if _PY_KEYWORDS.match(line))
-    if keyword_lines >= max(2, 0.15 * len(filled)):
-        return True
-    return keyword_lines >= 1 and looks_like_python_window(plain)
+    filled = list(filter(str.strip, plain))
+    needed = max(2, 0.15 * len(filled))
+    keyword_lines = 0
+    for line in filled:
+        if _PY_KEYWORDS.match(line):
+            keyword_lines += 1
+            if keyword_lines >= needed:
+                return True
+    return keyword_lines >= 1 and looks_like_python_window(plain, as_is=(as_is,))
 
 
 def detect(plain: Sequence[str], hint: str | None = None) -> ContentType:
@@ -101,7 +105,8 @@ def detect(plain: Sequence[str], hint: str | None = None) -> ContentType:
         return "text"
     if looks_like_tests(plain):
         return "test_output"
-    if find_tracebacks(plain) and (traceback_share(plain) >= 0.3 or not looks_like_log(plain)):
+    blocks = find_tracebacks(plain)
+    if blocks and (share_of(plain, blocks) >= 0.3 or not looks_like_log(plain)):
         return "traceback"
     if looks_like_grep(plain, hint=hint):
         return "grep"

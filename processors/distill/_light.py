@@ -32,14 +32,33 @@ def overdraw(line: str) -> str:
     return line.rstrip("\r").rsplit("\r", 1)[-1] if "\r" in line else line
 
 
-def _clean(line: str, *, layout: bool, gutter: bool) -> str:
-    prefix, line = split_gutter(line) if gutter else ("", line)
-    line = _ANSI.sub("", line).rstrip()
-    if line.endswith("\r"):
-        line = line.rstrip("\r").rstrip()
+def _uncoloured(line: str) -> str:
+    """The line without colour codes and trailing whitespace (carriage returns included)."""
+    return (_ANSI.sub("", line) if "\x1b" in line else line).rstrip()  # codes start with ESC
+
+
+def _ten(match: re.Match[str]) -> str:
+    return match.group(1) * 10
+
+
+def _shrink_rulers(lines: list[str]) -> list[str]:
+    """Rulers cut to ten characters; the lines searched as one text, split only on a hit."""
+    text = "\n".join(lines)
+    if text.count("\n") != len(lines) - 1:  # a line holds a newline: one line at a time
+        return [_RULER.sub(_ten, line) for line in lines]
+    # A ruler never spans a newline: the text's substitutions are its lines' substitutions.
+    return _RULER.sub(_ten, text).split("\n") if _RULER.search(text) else lines
+
+
+def _clean(lines: Sequence[str], *, layout: bool, gutter: bool) -> list[str]:
+    if not gutter:
+        cleaned = [_uncoloured(line) for line in lines]
+        return cleaned if layout else _shrink_rulers(cleaned)
+    split = [split_gutter(line) for line in lines]
+    cleaned = [_uncoloured(rest) for _, rest in split]
     if not layout:
-        line = _RULER.sub(lambda m: m.group(1) * 10, line)
-    return prefix + line
+        cleaned = _shrink_rulers(cleaned)
+    return [prefix + line for (prefix, _), line in zip(split, cleaned, strict=True)]
 
 
 def _squeeze_blanks(lines: Sequence[str]) -> list[str]:
@@ -75,13 +94,17 @@ def collapse_repeats(lines: Sequence[str]) -> list[str]:
     return out
 
 
-def light(lines: Sequence[str], *, content_type: str) -> str:
-    """The light distillation of a body's lines, given its content type."""
-    gutter = has_gutter(lines)
+def light(lines: Sequence[str], *, content_type: str, gutter: bool | None = None) -> str:
+    """The light distillation of a body's lines, given its content type.
+
+    `gutter` is `has_gutter(lines)` when the caller knows it already.
+    """
+    if gutter is None:
+        gutter = has_gutter(lines)
     if content_type == "json" and not gutter:
         return minify_json("\n".join(lines))
     layout = content_type in {"python", "code", "json"}
-    cleaned = [_clean(line, layout=layout, gutter=gutter) for line in lines]
+    cleaned = _clean(lines, layout=layout, gutter=gutter)
     if not gutter:  # a numbered blank line still carries its number
         cleaned = _squeeze_blanks(cleaned)
     if not layout:

@@ -16,16 +16,19 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from processors.distill._common import Doc, fill_by_entities, has_gutter, scan_range
 
 __all__ = [
+    "code_rule",
     "distill_code",
     "distill_python",
     "looks_like_code",
     "looks_like_python_window",
     "parse_python",
+    "parse_python_as_is",
+    "python_rule",
 ]
 
 _DECL = re.compile(
@@ -54,10 +57,21 @@ _CODE_LINE = re.compile(
 
 def looks_like_code(lines: Sequence[str]) -> bool:
     """Whether at least 40% of the non-blank lines look like code (of any language)."""
-    filled = [line for line in lines[:2_000] if line.strip()]
+    filled = list(filter(str.strip, lines[:2_000]))
     if len(filled) < 3:
         return False
-    return sum(1 for line in filled if _CODE_LINE.search(line)) >= 0.4 * len(filled)
+    needed = 0.4 * len(filled)
+    hits = misses = 0
+    for line in filled:
+        if _CODE_LINE.search(line):
+            hits += 1
+            if hits >= needed:
+                return True
+        else:
+            misses += 1
+            if len(filled) - misses < needed:  # even if every line left looks like code
+                return False
+    return hits >= needed
 
 
 def _parse(source: str) -> ast.Module | int | None:
@@ -72,23 +86,42 @@ def _parse(source: str) -> ast.Module | int | None:
 
 def parse_python(source: str) -> ast.Module | None:
     """The module `source` parses to (dedented when it all starts indented), or None."""
-    for attempt in dict.fromkeys((source, textwrap.dedent(source))):
-        parsed = _parse(attempt)
+    return parse_python_as_is(source)[0]
+
+
+def parse_python_as_is(source: str) -> tuple[ast.Module | None, ast.Module | int | None]:
+    """`parse_python(source)`, and what parsing `source` itself gave.
+
+    The second is what `looks_like_python_window` parses first when the window starts
+    unindented: detection passes it on instead of parsing the same text again.
+    """
+    as_is = _parse(source)
+    if isinstance(as_is, ast.Module):
+        return as_is, as_is
+    dedented = textwrap.dedent(source)
+    if dedented != source:
+        parsed = _parse(dedented)
         if isinstance(parsed, ast.Module):
-            return parsed
-    return None
+            return parsed, as_is
+    return None, as_is
 
 
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
 
-def looks_like_python_window(lines: Sequence[str], *, whole: float = 0.8) -> bool:
+def looks_like_python_window(
+    lines: Sequence[str],
+    *,
+    whole: float = 0.8,
+    as_is: tuple[ast.Module | int | None] | None = None,
+) -> bool:
     """Whether `lines` parse as a window of Python source.
 
     A window may start inside nested blocks (open `if 1:` lines are put in front of it)
     and end inside a statement (it is cut before the line of the syntax error, as long
-    as at least the share `whole` of it parses).
+    as at least the share `whole` of it parses). `as_is`, when given, holds what parsing
+    the lines joined gave (`parse_python_as_is`).
     """
     filled = [line for line in lines if line.strip()]
     if not filled:
@@ -97,7 +130,7 @@ def looks_like_python_window(lines: Sequence[str], *, whole: float = 0.8) -> boo
     levels = sorted({0, *(_indent(ln) for ln in filled if _indent(ln) < first)})
     prefix = [" " * level + "if 1:" for level in levels] if first else []
     attempt = [*prefix, *lines]
-    parsed = _parse("\n".join(attempt))
+    parsed = as_is[0] if as_is is not None and not prefix else _parse("\n".join(attempt))
     if isinstance(parsed, int) and parsed - 1 - len(prefix) >= whole * len(lines):
         parsed = _parse("\n".join(attempt[: parsed - 1]))
     return isinstance(parsed, ast.Module)
@@ -216,8 +249,8 @@ def _fill(doc: Doc, kept: set[int]) -> set[int]:
     return fill_by_entities(doc, kept, doc.budget, candidates=scan_range(len(doc.lines)))
 
 
-def _render(doc: Doc, kept: set[int]) -> str:
-    if has_gutter(doc.lines):
+def _render(doc: Doc, kept: set[int], gutter: bool) -> str:
+    if gutter:
         return "\n".join(doc.lines[i] for i in sorted(kept))
     out: list[str] = []
     previous = -1
@@ -233,18 +266,39 @@ def _render(doc: Doc, kept: set[int]) -> str:
 
 def distill_python(doc: Doc) -> str | None:
     """Distill Python source through `ast`; None when it does not parse."""
-    tree = parse_python(doc.text)
-    if tree is None:
-        return None
-    tiers = _python_tiers(tree, doc.plain, heavy=doc.heavy)
-    if not any(tiers):
-        return None
-    return _render(doc, _fill(doc, _pick(doc, tiers)))
+    rule = python_rule(doc)
+    return rule(doc) if rule is not None else None
 
 
 def distill_code(doc: Doc) -> str | None:
     """Distill source code by its outline; None when no structure is found."""
-    tiers = _outline_tiers(doc.plain, heavy=doc.heavy)
+    rule = code_rule(doc)
+    return rule(doc) if rule is not None else None
+
+
+def python_rule(doc: Doc) -> Callable[[Doc], str] | None:
+    """`distill_python` for `doc`'s lines at any budget (None when it gives None).
+
+    The parse and the tiers do not depend on the budget: they are worked out once, for
+    the reserve's second pass at a smaller budget too.
+    """
+    tree = parse_python(doc.text)
+    if tree is None:
+        return None
+    return _tiered(doc, _python_tiers(tree, doc.plain, heavy=doc.heavy))
+
+
+def code_rule(doc: Doc) -> Callable[[Doc], str] | None:
+    """`distill_code` for `doc`'s lines at any budget (None when it gives None)."""
+    return _tiered(doc, _outline_tiers(doc.plain, heavy=doc.heavy))
+
+
+def _tiered(doc: Doc, tiers: list[list[int]]) -> Callable[[Doc], str] | None:
+    """The rule that keeps lines by `tiers` within the budget of the doc it is given.
+
+    That doc has `doc`'s lines and level; None when no tier holds a line.
+    """
     if not any(tiers):
         return None
-    return _render(doc, _fill(doc, _pick(doc, tiers)))
+    gutter = has_gutter(doc.lines)
+    return lambda budgeted: _render(budgeted, _fill(budgeted, _pick(budgeted, tiers)), gutter)

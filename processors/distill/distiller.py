@@ -46,8 +46,8 @@ from processors.distill._light import light, overdraw
 from processors.distill._memo import remembered
 from processors.distill._references import LaterReferences
 from processors.distill._reserve import with_reserve
-from processors.distill._text import distill_plain
-from processors.distill.code import distill_code, distill_python
+from processors.distill._text import distill_plain, plain_rule
+from processors.distill.code import code_rule, distill_code, distill_python, python_rule
 from processors.distill.json_ import distill_json
 from processors.distill.listings import distill_grep, distill_listing
 from processors.distill.logs import distill_log
@@ -174,22 +174,37 @@ def _label(content_type: ContentType, hint: str | None) -> str:
 
 def _distill_body(lines: list[str], content_type: ContentType, doc: Doc) -> str:
     """The rules' body, then the reserve line naming what it left out (not for JSON)."""
+    plain = [strip_gutter(line) for line in lines] if has_gutter(lines) else lines
     if content_type == "json":  # it stays valid JSON
-        return _body(lines, content_type, doc)
-    plain = [strip_gutter(line) for line in lines] if has_gutter(lines) else lines
-    entities = critical_entities(scan_text(plain))
-    return with_reserve(doc, lambda d: _body(lines, content_type, d), entities, doc.keep)
-
-
-def _body(lines: list[str], content_type: ContentType, doc: Doc) -> str:
-    plain = [strip_gutter(line) for line in lines] if has_gutter(lines) else lines
-    if content_type == "json":
-        lines = plain = [light(plain, content_type="json")]
+        minified = (light(plain, content_type="json"),)
+        doc = replace(doc, lines=minified, plain=minified)
+        return _rule(content_type, doc)(doc)
     doc = replace(doc, lines=tuple(lines), plain=tuple(plain))
-    distilled = _RULES[content_type](doc)
-    if distilled is None and content_type == "python":
-        distilled = distill_code(doc)
-    return distilled if distilled is not None else distill_plain(doc)
+    entities = critical_entities(scan_text(plain))
+    # The reserve runs the rules again at a smaller budget: prepare them once.
+    return with_reserve(doc, _rule(content_type, doc), entities, doc.keep)
+
+
+def _rule(content_type: ContentType, doc: Doc) -> Callable[[Doc], str]:
+    """The rules for `doc`'s lines and level, at the budget of the doc they are given.
+
+    Python that does not parse falls back to the outline of code, and a rule that finds
+    nothing to keep to the rule of plain text; whether one does depends on the lines
+    alone, so the choice is made here, once.
+    """
+    if content_type in {"python", "code"}:
+        rule = python_rule(doc) if content_type == "python" else None
+        rule = rule or code_rule(doc)
+        return rule if rule is not None else plain_rule(doc)
+    if content_type == "text":
+        return plain_rule(doc)
+    distill = _RULES[content_type]
+
+    def run(budgeted: Doc) -> str:
+        distilled = distill(budgeted)
+        return distilled if distilled is not None else distill_plain(budgeted)
+
+    return run
 
 
 def distill_text(
@@ -216,10 +231,11 @@ def distill_text(
     envelope = peel(text)
     hint = _hint_of(envelope.head, path, tool)
     body = list(envelope.body)
-    plain = [strip_gutter(line) for line in body] if has_gutter(body) else body
+    gutter = has_gutter(body)
+    plain = [strip_gutter(line) for line in body] if gutter else body
     content_type = detect(plain, hint)
     before = count(text)
-    lines = light(body, content_type=content_type).split("\n")
+    lines = light(body, content_type=content_type, gutter=gutter).split("\n")
     if level == "light":
         out = "\n".join(lines)
     else:

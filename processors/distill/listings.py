@@ -73,10 +73,17 @@ def looks_like_listing(lines: Sequence[str], *, hint: str | None = None) -> bool
     filled = [line for line in lines[:2_000] if line.strip() and not _TOTAL.match(line.strip())]
     if len(filled) < 3 and hint not in {"glob", "ls", "find"}:
         return False
-    shown = [names for names in map(_entries, filled) if names is not None]
-    entries = [name for names in shown for name in names]
     headers = sum(1 for line in filled if _is_section(line))
-    if not entries or len(shown) + headers < 0.85 * len(filled):
+    needed = 0.85 * len(filled)
+    shown: list[list[str]] = []
+    for index, line in enumerate(filled):
+        names = _entries(line)
+        if names is not None:
+            shown.append(names)
+        elif len(shown) + headers + len(filled) - index - 1 < needed:
+            return False  # even if every line left shows entries
+    entries = [name for names in shown for name in names]
+    if not entries or len(shown) + headers < needed:
         return False
     return sum(1 for e in entries if _pathish(e)) >= 0.4 * len(entries) or hint == "glob"
 
@@ -102,8 +109,14 @@ def looks_like_grep(lines: Sequence[str], *, hint: str | None = None) -> bool:
     filled = [line for line in lines[:2_000] if line.strip() and line.strip() != "--"]
     if len(filled) < 2:
         return False
-    hits = sum(1 for line in filled if grep_match(line))
-    return hits >= (0.5 if hint == "grep" else 0.8) * len(filled)
+    needed = (0.5 if hint == "grep" else 0.8) * len(filled)
+    misses = 0
+    for line in filled:
+        if not grep_match(line):
+            misses += 1
+            if len(filled) - misses < needed:  # even if every line left is a hit
+                return False
+    return len(filled) - misses >= needed
 
 
 def _summary_listing(entries: Sequence[tuple[str, bool]]) -> str:

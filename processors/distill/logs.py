@@ -43,11 +43,19 @@ def _level(line: str) -> str | None:
 
 def looks_like_log(lines: Sequence[str]) -> bool:
     """Whether at least 30% of the non-blank lines start with a timestamp or a level."""
-    filled = [line for line in lines[:2_000] if line.strip()]
+    filled = list(filter(str.strip, lines[:2_000]))
     if len(filled) < 3:
         return False
-    hits = sum(1 for line in filled if _STAMP.match(line) or _level(line))
-    return hits >= 0.3 * len(filled)
+    needed = 0.3 * len(filled)
+    hits = 0
+    for index, line in enumerate(filled):  # `_level(line)` is truthy when `_LEVEL` finds one
+        if _STAMP.match(line) or _LEVEL.search(line[:80]):
+            hits += 1
+            if hits >= needed:
+                return True
+        elif hits + len(filled) - index - 1 < needed:
+            return False  # even if every line left has a timestamp or a level
+    return False
 
 
 def level_counts(lines: Sequence[str]) -> Counter[str]:

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import islice
 from typing import NamedTuple
 
 from processors.distill._common import Doc, is_error_line, select
@@ -34,6 +35,9 @@ _GO_RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+)")
 _GO_PACKAGE = re.compile(r"^(ok|FAIL)\s+\S+\s+(?:[\d.]+s|\(cached\))|^(PASS|FAIL)$")
 _SEPARATOR = re.compile(r"^(?:[-=_]{10,}|\s*)$")
 _STRONG = (_PYTEST_SUMMARY, _UNITTEST_RAN, _JEST_TESTS, _GO_RESULT, _GO_PACKAGE)
+# One alternation matches a line when one of its patterns does: one pass per line, not five.
+_ANY_STRONG = re.compile("|".join(f"(?:{p.pattern})" for p in _STRONG))
+_PER_TEST = re.compile(f"(?:{_PYTEST_LIVE.pattern})|(?:{_UNITTEST_HEAD.pattern})")
 _WORDS = {"error": "errors", "warning": "warnings", "failures": "failed", "successes": "passed"}
 
 
@@ -49,9 +53,10 @@ class FailedTest(NamedTuple):
 def looks_like_tests(lines: Sequence[str]) -> bool:
     """Whether a test runner's summary or per-test result lines appear."""
     window = [*lines[:500], *lines[-500:]] if len(lines) > 1_000 else lines
-    if any(p.match(line) for line in window for p in _STRONG):
+    if any(map(_ANY_STRONG.match, window)):
         return True
-    return sum(1 for line in window if _PYTEST_LIVE.match(line) or _UNITTEST_HEAD.match(line)) >= 2
+    second = islice(filter(None, map(_PER_TEST.match, window)), 1, None)
+    return next(second, None) is not None
 
 
 def _add(counts: Counter[str], text: str) -> None:

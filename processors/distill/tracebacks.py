@@ -23,6 +23,7 @@ __all__ = [
     "distill_traceback",
     "find_tracebacks",
     "is_library_path",
+    "share_of",
     "traceback_share",
 ]
 
@@ -123,10 +124,15 @@ def find_tracebacks(lines: Sequence[str]) -> list[TracebackBlock]:
 
 def traceback_share(lines: Sequence[str]) -> float:
     """The share of non-blank lines that belong to a traceback."""
+    return share_of(lines, find_tracebacks(lines))
+
+
+def share_of(lines: Sequence[str], blocks: Sequence[TracebackBlock]) -> float:
+    """`traceback_share(lines)` from `find_tracebacks(lines)` found already."""
     filled = sum(1 for line in lines if line.strip())
     if not filled:
         return 0.0
-    covered = sum(b.end - b.start + 1 for b in find_tracebacks(lines))
+    covered = sum(b.end - b.start + 1 for b in blocks)
     return min(1.0, covered / filled)
 
 
