@@ -82,6 +82,8 @@ class Run:
     """The part of `engine_ns` spent in the token counter (`TokenizerClock`)."""
     tokenize_chars: int = 0
     """The characters the contender had the counter tokenize in its timed spans."""
+    feed_tokenize_ns: int = 0
+    """The part of `tokenize_ns` spent taking events."""
     task_tokens: int = 0
     """The system prompt and the first request alone, rendered."""
     peak_bytes: int | None = None
@@ -219,7 +221,9 @@ async def _timed_replay(run: Run, ctx: SessionSetup, contender: Contender) -> No
             start, before = clock(), tokenizer.reading()
             await contender.feed(item)
             elapsed = clock() - start
-            _add_tokenizing(run, before, tokenizer.reading())
+            after = tokenizer.reading()
+            _add_tokenizing(run, before, after)
+            run.feed_tokenize_ns += after[0] - before[0]
             since += elapsed
             run.feed_ns += elapsed
             if fed not in ctx.session.calls:

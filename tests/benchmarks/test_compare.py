@@ -70,6 +70,7 @@ class TestFastMode:
         measured, _ = fast
         for run in measured.runs:
             assert 0 <= run.tokenize_ns <= run.engine_ns
+            assert 0 <= run.feed_tokenize_ns <= min(run.tokenize_ns, run.feed_ns)
             assert run.floor_chars > 0
             if run.contender.startswith("context-graph"):
                 assert run.tokenize_chars > 0 and run.tokenize_ns > 0

@@ -97,11 +97,15 @@ class TestEngineTimeLine:
             1_200,
         )
         run.floor_ns, run.floor_chars = 100, 1_000
+        run.feed_tokenize_ns = 130
         return run
 
     def test_says_when_the_tokenizer_alone_is_over_the_target(self) -> None:
         line = _engine_time_line([self._run(engine=600, feed=250, tokenize=240)], "ours")
-        assert line.startswith("Over every budget: taking the events (ingest) costs 2.5x")
+        assert line.startswith(
+            "Over every budget: taking the events (ingest) costs 2.5x the floor "
+            "(1.3x of it the tokenizer)"
+        )
         assert "answering the calls (triggers, compaction, render) 3.5x" in line
         assert "The tokenizer alone takes 2.40x the floor: 1.20x the floor's text" in line
         assert "at 2.00x its cost per character; everything else takes 3.60x." in line
