@@ -48,6 +48,25 @@ def is_error_line(line: str) -> bool:
     return _ERROR_LINE.search(line) is not None
 
 
+def at_least(items: Sequence[str], test: Callable[[str], object], needed: float) -> bool:
+    """Whether at least `needed` of `items` pass `test` (a truthy result).
+
+    Detectors ask this of thousands of lines; it stops as soon as the answer is settled:
+    once enough passed, or once too few are left to pass even if every one did.
+    """
+    hits = 0
+    left = len(items)
+    for item in items:
+        left -= 1
+        if test(item):
+            hits += 1
+            if hits >= needed:
+                return True
+        elif hits + left < needed:
+            return False
+    return hits >= needed
+
+
 def split_gutter(line: str) -> tuple[str, str]:
     """`(gutter without its padding, rest)`; the gutter is empty when the line has none."""
     # Both gutters start with a space or a digit (`\d` is `str.isdecimal`): most lines

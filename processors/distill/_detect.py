@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Literal, TypeAlias
 
+from processors.distill._common import at_least
 from processors.distill.code import looks_like_code, looks_like_python_window, parse_python_as_is
 from processors.distill.listings import looks_like_grep, looks_like_listing
 from processors.distill.logs import looks_like_log
@@ -80,14 +81,10 @@ def _python(plain: Sequence[str]) -> bool:
             for node in tree.body
         )
     filled = list(filter(str.strip, plain))
-    needed = max(2, 0.15 * len(filled))
-    keyword_lines = 0
-    for line in filled:
-        if _PY_KEYWORDS.match(line):
-            keyword_lines += 1
-            if keyword_lines >= needed:
-                return True
-    return keyword_lines >= 1 and looks_like_python_window(plain, as_is=(as_is,))
+    if at_least(filled, _PY_KEYWORDS.match, max(2, 0.15 * len(filled))):
+        return True
+    has_keyword = any(map(_PY_KEYWORDS.match, filled))
+    return has_keyword and looks_like_python_window(plain, as_is=(as_is,))
 
 
 def detect(plain: Sequence[str], hint: str | None = None) -> ContentType:

@@ -18,7 +18,7 @@ import re
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
 
-from processors.distill._common import Doc, fill_by_entities, has_gutter, scan_range
+from processors.distill._common import Doc, at_least, fill_by_entities, has_gutter, scan_range
 
 __all__ = [
     "code_rule",
@@ -60,18 +60,7 @@ def looks_like_code(lines: Sequence[str]) -> bool:
     filled = list(filter(str.strip, lines[:2_000]))
     if len(filled) < 3:
         return False
-    needed = 0.4 * len(filled)
-    hits = misses = 0
-    for line in filled:
-        if _CODE_LINE.search(line):
-            hits += 1
-            if hits >= needed:
-                return True
-        else:
-            misses += 1
-            if len(filled) - misses < needed:  # even if every line left looks like code
-                return False
-    return hits >= needed
+    return at_least(filled, _CODE_LINE.search, 0.4 * len(filled))
 
 
 def _parse(source: str) -> ast.Module | int | None:

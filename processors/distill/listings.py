@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from processors.distill._common import (
     Doc,
+    at_least,
     fill_by_entities,
     is_error_line,
     plural,
@@ -109,14 +110,7 @@ def looks_like_grep(lines: Sequence[str], *, hint: str | None = None) -> bool:
     filled = [line for line in lines[:2_000] if line.strip() and line.strip() != "--"]
     if len(filled) < 2:
         return False
-    needed = (0.5 if hint == "grep" else 0.8) * len(filled)
-    misses = 0
-    for line in filled:
-        if not grep_match(line):
-            misses += 1
-            if len(filled) - misses < needed:  # even if every line left is a hit
-                return False
-    return len(filled) - misses >= needed
+    return at_least(filled, grep_match, (0.5 if hint == "grep" else 0.8) * len(filled))
 
 
 def _summary_listing(entries: Sequence[tuple[str, bool]]) -> str:

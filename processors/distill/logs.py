@@ -15,7 +15,14 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from processors.distill._common import Doc, is_error_line, plural, select, with_context
+from processors.distill._common import (
+    Doc,
+    at_least,
+    is_error_line,
+    plural,
+    select,
+    with_context,
+)
 
 __all__ = ["distill_log", "level_counts", "looks_like_log"]
 
@@ -46,16 +53,12 @@ def looks_like_log(lines: Sequence[str]) -> bool:
     filled = list(filter(str.strip, lines[:2_000]))
     if len(filled) < 3:
         return False
-    needed = 0.3 * len(filled)
-    hits = 0
-    for index, line in enumerate(filled):  # `_level(line)` is truthy when `_LEVEL` finds one
-        if _STAMP.match(line) or _LEVEL.search(line[:80]):
-            hits += 1
-            if hits >= needed:
-                return True
-        elif hits + len(filled) - index - 1 < needed:
-            return False  # even if every line left has a timestamp or a level
-    return False
+    return at_least(filled, _stamped, 0.3 * len(filled))
+
+
+def _stamped(line: str) -> bool:
+    # `_level(line)` is truthy exactly when `_LEVEL` finds a level there.
+    return _STAMP.match(line) is not None or _LEVEL.search(line[:80]) is not None
 
 
 def level_counts(lines: Sequence[str]) -> Counter[str]:

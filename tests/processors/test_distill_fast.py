@@ -41,6 +41,7 @@ from processors.distill._common import (
     Doc,
     _added_marker,
     _marker_cost,
+    at_least,
     fill_by_entities,
     has_gutter,
     is_error_line,
@@ -535,6 +536,17 @@ def _reference_detect(plain: Sequence[str], hint: str | None = None) -> str:
     return "text"
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    flags=st.lists(st.booleans(), max_size=30),
+    needed=st.one_of(st.integers(-1, 32), st.floats(-1, 32, allow_nan=False)),
+)
+def test_at_least_counts_as_a_full_count_does(flags: list[bool], needed: float) -> None:
+    """The early-stopping count answers as counting every item would."""
+    items = ["x" if flag else "" for flag in flags]
+    assert at_least(items, bool, needed) == (sum(flags) >= needed)
+
+
 class TestDetectionShortcuts:
     @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(lines=_BODIES, hint=_HINTS)
@@ -580,18 +592,8 @@ class TestDetectionShortcuts:
 
 
 def _reference_render(doc: Doc, kept: set[int]) -> str:
-    if has_gutter(doc.lines):
-        return "\n".join(doc.lines[i] for i in sorted(kept))
-    out: list[str] = []
-    previous = -1
-    for index in [*sorted(kept), len(doc.lines)]:
-        gap = [ln for ln in doc.plain[previous + 1 : index] if ln.strip()]
-        if gap:
-            out.append(gap[0][: len(gap[0]) - len(gap[0].lstrip())] + "...")
-        if index < len(doc.lines):
-            out.append(doc.lines[index])
-        previous = index
-    return "\n".join(out)
+    # The rendering itself did not change; the gutter was found again at every render.
+    return code._render(doc, kept, has_gutter(doc.lines))
 
 
 def _reference_distill_python(doc: Doc) -> str | None:
