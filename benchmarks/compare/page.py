@@ -292,16 +292,11 @@ def _diagnosis(m: Measured, missed: Sequence[report.Verdict], ours: Sequence[str
 
 def _engine_time_line(runs: Sequence[Run], name: str) -> str:
     """Where `name`'s engine time goes over every budget: ingest, answering, tokenizer."""
-    every = [r for r in runs if r.contender == name]
-    floor = max(1, sum(r.floor_ns for r in every))
-    feed = sum(r.feed_ns for r in every)
-    answer = sum(r.engine_ns for r in every) - feed
-    feed_tokenizer = sum(r.feed_tokenize_ns for r in every)
     split = report.time_split(runs, name)
     line = (
-        f"Over every budget: taking the events (ingest) costs {feed / floor:.1f}x the "
-        f"floor ({feed_tokenizer / floor:.1f}x of it the tokenizer), answering the calls "
-        f"(triggers, compaction, render) {answer / floor:.1f}x. "
+        f"Over every budget: taking the events (ingest) costs {split.feed:.1f}x the "
+        f"floor ({split.feed_tokenizer:.1f}x of it the tokenizer), answering the calls "
+        f"(triggers, compaction, render) {split.answer:.1f}x. "
         f"The tokenizer alone takes {split.tokenizer:.2f}x the floor: {split.text:.2f}x the "
         f"floor's text, at {report.share(split.per_char, 2)}x its cost per character; "
         f"everything else takes {split.rest:.2f}x."

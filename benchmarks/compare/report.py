@@ -56,18 +56,40 @@ class TimeSplit:
     """One contender's engine time over some runs, split into the tokenizer and the rest."""
 
     engine_ns: int
+    feed_ns: int
+    """The part of `engine_ns` spent taking events."""
     tokenize_ns: int
+    feed_tokenize_ns: int
+    """The part of `tokenize_ns` spent taking events."""
     tokenize_chars: int
     floor_ns: int
     floor_chars: int
 
+    def _over_floor(self, ns: int) -> float:
+        return ns / self.floor_ns if self.floor_ns else 0.0
+
     @property
     def engine(self) -> float:
-        return self.engine_ns / self.floor_ns if self.floor_ns else 0.0
+        return self._over_floor(self.engine_ns)
+
+    @property
+    def feed(self) -> float:
+        """Taking the events, over the floor."""
+        return self._over_floor(self.feed_ns)
+
+    @property
+    def answer(self) -> float:
+        """Answering the calls (triggers, compaction, render), over the floor."""
+        return self._over_floor(self.engine_ns - self.feed_ns)
 
     @property
     def tokenizer(self) -> float:
-        return self.tokenize_ns / self.floor_ns if self.floor_ns else 0.0
+        return self._over_floor(self.tokenize_ns)
+
+    @property
+    def feed_tokenizer(self) -> float:
+        """The tokenizer while taking the events, over the floor."""
+        return self._over_floor(self.feed_tokenize_ns)
 
     @property
     def rest(self) -> float:
@@ -95,7 +117,9 @@ def time_split(runs: Sequence[Run], name: str, budget_label: str | None = None) 
     ]
     return TimeSplit(
         engine_ns=sum(r.engine_ns for r in chosen),
+        feed_ns=sum(r.feed_ns for r in chosen),
         tokenize_ns=sum(r.tokenize_ns for r in chosen),
+        feed_tokenize_ns=sum(r.feed_tokenize_ns for r in chosen),
         tokenize_chars=sum(r.tokenize_chars for r in chosen),
         floor_ns=sum(r.floor_ns for r in chosen),
         floor_chars=sum(r.floor_chars for r in chosen),

@@ -221,9 +221,7 @@ async def _timed_replay(run: Run, ctx: SessionSetup, contender: Contender) -> No
             start, before = clock(), tokenizer.reading()
             await contender.feed(item)
             elapsed = clock() - start
-            after = tokenizer.reading()
-            _add_tokenizing(run, before, after)
-            run.feed_tokenize_ns += after[0] - before[0]
+            run.feed_tokenize_ns += _add_tokenizing(run, before, tokenizer.reading())
             since += elapsed
             run.feed_ns += elapsed
             if fed not in ctx.session.calls:
@@ -239,9 +237,12 @@ async def _timed_replay(run: Run, ctx: SessionSetup, contender: Contender) -> No
     run.engine_ns += since
 
 
-def _add_tokenizing(run: Run, before: tuple[int, int], after: tuple[int, int]) -> None:
-    run.tokenize_ns += after[0] - before[0]
+def _add_tokenizing(run: Run, before: tuple[int, int], after: tuple[int, int]) -> int:
+    """Add one timed span's tokenizing to `run`; return its nanoseconds."""
+    spent = after[0] - before[0]
+    run.tokenize_ns += spent
     run.tokenize_chars += after[1] - before[1]
+    return spent
 
 
 async def _traced_replay(ctx: SessionSetup, contender: Contender, budget: int) -> int:

@@ -110,6 +110,8 @@ class TestEngineTimeLine:
         assert "The tokenizer alone takes 2.40x the floor: 1.20x the floor's text" in line
         assert "at 2.00x its cost per character; everything else takes 3.60x." in line
         assert "over the 2x target" in line
+        split = time_split([self._run(engine=600, feed=250, tokenize=240)], "ours")
+        assert (split.feed, split.answer, split.feed_tokenizer) == (2.5, 3.5, 1.3)
 
     def test_says_nothing_more_when_the_tokenizer_is_under_it(self) -> None:
         line = _engine_time_line([self._run(engine=600, feed=250, tokenize=150)], "ours")
