@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+from collections.abc import Callable
+
+import context_graph
+import processors
 from context_graph import entities
 from context_graph.entities import critical_entities
 from context_graph.nodes import TextPart, ToolResultNode
@@ -17,6 +23,32 @@ def _filled() -> None:
     _facts._shell_paths("cat src/app/main.py > out/log.txt")
     _facts._outcome("exit code 1\nKeyError: 'x'", False)
     _references._named("Now open src/app/main.py", call=False)
+
+
+# Memos keyed by something other than session text: the SDK's request types.
+NOT_SESSION_MEMOS = frozenset({"context_graph.sdk_check._fields"})
+
+
+def _lru_caches() -> dict[str, Callable[..., object]]:
+    """Every `functools.lru_cache` defined in the library's context_graph and processors."""
+    found: dict[str, Callable[..., object]] = {}
+    for package in (context_graph, processors):
+        for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            module = importlib.import_module(info.name)
+            for name, value in vars(module).items():
+                if hasattr(value, "cache_clear") and value.__module__ == module.__name__:
+                    found[f"{module.__name__}.{name}"] = value
+    return found
+
+
+def test_clear_caches_knows_every_memo() -> None:
+    """A new process-wide memo of session text must be cleared too (and filled below)."""
+    assert set(_lru_caches()) - NOT_SESSION_MEMOS == {
+        "context_graph.entities._entities",
+        "processors.summarize._facts._shell_paths",
+        "processors.summarize._facts._outcome",
+        "processors.distill._references._named",
+    }
 
 
 def test_every_memo_is_empty_after_clearing() -> None:
