@@ -59,8 +59,10 @@ from context_graph.nodes import (
     TriggerSpec,
     UserNode,
     content_digest,
+    floor_anchors,
     make_node_id,
     node_adapter,
+    unit_kind,
 )
 from context_graph.tokens import (
     FORMAT_OVERHEADS,
@@ -139,6 +141,8 @@ __all__ = [
     "coerce_events",
     "content_digest",
     "default_counter",
+    "floor_anchors",
     "make_node_id",
     "node_adapter",
+    "unit_kind",
 ]

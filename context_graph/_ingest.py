@@ -195,8 +195,7 @@ class _Planner:
         if isinstance(event, SystemPrompt):
             self._simple(SystemNode, "system", event)
         elif isinstance(event, UserTurn):
-            self.plan.turn += 1
-            self._simple(UserNode, "user", event)
+            self._user(event)
         elif isinstance(event, Note):
             self._simple(NoteNode, "note", event)
         elif isinstance(event, AssistantTurn):
@@ -214,6 +213,15 @@ class _Planner:
     def _simple(self, cls: type[Node], kind: str, event: Any) -> None:
         node = build(cls, id=self.node_id(kind, event), content=event.content, **self.common(event))
         self.add(node)
+
+    def _user(self, event: UserTurn) -> None:
+        if not event.notice:
+            self.plan.turn += 1
+            self._simple(UserNode, "user", event)
+            return
+        fields = self.common(event)
+        node_id = self.node_id("user", event)
+        self.add(build(UserNode, id=node_id, content=event.content, notice=True, **fields))
 
     def _assistant(self, event: AssistantTurn) -> None:
         head = build(

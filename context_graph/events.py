@@ -17,6 +17,7 @@ from pydantic import (
     ConfigDict,
     Field,
     JsonValue,
+    StrictBool,
     TypeAdapter,
     ValidationError,
     field_validator,
@@ -81,11 +82,21 @@ class SystemPrompt(_EventBase):
 
 
 class UserTurn(_EventBase):
-    """A user turn: text, images, documents."""
+    """A user turn: text, images, documents.
+
+    Set `notice` for a message in the user's role that the user did not write: the agent
+    harness telling the model that a background task finished, what a local command
+    printed, that a tool call was interrupted. It is sent like any user turn, but it is
+    not a request: the render floor keeps the user's latest own request (and everything
+    after it) instead of starting at the notice, and a notice opens no new turn.
+    """
 
     type: Literal["user"] = "user"
     content: Content
     """What the user said or sent."""
+    notice: StrictBool = Field(default=False, exclude_if=lambda value: value is False)
+    """Written by the harness, not the user (left out of the JSON when false, so ordinary
+    user turns keep the ids they always had)."""
 
 
 class ToolCall(BaseModel):

@@ -23,7 +23,7 @@ from context_graph.events import (
     AgentEvent,
     coerce_events,
 )
-from context_graph.nodes import Node, ToolCallNode
+from context_graph.nodes import Node, ToolCallNode, unit_kind
 from context_graph.tokens import NodeTokenCache, TokenCounter, default_counter
 
 __all__ = ["EDGE_KINDS", "ContextGraph", "EdgeKind", "Unit"]
@@ -38,7 +38,7 @@ class Unit:
 
     Attributes:
         head: The id of the unit's first node.
-        kind: The kind of the head node.
+        kind: The kind of the head node, or `notice` when it is a notice (`unit_kind`).
         node_ids: Every node of the unit, in transcript order.
     """
 
@@ -319,7 +319,7 @@ class ContextGraph(EdgeMethods, EventAdders):
         # by unit (the renderer) see the same object for an unchanged unit.
         unit = self._unit_objects.get(head)
         if unit is None:
-            unit = Unit(head, self._nodes[head].kind, tuple(self._unit_members[head]))
+            unit = Unit(head, unit_kind(self._nodes[head]), tuple(self._unit_members[head]))
             self._unit_objects[head] = unit
         return unit
 

@@ -7,7 +7,7 @@ from collections import Counter
 from pydantic import BaseModel, ConfigDict
 
 from context_graph.graph import ContextGraph
-from context_graph.nodes import AnswerNode, SubagentResultNode
+from context_graph.nodes import AnswerNode, SubagentResultNode, UserNode
 
 __all__ = ["GraphStats", "graph_stats"]
 
@@ -28,7 +28,9 @@ class GraphStats(BaseModel):
     units: int
     """Interaction units (the atoms that are kept or dropped whole)."""
     user_turns: int
-    """User turns."""
+    """User turns (notices not counted)."""
+    notices: int
+    """User-role messages the agent harness wrote (`UserNode.notice`)."""
     tool_calls: int
     """Tool calls made."""
     tool_errors: int
@@ -46,11 +48,13 @@ def graph_stats(graph: ContextGraph) -> GraphStats:
     kinds: Counter[str] = Counter()
     tokens: Counter[str] = Counter()
     errors = 0
+    notices = 0
     subagents: list[str] = []
     for node in graph:
         kinds[node.kind] += 1
         tokens[node.kind] += graph.tokens(node.id)
         errors += isinstance(node, AnswerNode) and node.is_error
+        notices += isinstance(node, UserNode) and node.notice
         if isinstance(node, SubagentResultNode):
             subagents.append(node.agent_id or node.id)
     return GraphStats(
@@ -60,6 +64,7 @@ def graph_stats(graph: ContextGraph) -> GraphStats:
         tokens_by_kind=dict(sorted(tokens.items())),
         units=len(graph.units()),
         user_turns=graph.turns,
+        notices=notices,
         tool_calls=kinds["tool_call"],
         tool_errors=errors,
         unanswered_calls=list(graph.unanswered_calls()),

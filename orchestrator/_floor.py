@@ -1,13 +1,13 @@
 """The last resort before refusing a request: shrink the tool outputs in the floor.
 
-The renderer never drops the floor (system prompt, pinned nodes, the first request, the
-latest user turn and everything after it), and the summarize stage never takes the last
-steps of the tool loop. With a small budget the outputs of those steps alone can be
-larger than what is left, and the render would raise `BudgetExceededError` although a
-shorter copy of one output would fit. Here the outputs after the latest user turn are
-truncated, through the same checked path as every edit, to one common cap chosen just
-low enough for the request to fit: the largest outputs lose the most, the originals stay
-expandable, and the user's own words are never cut.
+The renderer never drops the floor (system prompt, pinned nodes, the first and latest
+requests, the latest user turn and everything after it), and the summarize stage never
+takes the last steps of the tool loop. With a small budget the outputs of those steps
+alone can be larger than what is left, and the render would raise `BudgetExceededError`
+although a shorter copy of one output would fit. Here the outputs after the latest user
+turn are truncated, through the same checked path as every edit, to one common cap
+chosen just low enough for the request to fit: the largest outputs lose the most, the
+originals stay expandable, and the user's own words are never cut.
 """
 
 from __future__ import annotations
@@ -38,11 +38,14 @@ _ATTEMPTS = 3
 
 
 def floor_outputs(view: WorkingView) -> tuple[Node, ...]:
-    """Unpinned tool outputs after the latest user turn (the renderer's floor)."""
+    """Unpinned tool outputs after the latest user turn (the renderer's floor).
+
+    That turn is the latest request or a notice after it (`UserNode.notice`).
+    """
     units = view.units()
     start = 0
     for index, unit in enumerate(units):
-        if unit.kind in {"user", "system", "summary"}:
+        if unit.kind in {"user", "notice", "system", "summary"}:
             start = index + 1
     return output_targets(view, units[start:])
 

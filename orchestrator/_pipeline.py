@@ -19,10 +19,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from context_graph.errors import InvariantViolation, ProcessorError
 from context_graph.graph import Unit
-from context_graph.nodes import ANSWER_KINDS, Node
+from context_graph.nodes import ANSWER_KINDS, Node, floor_anchors
 from orchestrator.buffer import WorkingGraph, WorkingView
 from orchestrator.bus import EventBus
 from orchestrator.guards import GuardConfig, GuardState, StageOutcome, allowed, record, tick
@@ -101,21 +102,23 @@ def _whole_run(view: WorkingView, units: Sequence[Unit]) -> list[Node]:
 def history_targets(view: WorkingView, *, keep_recent: int = KEEP_RECENT_UNITS) -> tuple[Node, ...]:
     """The oldest run of whole, unpinned units that a summary may stand for.
 
-    First the units between the user's first request and the latest user turn; when that
-    span holds nothing new (no units, or only the summary already written there), the
+    First the units between the user's first request and the latest user turn (split at
+    the latest request when a notice, `UserNode.notice`, came after it); when those
+    spans hold nothing new (no units, or only the summary already written there), the
     finished steps of the current tool loop: the units after the latest user turn but
     the last `keep_recent`. An agent working on one request for hundreds of steps would
     otherwise never be summarized, and its request would stop fitting.
 
     Never taken: the user's first request (or, in a session that starts from another
-    tool's compaction summary, that summary), the latest user turn, the last
-    `keep_recent` units and every pinned node.
+    tool's compaction summary, that summary), the latest request, the latest user turn,
+    the last `keep_recent` units and every pinned node.
     """
     units = view.units()
-    users = [i for i, unit in enumerate(units) if unit.kind == "user"]
-    if users:
-        spans = [units[users[0] + 1 : users[-1]]] if len(users) > 1 else []
-        loop = users[-1] + 1
+    anchors = floor_anchors([unit.kind for unit in units])
+    if anchors is not None:
+        bounds = sorted(set(anchors))
+        spans = [units[start + 1 : end] for start, end in pairwise(bounds)]
+        loop = bounds[-1] + 1
     else:
         # A session resumed from another tool's compaction starts with its summary, which
         # stands in for the first request: the loop starts after it.

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from context_graph.graph import ContextGraph, Unit
-from context_graph.nodes import Node
+from context_graph.nodes import Node, unit_kind
 from orchestrator._figures import ViewFigures
 from processors.base import Proposal, Replace
 
@@ -314,7 +314,7 @@ class ProjectionMethods:
         return Segment(unit, tuple(out), frozenset(reached), tuple(first))
 
     def _unit(self, node_ids: tuple[str, ...]) -> Unit:
-        unit = Unit(node_ids[0], self[node_ids[0]].kind, node_ids)
+        unit = Unit(node_ids[0], unit_kind(self[node_ids[0]]), node_ids)
         # The renderer reuses a unit's messages while it gets the very same Unit object,
         # so an unchanged unit of the view must be the same object from one version on.
         if self._interned is None:

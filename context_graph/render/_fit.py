@@ -1,9 +1,11 @@
 """The budget floor: which units to keep when the whole history does not fit.
 
 With no processors the guarantee is: keep the system prompt, pinned units, the user's
-first request, and the latest user turn with everything after it; drop whole units,
-oldest first, never half a unit; and say in one marker how many were left out. If even
-that does not fit, the render fails with `BudgetExceededError` naming the minimum.
+first request, their latest request, and the latest user turn with everything after it
+(that turn is the latest request, or a notice after it: `UserNode.notice`); drop whole
+units, oldest first, never half a unit; and say in one marker how many were left out.
+If even that does not fit, the render fails with `BudgetExceededError` naming the
+minimum.
 
 Units are costed standing alone, which over-counts a little for formats that merge
 neighbours, so the cost sum only brackets the answer: the exact size of a candidate
@@ -16,10 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from context_graph.errors import BudgetExceededError
+from context_graph.nodes import floor_anchors
 
 __all__ = ["FitUnit", "droppable_units", "fewest_drops", "marker_text"]
 
-FLOOR = "the system prompt, pinned turns, the first request and the latest turn"
+FLOOR = "the system prompt, pinned turns, the first and latest requests and the latest turn"
 
 
 def marker_text(dropped: int) -> str:
@@ -40,10 +43,11 @@ class FitUnit:
 def droppable_units(units: Sequence[FitUnit]) -> list[int]:
     """Indices that may be dropped, oldest first: all but the protected floor."""
     keep = {i for i, u in enumerate(units) if u.pinned}
-    users = [i for i, u in enumerate(units) if u.kind == "user"]
-    if users:
-        keep.add(users[0])
-        keep.update(range(users[-1], len(units)))
+    anchors = floor_anchors([u.kind for u in units])
+    if anchors is not None:
+        first, request, latest = anchors
+        keep.update((first, request))
+        keep.update(range(latest, len(units)))
     elif units:
         keep.add(len(units) - 1)
     return [i for i in range(len(units)) if i not in keep]

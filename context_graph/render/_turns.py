@@ -127,7 +127,7 @@ def unit_turns(source: RenderSource, unit: Unit) -> UnitTurns:
     if isinstance(head, AssistantNode):
         turns = _assistant_turns(source, head, nodes[1:])
         return UnitTurns(unit.head, key, turns, (), pinned, head.kind)
-    return UnitTurns(unit.head, key, (Turn("user", _user_parts(head)),), (), pinned, head.kind)
+    return UnitTurns(unit.head, key, (Turn("user", _user_parts(head)),), (), pinned, unit.kind)
 
 
 def _user_parts(node: Node) -> tuple[ContentPart, ...]:

@@ -224,9 +224,13 @@ def _user_text(node: Node) -> str:
 
 
 def _read_turns(brief: Brief, nodes: Sequence[Node], goal_tokens: int, c: TokenCounter) -> None:
-    """Goal, constraints, decisions and the last assistant text."""
+    """Goal, constraints, decisions and the last assistant text.
+
+    A notice (`UserNode.notice`) is neither the goal nor a source of constraints: the
+    harness wrote it ("DO NOT respond to these messages" is not the user's rule).
+    """
     for node in nodes:
-        if isinstance(node, UserNode):
+        if isinstance(node, UserNode) and not node.notice:
             text = _user_text(node).strip()
             if not brief.goal and text:
                 brief.goal = _brief.clip_tokens(text, goal_tokens, c.count)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from context_graph.events import UserTurn
 from context_graph.examples import EXAMPLE_SESSION
 from context_graph.graph import ContextGraph
 from context_graph.importers import load_sessions
@@ -45,6 +46,16 @@ class TestInspect:
         graph.ingest(events)
         assert summary["total_tokens"] == sum(graph.tokens(i) for i in graph.transcript())
         assert summary["sessions_in_file"] == len(load_sessions(EXAMPLE_SESSION))
+        users = [e for e in events if isinstance(e, UserTurn)]
+        assert summary["notices"] == sum(e.notice for e in users) >= 1
+        assert summary["user_turns"] == len(users) - summary["notices"]
+
+    def test_text_summary_counts_turns_and_notices(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """The example's one request and its task notification, counted apart."""
+        _, out, _ = _run(capsys, "inspect")
+        assert "(1 user turn, 1 notice)" in out
 
     def test_example_has_what_the_demo_promises(self, capsys: pytest.CaptureFixture[str]) -> None:
         """The example has tool calls, a file read twice, an error and a sub-agent."""

@@ -99,6 +99,9 @@ def sessions(draw: st.DrawFn) -> list[AgentEvent]:
                 )
             )
             events.extend(_answer(draw, call) for call in calls)
+            if draw(st.integers(0, 3)) == 0:
+                # The harness speaks in the user's role (a background task finished).
+                events.append(UserTurn(content=_text(step, 12), notice=True))
         if draw(st.booleans()):
             events.append(AssistantTurn(content=_text(turn, draw(st.sampled_from(SIZES[:3])))))
     return events
@@ -171,8 +174,12 @@ def _pristine(manager: ContextManager) -> tuple[object, ...]:
     return graph_snapshot(raw), tuple(raw)
 
 
-def _render_and_check(manager: ContextManager, setup: Setup) -> bool:
-    """Render once and check the promises; return whether the render was refused."""
+def _render_and_check(manager: ContextManager, setup: Setup, request: str = "") -> bool:
+    """Render once and check the promises; return whether the render was refused.
+
+    `request` is the text of the user's latest request (not a notice): every request
+    sent carries it verbatim.
+    """
     before = _pristine(manager)
     last = manager.stats().last_render_tokens
     try:
@@ -185,6 +192,7 @@ def _render_and_check(manager: ContextManager, setup: Setup) -> bool:
     else:
         assert validate(result.payload, setup.format) == []
         assert not setup.redact or SECRET not in json.dumps(result.payload)
+        assert json.dumps(request)[1:-1] in json.dumps(result.payload)
         assert result.tokens <= setup.budget
         tokens = count_payload(result.payload, setup.format, manager.raw.token_cache)
         assert result.tokens == tokens
@@ -215,9 +223,12 @@ def test_every_render_is_valid_within_budget_and_the_record_stays_pristine(
     ingested: dict[str, Node] = {}
     points = model_call_points(events)
     refused = 0
+    request = ""
     for fed, agent_event in enumerate(events, start=1):
         for node_id in manager.ingest([agent_event]):
             ingested[node_id] = manager.raw[node_id]
+        if isinstance(agent_event, UserTurn) and not agent_event.notice:
+            request = manager.raw[manager.raw.transcript()[-1]].text
         if fed not in points:
             continue
         action = data.draw(st.sampled_from(["render", "render", "boundary", "compact"]))
@@ -225,7 +236,7 @@ def test_every_render_is_valid_within_budget_and_the_record_stays_pristine(
             manager.mark_boundary(f"after event {fed}")
         elif action == "compact":
             _compact(manager)
-        refused += _render_and_check(manager, setup)
+        refused += _render_and_check(manager, setup, request)
         _check_expand(manager, ingested)
     raw = manager.raw
     assert raw.transcript() == tuple(ingested)

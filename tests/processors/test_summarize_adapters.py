@@ -322,3 +322,13 @@ class TestAdapterOptions:
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         with pytest.raises(ConfigurationError, match="api_key"):
             OpenAISummarizer(model=MODEL)
+
+
+def test_a_notice_is_labelled_as_the_harness_in_a_prompt() -> None:
+    """A summarizer model is told who wrote a user-role message."""
+    graph = ContextGraph(counter=WordCounter())
+    graph.add_user("Fix the parser.")
+    graph.add_user("Background task b1 finished.", notice=True)
+    text = render_transcript([graph[i] for i in graph.transcript()])
+    assert "User:\nFix the parser." in text
+    assert "Harness notice:\nBackground task b1 finished." in text

@@ -85,7 +85,9 @@ def render_node(node: Node) -> str:
     if isinstance(node, AnswerNode):
         return f"{_answer_heading(node)}\n{text}"
     if isinstance(node, UserNode):
-        return f"User:{_media(node)}\n{text}"
+        # A notice is in the user's role, but the agent harness wrote it.
+        speaker = "Harness notice" if node.notice else "User"
+        return f"{speaker}:{_media(node)}\n{text}"
     if isinstance(node, AssistantNode):
         return f"Assistant:\n{text}" if text.strip() else ""
     if isinstance(node, SummaryNode):

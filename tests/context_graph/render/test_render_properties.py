@@ -22,6 +22,7 @@ from context_graph import (
     ThinkingPart,
     ToolCall,
     ToolResult,
+    UserNode,
     UserTurn,
 )
 from context_graph.render import FORMATS, Renderer, count_payload
@@ -41,7 +42,7 @@ PARTS = st.lists(
 EVENTS = st.lists(
     st.one_of(
         st.builds(SystemPrompt, content=TEXT),
-        st.builds(UserTurn, content=TEXT, pinned=st.booleans()),
+        st.builds(UserTurn, content=TEXT, pinned=st.booleans(), notice=st.booleans()),
         st.builds(
             AssistantTurn,
             content=PARTS,
@@ -87,6 +88,21 @@ def test_render_is_valid_and_under_budget_or_raises(
     assert validate(result.payload, fmt) == []
     assert result.tokens == count_payload(result.payload, fmt, graph.token_cache)
     assert budget is None or result.tokens <= budget
+
+
+@settings(max_examples=200, deadline=None)
+@given(EVENTS, st.integers(0, 400), st.sampled_from(FORMATS))
+def test_the_first_and_latest_requests_are_never_dropped(
+    events: list[AgentEvent], budget: int, fmt: str
+) -> None:
+    """Notices are not requests: the floor keeps the user's own first and latest requests."""
+    graph = _graph(events)
+    requests = [n.id for n in graph if isinstance(n, UserNode) and not n.notice]
+    try:
+        result = Renderer(format=fmt).render(graph, budget=budget)  # type: ignore[arg-type]
+    except BudgetExceededError:
+        return
+    assert not {*requests[:1], *requests[-1:]} & set(result.dropped)
 
 
 @settings(max_examples=100, deadline=None)

@@ -21,12 +21,25 @@ SdkCheck = Callable[[Any, str], list[str]]
 
 
 def _floor_heads(graph: ContextGraph) -> set[str]:
-    """Heads of the units the floor must keep: the first request, the last turn on."""
-    units = [u for u in graph.units() if u.kind not in {"system", "note"}]
-    users = [i for i, u in enumerate(units) if u.kind == "user"]
-    if not users:
+    """Heads of the units the floor must keep: the first and latest requests, the latest
+    user turn (a request or a notice) on.
+
+    Only units a render can show count: an imported compaction's summary stands for the
+    units it abstracts. Notices (`UserNode.notice`) are not requests; a view with no
+    request left anchors on its notices.
+    """
+    hidden = {i for u in graph.units() if u.kind == "summary" for i in graph[u.head].abstracts}
+    units = [
+        u
+        for u in graph.units()
+        if u.kind not in {"system", "note"} and not hidden.issuperset(u.node_ids)
+    ]
+    turns = [i for i, u in enumerate(units) if u.kind in {"user", "notice"}]
+    requests = [i for i in turns if units[i].kind == "user"] or turns
+    if not turns:
         return {units[-1].head} if units else set()
-    return {units[users[0]].head} | {u.head for u in units[users[-1] :]}
+    kept = {units[requests[0]].head, units[requests[-1]].head}
+    return kept | {u.head for u in units[turns[-1] :]}
 
 
 @pytest.mark.slow
