@@ -15,6 +15,10 @@ until a user line with content other than tool results, a compaction or another 
 ends it; the results are emitted after the merged turn, in file order. A message id
 that comes back after that (a resumed session rewrites earlier turns) starts a new turn.
 
+User lines the harness wrote (task notifications, local command output, hook
+reminders, interruptions, expanded slash commands) become notices (`UserTurn.notice`;
+see `_claude_code_notices`).
+
 `toolUseResult` turns `Read` results into `FileRead` events and sub-agent runs into
 `SubagentResult` events linked to `<session>/subagents/agent-<id>.jsonl`. Those
 transcripts, and Claude Code's compaction runs (`agent-acompact-*.jsonl`), are
@@ -35,6 +39,7 @@ from pydantic import JsonValue
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.events import AgentEvent, AssistantTurn, Compaction, ToolCall, UserTurn
 from context_graph.importers._base import ImportedSession, RawInput, read_raw, text_content
+from context_graph.importers._claude_code_notices import Notices
 from context_graph.importers._claude_code_records import (
     CallInfo,
     answer_event,
@@ -138,6 +143,7 @@ class _Walk:
     turn: _Turn | None = None
     calls: dict[str, CallInfo] = field(default_factory=dict)
     boundary: dict[str, JsonValue] | None = None
+    notices: Notices = field(default_factory=Notices)
     skipped: Counter[str] = field(default_factory=Counter)
 
     def record(self, index: int, value: Any) -> None:
@@ -217,7 +223,11 @@ class _Walk:
         if parts or not results:
             self.flush()
             turn = UserTurn(
-                content=tuple(parts), timestamp=timestamp, meta=meta, source=self.raw.at(index)
+                content=tuple(parts),
+                notice=self.notices.is_notice(record, parts),
+                timestamp=timestamp,
+                meta=meta,
+                source=self.raw.at(index),
             )
             self.events.append(turn)
 
