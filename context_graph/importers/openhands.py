@@ -7,6 +7,11 @@ hint, not content: dropped). The final assistant turn is only in
 
 OpenHands writes the logs to `llm_completions/<instance>/<model>-<time>.json`, so a
 session is named after the folder its file is in.
+
+When the model answers without a tool call, OpenHands' headless runs reply in the
+user's role themselves ("Please continue working on the task on whatever approach you
+think is suitable. ..."). Those turns become notices (`UserTurn.notice`): the harness
+wrote them, and the request they follow is the task.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError
-from context_graph.events import AgentEvent
+from context_graph.events import AgentEvent, UserTurn
 from context_graph.importers._base import (
     ImportedSession,
     RawInput,
@@ -31,6 +36,8 @@ from context_graph.importers.openai import ConversionState, message_to_events, m
 __all__ = ["sniff", "to_sessions"]
 
 _RESPONSE_PATH = "response.choices[0].message"
+# How OpenHands' automatic reply to a turn without a tool call begins.
+_AUTO_REPLY = "Please continue working on the task on whatever approach you think is suitable."
 
 
 def sniff(raw: RawInput) -> bool:
@@ -52,7 +59,10 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
     messages = expect_list(log.get("messages"), raw.at(None, "messages"), "`messages`")
     response = expect_mapping(log.get("response"), raw.at(None, "response"), "`response`")
     state = ConversionState()
-    events = messages_to_events(messages, raw, base_path="messages", state=state)
+    events = [
+        _as_notice(event)
+        for event in messages_to_events(messages, raw, base_path="messages", state=state)
+    ]
     events.append(_final_turn(response, raw, len(messages), state))
     meta: dict[str, JsonValue] = {"format": "openhands"}
     if isinstance(response.get("model"), str):
@@ -64,6 +74,16 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
         meta["timestamp"] = timestamp
     name = raw.path.parent.name if raw.path is not None else "openhands"
     return [ImportedSession(name=name or "openhands", events=events, meta=meta)]
+
+
+def _as_notice(event: AgentEvent) -> AgentEvent:
+    """A user turn that is OpenHands' own automatic reply, marked as a notice."""
+    if not isinstance(event, UserTurn) or not event.content:
+        return event
+    first = getattr(event.content[0], "text", None)
+    if isinstance(first, str) and first.startswith(_AUTO_REPLY):
+        return event.model_copy(update={"notice": True})
+    return event
 
 
 def _final_turn(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from context_graph.errors import IngestError
-from context_graph.events import AssistantTurn, ToolResult
+from context_graph.events import AssistantTurn, ToolResult, UserTurn
 from context_graph.graph import ContextGraph
 from context_graph.importers import (
     RawInput,
@@ -179,6 +179,34 @@ class TestOpenHandsImporter:
         assert isinstance(last, AssistantNode)
         assert last.timestamp == "2024-12-04T20:52:58+00:00"
         assert (last.model, last.message_id) == ("claude-3-5-sonnet", "chatcmpl-1")
+
+    def test_the_automatic_reply_is_a_notice(self) -> None:
+        """OpenHands' own 'Please continue' turn is a notice; the task stays a request."""
+        reply = (
+            "Please continue working on the task on whatever approach you think is "
+            "suitable.\nIMPORTANT: YOU SHOULD NEVER ASK FOR HUMAN HELP.\n"
+        )
+        log = _log()
+        log["messages"] += [
+            {"role": "assistant", "content": [_text("I think it is fixed.")]},
+            {"role": "user", "content": [_text(reply)]},
+            {"role": "user", "content": [_text("Please continue, but run the tests first")]},
+        ]
+        (session,) = load_sessions(RawInput(log), format="openhands")
+        users = [e for e in session.events if isinstance(e, UserTurn)]
+        assert [u.notice for u in users] == [False, True, False]
+
+    @pytest.mark.skipif(not FILES, reason="shared OpenHands traces are absent")
+    def test_recorded_automatic_replies_are_notices(self) -> None:
+        marked = 0
+        for path in FILES:
+            (session,) = load_sessions(path)
+            for event in session.events:
+                if isinstance(event, UserTurn):
+                    text = event.content[0].text if event.content else ""
+                    assert event.notice is text.startswith("Please continue working"), text
+                    marked += event.notice
+        assert marked > 0
 
     def test_tool_result_name_goes_to_meta(self) -> None:
         """A tool message's `name` is kept in meta; the graph takes the tool name from the call."""
