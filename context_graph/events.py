@@ -87,8 +87,9 @@ class UserTurn(_EventBase):
     Set `notice` for a message in the user's role that the user did not write: the agent
     harness telling the model that a background task finished, what a local command
     printed, that a tool call was interrupted. It is sent like any user turn, but it is
-    not a request: the render floor keeps the user's latest own request (and everything
-    after it) instead of starting at the notice, and a notice opens no new turn.
+    not a request: the render floor keeps the user's latest own request as well as the
+    notice and what follows it, so the request a notice follows is never dropped or
+    summarized away; and a notice opens no new turn.
     """
 
     type: Literal["user"] = "user"
