@@ -14,7 +14,7 @@ from itertools import pairwise
 from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 from context_graph._overhead import FORMAT_OVERHEADS, Calibrator, FormatOverhead
-from context_graph.errors import TokenizerError
+from context_graph.errors import ConfigurationError, TokenizerError
 from context_graph.nodes import (
     DocumentPart,
     FileNode,
@@ -266,16 +266,40 @@ class NodeTokenCache:
 
     Two nodes with the same countable content share one entry, so re-ingesting a
     rendered history, or a summary that repeats a node, costs nothing extra.
+
+    Texts counted through `count_node` (the pieces of nodes, which the graph keeps for
+    good) are remembered for good. Other texts (a truncator's candidate cuts, distiller
+    probes, joined message bodies) are remembered in two generations of at most
+    `scratch_chars` characters each: when the newer fills, the older is forgotten and
+    the newer takes its place; a text found in the older moves back to the newer. So a
+    long session's transient texts cost bounded memory, and a text asked for again and
+    again (a request's message text, at every render) stays. Forgetting only costs a
+    second encoding: a count never changes.
     """
 
-    def __init__(self, counter: TokenCounter) -> None:
+    #: Characters of transient text per generation (a few MB of strings at most).
+    SCRATCH_CHARS = 1_000_000
+
+    def __init__(self, counter: TokenCounter, *, scratch_chars: int | None = None) -> None:
         self.counter = counter
         self._is_seam = counter.is_seam if isinstance(counter, SeamCounter) else None
         self._by_text: dict[str, int] = {}
+        self._recent: dict[str, int] = {}
+        self._older: dict[str, int] = {}
+        self._recent_chars = 0
+        self._scratch_chars = self.SCRATCH_CHARS if scratch_chars is None else scratch_chars
+        if type(self._scratch_chars) is not int or self._scratch_chars < 0:
+            msg = f"NodeTokenCache: scratch_chars must be an int >= 0, got {scratch_chars!r}"
+            raise ConfigurationError(msg)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._by_text)
+        return len(self._by_text) + len(self._recent) + len(self._older)
+
+    @property
+    def scratch_chars(self) -> int:
+        """Characters of transient text remembered now (both generations)."""
+        return self._recent_chars + sum(map(len, self._older))
 
     def count_node(self, node: Node) -> int:
         """Return the content tokens of `node` (no per-message overhead).
@@ -297,23 +321,54 @@ class NodeTokenCache:
             or len(pieces) < 2
             or not all(is_seam(left + "\n", right) for left, right in pairwise(pieces))
         ):
-            return self.count_text("\n".join(pieces)) + flat
-        total = flat + self.count_text(pieces[-1])
+            return self._count_kept("\n".join(pieces)) + flat
+        total = flat + self._count_kept(pieces[-1])
         for piece in pieces[:-1]:
             if piece and piece[-1] in _ASCII_ALNUM:
-                total += self.count_text(piece) + 1
+                total += self._count_kept(piece) + 1
             else:
-                total += self.count_text(piece + "\n")
+                total += self._count_kept(piece + "\n")
         return total
+
+    def _count_kept(self, text: str) -> int:
+        """`count_text` for a node's piece: remembered for good."""
+        cached = self._by_text.get(text)
+        if cached is not None:
+            return cached
+        counted = self._scratch(text)
+        if counted is None:
+            counted = self.counter.count(text)
+        with self._lock:
+            self._by_text[text] = counted
+        return counted
+
+    def _scratch(self, text: str) -> int | None:
+        """The count of a transient text remembered in either generation, or `None`."""
+        counted = self._recent.get(text)
+        if counted is None:
+            counted = self._older.get(text)
+            if counted is not None:
+                self._remember(text, counted)
+        return counted
+
+    def _remember(self, text: str, counted: int) -> None:
+        with self._lock:
+            if text not in self._recent:
+                self._recent[text] = counted
+                self._recent_chars += len(text)
+            if self._recent_chars > self._scratch_chars:
+                self._older, self._recent, self._recent_chars = self._recent, {}, 0
 
     def count_text(self, text: str) -> int:
         """Return the tokens of `text`, from the cache when seen before."""
         cached = self._by_text.get(text)
         if cached is not None:
             return cached
+        cached = self._scratch(text)
+        if cached is not None:
+            return cached
         counted = self.counter.count(text)
-        with self._lock:
-            self._by_text[text] = counted
+        self._remember(text, counted)
         return counted
 
     def count_pieces(self, pieces: Sequence[str]) -> int:
@@ -330,14 +385,15 @@ class NodeTokenCache:
         """
         text = "".join(pieces)
         cached = self._by_text.get(text)
+        if cached is None:
+            cached = self._scratch(text)
         if cached is not None:
             return cached
         runs = seam_runs(pieces, self._is_seam)
         if len(runs) < 2:
             return self.count_text(text)
         counted = sum(self.count_text("".join(pieces[i] for i in run)) for run in runs)
-        with self._lock:
-            self._by_text[text] = counted
+        self._remember(text, counted)
         return counted
 
     def counts_like(self, counter: TokenCounter) -> bool:
