@@ -84,7 +84,7 @@ def _python(plain: Sequence[str]) -> bool:
     if at_least(filled, _PY_KEYWORDS.match, max(2, 0.15 * len(filled))):
         return True
     has_keyword = any(map(_PY_KEYWORDS.match, filled))
-    return has_keyword and looks_like_python_window(plain, as_is=(as_is,))
+    return has_keyword and looks_like_python_window(plain, as_is=as_is)
 
 
 def detect(plain: Sequence[str], hint: str | None = None) -> ContentType:

@@ -17,6 +17,7 @@ import ast
 import re
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
+from enum import Enum
 
 from processors.distill._common import Doc, at_least, fill_by_entities, has_gutter, scan_range
 
@@ -99,11 +100,17 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
 
+class _Unparsed(Enum):
+    """`looks_like_python_window` was given no parse (None means the parse failed)."""
+
+    UNPARSED = "unparsed"
+
+
 def looks_like_python_window(
     lines: Sequence[str],
     *,
     whole: float = 0.8,
-    as_is: tuple[ast.Module | int | None] | None = None,
+    as_is: ast.Module | int | _Unparsed | None = _Unparsed.UNPARSED,
 ) -> bool:
     """Whether `lines` parse as a window of Python source.
 
@@ -119,7 +126,7 @@ def looks_like_python_window(
     levels = sorted({0, *(_indent(ln) for ln in filled if _indent(ln) < first)})
     prefix = [" " * level + "if 1:" for level in levels] if first else []
     attempt = [*prefix, *lines]
-    parsed = as_is[0] if as_is is not None and not prefix else _parse("\n".join(attempt))
+    parsed = _parse("\n".join(attempt)) if prefix or as_is is _Unparsed.UNPARSED else as_is
     if isinstance(parsed, int) and parsed - 1 - len(prefix) >= whole * len(lines):
         parsed = _parse("\n".join(attempt[: parsed - 1]))
     return isinstance(parsed, ast.Module)
