@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from context_graph.anchors import floor_anchors, unit_kind
 from context_graph.errors import (
     BudgetExceededError,
     ConfigurationError,
@@ -59,10 +60,8 @@ from context_graph.nodes import (
     TriggerSpec,
     UserNode,
     content_digest,
-    floor_anchors,
     make_node_id,
     node_adapter,
-    unit_kind,
 )
 from context_graph.tokens import (
     FORMAT_OVERHEADS,

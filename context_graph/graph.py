@@ -18,12 +18,13 @@ from pydantic import JsonValue
 from context_graph._adders import EventAdders
 from context_graph._graph_edges import EDGE_KINDS, EdgeKind, EdgeMethods
 from context_graph._ingest import IngestPlan, plan_ingest
+from context_graph.anchors import unit_kind
 from context_graph.errors import DuplicateNodeError, UnknownNodeError
 from context_graph.events import (
     AgentEvent,
     coerce_events,
 )
-from context_graph.nodes import Node, ToolCallNode, unit_kind
+from context_graph.nodes import Node, ToolCallNode
 from context_graph.tokens import NodeTokenCache, TokenCounter, default_counter
 
 __all__ = ["EDGE_KINDS", "ContextGraph", "EdgeKind", "Unit"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from functools import cached_property
 from types import MappingProxyType
 from typing import Annotated, Any, Literal, TypeAlias
@@ -42,10 +42,8 @@ __all__ = [
     "TriggerSpec",
     "UserNode",
     "content_digest",
-    "floor_anchors",
     "make_node_id",
     "node_adapter",
-    "unit_kind",
 ]
 
 NodeKind: TypeAlias = Literal[
@@ -229,31 +227,6 @@ class UserNode(Node):
     kind: Literal["user"] = "user"
     notice: bool = False
     """Written by the agent harness, not the user (see `UserTurn.notice`)."""
-
-
-def unit_kind(node: Node) -> str:
-    """The kind of the interaction unit `node` heads: its own, or `notice` for a notice.
-
-    The render floor and the summarize stage tell the user's requests (units of kind
-    `user`) from notices (`UserNode.notice`, units of kind `notice`): `floor_anchors`.
-    """
-    return "notice" if isinstance(node, UserNode) and node.notice else node.kind
-
-
-def floor_anchors(kinds: Sequence[str]) -> tuple[int, int, int] | None:
-    """Where the floor's user-role units are among these unit kinds (`unit_kind`).
-
-    Returns the positions of the user's first request, their latest request, and the
-    latest user-role unit (that request, or a notice after it); `None` without any. The
-    floor keeps all three and everything after the last; the summarize stage takes the
-    spans between them. A history of notices alone (a harness that marks every message
-    in the user's role so) has no request: its notices stand in for requests.
-    """
-    turns = [i for i, kind in enumerate(kinds) if kind in {"user", "notice"}]
-    if not turns:
-        return None
-    requests = [i for i in turns if kinds[i] == "user"] or turns
-    return requests[0], requests[-1], turns[-1]
 
 
 class AssistantNode(Node):

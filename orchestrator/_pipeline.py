@@ -21,9 +21,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from context_graph.anchors import floor_anchors
 from context_graph.errors import InvariantViolation, ProcessorError
 from context_graph.graph import Unit
-from context_graph.nodes import ANSWER_KINDS, Node, floor_anchors
+from context_graph.nodes import ANSWER_KINDS, Node
 from orchestrator.buffer import WorkingGraph, WorkingView
 from orchestrator.bus import EventBus
 from orchestrator.guards import GuardConfig, GuardState, StageOutcome, allowed, record, tick

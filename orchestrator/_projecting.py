@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from context_graph.anchors import unit_kind
 from context_graph.graph import ContextGraph, Unit
-from context_graph.nodes import Node, unit_kind
+from context_graph.nodes import Node
 from orchestrator._figures import ViewFigures
 from processors.base import Proposal, Replace
 

@@ -86,6 +86,6 @@ def test_package_reexports_every_submodule_name() -> None:
     """`context_graph` re-exports the public names of its core modules."""
     import context_graph
 
-    for sub in ("errors", "events", "graph", "nodes"):
+    for sub in ("anchors", "errors", "events", "graph", "nodes"):
         module = importlib.import_module(f"context_graph.{sub}")
         assert set(module.__all__) <= set(context_graph.__all__), sub

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from context_graph.anchors import floor_anchors
 from context_graph.errors import BudgetExceededError
-from context_graph.nodes import floor_anchors
 
 __all__ = ["FitUnit", "droppable_units", "fewest_drops", "marker_text"]
 
