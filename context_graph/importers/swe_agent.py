@@ -4,7 +4,9 @@ Two kinds of run exist. Function-calling runs give assistant messages `tool_call
 answer them with `role: "tool"` observations that name their call in `tool_call_ids` (a
 list; SWE-agent itself answers only its first id, and so does this importer, keeping the
 whole list in `meta`). Older runs write the action in the assistant's text and the
-observation in the next user message: those stay plain user and assistant turns.
+observation in the next user message. SWE-agent, not a person, writes every user message
+but the task: a demonstration (`is_demo`) and each user message after the first
+assistant turn become notices (`UserTurn.notice`), so the task is the only request.
 
 `thought` and `action` repeat what the content and the tool calls already say and are
 not read; `agent`, `message_type` and `is_demo` (a demonstration shown to the model)
@@ -19,7 +21,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
-from context_graph.events import AgentEvent, AssistantTurn
+from context_graph.events import AgentEvent, AssistantTurn, UserTurn
 from context_graph.importers._base import (
     ImportedSession,
     RawInput,
@@ -58,14 +60,19 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
     history = expect_list(root.get("history"), raw.at(None, "history"), "`history`")
     state = ConversionState()
     events: list[AgentEvent] = []
+    acted = False  # an assistant turn came: user messages from here on are observations
     for index, item in enumerate(history):
         where = raw.at(index, f"history[{index}]")
         message = expect_mapping(item, where, "message")
         extra = _meta(message)
         thinking = _thinking(message.get("thinking_blocks"), where)
         for event in message_to_events(_as_openai(message, where, extra), where, state):
-            if isinstance(event, AssistantTurn) and thinking:
-                event = with_fields(event, content=(*thinking, *event.content))
+            if isinstance(event, AssistantTurn):
+                acted = True
+                if thinking:
+                    event = with_fields(event, content=(*thinking, *event.content))
+            elif isinstance(event, UserTurn) and (acted or message.get("is_demo") is True):
+                event = with_fields(event, notice=True)
             events.append(with_fields(event, meta=extra))
     meta: dict[str, JsonValue] = {"format": "swe_agent"}
     info = root.get("info")

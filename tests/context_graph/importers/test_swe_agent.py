@@ -108,6 +108,20 @@ class TestSweAgentTraces:
                 assert event.meta.get(key) == message.get(key)
 
     @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+    def test_the_task_is_the_only_request(self, path: Path) -> None:
+        """Demonstrations and observations in the user's role are notices."""
+        history = _history(path)
+        (session,) = load_sessions(path, format="swe_agent")
+        users = [
+            (m, e) for m, e in zip(history, session.events, strict=True) if m["role"] == "user"
+        ]
+        (task,) = [m for m, event in users if not event.notice]
+        assert not task.get("is_demo")
+        assert task["content"].startswith("We're currently solving the following")
+        first = history.index(task)
+        assert all(m["role"] != "assistant" for m in history[:first])
+
+    @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
     def test_detect_format_picks_swe_agent(self, path: Path) -> None:
         """Auto-detection picks `swe_agent` for every shared SWE-agent run."""
         assert detect_format(path) == "swe_agent"
@@ -151,6 +165,23 @@ class TestSweAgentImporter:
         turn = session.events[2]
         assert isinstance(turn, AssistantTurn)
         assert turn.content == (ThinkingPart(thinking="hmm", signature="s1"), TextPart(text="look"))
+
+    def test_user_messages_after_an_action_are_notices(self) -> None:
+        """In a text-action run the observations come as user messages after each action."""
+        history = [
+            {"role": "system", "content": "You are an agent."},
+            {"role": "user", "content": "demo", "is_demo": True},
+            {"role": "user", "content": "Fix the bug in a.py"},
+            {"role": "assistant", "content": "ls"},
+            {"role": "user", "content": "a.py"},
+            {"role": "assistant", "content": "submit"},
+        ]
+        (session,) = load_sessions(RawInput({"history": history}), format="swe_agent")
+        users = [e for e in session.events if isinstance(e, UserTurn)]
+        assert [u.notice for u in users] == [True, False, True]
+        graph = ContextGraph()
+        graph.ingest(session.events)
+        assert graph.turns == 1
 
     def test_demonstration_flag_goes_to_meta(self) -> None:
         """A demonstration shown as a user message keeps `is_demo` in meta."""
