@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from context_graph import (
     BudgetExceededError,
     ContextGraph,
+    IngestError,
     UserNode,
     UserTurn,
     floor_anchors,
@@ -51,6 +52,18 @@ class TestEvent:
     def test_a_notice_flag_must_be_a_boolean(self, bad: object) -> None:
         with pytest.raises(ValueError, match="notice"):
             UserTurn(content="x", notice=bad)
+
+    def test_a_bad_flag_in_a_batch_changes_nothing(self) -> None:
+        """Plain dicts are checked too: the batch is refused whole, naming the field."""
+        graph = _graph()
+        graph.add_user("first")
+        batch = [
+            {"type": "user", "content": "second"},
+            {"type": "user", "content": DONE, "notice": "yes"},
+        ]
+        with pytest.raises(IngestError, match=r"message 1: .*user\.notice"):
+            graph.ingest(batch)
+        assert len(graph) == 1 and graph.turns == 1
 
 
 class TestGraph:
