@@ -244,7 +244,7 @@ class NodeTokenCache:
         return len(self._by_text) + len(self._recent) + len(self._older)
 
     @property
-    def scratch_chars(self) -> int:
+    def transient_chars(self) -> int:
         """Characters of transient text remembered now (both generations)."""
         return self._recent_chars + sum(map(len, self._older))
 
@@ -279,18 +279,21 @@ class NodeTokenCache:
 
     def _count_kept(self, text: str) -> int:
         """`count_text` for a node's piece: remembered for good."""
-        cached = self._by_text.get(text)
-        if cached is not None:
-            return cached
-        counted = self._scratch(text)
+        counted = self._by_text.get(text)
+        if counted is not None:
+            return counted
+        counted = self._transient(text)
         if counted is None:
             counted = self.counter.count(text)
         with self._lock:
             self._by_text[text] = counted
         return counted
 
-    def _scratch(self, text: str) -> int | None:
-        """The count of a transient text remembered in either generation, or `None`."""
+    def _transient(self, text: str) -> int | None:
+        """The count of a transient text in either generation, or `None`.
+
+        One found in the older generation moves to the newer.
+        """
         counted = self._recent.get(text)
         if counted is None:
             counted = self._older.get(text)
@@ -308,10 +311,11 @@ class NodeTokenCache:
 
     def count_text(self, text: str) -> int:
         """Return the tokens of `text`, from the cache when seen before."""
+        # The renderer asks for every message's text at every render: the lasting table
+        # is looked up inline, before a call for the transient generations.
         cached = self._by_text.get(text)
-        if cached is not None:
-            return cached
-        cached = self._scratch(text)
+        if cached is None:
+            cached = self._transient(text)
         if cached is not None:
             return cached
         counted = self.counter.count(text)
@@ -333,7 +337,7 @@ class NodeTokenCache:
         text = "".join(pieces)
         cached = self._by_text.get(text)
         if cached is None:
-            cached = self._scratch(text)
+            cached = self._transient(text)
         if cached is not None:
             return cached
         runs = seam_runs(pieces, self._is_seam)

@@ -33,21 +33,22 @@ def test_transient_texts_cost_bounded_memory() -> None:
         text = _probe(i)
         longest = max(longest, len(text))
         cache.count_text(text)
-        assert cache.scratch_chars <= 2 * (1_000 + longest)
+        assert cache.transient_chars <= 2 * (1_000 + longest)
     assert len(cache) < 200
 
 
 def test_node_texts_are_kept_for_good() -> None:
     counter = Recording()
-    graph = ContextGraph(counter=counter)
+    cache = NodeTokenCache(counter, scratch_chars=10)  # transient texts turn over at once
+    graph = ContextGraph(counter=WordCounter())
     graph.add_user("fix the parser in src/parser.py")
-    graph.token_cache._scratch_chars = 10  # a tiny scratch: transient texts turn over
-    for i in range(500):
-        graph.token_cache.count_text(_probe(i))
-    counter.seen.clear()
     node = graph[graph.transcript()[0]]
-    assert graph.token_cache.count_node(node) == 5
-    assert graph.token_cache.count_text(node.text) == 5
+    assert cache.count_node(node) == 5
+    for i in range(500):
+        cache.count_text(_probe(i))
+    counter.seen.clear()
+    assert cache.count_node(node) == 5
+    assert cache.count_text(node.text) == 5
     assert counter.seen == []
 
 
