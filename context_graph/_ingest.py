@@ -210,18 +210,16 @@ class _Planner:
         else:
             self._compaction(event)
 
-    def _simple(self, cls: type[Node], kind: str, event: Any) -> None:
-        node = build(cls, id=self.node_id(kind, event), content=event.content, **self.common(event))
-        self.add(node)
+    def _simple(self, cls: type[Node], kind: str, event: Any, **extra: Any) -> None:
+        node_id = self.node_id(kind, event)
+        self.add(build(cls, id=node_id, content=event.content, **self.common(event), **extra))
 
     def _user(self, event: UserTurn) -> None:
-        if not event.notice:
+        if event.notice:  # the harness speaking: no new turn
+            self._simple(UserNode, "user", event, notice=True)
+        else:
             self.plan.turn += 1
             self._simple(UserNode, "user", event)
-            return
-        fields = self.common(event)
-        node_id = self.node_id("user", event)
-        self.add(build(UserNode, id=node_id, content=event.content, notice=True, **fields))
 
     def _assistant(self, event: AssistantTurn) -> None:
         head = build(

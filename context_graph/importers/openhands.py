@@ -82,7 +82,7 @@ def _as_notice(event: AgentEvent) -> AgentEvent:
         return event
     first = getattr(event.content[0], "text", None)
     if isinstance(first, str) and first.startswith(_AUTO_REPLY):
-        return event.model_copy(update={"notice": True})
+        return with_fields(event, notice=True)
     return event
 
 
