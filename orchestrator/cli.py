@@ -172,10 +172,6 @@ def _inspect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def _render_text(trace: str, session: str, count: int, stats: GraphStats) -> str:
     kinds = ", ".join(f"{kind} {n}" for kind, n in stats.nodes_by_kind.items())
     sessions = "session" if count == 1 else "sessions"
@@ -184,8 +180,7 @@ def _render_text(trace: str, session: str, count: int, stats: GraphStats) -> str
         f"session:     {session} ({count} {sessions} in the input)",
         f"nodes:       {stats.nodes} ({kinds})",
         f"tokens:      {stats.total_tokens:,} (cl100k_base, content only)",
-        f"units:       {stats.units} ({_count(stats.user_turns, 'user turn')}, "
-        f"{_count(stats.notices, 'notice')})",
+        f"units:       {stats.units} (user turns: {stats.user_turns}, notices: {stats.notices})",
         f"tool calls:  {stats.tool_calls} ({stats.tool_errors} errors, "
         f"{len(stats.unanswered_calls)} unanswered)",
         f"files read:  {len(stats.files_read)} paths, {sum(stats.files_read.values())} reads",

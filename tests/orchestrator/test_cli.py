@@ -55,7 +55,7 @@ class TestInspect:
     ) -> None:
         """The example's one request and its task notification, counted apart."""
         _, out, _ = _run(capsys, "inspect")
-        assert "(1 user turn, 1 notice)" in out
+        assert "(user turns: 1, notices: 1)" in out
 
     def test_example_has_what_the_demo_promises(self, capsys: pytest.CaptureFixture[str]) -> None:
         """The example has tool calls, a file read twice, an error and a sub-agent."""
