@@ -30,15 +30,27 @@ def _graph() -> ContextGraph:
 
 
 class TestEvent:
-    def test_an_ordinary_turn_keeps_its_json_and_id(self) -> None:
-        """`notice` is left out of the JSON while false: ids made before it stay the same."""
-        turn = UserTurn(content="fix the bug")
+    @pytest.mark.parametrize(
+        ("fields", "made_before"),
+        [
+            ({}, "000000-user-24f418246681ba06"),
+            (
+                {"meta": {"uuid": "u1"}, "timestamp": "2026-01-01T00:00:00Z"},
+                "000000-user-ec01ea881644009e",
+            ),
+        ],
+    )
+    def test_an_ordinary_turn_keeps_the_id_it_had_before_notices(
+        self, fields: dict[str, object], made_before: str
+    ) -> None:
+        """`notice` is left out of the JSON while false, so ids stay what they were.
+
+        The expected ids are what the code before `notice` existed (9f4d575) gave; a
+        stored session's node ids must not change under it.
+        """
+        turn = UserTurn(content="fix the bug", **fields)  # type: ignore[arg-type]
         assert "notice" not in turn.model_dump_json()
-        graph = _graph()
-        (node_id,) = graph.ingest([turn])
-        assert node_id == "000000-user-" + node_id.rsplit("-", 1)[1]
-        other = _graph()
-        assert other.ingest([UserTurn(content="fix the bug")]) == (node_id,)
+        assert _graph().ingest([turn]) == (made_before,)
 
     def test_a_notice_round_trips_and_has_its_own_id(self) -> None:
         notice = UserTurn(content=DONE, notice=True)
@@ -113,18 +125,18 @@ class TestFloorAnchors:
 
 class TestRenderFloor:
     @pytest.mark.parametrize("fmt", FORMATS)
-    def test_history_before_the_request_goes_first(self, fmt: str) -> None:
-        """With notices after the latest request, the units before the request are dropped."""
+    def test_the_steps_between_request_and_notice_go_before_the_request(self, fmt: str) -> None:
+        """Read as a request, the notice would let the request go second, oldest first."""
         graph = _graph()
         graph.add_user("set up the project")
-        graph.add_assistant("done " * 40)
-        request = graph.add_user("run the resource tests and report " + "carefully " * 20)
-        graph.add_assistant("started in the background")
+        first_step = graph.add_assistant("done")[0]
+        request = graph.add_user("run the resource tests and report " + "carefully " * 30)
+        later_step = graph.add_assistant("started them in the background " + "and " * 30)[0]
         graph.add_user(DONE, notice=True)
         renderer = Renderer(format=fmt)  # type: ignore[arg-type]
         whole = renderer.render(graph).tokens
         result = renderer.render(graph, budget=whole - 20)
-        assert result.dropped == (graph.transcript()[1],)
+        assert result.dropped == (first_step, later_step)
         assert request not in result.dropped
 
     def test_a_notice_only_history_keeps_its_latest_notice(self) -> None:

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from context_graph import ContextGraph
 from context_graph.testing import WordCounter
-from context_graph.validate import validate
 from orchestrator._floor import floor_outputs
 from orchestrator._pipeline import history_targets
 from orchestrator.buffer import WorkingGraph
 from orchestrator.manager import ContextManager
-from orchestrator.profiles import get_profile
 
 DONE = "Background task b1 finished; output in /tmp/b1.out"
 
@@ -54,20 +52,3 @@ def test_the_floor_shrink_cuts_the_outputs_after_the_latest_notice() -> None:
     after = graph.add_tool_result("b", _log(10))
     outputs = [node.id for node in floor_outputs(WorkingGraph(graph).view)]
     assert outputs == [after]
-
-
-async def test_the_manager_keeps_the_request_through_notices() -> None:
-    """At a small budget every request sent carries the user's latest words."""
-    options = get_profile("coding").manager_options()
-    manager = ContextManager(counter=WordCounter(), budget=600, **options)
-    manager.add_system("You are a careful coding agent.")
-    manager.add_user("Set up the project. " * 20)
-    manager.add_assistant("Done setting up. " * 40)
-    manager.add_user("Now run the resource tests and report what fails.")
-    _loop(manager, 6)
-    result = await manager.render()
-    assert result.tokens <= 600
-    assert validate(result.payload, "openai") == []
-    text = str(result.payload)
-    assert "Now run the resource tests and report what fails." in text
-    assert DONE in text
