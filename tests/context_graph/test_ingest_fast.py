@@ -178,17 +178,6 @@ def _old_insert(graph: ContextGraph, node: Node, tokens: int) -> None:
         graph._pinned.append(node.id)
 
 
-def _old_link(graph: ContextGraph, source: str, target: str, kind: str) -> None:
-    graph._version += 1
-    if graph._rank[source] < graph._rank[target]:
-        graph._forward_edges += 1
-    data = graph._g.get_edge_data(source, target)
-    if data is None:
-        graph._g.add_edge(source, target, kinds=(kind,))
-    elif kind not in data["kinds"]:
-        data["kinds"] = (*data["kinds"], kind)
-
-
 def _old_commit(graph: ContextGraph, plan: IngestPlan) -> None:
     """`ContextGraph._commit` as it was: node by node, edge by edge."""
     for node in plan.nodes:
@@ -207,7 +196,7 @@ def _old_commit(graph: ContextGraph, plan: IngestPlan) -> None:
             graph._unit_list[graph._unit_index[head]] = graph._make_unit(head)
         graph._unit_log.append(head)
     for u, v, kind in plan.edges:
-        _old_link(graph, u, v, kind)
+        graph._link(u, v, kind)  # one edge as before: `_link` itself is unchanged
     for call_id, open_ids in plan.open_calls.items():
         if open_ids:
             graph._open_calls[call_id] = open_ids
@@ -349,7 +338,7 @@ class TestCommit:
         _old_insert(old, node, old.token_cache.count_node(node))
         old._derived.append(node.id)
         for source in (first, second):
-            _old_link(old, node.id, source, "derived_from")
+            old._link(node.id, source, "derived_from")
         assert _state(fast) == _state(old)
 
 
