@@ -30,7 +30,6 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
-import sniffio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict
 
@@ -385,11 +384,11 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
             RuntimeError: called from inside a running event loop (use `await render()`).
         """
         try:
-            library = sniffio.current_async_library()
-        except sniffio.AsyncLibraryNotFoundError:
+            anyio.get_current_task()
+        except anyio.NoEventLoopError:
             return self._render_blocking(format, budget)
         msg = (
-            f"render_sync() was called inside a running {library} event loop; "
+            "render_sync() was called inside a running event loop; "
             "use `await manager.render(...)` there instead"
         )
         raise RuntimeError(msg)
