@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("context-graph")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
+
 from context_graph.anchors import floor_anchors, unit_kind
 from context_graph.errors import (
     BudgetExceededError,

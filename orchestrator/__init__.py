@@ -8,6 +8,13 @@ agent loop holds.
 
 from __future__ import annotations
 
+#: Marks this `__init__.py` as context-graph's (see `orchestrator._own`): a same-named package
+#: of another distribution, installed into the same folder, replaces the file and the mark.
+__distribution__ = "context-graph"
+
+# First: names a module that shadows `processors` or a package that replaced ours, before an
+# import below fails far from the cause.
+import orchestrator._own  # noqa: F401
 from orchestrator.buffer import AuditEntry, Overlay, WorkingGraph, WorkingView
 from orchestrator.bus import SIGNALS, EventBus, RecordedEvent, Recorder
 from orchestrator.guards import GuardConfig, GuardState

@@ -33,6 +33,7 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict
 
+import orchestrator._own  # noqa: F401  (checks the packages when __init__.py was replaced)
 from context_graph.errors import (
     ConfigurationError,
     IngestError,

@@ -6,6 +6,11 @@ the graph. See docs/writing-a-processor.md and docs/processors/.
 
 from __future__ import annotations
 
+#: Marks this `__init__.py` as context-graph's (checked by `orchestrator._own`): a same-named
+#: package of another distribution, installed into the same folder, replaces the file and the
+#: mark.
+__distribution__ = "context-graph"
+
 from processors.base import (
     Abstract,
     Drop,

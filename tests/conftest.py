@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -288,3 +289,40 @@ async def anthropic_client_fixture(anthropic_server: FakeServer) -> AsyncIterato
     client = anthropic.AsyncAnthropic(base_url=anthropic_server.url, api_key="test", max_retries=0)
     yield client
     await client.close()
+
+
+# --- shared traces that no importer reads yet ----------------------------------------------
+
+#: Trace families in ../shared/traces that arrived before an importer for them: Codex CLI
+#: rollouts (OpenAI Responses items) and Gemini CLI histories. The Responses issue builds
+#: their importers; until then every test parametrized over a trace file expects those files
+#: to fail with `IngestError`. The mark is strict, so it must go when the importer lands.
+UNREAD_FAMILIES = frozenset({"codex_cli", "gemini_cli"})
+UNREAD_REASON = "no importer reads this format yet: the Responses issue builds it"
+
+
+def _unread_trace(value: object) -> bool:
+    if not isinstance(value, Path):
+        return False
+    parts = value.resolve().parts
+    return any(
+        parts[i] == "traces" and parts[i + 1] in UNREAD_FAMILIES for i in range(len(parts) - 1)
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test parametrized with an unread trace file as a strict expected failure."""
+    from context_graph.errors import IngestError
+
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and any(map(_unread_trace, callspec.params.values())):
+            item.add_marker(
+                pytest.mark.xfail(raises=IngestError, strict=True, reason=UNREAD_REASON)
+            )
+
+
+@pytest.fixture(name="unread_trace")
+def unread_trace_fixture() -> Callable[[Path], bool]:
+    """Whether a trace file is one of the families no importer reads yet (for loops)."""
+    return _unread_trace

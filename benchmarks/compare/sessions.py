@@ -62,6 +62,11 @@ class Session:
         return out
 
 
+#: Shared trace families no importer reads yet (Codex CLI rollouts, Gemini CLI histories):
+#: they join the comparison when the Responses issue's importers land.
+UNREAD_FAMILIES = frozenset({"codex_cli", "gemini_cli"})
+
+
 def session_files(traces: Path) -> list[Path]:
     """Every session file under `traces`, sub-agent folders aside (read with their parent)."""
     return [
@@ -71,6 +76,7 @@ def session_files(traces: Path) -> list[Path]:
         and path.suffix in SUFFIXES
         and path.name not in NOT_SESSIONS
         and "subagents" not in path.relative_to(traces).parts
+        and path.relative_to(traces).parts[0] not in UNREAD_FAMILIES
     ]
 
 
