@@ -109,3 +109,51 @@ class TestShadowedPackages:
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == str(site / "orchestrator" / "__init__.py")
+
+
+class TestRuntimeDependencies:
+    def test_every_module_level_import_is_declared(self) -> None:
+        """What the packages import at module level is ours, the stdlib or a declared dependency."""
+        import ast
+        import re
+        import tomllib
+        from importlib.metadata import packages_distributions
+
+        project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+        declared = {
+            _dist_name(re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0]) for d in project["dependencies"]
+        }
+        owners = packages_distributions()
+        undeclared = set()
+        for package in PACKAGES:
+            for path in (ROOT / package).rglob("*.py"):
+                for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                    if isinstance(node, ast.Import):
+                        names = [alias.name for alias in node.names]
+                    elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                        names = [node.module]
+                    else:
+                        continue
+                    for top in {name.split(".")[0] for name in names}:
+                        if top in PACKAGES or top in sys.stdlib_module_names or top == "__future__":
+                            continue
+                        if not {_dist_name(d) for d in owners.get(top, [top])} & declared:
+                            undeclared.add(f"{top} ({path.relative_to(ROOT)})")
+        assert not undeclared, f"imported but not in [project].dependencies: {sorted(undeclared)}"
+
+    def test_the_manager_renders_without_sniffio(self, tmp_path: Path) -> None:
+        """`render_sync` needs no sniffio (anyio 4.16 no longer brings it)."""
+        code = (
+            "import sys; sys.modules['sniffio'] = None\n"
+            "from orchestrator import ContextManager\n"
+            "manager = ContextManager(budget=1000)\n"
+            "manager.add_user('Fix the failing test.')\n"
+            "print(manager.render_sync().tokens > 0)\n"
+        )
+        done = _python(code, tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "True"
+
+
+def _dist_name(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
