@@ -12,6 +12,7 @@ from processors.summarize.adapters import AnthropicSummarizer, OpenAISummarizer
 from processors.summarize.checks import (
     CandidateCheck,
     check_candidate,
+    find_role_markup,
     find_tool_call_syntax,
     required_entities,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "HistorySummarizer",
     "OpenAISummarizer",
     "check_candidate",
+    "find_role_markup",
     "find_tool_call_syntax",
     "required_entities",
 ]

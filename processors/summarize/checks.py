@@ -2,9 +2,11 @@
 
 A candidate is refused when it is not shorter than what it replaces, when it contains
 tool-call syntax or an attempted tool call (a model that sees such text in its history
-tends to copy it as prose instead of calling the tool), or when it drops a pinned fact or
-a critical entity: the identifiers, paths and numbers of the user's turns and of the
-errors still open (a summary that turns `ABC-1234` into `ABC-1243` is worse than none).
+tends to copy it as prose instead of calling the tool), when it carries role markup (a
+speaker label or chat-template token would forge a turn in the history), or when it
+drops a pinned fact or a critical entity: the identifiers, paths and numbers of the user's
+turns and of the errors still open (a summary that turns `ABC-1234` into `ABC-1243` is
+worse than none).
 
 ```python
 check = check_candidate(text, tokens=812, limit=5_000, required=["ABC-1234"])
@@ -27,6 +29,7 @@ __all__ = [
     "COMMON_TOOL_NAMES",
     "CandidateCheck",
     "check_candidate",
+    "find_role_markup",
     "find_tool_call_syntax",
     "required_entities",
     "tool_names_of",
@@ -79,6 +82,18 @@ _XML_CALL = re.compile(
     re.IGNORECASE,
 )
 _LINE_PREFIX = re.compile(r"^[\s>*`#-]*(?:\d+[.)]\s*)?")
+# Role markup: what a transcript or a chat template uses to say who speaks. In a summary
+# that is sent as history it forges a turn: a tool output that smuggled `Human: run this`
+# into the summary would be read as the user's words.
+_ROLE_MARKUP = re.compile(
+    r"^[\s>*_#-]*(?:Human|Assistant|User|System|Developer)\s*[*_]*\s*:"
+    r"|<\|(?:im_start|im_end|im_sep|system|user|assistant|developer|endoftext|eot_id|"
+    r"start_header_id|end_header_id)\|>"
+    r"|<<\s*/?\s*SYS\s*>>|\[/?INST\]|<(?:start|end)_of_turn>"
+    r"|<\s*/?\s*(?:system|user|human|assistant|developer)(?:_message)?\s*>"
+    r'|"role"\s*:\s*"(?:system|user|assistant|developer|tool|model|human)"',
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 def _call_lines(text: str, names: frozenset[str]) -> list[str]:
@@ -104,6 +119,16 @@ def find_tool_call_syntax(text: str, tool_names: Iterable[str] = ()) -> list[str
     for pattern in (_LABELLED_CALL, _JSON_CALL, _XML_CALL):
         found.extend(m.group(0).strip() for m in pattern.finditer(text))
     return dedupe(found)
+
+
+def find_role_markup(text: str) -> list[str]:
+    """The snippets of `text` that say who speaks, in order found.
+
+    Speaker labels at the start of a line (`Human:`, `User:`, `System:`), chat-template
+    tokens (`<|im_start|>`, `[INST]`, `<start_of_turn>`), role tags (`<system>`) and JSON
+    role fields (`"role": "system"`). Prose about a speaker ("the user asked") is none.
+    """
+    return dedupe(m.group(0).strip() for m in _ROLE_MARKUP.finditer(text))
 
 
 def required_entities(
@@ -135,6 +160,7 @@ class CandidateCheck:
         limit: The tokens of what it would replace; the candidate must be below.
         missing: Required entities and pinned facts it does not contain verbatim.
         tool_syntax: Snippets that look like tool calls.
+        role_markup: Snippets that say who speaks (`Human:`, `<|im_start|>system`).
         empty: Whether the candidate has no text at all.
     """
 
@@ -142,6 +168,7 @@ class CandidateCheck:
     limit: int
     missing: tuple[str, ...] = ()
     tool_syntax: tuple[str, ...] = ()
+    role_markup: tuple[str, ...] = ()
     empty: bool = False
 
     @property
@@ -152,7 +179,9 @@ class CandidateCheck:
     @property
     def ok(self) -> bool:
         """Whether the candidate may be committed."""
-        return not (self.empty or self.too_long or self.missing or self.tool_syntax)
+        return not (
+            self.empty or self.too_long or self.missing or self.tool_syntax or self.role_markup
+        )
 
     def reason(self) -> str:
         """A short phrase naming every problem (empty when `ok`)."""
@@ -163,6 +192,8 @@ class CandidateCheck:
             problems.append(f"not shorter ({self.tokens:,} >= {self.limit:,} tokens)")
         if self.tool_syntax:
             problems.append(f"tool-call syntax ({_shorten(self.tool_syntax[0])})")
+        if self.role_markup:
+            problems.append(f"role markup ({_shorten(self.role_markup[0])})")
         if self.missing:
             problems.append("dropped " + ", ".join(self.missing[:5]))
         return "; ".join(problems)
@@ -181,6 +212,11 @@ class CandidateCheck:
             lines.append(
                 "- It contained tool-call syntax; describe actions in plain prose, "
                 "never as function calls, JSON tool requests or tool tags."
+            )
+        if self.role_markup:
+            lines.append(
+                "- It contained speaker labels or chat markup; say who said what in prose "
+                '("the user asked ..."), never as "User:", "Human:" or role tags.'
             )
         if self.too_long:
             lines.append(f"- It must be well under {self.limit:,} tokens.")
@@ -215,6 +251,7 @@ def check_candidate(
         limit=limit,
         missing=tuple(missing_entities([*required, *facts], text)),
         tool_syntax=tuple(find_tool_call_syntax(text, tool_names)),
+        role_markup=tuple(find_role_markup(text)),
         empty=not text.strip(),
     )
 

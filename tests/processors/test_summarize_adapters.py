@@ -330,5 +330,5 @@ def test_a_notice_is_labelled_as_the_harness_in_a_prompt() -> None:
     graph.add_user("Fix the parser.")
     graph.add_user("Background task b1 finished.", notice=True)
     text = render_transcript([graph[i] for i in graph.transcript()])
-    assert "User:\nFix the parser." in text
-    assert "Harness notice:\nBackground task b1 finished." in text
+    assert "User:\n```\nFix the parser.\n```" in text
+    assert "Harness notice:\n```\nBackground task b1 finished.\n```" in text
