@@ -188,11 +188,17 @@ class Profile(BaseModel):
             except OSError as exc:
                 msg = f"{where}: cannot read the profile: {exc.strerror or exc}"
                 raise ConfigurationError(msg) from exc
+            except UnicodeDecodeError as exc:
+                msg = f"{where}: not valid UTF-8 (byte {exc.start}); TOML files are UTF-8"
+                raise ConfigurationError(msg) from None
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             msg = f"{where}: invalid TOML: {exc}"
             raise ConfigurationError(msg) from exc
+        except RecursionError:
+            msg = f"{where}: invalid profile: arrays or tables nested too deeply to read"
+            raise ConfigurationError(msg) from None
         try:
             profile = cls(**data)
             profile.manager_options()  # builds every stage of every pipeline

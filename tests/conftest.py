@@ -23,6 +23,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Generation speed is not behaviour: on a loaded 2-core machine a strategy that builds
+# graphs can take over a second for a few inputs. Checks of the inputs stay on.
+settings.register_profile(
+    "context-graph", suppress_health_check=[HealthCheck.too_slow], deadline=None
+)
+settings.load_profile("context-graph")
 
 Wire = Literal["openai", "anthropic"]
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,6 +38,7 @@ from context_graph.nodes import (
 
 __all__ = [
     "ImportedSession",
+    "Names",
     "RawInput",
     "block_to_part",
     "check_base64",
@@ -48,6 +50,20 @@ __all__ = [
     "text_content",
     "with_fields",
 ]
+
+
+class Names(frozenset[str]):
+    """A set of names (roles, block types) that a JSON value of any type can be tested against.
+
+    JSON gives a list or an object where a name was expected; a plain frozenset would raise
+    `TypeError: unhashable` on `value in names`, and the importer's typed error for the
+    field would never be reached. Anything but a string is simply not a member.
+    """
+
+    __slots__ = ()
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, str) and frozenset.__contains__(self, value)
 
 
 @dataclass(frozen=True)
@@ -122,9 +138,9 @@ def read_raw(path: str | Path) -> RawInput:
         raise IngestError("file is empty", SourceLocation(str(file)))
     if stripped[0] in "[{" and not stripped.startswith("//"):
         try:
-            return RawInput(json.loads(text), file)
-        except RecursionError:
-            raise IngestError("JSON nested too deeply to read", SourceLocation(str(file))) from None
+            return RawInput(_load_json(text), file)
+        except _UnreadableJSON as exc:
+            raise IngestError(f"JSON {exc}", SourceLocation(str(file))) from None
         except json.JSONDecodeError as exc:
             if stripped[0] == "[" or not _looks_like_jsonl(text):
                 msg = f"invalid JSON: {exc.msg} (column {exc.colno})"
@@ -141,6 +157,29 @@ def _looks_like_jsonl(text: str) -> bool:
     return True
 
 
+class _UnreadableJSON(Exception):
+    """Well-formed JSON that Python will not read: too deep, or a number too long."""
+
+
+def _load_json(text: str) -> Any:
+    """`json.loads`, with its two refusals of valid JSON turned into `_UnreadableJSON`.
+
+    Raises:
+        json.JSONDecodeError: the text is not JSON.
+        _UnreadableJSON: nested too deeply, or an integer over Python's digit limit.
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise _UnreadableJSON("is nested too deeply to read") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # int(): "Exceeds the limit (4300 digits) for integer string ..."
+        limit = sys.get_int_max_str_digits()
+        msg = f"holds an integer longer than {limit:,} digits, which cannot be read"
+        raise _UnreadableJSON(msg) from None
+
+
 def _read_jsonl(text: str, file: Path) -> RawInput:
     records: list[Any] = []
     lines: list[int] = []
@@ -149,10 +188,11 @@ def _read_jsonl(text: str, file: Path) -> RawInput:
         if not body or body.startswith("//"):
             continue
         try:
-            records.append(json.loads(body))
-        except RecursionError:
-            msg = "JSON on this line is nested too deeply to read"
-            raise IngestError(msg, SourceLocation(str(file), number)) from None
+            records.append(_load_json(body))
+        except _UnreadableJSON as exc:
+            raise IngestError(
+                f"JSON on this line {exc}", SourceLocation(str(file), number)
+            ) from None
         except json.JSONDecodeError as exc:
             msg = f"invalid JSON on this line: {exc.msg} (column {exc.colno})"
             raise IngestError(msg, SourceLocation(str(file), number)) from None

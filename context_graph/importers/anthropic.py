@@ -28,6 +28,7 @@ from context_graph.events import (
 )
 from context_graph.importers._base import (
     ImportedSession,
+    Names,
     RawInput,
     block_to_part,
     expect_list,
@@ -48,16 +49,16 @@ __all__ = [
 ]
 
 #: The roles of Anthropic messages; the system prompt is the top-level `system`.
-ROLES: frozenset[str] = frozenset({"user", "assistant"})
+ROLES: frozenset[str] = Names({"user", "assistant"})
 
 LocatedBlock: TypeAlias = tuple[Mapping[str, Any], SourceLocation]
 """A content block with the place it was read from."""
 
-_ASSISTANT_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
-_USER_BLOCKS = frozenset({"text", "image", "document", "tool_result"})
-_RESULT_BLOCKS = frozenset({"text", "image", "document"})
+_ASSISTANT_BLOCKS = Names({"text", "thinking", "redacted_thinking", "tool_use"})
+_USER_BLOCKS = Names({"text", "image", "document", "tool_result"})
+_RESULT_BLOCKS = Names({"text", "image", "document"})
 # Block types that only Anthropic payloads have (OpenAI says `image_url`, not `image`).
-_OWN_BLOCKS = frozenset(
+_OWN_BLOCKS = Names(
     {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
 )
 # Keys that mark a payload or a message as another format's.

@@ -29,6 +29,7 @@ from context_graph.events import (
 )
 from context_graph.importers._base import (
     ImportedSession,
+    Names,
     RawInput,
     expect_list,
     expect_mapping,
@@ -47,14 +48,14 @@ __all__ = [
 ]
 
 #: The roles of Chat Completions messages, the legacy `function` role included.
-ROLES: frozenset[str] = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+ROLES: frozenset[str] = Names({"system", "developer", "user", "assistant", "tool", "function"})
 
 # Keys that mark a payload as another format's (Anthropic, Gemini, the agent logs).
 _FOREIGN_KEYS = frozenset(
     {"system", "contents", "response", "history", "trajectory_format", "simulations"}
 )
 # Content blocks of the Anthropic Messages API, which OpenAI never uses.
-_FOREIGN_BLOCKS = frozenset(
+_FOREIGN_BLOCKS = Names(
     {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
 )
 
@@ -94,21 +95,16 @@ def looks_like_chat(messages: Any) -> bool:
 
 
 def _looks_like_message(message: Any) -> bool:
-    if not isinstance(message, Mapping) or not _is_one_of(message.get("role"), ROLES):
+    if not isinstance(message, Mapping) or message.get("role") not in ROLES:
         return False
     if "parts" in message or "tool_call_ids" in message:
         return False
     content = message.get("content")
     if isinstance(content, list):
         return not any(
-            isinstance(b, Mapping) and _is_one_of(b.get("type"), _FOREIGN_BLOCKS) for b in content
+            isinstance(b, Mapping) and b.get("type") in _FOREIGN_BLOCKS for b in content
         )
     return True
-
-
-def _is_one_of(value: Any, names: frozenset[str]) -> bool:
-    """Membership that is safe for unhashable junk (a list where a name should be)."""
-    return isinstance(value, str) and value in names
 
 
 # --- sessions -------------------------------------------------------------------------------
@@ -171,7 +167,7 @@ def message_to_events(
     """
     body = expect_mapping(message, where, "message")
     role = body.get("role")
-    if not _is_one_of(role, ROLES):
+    if role not in ROLES:
         expected = ", ".join(sorted(ROLES))
         msg = f"unknown role {role!r}; expected one of {expected}"
         raise IngestError(msg, where.with_path("role"))

@@ -170,10 +170,13 @@ class Renderer:
         Raises:
             BudgetExceededError: the floor (system, pinned, first request, latest turn
                 and after) does not fit; carries `.budget` and `.required`.
-            ConfigurationError: a negative budget.
+            ConfigurationError: a budget that is not a whole, non-negative number of tokens.
         """
-        if budget is not None and budget < 0:
-            msg = f"budget must be a non-negative number of tokens, got {budget}"
+        if budget is not None and (
+            isinstance(budget, bool) or not isinstance(budget, int) or budget < 0
+        ):
+            # A float (99.9, NaN, inf) or a string would fail deep in the fit, or be rounded.
+            msg = f"budget must be a non-negative int of tokens or None, got {budget!r}"
             raise ConfigurationError(msg)
         factor = self.calibrator.factor if self.calibrator is not None else 1.0
         key = (source.version, budget, factor)
