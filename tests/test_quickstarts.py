@@ -8,15 +8,18 @@ that reads three logs (two of them in parallel calls), asks for a file that does
 exist, and answers. The logs together are larger than the budget, so the loop only works
 if the manager compacts.
 
-The three quickstarts' code also passes `mypy --strict`.
+The three quickstarts' code also passes `mypy --strict`, and every `pip install` in the
+README and docs/ installs from the checkout, with extras that exist.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -220,3 +223,24 @@ class TestTypes:
     def test_mypy_strict_accepts(self, page: Path, mypy_errors: dict[str, str]) -> None:
         """The page's code (all its blocks, in order) type-checks under mypy --strict."""
         assert mypy_errors[page.name] == ""
+
+
+class TestInstallCommands:
+    def test_pip_installs_from_the_checkout(self) -> None:
+        """Every `pip install` on a page installs this checkout (`.` or `.[extra]`)."""
+        extras = set(
+            tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+        )
+        pages = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+        wrong = []
+        for page in pages:
+            text = page.read_text(encoding="utf-8")
+            for match in re.finditer(r"pip install ([^`\n&|;#]*)", text):
+                for target in (a for a in shlex.split(match.group(1)) if not a.startswith("-")):
+                    name, _, rest = target.partition("[")
+                    if (
+                        name != "."
+                        or not set(rest.rstrip("]").split(",") if rest else []) <= extras
+                    ):
+                        wrong.append(f"{page.relative_to(ROOT)}: pip install {target}")
+        assert wrong == []
