@@ -54,7 +54,7 @@ def available_specs() -> tuple[list[ContenderSpec], list[str]]:
         except ImportError:
             notes.append(
                 f"{label} skipped: `{package}` is not installed "
-                "(`pip install 'context-graph[bench]'`)."
+                "(`pip install '.[bench]'` in the checkout)."
             )
     return specs + openhands_specs(), notes
 

@@ -1,6 +1,6 @@
 """Model-backed summarizers: OpenAI-compatible endpoints and Anthropic.
 
-The SDKs are optional extras (`context-graph[openai]`, `context-graph[anthropic]`) and
+The SDKs are optional extras (`pip install '.[openai]'` or `'.[anthropic]'` in the checkout) and
 are imported only when an adapter is constructed.
 """
 

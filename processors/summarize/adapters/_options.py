@@ -53,7 +53,10 @@ def check_model_options(
 
 def missing_sdk(owner: str, package: str) -> ConfigurationError:
     """The error for an adapter whose SDK is not installed."""
-    msg = f"{owner} needs the `{package}` package: pip install 'context-graph[{package}]'"
+    msg = (
+        f"{owner} needs the `{package}` package: in the context-graph checkout, "
+        f"`pip install '.[{package}]'` (or `pip install {package}`)"
+    )
     return ConfigurationError(msg)
 
 
