@@ -314,7 +314,7 @@ class TestAdapterOptions:
     ) -> None:
         """Without the SDK installed, construction says which extra to install."""
         monkeypatch.setitem(sys.modules, package, None)
-        with pytest.raises(ConfigurationError, match=rf"context-graph\[{package}\]"):
+        with pytest.raises(ConfigurationError, match=rf"pip install '\.\[{package}\]'"):
             adapter(model=MODEL, api_key="test")
 
     def test_missing_key_is_a_configuration_error(self, monkeypatch: pytest.MonkeyPatch) -> None:
