@@ -160,10 +160,13 @@ def detect_request_format(body: Any) -> ValidationFormat | None:
 
     Returns:
         `None` for a body with no sign (user and assistant text alone is valid OpenAI
-        and Anthropic), with signs of two formats, or that is not a JSON object.
+        and Anthropic), with signs of two formats (Gemini's `contents` beside
+        `messages`, too), or that is not a JSON object.
     """
     clues = request_format_clues(body)
     found = [fmt for fmt, signs in clues.items() if signs]
+    if found == ["gemini"] and isinstance(body, dict) and "messages" in body:
+        return None  # Gemini has no `messages`: the body mixes two shapes
     if len(found) == 1:
         return found[0]
     if not found and isinstance(body, dict) and "max_tokens" in body and "messages" in body:

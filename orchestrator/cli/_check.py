@@ -61,18 +61,18 @@ def _one_object(data: Any, jsonl: bool, where: SourceLocation) -> dict[str, Any]
     if isinstance(data, dict):
         return data
     if jsonl and isinstance(data, list) and len(data) == 1:
-        held = f"JSON {_kind(data[0])}"
+        held = _kind(data[0])
     elif jsonl:
         held = f"{len(data)} JSON lines (JSONL)"
     else:
-        held = f"JSON {_kind(data)}"
+        held = _kind(data)
     msg = f"holds {held}, not a request body: a body is one JSON object"
     raise IngestError(msg, where)
 
 
 def _kind(value: object) -> str:
     if value is None or isinstance(value, bool):
-        return json.dumps(value)
+        return f"`{json.dumps(value)}`"
     if isinstance(value, dict):
         return "an object"
     if isinstance(value, list):
@@ -90,7 +90,9 @@ def _detect(body: dict[str, Any], where: SourceLocation) -> ProviderFormat:
     if found is not None:
         return found
     clues = {fmt: signs for fmt, signs in request_format_clues(body).items() if signs}
-    if clues:
+    if list(clues) == ["gemini"]:
+        why = "it has Gemini's `contents` and also `messages`, which Gemini does not use"
+    elif clues:
         signs = "; ".join(f"{fmt}: {', '.join(s[:2])}" for fmt, s in clues.items())
         why = f"it has signs of {' and '.join(clues)} ({signs})"
     else:
@@ -109,5 +111,6 @@ def _mismatch(body: dict[str, Any], fmt: ProviderFormat) -> str | None:
         return None
     for other, signs in clues.items():
         if signs and other != fmt:
-            return f"this looks like a {other} body ({', '.join(signs[:2])}), not {fmt}"
+            article = "an" if other[0] in "aeiou" else "a"
+            return f"this looks like {article} {other} body ({', '.join(signs[:2])}), not {fmt}"
     return None

@@ -28,6 +28,8 @@ class _Parser(argparse.ArgumentParser):
     json_errors = False
 
     def error(self, message: str) -> NoReturn:
+        if len(message) > 200:  # argparse echoes what it refuses, however long
+            message = message[:200] + "..."
         if self.json_errors:
             print(json.dumps({"error": message, "where": "arguments", "exit_code": EXIT_USAGE}))
         else:

@@ -108,7 +108,9 @@ def _summarize(
         compaction = "not compacted (--no-compact)"
     elif audit:
         edits = ", ".join(f"{name} {n}" for name, n in sorted(by_processor.items()))
-        compaction = f"compacted by {profile} profile: {edits} edits, {saved:,} tokens saved"
+        compaction = (
+            f"compacted ({profile} profile): {len(audit)} edits ({edits}), {saved:,} tokens saved"
+        )
     else:
         compaction = f"nothing to compact ({profile} profile)"
     print(
