@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import io
 import json
 import os
 import subprocess
@@ -42,8 +43,8 @@ class TestVersion:
 class TestBrokenPipe:
     @pytest.mark.parametrize(
         "argv",
-        [["inspect"], ["render", "--format", "anthropic"], ["check", "--help"]],
-        ids=["inspect", "render", "help"],
+        [["inspect"], ["render", "--format", "anthropic"], ["inspect", "--json"]],
+        ids=["inspect", "render", "inspect-json"],
     )
     def test_a_reader_gone_before_the_output_exits_141_quietly(self, argv: list[str]) -> None:
         """stdout closed before anything is written: exit 141, no traceback on stderr."""
@@ -60,7 +61,7 @@ class TestBrokenPipe:
         code = child.wait(timeout=120)
         assert "Traceback" not in err
         assert "BrokenPipe" not in err
-        assert code == 141 if argv[0] != "check" else code in (0, 141)
+        assert code == 141
 
     def test_a_reader_that_takes_one_line_sees_no_traceback(self) -> None:
         """`context-graph inspect | head -1`: the first line arrives, stderr stays clean."""
@@ -132,6 +133,35 @@ class TestProgress:
             progress.count(5, 10, "events")
             progress.close()
         assert stream_path.read_bytes() == b""
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class TestProgressMode:
+    @pytest.mark.parametrize(
+        ("terminal", "asked", "mode", "delay"),
+        [
+            (True, False, "live", 1.0),
+            (True, True, "live", 0.0),
+            (False, True, "lines", 1.0),
+            (False, False, "off", 1.0),
+        ],
+    )
+    def test_mode_follows_the_terminal_and_the_flag(
+        self,
+        monkeypatch: pytest.MonkeyPatch,
+        terminal: bool,
+        asked: bool,
+        mode: str,
+        delay: float,
+    ) -> None:
+        """Drawn live on a terminal (at once with --progress); plain lines only when asked."""
+        monkeypatch.setattr(sys, "stderr", _Terminal() if terminal else io.StringIO())
+        progress = Progress.for_stderr(asked=asked)
+        assert (progress._mode, progress._delay) == (mode, delay)
 
 
 class TestJsonErrors:

@@ -246,3 +246,19 @@ class TestReplayExitCode:
         assert info.value.code == 2
         err = capsys.readouterr().err
         assert "positive" in err and len(err.strip().splitlines()) == 1
+
+
+class TestRenderJson:
+    def test_summary_is_json_on_stderr(
+        self, capsys: pytest.CaptureFixture[str], long_session: Path
+    ) -> None:
+        """render --json keeps the body on stdout and gives the summary as JSON on stderr."""
+        code, out, err = _run(
+            capsys, "render", str(long_session), "--budget", str(BUDGET), "--json"
+        )
+        assert code == 0
+        body = json.loads(out)
+        summary = json.loads(err)
+        assert summary["tokens"] <= BUDGET < summary["tokens_before"]
+        assert summary["profile"] == "coding" and sum(summary["edits"].values()) >= 1
+        assert summary["units"] >= 1 and validate(body, "openai") == []
