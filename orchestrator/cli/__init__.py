@@ -50,11 +50,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(given).parse_args(given)
     progress = Progress.for_stderr(asked=getattr(args, "progress", False))
     try:
-        return _COMMANDS[args.command](args, progress)
-    except ContextGraphError as exc:
-        progress.close()
-        return report_failure(exc, args.command, as_json=getattr(args, "json", False))
-    except BrokenPipeError:
+        try:
+            return _COMMANDS[args.command](args, progress)
+        except ContextGraphError as exc:
+            progress.close()
+            return report_failure(exc, args.command, as_json=getattr(args, "json", False))
+    except BrokenPipeError:  # also while a JSON error is printed on stdout
         _drop_stdout()
         return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
