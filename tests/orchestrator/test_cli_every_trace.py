@@ -2,7 +2,8 @@
 
 The command runs in-process (`main([...])`), and each file is imported once for its
 three budgets: the CLI's reader is pointed at a cache of the imported sessions. A refusal
-(exit 3) is allowed only where the `ContextManager` itself refuses the same render.
+(exit 3) is allowed only where the `ContextManager` itself refuses the same render and
+where `replay`'s last call is refused as well. Run with `-s` to see the refusals.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from context_graph.validate import validate
 from orchestrator.cli import _session, main
 from orchestrator.manager import ContextManager
 from orchestrator.profiles import get_profile
+from orchestrator.replay import replay
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 FILES = trace_files(TRACES)
@@ -89,12 +91,21 @@ def test_render_answers_with_a_valid_body(
     argv = ["render", str(path), "--format", fmt, "--budget", str(budget), "-o", str(out)]
     code = main(argv)
     if code == 3:
-        manager = ContextManager(
-            format=fmt, budget=budget, **get_profile("coding").manager_options()
-        )
-        manager.ingest(_sessions(path)[0].events)
+        events = _sessions(path)[0].events
+        options = get_profile("coding").manager_options()
+        manager = ContextManager(format=fmt, budget=budget, **options)
+        manager.ingest(events)
         with pytest.raises(BudgetExceededError):
             manager.render_sync()
+        # The refusals are all on short sessions, whose replay is cheap: the last call
+        # of a replay (compacting turn by turn) is refused too.
+        replayed = replay(
+            events,
+            budget=budget,
+            format=fmt,
+            manager=ContextManager(format=fmt, budget=budget, **options),
+        )
+        assert replayed.calls[-1].rendered_tokens is None, replayed.calls[-1]
         refused.append(f"{path.relative_to(TRACES)} {fmt} {level} ({budget:,} of {raw:,})")
         return
     assert code == 0, f"{path} at {budget}"
