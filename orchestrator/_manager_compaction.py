@@ -43,6 +43,7 @@ class CompactionMethods(PersistenceMethods):
     _background_timeout: float | None
     _redactor: SecretRedactor | None
     _renderers: dict[ProviderFormat, Renderer]
+    _cache_breakpoints: bool
     _last: RenderResult | None
     _busy: anyio.Event | None
     _unsent: set[str]
@@ -51,7 +52,10 @@ class CompactionMethods(PersistenceMethods):
         renderer = self._renderers.get(format)
         if renderer is None:
             renderer = Renderer(
-                format=format, calibrator=self._calibrator, refit_to=self._compact_to
+                format=format,
+                calibrator=self._calibrator,
+                refit_to=self._compact_to,
+                cache_breakpoints=self._cache_breakpoints,
             )
             self._renderers[format] = renderer
         return renderer

@@ -24,6 +24,7 @@ from processors.truncate import ToolOutputTruncator
 
 __all__ = [
     "check_budget",
+    "check_cache_breakpoints",
     "check_format",
     "check_options",
     "check_pipeline",
@@ -56,6 +57,20 @@ def check_budget(budget: object, where: str) -> int | None:
         msg = f"{where}: `budget` must be a positive int of tokens or None, got {budget!r}"
         raise ConfigurationError(msg)
     return budget
+
+
+def check_cache_breakpoints(value: object, format: ProviderFormat) -> bool:
+    """`cache_breakpoints`: a bool, and `True` only with the Anthropic format (as `Renderer`)."""
+    if not isinstance(value, bool):
+        msg = f"ContextManager: `cache_breakpoints` must be True or False, got {value!r}"
+        raise ConfigurationError(msg)
+    if value and format != "anthropic":
+        msg = (
+            "ContextManager: `cache_breakpoints` is an Anthropic feature (prompt-cache "
+            f"`cache_control` marks); use format='anthropic', not {format!r}"
+        )
+        raise ConfigurationError(msg)
+    return value
 
 
 def check_ratio(value: object, name: str) -> float:

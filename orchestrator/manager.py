@@ -49,6 +49,7 @@ from orchestrator._manager_floor import FloorMethods
 from orchestrator._manager_ingest import IngestMethods
 from orchestrator._options import (
     check_budget,
+    check_cache_breakpoints,
     check_format,
     check_options,
     check_pipelines,
@@ -127,6 +128,11 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
             summarizer never sees a secret either); the pristine record keeps the
             original. Off by default: a redacted value the agent needs (a test fixture's
             key) is lost to it, so turn it on where secrets may appear.
+        cache_breakpoints: Mark Anthropic prompt-cache breakpoints (`cache_control` on
+            the system prompt, the end of the part unchanged since the previous render,
+            and the last message; at most 4 marks), as `Renderer(cache_breakpoints=True)`
+            does. Anthropic only, like the `Renderer`: refused with another `format`,
+            and a `render(format=...)` in another format raises `ConfigurationError`.
         clock: Seconds since the epoch, for the audit log; injectable for tests.
 
     Raises:
@@ -148,6 +154,7 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         guards: GuardConfig | None = None,
         background_timeout: float | None = 120.0,
         redact_secrets: bool | SecretRedactor = False,
+        cache_breakpoints: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         chosen = profile_defaults(
@@ -163,6 +170,7 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         self._compact_to = check_ratio(0.7 if ratio is None else ratio, "compact_to")
         self._format = check_format(format, "ContextManager")
         self._budget = check_budget(budget, "ContextManager")
+        self._cache_breakpoints = check_cache_breakpoints(cache_breakpoints, self._format)
         check_options(counter, chosen.get("triggers"), summarizer, clock)
         config = chosen.get("triggers")
         self._config: TriggerConfig = config if config is not None else TriggerConfig()

@@ -1,11 +1,10 @@
 """The `context-graph` commands of the docs' shell blocks exist, and run.
 
 Each `context-graph ...` command of a ```bash block of README.md or docs/ must name an
-existing subcommand and existing flags: the CLI's own parser reads it. Flags in
-`PENDING_FLAGS`, which another branch is adding, skip the block while this CLI lacks them
-(the skip names them). A block made only of `context-graph` commands, not marked as a
-fragment, runs in-process in a temporary directory, in order, each command exiting 0;
-there `session.jsonl` is a copy of the example session bundled with the package.
+existing subcommand and existing flags: the CLI's own parser reads it. A block made only
+of `context-graph` commands, not marked as a fragment, runs in-process in a temporary
+directory, in order, each command exiting 0; there `session.jsonl` is a copy of the
+example session bundled with the package.
 """
 
 from __future__ import annotations
@@ -21,12 +20,11 @@ from pathlib import Path
 import pytest
 
 from context_graph.examples import EXAMPLE_SESSION
-from orchestrator.cli import _parser, main
+from orchestrator.cli import main
+from orchestrator.cli._parser import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md")))
-#: Flags another branch is adding to the CLI; the value is how many arguments each takes.
-PENDING_FLAGS = {"--profile": 1, "--no-compact": 0, "--version": 0, "--progress": 0}
 
 _SHELL_BLOCK = re.compile(
     r"^(?:<!--\s*fragment:(?P<reason>[^\n]*?)-->\n)?```(?:bash|sh|shell|console)\n(?P<code>.*?)^```",
@@ -99,46 +97,32 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
     return {}
 
 
-def _check_argv(argv: list[str], capsys: pytest.CaptureFixture[str]) -> set[str]:
-    """Fail unless the CLI has `argv`'s subcommand and flags; return the pending flags."""
-    parser, shown = _parser(), " ".join(["context-graph", *argv])
+def _check_argv(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Fail unless the CLI has `argv`'s subcommand and flags, and `argv` parses."""
+    parser, shown = build_parser(argv), " ".join(["context-graph", *argv])
     known = _flags(parser)
     if argv and not argv[0].startswith("-"):
         commands = _subcommands(parser)
         assert argv[0] in commands, f"`{shown}`: no subcommand {argv[0]!r} in {sorted(commands)}"
         known |= _flags(commands[argv[0]])
-    kept: list[str] = []
-    pending: set[str] = set()
-    tokens = iter(argv)
-    for token in tokens:
+    for token in argv:
         flag = token.split("=", 1)[0]
-        if not token.startswith("-") or flag in known:
-            kept.append(token)
-            continue
-        assert flag in PENDING_FLAGS, f"`{shown}`: the CLI has no flag {flag}"
-        pending.add(flag)
-        for _ in range(0 if "=" in token else PENDING_FLAGS[flag]):
-            next(tokens, None)
-    if kept or not pending:
-        try:
-            parser.parse_args(kept)
-        except SystemExit as exit:
-            error = capsys.readouterr().err.strip().splitlines()[-1:]
-            assert exit.code == 0, f"`{shown}` does not parse: {error}"
-    return pending
+        assert not token.startswith("-") or flag in known, f"`{shown}`: the CLI has no flag {flag}"
+    try:
+        parser.parse_args(argv)
+    except SystemExit as exit:
+        error = capsys.readouterr().err.strip().splitlines()[-1:]
+        assert exit.code == 0, f"`{shown}` does not parse: {error}"
 
 
 class TestShellBlocks:
     @pytest.mark.parametrize("block", CLI, ids=[b.id for b in CLI])
     def test_cli_commands_exist(self, block: Block, capsys: pytest.CaptureFixture[str]) -> None:
         """Every `context-graph` command of the block parses with the CLI's own parser."""
-        pending: set[str] = set()
         for command in _commands(block.code):
             argv = _cli_argv(command)
             if argv is not None:
-                pending |= _check_argv(argv, capsys)
-        if pending:
-            pytest.skip(f"flags this CLI does not have yet: {', '.join(sorted(pending))}")
+                _check_argv(argv, capsys)
 
     @pytest.mark.parametrize(
         "block",
@@ -160,11 +144,13 @@ class TestShellBlocks:
         monkeypatch.chdir(tmp_path)
         shutil.copy(EXAMPLE_SESSION, tmp_path / "session.jsonl")
         argvs = [_cli_argv(command) or [] for command in _commands(block.code)]
-        pending = set().union(*(_check_argv(argv, capsys) for argv in argvs))
-        if pending:
-            pytest.skip(f"flags this CLI does not have yet: {', '.join(sorted(pending))}")
         for argv in argvs:
-            code = main(argv)
+            _check_argv(argv, capsys)
+        for argv in argvs:
+            try:
+                code = main(argv)
+            except SystemExit as exit:  # argparse's own actions: --version, --help
+                code = exit.code
             assert code == 0, (
                 f"`context-graph {' '.join(argv)}` exited {code}: {capsys.readouterr().err}"
             )
@@ -195,14 +181,3 @@ class TestShellBlocks:
         """An unknown subcommand, flag or value fails the check, named."""
         with pytest.raises(AssertionError, match=wrong):
             _check_argv(argv, capsys)
-
-    def test_pending_flags_are_tolerated(
-        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-    ) -> None:
-        """A pending flag is reported, its value skipped, and the rest still parsed."""
-        monkeypatch.setitem(PENDING_FLAGS, "--frobnicate", 1)
-        argv = ["render", "session.jsonl", "--frobnicate", "x", "--budget", "8000"]
-        assert _check_argv(argv, capsys) == {"--frobnicate"}
-        with pytest.raises(AssertionError, match="does not parse"):
-            _check_argv([*argv, "--budget", "many"], capsys)
-        assert _check_argv(["inspect", "session.jsonl"], capsys) == set()

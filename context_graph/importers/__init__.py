@@ -76,7 +76,7 @@ def detect_format(source: Any) -> str:
     msg = (
         "unrecognized input: expected one of "
         + ", ".join(FORMATS)
-        + " (see docs/ingest.md for what each looks like)"
+        + " (docs/ingest.md in the context-graph repository shows what each looks like)"
     )
     raise IngestError(msg, SourceLocation(raw.file))
 

@@ -9,7 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph.errors import ConfigurationError
-from context_graph.validate import RULES, Violation, validate
+from context_graph.validate import (
+    RULES,
+    Violation,
+    detect_request_format,
+    request_format_clues,
+    validate,
+)
 
 # --- payload builders -------------------------------------------------------------------
 
@@ -895,3 +901,89 @@ class TestHostileInput:
         result = validate({key: weird, "system": deep, "systemInstruction": cyclic}, fmt)
         _check_result(result)
         assert result
+
+
+class TestDetectRequestFormat:
+    @pytest.mark.parametrize("fmt", ["openai", "anthropic", "gemini"])
+    def test_renderer_output_is_detected(self, fmt: Any) -> None:
+        """A body the renderer writes for a session with tool calls is told as its format."""
+        from context_graph.examples import EXAMPLE_SESSION
+        from context_graph.graph import ContextGraph
+        from context_graph.importers import load_sessions
+        from context_graph.render import Renderer
+
+        graph = ContextGraph()
+        graph.ingest(load_sessions(EXAMPLE_SESSION)[0].events)
+        payload = Renderer(format=fmt).render(graph).payload
+        assert detect_request_format(payload) == fmt
+
+    @pytest.mark.parametrize(
+        ("body", "expected"),
+        [
+            ({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}, "gemini"),
+            ({"systemInstruction": {"parts": [{"text": "x"}]}, "contents": []}, "gemini"),
+            ({"system": "be brief", "messages": [{"role": "user", "content": "hi"}]}, "anthropic"),
+            ({"system": [{"type": "text", "text": "x"}], "messages": []}, "anthropic"),
+            ({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 64}, "anthropic"),
+            (
+                {"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]},
+                "anthropic",
+            ),
+            (oa({"role": "system", "content": "x"}, {"role": "user", "content": "hi"}), "openai"),
+            (oa(oa_calls("call_1"), oa_tool("call_1")), "openai"),
+            (oa({"role": "user", "content": [{"type": "image_url"}]}), "openai"),
+            ({"messages": [], "tools": [{"type": "function", "function": {}}]}, "openai"),
+            ({"messages": [], "tools": [{"name": "t", "input_schema": {}}]}, "anthropic"),
+        ],
+    )
+    def test_signs_of_one_provider(self, body: Any, expected: str) -> None:
+        """The fields only one provider uses tell the format."""
+        assert detect_request_format(body) == expected
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            {"messages": [{"role": "user", "content": "hi"}]},
+            {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]},
+            {"system": "x", "messages": [{"role": "tool", "content": "4"}]},
+            {"contents": [], "messages": []},
+            {"system": "x", "contents": []},
+            {},
+            [],
+            None,
+            "messages",
+        ],
+    )
+    def test_ambiguous_or_not_a_body(self, body: Any) -> None:
+        """Text-only chat, signs of two formats, or no object at all: None."""
+        assert detect_request_format(body) is None
+
+    def test_clues_name_the_fields(self) -> None:
+        """The clues say what was seen, for a message to the user."""
+        body = {"system": "x", "messages": [{"role": "tool", "tool_call_id": "c"}]}
+        assert request_format_clues(body) == {
+            "openai": ["a message with role `tool`", "a message with `tool_call_id`"],
+            "anthropic": ["top-level `system`"],
+            "gemini": [],
+        }
+
+    @given(payload=JSON)
+    def test_arbitrary_json_never_raises(self, payload: Any) -> None:
+        """Any JSON value gives a format or None; a format comes with its own signs."""
+        found = detect_request_format(payload)
+        clues = request_format_clues(payload)
+        assert found in (None, "openai", "anthropic", "gemini")
+        if found is not None and clues[found]:
+            assert [fmt for fmt, signs in clues.items() if signs] == [found]
+
+    @settings(max_examples=200)
+    @given(
+        messages=st.lists(SHAPED, max_size=6),
+        extra=st.dictionaries(
+            st.sampled_from(["system", "systemInstruction", "contents", "tools", "max_tokens"]),
+            SHAPED,
+        ),
+    )
+    def test_near_miss_bodies_never_raise(self, messages: Any, extra: Any) -> None:
+        """Bodies built from the providers' keys never raise either."""
+        detect_request_format({"messages": messages, **extra})

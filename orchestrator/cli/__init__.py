@@ -1,0 +1,79 @@
+"""The `context-graph` command-line tool.
+
+Exit codes: 0 success; 1 `check` found rule violations; 2 bad input or usage (one line
+on stderr that names the place; with `--json`, a JSON object on stdout instead, see
+`_errors`); 3 the budget cannot be met (`render`: even compacted; `replay`: at any
+call, the report is still written); 130 interrupted; 141 stdout was closed before the
+output was written (`context-graph inspect | head -1`), as a shell reports a process
+that SIGPIPE ended, without a traceback.
+
+Progress goes to stderr, drawn only on a terminal, unless `--progress` (see
+`_progress`). One module per subcommand; `_session` reads the input and checks the
+output paths for all of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from context_graph.errors import ContextGraphError
+from orchestrator.cli._check import run_check
+from orchestrator.cli._errors import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    report_failure,
+)
+from orchestrator.cli._inspect import run_inspect
+from orchestrator.cli._parser import build_parser
+from orchestrator.cli._progress import Progress
+from orchestrator.cli._render import run_render
+from orchestrator.cli._replay import run_replay
+
+__all__ = ["main"]
+
+Command = Callable[[argparse.Namespace, Progress], int]
+
+_COMMANDS: dict[str, Command] = {
+    "check": run_check,
+    "inspect": run_inspect,
+    "render": run_render,
+    "replay": run_replay,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the process exit code."""
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(given).parse_args(given)
+    progress = Progress.for_stderr(asked=getattr(args, "progress", False))
+    try:
+        try:
+            return _COMMANDS[args.command](args, progress)
+        except ContextGraphError as exc:
+            progress.close()
+            return report_failure(exc, args.command, as_json=getattr(args, "json", False))
+    except BrokenPipeError:  # also while a JSON error is printed on stdout
+        _drop_stdout()
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        progress.close()
+        print(f"context-graph {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        progress.close()
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush at exit cannot fail.
+
+    What Python's documentation recommends for SIGPIPE: the reader is gone, and
+    another write would raise (and print a traceback) again.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        return  # stdout is not a file (captured in tests): nothing will flush it later

@@ -1,0 +1,59 @@
+"""`context-graph inspect`: what a recorded session holds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from context_graph.graph import ContextGraph
+from context_graph.stats import GraphStats, graph_stats
+from orchestrator.cli._errors import EXIT_OK
+from orchestrator.cli._progress import Progress
+from orchestrator.cli._session import load
+
+__all__ = ["run_inspect"]
+
+
+def run_inspect(args: argparse.Namespace, progress: Progress) -> int:
+    """Print the session's summary, as text or JSON."""
+    loaded = load(args, progress)
+    events = loaded.session.events
+    progress.phase(f"ingesting {len(events):,} events...")
+    graph = ContextGraph()
+    graph.ingest(events)
+    progress.phase("counting...")
+    stats = graph_stats(graph)
+    progress.close()
+    if args.json:
+        payload = {
+            "trace": str(loaded.trace),
+            "session": loaded.session.name,
+            "sessions_in_file": loaded.count,
+            **stats.model_dump(),
+        }
+        print(json.dumps(payload, indent=2))
+    else:
+        print(_text(str(loaded.trace), loaded.session.name, loaded.count, stats))
+    return EXIT_OK
+
+
+def _text(trace: str, session: str, count: int, stats: GraphStats) -> str:
+    kinds = ", ".join(f"{kind} {n}" for kind, n in stats.nodes_by_kind.items())
+    sessions = "session" if count == 1 else "sessions"
+    lines = [
+        f"trace:       {trace}",
+        f"session:     {session} ({count} {sessions} in the input)",
+        f"nodes:       {stats.nodes} ({kinds})",
+        f"tokens:      {stats.total_tokens:,} (cl100k_base, content only)",
+        f"units:       {stats.units} (user turns: {stats.user_turns}, notices: {stats.notices})",
+        f"tool calls:  {stats.tool_calls} ({stats.tool_errors} errors, "
+        f"{len(stats.unanswered_calls)} unanswered)",
+        f"files read:  {len(stats.files_read)} paths, {sum(stats.files_read.values())} reads",
+        f"sub-agents:  {len(stats.subagents)}",
+    ]
+    reread = {p: n for p, n in stats.files_read.items() if n > 1}
+    for path, n in sorted(reread.items(), key=lambda kv: (-kv[1], kv[0]))[:5]:
+        lines.append(f"  read {n}x: {path}")
+    for call in stats.unanswered_calls[:5]:
+        lines.append(f"  unanswered: {call}")
+    return "\n".join(lines)

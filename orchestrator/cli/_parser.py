@@ -1,0 +1,224 @@
+"""The command line's grammar: subcommands, options and the checks made while parsing."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from context_graph.importers import FORMATS
+from context_graph.render import FORMATS as RENDER_FORMATS
+from orchestrator.profiles import PROFILES
+
+__all__ = ["MAX_BUDGET", "build_parser", "parse_budget"]
+
+#: The largest budget accepted: far above any model's context window, and small enough
+#: that the renderer's float arithmetic on it stays exact.
+MAX_BUDGET = 100_000_000
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser that reports a usage error on one line (as JSON with --json)."""
+
+    json_errors = False
+
+    def error(self, message: str) -> NoReturn:
+        if len(message) > 200:  # argparse echoes what it refuses, however long
+            message = message[:200] + "..."
+        if self.json_errors:
+            print(json.dumps({"error": message, "where": "arguments", "exit_code": EXIT_USAGE}))
+        else:
+            print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+if TYPE_CHECKING:  # argparse's action is generic only in the type stubs
+    _Commands = argparse._SubParsersAction[_Parser]
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("context-graph")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed as a package)"
+
+
+def parse_budget(text: str) -> int:
+    """A positive whole number of tokens, at most `MAX_BUDGET` (`_` and `,` group digits).
+
+    Raises:
+        argparse.ArgumentTypeError: anything else; `ContextManager(budget=0)` refuses 0 too.
+    """
+    digits = text.replace("_", "").replace(",", "")
+    magnitude = digits.removeprefix("-").lstrip("0")
+    if not (digits.isascii() and digits.removeprefix("-").isdigit()):
+        msg = f"not a whole number of tokens: {text[:40]!r}"
+        raise argparse.ArgumentTypeError(msg)
+    if digits.startswith("-") or not magnitude:
+        msg = f"the budget must be a positive number of tokens, got {text[:40]}"
+        raise argparse.ArgumentTypeError(msg)
+    # Compared as text first: int() refuses very long digit strings with its own error.
+    if len(magnitude) > len(str(MAX_BUDGET)) or int(magnitude) > MAX_BUDGET:
+        shown = (
+            magnitude if len(magnitude) <= 15 else f"{magnitude[:12]}... ({len(magnitude)} digits)"
+        )
+        msg = f"{shown} tokens is more than any model reads; give at most {MAX_BUDGET:,}"
+        raise argparse.ArgumentTypeError(msg)
+    return int(magnitude)
+
+
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    """The `context-graph` parser; `argv` tells it whether usage errors are JSON."""
+    parser = _Parser(
+        prog="context-graph",
+        description="Manage an LLM agent's context window as a graph.",
+    )
+    parser.json_errors = "--json" in argv
+    parser.add_argument("--version", action="version", version=f"context-graph {_version()}")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
+    _add_inspect(commands)
+    _add_render(commands)
+    _add_replay(commands)
+    _add_check(commands)
+    for sub in commands.choices.values():
+        if isinstance(sub, _Parser):
+            sub.json_errors = parser.json_errors
+    return parser
+
+
+def _add_inspect(commands: _Commands) -> None:
+    inspect = commands.add_parser(
+        "inspect",
+        help="summarize a recorded agent session",
+        description=(
+            "Ingest a recorded session (format detected) and print node counts by kind, "
+            "tokens, interaction units, unanswered calls, files read and sub-agents. "
+            "With no TRACE, runs on the example session bundled with the package."
+        ),
+    )
+    _add_trace_arguments(inspect)
+    inspect.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def _add_render(commands: _Commands) -> None:
+    render = commands.add_parser(
+        "render",
+        help="compact a session under a token budget and render it as a request body",
+        description=(
+            "Feed a recorded session to a ContextManager with a profile (default: coding, "
+            "the pipeline replay runs), let it compact the history to fit --budget, and "
+            "write the request JSON to stdout (or -o OUT). One summary line, with what "
+            "compaction did, goes to stderr. Exit 3 only when even the compacted floor "
+            "does not fit. With no TRACE, renders the bundled example session."
+        ),
+    )
+    _add_trace_arguments(render)
+    _add_budget_and_format(render)
+    _add_profile(render)
+    render.add_argument(
+        "--no-compact",
+        action="store_true",
+        help="render the pristine history, dropping whole old turns only (no compaction)",
+    )
+    render.add_argument("-o", "--output", type=Path, help="write the JSON here")
+    _add_breakpoints(render)
+    _add_json(render, "errors as a JSON object on stdout; the summary as JSON on stderr")
+
+
+def _add_replay(commands: _Commands) -> None:
+    replay = commands.add_parser(
+        "replay",
+        help="replay a session through the context manager, rendering at every model call",
+        description=(
+            "Feed a recorded session event by event to a ContextManager and, before each "
+            "assistant turn (where the agent called its model), render as the agent would "
+            "have. Prints totals; --report writes per-call figures as JSON; -o writes the "
+            "last request. Exit 3 when any call could not meet the budget (the report is "
+            "still written). With no TRACE, replays the bundled example session."
+        ),
+    )
+    _add_trace_arguments(replay)
+    _add_budget_and_format(replay)
+    _add_profile(replay)
+    replay.add_argument("--report", type=Path, help="write the JSON report here")
+    replay.add_argument("-o", "--output", type=Path, help="write the last request here")
+    _add_breakpoints(replay)
+    _add_json(replay, "print the totals as JSON; errors as a JSON object on stdout")
+
+
+def _add_check(commands: _Commands) -> None:
+    check = commands.add_parser(
+        "check",
+        help="list every rule a provider request body breaks",
+        description=(
+            "Validate a request body built by any tool against the provider's rules: "
+            "roles, tool-call pairing, ids, blocks, cache breakpoints; optionally the "
+            "token budget. The format is detected when --format is not given. Exit 0 "
+            "when valid, 1 when rules are broken."
+        ),
+    )
+    check.add_argument("payload", type=Path, help="request body (JSON)")
+    check.add_argument(
+        "--format",
+        dest="provider",
+        choices=RENDER_FORMATS,
+        help="provider format of the body (default: detect it)",
+    )
+    check.add_argument("--budget", type=parse_budget, help="also check the size against this")
+    _add_json(check, "print violations as JSON; errors as a JSON object on stdout")
+
+
+def _add_trace_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("trace", nargs="?", type=Path, help="session file (JSON or JSONL)")
+    command.add_argument(
+        "--from", dest="input_format", choices=FORMATS, help="input format (default: detect)"
+    )
+    command.add_argument(
+        "--session",
+        default="0",
+        help="which session of a multi-session file: an index or a name (default: 0)",
+    )
+    command.add_argument(
+        "--progress",
+        action="store_true",
+        help="report progress on stderr even when it is not a terminal (as plain lines)",
+    )
+
+
+def _add_budget_and_format(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--budget", type=parse_budget, help="token budget, a positive number (default: no limit)"
+    )
+    command.add_argument(
+        "--format",
+        dest="provider",
+        choices=RENDER_FORMATS,
+        default="openai",
+        help="provider format of the request (default: openai)",
+    )
+
+
+def _add_profile(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--profile",
+        help=f"a built-in profile ({', '.join(PROFILES)}) or a TOML file (default: coding)",
+    )
+
+
+def _add_breakpoints(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--cache-breakpoints",
+        action="store_true",
+        help="mark Anthropic prompt-cache breakpoints (anthropic only)",
+    )
+
+
+def _add_json(command: argparse.ArgumentParser, text: str) -> None:
+    command.add_argument("--json", action="store_true", help=text)

@@ -1,0 +1,146 @@
+"""`context-graph render`: compact a session to a budget and write the request body.
+
+By default the session goes through a `ContextManager` configured by a profile (the
+pipeline `replay` runs), which compacts until the request fits; the command refuses
+(exit 3) only where the manager does. `--no-compact` renders the pristine graph, which
+can only leave out whole old turns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from context_graph.events import AgentEvent
+from context_graph.graph import ContextGraph
+from context_graph.render import Renderer, RenderResult
+from orchestrator.buffer import AuditEntry
+from orchestrator.cli._errors import EXIT_OK
+from orchestrator.cli._progress import Progress
+from orchestrator.cli._session import check_outputs, choose_profile, load, write_text
+from orchestrator.manager import ContextManager
+
+__all__ = ["run_render"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Rendered:
+    """A render and what led to it, for the summary line."""
+
+    result: RenderResult
+    before: int
+    """Tokens of the pristine history, rendered whole."""
+    audit: tuple[AuditEntry, ...] = ()
+    profile: str | None = None
+    """The profile that compacted it; `None` with --no-compact."""
+
+
+def run_render(args: argparse.Namespace, progress: Progress) -> int:
+    """Render the session; the body to stdout or `-o`, one summary line to stderr."""
+    check_outputs(o=args.output)
+    # The renderer or the manager is made before the session is read, so that a bad
+    # option (breakpoints with another format, a broken profile) fails at once.
+    if args.no_compact:
+        renderer = Renderer(format=args.provider, cache_breakpoints=args.cache_breakpoints)
+        rendered = _render_pristine(renderer, _events(args, progress), args.budget, progress)
+    else:
+        profile = choose_profile(args.profile)
+        manager = ContextManager(
+            format=args.provider,
+            budget=args.budget,
+            cache_breakpoints=args.cache_breakpoints,
+            **profile.manager_options(),
+        )
+        rendered = _render_managed(manager, _events(args, progress), profile.name, progress)
+    progress.close()
+    text = rendered.result.to_json(indent=2) + "\n"
+    if args.output is not None:
+        write_text(args.output, text, "-o")
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    _summarize(args, rendered)
+    return EXIT_OK
+
+
+def _events(args: argparse.Namespace, progress: Progress) -> Sequence[AgentEvent]:
+    events = load(args, progress).session.events
+    progress.phase(f"ingesting {len(events):,} events...")
+    return events
+
+
+def _render_pristine(
+    renderer: Renderer, events: Sequence[AgentEvent], budget: int | None, progress: Progress
+) -> _Rendered:
+    """The floor-only render: whole old turns left out, nothing compacted."""
+    graph = ContextGraph()
+    graph.ingest(events)
+    progress.phase("rendering...")
+    result = renderer.render(graph, budget=budget)
+    return _Rendered(result, result.tokens_before)
+
+
+def _render_managed(
+    manager: ContextManager, events: Sequence[AgentEvent], profile: str, progress: Progress
+) -> _Rendered:
+    """The manager's render: compacted by the profile's pipeline until it fits."""
+    manager.ingest(events)
+    progress.phase("compacting and rendering...")
+    manager.bus.connect("proposal_applied", _count_edits(progress))
+    result = manager.render_sync()
+    before = Renderer(format=result.format).render(manager.raw).tokens
+    return _Rendered(result, before, manager.working.audit(), profile)
+
+
+def _count_edits(progress: Progress) -> Callable[..., None]:
+    """A bus receiver that keeps the phase line up to date as edits are applied."""
+    edits = 0
+
+    def applied(sender: object, **payload: object) -> None:
+        nonlocal edits
+        edits += 1
+        if edits % 25 == 1:
+            progress.phase(f"compacting: {edits:,} edits so far...")
+
+    return applied
+
+
+def _summarize(args: argparse.Namespace, rendered: _Rendered) -> None:
+    result, audit = rendered.result, rendered.audit
+    saved = sum(entry.tokens_saved for entry in audit)
+    by_processor = Counter(entry.processor for entry in audit)
+    if args.json:
+        figures = {
+            "format": result.format,
+            "budget": result.budget,
+            "tokens_before": rendered.before,
+            "tokens": result.tokens,
+            "units": result.units,
+            "units_dropped": len(result.dropped),
+            "profile": rendered.profile,
+            "edits": dict(sorted(by_processor.items())),
+            "tokens_saved": saved,
+        }
+        print(json.dumps(figures), file=sys.stderr)
+        return
+    budget = f"{result.budget:,}" if result.budget is not None else "none"
+    if rendered.profile is None:
+        compaction = "not compacted (--no-compact)"
+    elif audit:
+        edits = ", ".join(f"{name} {n}" for name, n in sorted(by_processor.items()))
+        compaction = (
+            f"compacted ({rendered.profile} profile): {len(audit)} edits ({edits}), "
+            f"{saved:,} tokens saved"
+        )
+    else:
+        compaction = f"nothing to compact ({rendered.profile} profile)"
+    print(
+        f"{result.format}: {rendered.before:,} tokens before, {result.tokens:,} after "
+        f"(budget {budget}); {len(result.dropped)} of {result.units} units dropped; "
+        f"{compaction}",
+        file=sys.stderr,
+    )

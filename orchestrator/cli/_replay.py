@@ -1,0 +1,68 @@
+"""`context-graph replay`: the session fed event by event, rendered at every model call."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from orchestrator.cli._errors import EXIT_OK, EXIT_OVER_BUDGET
+from orchestrator.cli._progress import Progress
+from orchestrator.cli._session import check_outputs, choose_profile, load, write_text
+from orchestrator.manager import ContextManager
+from orchestrator.replay import ReplayReport, replay
+
+__all__ = ["run_replay"]
+
+
+def run_replay(args: argparse.Namespace, progress: Progress) -> int:
+    """Replay; print the totals; exit 3 when any call could not meet the budget."""
+    check_outputs(report=args.report, o=args.output)
+    profile = choose_profile(args.profile)
+    manager = ContextManager(
+        format=args.provider,
+        budget=args.budget,
+        cache_breakpoints=args.cache_breakpoints,
+        **profile.manager_options(),
+    )
+    loaded = load(args, progress)
+    events = loaded.session.events
+    progress.phase(f"replaying {len(events):,} events...")
+    report = replay(
+        events,
+        budget=args.budget,
+        format=args.provider,
+        manager=manager,
+        on_progress=lambda done, total: progress.count(done, total, "events"),
+    )
+    progress.close()
+    if args.report is not None:
+        write_text(args.report, report.model_dump_json(indent=2) + "\n", "--report")
+    if args.output is not None and report.last_request is not None:
+        body = json.dumps(report.last_request, ensure_ascii=False, indent=2) + "\n"
+        write_text(args.output, body, "-o")
+    if args.json:
+        print(report.model_dump_json(indent=2, exclude={"calls", "last_request"}))
+    else:
+        print(_line(report))
+    if not report.over_budget_calls:
+        return EXIT_OK
+    if not args.json:
+        print(
+            f"context-graph replay: {report.over_budget_calls} of {len(report.calls)} calls "
+            f"could not meet the budget of {report.budget:,} tokens (see each call's `error` "
+            "in --report)",
+            file=sys.stderr,
+        )
+    return EXIT_OVER_BUDGET
+
+
+def _line(report: ReplayReport) -> str:
+    budget = f"{report.budget:,}" if report.budget is not None else "none"
+    return (
+        f"{report.format}: {len(report.calls)} model calls over {report.events} events "
+        f"(budget {budget}); raw {report.total_raw_tokens:,} -> rendered "
+        f"{report.total_rendered_tokens:,} tokens in all; {report.invalid_calls} invalid, "
+        f"{report.over_budget_calls} over budget; prefix reused at "
+        f"{report.prefix_reuse_share:.0%} of calls"
+    )

@@ -1,0 +1,111 @@
+"""What every command starts from: the session it reads, the profile, the files it writes.
+
+The output folders are checked before any work, so a command that cannot write its
+results fails at once, having written nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from context_graph.errors import IngestError, SourceLocation
+from context_graph.examples import EXAMPLE_SESSION
+from context_graph.importers import ImportedSession, load_sessions, select_session
+from orchestrator.cli._errors import UsageError
+from orchestrator.cli._progress import Progress
+from orchestrator.profiles import PROFILES, Profile, get_profile, load_profile
+
+__all__ = ["Loaded", "check_outputs", "choose_profile", "load", "write_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """The session a command works on.
+
+    Attributes:
+        trace: The file it was read from.
+        session: The chosen session.
+        count: How many sessions the file holds.
+    """
+
+    trace: Path
+    session: ImportedSession
+    count: int
+
+
+def load(args: argparse.Namespace, progress: Progress) -> Loaded:
+    """Read `args.trace` (the bundled example by default) and pick `--session`.
+
+    Raises:
+        IngestError: the file is not a readable session, or has no such session.
+    """
+    trace: Path = args.trace or EXAMPLE_SESSION
+    if trace.is_dir():
+        msg = "is a folder; give one session file (JSON or JSONL) inside it"
+        raise IngestError(msg, SourceLocation(str(trace)))
+    progress.phase(f"reading {trace.name}{_size(trace)}...")
+    sessions = load_sessions(trace, format=args.input_format)
+    text: str = args.session
+    which: int | str = int(text) if text.removeprefix("-").isdecimal() and text.isascii() else text
+    return Loaded(trace, select_session(sessions, which, trace), len(sessions))
+
+
+def _size(path: Path) -> str:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return ""  # reading it says what is wrong
+    return f" ({size / 1e6:.1f} MB)" if size >= 1e6 else ""
+
+
+def choose_profile(name: str | None) -> Profile:
+    """A built-in profile by name, or a TOML profile file; `coding` by default.
+
+    Raises:
+        ConfigurationError: no such built-in profile, or a profile file that is wrong.
+    """
+    if name is None:
+        return get_profile("coding")
+    if name in PROFILES:
+        return get_profile(name)
+    path = Path(name)
+    if path.suffix == ".toml" or path.exists():
+        return load_profile(path)
+    return get_profile(name)  # raises, listing the built-in names
+
+
+def check_outputs(**options: Path | None) -> None:
+    """Refuse an output path whose folder is missing, or that is a folder itself.
+
+    Args:
+        **options: The option's spelling (`o`, `report`) to the path it was given.
+
+    Raises:
+        UsageError: naming the option, the folder and what to do.
+    """
+    for option, path in options.items():
+        if path is None:
+            continue
+        flag = f"-{option}" if len(option) == 1 else f"--{option}"
+        folder = path.parent
+        if not folder.exists():
+            reason = f"the folder {folder} does not exist; create it first or write elsewhere"
+            raise UsageError(f"{flag} {path}", reason)
+        if not folder.is_dir():
+            raise UsageError(f"{flag} {path}", f"{folder} is a file, not a folder")
+        if path.is_dir():
+            raise UsageError(f"{flag} {path}", "is a folder; give the path of a file to write")
+
+
+def write_text(path: Path, text: str, option: str) -> None:
+    """Write `text` to `path` (UTF-8).
+
+    Raises:
+        UsageError: the file cannot be written (permissions, a full disk).
+    """
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{option} {path}", f"cannot write: {exc.strerror or exc}") from None
