@@ -178,15 +178,16 @@ class SecretRedactor:
             if arguments != node.arguments:
                 updates["arguments"] = arguments
         meta = dict(node.meta)
-        if changed or updates:
+        redacted = changed or bool(updates)
+        if redacted:
             meta["redacted"] = dict(sorted((run.found - counted).items()))
-            run.redacted_nodes += 1
         signed = _signed_in(node, run)
         if signed:
             meta[SIGNED_SECRETS] = dict(sorted(signed.items()))
-            run.signed_nodes += 1
-        if not changed and not updates and meta == dict(node.meta):
-            return None
+        if not redacted and meta == dict(node.meta):
+            return None  # nothing to hide, nothing new to report (already marked)
+        run.redacted_nodes += redacted
+        run.signed_nodes += bool(signed)
         updates["meta"] = meta
         return replacement_for(node, content, **updates)
 

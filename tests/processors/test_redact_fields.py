@@ -247,6 +247,17 @@ class TestSignedThinking:
         again = await SecretRedactor().propose(replaced, ProcessorContext.for_graph(graph))
         assert again.empty
 
+    async def test_a_marked_node_is_not_reported_again(self) -> None:
+        """Among other edits, a node marked before adds nothing to the note's counts."""
+        graph = _signed_graph()
+        proposal = await SecretRedactor().propose(list(graph), ProcessorContext.for_graph(graph))
+        replaced = {graph[e.target].kind: e.replacement for e in proposal.edits}
+        fresh = ContextGraph(counter=WordCounter())
+        fresh.add_user(f"DB_PASSWORD={PASSWORD}")
+        targets = [replaced["assistant"], *fresh]
+        again = await SecretRedactor().propose(targets, ProcessorContext.for_graph(fresh))
+        assert again.note == "redacted 1 secret(s) in 1 node(s): 1 password"
+
     async def test_strip_signed_secrets(self) -> None:
         """Only marked nodes lose their signed thinking; other nodes pass through as they are."""
         graph = _signed_graph()
