@@ -9,15 +9,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context_graph.errors import ConfigurationError
-from context_graph.nodes import (
-    ContentPart,
-    DocumentPart,
-    Node,
-    TextPart,
-    ThinkingPart,
-    ToolCallNode,
-)
+from context_graph.nodes import ContentPart, Node, ThinkingPart, ToolCallNode
 from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
+from processors.redact._fields import (
+    field_texts,
+    part_texts,
+    redact_fields,
+    redact_part,
+    signed_texts,
+)
 from processors.redact._rules import SECRET_TYPES
 from processors.redact._scan import (
     DEFAULT_ENTROPY_THRESHOLD,
@@ -27,16 +27,25 @@ from processors.redact._scan import (
     redact_text,
 )
 
-__all__ = ["SecretRedactor"]
+__all__ = ["SIGNED_SECRETS", "SecretRedactor", "strip_signed_secrets"]
+
+#: The meta key of a node whose signed thinking holds secrets: `{type: count}`. The block
+#: cannot be redacted (its signature covers it), so summarizers are given the node
+#: without its signed thinking (`strip_signed_secrets`).
+SIGNED_SECRETS = "signed_secrets"
 
 
 class SecretRedactor:
     """Replaces credentials in any node's text by typed placeholders.
 
-    Text parts, unsigned thinking, plain-text documents and tool-call arguments are
-    redacted; signed thinking (it must go back byte for byte), images and opaque
-    parts are left alone. A node without secrets gets no edit. Pinned nodes are
-    redacted too (`include_pinned`): this is a safety edit, not a compaction.
+    Every text a model or a summarizer reads is scanned: text parts, unsigned thinking,
+    documents (plain text, or base64 that decodes to text such as JSON) and their
+    titles, image and document addresses, file paths, sub-agent ids and tool-call
+    arguments. Signed thinking must go back byte for byte: a secret there is counted
+    in the node's `meta["signed_secrets"]` and the proposal's note, and
+    `strip_signed_secrets` keeps the block from summarizers. A node without secrets
+    gets no edit. Pinned nodes are redacted too (`include_pinned`): this is a safety
+    edit, not a compaction.
 
     Args:
         types: Redact only these types (default: every type in `SECRET_TYPES`).
@@ -107,16 +116,17 @@ class SecretRedactor:
         for node in nodes:
             for text in _texts(node):
                 self._collect(text, run)
-        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(run.found.items()))
+                # The model reads a JSON text's strings decoded, escapes undone.
+                for value in _strings(_loads(text)):
+                    self._collect(value, run)
+        for node in nodes:  # after the rest: a secret seen elsewhere is found here too
+            for text in signed_texts(node):
+                self._collect_signed(text, run)
         return replace_each(
             self.name,
             ctx,
             ((node, self._redact_node(node, run)) for node in nodes),
-            note=lambda edits, _before, _after: (
-                f"redacted {run.found.total()} secret(s) in {edits} node(s): {kinds}"
-                if edits
-                else "no secrets found"
-            ),
+            note=lambda edits, _before, _after: run.note(edits),
             # A placeholder can be longer than a short password: redaction may grow.
             shrink_only=False,
             purpose="safety",
@@ -135,59 +145,92 @@ class SecretRedactor:
         for finding in findings:
             run.known.setdefault(text[slice(*finding.span)], finding.type)
 
+    def _collect_signed(self, text: str, run: _Run) -> None:
+        """Count the secrets of a signed thinking block; remember them for other texts."""
+        findings = find_secrets(
+            text,
+            types=self.types,
+            entropy_threshold=self.entropy_threshold,
+            min_length=self.min_length,
+            known=run.known,
+        )
+        if findings:
+            run.signed[text] = Counter(f.type for f in findings)
+        for finding in findings:
+            run.known.setdefault(text[slice(*finding.span)], finding.type)
+
     def _redact_node(self, node: Node, run: _Run) -> Node | None:
         counted = run.found.copy()
-        content: list[ContentPart] = []
-        changed = False
-        for part in node.content:
-            new_part = self._redact_part(part, run)
-            changed = changed or new_part is not part
-            content.append(new_part)
-        updates: dict[str, Any] = {}
+
+        def redact(text: str) -> str:
+            return self._redact(text, run)
+
+        def redact_body(text: str) -> str:
+            return self._redact_json(text, run)
+
+        content: list[ContentPart] = [
+            redact_part(part, redact, redact_body) for part in node.content
+        ]
+        changed = any(new is not old for new, old in zip(content, node.content, strict=True))
+        updates: dict[str, Any] = dict(redact_fields(node, redact))
         if isinstance(node, ToolCallNode):
-            arguments = self._redact_arguments(node.arguments, run)
+            arguments = self._redact_json(node.arguments, run)
             if arguments != node.arguments:
                 updates["arguments"] = arguments
-        if not changed and not updates:
-            return None
-        here = run.found - counted
-        updates["meta"] = {**node.meta, "redacted": dict(sorted(here.items()))}
+        meta = dict(node.meta)
+        redacted = changed or bool(updates)
+        if redacted:
+            meta["redacted"] = dict(sorted((run.found - counted).items()))
+        signed = _signed_in(node, run)
+        if signed:
+            meta[SIGNED_SECRETS] = dict(sorted(signed.items()))
+        if not redacted and meta == dict(node.meta):
+            return None  # nothing to hide, nothing new to report (already marked)
+        run.redacted_nodes += redacted
+        run.signed_nodes += bool(signed)
+        updates["meta"] = meta
         return replacement_for(node, content, **updates)
 
-    def _redact_part(self, part: ContentPart, run: _Run) -> ContentPart:
-        if isinstance(part, TextPart):
-            text = self._redact(part.text, run)
-            return part if text == part.text else part.model_copy(update={"text": text})
-        if isinstance(part, ThinkingPart) and part.signature is None:
-            text = self._redact(part.thinking, run)
-            return part if text == part.thinking else part.model_copy(update={"thinking": text})
-        if isinstance(part, DocumentPart) and part.data and _is_text(part.media_type):
-            text = self._redact(part.data, run)
-            return part if text == part.data else part.model_copy(update={"data": text})
-        return part
+    def _redact_json(self, text: str, run: _Run) -> str:
+        """Redact a text as it is; JSON whose shape that breaks, or that hides a secret, by value.
 
-    def _redact_arguments(self, arguments: str, run: _Run) -> str:
-        """Redact the raw JSON text, unless that changed its shape: then its string values.
-
-        Raw text keeps the arguments byte for byte around each placeholder; a secret
-        that spans several JSON strings would take their quotes with it.
+        Raw text keeps tool-call arguments and JSON outputs byte for byte around each
+        placeholder. But a secret that spans several JSON strings would take their
+        quotes with it, and one next to an escape (a quote or a slash escaped by a
+        backslash) is not in the raw text as such: then each string (keys too) is
+        redacted as the model reads it, decoded, and the JSON is written again.
         """
         trial = _Run(run.known, run.dirty)
-        redacted = self._redact(arguments, trial)
-        original = _shape(arguments)
-        if redacted == arguments or original is None or _shape(redacted) == original:
+        redacted = self._redact(text, trial)
+        original = _loads(text)
+        if original is _NOT_JSON:
             run.found.update(trial.found)
             return redacted
-        return json.dumps(self._redact_value(json.loads(arguments), run), ensure_ascii=False)
+        after = _loads(redacted)
+        if _blank(after) == _blank(original) and not any(
+            secret in value for value in _strings(after) for secret in run.known
+        ):
+            run.found.update(trial.found)
+            return redacted
+        indent = 2 if "\n" in text.strip() else None  # a pretty-printed output stays so
+        return json.dumps(self._redact_value(original, run), ensure_ascii=False, indent=indent)
 
     def _redact_value(self, value: Any, run: _Run) -> Any:
         if isinstance(value, str):
-            self._collect(value, run)
             return self._redact(value, run)
         if isinstance(value, list):
             return [self._redact_value(v, run) for v in value]
         if isinstance(value, dict):
-            return {k: self._redact_value(v, run) for k, v in value.items()}
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                name = self._redact(key, run)
+                # Two secret keys may redact alike: number the later ones, lose none.
+                base, n = name, 1
+                while name in out:
+                    n += 1
+                    name = f"{base} ({n})"
+                out[name] = self._redact_value(item, run)
+            return out
         return value
 
     def _redact(self, text: str, run: _Run) -> str:
@@ -212,28 +255,88 @@ class _Run:
     known: dict[str, str] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)
     found: Counter[str] = field(default_factory=Counter)
+    signed: dict[str, Counter[str]] = field(default_factory=dict)
+    """Signed thinking text -> the types of the secrets it holds."""
+    redacted_nodes: int = 0
+    signed_nodes: int = 0
+
+    def note(self, edits: int) -> str:
+        """The proposal's note: counts by type, never a secret."""
+        if not edits:
+            return "no secrets found"
+        notes = []
+        if self.redacted_nodes:
+            kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(self.found.items()))
+            notes.append(
+                f"redacted {self.found.total()} secret(s) in {self.redacted_nodes} node(s): {kinds}"
+            )
+        if self.signed_nodes:
+            left = sum(c.total() for c in self.signed.values())
+            notes.append(
+                f"{left} secret(s) left in signed thinking in {self.signed_nodes} node(s) "
+                "(a signature covers it: sent back unchanged, kept out of summaries)"
+            )
+        return "; ".join(notes)
 
 
 def _texts(node: Node) -> Iterator[str]:
-    """Every text of a node the redactor may change."""
+    """Every text of a node the redactor may change (signed thinking is not one)."""
     for part in node.content:
-        if isinstance(part, TextPart):
-            yield part.text
-        elif isinstance(part, ThinkingPart) and part.signature is None:
-            yield part.thinking
-        elif isinstance(part, DocumentPart) and part.data and _is_text(part.media_type):
-            yield part.data
+        yield from part_texts(part)
+    yield from field_texts(node).values()
     if isinstance(node, ToolCallNode):
         yield node.arguments
 
 
-def _shape(text: str) -> Any:
-    """The JSON value of `text` with every string blanked; `None` when it is not JSON."""
+def _signed_in(node: Node, run: _Run) -> Counter[str]:
+    found: Counter[str] = Counter()
+    for text in signed_texts(node):
+        found.update(run.signed.get(text, Counter()))
+    return found
+
+
+def strip_signed_secrets(nodes: Sequence[Node]) -> list[Node]:
+    """The nodes as a summarizer may read them: no signed thinking that holds a secret.
+
+    The redactor marks such nodes (`meta["signed_secrets"]`); their signed thinking
+    blocks are left out of the copies, every other node is passed through as it is.
+    """
+    return [_without_signed(node) if SIGNED_SECRETS in node.meta else node for node in nodes]
+
+
+def _without_signed(node: Node) -> Node:
+    content = [
+        p for p in node.content if not (isinstance(p, ThinkingPart) and p.signature is not None)
+    ]
+    data = node.model_dump()
+    data["content"] = [p.model_dump() for p in content]
+    return type(node).model_validate(data)
+
+
+_NOT_JSON = object()
+
+
+def _loads(text: str) -> Any:
+    """The JSON value of `text`, or `_NOT_JSON` (also for a bare number or word)."""
+    if text.lstrip()[:1] not in ("{", "[", '"'):
+        return _NOT_JSON  # most texts: no parse attempt
     try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return _blank(value)
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, object keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
 
 
 def _blank(value: Any) -> Any:
@@ -244,10 +347,6 @@ def _blank(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _blank(v) for k, v in value.items()}
     return value
-
-
-def _is_text(media_type: str | None) -> bool:
-    return media_type is not None and media_type.startswith("text/")
 
 
 def _types(types: Collection[str] | None) -> frozenset[str] | None:

@@ -36,6 +36,8 @@ SECRET_TYPES: tuple[str, ...] = (
     "azure_storage_key",
     "basic_auth",
     "bearer_token",
+    "digitalocean_token",
+    "docker_token",
     "github_token",
     "gitlab_token",
     "google_api_key",
@@ -53,7 +55,9 @@ SECRET_TYPES: tuple[str, ...] = (
     "slack_webhook",
     "stripe_secret_key",
     "token",
+    "twilio_auth_token",
     "url_password",
+    "vault_token",
 )
 
 #: A placeholder this module wrote; never a secret itself (keeps redaction idempotent).
@@ -94,6 +98,11 @@ def _mixed_case(value: str) -> bool:
     return any(c.isupper() for c in value) and any(c.islower() for c in value) and _real(value)
 
 
+def _not_a_word(value: str) -> bool:
+    """Not a placeholder, and more than letters (`verbose` ends many a colon-separated row)."""
+    return not value.isalpha() and _real(value)
+
+
 _START = r"(?<![A-Za-z0-9_-])"  # the token starts here
 _END = r"(?![A-Za-z0-9_-])"  # and ends here
 _GAP = r"(?:\s|\\r|\\n)+"  # line breaks, also as `\n` escapes inside JSON strings
@@ -110,6 +119,26 @@ def _rule(
 ) -> PatternRule:
     return PatternRule(type_, re.compile(pattern), priority, tuple(needles.split()), check)
 
+
+def _cli_password(command: str, flag: str, needles: str) -> tuple[PatternRule, PatternRule]:
+    """A password right after `flag` in a `command` line, bare or quoted.
+
+    The flag must come in the same shell command (no `|`, `;` or `&` before it).
+    """
+    lead = r"\b(?:" + command + r")(?![\w-])[^\n|;&]*?[ \t]" + flag
+    return (
+        _rule("password", lead + r"(?P<secret>[^\s'\"`;|&]{6,})", 80, needles),
+        _rule(
+            "password",
+            lead + r"(?P<q>['\"])(?P<secret>(?:(?!(?P=q))[^\n]){6,})(?P=q)",
+            81,
+            needles,
+        ),
+    )
+
+
+_MYSQL = r"mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlpump|mariadb(?:-dump)?"
+_AWS_SET = r"\baws[ \t]+configure[ \t]+set[ \t]+(?:[\w.-]+\.)?"
 
 PATTERN_RULES: tuple[PatternRule, ...] = (
     # Provider formats: a fixed prefix and a known alphabet and length.
@@ -166,6 +195,12 @@ PATTERN_RULES: tuple[PatternRule, ...] = (
     _rule(
         "sendgrid_api_key", _START + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _END, 100, "sg."
     ),
+    _rule("digitalocean_token", _START + r"do[opr]_v1_[a-f0-9]{64}" + _END, 100, "_v1_"),
+    _rule("docker_token", _START + r"dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}" + _END, 100, "dckr_"),
+    # Vault service, batch and recovery tokens; `hvs.shape` in numpy code has no digits.
+    _rule(
+        "vault_token", _START + r"hv[sbr]\.[A-Za-z0-9_-]{24,}" + _END, 100, "hvs. hvb. hvr.", _mixed
+    ),
     # Structure: private key blocks (whole, or cut off before their END line), JWTs.
     _rule("private_key", _PEM_LABEL + r"[\s\S]{0,20000}?" + _PEM_END, 95, "private", None),
     _rule(
@@ -184,6 +219,28 @@ PATTERN_RULES: tuple[PatternRule, ...] = (
         r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
         85,
         "secret",
+    ),
+    _rule(
+        "aws_secret_access_key",
+        _AWS_SET
+        + r"aws_secret_access_key[ \t]+[\"']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+        86,
+        "configure",
+    ),
+    _rule(
+        "token",
+        _AWS_SET + r"aws_session_token[ \t]+[\"']?(?P<secret>[A-Za-z0-9/+]{16,}={0,2})",
+        86,
+        "configure",
+    ),
+    # A Twilio auth token given right after its account SID: `-u AC...:<token>`,
+    # `Client("AC...", "<token>")`, `twilio ... AC... <token>`.
+    _rule(
+        "twilio_auth_token",
+        r"(?<![A-Za-z0-9])AC[0-9a-f]{32}[\"']?(?:[ \t]*[,:][ \t]*|[ \t]+)[\"']?"
+        r"(?P<secret>[0-9a-f]{32})(?![A-Za-z0-9])",
+        85,
+        "ac",
     ),
     _rule(
         "azure_storage_key",
@@ -217,16 +274,33 @@ PATTERN_RULES: tuple[PatternRule, ...] = (
     ),
     _rule(
         "url_password",
-        r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@?#\"'<>]{1,128}:"
+        # The user may be empty: `redis://:password@host`.
+        r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@?#\"'<>]{0,128}:"
         r"(?P<secret>[^\s@/?#\"'<>]{6,256})@(?=[A-Za-z0-9\[])",
         80,
         "://",
     ),
     _rule(
         "password",
-        r"(?:^|(?<=\s))(?:-u|--user)[ \t]+[\"']?[^\s:\"']+:(?P<secret>[^\s\"']{6,})",
+        r"(?:^|(?<=\s))(?:-u|--user)[ \t]+[\"']?[^\s:\"']+:(?!//)(?P<secret>[^\s\"']{6,})",
         80,
         "-u --user",
+    ),
+    # Passwords glued to a client's short flag: `mysql -pS3cret`, `redis-cli -a S3cret`.
+    *_cli_password(_MYSQL, "-p", "mysql mariadb"),
+    *_cli_password("redis-cli", r"-a[ \t]+", "redis-cli"),
+    # A `.pgpass` line: host:port:database:user:password. The port has 4-5 digits or is
+    # `*` (not an `/etc/passwd` row, not `grep -n` output), the database is not a log
+    # level (`app.log:1200:ERROR:...`), and the password is not a plain word.
+    _rule(
+        "password",
+        r"(?m)^[ \t]*(?:\*|\[[0-9A-Fa-f:.]+\]|\d{1,3}(?:\.\d{1,3}){3}"
+        r"|[A-Za-z0-9-]*[A-Za-z][A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*)"
+        r":(?:\d{4,5}|\*):(?!(?i:debug|info|warn|warning|error|critical|fatal|trace):)"
+        r"[\w.*-]+:[\w.@*-]+:(?P<secret>[^\s:]{6,})[ \t]*$",
+        80,
+        ":",
+        _not_a_word,
     ),
 )
 

@@ -54,6 +54,11 @@ _AWS_WINDOW = 400
 _MIN_ECHO = 6
 _PEM_WINDOW = 20_000
 _MAX_ROUNDS = 4
+_ESCAPED_BREAK = re.compile(r"\\[nrt]")
+
+
+def _break_for(match: re.Match[str]) -> str:
+    return "  " if match.group(0) == "\\t" else " \n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,12 +137,15 @@ def _scan(
     known: Mapping[str, str],
 ) -> list[SecretFinding]:
     """One pass over `text`: every rule, overlaps resolved by priority, then repeats."""
+    # Rules read `\n` / `\t` escapes (JSON strings, Python reprs) as the breaks they stand
+    # for, so `"...\nredis-cli -a pw"` starts a command; the swap keeps every offset.
+    view = _ESCAPED_BREAK.sub(_break_for, text) if "\\" in text else text
     candidates = [
-        *_pattern_candidates(text),
-        *_key_value_candidates(text, threshold, min_length),
+        *_pattern_candidates(view),
+        *_key_value_candidates(view, threshold, min_length),
     ]
-    candidates.extend(_aws_secret_candidates(text, candidates, threshold))
-    candidates.extend(_pem_tail_candidates(text))
+    candidates.extend(_aws_secret_candidates(view, candidates, threshold))
+    candidates.extend(_pem_tail_candidates(view))
     taken = [(m.start(), m.end()) for m in PLACEHOLDER.finditer(text)]
     chosen: list[_Candidate] = []
     for cand in sorted(candidates, key=lambda c: (-c.priority, c.start - c.end, c.start)):

@@ -24,6 +24,7 @@ from pydantic import JsonValue
 from context_graph.errors import ConfigurationError
 from context_graph.nodes import Node, SummaryNode, TextPart, make_node_id
 from processors.base import Abstract, ProcessorContext, Proposal, Summarizer
+from processors.redact import strip_signed_secrets
 from processors.registry import register
 from processors.summarize._facts import clip, dedupe
 from processors.summarize._targets import Plan, plan_targets
@@ -209,6 +210,7 @@ class HistorySummarizer:
         self, summarizer: Summarizer, nodes: Sequence[Node], previous: str | None, text: str
     ) -> str:
         instructions = text or None
+        nodes = strip_signed_secrets(nodes)  # signed thinking cannot be redacted
         with anyio.fail_after(self.timeout):  # no limit when None
             result = await summarizer.summarize(nodes, previous=previous, instructions=instructions)
         if not isinstance(result, str):

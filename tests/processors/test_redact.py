@@ -346,7 +346,9 @@ class TestSecretRedactor:
             e.replacement for e in _replaces(proposal) if e.replacement.kind == "tool_result"
         ]
         assert result.meta["redacted"] == {"github_token": 1, "password": 1}
-        assert proposal.note.startswith("redacted 5 secret(s) in 4 node(s)")
+        assert proposal.note == (
+            "redacted 5 secret(s) in 4 node(s): 1 github_token, 1 openai_api_key, 3 password"
+        )
         assert SECRET not in proposal.note
 
     async def test_pinned_nodes_can_be_left_out(self) -> None:
