@@ -178,3 +178,20 @@ class TestManagerAdders:
         message = OPENAI.choices[0].message
         ids = manager.add_assistant(message.content, tool_calls=message.tool_calls or [])
         assert len(ids) == 2
+
+
+class TestSessionFile:
+    """A call's signature is journaled with its turn and restored with it."""
+
+    def test_signature_survives_reopening(self, tmp_path: Any) -> None:
+        """Reopened, the session renders the same Gemini body, signature included."""
+        path = tmp_path / "session.db"
+        manager = ContextManager.open(path, format="gemini", counter=WordCounter())
+        manager.add_user("What is in a.py?")
+        manager.add_response(GEMINI)
+        body = manager.render_sync().payload
+        manager.close()
+        reopened = ContextManager.open(path, format="gemini", counter=WordCounter())
+        assert reopened.render_sync().payload == body
+        assert body["contents"][1]["parts"][0]["thoughtSignature"] == "c2ln"
+        reopened.close()
