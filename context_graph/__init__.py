@@ -41,6 +41,7 @@ from context_graph.events import (
     ToolResult,
     UserTurn,
     coerce_events,
+    make_event,
 )
 from context_graph.graph import EDGE_KINDS, ContextGraph, EdgeKind, Unit
 from context_graph.nodes import (
@@ -55,6 +56,7 @@ from context_graph.nodes import (
     Node,
     NodeKind,
     NoteNode,
+    ProviderSignature,
     RedactedThinkingPart,
     SubagentResultNode,
     SummaryNode,
@@ -116,6 +118,7 @@ __all__ = [
     "NoteNode",
     "ProcessorError",
     "ProviderFormat",
+    "ProviderSignature",
     "RedactedThinkingPart",
     "SeamCounter",
     "SourceLocation",
@@ -148,6 +151,7 @@ __all__ = [
     "content_digest",
     "default_counter",
     "floor_anchors",
+    "make_event",
     "make_node_id",
     "node_adapter",
     "unit_kind",

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
 
 from context_graph.call_ids import ID_RULES, provider_call_id
 from context_graph.errors import IngestError, SourceLocation
@@ -190,6 +191,11 @@ class _Planner:
             # Problems are found without knowing the place; name it here once.
             location = event.source or SourceLocation(index=index)
             raise IngestError(exc.reason, location) from None
+        except PydanticSerializationError:
+            # A lone surrogate (`"\ud800"`, e.g. from a JSON escape) has no UTF-8 form,
+            # so the event cannot be hashed into an id, nor sent to any provider.
+            location = event.source or SourceLocation(index=index)
+            raise IngestError(_unencodable(event.model_dump()), location) from None
 
     def _dispatch(self, event: AgentEvent) -> None:
         if isinstance(event, SystemPrompt):
@@ -240,6 +246,7 @@ class _Planner:
                 tool_call_id=call.id,
                 name=call.name,
                 arguments=call.arguments,
+                signature=call.signature,
                 assistant_id=head.id,
                 index=index,
                 **common,
@@ -352,6 +359,32 @@ class _Planner:
         )
         self.add(node)
         self.plan.edges.extend((node.id, old, "derived_from") for old in earlier)
+
+
+def _unencodable(data: Any, path: str = "") -> str:
+    """Name the first text in `data` that has no UTF-8 form (a lone surrogate)."""
+    found = _surrogate_path(data, path)
+    where = f" at `{found}`" if found else ""
+    return f"text holds a lone surrogate, which has no UTF-8 form{where}; repair or drop it"
+
+
+def _surrogate_path(data: Any, path: str) -> str | None:
+    if isinstance(data, str):
+        try:
+            data.encode("utf-8")
+        except UnicodeEncodeError:
+            return path
+        return None
+    items: Any = ()
+    if isinstance(data, dict):
+        items = data.items()
+    elif isinstance(data, list | tuple):
+        items = enumerate(data)
+    for key, value in items:
+        found = _surrogate_path(value, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def _covers(new: tuple[int, int | None] | None, old: tuple[int, int | None] | None) -> bool:

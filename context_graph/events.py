@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -20,11 +20,15 @@ from pydantic import (
     StrictBool,
     TypeAdapter,
     ValidationError,
+    ValidatorFunctionWrapHandler,
     field_validator,
+    model_validator,
 )
+from pydantic_core import PydanticCustomError
 
+from context_graph._call_shapes import call_fields, number_gemini_calls, plain, shape_error
 from context_graph.errors import IngestError, SourceLocation
-from context_graph.nodes import ContentPart, TextPart, TriggerSpec
+from context_graph.nodes import ContentPart, ProviderSignature, TextPart, TriggerSpec
 
 __all__ = [
     "AgentEvent",
@@ -38,6 +42,7 @@ __all__ = [
     "ToolResult",
     "UserTurn",
     "coerce_events",
+    "make_event",
 ]
 
 
@@ -45,12 +50,25 @@ def _coerce_content(value: Any) -> Any:
     """Accept a plain string where content parts are expected."""
     if isinstance(value, str):
         return (TextPart(text=value),)
-    if isinstance(value, TextPart | dict):
+    if isinstance(value, BaseModel | dict):
         return (value,)
+    if not isinstance(value, list | tuple):
+        # pydantic would say "a valid tuple", which is not what a caller passes.
+        raise PydanticCustomError(
+            "content_type",
+            "content must be a string or a sequence of parts, got {kind}",
+            {"kind": type(value).__name__},
+        )
     return value
 
 
+def _coerce_reply_content(value: Any) -> Any:
+    """As `_coerce_content`, and `None` is no content (OpenAI's tool-call turns)."""
+    return () if value is None else _coerce_content(value)
+
+
 Content: TypeAlias = Annotated[tuple[ContentPart, ...], BeforeValidator(_coerce_content)]
+ReplyContent: TypeAlias = Annotated[tuple[ContentPart, ...], BeforeValidator(_coerce_reply_content)]
 
 
 class _EventBase(BaseModel):
@@ -101,7 +119,16 @@ class UserTurn(_EventBase):
 
 
 class ToolCall(BaseModel):
-    """One tool call inside an assistant turn."""
+    """One tool call inside an assistant turn.
+
+    Besides these fields, the shapes the provider SDKs give are read, as plain dicts or
+    as the SDKs' own objects: an OpenAI chat tool call (`{"id", "type": "function",
+    "function": {"name", "arguments"}}`), an Anthropic `tool_use` block (`{"type":
+    "tool_use", "id", "name", "input"}`), and a Gemini `functionCall` part (`{
+    "functionCall": {"id"?, "name", "args"}, "thoughtSignature"?}`) or bare `FunctionCall`.
+    A Gemini call without an id gets `gemini_<name>_<k>`, `k` counting the earlier calls
+    with that name in the same turn (the Gemini importer's rule for one content).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -111,6 +138,29 @@ class ToolCall(BaseModel):
     """The tool's name."""
     arguments: str = "{}"
     """The arguments as JSON text; a dict is accepted and encoded."""
+    signature: ProviderSignature | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The provider's signature for this call (Gemini's `thoughtSignature`); left out of
+    the JSON when absent, so calls without one keep the ids they always had."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _read_provider_shape(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        if isinstance(value, ToolCall):
+            return handler(value)
+        value = plain(value, ToolCall)
+        if not isinstance(value, Mapping):
+            return handler(value)
+        fields, paths = call_fields(value)
+        if not paths:
+            return handler(fields)
+        try:
+            return handler(fields)
+        except ValidationError as exc:
+            # Name the field as the caller spelled it (`function.name`, not `name`).
+            first = exc.errors()[0]
+            loc = [str(p) for p in first["loc"]]
+            path = ".".join([paths.get(loc[0], loc[0]), *loc[1:]]) if loc else ""
+            raise shape_error(first["msg"], path) from None
 
     @field_validator("arguments", mode="before")
     @classmethod
@@ -118,7 +168,11 @@ class ToolCall(BaseModel):
         if value is None:
             return "{}"
         if isinstance(value, dict | list):
-            return json.dumps(value, ensure_ascii=False)
+            try:
+                return json.dumps(value, ensure_ascii=False)
+            except (TypeError, ValueError, RecursionError) as exc:
+                reason = f"the arguments cannot be encoded as JSON: {exc}"
+                raise shape_error(reason, "") from None
         return value
 
 
@@ -126,10 +180,14 @@ class AssistantTurn(_EventBase):
     """An assistant turn: its text and thinking blocks, and the tool calls it made."""
 
     type: Literal["assistant"] = "assistant"
-    content: Content = ()
-    """Text, thinking and redacted-thinking parts in the order the model produced them."""
-    tool_calls: tuple[ToolCall, ...] = ()
-    """The calls made by this turn, parallel calls included, in order."""
+    content: ReplyContent = ()
+    """Text, thinking and redacted-thinking parts in the order the model produced them
+    (`None`, as OpenAI sends on a turn of tool calls, is no content)."""
+    tool_calls: Annotated[
+        tuple[ToolCall, ...], BeforeValidator(lambda v: number_gemini_calls(v, ToolCall))
+    ] = ()
+    """The calls made by this turn, parallel calls included, in order; each in any shape
+    `ToolCall` reads."""
     message_id: str | None = None
     """The provider's message id."""
     model: str | None = None
@@ -222,12 +280,34 @@ _EVENT_TYPES = (
 )
 
 
+_EventT = TypeVar("_EventT", bound=_EventBase)
+
+
+def make_event(cls: type[_EventT], /, **fields: Any) -> _EventT:
+    """Validate one event of type `cls` from its fields, with the errors of `coerce_events`.
+
+    Raises:
+        IngestError: naming the field that is wrong (as event 0, a batch of one).
+    """
+    try:
+        return cls.model_validate(fields)
+    except ValidationError as exc:
+        raise IngestError(_describe(exc), SourceLocation(index=0)) from None
+
+
 def coerce_events(events: Iterable[Any]) -> list[AgentEvent]:
     """Validate a batch of events given as models or plain dicts.
 
     Raises:
-        IngestError: naming the event's index and the field that is wrong.
+        IngestError: naming the event's index and the field that is wrong, or saying
+            that `events` is not a batch.
     """
+    if isinstance(events, str | bytes | Mapping | BaseModel) or not isinstance(events, Iterable):
+        msg = (
+            f"expected a batch of events (a list of event models or dicts), got "
+            f"{type(events).__name__}; wrap a single event in a list"
+        )
+        raise IngestError(msg)
     out: list[AgentEvent] = []
     for index, raw in enumerate(events):
         if isinstance(raw, _EVENT_TYPES):
@@ -236,8 +316,16 @@ def coerce_events(events: Iterable[Any]) -> list[AgentEvent]:
         try:
             out.append(_event_adapter.validate_python(raw))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            reason = f"invalid event: {first['msg']}" + (f" at `{where}`" if where else "")
-            raise IngestError(reason, SourceLocation(index=index)) from None
+            raise IngestError(_describe(exc), SourceLocation(index=index)) from None
     return out
+
+
+def _describe(exc: ValidationError) -> str:
+    """The first problem of a failed validation, with the full path to the field."""
+    first = exc.errors(include_url=False)[0]
+    loc = [str(p) for p in first["loc"]] or (["type"] if "union_tag" in first["type"] else [])
+    deeper = (first.get("ctx") or {}).get("path")
+    if isinstance(deeper, str) and deeper:
+        loc.append(deeper)
+    where = ".".join(loc)
+    return f"invalid event: {first['msg']}" + (f" at `{where}`" if where else "")

@@ -30,6 +30,7 @@ __all__ = [
     "Node",
     "NodeKind",
     "NoteNode",
+    "ProviderSignature",
     "RedactedThinkingPart",
     "SubagentResultNode",
     "SummaryNode",
@@ -137,6 +138,20 @@ class RedactedThinkingPart(BaseModel):
     type: Literal["redacted_thinking"] = "redacted_thinking"
     data: str
     """The opaque payload."""
+
+
+class ProviderSignature(BaseModel):
+    """A provider's opaque signature over a piece of its own output (a tool call).
+
+    Gemini signs function calls (`thoughtSignature`) and refuses a later request whose
+    calls lack it; the signature is sent back, unchanged, only to the provider that made it.
+    """
+
+    model_config = _FROZEN
+    provider: str = Field(min_length=1)
+    """Who signed it, as a format name: `gemini`."""
+    value: str
+    """The signature exactly as received (Gemini: base64 text)."""
 
 
 ContentPart: TypeAlias = Annotated[
@@ -253,6 +268,9 @@ class ToolCallNode(Node):
     """The id of the assistant node that made this call."""
     index: int = 0
     """The call's position among its turn's calls."""
+    signature: ProviderSignature | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The provider's signature for this call, sent back with it (left out of the JSON
+    when absent)."""
 
     @property
     def call_id(self) -> str | None:

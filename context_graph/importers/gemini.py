@@ -9,12 +9,14 @@ Parts become content parts: `text`; `thought: true` text (a `ThinkingPart`, its
 `thoughtSignature` kept as the signature); `inlineData` (an `ImagePart` for `image/*`, a
 `DocumentPart` otherwise); `fileData` (the same split, by URI); `executableCode` and
 `codeExecutionResult` (as text). A `functionCall` becomes a tool call of the model turn,
-a `functionResponse` a `ToolResult` emitted before the rest of its turn. A signature on a
-function call or a plain text part has no field of its own, so it is kept in the
-assistant turn's `meta["thought_signatures"]`, keyed `call:<call id>` or `content:<n>`.
+a `functionResponse` a `ToolResult` emitted before the rest of its turn. A function call's
+signature becomes the call's `signature` (sent back with it); one on a plain text part
+has no field of its own, so it is kept in the assistant turn's
+`meta["thought_signatures"]`, keyed `content:<n>`.
 
 Calls without an id get a deterministic one, `gemini_<name>_<i>_<k>`: `contents[i]` is
-the model turn and `k` counts the earlier calls with the same name in that turn. A
+the model turn and `k` counts the earlier calls with the same name in that turn (a
+content that stands alone, read by `model_turn`, has no `i`: `gemini_<name>_<k>`). A
 response without an id answers the earliest still unanswered call with the same name in
 the most recent model turn, so the k-th response named N pairs with the k-th call named
 N, the order in which Gemini expects them. A response with an id answers that id.
@@ -23,7 +25,7 @@ N, the order in which Gemini expects them. A response with an id answers that id
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,9 +48,16 @@ from context_graph.importers._base import (
     expect_mapping,
     expect_str,
 )
-from context_graph.nodes import ContentPart, DocumentPart, ImagePart, TextPart, ThinkingPart
+from context_graph.nodes import (
+    ContentPart,
+    DocumentPart,
+    ImagePart,
+    ProviderSignature,
+    TextPart,
+    ThinkingPart,
+)
 
-__all__ = ["sniff", "to_sessions"]
+__all__ = ["model_turn", "sniff", "to_sessions"]
 
 _ROLES = frozenset({"user", "model", "function"})
 #: The part fields of which a part holds exactly one.
@@ -185,47 +194,74 @@ def _content(index: int, item: Any, walk: _Walk) -> None:
 
 
 def _model_turn(index: int, parts: Sequence[Any], walk: _Walk) -> None:
+    turn = _model_event(
+        parts, lambda k: walk.at(index, f".parts[{k}]"), f"{index}_", walk.model, walk.at(index)
+    )
+    walk.pending = [(c.name, c.id) for c in turn.tool_calls]
+    walk.events.append(turn)
+
+
+def model_turn(content: Any, where: SourceLocation) -> AssistantTurn:
+    """Convert one `model` content that stands alone (a reply's `candidates[0].content`).
+
+    Calls without an id get `gemini_<name>_<k>`: there is no content index.
+
+    Raises:
+        IngestError: the content is malformed or not the model's; names the JSON path.
+    """
+    body = expect_mapping(content, where, "a content")
+    role = body.get("role", "model")
+    if role != "model":
+        msg = f"expected the model's content, got role {role!r}"
+        raise IngestError(msg, where.with_path("role"))
+    parts = expect_list(body.get("parts"), where.with_path("parts"), "`parts`")
+    return _model_event(parts, lambda k: where.with_path(f"parts[{k}]"), "", None, where)
+
+
+def _model_event(
+    parts: Sequence[Any],
+    at: Callable[[int], SourceLocation],
+    prefix: str,
+    model: str | None,
+    source: SourceLocation,
+) -> AssistantTurn:
+    """A model turn's parts (each at `at(k)`) as one turn; `prefix` goes into made-up ids."""
     content: list[ContentPart] = []
     calls: list[ToolCall] = []
     signatures: dict[str, JsonValue] = {}
     seen: dict[str, int] = {}
     for k, value in enumerate(parts):
-        where = walk.at(index, f".parts[{k}]")
+        where = at(k)
         part = expect_mapping(value, where, "a part")
         signature = _signature(part, where)
         if _data_key(part, where) == "functionCall":
             inner = where.with_path(_key(part, "functionCall"))
-            made = _call(_get(part, "functionCall"), inner, index, seen)
-            calls.append(made)
-            if signature is not None:
-                signatures[f"call:{made.id}"] = signature
+            calls.append(_call(_get(part, "functionCall"), inner, prefix, seen, signature))
             continue
         converted = _plain_part(part, where, "model")
         if signature is not None and not isinstance(converted, ThinkingPart):
             signatures[f"content:{len(content)}"] = signature
         content.append(converted)
     meta: dict[str, JsonValue] = {"thought_signatures": signatures} if signatures else {}
-    walk.pending = [(c.name, c.id) for c in calls]
-    turn = AssistantTurn(
-        content=tuple(content),
-        tool_calls=tuple(calls),
-        model=walk.model,
-        meta=meta,
-        source=walk.at(index),
+    return AssistantTurn(
+        content=tuple(content), tool_calls=tuple(calls), model=model, meta=meta, source=source
     )
-    walk.events.append(turn)
 
 
-def _call(value: Any, where: SourceLocation, index: int, seen: dict[str, int]) -> ToolCall:
+def _call(
+    value: Any, where: SourceLocation, prefix: str, seen: dict[str, int], signature: str | None
+) -> ToolCall:
     body = expect_mapping(value, where, "`functionCall`")
     name = _name(body, where, "functionCall")
     k = seen.get(name, 0)
     seen[name] = k + 1
-    call_id = _optional_id(body, where) or f"gemini_{name}_{index}_{k}"
+    call_id = _optional_id(body, where) or f"gemini_{name}_{prefix}{k}"
     args = body.get("args")
     if args is not None:
         expect_mapping(args, where.with_path("args"), "functionCall `args`")
-    return ToolCall(id=call_id, name=name, arguments=_dump(args or {}, where.with_path("args")))
+    signed = None if signature is None else ProviderSignature(provider="gemini", value=signature)
+    arguments = _dump(args or {}, where.with_path("args"))
+    return ToolCall(id=call_id, name=name, arguments=arguments, signature=signed)
 
 
 def _user_turn(index: int, parts: Sequence[Any], walk: _Walk) -> None:

@@ -5,7 +5,8 @@ Rules enforced here: system content goes to `systemInstruction`; roles are `user
 when needed); a model turn's `functionCall` parts are answered by `functionResponse`
 parts first in the next user turn, in call order, each with the call's id and name;
 `response` is an object (`{"output": ...}`, or `{"error": ...}` for a failed call);
-thought parts go back only with a Gemini signature.
+thought parts go back only with a Gemini signature, and a call's Gemini signature goes
+back on its `functionCall` part (Gemini 3 refuses function calls without it).
 """
 
 from __future__ import annotations
@@ -68,15 +69,17 @@ def _model_parts(turn: Turn) -> list[Part]:
     for call in turn.calls:
         parsed = call.node.parsed_arguments
         args = parsed if isinstance(parsed, dict) else {"arguments": call.node.arguments}
-        parts.append(
-            {
-                "functionCall": {
-                    "id": call_id_for(call, "gemini"),
-                    "name": call.node.name,
-                    "args": args,
-                }
+        call_part: Part = {
+            "functionCall": {
+                "id": call_id_for(call, "gemini"),
+                "name": call.node.name,
+                "args": args,
             }
-        )
+        }
+        signature = call.node.signature
+        if signature is not None and signature.provider == "gemini":
+            call_part["thoughtSignature"] = signature.value
+        parts.append(call_part)
     return parts
 
 

@@ -11,7 +11,14 @@ from context_graph.events import AssistantTurn, SystemPrompt, ToolCall, ToolResu
 from context_graph.graph import ContextGraph
 from context_graph.importers import detect_format, gemini, load_events, load_sessions
 from context_graph.importers._base import RawInput
-from context_graph.nodes import DocumentPart, ImagePart, TextPart, ThinkingPart, ToolCallNode
+from context_graph.nodes import (
+    DocumentPart,
+    ImagePart,
+    ProviderSignature,
+    TextPart,
+    ThinkingPart,
+    ToolCallNode,
+)
 from context_graph.testing import graph_snapshot
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ"
@@ -269,7 +276,7 @@ class TestParts:
         assert _dumps(_events(snake)) == _dumps(_events(camel))
 
     def test_signatures_outside_thoughts_go_to_meta(self) -> None:
-        """Signatures on function calls and plain text are kept in the turn's metadata."""
+        """A call's signature goes on the call; one on plain text is kept in the metadata."""
         payload = [
             _user({"text": "go"}),
             _model(
@@ -278,9 +285,9 @@ class TestParts:
             ),
         ]
         turn = _events(payload)[1]
-        assert dict(turn.meta) == {
-            "thought_signatures": {"content:0": "dA==", "call:gemini_f_1_0": "Yw=="}
-        }
+        assert isinstance(turn, AssistantTurn)
+        assert dict(turn.meta) == {"thought_signatures": {"content:0": "dA=="}}
+        assert turn.tool_calls[0].signature == ProviderSignature(provider="gemini", value="Yw==")
 
     @pytest.mark.parametrize(
         ("response", "text", "is_error"),
