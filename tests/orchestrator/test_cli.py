@@ -155,6 +155,7 @@ def test_console_script_entry_point_runs() -> None:
 
 @pytest.mark.skipif(not TRACES.exists(), reason="shared traces not present")
 @pytest.mark.parametrize("path", trace_files(TRACES), ids=lambda p: str(p.relative_to(TRACES)))
+@pytest.mark.ingests_traces
 def test_inspect_runs_on_every_shared_trace(capsys: pytest.CaptureFixture[str], path: Path) -> None:
     """Every shared trace file can be inspected."""
     # Raises IngestError for the files no importer reads yet (tests/conftest.py marks them).

@@ -74,6 +74,7 @@ def refused_fixture() -> Iterator[list[str]]:
 
 
 @pytest.mark.parametrize(("path", "level"), _params())
+@pytest.mark.ingests_traces
 def test_render_answers_with_a_valid_body(
     path: Path, level: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refused: list[str]
 ) -> None:

@@ -88,6 +88,7 @@ def _check(report: ReplayReport, budget: int, where: str) -> None:
 
 @pytest.mark.parametrize("profile", PROFILE_NAMES)
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(TRACES)))
+@pytest.mark.ingests_traces
 def test_every_session_replays_valid(path: Path, profile: str, refusals: Refusals) -> None:
     """Every request rendered at a model call is valid and within the budget."""
     fmt, half = _choice(path, profile)

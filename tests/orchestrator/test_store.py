@@ -224,6 +224,7 @@ def _session_events(first: int, last: int) -> list[list[AgentEvent]]:
 @needs_traces
 @pytest.mark.slow
 @pytest.mark.parametrize("trace", TRACE_FILES, ids=lambda p: str(p.relative_to(TRACES)))
+@pytest.mark.ingests_traces
 def test_every_shared_trace_round_trips_with_the_same_ids(tmp_path: Path, trace: Path) -> None:
     """Every session of every shared trace, journaled in batches, replays to the same nodes."""
     for index, session in enumerate(load_sessions(trace)):

@@ -429,6 +429,7 @@ def _check_edits(
 @pytest.mark.slow
 @pytest.mark.skipif(not TRACE_FILES, reason="shared traces not present")
 @pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: str(p.relative_to(TRACES)))
+@pytest.mark.ingests_traces
 async def test_masker_on_shared_traces(path: Path) -> None:
     """On real sessions: the old or superseded are masked, shorter, same calls, pins untouched."""
     for session in load_sessions(path):

@@ -45,6 +45,7 @@ def _floor_heads(graph: ContextGraph) -> set[str]:
 @pytest.mark.slow
 @pytest.mark.skipif(not FILES, reason="shared traces not present")
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(TRACES)))
+@pytest.mark.ingests_traces
 def test_every_session_renders_valid(path: Path, sdk_check: SdkCheck) -> None:
     """Each render is valid, under budget, keeps the floor; or says what it would need."""
     for session in load_sessions(path):
@@ -74,6 +75,7 @@ def test_every_session_renders_valid(path: Path, sdk_check: SdkCheck) -> None:
 @pytest.mark.skipif(not FILES, reason="shared traces not present")
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("path", FILES[::3], ids=lambda p: str(p.relative_to(TRACES)))
+@pytest.mark.ingests_traces
 def test_rendered_history_ingests_and_renders_the_same(path: Path, fmt: str) -> None:
     """Ingesting a rendered request and rendering it again changes nothing."""
     graph = load_graph(path)
