@@ -101,9 +101,7 @@ def _looks_like_message(message: Any) -> bool:
         return False
     content = message.get("content")
     if isinstance(content, list):
-        return not any(
-            isinstance(b, Mapping) and b.get("type") in _FOREIGN_BLOCKS for b in content
-        )
+        return not any(isinstance(b, Mapping) and b.get("type") in _FOREIGN_BLOCKS for b in content)
     return True
 
 
