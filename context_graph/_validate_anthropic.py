@@ -263,6 +263,8 @@ def _check_block_fields(
                 i,
                 f"{article(kind)} block needs a `source` object with a `type` (base64, url, file)",
             )
+        elif _empty_source(source):
+            out.add("media_empty", f"{path}.source", i, f"the {kind}'s source has no data or url")
     elif kind == "tool_use":
         _check_id(i, f"{path}.id", block.get("id"), out)
         if not nonempty_str(block.get("name")):
@@ -395,3 +397,9 @@ def _check_order(msg: Msg, out: Collector) -> None:
                 f"a {block['type']} block follows another kind of block; move every "
                 f"{' / '.join(sorted(lead))} block to the start of the message",
             )
+
+
+def _empty_source(source: dict[Any, Any]) -> bool:
+    """A base64 or url source whose data or address is an empty string."""
+    key = {"base64": "data", "text": "data", "url": "url"}.get(source["type"])
+    return key is not None and source.get(key) == ""

@@ -7,6 +7,8 @@ raises. Values are shown by type, strings by a short quoted prefix.
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any, TypeGuard
 
 from pydantic import BaseModel, ConfigDict
@@ -17,6 +19,7 @@ __all__ = [
     "Violation",
     "article",
     "as_list",
+    "check_finite",
     "check_keys",
     "is_obj",
     "nonempty_str",
@@ -48,6 +51,9 @@ COMMON_RULES: dict[str, str] = {
     "tool_call_unanswered": "A tool call has no result where the provider requires one.",
     "tool_result_orphan": "A tool result answers no tool call of the turn right before it.",
     "duplicate_tool_result": "A tool call is answered more than once.",
+    "non_finite_number": "A number is NaN or infinite, which JSON cannot carry (the SDKs "
+    "refuse the body).",
+    "media_empty": "An image or document part carries neither data nor an address.",
 }
 
 
@@ -78,6 +84,39 @@ class Collector:
     def add(self, rule: str, path: str, index: int | None, text: str) -> None:
         """Record that `rule` is broken at `path`; `text` says what and how to fix it."""
         self.found.append(Violation(rule=rule, index=index, path=path, message=f"{path}: {text}"))
+
+
+_MESSAGE_INDEX = re.compile(r"(?:messages|contents)\[(?P<index>\d+)\]")
+
+
+def check_finite(payload: Any, out: Collector, *, limit: int = 20) -> None:
+    """Report every NaN or infinite float in `payload` (the first `limit` of them).
+
+    Walks with an explicit stack, each container once: a hostile body may nest deeper
+    than recursion goes, or (built in Python) contain itself.
+    """
+    stack: list[tuple[Any, str]] = [(payload, "")]
+    seen: set[int] = set()
+    found = 0
+    while stack and found < limit:
+        value, path = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            found += 1
+            message = _MESSAGE_INDEX.match(path)
+            index = int(message["index"]) if message else None
+            out.add("non_finite_number", path, index, f"{value} is not a JSON number")
+            continue
+        if not isinstance(value, dict | list) or id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, dict):
+            stack.extend(
+                (item, f"{path}.{key}" if path else str(key))
+                for key, item in reversed(value.items())
+                if isinstance(key, str)
+            )
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{n}]") for n, item in reversed(list(enumerate(value))))
 
 
 def article(word: str) -> str:

@@ -226,6 +226,8 @@ def _check_data(info: _Content, path: str, key: str, value: Any, out: Collector)
         if not (is_obj(value) and all(isinstance(_get(value, n)[1], str) for n in needed)):
             wants = ", ".join(f"{n}: string" for n in needed)
             out.add("part_invalid", where, i, f"`{key}` must be an object with {{{wants}}}")
+        elif _get(value, needed[-1])[1] == "":
+            out.add("media_empty", where, i, f"`{key}` has an empty `{needed[-1]}`")
     elif not is_obj(value):
         out.add("part_invalid", where, i, f"`{key}` is {show(value)}; make it an object")
 

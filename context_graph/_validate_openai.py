@@ -253,6 +253,8 @@ def _check_part(i: int, role: str, path: str, part: Any, out: Collector) -> None
             i,
             "an image_url part needs `image_url: {url: string}`",
         )
+    elif kind == "image_url" and _empty_url(part["image_url"]["url"]):
+        out.add("media_empty", f"{path}.image_url.url", i, "the image has no data or address")
     elif kind == "input_audio" and not _valid_audio(part.get("input_audio")):
         out.add(
             "part_invalid",
@@ -267,6 +269,11 @@ def _check_part(i: int, role: str, path: str, part: Any, out: Collector) -> None
             i,
             "a file part needs a `file` object with `file_id` or `file_data`",
         )
+
+
+def _empty_url(url: str) -> bool:
+    """An empty address, or a data URL with no data after its header."""
+    return not url.strip() or (url.startswith("data:") and url.endswith(","))
 
 
 def _has_str(obj: Any, key: str) -> bool:

@@ -279,12 +279,21 @@ class ToolCallNode(Node):
 
     @cached_property
     def parsed_arguments(self) -> JsonValue:
-        """The arguments decoded from JSON, or the raw text if it is not valid JSON."""
+        """The arguments decoded from JSON, or the raw text if it is not valid JSON.
+
+        `NaN` and `Infinity` are not JSON, though Python's decoder reads them: a body that
+        carried them as numbers would be refused, so such arguments stay text.
+        """
         try:
-            value: JsonValue = json.loads(self.arguments)
+            value: JsonValue = json.loads(self.arguments, parse_constant=_refuse_constant)
         except ValueError:
             return self.arguments
         return value
+
+
+def _refuse_constant(name: str) -> None:
+    msg = f"{name} is not JSON"
+    raise ValueError(msg)
 
 
 class AnswerNode(Node):

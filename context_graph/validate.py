@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeAlias
 
 from context_graph._validate_anthropic import ANTHROPIC_RULES, validate_anthropic
-from context_graph._validate_common import COMMON_RULES, Collector, Violation
+from context_graph._validate_common import COMMON_RULES, Collector, Violation, check_finite
 from context_graph._validate_gemini import GEMINI_RULES, validate_gemini
 from context_graph._validate_openai import OPENAI_RULES, validate_openai
 from context_graph.errors import ConfigurationError
@@ -69,6 +69,7 @@ def validate(payload: Any, format: ValidationFormat) -> list[Violation]:
         msg = f"unknown format {shown}; use one of {', '.join(sorted(_VALIDATORS))}"
         raise ConfigurationError(msg)
     out = Collector()
+    check_finite(payload, out)
     check(payload, out)
     return sorted(out.found, key=lambda v: -1 if v.index is None else v.index)
 

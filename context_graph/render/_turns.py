@@ -18,13 +18,16 @@ from context_graph.nodes import (
     AnswerNode,
     AssistantNode,
     ContentPart,
+    DocumentPart,
     FileNode,
+    ImagePart,
     Node,
     NoteNode,
     SubagentResultNode,
     SummaryNode,
     SystemNode,
     TextPart,
+    ThinkingPart,
     ToolCallNode,
 )
 
@@ -36,6 +39,7 @@ __all__ = [
     "Turn",
     "UnitTurns",
     "call_id_for",
+    "sendable",
     "unit_turns",
 ]
 
@@ -127,7 +131,35 @@ def unit_turns(source: RenderSource, unit: Unit) -> UnitTurns:
     if isinstance(head, AssistantNode):
         turns = _assistant_turns(source, head, nodes[1:])
         return UnitTurns(unit.head, key, turns, (), pinned, head.kind)
-    return UnitTurns(unit.head, key, (Turn("user", _user_parts(head)),), (), pinned, unit.kind)
+    return UnitTurns(
+        unit.head, key, (Turn("user", sendable(_user_parts(head))),), (), pinned, unit.kind
+    )
+
+
+def sendable(parts: tuple[ContentPart, ...]) -> tuple[ContentPart, ...]:
+    """`parts` as every provider can take them; the same tuple when nothing needs mending.
+
+    An image or document with neither data nor an address has nothing to send: it becomes
+    a short note (an empty URL or `data` field is refused by every provider). A thinking
+    block with an empty signature is unsigned: it cannot go back as signed thinking.
+    """
+    if not any(map(_needs_mending, parts)):
+        return parts
+    return tuple(map(_mended, parts))
+
+
+def _needs_mending(part: ContentPart) -> bool:
+    if isinstance(part, ImagePart | DocumentPart):
+        return not part.data and not part.url
+    return isinstance(part, ThinkingPart) and part.signature == ""
+
+
+def _mended(part: ContentPart) -> ContentPart:
+    if not _needs_mending(part):
+        return part
+    if isinstance(part, ThinkingPart):
+        return part.model_copy(update={"signature": None})
+    return TextPart(text=f"[{part.type} with no content: nothing to send]")
 
 
 def _user_parts(node: Node) -> tuple[ContentPart, ...]:
@@ -158,7 +190,7 @@ def _assistant_turns(
         for n in rest
         if isinstance(n, ToolCallNode)
     ]
-    assistant = Turn("assistant", head.content, tuple(calls))
+    assistant = Turn("assistant", sendable(head.content), tuple(calls))
     results = [_result_for(source, call) for call in calls]
     answered = {r.answer.id for r in results if r.answer is not None}
     # An answer whose call a projection hid goes as plain text after the results: a
@@ -167,7 +199,7 @@ def _assistant_turns(
         part
         for node in rest
         if isinstance(node, AnswerNode) and node.id not in answered
-        for part in _user_parts(node)
+        for part in sendable(_user_parts(node))
     )
     if not results and not stray:
         return (assistant,)
@@ -185,4 +217,4 @@ def _result_for(source: RenderSource, call: Call) -> _Answered:
     if answer is None:
         return _Answered(Result(call, (TextPart(text=MISSING_RESULT_TEXT),), True, True), None)
     is_error = isinstance(answer, AnswerNode) and answer.is_error
-    return _Answered(Result(call, answer.content, is_error, False), answer)
+    return _Answered(Result(call, sendable(answer.content), is_error, False), answer)

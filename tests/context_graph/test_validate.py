@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -547,6 +548,49 @@ GOLDEN = [
         "tool_results_out_of_order",
         2,
         "contents[2].parts[0].functionResponse",
+    ),
+    # --- every format: what JSON cannot carry, media with nothing in it ---
+    Golden(
+        "openai", oa(OA_USER) | {"temperature": math.nan}, "non_finite_number", None, "temperature"
+    ),
+    Golden(
+        "anthropic",
+        an(
+            AN_USER,
+            an_asst(
+                {"type": "tool_use", "id": "toolu_1", "name": "calc", "input": {"x": math.inf}}
+            ),
+            an_user({"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}),
+        ),
+        "non_finite_number",
+        1,
+        "messages[1].content[0].input.x",
+    ),
+    Golden(
+        "openai",
+        oa(
+            {
+                "role": "user",
+                "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,"}}],
+            }
+        ),
+        "media_empty",
+        0,
+        "messages[0].content[0].image_url.url",
+    ),
+    Golden(
+        "anthropic",
+        an(an_user({"type": "image", "source": {"type": "url", "url": ""}})),
+        "media_empty",
+        0,
+        "messages[0].content[0].source",
+    ),
+    Golden(
+        "gemini",
+        gm(gm_user({"inlineData": {"mimeType": "image/png", "data": ""}})),
+        "media_empty",
+        0,
+        "contents[0].parts[0].inlineData",
     ),
 ]
 
