@@ -31,7 +31,7 @@ from context_graph.errors import IngestError, SourceLocation
 __all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "MAX_STRING", "check_json_value"]
 
 MAX_DEPTH = 64
-"""Containers nested deeper than this are refused (a scalar at the top is depth 0)."""
+"""The most containers a value may nest, the outermost counted (`{"a": [1]}` has 2)."""
 MAX_INT_DIGITS = 4_000
 """Integers with more decimal digits than this are refused."""
 MAX_STRING = 16 * 1024 * 1024
