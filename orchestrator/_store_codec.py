@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from context_graph.errors import (
+    ConfigurationError,
     IngestError,
     InvariantViolation,
     SourceLocation,
@@ -43,6 +44,7 @@ from processors.base import Proposal
 __all__ = [
     "EntryKind",
     "JournalEntry",
+    "check_audit",
     "checksum",
     "decode_entry",
     "encode_applied",
@@ -189,3 +191,24 @@ def _first_error(exc: ValidationError) -> str:
     first = exc.errors()[0]
     where = ".".join(str(part) for part in first["loc"])
     return f"{first['msg']}" + (f" at `{where}`" if where else "")
+
+
+def check_audit(proposals: tuple[Proposal, ...], audit: tuple[AuditEntry, ...]) -> None:
+    """Refuse audit entries that are not one per proposal, in order.
+
+    Raises:
+        ConfigurationError: names the first mismatch.
+    """
+    if not proposals or len(proposals) != len(audit):
+        msg = (
+            f"append_proposals: {len(proposals)} proposals and {len(audit)} audit "
+            "entries; pass what one apply or apply_batch call took and returned"
+        )
+        raise ConfigurationError(msg)
+    for index, (proposal, entry) in enumerate(zip(proposals, audit, strict=True)):
+        if proposal.processor != entry.processor:
+            msg = (
+                f"append_proposals: audit entry {index} is from `{entry.processor}`, "
+                f"but proposal {index} from `{proposal.processor}`; keep them in order"
+            )
+            raise ConfigurationError(msg)

@@ -15,8 +15,12 @@ with SessionStore.open("session.db") as store:
     store.put_state("triggers", trigger_state.model_dump(mode="json"))
 ```
 
-Each write is one SQLite transaction in WAL mode (one INSERT, never a rewrite), so a
-crash leaves the file as it was before the write or after it. One writer at a time: an
+Each change and its entry are one step (`orchestrator._store_writer`): the entry is
+encoded, checked to read back, and inserted in a SQLite transaction (WAL mode, never a
+rewrite) that commits once memory has moved on, so a crash leaves the file as it was
+before the change or after it, and an entry that cannot be written leaves memory as it
+was. A compaction run (`atomic()`) is one transaction for all its entries. A failed
+commit stops the journal: later writes are refused, naming it. One writer at a time: an
 open writable store holds an OS lock (`orchestrator._store_lock`), and a second one, in
 this process or another, is refused with `StoreLockedError`. A read-only store takes no
 lock and reads a consistent snapshot while the writer appends.
@@ -37,12 +41,13 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from context_graph.errors import ConfigurationError, StoreCorruptError, StoreError
+from context_graph.errors import StoreCorruptError, StoreError
 from context_graph.events import AgentEvent, coerce_events
 from context_graph.graph import ContextGraph
 from context_graph.tokens import TokenCounter, default_counter
 from orchestrator._store_codec import (
     JournalEntry,
+    check_audit,
     decode_entry,
     encode_applied,
     encode_events,
@@ -304,7 +309,7 @@ class SessionStore:
             StoreError: the store cannot be written (see the class).
         """
         proposals, audit = tuple(proposals), tuple(audit)
-        _check_audit(proposals, audit)
+        check_audit(proposals, audit)
         body = encode_applied(proposals, audit)
         return self._writing(("proposals", body), encode_state(state), applied=applied)
 
@@ -438,19 +443,3 @@ class SessionStore:
                 raw.journal = working.journal = self
                 self._attached = True
         return RestoredSession(raw, working, state, len(rows))
-
-
-def _check_audit(proposals: tuple[Proposal, ...], audit: tuple[AuditEntry, ...]) -> None:
-    if not proposals or len(proposals) != len(audit):
-        msg = (
-            f"append_proposals: {len(proposals)} proposals and {len(audit)} audit "
-            "entries; pass what one apply or apply_batch call took and returned"
-        )
-        raise ConfigurationError(msg)
-    for index, (proposal, entry) in enumerate(zip(proposals, audit, strict=True)):
-        if proposal.processor != entry.processor:
-            msg = (
-                f"append_proposals: audit entry {index} is from `{entry.processor}`, "
-                f"but proposal {index} from `{proposal.processor}`; keep them in order"
-            )
-            raise ConfigurationError(msg)
