@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
-from pydantic_core import PydanticSerializationError
 
 from context_graph.errors import (
     ConfigurationError,
@@ -133,7 +132,7 @@ def _round_trip(adapter: TypeAdapter[_T], value: _T) -> tuple[str, str | None]:
     """
     try:
         data = adapter.dump_json(value)
-    except PydanticSerializationError as exc:
+    except ValueError as exc:  # pydantic's serialization error (a lone surrogate, say)
         return "", f"it does not encode: {exc}"
     try:
         back = adapter.validate_json(data)

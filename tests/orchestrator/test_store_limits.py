@@ -69,8 +69,9 @@ class TestEventsThatCannotBeReadBack:
         [
             ({"a": _nested(230)}, "recursion limit"),
             ({"n": 10**4400}, "number out of range"),
+            ({"s": "lone \ud800"}, "does not encode"),
         ],
-        ids=["nested-230", "int-4400-digits"],
+        ids=["nested-230", "int-4400-digits", "lone-surrogate"],
     )
     def test_refused_before_ingest_and_the_file_still_opens(
         self, path: Path, meta: dict[str, Any], problem: str
