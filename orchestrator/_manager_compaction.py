@@ -8,8 +8,10 @@ progress instead of racing it over the same nodes), hands the pending firings to
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 
 import anyio
 
@@ -129,47 +131,51 @@ class CompactionMethods(PersistenceMethods):
             None if manual or renderer is None else functools.partial(self._fits, renderer, target)
         )
         busy = await self._claim()
-        # Whatever fired so far is handled by this run (or found moot by it).
-        handled, self._pending = [*self._pending, *firings], []
-        steps = plan_runs(handled, self._config.default_pipeline, overflow=overflow or manual)
-        relief = None if manual else self._relief_limit(handled, budget, overflow)
-        total = PipelineRun(guard_state=self._guard_state)
-        timed_out = False
-        try:
-            with anyio.move_on_after(self._background_timeout if background else None) as scope:
-                if relief is not None and renderer is not None and self._unsent:
-                    if await self._relieve(renderer, relief, settings, guards, total):
-                        steps = ()
-                for step in steps:
-                    whole = step.only is None
-                    run = await run_pipeline(
-                        self._pipelines[step.pipeline],
-                        self._working,
-                        self._bus,
-                        settings,
-                        done=done if whole else None,
-                        guards=guards,
-                        guard_state=self._guard_state,
-                        manual=manual,
-                        only=step.only,
-                    )
-                    self._count(total, run)
-            timed_out = scope.cancelled_caught
-        except anyio.get_cancelled_exc_class():
-            # Cancelled from outside (the manager closed): the work is still due, and the
-            # next render does it in the foreground.
-            self._pending[:0] = handled
-            self._bus.emit(
-                "compaction_done",
-                run=total,
-                background=background,
-                timed_out=False,
-                cancelled=True,
-            )
-            raise
-        finally:
-            self._release(busy)
-        self._save_state()
+        # A run lands in the session file whole or not at all (`SessionStore.atomic`),
+        # with the state it leaves: a crash between two of its proposals must not leave
+        # a session that is neither before nor after it.
+        with self._journal_run():
+            # Whatever fired so far is handled by this run (or found moot by it).
+            handled, self._pending = [*self._pending, *firings], []
+            steps = plan_runs(handled, self._config.default_pipeline, overflow=overflow or manual)
+            relief = None if manual else self._relief_limit(handled, budget, overflow)
+            total = PipelineRun(guard_state=self._guard_state)
+            timed_out = False
+            try:
+                with anyio.move_on_after(self._background_timeout if background else None) as scope:
+                    if relief is not None and renderer is not None and self._unsent:
+                        if await self._relieve(renderer, relief, settings, guards, total):
+                            steps = ()
+                    for step in steps:
+                        whole = step.only is None
+                        run = await run_pipeline(
+                            self._pipelines[step.pipeline],
+                            self._working,
+                            self._bus,
+                            settings,
+                            done=done if whole else None,
+                            guards=guards,
+                            guard_state=self._guard_state,
+                            manual=manual,
+                            only=step.only,
+                        )
+                        self._count(total, run)
+                timed_out = scope.cancelled_caught
+            except anyio.get_cancelled_exc_class():
+                # Cancelled from outside (the manager closed): the work is still due, and
+                # the next render does it in the foreground.
+                self._pending[:0] = handled
+                self._bus.emit(
+                    "compaction_done",
+                    run=total,
+                    background=background,
+                    timed_out=False,
+                    cancelled=True,
+                )
+                raise
+            finally:
+                self._release(busy)
+            self._save_state()
         self._bus.emit(
             "compaction_done",
             run=total,
@@ -178,6 +184,12 @@ class CompactionMethods(PersistenceMethods):
             cancelled=False,
         )
         return total
+
+    def _journal_run(self) -> AbstractContextManager[None]:
+        store = self._store
+        if store is None or store.closed:
+            return contextlib.nullcontext()
+        return store.atomic()
 
     def _count(self, total: PipelineRun, run: PipelineRun) -> None:
         """Fold one pipeline's run into the manager's figures and the run's total."""

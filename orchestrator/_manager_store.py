@@ -3,20 +3,30 @@
 The journal (every ingested batch and every applied proposal, in order) is written by the
 graphs a `SessionStore` restores, so nothing here records edits. What is kept here is the
 manager's own state, which the journal cannot rebuild: trigger and guard state, counters,
-the calibration factor, firings not handled yet and the nodes already scanned for
-secrets. Each key is written only when its value changed, so a turn that changes nothing
-costs no write.
+the calibration factor, firings not handled yet, the nodes already scanned for secrets,
+what the model has not been sent yet and how many units each renderer keeps leaving out
+(`Renderer.kept_drops`). Each key is written only when its value changed, so a turn that
+changes nothing costs no write.
+
+What was not sent is kept as `sent`, the number of pristine nodes the last request
+covered: the nodes ingested after it are the unsent ones (`ContextManager._unsent`), and
+since every ingested batch is journaled, that holds after a crash too, however many
+batches came in since the state was last written.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import JsonValue
 
 from context_graph.errors import StoreCorruptError
-from context_graph.tokens import Calibrator
+from context_graph.graph import ContextGraph
+from context_graph.render import Renderer
+from context_graph.tokens import Calibrator, ProviderFormat
+from orchestrator._options import check_format
 from orchestrator.guards import GuardState
 from orchestrator.store import SessionStore
 from orchestrator.triggers import Firing, TriggerState
@@ -36,6 +46,10 @@ class PersistenceMethods:
     _calibrator: Calibrator
     _pending: list[Firing]
     _scanned: set[str]
+    _raw: ContextGraph
+    _unsent: set[str]
+    _renderers: dict[ProviderFormat, Renderer]
+    _renderer: Callable[[ProviderFormat], Renderer]
 
     def _state_values(self) -> dict[str, JsonValue]:
         return {
@@ -48,7 +62,12 @@ class PersistenceMethods:
             },
             "pending": [firing.model_dump(mode="json") for firing in self._pending],
             "scanned": list[JsonValue](sorted(self._scanned)),
+            "sent": {"nodes": self._pristine_count() - len(self._unsent)},
+            "renderers": {fmt: r.kept_drops for fmt, r in sorted(self._renderers.items())},
         }
+
+    def _pristine_count(self) -> int:
+        return len(self._raw) - len(self._raw.derived())
 
     def _save_state(self) -> None:
         """Write every state key whose value changed since it was last written."""
@@ -88,3 +107,14 @@ class PersistenceMethods:
             self._pending = [Firing.model_validate(item) for item in state["pending"]]
         if "scanned" in state:
             self._scanned = {str(node_id) for node_id in state["scanned"]}
+        if "sent" in state:
+            sent = int(state["sent"]["nodes"])
+            if not 0 <= sent <= self._pristine_count():
+                msg = f"`sent` is {sent}, but the record has {self._pristine_count()} nodes"
+                raise ValueError(msg)
+            derived = set(self._raw.derived())
+            pristine = [node.id for node in self._raw if node.id not in derived]
+            self._unsent = set(pristine[sent:])
+        if "renderers" in state:
+            for fmt, kept in dict(state["renderers"]).items():
+                self._renderer(check_format(fmt, "renderers")).keep_drops(kept)

@@ -7,9 +7,11 @@ included; a replayed audit entry that differs from the recorded one is an error.
 
 `JournaledGraph` and `JournaledWorkingGraph` are the graphs a writable store hands out:
 once attached to a `Journal`, each ingested batch and each applied proposal (or batch)
-is written to it right after it lands in memory, under the journal's lock, so the
-journal's order is the order things happened in. The journal is asked first whether
-it can be written, so a closed or failed store refuses before memory moves on.
+lands in memory and in the journal as one step, under the journal's lock, so the
+journal's order is the order things happened in: the entry is encoded (and checked to
+read back) and inserted first, memory moves on inside the same transaction, and an
+entry that cannot be written leaves memory as it was. The journal is asked first
+whether it can be written, so a closed or failed store refuses before anything else.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from context_graph.errors import IngestError, InvariantViolation, StoreCorruptError, StoreError
-from context_graph.events import AgentEvent
+from context_graph.events import AgentEvent, coerce_events
 from context_graph.graph import ContextGraph, EdgeKind
 from context_graph.nodes import Node
 from orchestrator._store_codec import JournalEntry
-from orchestrator.buffer import AuditEntry, WorkingGraph
+from orchestrator.buffer import AuditEntry, WorkingGraph, _State
 from processors.base import Proposal
 
 __all__ = ["Journal", "JournaledGraph", "JournaledWorkingGraph", "ResumingClock", "replay_entry"]
@@ -44,11 +46,15 @@ class Journal(Protocol):
     def check_writable(self) -> None:
         """Raise `StoreError` if nothing may be written now."""
 
-    def append_events(self, events: Iterable[AgentEvent | Mapping[str, Any]]) -> None:
-        """Journal one ingested batch."""
+    def journaling_events(
+        self, events: Iterable[AgentEvent | Mapping[str, Any]]
+    ) -> AbstractContextManager[None]:
+        """Journal one batch around its ingest, made inside the block."""
 
-    def append_proposals(self, proposals: Sequence[Proposal], audit: Sequence[AuditEntry]) -> None:
-        """Journal one applied batch."""
+    def journaling_proposals(
+        self, proposals: Sequence[Proposal], audit: Sequence[AuditEntry]
+    ) -> AbstractContextManager[None]:
+        """Journal one applied batch around its swap, made inside the block."""
 
 
 class ResumingClock:
@@ -81,13 +87,13 @@ class JournaledGraph(ContextGraph):
         journal = self.journal
         if journal is None:
             return super().ingest(events)
-        batch = list(events)
+        batch = coerce_events(events)
         with journal.order:
             journal.check_writable()
-            ids = super().ingest(batch)
-            if batch:
-                journal.append_events(batch)
-        return ids
+            if not batch:
+                return super().ingest(batch)
+            with journal.journaling_events(batch):
+                return super().ingest(batch)
 
     def add_derived(self, node: Node) -> str:
         """Refused once attached: the journal has no entry for it."""
@@ -126,13 +132,21 @@ class JournaledWorkingGraph(WorkingGraph):
         journal = self.journal
         if journal is None:
             return super().apply_batch(proposals, protected=protected)
-        batch = tuple(proposals)
         with journal.order:
             journal.check_writable()
-            entries = super().apply_batch(batch, protected=protected)
-            if entries:
-                journal.append_proposals(batch, entries)
-        return entries
+            return super().apply_batch(proposals, protected=protected)
+
+    def _swap(
+        self, state: _State, proposals: tuple[Proposal, ...], entries: tuple[AuditEntry, ...]
+    ) -> None:
+        # The entry is encoded, checked to read back and inserted before the state
+        # moves on; the swap itself cannot fail, so memory and file stay one step.
+        journal = self.journal
+        if journal is None or not entries:
+            super()._swap(state, proposals, entries)
+            return
+        with journal.journaling_proposals(proposals, entries):
+            super()._swap(state, proposals, entries)
 
 
 def replay_entry(

@@ -10,8 +10,8 @@ and versioned by `user_version`, with three tables:
   version of context-graph that created it.
 
 Opening refuses, with the file named: a file that is not SQLite, a SQLite database of
-another application, a session written by a newer schema, missing tables, and a token
-counter other than the recorded one.
+another application, a session written by a newer schema (or an older one it does not
+migrate), missing tables, and a token counter other than the recorded one.
 """
 
 from __future__ import annotations
@@ -45,7 +45,14 @@ __all__ = [
 ]
 
 #: The layout version written to `PRAGMA user_version`; files of a newer one are refused.
-SCHEMA_VERSION = 1
+#: 2: a compaction run is journaled in one transaction, and the manager's state keeps
+#: what the model has not been sent yet (`sent`) and the renderers' kept drops
+#: (`renderers`), so a reopened session renders exactly as one never stopped. The
+#: tables are those of 1: a file of version 1 opens, and a writable open marks it 2
+#: (its state lacks the two keys, which then resume as "everything sent, no drops").
+SCHEMA_VERSION = 2
+# Older versions this one opens (and a writable open upgrades in place).
+_MIGRATES = frozenset({1})
 # `PRAGMA application_id` ("CGSS"): tells our files from other SQLite databases.
 _APPLICATION_ID = 0x43475353
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -124,6 +131,8 @@ def prepare(
             _create(connection, path, counter)
         else:
             _check_schema(path, application_id, version, tables)
+            if version in _MIGRATES and not read_only:
+                connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         if not read_only:
             connection.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
         meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
@@ -173,7 +182,7 @@ def _check_schema(path: str, application_id: int, version: int, tables: set[str]
             f"reads up to {SCHEMA_VERSION}); upgrade context-graph to open it"
         )
         raise StoreFormatError(path, msg)
-    if version < SCHEMA_VERSION:
+    if version < SCHEMA_VERSION and version not in _MIGRATES:
         msg = (
             f"has session schema {version}, which this version cannot read "
             f"(it reads {SCHEMA_VERSION})"

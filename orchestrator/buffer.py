@@ -229,16 +229,27 @@ class WorkingGraph:
         Raises:
             InvariantViolation: one proposal breaks a rule; nothing changed.
         """
+        batch = tuple(proposals)
         with self._lock:
             state = self._state
             view = state.view
             now = self._clock()
             entries: list[AuditEntry] = []
-            for proposal in proposals:
+            for proposal in batch:
                 view = enforce(proposal, view, protected=protected)
                 entries.append(_entry(proposal, view.version, now))
-            self._state = _State(view, (*state.audit, *entries))
+            self._swap(_State(view, (*state.audit, *entries)), batch, tuple(entries))
         return tuple(entries)
+
+    def _swap(
+        self, state: _State, proposals: tuple[Proposal, ...], entries: tuple[AuditEntry, ...]
+    ) -> None:
+        """Make `state` (checked: `proposals` applied, `entries` their audit) the current one.
+
+        The one place the state moves on, so that a subclass can make the swap and a
+        record of it one step (the session store's journaled working graph).
+        """
+        self._state = state
 
     # -- what the renderer reads (RenderSource) ----------------------------------------
 

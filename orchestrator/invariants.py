@@ -31,6 +31,10 @@ Rules (`RULES`):
   that already exist.
 - `summaries_checked`: an Abstract stands in a node of kind `summary`, and every new
   summary carries `meta["checked"] is True`.
+- `text_encodable`: every string a new node carries (its text, its meta) and the
+  proposal's note encode as UTF-8. A lone surrogate (a code point in U+D800-U+DFFF,
+  which a summarizer can answer with) would be applied in memory and then break every
+  request body and the session journal, which are UTF-8.
 
 The summaries contract: `meta["checked"] = True` is set by the summarizer path, and
 only after it has checked the summary it wrote (not empty, shorter than its sources, the
@@ -61,6 +65,7 @@ RULES: dict[str, str] = {
     "lineage_consistent": "lineage links name the targets exactly; new ids are fresh",
     "summaries_checked": "every new summary passed the summarizer's checks",
     "safety_replaces_only": "safety edits (redaction) only replace nodes",
+    "text_encodable": "the text of new nodes (and the note) encodes as UTF-8",
 }
 
 _SYSTEM_KINDS = frozenset({"system", "note"})
@@ -140,6 +145,7 @@ def _check(
         *_safety_replaces_only(proposal),
         *_lineage_consistent(changes, state),
         *_summaries_checked(changes),
+        *_text_encodable(proposal, changes),
     ]
     if problems:
         return problems, None
@@ -407,6 +413,36 @@ def _summaries_checked(changes: Sequence[_Change]) -> Iterator[str]:
                 "does not carry meta['checked'] == True",
                 "write summaries through the summarizer path, which checks them and sets it",
             )
+
+
+def _text_encodable(proposal: Proposal, changes: Sequence[_Change]) -> Iterator[str]:
+    fix = "have the processor (or its summarizer) return valid Unicode text"
+    found = _unencodable(proposal.note)
+    if found is not None:
+        yield _say("text_encodable", "the proposal's note", found, fix)
+    for change in changes:
+        node = change.added
+        if node is None:
+            continue
+        stack: list[tuple[object, str]] = [(node.model_dump(), "")]
+        while stack:
+            value, where = stack.pop()
+            if isinstance(value, dict):
+                stack.extend((v, f"{where}.{k}".lstrip(".")) for k, v in value.items())
+            elif isinstance(value, list | tuple):
+                stack.extend((v, f"{where}.{i}") for i, v in enumerate(value))
+            elif isinstance(value, str) and (found := _unencodable(value)) is not None:
+                yield _say("text_encodable", f"new node `{node.id}`", f"{found} in `{where}`", fix)
+                break
+
+
+def _unencodable(text: str) -> str | None:
+    """Why `text` is not UTF-8 encodable (a lone surrogate), or `None`."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"holds {text[exc.start]!r}, which UTF-8 cannot encode,"
+    return None
 
 
 def _pairs_kept(

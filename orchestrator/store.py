@@ -15,8 +15,12 @@ with SessionStore.open("session.db") as store:
     store.put_state("triggers", trigger_state.model_dump(mode="json"))
 ```
 
-Each write is one SQLite transaction in WAL mode (one INSERT, never a rewrite), so a
-crash leaves the file as it was before the write or after it. One writer at a time: an
+Each change and its entry are one step (`orchestrator._store_writer`): the entry is
+encoded, checked to read back, and inserted in a SQLite transaction (WAL mode, never a
+rewrite) that commits once memory has moved on, so a crash leaves the file as it was
+before the change or after it, and an entry that cannot be written leaves memory as it
+was. A compaction run (`atomic()`) is one transaction for all its entries. A failed
+commit stops the journal: later writes are refused, naming it. One writer at a time: an
 open writable store holds an OS lock (`orchestrator._store_lock`), and a second one, in
 this process or another, is refused with `StoreLockedError`. A read-only store takes no
 lock and reads a consistent snapshot while the writer appends.
@@ -30,20 +34,20 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import JsonValue
 
-from context_graph.errors import ConfigurationError, StoreCorruptError, StoreError
+from context_graph.errors import StoreCorruptError, StoreError
 from context_graph.events import AgentEvent, coerce_events
 from context_graph.graph import ContextGraph
 from context_graph.tokens import TokenCounter, default_counter
 from orchestrator._store_codec import (
-    EntryKind,
     JournalEntry,
-    checksum,
+    check_audit,
     decode_entry,
     encode_applied,
     encode_events,
@@ -56,17 +60,16 @@ from orchestrator._store_replay import (
     replay_entry,
 )
 from orchestrator._store_schema import (
-    INSERT_ENTRY,
     SCHEMA_VERSION,
     SELECT_ENTRIES,
     SELECT_STATE,
-    UPSERT_STATE,
     check_header,
     connect,
     decode_state,
     encode_state,
     prepare,
 )
+from orchestrator._store_writer import Entry, JournalWriter
 from orchestrator.buffer import AuditEntry, WorkingGraph
 from processors.base import Proposal
 
@@ -112,7 +115,7 @@ class SessionStore:
         self._lock = lock
         self._counter = counter
         self._order = threading.RLock()
-        self._failed: str | None = None
+        self._writer = JournalWriter(str(path))
         self._attached = False
 
     @classmethod
@@ -183,6 +186,11 @@ class SessionStore:
         return self._conn is None
 
     @property
+    def failed(self) -> str | None:
+        """Why the journal stopped (every write is refused since), or `None`."""
+        return self._writer.failed
+
+    @property
     def order(self) -> threading.RLock:
         """The lock held around each change of a restored session and its journal write.
 
@@ -196,11 +204,15 @@ class SessionStore:
         with self._order:
             connection, self._conn = self._conn, None
             try:
-                if connection is not None:
-                    connection.close()
+                if connection is not None and self._writer.queued:
+                    self._writer.flush(connection)  # an atomic block still open
             finally:
-                if self._lock is not None:
-                    self._lock.release()
+                try:
+                    if connection is not None:
+                        connection.close()
+                finally:
+                    if self._lock is not None:
+                        self._lock.release()
 
     def __enter__(self) -> SessionStore:
         return self
@@ -220,15 +232,15 @@ class SessionStore:
         *,
         state: Mapping[str, JsonValue] | None = None,
     ) -> None:
-        """Journal one ingested batch (and `state`, in the same transaction).
+        """Journal one batch already ingested (and `state`, in the same transaction).
 
         Raises:
-            IngestError: an event does not validate; nothing was written.
+            IngestError: an event does not validate, or could not be read back from the
+                journal; nothing was written.
             StoreError: the store cannot be written (see the class).
         """
-        batch = coerce_events(events)
-        entry: tuple[EntryKind, str] | None = ("events", encode_events(batch)) if batch else None
-        self._write(entry, encode_state(state))
+        with self.journaling_events(events, state=state, applied=True):
+            pass
 
     def append_proposals(
         self,
@@ -244,24 +256,11 @@ class SessionStore:
 
         Raises:
             ConfigurationError: the audit entries do not match the proposals.
+            InvariantViolation: the proposals could not be read back from the journal.
             StoreError: the store cannot be written (see the class).
         """
-        proposals, audit = tuple(proposals), tuple(audit)
-        if not proposals or len(proposals) != len(audit):
-            msg = (
-                f"append_proposals: {len(proposals)} proposals and {len(audit)} audit "
-                "entries; pass what one apply or apply_batch call took and returned"
-            )
-            raise ConfigurationError(msg)
-        for index, (proposal, entry) in enumerate(zip(proposals, audit, strict=True)):
-            if proposal.processor != entry.processor:
-                msg = (
-                    f"append_proposals: audit entry {index} is from `{entry.processor}`, "
-                    f"but proposal {index} from `{proposal.processor}`; keep them in order"
-                )
-                raise ConfigurationError(msg)
-        body = encode_applied(proposals, audit)
-        self._write(("proposals", body), encode_state(state))
+        with self.journaling_proposals(proposals, audit, state=state, applied=True):
+            pass
 
     def put_state(self, key: str, value: JsonValue) -> None:
         """Keep `value` as the latest state under `key` (JSON: dicts, lists, scalars).
@@ -270,7 +269,73 @@ class SessionStore:
             ConfigurationError: the key is empty or the value is not JSON.
             StoreError: the store cannot be written (see the class).
         """
-        self._write(None, encode_state({key: value}))
+        with self._writing(None, encode_state({key: value}), applied=True):
+            pass
+
+    def journaling_events(
+        self,
+        events: Iterable[AgentEvent | Mapping[str, Any]],
+        *,
+        state: Mapping[str, JsonValue] | None = None,
+        applied: bool = False,
+    ) -> AbstractContextManager[None]:
+        """Journal one batch around its ingest: ingest it inside the `with` block.
+
+        The entry is encoded (and checked to read back) and inserted first; it commits
+        when the block ends and is rolled back if the block raises.
+
+        Raises:
+            IngestError: an event does not validate, or could not be read back from the
+                journal; nothing was written.
+            StoreError: the store cannot be written (see the class).
+        """
+        batch = coerce_events(events)
+        entry: Entry | None = ("events", encode_events(batch)) if batch else None
+        return self._writing(entry, encode_state(state), applied=applied)
+
+    def journaling_proposals(
+        self,
+        proposals: Sequence[Proposal],
+        audit: Sequence[AuditEntry],
+        *,
+        state: Mapping[str, JsonValue] | None = None,
+        applied: bool = False,
+    ) -> AbstractContextManager[None]:
+        """Journal one apply around it: swap the working state inside the `with` block.
+
+        Raises:
+            ConfigurationError: the audit entries do not match the proposals.
+            InvariantViolation: the proposals could not be read back from the journal.
+            StoreError: the store cannot be written (see the class).
+        """
+        proposals, audit = tuple(proposals), tuple(audit)
+        check_audit(proposals, audit)
+        body = encode_applied(proposals, audit)
+        return self._writing(("proposals", body), encode_state(state), applied=applied)
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Journal everything written inside as one transaction, when the block ends.
+
+        Writes inside are checked at once and queued in order (from any thread), so a
+        crash inside leaves the file as it was before the block: a compaction run is
+        journaled whole or not at all. Reads do not see queued writes. Nested blocks
+        join the outermost one.
+
+        Raises:
+            StoreError: the queued entries cannot be written; memory is then ahead of
+                the file and every later write is refused.
+        """
+        with self._order:
+            self._writer.open_scope()
+        try:
+            yield
+        except BaseException:
+            with self._order:
+                self._writer.close_scope(self._conn, quiet=True)
+            raise
+        with self._order:
+            self._writer.close_scope(self._conn, quiet=False)
 
     def check_writable(self) -> None:
         """Raise if nothing may be written now.
@@ -286,37 +351,22 @@ class SessionStore:
             raise StoreError(name, "the store is closed")
         if self._lock is None:
             raise StoreError(name, "opened read-only; open it without read_only=True to write")
-        if self._failed is not None:
+        if self._writer.failed is not None:
             msg = (
-                f"{self._failed}, so the session in memory is ahead of the file; "
+                f"{self._writer.failed}, so the session in memory is ahead of the file; "
                 "reopen the file to resume from what it holds"
             )
             raise StoreError(name, msg)
         return self._conn
 
-    def _write(self, entry: tuple[EntryKind, str] | None, state: list[tuple[str, str]]) -> None:
+    @contextlib.contextmanager
+    def _writing(
+        self, entry: Entry | None, state: list[tuple[str, str]], *, applied: bool
+    ) -> Iterator[None]:
         with self._order:
             connection = self._writable()
-            if entry is None and not state:
-                return
-            try:
-                connection.execute("BEGIN IMMEDIATE")
-                if entry is not None:
-                    kind, body = entry
-                    connection.execute(INSERT_ENTRY, (kind, body, checksum(body), time.time()))
-                connection.executemany(UPSERT_STATE, state)
-                connection.execute("COMMIT")
-            except BaseException as exc:
-                with contextlib.suppress(sqlite3.Error):
-                    if connection.in_transaction:
-                        connection.execute("ROLLBACK")
-                if entry is not None:
-                    # The caller's memory already holds what the entry records: a later
-                    # entry would replay on top of a gap, so nothing more is written.
-                    self._failed = f"a journal entry could not be written ({exc!r})"
-                if not isinstance(exc, sqlite3.Error):
-                    raise
-                raise StoreError(str(self._path), f"cannot write to it: {exc}") from exc
+            with self._writer.writing(connection, entry, state, applied=applied):
+                yield
 
     # -- reading -----------------------------------------------------------------------
 

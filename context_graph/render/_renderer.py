@@ -198,6 +198,26 @@ class Renderer:
         self._last_source, self._last_key, self._last = source, key, result
         return result
 
+    @property
+    def kept_drops(self) -> int:
+        """How many units the previous render under pressure left out (with `refit_to`).
+
+        The next render keeps leaving out as many while that fits. A session that
+        resumes in a new process hands it back with `keep_drops` to go on exactly.
+        """
+        return self._sticky
+
+    def keep_drops(self, count: int) -> None:
+        """Resume `kept_drops` from an earlier renderer of the same session.
+
+        Raises:
+            ConfigurationError: `count` is not a non-negative int.
+        """
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            msg = f"keep_drops: the count must be a non-negative int, got {count!r}"
+            raise ConfigurationError(msg)
+        self._sticky = count
+
     def observe_usage(self, result: RenderResult, prompt_tokens: int) -> float:
         """Tell the calibrator what the provider reported for a rendered request.
 

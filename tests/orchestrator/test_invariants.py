@@ -465,6 +465,7 @@ class TestEnforce:
             "lineage_consistent",
             "summaries_checked",
             "safety_replaces_only",
+            "text_encodable",
         ]
 
 

@@ -19,6 +19,16 @@ from orchestrator.replay import model_call_points
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "context_graph" / "examples" / "example_session.jsonl"
 BUDGET = 12_000
+TRACES = ROOT.parent / "shared" / "traces"
+# Real sessions whose renders under a tight budget drop units and (with the default
+# pipeline) compact: OpenHands twice and Claude Code.
+RESUME_TRACES = [
+    "openhands_claude35_swebench_verified/llm_completions/astropy__astropy-12907/"
+    "litellm_proxy__claude-3-5-sonnet-20241022-1733339462.430701.json",
+    "openhands_claude35_swebench_verified/llm_completions/astropy__astropy-7166/"
+    "litellm_proxy__claude-3-5-sonnet-20241022-1733343945.511007.json",
+    "claude_code/moredip_session-share/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl",
+]
 
 
 @pytest.fixture(scope="module", name="events")
@@ -77,6 +87,81 @@ class TestResume:
         second.close()
         assert before == expected[: len(before)]
         assert after == rest
+
+    @pytest.mark.parametrize("pipeline", ["default", "none"])
+    @pytest.mark.parametrize("trace", RESUME_TRACES, ids=lambda name: name.split("/")[2][:24])
+    def test_reopened_before_every_render_renders_the_same_requests(
+        self, tmp_path: Path, trace: str, pipeline: str
+    ) -> None:
+        """Closed and reopened before each render, every request equals a never-stopped one."""
+        if not (TRACES / trace).exists():
+            pytest.skip("shared traces not present")
+        events = list(load_events(TRACES / trace))
+        probe = ContextManager(pipeline=[])
+        probe.ingest(events)
+        options: dict[str, Any] = {
+            "format": "openai",
+            "budget": int(probe.render_sync().tokens * 0.35),
+            "clock": lambda: 1e9,
+        }
+        if pipeline == "none":
+            options["pipeline"] = []
+        points = sorted(model_call_points(events))
+        reference = ContextManager(**options)
+        path = tmp_path / "session.db"
+        manager = ContextManager.open(path, durable=False, **options)
+        fed = 0
+        expected, got, unsent, resumed = [], [], [], []
+        for point in points:
+            reference.ingest(events[fed:point])
+            manager.ingest(events[fed:point])
+            fed = point
+            unsent.append(set(manager._unsent))
+            manager.close()
+            manager = ContextManager.open(path, durable=False, **options)
+            resumed.append(set(manager._unsent))
+            expected.append(reference.render_sync())
+            got.append(manager.render_sync())
+        manager.close()
+        assert [r.payload for r in got] == [r.payload for r in expected]
+        assert [r.dropped for r in got] == [r.dropped for r in expected]
+        assert resumed == unsent
+        assert reference.stats().proposals_applied == manager.stats().proposals_applied
+        if pipeline == "none":
+            assert any(renderer.kept_drops for renderer in reference._renderers.values())
+
+    def test_a_version_1_session_opens_and_is_upgraded(self, tmp_path: Path) -> None:
+        """A file of session schema 1 (no `sent`, no `renderers`) opens and is marked 2."""
+        path = tmp_path / "old.db"
+        manager = ContextManager.open(path, durable=False)
+        manager.add_user("hello")
+        manager.close()
+        with sqlite3.connect(path) as connection:
+            connection.execute("DELETE FROM state WHERE key IN ('sent', 'renderers')")
+            connection.execute("PRAGMA user_version = 1")
+        again = ContextManager.open(path, durable=False)
+        assert [node.text for node in again.raw] == ["hello"]
+        assert again._unsent == set()
+        again.add_user("more")
+        again.close()
+        with sqlite3.connect(path) as connection:
+            assert connection.execute("PRAGMA user_version").fetchone()[0] == 2
+
+    def test_nodes_ingested_after_the_last_state_write_are_unsent_after_a_crash(
+        self, tmp_path: Path
+    ) -> None:
+        """What the model was not sent is known from the journal, not only from the state."""
+        path = tmp_path / "session.db"
+        manager = ContextManager.open(path, durable=False, pipeline=[])
+        manager.add_user("sent")
+        manager.render_sync()
+        late = manager.add_user("not sent yet")
+        store = manager._store
+        assert store is not None
+        store.close()  # the process dies: the state is not written again
+        again = ContextManager.open(path, durable=False, pipeline=[])
+        assert again._unsent == {late}
+        again.close()
 
     def test_reopening_an_empty_session(self, tmp_path: Path) -> None:
         path = tmp_path / "new.db"

@@ -419,7 +419,8 @@ class TestBadFiles:
         """A session written by a newer schema is refused with the versions named."""
         _recorded(path)
         _edit(path, f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-        with pytest.raises(StoreFormatError, match=r"newer context-graph \(session schema 2"):
+        newer = rf"newer context-graph \(session schema {SCHEMA_VERSION + 1}"
+        with pytest.raises(StoreFormatError, match=newer):
             _open(path)
         with pytest.raises(StoreFormatError, match="upgrade context-graph"):
             _open(path, read_only=True)
