@@ -75,7 +75,9 @@ _EXIT_META_KEYS = ("returncode", "exit_code", "exitCode", "return_code")
 # data (a log, a source file), not a report of how the command ran.
 _CONTENT_VERBS = frozenset(
     "cat head tail less more nl bat view grep egrep fgrep rg ag ack find fd ls tree wc sed "
-    "awk sort uniq cut diff echo printf stat file du pwd which type jq yq curl wget".split()
+    "awk sort uniq cut diff echo printf stat file du pwd which type jq yq curl wget "
+    # SWE-agent's file viewer and search commands
+    "open goto scroll_up scroll_down search_file search_dir find_file".split()
 ) | {f"git {sub}" for sub in "log show diff grep blame ls-files cat-file".split()}
 _CONTENT_TOOL_WORDS = frozenset({"read", "view", "open", "cat", "fetch", "search", "grep", "glob"})
 _NAME_WORDS = re.compile(r"[^a-z0-9]+")

@@ -13,7 +13,7 @@ from context_graph import ContextGraph
 from context_graph.importers import load_sessions
 from context_graph.nodes import Node, TextPart, ToolCallNode, ToolResultNode
 from context_graph.testing import WordCounter
-from processors.summarize._facts import ToolUse, errors_of, outcome_of, tool_uses
+from processors.summarize._facts import ToolUse, _shows_content, errors_of, outcome_of, tool_uses
 from processors.summarize._outcomes import exit_code, read_outcome
 from processors.summarize.extractive import ExtractiveSummarizer
 
@@ -357,6 +357,26 @@ class TestRealOutputs:
         refusals = [u for u in uses if u.answer.text.startswith("Error:")]
         assert len(refusals) == 10 and all(u.outcome.failed for u in refusals)
         assert not any(u.outcome.failed for u in uses if u not in refusals)
+
+
+class TestContentCommands:
+    @pytest.mark.parametrize(
+        ("command", "content"),
+        [
+            ("cd /testbed && grep -rn 'FAILED' tests", True),
+            ("cat build.log | tail -5", True),
+            ("git diff HEAD~1 -- src", True),
+            ("LC_ALL=C sort out.txt | uniq -c", True),
+            ("open src/app.py 120", True),
+            ("python -m pytest -x 2>&1 | tail -20", False),
+            ("sed -i 's/a/b/' src/app.py", False),
+            ("git commit -m 'fix'", False),
+            ("cat > t.py << 'EOF'\nprint(1)\nEOF\npython t.py", False),
+        ],
+    )
+    def test_commands_that_print_content(self, command: str, content: bool) -> None:
+        """Only a command whose every step prints content has its output read as content."""
+        assert _shows_content(command) is content
 
 
 class TestMetadata:
