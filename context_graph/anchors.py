@@ -22,8 +22,7 @@ __all__ = ["SUMMARY_HEADER", "floor_anchors", "opens_with_summary_header", "unit
 #: the summary as a user-role message, and whatever reads "the latest user message" (a
 #: model, a harness, a proxy) must not take it for a new request.
 SUMMARY_HEADER = (
-    "[Summary of the earlier conversation, written by context-graph in place of the turns "
-    "it replaces; not a new request]"
+    "[Summary of the earlier conversation, written by context-graph; not a new request]"
 )
 
 
