@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from context_graph.anchors import floor_anchors, unit_kind
+from context_graph.anchors import SUMMARY_HEADER, floor_anchors, unit_kind
 from context_graph.errors import (
     BudgetExceededError,
     ConfigurationError,
@@ -79,6 +79,7 @@ __all__ = [
     "ANSWER_KINDS",
     "EDGE_KINDS",
     "FORMAT_OVERHEADS",
+    "SUMMARY_HEADER",
     "AgentEvent",
     "AnswerNode",
     "AnyNode",

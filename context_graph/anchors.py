@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from context_graph.nodes import Node
 
-__all__ = ["SUMMARY_HEADER", "floor_anchors", "opens_with_summary_header", "unit_kind"]
+__all__ = ["SUMMARY_HEADER", "floor_anchors", "unit_kind"]
 
 #: The first line of a summary context-graph wrote, as it is rendered: every format sends
 #: the summary as a user-role message, and whatever reads "the latest user message" (a
@@ -26,7 +26,7 @@ SUMMARY_HEADER = (
 )
 
 
-def opens_with_summary_header(node: Node) -> bool:
+def _opens_with_summary_header(node: Node) -> bool:
     """Whether a node's text opens with `SUMMARY_HEADER` (a rendered summary read back)."""
     first = node.content[0] if node.content else None
     return first is not None and getattr(first, "text", "").startswith(SUMMARY_HEADER)
@@ -42,7 +42,8 @@ def unit_kind(node: Node) -> str:
     """
     if node.kind != "user":
         return node.kind
-    return "notice" if getattr(node, "notice", False) or opens_with_summary_header(node) else "user"
+    notice = getattr(node, "notice", False) or _opens_with_summary_header(node)
+    return "notice" if notice else "user"
 
 
 def floor_anchors(kinds: Sequence[str]) -> tuple[int, int, int] | None:
