@@ -9,7 +9,7 @@ try:
 except PackageNotFoundError:  # run from a source tree that was never installed
     __version__ = "0+unknown"
 
-from context_graph.anchors import floor_anchors, unit_kind
+from context_graph.anchors import SUMMARY_HEADER, floor_anchors, unit_kind
 from context_graph.errors import (
     BudgetExceededError,
     ConfigurationError,
@@ -88,6 +88,7 @@ __all__ = [
     "ANSWER_KINDS",
     "EDGE_KINDS",
     "FORMAT_OVERHEADS",
+    "SUMMARY_HEADER",
     "AgentEvent",
     "AnswerNode",
     "AnyNode",

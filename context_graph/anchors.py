@@ -1,8 +1,11 @@
-"""Where the user's own requests are: notices (`UserNode.notice`) set apart from them.
+"""Where the user's own requests are: notices and summaries set apart from them.
 
 The render floor and the summarize stage anchor on the user's requests. A notice, a
 user-role message the agent harness wrote, heads a unit of kind `notice`, so a request
-it follows stays the request.
+it follows stays the request. A summary heads a unit of kind `summary`, which is no
+request either; no provider format has a place for it but a user-role message, so it is
+rendered as one that opens with `SUMMARY_HEADER`, and such a message read back from a
+request body heads a unit of kind `notice`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,20 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from context_graph.nodes import Node
 
-__all__ = ["floor_anchors", "unit_kind"]
+__all__ = ["SUMMARY_HEADER", "floor_anchors", "unit_kind"]
+
+#: The first line of a summary context-graph wrote, as it is rendered: every format sends
+#: the summary as a user-role message, and whatever reads "the latest user message" (a
+#: model, a harness, a proxy) must not take it for a new request.
+SUMMARY_HEADER = (
+    "[Summary of the earlier conversation, written by context-graph; not a new request]"
+)
+
+
+def _opens_with_summary_header(node: Node) -> bool:
+    """Whether a node's text opens with `SUMMARY_HEADER` (a rendered summary read back)."""
+    first = node.content[0] if node.content else None
+    return first is not None and getattr(first, "text", "").startswith(SUMMARY_HEADER)
 
 
 def unit_kind(node: Node) -> str:
@@ -21,8 +37,13 @@ def unit_kind(node: Node) -> str:
 
     The render floor and the summarize stage tell the user's requests (units of kind
     `user`) from notices (`UserNode.notice`, units of kind `notice`): `floor_anchors`.
+    A user turn that opens with `SUMMARY_HEADER` is a summary context-graph rendered,
+    imported back from a request body (a proxy that is sent whole bodies): a notice too.
     """
-    return "notice" if node.kind == "user" and getattr(node, "notice", False) else node.kind
+    if node.kind != "user":
+        return node.kind
+    notice = getattr(node, "notice", False) or _opens_with_summary_header(node)
+    return "notice" if notice else "user"
 
 
 def floor_anchors(kinds: Sequence[str]) -> tuple[int, int, int] | None:

@@ -11,11 +11,14 @@ With a `GuardConfig` the loop guards (`orchestrator.guards`) are consulted befor
 stage and fed its outcome after; the new `GuardState` comes back in `PipelineRun`. A
 stage a guard skips is listed in `PipelineRun.skipped` with the reason, and not sent on
 the bus: `proposal_rejected` reports a proposal that was refused, and a skipped stage
-made none (it would also repeat on every render while the guard holds).
+made none (it would also repeat on every render while the guard holds). The failure
+that disables a stage is also logged as a warning on the `context_graph` logger, naming
+the processor, its error and how long it stays off.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +30,15 @@ from context_graph.graph import Unit
 from context_graph.nodes import ANSWER_KINDS, Node
 from orchestrator.buffer import WorkingGraph, WorkingView
 from orchestrator.bus import EventBus
-from orchestrator.guards import GuardConfig, GuardState, StageOutcome, allowed, record, tick
+from orchestrator.guards import (
+    GuardConfig,
+    GuardState,
+    StageOutcome,
+    allowed,
+    disabled_notice,
+    record,
+    tick,
+)
 from processors.base import (
     Abstract,
     Processor,
@@ -37,6 +48,8 @@ from processors.base import (
     run_processor,
 )
 from processors.summarize import HistorySummarizer
+
+logger = logging.getLogger("context_graph")
 
 __all__ = [
     "PipelineRun",
@@ -214,7 +227,7 @@ async def run_stage(
     except ProcessorError as exc:
         run.rejected += 1
         bus.emit("proposal_rejected", proposal=None, reason=str(exc), processor=_name(processor))
-        return nothing.model_copy(update={"failed": True})
+        return nothing.model_copy(update={"failed": True, "error": str(exc)})
     if proposal.empty:
         return nothing
     bus.emit("proposal_made", proposal=proposal)
@@ -223,7 +236,7 @@ async def run_stage(
     except InvariantViolation as exc:
         run.rejected += 1
         bus.emit("proposal_rejected", proposal=proposal, reason=str(exc))
-        return nothing.model_copy(update={"rejected": True})
+        return nothing.model_copy(update={"rejected": True, "error": str(exc)})
     run.applied += 1
     bus.emit("proposal_applied", proposal=proposal, entry=entry)
     return nothing.model_copy(
@@ -296,8 +309,11 @@ async def run_pipeline(
             outcome = await run_stage(
                 processor, working, bus, settings, run, manual=manual, only=only
             )
-            if state is not None:
+            if guards is not None and state is not None:
                 state = record(state, name, outcome)
+                notice = disabled_notice(state, name, outcome, guards)
+                if notice is not None:
+                    logger.warning("%s", notice)
             if not outcome.applied or done is None or done():
                 break
         if done is not None and done():

@@ -27,6 +27,10 @@ user is not a loop. Its outcome is still recorded, and it resets the stage's fai
 streak first, so a manual run that works re-enables a disabled stage.
 
 Pipeline runs are counted by `tick`, called once at the start of every run.
+
+A failure that disables a stage is worth telling whoever runs the agent, not only a bus
+receiver: `disabled_notice` words it, and the pipeline logs it as a warning on the
+`context_graph` logger.
 """
 
 from __future__ import annotations
@@ -38,7 +42,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from context_graph.errors import ConfigurationError
 
-__all__ = ["GuardConfig", "GuardState", "StageOutcome", "StageRecord", "allowed", "record", "tick"]
+__all__ = [
+    "GuardConfig",
+    "GuardState",
+    "StageOutcome",
+    "StageRecord",
+    "allowed",
+    "disabled_notice",
+    "record",
+    "tick",
+]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -94,6 +107,8 @@ class StageOutcome(BaseModel):
     """The longest summary chain the applied proposal produced (1: a first summary)."""
     manual: bool = False
     """The run was manual (`compact()`)."""
+    error: str = ""
+    """Why it failed or was rejected (the processor's error, the checker's reason)."""
 
 
 class StageRecord(BaseModel):
@@ -229,3 +244,30 @@ def record(state: GuardState, stage_name: str, outcome: StageOutcome) -> GuardSt
         chain_length=outcome.chain_length or before.chain_length,
     )
     return state.model_copy(update={"stages": {**state.stages, stage_name: after}})
+
+
+def disabled_notice(
+    state: GuardState, stage_name: str, outcome: StageOutcome, config: GuardConfig
+) -> str | None:
+    """What to tell when the failure `outcome` left `stage_name` disabled; else `None`.
+
+    Pure. `state` is the one `record` returned for that outcome. Each such failure is
+    one warning: a disabled stage does not run automatically, so the next failure comes
+    only after the cool-down, and disables it again.
+    """
+    stage = state.stages.get(stage_name)
+    failed = outcome.failed or outcome.rejected
+    if not failed or stage is None or stage.failures < config.max_consecutive_failures:
+        return None
+    cooldown = config.failure_cooldown_runs
+    off = (
+        "until a manual compact() succeeds"
+        if cooldown is None
+        else f"for the next {cooldown} pipeline runs (or until a manual compact() succeeds)"
+    )
+    what = "failed" if outcome.failed else "had its proposal rejected"
+    error = outcome.error or "no reason given"
+    return (
+        f"guard: processor `{stage_name}` {what} {stage.failures} times in a row "
+        f"(last error: {error}); automatic compaction skips it {off}"
+    )

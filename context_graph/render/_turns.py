@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from context_graph.anchors import SUMMARY_HEADER
 from context_graph.call_ids import provider_call_id
 from context_graph.graph import Unit
 from context_graph.nodes import (
@@ -173,13 +174,33 @@ def _user_parts(node: Node) -> tuple[ContentPart, ...]:
         label = f"[sub-agent {node.agent_id} result]" if node.agent_id else "[sub-agent result]"
         return (TextPart(text=label), *node.content)
     if isinstance(node, SummaryNode):
-        return node.content
+        return _summary_parts(node)
     if isinstance(node, AnswerNode):
         # An answer whose call is not in view (a custom projection): plain text, never
         # a tool result, because a result with no call is rejected by every provider.
         name = node.name or "tool"
         return (TextPart(text=f"[output of {name}]"), *node.content)
     return node.content
+
+
+def _summary_parts(node: SummaryNode) -> tuple[ContentPart, ...]:
+    """A summary's content under `SUMMARY_HEADER`, in its first text part.
+
+    Every format renders a summary as a user-role message (none has a better place: a
+    system message mid-conversation is refused by Anthropic and Gemini, and by many
+    OpenAI-compatible servers), so the header says what it is, once, here for all.
+    An imported compaction (ingested from a `Compaction` event, so `seq` is set) keeps
+    its own wording: Claude Code's already says the session continues from a summary,
+    the header would claim it was context-graph's, and a replayed session should send
+    what the original tool sent.
+    """
+    if node.seq is not None:
+        return node.content
+    first, *rest = node.content or (TextPart(text=""),)
+    if isinstance(first, TextPart):
+        text = f"{SUMMARY_HEADER}\n\n{first.text}" if first.text else SUMMARY_HEADER
+        return (TextPart(text=text), *rest)
+    return (TextPart(text=SUMMARY_HEADER), first, *rest)
 
 
 def _assistant_turns(

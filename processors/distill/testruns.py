@@ -38,7 +38,14 @@ _STRONG = (_PYTEST_SUMMARY, _UNITTEST_RAN, _JEST_TESTS, _GO_RESULT, _GO_PACKAGE)
 # One alternation matches a line when one of its patterns does: one pass per line, not five.
 _ANY_STRONG = re.compile("|".join(f"(?:{p.pattern})" for p in _STRONG))
 _PER_TEST = re.compile(f"(?:{_PYTEST_LIVE.pattern})|(?:{_UNITTEST_HEAD.pattern})")
-_WORDS = {"error": "errors", "warning": "warnings", "failures": "failed", "successes": "passed"}
+_WORDS = {
+    "error": "errors",
+    "warning": "warnings",
+    "failures": "failed",
+    "successes": "passed",
+    "expected failures": "xfailed",
+    "unexpected successes": "xpassed",
+}
 
 
 class FailedTest(NamedTuple):
@@ -62,8 +69,9 @@ def looks_like_tests(lines: Sequence[str]) -> bool:
 def _add(counts: Counter[str], text: str) -> None:
     for number, word in re.findall(r"(\d+) (\w+)", text):
         counts[_WORDS.get(word, word)] += int(number)
-    for word, number in re.findall(r"(\w+)=(\d+)", text):
-        counts[_WORDS.get(word, word)] += int(number)
+    # unittest's `OK (expected failures=1)` is a pass: read the words before `=` whole.
+    for words, number in re.findall(r"(\w[\w ]*)=(\d+)", text):
+        counts[_WORDS.get(words, words)] += int(number)
 
 
 def count_tests(lines: Sequence[str]) -> Counter[str]:

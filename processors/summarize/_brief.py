@@ -76,7 +76,7 @@ class Brief:
     state: str = ""
     omitted: dict[str, int] = field(default_factory=dict)
     successes: set[str] = field(default_factory=set)
-    """Keys of tool uses that succeeded in the span (not written; resolves older errors)."""
+    """Keys of tool uses that read `ok` in the span (not written; resolves older errors)."""
 
     def list_of(self, name: str) -> list[str]:
         """The list section called `name`."""

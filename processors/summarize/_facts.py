@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from context_graph.entities import critical_entities
-from context_graph.nodes import AnswerNode, Node, ToolCallNode, UserNode
+from context_graph.nodes import (
+    AnswerNode,
+    FileNode,
+    Node,
+    SubagentResultNode,
+    ToolCallNode,
+    UserNode,
+)
+from processors.summarize._outcomes import Outcome, read_outcome
 
 #: Tool names (lower case) that run shell commands.
 SHELL_TOOLS = frozenset(
@@ -62,13 +70,19 @@ _DECISION = re.compile(
     r"I chose|chose to|switch(?:ed)? to|the fix is|the solution is|my plan|the plan is)\b",
     re.IGNORECASE,
 )
-_EXIT = re.compile(
-    r"<returncode>\s*(-?\d+)\s*</returncode>|exit(?:ed with)? (?:code|status)[:=]?\s*(-?\d+)",
-    re.IGNORECASE,
-)
-_ERROR_LINE = re.compile(r"\b(?:error|fail(?:ed|ure)?|fatal|panic)\b", re.IGNORECASE)
-_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b")
-_TAG = re.compile(r"</?[a-z_]+>")
+_EXIT_META_KEYS = ("returncode", "exit_code", "exitCode", "return_code")
+# Shell verbs whose output is content the agent asked to see: a failure word in it is
+# data (a log, a source file), not a report of how the command ran.
+_CONTENT_VERBS = frozenset(
+    "cat head tail less more nl bat view grep egrep fgrep rg ag ack find fd ls tree wc sed "
+    "awk sort uniq cut diff echo printf stat file du pwd which type jq yq curl wget "
+    # SWE-agent's file viewer and search commands
+    "open goto scroll_up scroll_down search_file search_dir find_file".split()
+) | {f"git {sub}" for sub in "log show diff grep blame ls-files cat-file".split()}
+_CONTENT_TOOL_WORDS = frozenset({"read", "view", "open", "cat", "fetch", "search", "grep", "glob"})
+_NAME_WORDS = re.compile(r"[^a-z0-9]+")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_ASSIGNMENT = re.compile(r"^\w+=")
 _PATHLIKE = re.compile(r"[\w.~/-]*(?:/[\w.-]+|\.[A-Za-z]\w{0,5})")
 _REDIRECT = re.compile(r"(?<![<>&\d])>{1,2}\s*([^\s;&|<>]+)")
 _SEGMENTS = re.compile(r"\|\||&&|[|;\n]")
@@ -200,64 +214,68 @@ def files_of(call: ToolCallNode) -> tuple[list[str], list[str]]:
     return [], []
 
 
-def exit_code(text: str) -> int | None:
-    """The exit status a tool result reports, if it reports one (the last one wins)."""
-    codes = [int(a or b) for a, b in _EXIT.findall(text)]
-    return codes[-1] if codes else None
+def outcome_of(answer: AnswerNode, call: ToolCallNode | None = None) -> Outcome:
+    """The outcome of the call `answer` answers (`call`, when known, says what it ran)."""
+    return _outcome(
+        answer.text, answer.is_error, _meta_exit_code(answer), _is_content(call, answer)
+    )
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """How a tool call ended.
-
-    Attributes:
-        failed: Whether it failed (error flag or a non-zero exit status).
-        code: The exit status, when the output gives one.
-        gist: The line that says what went wrong (empty on success).
-    """
-
-    failed: bool
-    code: int | None
-    gist: str
-
-    def describe(self) -> str:
-        """`ok`, `ok (exit 0)`, `failed (exit 2): gist` and the like."""
-        word = "failed" if self.failed else "ok"
-        status = f"{word} (exit {self.code})" if self.code is not None else word
-        return f"{status}: {self.gist}" if self.gist else status
+# Every summary re-reads the results of the span it covers; the answer depends on these
+# four alone, and reading a long output's summary lines is the slow part.
+@lru_cache(maxsize=4096)
+def _outcome(text: str, is_error: bool, code: int | None = None, content: bool = False) -> Outcome:
+    return read_outcome(text, is_error=is_error, code=code, content=content)
 
 
-def error_gist(text: str) -> str:
-    """The one line of an error output that says what went wrong.
-
-    The last line naming an exception (a traceback ends with it), else the first line
-    that mentions an error or a failure, else the first line.
-    """
-    lines = [line.strip() for line in _TAG.sub("", text).splitlines() if line.strip()]
-    if not lines:
-        return ""
-    named = [line for line in lines if _EXCEPTION.search(line)]
-    if named:
-        return clip(named[-1], 200)
-    hits = [line for line in lines if _ERROR_LINE.search(line)]
-    return clip(hits[0] if hits else lines[0], 200)
+def _meta_exit_code(node: Node) -> int | None:
+    """The exit status an importer kept in the node's metadata (mini-swe-agent's)."""
+    for key in _EXIT_META_KEYS:
+        value = node.meta.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+            return int(value)
+    return None
 
 
-def outcome_of(answer: AnswerNode) -> Outcome:
-    """The outcome of the call `answer` answers."""
-    return _outcome(answer.text, answer.is_error)
+def _is_content(call: ToolCallNode | None, answer: AnswerNode) -> bool:
+    """Whether the output is what the call fetched (a file, a search), not a run's report."""
+    if isinstance(answer, FileNode | SubagentResultNode):
+        return True
+    if call is None:
+        return False
+    command = command_of(call)
+    if command is not None:
+        return _shows_content(command)
+    read, written = files_of(call)
+    if read and not written:
+        return True
+    words = set(_NAME_WORDS.split(_CAMEL.sub("_", call.name).lower()))
+    return not written and not words.isdisjoint(_CONTENT_TOOL_WORDS)
 
 
 @lru_cache(maxsize=4096)
-def _outcome(text: str, is_error: bool) -> Outcome:
-    code = exit_code(text)
-    failed = is_error or (code is not None and code != 0)
-    return Outcome(failed, code, error_gist(text) if failed else "")
+def _shows_content(command: str) -> bool:
+    """Whether every step of a shell command prints content (`cat`, `grep`, `git diff`)."""
+    verbs = []
+    for segment in _SEGMENTS.split(command):
+        words = [w for w in _shell_words(segment) if not _ASSIGNMENT.match(w)]
+        if not words or words[0] in ("cd", "export", "set"):
+            continue
+        verb = words[0].rsplit("/", 1)[-1]
+        if verb == "git":
+            verb = f"git {next((w for w in words[1:] if not w.startswith('-')), '')}"
+        elif verb == "sed" and "-i" in words:
+            return False
+        verbs.append(verb)
+    return bool(verbs) and all(verb in _CONTENT_VERBS for verb in verbs)
 
 
 def clear_cache() -> None:
     """Forget the memoized shell paths and outcomes (`processors.caches.clear_caches`)."""
     _shell_paths.cache_clear()
+    _shows_content.cache_clear()
     _outcome.cache_clear()
 
 
@@ -313,7 +331,7 @@ def tool_uses(nodes: Iterable[Node]) -> list[ToolUse]:
             latest[node.tool_call_id] = node
         elif isinstance(node, AnswerNode) and node.tool_call_id is not None:
             call = latest.pop(node.tool_call_id, None)
-            uses.append(ToolUse(call, node, outcome_of(node), error_key(call, node)))
+            uses.append(ToolUse(call, node, outcome_of(node, call), error_key(call, node)))
     return uses
 
 
@@ -324,7 +342,7 @@ class ErrorFact:
     Attributes:
         key: The tool or command that failed.
         gist: The line that says what went wrong.
-        resolved: Whether a later use of the same tool or command succeeded.
+        resolved: Whether a later use of the same tool or command read `ok`.
     """
 
     key: str
@@ -333,12 +351,16 @@ class ErrorFact:
 
 
 def errors_of(uses: Iterable[ToolUse]) -> list[ErrorFact]:
-    """Errors in order of first failure; a later success of the same key resolves one."""
+    """Errors in order of first failure; a later success of the same key resolves one.
+
+    Only a use that reads `ok` resolves: one whose outcome is unknown leaves the error
+    as it was (nothing says it went away).
+    """
     state: dict[str, ErrorFact] = {}
     for use in uses:
         if use.outcome.failed:
             state[use.key] = ErrorFact(use.key, use.outcome.gist or "failed", False)
-        elif use.key in state:
+        elif use.outcome.ok and use.key in state:
             state[use.key] = ErrorFact(use.key, state[use.key].gist, True)
     return list(state.values())
 

@@ -2,8 +2,10 @@
 
 Nothing is paraphrased: the user's first request and constraints are quoted, decisions
 are the assistant's own sentences, files and commands come from the calls' arguments,
-outcomes from the results' error flags and exit statuses. Given a previous brief, it
-reads it back and merges the newer span into it (a rolling update).
+outcomes from the results' error flags, exit statuses and what the output reports (a
+test summary, a traceback, a compiler error; "outcome unknown" when nothing tells).
+Given a previous brief, it reads it back and merges the newer span into it (a rolling
+update).
 
 ```python
 text = await ExtractiveSummarizer(max_tokens=2_000).summarize(nodes, previous=None,
@@ -263,7 +265,8 @@ def _read_files(brief: Brief, nodes: Sequence[Node]) -> None:
 
 
 def _successes(uses: Iterable[ToolUse]) -> set[str]:
-    return {use.key for use in uses if not use.outcome.failed}
+    """Keys of the uses that read `ok` (an unknown outcome resolves no earlier error)."""
+    return {use.key for use in uses if use.outcome.ok}
 
 
 def _is_command(call: ToolCallNode) -> bool:

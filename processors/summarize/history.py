@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import anyio
 from pydantic import JsonValue
 
+from context_graph.anchors import SUMMARY_HEADER
 from context_graph.errors import ConfigurationError
 from context_graph.nodes import Node, SummaryNode, TextPart, make_node_id
 from processors.base import Abstract, ProcessorContext, Proposal, Summarizer
@@ -301,7 +302,8 @@ def summary_room(plan: Plan, ctx: ProcessorContext) -> int | None:
     when what stays already fills the target, the budget) less what stays. A brief
     larger than that would leave the request over the budget, and the renderer would
     drop the summary whole: better a brief that keeps the identifiers and drops the
-    prose. Never more than what it replaces (a summary must save tokens). `None` without
+    prose. The summary is rendered under `SUMMARY_HEADER`, which its room leaves out.
+    Never more than what it replaces (a summary must save tokens). `None` without
     a budget: the summarizer's own bound applies.
     """
     if ctx.budget is None:
@@ -313,10 +315,12 @@ def summary_room(plan: Plan, ctx: ProcessorContext) -> int | None:
         for node_id in unit.node_ids
         if node_id not in replaced
     )
-    free = ctx.budget - stays - _MESSAGE_OVERHEAD
+    # The summary's own message: its wrapping, and the header it is rendered under.
+    own = _MESSAGE_OVERHEAD + ctx.tokens.count_text(f"{SUMMARY_HEADER}\n\n")
+    free = ctx.budget - stays - own
     room = _MIN_BRIEF
-    if ctx.target is not None and ctx.target - stays - _MESSAGE_OVERHEAD >= _MIN_BRIEF:
-        room = ctx.target - stays - _MESSAGE_OVERHEAD
+    if ctx.target is not None and ctx.target - stays - own >= _MIN_BRIEF:
+        room = ctx.target - stays - own
     elif free >= _MIN_BRIEF:
         room = max(_MIN_BRIEF, int(free * _FREE_SHARE))
     return max(1, min(room, plan.tokens_before - 1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from orchestrator.guards import (
     GuardState,
     StageOutcome,
     allowed,
+    disabled_notice,
     record,
     tick,
 )
@@ -145,6 +147,50 @@ class TestConsecutiveFailures:
         assert not may_run(state, config=config)
         assert may_run(state, config=config, manual=True)
         assert may_run(ran(state, applied=True, freed=900, manual=True), config=config)
+
+
+class TestDisabledNotice:
+    """The words that tell whoever runs the agent that a stage was turned off."""
+
+    def _failures(self, count: int) -> tuple[GuardState, StageOutcome]:
+        state, outcome = GuardState(), StageOutcome(view_tokens=10_000, failed=True, error="boom")
+        for _ in range(count):
+            state = record(tick(state), "stage", outcome)
+        return state, outcome
+
+    def test_the_failure_that_disables_is_told(self) -> None:
+        """The third failure names the processor, its error and the cool-down."""
+        state, outcome = self._failures(3)
+        assert disabled_notice(state, "stage", outcome, NO_STALL) == (
+            "guard: processor `stage` failed 3 times in a row (last error: boom); automatic "
+            "compaction skips it for the next 20 pipeline runs (or until a manual compact() "
+            "succeeds)"
+        )
+
+    def test_earlier_failures_and_successes_are_not(self) -> None:
+        """Two failures, or a run that applied, disable nothing and tell nothing."""
+        state, outcome = self._failures(2)
+        assert disabled_notice(state, "stage", outcome, NO_STALL) is None
+        applied = StageOutcome(view_tokens=10_000, applied=True, freed=900)
+        after = record(tick(state), "stage", applied)
+        assert disabled_notice(after, "stage", applied, NO_STALL) is None
+
+    def test_without_cooldown_only_a_manual_run_helps(self) -> None:
+        """With no cool-down the notice says a manual compact() re-enables the stage."""
+        config = GuardConfig(floor_tokens=0, failure_cooldown_runs=None)
+        state, outcome = self._failures(3)
+        notice = disabled_notice(state, "stage", outcome, config)
+        assert notice is not None and notice.endswith("skips it until a manual compact() succeeds")
+
+    def test_a_rejection_says_so(self) -> None:
+        """A stage whose proposals the checker refused is named as rejected, with the reason."""
+        rejected = StageOutcome(view_tokens=10_000, rejected=True, error="tokens_reduced")
+        state = GuardState()
+        for _ in range(3):
+            state = record(tick(state), "stage", rejected)
+        notice = disabled_notice(state, "stage", rejected, NO_STALL)
+        assert notice is not None
+        assert "had its proposal rejected 3 times in a row (last error: tokens_reduced)" in notice
 
 
 class TestResummarize:
@@ -291,6 +337,32 @@ class TestRunPipeline:
             manager, [FailingProcessor()], guards=NO_STALL, guard_state=state, manual=True
         )
         assert manual.stages == ["failing"]
+
+    async def test_disabling_a_stage_logs_a_warning(
+        self, make_manager: Callable[..., ContextManager], caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """The failure that disables a stage is logged once, with its error and cool-down."""
+        manager, state = make_manager(), None
+        with caplog.at_level(logging.WARNING, logger="context_graph"):
+            for _ in range(4):
+                run = await _run(manager, [FailingProcessor()], guards=NO_STALL, guard_state=state)
+                state = run.guard_state
+        records = [r for r in caplog.records if r.name == "context_graph"]
+        assert [r.levelno for r in records] == [logging.WARNING]
+        message = records[0].getMessage()
+        assert message.startswith("guard: processor `failing` failed 3 times in a row")
+        assert "RuntimeError: boom" in message
+        assert "for the next 20 pipeline runs" in message
+
+    async def test_without_guards_nothing_is_logged(
+        self, make_manager: Callable[..., ContextManager], caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """With no guards a failing stage is never disabled, so nothing is logged."""
+        manager = make_manager()
+        with caplog.at_level(logging.WARNING, logger="context_graph"):
+            for _ in range(4):
+                await _run(manager, [FailingProcessor()])
+        assert [r for r in caplog.records if r.name == "context_graph"] == []
 
     async def test_an_idle_stage_is_not_rerun(
         self, make_manager: Callable[..., ContextManager]

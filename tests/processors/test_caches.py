@@ -22,6 +22,7 @@ def _filled() -> None:
     critical_entities(TEXT)
     _facts._shell_paths("cat src/app/main.py > out/log.txt")
     _facts._outcome("exit code 1\nKeyError: 'x'", False)
+    _facts._shows_content("cd src && grep -n main app.py")
     _references._named("Now open src/app/main.py", call=False)
 
 
@@ -47,6 +48,7 @@ def test_clear_caches_knows_every_memo() -> None:
         "context_graph.entities._entities",
         "processors.summarize._facts._shell_paths",
         "processors.summarize._facts._outcome",
+        "processors.summarize._facts._shows_content",
         "processors.distill._references._named",
     }
 
@@ -60,6 +62,7 @@ def test_every_memo_is_empty_after_clearing() -> None:
     assert not entities._LINES
     assert _facts._shell_paths.cache_info().currsize == 0
     assert _facts._outcome.cache_info().currsize == 0
+    assert _facts._shows_content.cache_info().currsize == 0
     assert _references._named.cache_info().currsize == 0
 
 

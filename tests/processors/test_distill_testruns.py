@@ -97,6 +97,13 @@ class TestCounts:
         assert (counts["failed"], counts["errors"], counts["skipped"]) == (1, 1, 1)
         assert counts["passed"] == 6 - 1 - 1 - 1
 
+    def test_unittest_expected_failures_are_not_failures(self) -> None:
+        """`OK (expected failures=1, unexpected successes=1)` counts no failed test."""
+        counts = count_tests(
+            ["Ran 3 tests in 0.001s", "OK (expected failures=1, unexpected successes=1)"]
+        )
+        assert (counts["failed"], counts["xfailed"], counts["xpassed"]) == (0, 1, 1)
+
     def test_jest(self) -> None:
         """jest's `Tests:` line gives the counts."""
         counts = count_tests(JEST.split("\n"))

@@ -32,7 +32,7 @@ def graph_fixture() -> ContextGraph:
     graph.add_assistant(tool_calls=[{"id": "b", "name": "lint", "arguments": {"path": "x"}}])
     graph.add_tool_result("b", "E501 line too long in config_loader.py", is_error=True)
     graph.add_assistant(tool_calls=[{"id": "c", "name": "lint", "arguments": {"path": "x"}}])
-    graph.add_tool_result("c", "all clean")
+    graph.add_tool_result("c", "All checks passed!")  # an unknown outcome would resolve nothing
     return graph
 
 

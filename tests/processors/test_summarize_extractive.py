@@ -121,7 +121,7 @@ class TestBrief:
         assert "## Files read" not in text  # read, then modified: listed once, as modified
         commands = _section(text, "Commands and tool use")
         assert "ran `pytest -x tests/test_main.py`: failed (exit 1): E AssertionError" in commands
-        assert "ran `pytest -x tests/test_main.py`: ok (exit 0)" in commands
+        assert "ran `pytest -x tests/test_main.py`: ok (exit 0, 1 passed)" in commands
         errors = _section(text, "Errors")
         assert "[resolved] `pytest -x tests/test_main.py`" in errors
         assert "[open] `make deploy`: KeyError: 'DEPLOY_TOKEN'" in errors

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from context_graph import ConfigurationError, ContextGraph
+from context_graph.anchors import SUMMARY_HEADER
 from context_graph.nodes import Node, SummaryNode
 from context_graph.testing import WordCounter
 from processors.base import Abstract, ProcessorContext
@@ -21,6 +22,7 @@ from processors.summarize._targets import plan_targets
 from processors.summarize.history import summary_room
 
 PATHS = [f"/srv/app/module_{n}/file_{n}.py" for n in range(30)]
+HEADER_TOKENS = WordCounter().count(f"{SUMMARY_HEADER}\n\n")
 TRACEBACK = "Traceback (most recent call last):\n" + "\n".join(
     f'  File "{path}", line {100 + n}, in handler_{n}' for n, path in enumerate(PATHS)
 )
@@ -118,8 +120,9 @@ class TestSummaryRoom:
         stays = [graph[i] for unit in graph.units() for i in unit if i not in taken]
         room = summary_room(plan, ctx)
         assert room is not None
-        # What stays and the summary, with every message's wrapping, land on the target.
-        wrapped = sum(graph.tokens(n.id) + 8 for n in stays) + 8
+        # What stays and the summary, with every message's wrapping and the header the
+        # summary is rendered under, land on the target.
+        wrapped = sum(graph.tokens(n.id) + 8 for n in stays) + 8 + HEADER_TOKENS
         assert room == 400 - wrapped < plan.tokens_before - 1
 
     def test_room_falls_back_to_the_budget_when_what_stays_fills_the_target(self) -> None:
@@ -136,7 +139,7 @@ class TestSummaryRoom:
         taken = {node.id for node in span}
         wrapped = sum(graph.tokens(i) + 8 for unit in graph.units() for i in unit if i not in taken)
         # 60% of what the budget leaves: the next turn must fit without another summary.
-        assert room == int((stays + 400 - wrapped - 8) * 0.6)
+        assert room == int((stays + 400 - wrapped - 8 - HEADER_TOKENS) * 0.6)
 
     def test_room_is_below_what_the_summary_replaces(self) -> None:
         graph = session()

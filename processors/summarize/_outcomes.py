@@ -1,0 +1,300 @@
+"""How a tool call ended, read from its error flag, its exit status and its output.
+
+Three answers: `failed`, `ok`, or `unknown` when nothing tells. A tool's error flag or a
+non-zero exit status is a failure. Otherwise the output decides, strongest evidence
+first: a test runner's summary (it beats any word around it, so a passing test named
+`test_error_handling` is a pass), then a traceback, a compiler or linter error, an
+`error:` line, `command not found`; then an exit status 0 or an explicit success line.
+An exit status 0 does not outweigh a failure the output reports: agents pipe commands
+through `tail` and `head`, and the status is the pipe's.
+
+A *content* output (a file read, `cat`, `grep`, a fetched page) is what the call asked to
+see, not a report of how it ran: only its error flag and the harness's exit status count.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from processors.distill.testruns import count_tests, parse_failures
+from processors.distill.tracebacks import find_tracebacks
+
+__all__ = ["Outcome", "Status", "error_gist", "exit_code", "harness_exit_code", "read_outcome"]
+
+Status: TypeAlias = Literal["failed", "ok", "unknown"]
+
+# Exit statuses as harnesses write them: mini-swe-agent's tag, OpenHands' bracket line,
+# Claude Code's first line of a failed command.
+_HARNESS_EXIT = re.compile(
+    r"<returncode>\s*(-?\d+)\s*</returncode>"
+    r"|\[Command finished with exit code (-?\d+)\]"
+    r"|\A\s*Exit code (-?\d+)[ \t]*$",
+    re.MULTILINE,
+)
+# Any line that is just a phrase ending in an exit status ("Process exited with code 2",
+# "Error: Process completed with exit code 1."); a mention inside a sentence is not one.
+_EXIT_LINE = re.compile(
+    r"^[ \t\[]*(?:[A-Za-z][\w :]{0,40}?\s)?(?:exit(?:ed)?(?: with)?|returned)"
+    r" (?:code|status)[:=]?\s*(-?\d+)[ \t.\]]*$",
+    re.MULTILINE | re.IGNORECASE,
+)
+# The wrappers harnesses put around an output (not `<string>` or `<module>` of a frame).
+_WRAPPERS = re.compile(
+    r"<returncode>\s*-?\d+\s*</returncode>|</?(?:output|stdout|stderr|tool_use_error)>"
+)
+_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b")
+_ERROR_WORD = re.compile(r"\b(?:error|fail(?:ed|ure)?|fatal|panic)\b", re.IGNORECASE)
+
+# Test runners testruns does not count: cargo, mocha, ExUnit / RSpec, go's package lines.
+_CARGO = re.compile(r"^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed\b")
+_MOCHA = re.compile(r"^\s*(\d+) (passing|failing)\b")
+_EXUNIT = re.compile(
+    r"^((?:\d+ (?:doctests?|tests?|propert(?:y|ies)|examples?), )+)(\d+) failures?\b"
+)
+_GO_PACKAGE = re.compile(r"^(ok|FAIL)\s+\S+\s+(?:[\d.]+s|\(cached\))|^(FAIL)$")
+_ORDER = ("failed", "errors", "passed", "skipped", "xfailed", "xpassed", "deselected")
+
+# Failure lines, anchored at the start of the line: a word in the middle of a sentence
+# ("rejected with error: ...") or in a source listing (indented) is not a report.
+_FAILURE_LINES = re.compile(
+    r"^(?:error|fatal|Error|Fatal|ERROR|FATAL)(?:\[[\w-]+\])?:(?:\s|$)"  # rustc, git, pip
+    r"|^\S+?:\d+(?::\d+)?:\s*(?:fatal )?error\b"  # gcc, clang, mypy
+    r"|^\S+\(\d+,\d+\): error\b"  # tsc
+    r"|^\S+\.go:\d+:\d+: "  # go build
+    r"|^\S+:\d+:\d+: [A-Z]{1,3}\d{1,4}\b"  # flake8, ruff
+    r"|^Found [1-9]\d* errors?\b"  # mypy, ruff
+    r"|^\S+ \d+ problems? \([1-9]\d* errors?"  # eslint
+    r"|^\s*(?:[\w.]+\.)?(?:SyntaxError|IndentationError|TabError)\b:?"
+    r"|^\*\* \([\w.]+\)"  # Elixir: ** (CompileError), ** (Mix)
+    r"|^npm ERR! "
+    r"|^(?:\S*sh)(?:: line \d+)?: (?:[^:\n]+: )?command not found\b"
+    r"|^zsh: command not found: "
+    r"|^\S+: command not found$",
+    re.MULTILINE,
+)
+_SUCCESS_LINES = re.compile(
+    r"^Success: no issues found\b"  # mypy
+    r"|^All checks passed!"  # ruff
+    r"|^Successfully (?:installed|built|tagged|uninstalled|created|wrote|updated)\b"
+    r"|^BUILD SUCCESSFUL\b|^\[INFO\] BUILD SUCCESS\b|^Build succeeded\b"
+    r"|^The file \S.* has been (?:updated|edited|created)\b"
+    r"|^File created successfully at: ",
+    re.MULTILINE,
+)
+_SUCCESSFULLY = re.compile(r"\bsuccessfully\b", re.IGNORECASE)
+_NEGATED = re.compile(r"\b(?:not|never|un\w+|fail\w*|error\w*)\b|n't\b", re.IGNORECASE)
+_JS_ERROR = re.compile(r"\b\w*(?:Error|Exception)\b")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a tool call ended.
+
+    Attributes:
+        status: `failed`, `ok`, or `unknown` when nothing in the result tells.
+        code: The exit status, when the result gives one.
+        gist: For a failure, the line that says what went wrong; for a success, what
+            said so besides the exit status (test counts, a success line); else empty.
+    """
+
+    status: Status
+    code: int | None
+    gist: str
+
+    @property
+    def failed(self) -> bool:
+        """Whether the call failed."""
+        return self.status == "failed"
+
+    @property
+    def ok(self) -> bool:
+        """Whether something says the call succeeded."""
+        return self.status == "ok"
+
+    def describe(self) -> str:
+        """`failed (exit 2): gist`, `ok (exit 0, 3 passed)`, `outcome unknown` and the like."""
+        if self.status == "unknown":
+            return "outcome unknown"
+        if self.status == "ok":
+            said = [f"exit {self.code}"] if self.code is not None else []
+            said += [self.gist] if self.gist else []
+            return f"ok ({', '.join(said)})" if said else "ok"
+        status = f"failed (exit {self.code})" if self.code is not None else "failed"
+        return f"{status}: {self.gist}" if self.gist else status
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 6].rstrip() + " [...]"
+
+
+def harness_exit_code(text: str) -> int | None:
+    """The exit status a harness wrapped around an output, if any (the last one wins)."""
+    codes = [int(next(g for g in groups if g)) for groups in _HARNESS_EXIT.findall(text)]
+    return codes[-1] if codes else None
+
+
+def exit_code(text: str) -> int | None:
+    """The exit status a tool result reports, if it reports one (the last one wins).
+
+    The harnesses' own forms, and any line that is a short phrase ending in an exit
+    status ("Process exited with code 2"); a sentence that mentions one is not read.
+    """
+    found = [
+        (match.start(), int(next(g for g in match.groups() if g)))
+        for pattern in (_HARNESS_EXIT, _EXIT_LINE)
+        for match in pattern.finditer(text)
+    ]
+    return max(found)[1] if found else None
+
+
+def error_gist(text: str) -> str:
+    """The one line of an error output that says what went wrong.
+
+    The last line naming an exception (a traceback ends with it), else the first line
+    that mentions an error or a failure, else the first line.
+    """
+    lines = [line.strip() for line in _WRAPPERS.sub("", text).splitlines() if line.strip()]
+    if not lines:
+        return ""
+    named = [line for line in lines if _EXCEPTION.search(line)]
+    if named:
+        return _clip(named[-1])
+    hits = [line for line in lines if _ERROR_WORD.search(line)]
+    return _clip(hits[0] if hits else lines[0])
+
+
+@dataclass(frozen=True, slots=True)
+class _Tests:
+    failed: bool
+    counts: str
+    first_failure: str
+
+
+def _more_counts(lines: Sequence[str]) -> tuple[Counter[str], bool]:
+    """Counts from the runners testruns does not read, and whether a go package passed."""
+    counts: Counter[str] = Counter()
+    go_ok = False
+    for line in lines:
+        stripped = line.strip()
+        if match := _CARGO.match(stripped):
+            counts["passed"] += int(match.group(1))
+            counts["failed"] += int(match.group(2))
+        elif match := _MOCHA.match(line):
+            counts["passed" if match.group(2) == "passing" else "failed"] += int(match.group(1))
+        elif match := _EXUNIT.match(stripped):
+            ran = sum(int(n) for n in re.findall(r"\d+", match.group(1)))
+            failures = int(match.group(2))
+            counts["failed"] += failures
+            counts["passed"] += max(0, ran - failures)
+        elif match := _GO_PACKAGE.match(line):
+            go_ok |= match.group(1) == "ok"
+            counts["failed"] += match.group(1) != "ok"
+    return counts, go_ok
+
+
+def _tests(lines: Sequence[str]) -> _Tests | None:
+    """A test runner's verdict, when its summary is in the output."""
+    counts = count_tests(lines)
+    more, go_ok = _more_counts(lines)
+    counts.update(more)
+    bad = counts["failed"] + counts["errors"]
+    if not bad and not counts["passed"] and not go_ok:
+        return None
+    shown = ", ".join(
+        f"{counts[k]:,} {'error' if k == 'errors' and counts[k] == 1 else k}"
+        for k in _ORDER
+        if counts[k]
+    )
+    first = ""
+    if bad:
+        failures = parse_failures(lines)
+        if failures:
+            name, error = failures[0]
+            first = f"{name} - {error}" if error else name
+    return _Tests(bad > 0, shown, first)
+
+
+def _traceback_gist(lines: Sequence[str]) -> str | None:
+    """The exception line of the last traceback (or stack trace) in `lines`, if any."""
+    gist = None
+    for block in find_tracebacks(lines):
+        head = lines[block.start]
+        if block.tail:  # the exception line; a long message may go on below it
+            gist = lines[block.tail[0]]
+        elif head.lstrip().startswith("Traceback"):
+            gist = head
+        elif _JS_ERROR.search(head):  # `at ...` frames under an error line
+            gist = head
+    return _clip(gist) if gist else None
+
+
+def _failure_line(text: str, lines: Sequence[str]) -> str | None:
+    """The line of the output that reports a failure, if one does."""
+    traceback = _traceback_gist(lines)
+    if traceback:
+        return traceback
+    match = _FAILURE_LINES.search(text)
+    return _clip(_line_at(text, match.start())) if match else None
+
+
+def _line_at(text: str, offset: int) -> str:
+    """The whole line of `text` that contains `offset`."""
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def read_outcome(text: str, *, is_error: bool, code: int | None, content: bool) -> Outcome:
+    """The outcome of one tool call.
+
+    Args:
+        text: The result's text.
+        is_error: The tool's error flag.
+        code: The exit status from the result's metadata, if any (else read from `text`).
+        content: The output is content the call fetched (a file, a search), not a report
+            of a run: only `is_error` and the harness's exit status count.
+    """
+    if code is None:
+        code = harness_exit_code(text) if content else exit_code(text)
+    if content:
+        if is_error or (code is not None and code != 0):
+            return Outcome("failed", code, error_gist(text))
+        return Outcome("ok", code, "") if code == 0 else Outcome("unknown", None, "")
+    plain = _WRAPPERS.sub("", text)
+    lines = plain.splitlines()
+    tests = _tests(lines)
+    if is_error or (code is not None and code != 0):
+        gist = _tests_gist(tests) if tests and tests.failed else None
+        return Outcome("failed", code, gist or _failure_line(plain, lines) or error_gist(text))
+    if tests is not None:
+        return Outcome("failed" if tests.failed else "ok", code, _tests_gist(tests))
+    failure = _failure_line(plain, lines)
+    if failure:
+        return Outcome("failed", code, failure)
+    if code == 0:
+        return Outcome("ok", code, "")
+    success = _success_line(plain, lines)
+    if success:
+        return Outcome("ok", None, success)
+    return Outcome("unknown", None, "")
+
+
+def _success_line(plain: str, lines: Sequence[str]) -> str | None:
+    """A line that says the call succeeded: a tool's confirmation, a checker's all-clear."""
+    match = _SUCCESS_LINES.search(plain)
+    if match:
+        return _clip(_line_at(plain, match.start()), 80)
+    first = next((line.strip() for line in lines if line.strip()), "")
+    # A tool's confirmation opens its result ("Session published successfully: ...").
+    if _SUCCESSFULLY.search(first) and not _NEGATED.search(first):
+        return _clip(first, 80)
+    return None
+
+
+def _tests_gist(tests: _Tests) -> str:
+    return _clip(f"{tests.counts}: {tests.first_failure}" if tests.first_failure else tests.counts)
