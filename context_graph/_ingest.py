@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
+from context_graph._json_limits import check_json_value
 from context_graph.call_ids import ID_RULES, provider_call_id
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.events import (
@@ -185,6 +186,11 @@ class _Planner:
     # -- per event type --
 
     def ingest(self, event: AgentEvent, index: int) -> None:
+        # Outside the `try` below, which would rebuild the location and drop the path.
+        # Metadata the session file could not read back is refused here, store or not.
+        check_json_value(
+            dict(event.meta), path="meta", location=event.source or SourceLocation(index=index)
+        )
         try:
             self._dispatch(event)
         except IngestError as exc:

@@ -286,7 +286,7 @@ class ToolCallNode(Node):
         """
         try:
             value: JsonValue = json.loads(self.arguments, parse_constant=_refuse_constant)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what Python reads
             return self.arguments
         return value
 
