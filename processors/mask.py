@@ -29,6 +29,7 @@ from context_graph.nodes import (
     SubagentResultNode,
     TextPart,
 )
+from processors._exit_status import meta_exit_code
 from processors.base import GraphView, ProcessorContext, Proposal, Replace, replacement_for
 from processors.registry import register
 
@@ -39,7 +40,6 @@ MASKABLE_KINDS: frozenset[str] = ANSWER_KINDS
 
 Reason: TypeAlias = Literal["superseded", "old", "consumed"]
 
-_EXIT_META_KEYS = ("returncode", "exit_code", "exitCode", "return_code")
 _EXIT_PATTERNS = (
     re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),
     re.compile(r"\[Command finished with exit code (-?\d+)\]"),
@@ -256,12 +256,9 @@ def _placeholder(node: Node, tokens: int, reason: Reason, *, with_entities: bool
 
 def _exit_code(node: Node) -> int | None:
     """The exit code a command reported, from the node's metadata or its text."""
-    for key in _EXIT_META_KEYS:
-        value = node.meta.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
-            return int(value)
+    code = meta_exit_code(node)
+    if code is not None:
+        return code
     text = node.text
     for pattern in _EXIT_PATTERNS:
         match = pattern.search(text)

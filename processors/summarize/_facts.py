@@ -21,6 +21,7 @@ from context_graph.nodes import (
     ToolCallNode,
     UserNode,
 )
+from processors._exit_status import meta_exit_code
 from processors.summarize._outcomes import Outcome, read_outcome
 
 #: Tool names (lower case) that run shell commands.
@@ -70,7 +71,6 @@ _DECISION = re.compile(
     r"I chose|chose to|switch(?:ed)? to|the fix is|the solution is|my plan|the plan is)\b",
     re.IGNORECASE,
 )
-_EXIT_META_KEYS = ("returncode", "exit_code", "exitCode", "return_code")
 # Shell verbs whose output is content the agent asked to see: a failure word in it is
 # data (a log, a source file), not a report of how the command ran.
 _CONTENT_VERBS = frozenset(
@@ -216,9 +216,7 @@ def files_of(call: ToolCallNode) -> tuple[list[str], list[str]]:
 
 def outcome_of(answer: AnswerNode, call: ToolCallNode | None = None) -> Outcome:
     """The outcome of the call `answer` answers (`call`, when known, says what it ran)."""
-    return _outcome(
-        answer.text, answer.is_error, _meta_exit_code(answer), _is_content(call, answer)
-    )
+    return _outcome(answer.text, answer.is_error, meta_exit_code(answer), _is_content(call, answer))
 
 
 # Every summary re-reads the results of the span it covers; the answer depends on these
@@ -226,17 +224,6 @@ def outcome_of(answer: AnswerNode, call: ToolCallNode | None = None) -> Outcome:
 @lru_cache(maxsize=4096)
 def _outcome(text: str, is_error: bool, code: int | None = None, content: bool = False) -> Outcome:
     return read_outcome(text, is_error=is_error, code=code, content=content)
-
-
-def _meta_exit_code(node: Node) -> int | None:
-    """The exit status an importer kept in the node's metadata (mini-swe-agent's)."""
-    for key in _EXIT_META_KEYS:
-        value = node.meta.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
-            return int(value)
-    return None
 
 
 def _is_content(call: ToolCallNode | None, answer: AnswerNode) -> bool:
