@@ -105,7 +105,10 @@ def _string_problem(text: str, max_string: int) -> str | None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        return f"holds {text[exc.start]!r} at {exc.start}, which UTF-8 cannot encode"
+        return (
+            f"holds a lone surrogate ({text[exc.start]!r} at {exc.start}), which has no "
+            "UTF-8 form; repair or drop it"
+        )
     return None
 
 
