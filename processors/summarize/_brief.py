@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from processors.summarize._facts import ErrorFact, dedupe
+from processors.summarize._quoting import code_span, find_output_quote, quote_output, read_span
 
 #: The first line of every brief; how a previous brief is recognized.
 TITLE = "# Summary of the earlier conversation"
@@ -42,6 +43,8 @@ _HEADING_TO_FIELD = {
 _OMITTED = re.compile(r"^\((\d+) earlier items? omitted\)$")
 _ERROR_ITEM = re.compile(r"^\[(open|resolved)\] `(.*?)`: (.*)$")
 _ASKED = "Asked for: "
+#: Opens the line of key identifiers found in tool output (each one a code span).
+TOOL_IDENTIFIERS = "From tool output: "
 
 #: Sections dropped from, oldest items first, when a brief is over its bound; most
 #: expendable first. Open errors, identifiers and constraints go last.
@@ -54,6 +57,7 @@ DROP_ORDER = (
     "files_modified",
     "constraints",
     "open",
+    "tool_identifiers",
     "identifiers",
 )
 
@@ -73,6 +77,8 @@ class Brief:
     commands: list[str] = field(default_factory=list)
     errors: list[ErrorFact] = field(default_factory=list)
     identifiers: list[str] = field(default_factory=list)
+    tool_identifiers: list[str] = field(default_factory=list)
+    """Key identifiers found only in tool output (written quoted, on a line of their own)."""
     state: str = ""
     omitted: dict[str, int] = field(default_factory=dict)
     successes: set[str] = field(default_factory=set)
@@ -87,7 +93,36 @@ class Brief:
 def _error_line(error: ErrorFact) -> str:
     status = "resolved" if error.resolved else "open"
     key = error.key.replace("`", "'")
-    return f"[{status}] `{key}`: {error.gist}"
+    quoted = quote_output(error.source, error.line) if error.line else ""
+    said = "; ".join(part for part in (error.said, quoted) if part)
+    return f"[{status}] `{key}`: {said or 'failed'}"
+
+
+def _read_error(status: str, key: str, rest: str) -> ErrorFact:
+    """An error item read back: its words, and the tool output it quotes, if any."""
+    found = find_output_quote(rest)
+    resolved = status == "resolved"
+    if found is None:
+        return ErrorFact(key, rest, "", "", resolved)
+    start, source, line = found
+    return ErrorFact(key, rest[:start].removesuffix("; "), line, source, resolved)
+
+
+def _identifier_lines(brief: Brief) -> list[str]:
+    lines = [", ".join(brief.identifiers)] if brief.identifiers else []
+    if brief.tool_identifiers:
+        lines.append(TOOL_IDENTIFIERS + ", ".join(map(code_span, brief.tool_identifiers)))
+    return lines
+
+
+def _read_tool_identifiers(line: str) -> list[str]:
+    """The identifiers of a `TOOL_IDENTIFIERS` line, each read out of its code span."""
+    found: list[str] = []
+    position = len(TOOL_IDENTIFIERS)
+    while (span := read_span(line, position)) is not None:
+        found.append(span[0])
+        position = span[1] + 2  # past ", "
+    return found
 
 
 def _list_lines(items: Sequence[str], omitted: int) -> list[str]:
@@ -112,8 +147,9 @@ def render(brief: Brief) -> str:
     omitted_errors = brief.omitted.get("errors", 0)
     if errors or omitted_errors:
         parts.append("\n".join([f"## {_ERRORS}", *_list_lines(errors, omitted_errors)]))
-    if brief.identifiers:
-        parts.append(f"## {_IDENTIFIERS}\n" + ", ".join(brief.identifiers))
+    identifiers = _identifier_lines(brief)
+    if identifiers:
+        parts.append("\n".join([f"## {_IDENTIFIERS}", *identifiers]))
     if brief.state:
         parts.append(f"## {_STATE}\n{brief.state}")
     return "\n\n".join(parts)
@@ -127,8 +163,7 @@ def _read_item(brief: Brief, name: str, line: str) -> None:
     elif name == "errors":
         match = _ERROR_ITEM.match(line)
         if match:
-            status, key, gist = match.groups()
-            brief.errors.append(ErrorFact(key, gist, status == "resolved"))
+            brief.errors.append(_read_error(*match.groups()))
     else:
         brief.list_of(name).append(line)
 
@@ -155,7 +190,11 @@ def parse(text: str) -> Brief | None:
     for name, block in blocks.items():
         joined = "\n".join(block).strip()
         if name == "identifiers":
-            brief.identifiers = [i for i in joined.split(", ") if i]
+            for line in block:
+                if line.startswith(TOOL_IDENTIFIERS):
+                    brief.tool_identifiers.extend(_read_tool_identifiers(line))
+                else:
+                    brief.identifiers.extend(i for i in line.strip().split(", ") if i)
         elif name in (*_BLOCKS, "state"):
             setattr(brief, name, joined)
     return brief
@@ -163,13 +202,13 @@ def parse(text: str) -> Brief | None:
 
 def merge(old: Brief, new: Brief) -> Brief:
     """`old` updated with the facts of a newer span (`new`): a rolling update."""
-    errors = {
-        e.key: ErrorFact(e.key, e.gist, True) if e.key in new.successes else e for e in old.errors
-    }
+    errors = {e.key: replace(e, resolved=True) if e.key in new.successes else e for e in old.errors}
     for error in new.errors:
         errors.pop(error.key, None)
         errors[error.key] = error
     modified = dedupe([*old.files_modified, *new.files_modified])
+    identifiers = dedupe([*old.identifiers, *new.identifiers])
+    from_tools = dedupe([*old.tool_identifiers, *new.tool_identifiers])
     touched = set(modified)
     merged = Brief(
         goal=old.goal or new.goal,
@@ -178,7 +217,8 @@ def merge(old: Brief, new: Brief) -> Brief:
         files_modified=modified,
         files_read=[p for p in dedupe([*old.files_read, *new.files_read]) if p not in touched],
         errors=list(errors.values()),
-        identifiers=dedupe([*old.identifiers, *new.identifiers]),
+        identifiers=identifiers,
+        tool_identifiers=[i for i in from_tools if i not in identifiers],
         state=new.state or old.state,
         successes=old.successes | new.successes,
     )
@@ -212,7 +252,7 @@ def _drop_one(brief: Brief, name: str, keep: frozenset[str]) -> bool:
     for index, item in enumerate(items):
         if item not in keep:
             del items[index]
-            if name != "identifiers":
+            if name not in ("identifiers", "tool_identifiers"):
                 brief.omitted[name] = brief.omitted.get(name, 0) + 1
             return True
     return False
@@ -247,3 +287,26 @@ def bound(brief: Brief, max_tokens: int, count: Callable[[str], int], keep: Sequ
             setattr(brief, name, clip_tokens(block, max(count(block) - over, floor), count))
             text = render(brief)
     return text
+
+
+def tool_lines(text: str) -> list[int]:
+    """The lines of a brief (1-based) that quote tool output, read the way `parse` reads.
+
+    The command and error items that end in a quote of a tool's output, and the line of
+    key identifiers found in tool output. Empty for any text that is not a brief.
+    """
+    lines = text.split("\n")
+    if lines[0].strip() != TITLE:
+        return []
+    found: list[int] = []
+    current: str | None = None
+    for number, line in enumerate(lines[1:], start=2):
+        heading = line[3:].strip() if line.startswith("## ") else None
+        if heading in _HEADING_TO_FIELD:
+            current = _HEADING_TO_FIELD[heading]
+        elif current == "identifiers" and line.startswith(TOOL_IDENTIFIERS):
+            found.append(number)
+        elif current in ("commands", "errors") and line.startswith("- "):
+            if find_output_quote(line[2:]) is not None:
+                found.append(number)
+    return found

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from context_graph.entities import critical_entities
@@ -328,13 +328,30 @@ class ErrorFact:
 
     Attributes:
         key: The tool or command that failed.
-        gist: The line that says what went wrong.
+        said: What went wrong in our words: a test run's counts, or `failed` when the
+            output gave no line; else empty.
+        line: The line copied from the output that says what went wrong; else empty.
+        source: The tool whose output `line` is.
         resolved: Whether a later use of the same tool or command read `ok`.
     """
 
     key: str
-    gist: str
+    said: str
+    line: str
+    source: str
     resolved: bool
+
+    @property
+    def gist(self) -> str:
+        """`said` and `line` as one plain string."""
+        return ": ".join(part for part in (self.said, self.line) if part)
+
+
+def source_of(use: ToolUse) -> str:
+    """The name of the tool whose output `use.answer` is."""
+    if use.call is not None and use.call.name:
+        return use.call.name
+    return use.answer.name or "a tool"
 
 
 def errors_of(uses: Iterable[ToolUse]) -> list[ErrorFact]:
@@ -345,10 +362,12 @@ def errors_of(uses: Iterable[ToolUse]) -> list[ErrorFact]:
     """
     state: dict[str, ErrorFact] = {}
     for use in uses:
-        if use.outcome.failed:
-            state[use.key] = ErrorFact(use.key, use.outcome.gist or "failed", False)
-        elif use.outcome.ok and use.key in state:
-            state[use.key] = ErrorFact(use.key, state[use.key].gist, True)
+        outcome = use.outcome
+        if outcome.failed:
+            said = outcome.counts or ("" if outcome.line else "failed")
+            state[use.key] = ErrorFact(use.key, said, outcome.line, source_of(use), False)
+        elif outcome.ok and use.key in state:
+            state[use.key] = replace(state[use.key], resolved=True)
     return list(state.values())
 
 

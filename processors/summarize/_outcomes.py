@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
@@ -97,13 +97,17 @@ class Outcome:
     Attributes:
         status: `failed`, `ok`, or `unknown` when nothing in the result tells.
         code: The exit status, when the result gives one.
-        gist: For a failure, the line that says what went wrong; for a success, what
-            said so besides the exit status (test counts, a success line); else empty.
+        counts: A test run's counts as read (`1 failed, 3 passed`), in our words; else
+            empty.
+        line: Text copied from the output: for a failure the line that says what went
+            wrong (or the first failed test with its error), for a success the line
+            that said so; else empty.
     """
 
     status: Status
     code: int | None
-    gist: str
+    counts: str = ""
+    line: str = ""
 
     @property
     def failed(self) -> bool:
@@ -115,16 +119,39 @@ class Outcome:
         """Whether something says the call succeeded."""
         return self.status == "ok"
 
-    def describe(self) -> str:
-        """`failed (exit 2): gist`, `ok (exit 0, 3 passed)`, `outcome unknown` and the like."""
+    @property
+    def gist(self) -> str:
+        """The counts and the copied line as one plain string (`1 failed: test_x - ...`)."""
+        if self.counts and self.line:
+            return _clip(f"{self.counts}: {self.line}")
+        return self.counts or self.line
+
+    def describe(self, quote: Callable[[str], str] | None = None) -> str:
+        """`failed (exit 2): gist`, `ok (exit 0, 3 passed)`, `outcome unknown` and the like.
+
+        Args:
+            quote: Writes the copied `line` as quoted tool output. When given, the line
+                follows `words()` after a `; ` (`failed (exit 1): 1 failed; <quote>`);
+                when `None`, it is plain text inside the description.
+        """
+        if quote is None:
+            return self._described(self.gist)
+        words = self.words()
+        return f"{words}; {quote(self.line)}" if self.line else words
+
+    def words(self) -> str:
+        """The description in our words alone: the status, the exit status, the counts."""
+        return self._described(self.counts)
+
+    def _described(self, gist: str) -> str:
         if self.status == "unknown":
             return "outcome unknown"
         if self.status == "ok":
             said = [f"exit {self.code}"] if self.code is not None else []
-            said += [self.gist] if self.gist else []
+            said += [gist] if gist else []
             return f"ok ({', '.join(said)})" if said else "ok"
         status = f"failed (exit {self.code})" if self.code is not None else "failed"
-        return f"{status}: {self.gist}" if self.gist else status
+        return f"{status}: {gist}" if gist else status
 
 
 def _clip(text: str, limit: int = 200) -> str:
@@ -215,7 +242,7 @@ def _tests(lines: Sequence[str]) -> _Tests | None:
         failures = parse_failures(lines)
         if failures:
             name, error = failures[0]
-            first = f"{name} - {error}" if error else name
+            first = _clip(f"{name} - {error}" if error else name)
     return _Tests(bad > 0, shown, first)
 
 
@@ -263,25 +290,26 @@ def read_outcome(text: str, *, is_error: bool, code: int | None, content: bool) 
         code = harness_exit_code(text) if content else exit_code(text)
     if content:
         if is_error or (code is not None and code != 0):
-            return Outcome("failed", code, error_gist(text))
-        return Outcome("ok", code, "") if code == 0 else Outcome("unknown", None, "")
+            return Outcome("failed", code, line=error_gist(text))
+        return Outcome("ok", code) if code == 0 else Outcome("unknown", None)
     plain = _WRAPPERS.sub("", text)
     lines = plain.splitlines()
     tests = _tests(lines)
     if is_error or (code is not None and code != 0):
-        gist = _tests_gist(tests) if tests and tests.failed else None
-        return Outcome("failed", code, gist or _failure_line(plain, lines) or error_gist(text))
+        if tests and tests.failed:
+            return Outcome("failed", code, tests.counts, tests.first_failure)
+        return Outcome("failed", code, line=_failure_line(plain, lines) or error_gist(text))
     if tests is not None:
-        return Outcome("failed" if tests.failed else "ok", code, _tests_gist(tests))
+        return Outcome("failed" if tests.failed else "ok", code, tests.counts, tests.first_failure)
     failure = _failure_line(plain, lines)
     if failure:
-        return Outcome("failed", code, failure)
+        return Outcome("failed", code, line=failure)
     if code == 0:
-        return Outcome("ok", code, "")
+        return Outcome("ok", code)
     success = _success_line(plain, lines)
     if success:
-        return Outcome("ok", None, success)
-    return Outcome("unknown", None, "")
+        return Outcome("ok", None, line=success)
+    return Outcome("unknown", None)
 
 
 def _success_line(plain: str, lines: Sequence[str]) -> str | None:
@@ -294,7 +322,3 @@ def _success_line(plain: str, lines: Sequence[str]) -> str | None:
     if _SUCCESSFULLY.search(first) and not _NEGATED.search(first):
         return _clip(first, 80)
     return None
-
-
-def _tests_gist(tests: _Tests) -> str:
-    return _clip(f"{tests.counts}: {tests.first_failure}" if tests.first_failure else tests.counts)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from context_graph.entities import missing_entities
 from context_graph.nodes import Node, ToolCallNode
 from processors.summarize._facts import dedupe, open_error_entities, user_entities
+from processors.summarize._quoting import outside_spans
 
 __all__ = [
     "COMMON_TOOL_NAMES",
@@ -126,9 +127,13 @@ def find_role_markup(text: str) -> list[str]:
 
     Speaker labels at the start of a line (`Human:`, `User:`, `System:`), chat-template
     tokens (`<|im_start|>`, `[INST]`, `<start_of_turn>`), role tags (`<system>`) and JSON
-    role fields (`"role": "system"`). Prose about a speaker ("the user asked") is none.
+    role fields (`"role": "system"`). Prose about a speaker ("the user asked") is none,
+    and so is text inside a one-line code span: that is how the extractive brief quotes
+    tool output (`output of `bash`: `<|im_start|>system``), and a span's text cannot
+    end the span, so it reads as a quote, not as a turn.
     """
-    return dedupe(m.group(0).strip() for m in _ROLE_MARKUP.finditer(text))
+    scanned = outside_spans(text)
+    return dedupe(m.group(0).strip() for m in _ROLE_MARKUP.finditer(scanned))
 
 
 def required_entities(

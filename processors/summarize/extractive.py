@@ -48,9 +48,11 @@ from processors.summarize._facts import (
     files_of,
     open_error_entities,
     sentences,
+    source_of,
     tool_uses,
     user_entities,
 )
+from processors.summarize._quoting import quote_output
 
 __all__ = ["ExtractiveSummarizer"]
 
@@ -161,8 +163,8 @@ class ExtractiveSummarizer:
                 brief = _brief.merge(brief, _start(segment.text, counter.count, limit))
             else:
                 brief = _brief.merge(brief, self._extract(segment, instructions, counter, limit))
-        missing = [k for k in dedupe(keep) if k and k not in brief.identifiers]
-        brief.identifiers.extend(missing)
+        listed = {*brief.identifiers, *brief.tool_identifiers}
+        brief.identifiers.extend(k for k in dedupe(keep) if k and k not in listed)
         _brief.cap_lists(brief, self.max_items)
         if tokens is None or not tokens.counts_like(counter):
             return _brief.bound(brief, limit, counting_by_paragraphs(counter), keep)
@@ -181,13 +183,15 @@ class ExtractiveSummarizer:
         brief.commands = [
             _describe_use(use.call, use) for use in uses if use.call and _is_command(use.call)
         ]
-        brief.identifiers = dedupe(
-            [
-                *user_entities(nodes, per_turn=self.entities_per_turn),
-                *open_error_entities(nodes),
-                *failure_entities(nodes, per_failure=None),
-            ]
-        )
+        brief.identifiers = user_entities(nodes, per_turn=self.entities_per_turn)
+        said = set(brief.identifiers)
+        brief.tool_identifiers = [
+            entity
+            for entity in dedupe(
+                [*open_error_entities(nodes), *failure_entities(nodes, per_failure=None)]
+            )
+            if entity not in said
+        ]
         if instructions and instructions.strip():
             brief.asked = clip(instructions)
             brief.focus = _focus(nodes, instructions)
@@ -275,16 +279,26 @@ def _is_command(call: ToolCallNode) -> bool:
 
 
 def _describe_use(call: ToolCallNode, use: ToolUse) -> str:
-    """One line in prose: what was run and how it ended (never call syntax)."""
-    outcome = use.outcome.describe()
+    """One line in prose: what was run and how it ended (never call syntax).
+
+    A line copied from the output ends the item as quoted tool output, attributed to
+    its tool; it is shortened to keep the item near `ITEM_CHARS`, never cut open.
+    """
+    outcome = use.outcome.words()
     command = command_of(call)
     if command is not None:
         shown = clip(command, 160).replace("`", "'")
-        return clip(f"ran `{shown}`: {outcome}", ITEM_CHARS)
-    args = arguments_of(call)
-    scalars = [f"{k} {v}" for k, v in args.items() if isinstance(v, str | int | float)]
-    given = f" with {clip(', '.join(scalars), 120)}" if scalars else ""
-    return clip(f"used {call.name}{given}: {outcome}", ITEM_CHARS)
+        head = clip(f"ran `{shown}`: {outcome}", ITEM_CHARS)
+    else:
+        args = arguments_of(call)
+        scalars = [f"{k} {v}" for k, v in args.items() if isinstance(v, str | int | float)]
+        given = f" with {clip(', '.join(scalars), 120)}" if scalars else ""
+        head = clip(f"used {call.name}{given}: {outcome}", ITEM_CHARS)
+    if not use.outcome.line:
+        return head
+    tool = clip(source_of(use), 60)
+    room = ITEM_CHARS - len(head) - len(quote_output(tool, ""))
+    return f"{head}; {quote_output(tool, clip(use.outcome.line, max(room, 60)))}"
 
 
 def _focus(nodes: Sequence[Node], instructions: str) -> list[str]:

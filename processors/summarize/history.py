@@ -27,6 +27,7 @@ from context_graph.nodes import Node, SummaryNode, TextPart, make_node_id
 from processors.base import Abstract, ProcessorContext, Proposal, Summarizer
 from processors.redact import strip_signed_secrets
 from processors.registry import register
+from processors.summarize._brief import tool_lines
 from processors.summarize._facts import clip, dedupe
 from processors.summarize._targets import Plan, plan_targets
 from processors.summarize.checks import (
@@ -270,6 +271,10 @@ class HistorySummarizer:
             "entities": list(job.required),
             "pinned_facts": list(job.facts),
         }
+        if kind in ("extractive", "fallback"):
+            # The extractive brief wrote the text: which of its lines quote tool output.
+            # A model's summary is its own paraphrase; nothing in it marks what did.
+            meta["tool_lines"] = list[JsonValue](tool_lines(text))
         if job.plan.previous is not None:
             meta["updates"] = job.plan.previous.id
         payload = {"abstracts": list(abstracts), "text": text, "origin": self.name}

@@ -120,21 +120,25 @@ class TestBrief:
         assert "- src/app/main.py" in _section(text, "Files modified")
         assert "## Files read" not in text  # read, then modified: listed once, as modified
         commands = _section(text, "Commands and tool use")
-        assert "ran `pytest -x tests/test_main.py`: failed (exit 1): E AssertionError" in commands
+        assert (
+            "ran `pytest -x tests/test_main.py`: failed (exit 1); "
+            "output of `bash`: `E AssertionError: expected 2, got 1`"
+        ) in commands
         assert "ran `pytest -x tests/test_main.py`: ok (exit 0, 1 passed)" in commands
         errors = _section(text, "Errors")
         assert "[resolved] `pytest -x tests/test_main.py`" in errors
-        assert "[open] `make deploy`: KeyError: 'DEPLOY_TOKEN'" in errors
+        assert "[open] `make deploy`: output of `bash`: `KeyError: 'DEPLOY_TOKEN'`" in errors
 
     def test_identifiers_and_state(
         self, graph: ContextGraph, summarizer: ExtractiveSummarizer
     ) -> None:
         """User-turn and open-error entities are listed; the state is the last assistant text."""
         text = summarizer.brief(_nodes(graph))
-        identifiers = _section(text, "Key identifiers").strip().split(", ")
-        assert {"ABC-1234", "src/app/main.py", "CHANGELOG.md", "v2.3.1", "KeyError"} <= set(
-            identifiers
-        )
+        lines = _section(text, "Key identifiers").strip().split("\n")
+        user = {"ABC-1234", "src/app/main.py", "CHANGELOG.md", "v2.3.1"}
+        assert user <= set(lines[0].split(", "))
+        assert lines[1].startswith("From tool output: ")
+        assert "`KeyError`" in lines[1].split(": ", 1)[1].split(", ")
         state = _section(text, "Current state and next step").strip()
         assert state == "Next I will edit CHANGELOG.md and stop there."
 
@@ -155,7 +159,10 @@ class TestBrief:
         graph.add_tool_result("x", "Error: reservation is not refundable", is_error=True)
         text = summarizer.brief(_nodes(graph))
         assert "used cancel_reservation with reservation_id 3RK2T9: failed" in text
-        assert "[open] `cancel_reservation`: Error: reservation is not refundable" in text
+        assert (
+            "[open] `cancel_reservation`: "
+            "output of `cancel_reservation`: `Error: reservation is not refundable`"
+        ) in text
 
     @pytest.mark.parametrize(
         ("name", "arguments", "read", "modified"),

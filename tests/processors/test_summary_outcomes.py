@@ -250,10 +250,11 @@ class TestResolution:
         graph.add_tool_result("b", "formatted 3 files")
         text = ExtractiveSummarizer(counter=WordCounter()).brief(_nodes(graph))
         assert (
-            "- ran `pytest -x`: failed: 1 failed, 1 passed: tests/test_main.py::test_total" in text
+            "- ran `pytest -x`: failed: 1 failed, 1 passed; "
+            "output of `bash`: `tests/test_main.py::test_total" in text
         )
         assert "- ran `make fmt`: outcome unknown" in text
-        assert "[open] `pytest -x`: 1 failed, 1 passed" in text
+        assert "[open] `pytest -x`: 1 failed, 1 passed; output of `bash`: `" in text
 
 
 def _nodes(graph: ContextGraph) -> list[Node]:
