@@ -21,7 +21,7 @@ from context_graph.tokens import ProviderFormat
 from orchestrator._manager_store import PersistenceMethods
 from orchestrator._pipeline import PipelineRun, StageSettings, run_pipeline
 from orchestrator._plan import plan_runs
-from orchestrator.buffer import WorkingGraph
+from orchestrator.buffer import WorkingGraph, WorkingView
 from orchestrator.bus import EventBus
 from orchestrator.guards import GuardConfig
 from orchestrator.triggers import Firing, TriggerConfig, evaluate
@@ -29,6 +29,10 @@ from processors.base import Processor, ProcessorContext, Summarizer, run_process
 from processors.redact import SecretRedactor
 
 __all__ = ["CompactionMethods"]
+
+#: Redaction passes before giving up on a view that changes under each one: a pass
+#: redacts, the next finds nothing new (or redacts what arrived meanwhile).
+_REDACT_ATTEMPTS = 5
 
 
 class CompactionMethods(PersistenceMethods):
@@ -116,7 +120,7 @@ class CompactionMethods(PersistenceMethods):
         waits for a run in progress.
         """
         target = self._target(budget)
-        settings = StageSettings(budget, self._summarizer, instructions, self._clock, target=target)
+        settings = self._settings(budget, instructions, target)
         guards = self._guards
         if overflow:
             # The floor, the stall after little progress and the re-summarize cap spare
@@ -265,21 +269,48 @@ class CompactionMethods(PersistenceMethods):
         # that the following turns fit without another rewrite of the prefix.
         return None if budget is None else max(1, int(budget * self._compact_to))
 
+    def _settings(
+        self, budget: int | None, instructions: str | None, target: int | None
+    ) -> StageSettings:
+        """What the stages of one run share; each takes its view from `_snapshot`."""
+        return StageSettings(
+            budget,
+            self._summarizer,
+            instructions,
+            self._clock,
+            target=target,
+            snapshot=self._snapshot,
+        )
+
     async def _redact_new(self) -> None:
         """Redact secrets in every view node not scanned yet (with `redact_secrets`)."""
+        await self._snapshot()
+
+    async def _snapshot(self) -> WorkingView:
+        """A frozen view in which every node was scanned for secrets (with `redact_secrets`).
+
+        Every processor of a run reads the view this returns (`StageSettings.snapshot`),
+        so a node that arrived while an earlier stage awaited a model, or while a render
+        waited for the run slot, is redacted before any summarizer sees it. The view is
+        returned only once a check with no await before the freeze finds nothing
+        unscanned in it.
+
+        Raises:
+            RuntimeError: the view kept changing while it was redacted.
+        """
         redactor = self._redactor
         if redactor is None:
-            return
-        for _attempt in range(3):
+            return self._working.snapshot()
+        for _attempt in range(_REDACT_ATTEMPTS):
             snapshot = self._working.snapshot()
             new = [snapshot[i] for i in snapshot.current_ids() if i not in self._scanned]
             if not new:
-                return
+                return snapshot
             ctx = ProcessorContext(graph=snapshot, tokens=self._working.token_cache)
             proposal = await run_processor(redactor, new, ctx)
             if proposal.empty:
                 self._scanned.update(node.id for node in new)
-                return
+                continue  # scan again: nodes may have arrived while the redactor ran
             self._bus.emit("proposal_made", proposal=proposal)
             try:
                 entry = self._working.apply(proposal)

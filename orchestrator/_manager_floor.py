@@ -11,7 +11,6 @@ from context_graph.errors import BudgetExceededError
 from context_graph.render import Renderer
 from orchestrator._floor import shrink_floor
 from orchestrator._manager_compaction import CompactionMethods
-from orchestrator._pipeline import StageSettings
 from processors.truncate import ToolOutputTruncator
 
 __all__ = ["FloorMethods"]
@@ -44,7 +43,7 @@ class FloorMethods(CompactionMethods):
             except BudgetExceededError as exc:
                 return exc.required
 
-        settings = StageSettings(budget, self._summarizer, None, self._clock, target=budget)
+        settings = self._settings(budget, None, budget)
         busy = await self._claim()
         try:
             run = await shrink_floor(

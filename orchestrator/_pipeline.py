@@ -1,8 +1,9 @@
 """Running a processor pipeline on a working graph: targets, stages, proposals, the bus.
 
 The manager decides *whether* to compact; this module does the compaction: for each
-stage in order it picks the stage's targets from a fresh snapshot, runs the processor
-(`run_processor`), and applies a non-empty proposal through `WorkingGraph.apply`. A
+stage in order it picks the stage's targets from a fresh snapshot (from
+`StageSettings.snapshot` when given: the manager's redacts secrets first), runs the
+processor (`run_processor`), and applies a non-empty proposal through `WorkingGraph.apply`. A
 processor that fails and a proposal the invariant checker refuses are reported on the
 bus as `proposal_rejected` (with the reason) and the next stage runs; cancellation is
 never caught.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -190,6 +191,13 @@ class StageSettings:
     clock: Callable[[], float] = time.time
     target: int | None = None
     """The low-water mark a whole-view run compacts to (`compact_to` of the budget)."""
+    snapshot: Callable[[], Awaitable[WorkingView]] | None = None
+    """Takes the view a stage hands its processor (`working.snapshot()` when `None`).
+
+    Every stage asks it afresh, so whatever screens that view (the manager redacts the
+    secrets in it first, `redact_secrets`) holds for every processor of every run, also
+    for nodes that arrived while an earlier stage awaited a model.
+    """
 
 
 async def run_stage(
@@ -204,9 +212,10 @@ async def run_stage(
 ) -> StageOutcome:
     """Run one stage on a fresh snapshot and apply its proposal, or report why not.
 
-    With `only`, the stage takes just those nodes (see `_targets`).
+    With `only`, the stage takes just those nodes (see `_targets`). The snapshot comes
+    from `settings.snapshot` when given (the one place a processor's view is taken).
     """
-    snapshot = working.snapshot()
+    snapshot = working.snapshot() if settings.snapshot is None else await settings.snapshot()
     tokens = snapshot.total_tokens
     nothing = StageOutcome(view_tokens=tokens, manual=manual)
     targets = _targets(processor, snapshot, working, only)

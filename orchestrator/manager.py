@@ -124,10 +124,11 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         redact_secrets: Replace credentials (API keys, tokens, private keys, passwords)
             with typed placeholders in what the model is shown: `True` for a
             `SecretRedactor()` with its defaults, or a configured `SecretRedactor`. Every
-            new node is scanned before a render and before any compaction (so a model
-            summarizer never sees a secret either); the pristine record keeps the
-            original. Off by default: a redacted value the agent needs (a test fixture's
-            key) is lost to it, so turn it on where secrets may appear.
+            new node is scanned before a render and in every view a processor is given,
+            also mid-run (so a model summarizer never sees a secret either); the
+            pristine record keeps the original. Off by default: a redacted value the
+            agent needs (a test fixture's key) is lost to it, so turn it on where
+            secrets may appear.
         cache_breakpoints: Mark Anthropic prompt-cache breakpoints (`cache_control` on
             the system prompt, the end of the part unchanged since the previous render,
             and the last message; at most 4 marks), as `Renderer(cache_breakpoints=True)`
@@ -179,7 +180,7 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         )
         self._summarizer = summarizer
         self._clock = clock
-        self._background_timeout = check_timeout(background_timeout)
+        self._background_timeout = check_timeout(background_timeout, "background_timeout")
         self._redactor = check_redactor(redact_secrets)
         self._scanned: set[str] = set()
         self._store: SessionStore | None = None
@@ -428,7 +429,6 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         """
         self._state = self._state.request_manual()
         self._fire(self._budget)
-        await self._redact_new()
         return await self._run(self._budget, instructions, None, manual=True)
 
     def report_usage(self, prompt_tokens: int) -> float:
