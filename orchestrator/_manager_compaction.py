@@ -12,6 +12,7 @@ import contextlib
 import functools
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from typing import Any
 
 import anyio
 
@@ -47,6 +48,7 @@ class CompactionMethods(PersistenceMethods):
     _clock: Callable[[], float]
     _compact_to: float
     _background_timeout: float | None
+    _compaction_timeout: float | None
     _redactor: SecretRedactor | None
     _renderers: dict[ProviderFormat, Renderer]
     _cache_breakpoints: bool
@@ -144,27 +146,27 @@ class CompactionMethods(PersistenceMethods):
             steps = plan_runs(handled, self._config.default_pipeline, overflow=overflow or manual)
             relief = None if manual else self._relief_limit(handled, budget, overflow)
             total = PipelineRun(guard_state=self._guard_state)
-            timed_out = False
             try:
-                with anyio.move_on_after(self._background_timeout if background else None) as scope:
+                # `background_timeout` cuts a background run, `compaction_timeout` one
+                # that a render or `compact()` waits for, the same way: nothing of the
+                # stage in progress is applied (a proposal lands whole, never while its
+                # processor runs), and a render goes on from what the finished stages left.
+                with anyio.move_on_after(self._time_limit(background)) as scope:
                     if relief is not None and renderer is not None and self._unsent:
                         if await self._relieve(renderer, relief, settings, guards, total):
                             steps = ()
                     for step in steps:
                         whole = step.only is None
-                        run = await run_pipeline(
-                            self._pipelines[step.pipeline],
-                            self._working,
-                            self._bus,
+                        await self._pipeline(
+                            step.pipeline,
                             settings,
+                            total,
                             done=done if whole else None,
                             guards=guards,
-                            guard_state=self._guard_state,
                             manual=manual,
                             only=step.only,
                         )
-                        self._count(total, run)
-                timed_out = scope.cancelled_caught
+                total.timed_out = scope.cancelled_caught
             except anyio.get_cancelled_exc_class():
                 # Cancelled from outside (the manager closed): the work is still due, and
                 # the next render does it in the foreground.
@@ -180,14 +182,49 @@ class CompactionMethods(PersistenceMethods):
             finally:
                 self._release(busy)
             self._save_state()
+        if total.timed_out:
+            self._report_timeout(total, background=background, floor=False)
         self._bus.emit(
             "compaction_done",
             run=total,
             background=background,
-            timed_out=timed_out,
+            timed_out=total.timed_out,
             cancelled=False,
         )
         return total
+
+    def _time_limit(self, background: bool) -> float | None:
+        return self._background_timeout if background else self._compaction_timeout
+
+    def _report_timeout(self, run: PipelineRun, *, background: bool, floor: bool) -> None:
+        self._bus.emit(
+            "compaction_timed_out",
+            run=run,
+            background=background,
+            floor=floor,
+            timeout=self._time_limit(background),
+        )
+
+    async def _pipeline(
+        self, name: str, settings: StageSettings, total: PipelineRun, **options: Any
+    ) -> None:
+        """Run pipeline `name`; fold what it did into `total`, also when it is cut short.
+
+        A stage applied before a time limit struck stays applied, so it is counted.
+        """
+        run = PipelineRun()
+        try:
+            await run_pipeline(
+                self._pipelines[name],
+                self._working,
+                self._bus,
+                settings,
+                guard_state=self._guard_state,
+                run=run,
+                **options,
+            )
+        finally:
+            self._count(total, run)
 
     def _journal_run(self) -> AbstractContextManager[None]:
         store = self._store
@@ -223,17 +260,14 @@ class CompactionMethods(PersistenceMethods):
         still free something (the summary) instead of rewriting old outputs for little,
         once more per turn.
         """
-        run = await run_pipeline(
-            self._pipelines[self._config.default_pipeline],
-            self._working,
-            self._bus,
+        await self._pipeline(
+            self._config.default_pipeline,
             settings,
+            total,
             done=functools.partial(self._fits, renderer, relief),
             guards=guards,
-            guard_state=self._guard_state,
             only=frozenset(self._unsent),
         )
-        self._count(total, run)
         return self._fits(renderer, relief)
 
     def _relief_limit(

@@ -78,6 +78,9 @@ class PipelineRun:
     """(stage name, reason) of the stages a guard skipped, in order."""
     guard_state: GuardState | None = None
     """The guard state after this run; `None` when the run had no guards."""
+    timed_out: bool = False
+    """A time limit (`background_timeout`, `compaction_timeout`) cut the run short: the
+    stage in progress applied nothing, the stages before it stay applied."""
 
 
 def _name(processor: Processor) -> str:
@@ -287,6 +290,7 @@ async def run_pipeline(
     guard_state: GuardState | None = None,
     manual: bool = False,
     only: frozenset[str] | None = None,
+    run: PipelineRun | None = None,
 ) -> PipelineRun:
     """Run the stages in order; stop early once `done()` says the view is small enough.
 
@@ -300,8 +304,10 @@ async def run_pipeline(
         guard_state: The state the previous run returned; `GuardState()` when `None`.
         manual: A manual run (`compact()`): every guard is bypassed, outcomes recorded.
         only: Restrict every stage to these nodes (the ones a node trigger named).
+        run: Where the outcomes are gathered (and returned); a fresh `PipelineRun` when
+            `None`. A caller that may cut the run short reads what finished from it.
     """
-    run = PipelineRun()
+    run = PipelineRun() if run is None else run
     state = None if guards is None else tick(GuardState() if guard_state is None else guard_state)
     for processor in pipeline:
         name = _name(processor)
