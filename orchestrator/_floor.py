@@ -95,6 +95,7 @@ async def shrink_floor(
     base: ToolOutputTruncator | None,
     required: Callable[[], int] | None = None,
     unsent: frozenset[str] = frozenset(),
+    run: PipelineRun | None = None,
 ) -> PipelineRun:
     """Truncate the floor's outputs until the request (`measure()`) fits `budget`.
 
@@ -116,8 +117,10 @@ async def shrink_floor(
         required: The least the renderer needs under `budget` now (calibrated; at most
             `budget` when the request fits), if known.
         unsent: Pristine ids of the nodes no request has carried yet.
+        run: Where the outcomes are gathered (and returned); a fresh one when `None`,
+            so that a caller that may cut this short reads what finished from it.
     """
-    run = PipelineRun()
+    run = PipelineRun() if run is None else run
     for _ in range(_ATTEMPTS):
         excess = measure() - budget
         if excess <= 0:

@@ -98,7 +98,6 @@ class BackgroundMethods(CompactionMethods):
         group.start_soon(self._background_run)
 
     async def _background_run(self) -> None:
-        await self._redact_new()  # a model summarizer must not see secrets either
         renderer = self._renderer(self._format)
         try:
             await self._run(self._budget, None, renderer, background=True)

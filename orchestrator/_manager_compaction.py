@@ -12,6 +12,7 @@ import contextlib
 import functools
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from typing import Any
 
 import anyio
 
@@ -21,7 +22,7 @@ from context_graph.tokens import ProviderFormat
 from orchestrator._manager_store import PersistenceMethods
 from orchestrator._pipeline import PipelineRun, StageSettings, run_pipeline
 from orchestrator._plan import plan_runs
-from orchestrator.buffer import WorkingGraph
+from orchestrator.buffer import WorkingGraph, WorkingView
 from orchestrator.bus import EventBus
 from orchestrator.guards import GuardConfig
 from orchestrator.triggers import Firing, TriggerConfig, evaluate
@@ -29,6 +30,10 @@ from processors.base import Processor, ProcessorContext, Summarizer, run_process
 from processors.redact import SecretRedactor
 
 __all__ = ["CompactionMethods"]
+
+#: Redaction passes before giving up on a view that changes under each one: a pass
+#: redacts, the next finds nothing new (or redacts what arrived meanwhile).
+_REDACT_ATTEMPTS = 5
 
 
 class CompactionMethods(PersistenceMethods):
@@ -43,6 +48,7 @@ class CompactionMethods(PersistenceMethods):
     _clock: Callable[[], float]
     _compact_to: float
     _background_timeout: float | None
+    _compaction_timeout: float | None
     _redactor: SecretRedactor | None
     _renderers: dict[ProviderFormat, Renderer]
     _cache_breakpoints: bool
@@ -116,7 +122,7 @@ class CompactionMethods(PersistenceMethods):
         waits for a run in progress.
         """
         target = self._target(budget)
-        settings = StageSettings(budget, self._summarizer, instructions, self._clock, target=target)
+        settings = self._settings(budget, instructions, target)
         guards = self._guards
         if overflow:
             # The floor, the stall after little progress and the re-summarize cap spare
@@ -140,27 +146,27 @@ class CompactionMethods(PersistenceMethods):
             steps = plan_runs(handled, self._config.default_pipeline, overflow=overflow or manual)
             relief = None if manual else self._relief_limit(handled, budget, overflow)
             total = PipelineRun(guard_state=self._guard_state)
-            timed_out = False
             try:
-                with anyio.move_on_after(self._background_timeout if background else None) as scope:
+                # `background_timeout` cuts a background run, `compaction_timeout` one
+                # that a render or `compact()` waits for, the same way: nothing of the
+                # stage in progress is applied (a proposal lands whole, never while its
+                # processor runs), and a render goes on from what the finished stages left.
+                with anyio.move_on_after(self._time_limit(background)) as scope:
                     if relief is not None and renderer is not None and self._unsent:
                         if await self._relieve(renderer, relief, settings, guards, total):
                             steps = ()
                     for step in steps:
                         whole = step.only is None
-                        run = await run_pipeline(
-                            self._pipelines[step.pipeline],
-                            self._working,
-                            self._bus,
+                        await self._pipeline(
+                            step.pipeline,
                             settings,
+                            total,
                             done=done if whole else None,
                             guards=guards,
-                            guard_state=self._guard_state,
                             manual=manual,
                             only=step.only,
                         )
-                        self._count(total, run)
-                timed_out = scope.cancelled_caught
+                total.timed_out = scope.cancelled_caught
             except anyio.get_cancelled_exc_class():
                 # Cancelled from outside (the manager closed): the work is still due, and
                 # the next render does it in the foreground.
@@ -176,14 +182,49 @@ class CompactionMethods(PersistenceMethods):
             finally:
                 self._release(busy)
             self._save_state()
+        if total.timed_out:
+            self._report_timeout(total, background=background, floor=False)
         self._bus.emit(
             "compaction_done",
             run=total,
             background=background,
-            timed_out=timed_out,
+            timed_out=total.timed_out,
             cancelled=False,
         )
         return total
+
+    def _time_limit(self, background: bool) -> float | None:
+        return self._background_timeout if background else self._compaction_timeout
+
+    def _report_timeout(self, run: PipelineRun, *, background: bool, floor: bool) -> None:
+        self._bus.emit(
+            "compaction_timed_out",
+            run=run,
+            background=background,
+            floor=floor,
+            timeout=self._time_limit(background),
+        )
+
+    async def _pipeline(
+        self, name: str, settings: StageSettings, total: PipelineRun, **options: Any
+    ) -> None:
+        """Run pipeline `name`; fold what it did into `total`, also when it is cut short.
+
+        A stage applied before a time limit struck stays applied, so it is counted.
+        """
+        run = PipelineRun()
+        try:
+            await run_pipeline(
+                self._pipelines[name],
+                self._working,
+                self._bus,
+                settings,
+                guard_state=self._guard_state,
+                run=run,
+                **options,
+            )
+        finally:
+            self._count(total, run)
 
     def _journal_run(self) -> AbstractContextManager[None]:
         store = self._store
@@ -219,17 +260,14 @@ class CompactionMethods(PersistenceMethods):
         still free something (the summary) instead of rewriting old outputs for little,
         once more per turn.
         """
-        run = await run_pipeline(
-            self._pipelines[self._config.default_pipeline],
-            self._working,
-            self._bus,
+        await self._pipeline(
+            self._config.default_pipeline,
             settings,
+            total,
             done=functools.partial(self._fits, renderer, relief),
             guards=guards,
-            guard_state=self._guard_state,
             only=frozenset(self._unsent),
         )
-        self._count(total, run)
         return self._fits(renderer, relief)
 
     def _relief_limit(
@@ -265,21 +303,48 @@ class CompactionMethods(PersistenceMethods):
         # that the following turns fit without another rewrite of the prefix.
         return None if budget is None else max(1, int(budget * self._compact_to))
 
+    def _settings(
+        self, budget: int | None, instructions: str | None, target: int | None
+    ) -> StageSettings:
+        """What the stages of one run share; each takes its view from `_snapshot`."""
+        return StageSettings(
+            budget,
+            self._summarizer,
+            instructions,
+            self._clock,
+            target=target,
+            snapshot=self._snapshot,
+        )
+
     async def _redact_new(self) -> None:
         """Redact secrets in every view node not scanned yet (with `redact_secrets`)."""
+        await self._snapshot()
+
+    async def _snapshot(self) -> WorkingView:
+        """A frozen view in which every node was scanned for secrets (with `redact_secrets`).
+
+        Every processor of a run reads the view this returns (`StageSettings.snapshot`),
+        so a node that arrived while an earlier stage awaited a model, or while a render
+        waited for the run slot, is redacted before any summarizer sees it. The view is
+        returned only once a check with no await before the freeze finds nothing
+        unscanned in it.
+
+        Raises:
+            RuntimeError: the view kept changing while it was redacted.
+        """
         redactor = self._redactor
         if redactor is None:
-            return
-        for _attempt in range(3):
+            return self._working.snapshot()
+        for _attempt in range(_REDACT_ATTEMPTS):
             snapshot = self._working.snapshot()
             new = [snapshot[i] for i in snapshot.current_ids() if i not in self._scanned]
             if not new:
-                return
+                return snapshot
             ctx = ProcessorContext(graph=snapshot, tokens=self._working.token_cache)
             proposal = await run_processor(redactor, new, ctx)
             if proposal.empty:
                 self._scanned.update(node.id for node in new)
-                return
+                continue  # scan again: nodes may have arrived while the redactor ran
             self._bus.emit("proposal_made", proposal=proposal)
             try:
                 entry = self._working.apply(proposal)

@@ -2,16 +2,18 @@
 
 Mixed into `ContextManager`: when compaction could not bring the request under the
 budget, the tool outputs in the renderer's floor are truncated to fit, as one more
-checked run in the run slot.
+checked run in the run slot, under `compaction_timeout`.
 """
 
 from __future__ import annotations
+
+import anyio
 
 from context_graph.errors import BudgetExceededError
 from context_graph.render import Renderer
 from orchestrator._floor import shrink_floor
 from orchestrator._manager_compaction import CompactionMethods
-from orchestrator._pipeline import StageSettings
+from orchestrator._pipeline import PipelineRun
 from processors.truncate import ToolOutputTruncator
 
 __all__ = ["FloorMethods"]
@@ -20,11 +22,15 @@ __all__ = ["FloorMethods"]
 class FloorMethods(CompactionMethods):
     """`_shrink_floor`; mixed into `ContextManager`."""
 
-    async def _shrink_floor(self, renderer: Renderer, budget: int) -> None:
+    async def _shrink_floor(self, renderer: Renderer, budget: int) -> bool:
         """Truncate the outputs after the latest user turn until the request fits.
 
         The default pipeline's truncator lends its policies (errors first for test
-        runs, ...); a pipeline without one uses the default truncator.
+        runs, ...); a pipeline without one uses the default truncator. It runs under
+        `compaction_timeout`, like the run before it.
+
+        Returns:
+            Whether the time limit cut it short (what it applied before stays).
         """
         base = next(
             (
@@ -44,22 +50,29 @@ class FloorMethods(CompactionMethods):
             except BudgetExceededError as exc:
                 return exc.required
 
-        settings = StageSettings(budget, self._summarizer, None, self._clock, target=budget)
+        settings = self._settings(budget, None, budget)
+        run = PipelineRun()
         busy = await self._claim()
         try:
-            run = await shrink_floor(
-                self._working,
-                self._bus,
-                settings,
-                measure,
-                budget,
-                base,
-                required,
-                frozenset(self._unsent),
-            )
+            with anyio.move_on_after(self._time_limit(background=False)) as scope:
+                await shrink_floor(
+                    self._working,
+                    self._bus,
+                    settings,
+                    measure,
+                    budget,
+                    base,
+                    required,
+                    frozenset(self._unsent),
+                    run=run,
+                )
         finally:
             self._release(busy)
-        self._applied += run.applied
-        self._rejected += run.rejected
+            self._applied += run.applied
+            self._rejected += run.rejected
+        run.timed_out = scope.cancelled_caught
         if run.applied:
             self._save_state()
+        if run.timed_out:
+            self._report_timeout(run, background=False, floor=True)
+        return run.timed_out

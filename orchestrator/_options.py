@@ -96,14 +96,13 @@ def check_redactor(value: object) -> SecretRedactor | None:
     raise ConfigurationError(msg)
 
 
-def check_timeout(value: object) -> float | None:
-    """Seconds a background compaction may take, or `None` for no limit."""
+def check_timeout(value: object, name: str) -> float | None:
+    """Seconds a compaction may take (option `name`), or `None` for no limit."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         msg = (
-            "ContextManager: `background_timeout` must be a positive number of seconds "
-            f"or None, got {value!r}"
+            f"ContextManager: `{name}` must be a positive number of seconds or None, got {value!r}"
         )
         raise ConfigurationError(msg)
     return float(value)

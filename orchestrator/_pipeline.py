@@ -1,8 +1,9 @@
 """Running a processor pipeline on a working graph: targets, stages, proposals, the bus.
 
 The manager decides *whether* to compact; this module does the compaction: for each
-stage in order it picks the stage's targets from a fresh snapshot, runs the processor
-(`run_processor`), and applies a non-empty proposal through `WorkingGraph.apply`. A
+stage in order it picks the stage's targets from a fresh snapshot (from
+`StageSettings.snapshot` when given: the manager's redacts secrets first), runs the
+processor (`run_processor`), and applies a non-empty proposal through `WorkingGraph.apply`. A
 processor that fails and a proposal the invariant checker refuses are reported on the
 bus as `proposal_rejected` (with the reason) and the next stage runs; cancellation is
 never caught.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -77,6 +78,9 @@ class PipelineRun:
     """(stage name, reason) of the stages a guard skipped, in order."""
     guard_state: GuardState | None = None
     """The guard state after this run; `None` when the run had no guards."""
+    timed_out: bool = False
+    """A time limit (`background_timeout`, `compaction_timeout`) cut the run short: the
+    stage in progress applied nothing, the stages before it stay applied."""
 
 
 def _name(processor: Processor) -> str:
@@ -190,6 +194,13 @@ class StageSettings:
     clock: Callable[[], float] = time.time
     target: int | None = None
     """The low-water mark a whole-view run compacts to (`compact_to` of the budget)."""
+    snapshot: Callable[[], Awaitable[WorkingView]] | None = None
+    """Takes the view a stage hands its processor (`working.snapshot()` when `None`).
+
+    Every stage asks it afresh, so whatever screens that view (the manager redacts the
+    secrets in it first, `redact_secrets`) holds for every processor of every run, also
+    for nodes that arrived while an earlier stage awaited a model.
+    """
 
 
 async def run_stage(
@@ -204,9 +215,10 @@ async def run_stage(
 ) -> StageOutcome:
     """Run one stage on a fresh snapshot and apply its proposal, or report why not.
 
-    With `only`, the stage takes just those nodes (see `_targets`).
+    With `only`, the stage takes just those nodes (see `_targets`). The snapshot comes
+    from `settings.snapshot` when given (the one place a processor's view is taken).
     """
-    snapshot = working.snapshot()
+    snapshot = working.snapshot() if settings.snapshot is None else await settings.snapshot()
     tokens = snapshot.total_tokens
     nothing = StageOutcome(view_tokens=tokens, manual=manual)
     targets = _targets(processor, snapshot, working, only)
@@ -278,6 +290,7 @@ async def run_pipeline(
     guard_state: GuardState | None = None,
     manual: bool = False,
     only: frozenset[str] | None = None,
+    run: PipelineRun | None = None,
 ) -> PipelineRun:
     """Run the stages in order; stop early once `done()` says the view is small enough.
 
@@ -291,8 +304,10 @@ async def run_pipeline(
         guard_state: The state the previous run returned; `GuardState()` when `None`.
         manual: A manual run (`compact()`): every guard is bypassed, outcomes recorded.
         only: Restrict every stage to these nodes (the ones a node trigger named).
+        run: Where the outcomes are gathered (and returned); a fresh `PipelineRun` when
+            `None`. A caller that may cut the run short reads what finished from it.
     """
-    run = PipelineRun()
+    run = PipelineRun() if run is None else run
     state = None if guards is None else tick(GuardState() if guard_state is None else guard_state)
     for processor in pipeline:
         name = _name(processor)

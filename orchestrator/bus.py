@@ -43,8 +43,13 @@ SIGNALS: Mapping[str, str] = MappingProxyType(
     {
         "budget_crossed": "The view's tokens crossed a budget ratio (ratio, threshold, tokens).",
         "compaction_done": (
-            "A pipeline run ended (run: what it did, background, timed_out: the background "
-            "time limit cut it short, cancelled: the manager closed while it ran)."
+            "A pipeline run ended (run: what it did, background, timed_out: its time limit "
+            "cut it short, cancelled: the manager closed while it ran)."
+        ),
+        "compaction_timed_out": (
+            "A time limit cut a compaction short; its unfinished stage applied nothing "
+            "(run: what it did before, background, floor: the floor's truncation rather "
+            "than a pipeline run, timeout: the limit in seconds)."
         ),
         "node_added": "A node entered the pristine record (node_id, node).",
         "proposal_applied": "A proposal was applied (proposal, entry: the audit entry).",

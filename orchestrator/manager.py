@@ -90,6 +90,9 @@ class ManagerStats(BaseModel):
     """Proposals refused, plus processor runs that failed."""
     last_render_tokens: int | None
     """Tokens of the last rendered request (`None` before the first render)."""
+    last_render_timed_out: bool
+    """`compaction_timeout` cut short the compaction the last render ran; it rendered
+    what fit without it."""
 
 
 class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
@@ -121,13 +124,18 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
             at all; manual `compact()` bypasses every guard.
         background_timeout: Seconds a background compaction may run before it is
             cancelled (nothing of an unfinished stage is applied); `None` for no limit.
+        compaction_timeout: Seconds a compaction in the foreground (the pipeline run of
+            a render or of `compact()`, and the floor's truncation after it) may run
+            before it is cancelled in the same way; the render then goes on with what
+            fits, and the bus reports `compaction_timed_out`. `None` for no limit.
         redact_secrets: Replace credentials (API keys, tokens, private keys, passwords)
             with typed placeholders in what the model is shown: `True` for a
             `SecretRedactor()` with its defaults, or a configured `SecretRedactor`. Every
-            new node is scanned before a render and before any compaction (so a model
-            summarizer never sees a secret either); the pristine record keeps the
-            original. Off by default: a redacted value the agent needs (a test fixture's
-            key) is lost to it, so turn it on where secrets may appear.
+            new node is scanned before a render and in every view a processor is given,
+            also mid-run (so a model summarizer never sees a secret either); the
+            pristine record keeps the original. Off by default: a redacted value the
+            agent needs (a test fixture's key) is lost to it, so turn it on where
+            secrets may appear.
         cache_breakpoints: Mark Anthropic prompt-cache breakpoints (`cache_control` on
             the system prompt, the end of the part unchanged since the previous render,
             and the last message; at most 4 marks), as `Renderer(cache_breakpoints=True)`
@@ -153,6 +161,7 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         compact_to: float | None = None,
         guards: GuardConfig | None = None,
         background_timeout: float | None = 120.0,
+        compaction_timeout: float | None = 60.0,
         redact_secrets: bool | SecretRedactor = False,
         cache_breakpoints: bool = False,
         clock: Callable[[], float] = time.time,
@@ -179,7 +188,8 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         )
         self._summarizer = summarizer
         self._clock = clock
-        self._background_timeout = check_timeout(background_timeout)
+        self._background_timeout = check_timeout(background_timeout, "background_timeout")
+        self._compaction_timeout = check_timeout(compaction_timeout, "compaction_timeout")
         self._redactor = check_redactor(redact_secrets)
         self._scanned: set[str] = set()
         self._store: SessionStore | None = None
@@ -198,6 +208,7 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         self._applied = 0
         self._rejected = 0
         self._last: RenderResult | None = None
+        self._last_timed_out = False
         # Nodes ingested since the last request was rendered: the model has not seen them.
         self._unsent: set[str] = set()
         # Firings seen on ingest that no pipeline run has handled yet.
@@ -279,6 +290,7 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
             proposals_applied=self._applied,
             proposals_rejected=self._rejected,
             last_render_tokens=None if self._last is None else self._last.tokens,
+            last_render_timed_out=self._last_timed_out,
         )
 
     # -- ingest (the add_* methods come from IngestMethods) ----------------------------
@@ -335,6 +347,10 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         rendered at once, unless the request does not fit: then the render waits for
         the compaction in progress and compacts further itself if still needed.
 
+        Compaction the render runs itself stops after `compaction_timeout` seconds;
+        the request is then rendered from what the finished stages left (dropping old
+        units to fit), and `stats().last_render_timed_out` says so.
+
         Args:
             format: The provider format; the manager's own by default.
             budget: The token budget; the manager's own by default.
@@ -351,19 +367,20 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         await self._redact_new()
         renderer = self._renderer(fmt)
         due = self._due(limit)
+        timed_out = False
         if limit is not None and not self._fits(renderer, limit):
             if self._busy is not None:
                 await self._busy.wait()  # the background run may make it fit
             if not self._fits(renderer, limit):
-                await self._run(limit, None, renderer, overflow=True)
+                timed_out = (await self._run(limit, None, renderer, overflow=True)).timed_out
             if not self._fits(renderer, limit):
-                await self._shrink_floor(renderer, limit)
+                timed_out = await self._shrink_floor(renderer, limit) or timed_out
         elif due and self._group is not None:
             self._start_background()
         elif due:
-            await self._run(limit, None, renderer)
+            timed_out = (await self._run(limit, None, renderer)).timed_out
         await self._redact_new()  # what the compaction wrote, too
-        return self._finish(renderer, fmt, limit)
+        return self._finish(renderer, fmt, limit, timed_out=timed_out)
 
     def _render_options(
         self, format: ProviderFormat | None, budget: int | None
@@ -376,9 +393,16 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         self._pending.extend(self._fire(limit))
         return bool(self._pending)
 
-    def _finish(self, renderer: Renderer, fmt: ProviderFormat, limit: int | None) -> RenderResult:
+    def _finish(
+        self,
+        renderer: Renderer,
+        fmt: ProviderFormat,
+        limit: int | None,
+        *,
+        timed_out: bool = False,
+    ) -> RenderResult:
         result = renderer.render(self._working, budget=limit)
-        self._last = result
+        self._last, self._last_timed_out = result, timed_out
         self._unsent.clear()
         self._bus.emit("render_done", format=fmt, tokens=result.tokens, budget=limit)
         self._save_state()
@@ -418,7 +442,8 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
     async def compact(self, instructions: str | None = None) -> PipelineRun:
         """Run the whole pipeline now, whatever the triggers say.
 
-        A run in progress (a background compaction) ends first.
+        A run in progress (a background compaction) ends first. The run stops after
+        `compaction_timeout` seconds (`PipelineRun.timed_out`).
 
         Args:
             instructions: Guidance for the summarizer (`"keep the DB schema"`).
@@ -428,7 +453,6 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         """
         self._state = self._state.request_manual()
         self._fire(self._budget)
-        await self._redact_new()
         return await self._run(self._budget, instructions, None, manual=True)
 
     def report_usage(self, prompt_tokens: int) -> float:

@@ -24,6 +24,7 @@ class TestEventBus:
         assert sorted(SIGNALS) == [
             "budget_crossed",
             "compaction_done",
+            "compaction_timed_out",
             "node_added",
             "proposal_applied",
             "proposal_made",
