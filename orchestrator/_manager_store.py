@@ -70,15 +70,24 @@ class PersistenceMethods:
         return len(self._raw) - len(self._raw.derived())
 
     def _save_state(self) -> None:
-        """Write every state key whose value changed since it was last written."""
+        """Write every state key whose value changed since it was last written.
+
+        The keys are written in one transaction: they depend on each other (a trigger
+        that fired and the firing it left pending), so a crash between two of them
+        would reopen a state no process was ever in.
+        """
         store = self._store
         if store is None or store.closed:
             return
+        changed: dict[str, JsonValue] = {}
+        texts: dict[str, str] = {}
         for key, value in self._state_values().items():
             text = json.dumps(value, sort_keys=True)
             if self._saved.get(key) != text:
-                store.put_state(key, value)
-                self._saved[key] = text
+                changed[key], texts[key] = value, text
+        if changed:
+            store.put_states(changed)
+            self._saved.update(texts)
 
     def _load_state(self, store: SessionStore, state: dict[str, JsonValue]) -> None:
         """Take the manager's state from a restored session (missing keys: defaults).

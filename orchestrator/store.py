@@ -269,7 +269,18 @@ class SessionStore:
             ConfigurationError: the key is empty or the value is not JSON.
             StoreError: the store cannot be written (see the class).
         """
-        with self._writing(None, encode_state({key: value}), applied=True):
+        self.put_states({key: value})
+
+    def put_states(self, values: Mapping[str, JsonValue]) -> None:
+        """Keep each of `values` as the latest state under its key, in one transaction.
+
+        A crash keeps all of them or none, never a mix of new and old values.
+
+        Raises:
+            ConfigurationError: a key is empty or a value is not JSON; nothing was written.
+            StoreError: the store cannot be written (see the class).
+        """
+        with self._writing(None, encode_state(values), applied=True):
             pass
 
     def journaling_events(
