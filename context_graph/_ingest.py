@@ -76,6 +76,15 @@ class IngestPlan:
     seq: int = 0
     turn: int = 0
     last_id: str | None = None
+    compaction: str | None = None
+    """The newest imported compaction (summary node in the transcript), if any."""
+    version_credit: int = 0
+    """Version steps for the `derived_from` edges the compactions no longer hold.
+
+    A compaction used to hold an edge to every earlier node, and the graph's version
+    counted each; it still counts them (one per node before the previous compaction),
+    so that versions recorded in session files (audit entries) replay the same.
+    """
     by_id: dict[str, Node] = field(default_factory=dict)
     """Every node of `nodes` by id, in the same order."""
 
@@ -126,7 +135,12 @@ class _Planner:
 
     def __init__(self, graph: ContextGraph) -> None:
         self.graph = graph
-        self.plan = IngestPlan(seq=graph._next_seq, turn=graph._turn, last_id=graph._last_id)
+        self.plan = IngestPlan(
+            seq=graph._next_seq,
+            turn=graph._turn,
+            last_id=graph._last_id,
+            compaction=graph._compaction,
+        )
         self.count_node = graph.token_cache.count_node
 
     # -- lookups through the overlay --
@@ -354,7 +368,14 @@ class _Planner:
         self.plan.file_reads[event.path] = [*earlier, node.id]
 
     def _compaction(self, event: Compaction) -> None:
-        earlier = [*self.graph._order, *(n.id for n in self.plan.nodes)]
+        # A compaction stands for every earlier node, but abstracts only those since the
+        # previous compaction, that one first: the rest follows along the chain
+        # (`ContextGraph.covered`). Abstracting every earlier node made n compactions
+        # cost n² edges, ids and time.
+        plan, order = self.plan, self.graph._order
+        start = 0 if plan.compaction is None else cast(int, self.node(plan.compaction).seq)
+        earlier = [*order[start:], *(n.id for n in plan.nodes[max(0, start - len(order)) :])]
+        plan.version_credit += start
         node = build(
             SummaryNode,
             id=self.node_id("summary", event),
@@ -364,7 +385,8 @@ class _Planner:
             **self.common(event),
         )
         self.add(node)
-        self.plan.edges.extend((node.id, old, "derived_from") for old in earlier)
+        plan.edges.extend((node.id, old, "derived_from") for old in earlier)
+        plan.compaction = node.id
 
 
 def _unencodable(data: Any, path: str = "") -> str:

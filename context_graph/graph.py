@@ -95,6 +95,8 @@ class ContextGraph(EdgeMethods, EventAdders):
         self._next_seq = 0
         self._turn = 0
         self._last_id: str | None = None
+        # The newest imported compaction: the next one abstracts the nodes since it.
+        self._compaction: str | None = None
         self._forward_edges = 0
         self._first_call: dict[str, str] = {}
         self._version = 0
@@ -189,6 +191,8 @@ class ContextGraph(EdgeMethods, EventAdders):
         self._next_seq = plan.seq
         self._turn = plan.turn
         self._last_id = plan.last_id
+        self._compaction = plan.compaction
+        self._version += plan.version_credit
 
     def _insert(self, node: Node, tokens: int) -> None:
         self._insert_nodes((node,), {node.id: tokens})
@@ -249,6 +253,19 @@ class ContextGraph(EdgeMethods, EventAdders):
     def transcript(self) -> tuple[str, ...]:
         """The ids of the transcript nodes in the order they happened."""
         return tuple(self._order)
+
+    def covered(self, node_id: str) -> tuple[str, ...]:
+        """The ids of every node that `node_id` stands for, in order.
+
+        A summary a processor made stands for its `abstracts`. An imported compaction (a
+        summary in the transcript) stands for every transcript node before it, although
+        it abstracts only those since the previous compaction, that one first: the
+        previous one stands for the rest. Any other node stands for its `abstracts` (none).
+        """
+        node = self._require(node_id)
+        if node.kind == "summary" and node.seq is not None:
+            return tuple(self._order[: node.seq])
+        return node.abstracts
 
     def derived(self) -> tuple[str, ...]:
         """The ids of nodes added by `add_derived`, oldest first."""

@@ -348,7 +348,16 @@ class SubagentResultNode(AnswerNode):
 
 
 class SummaryNode(Node):
-    """A summary that stands for the nodes it abstracts."""
+    """A summary that stands for the nodes it abstracts.
+
+    A processor's summary (`seq` is `None`) abstracts exactly its targets, a previous
+    rolling summary first. An imported compaction (ingested from a `Compaction` event,
+    so `seq` is set) stands for every transcript node before it, but `abstracts` only
+    those since the previous imported compaction, that one first (all earlier ones when
+    it is the first): the rest is what the previous one stands for. So all compactions
+    together hold about one id per transcript node, not one per pair of compaction and
+    earlier node. `ContextGraph.covered` gives the whole set.
+    """
 
     kind: Literal["summary"] = "summary"
     origin: str | None = None

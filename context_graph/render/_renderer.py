@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from context_graph.errors import BudgetExceededError, ConfigurationError
 from context_graph.graph import Unit
-from context_graph.nodes import ContentPart, TextPart
+from context_graph.nodes import ContentPart, Node, TextPart
 from context_graph.render import _anthropic, _gemini, _openai
 from context_graph.render._anthropic import AssemblyStats
 from context_graph.render._fit import FitUnit, droppable_units, fewest_drops, marker_text
@@ -272,13 +272,14 @@ class Renderer:
         # imported compaction), so it is rendered in their place, never both; pinned
         # nodes (the system prompt, notes) stay whatever a summary claims.
         abstracted: set[str] = set()
+        followed: set[str] = set()
         for unit in reversed(source.units()):
             fragment = self._fragments.get(unit.head)
             if fragment is None or fragment.source_unit is not unit:
                 fragment = self._make_fragment(source, unit, cache)
             fresh[unit.head] = fragment
             if unit.kind == "summary":
-                abstracted.update(source[unit.head].abstracts)
+                _cover(source, source[unit.head], abstracted, followed)
             elif abstracted and not fragment.unit.pinned and abstracted.issuperset(unit.node_ids):
                 continue
             if fragment.unit.system:
@@ -486,6 +487,28 @@ class Renderer:
                 targets.append((len(prefix) - 1, len(prefix[-1]["content"]) - 1))
         targets.append((-1, -1))
         return targets
+
+
+def _cover(source: RenderSource, summary: Node, covered: set[str], followed: set[str]) -> None:
+    """Add to `covered` the ids of every node `summary` stands for.
+
+    A processor's summary stands for its `abstracts`. An imported compaction (a summary in
+    the transcript: `seq` is set) abstracts the nodes since the compaction before it, that
+    one first, and stands for what that one stands for too: the chain is followed here,
+    even where a view no longer holds the earlier compaction (a processor's summary took
+    its place). `followed` holds the compactions followed so far in this walk (each with
+    its whole chain), so each is followed once and the walk stays linear.
+    """
+    if summary.seq is None:
+        covered.update(summary.abstracts)
+        return
+    node: Node | None = summary
+    while node is not None and node.id not in followed:
+        followed.add(node.id)
+        covered.update(node.abstracts)
+        first = source[node.abstracts[0]] if node.abstracts else None
+        chained = first is not None and first.kind == "summary" and first.seq is not None
+        node = first if chained else None
 
 
 def count_payload(
