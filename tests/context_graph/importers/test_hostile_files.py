@@ -21,6 +21,7 @@ from context_graph.importers import load_sessions
 from context_graph.render import Renderer
 from context_graph.testing import graph_snapshot, trace_files
 from context_graph.validate import validate
+from orchestrator import ContextManager
 from orchestrator.profiles import load_profile
 
 TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"
@@ -164,20 +165,19 @@ JUNK: tuple[Any, ...] = (
     "",
     "x" * 3,
     10**40,
+    "lone \ud800 surrogate",
 )
-MUTATIONS_PER_FILE = 12
+#: Mutations of each file; larger files get fewer (the suite stays quick).
+MUTATIONS_SMALL, MUTATIONS_LARGE, LARGE_BYTES = 6, 2, 300_000
 
 
-def _small_files() -> list[Path]:
-    """The two smallest readable files of each family (the fuzz stays quick)."""
-    by_family: dict[str, list[Path]] = {}
-    for path in trace_files(TRACES):
-        family = path.relative_to(TRACES).parts[0]
-        if family in {"codex_cli", "gemini_cli"} or "subagents" in path.parts:
-            continue  # no importer reads these yet (tests/conftest.py)
-        by_family.setdefault(family, []).append(path)
+def _readable_files() -> list[Path]:
+    """Every shared session file an importer reads (sub-agent files come with their parent)."""
     return [
-        p for files in by_family.values() for p in sorted(files, key=lambda f: f.stat().st_size)[:2]
+        path
+        for path in trace_files(TRACES)
+        if path.relative_to(TRACES).parts[0] not in {"codex_cli", "gemini_cli"}
+        and "subagents" not in path.parts
     ]
 
 
@@ -210,19 +210,25 @@ def _read(path: Path) -> tuple[Any, bool]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not TRACES.is_dir(), reason="shared traces not present")
-@pytest.mark.parametrize("trace", _small_files(), ids=lambda p: str(p.relative_to(TRACES)))
+@pytest.mark.parametrize("trace", _readable_files(), ids=lambda p: str(p.relative_to(TRACES)))
 def test_mutated_traces_give_a_typed_error_or_a_valid_render(trace: Path, tmp_path: Path) -> None:
-    """Any one value replaced by junk: an IngestError with the file, or a valid request."""
+    """Any one value replaced by junk: an IngestError with the file, or a valid request.
+
+    What is accepted also survives the session file: written, closed and reopened, the
+    pristine record is the same.
+    """
     data, jsonl = _read(trace)
     places = _paths(data)
     rng = random.Random(f"{trace.name}:fuzz")
-    for n in range(MUTATIONS_PER_FILE):
+    large = trace.stat().st_size > LARGE_BYTES
+    for n in range(MUTATIONS_LARGE if large else MUTATIONS_SMALL):
         mutated = copy.deepcopy(data)
         _set(mutated, rng.choice(places), rng.choice(JUNK))
         path = _write(tmp_path, f"m{n}{trace.suffix}", mutated, jsonl=jsonl)
         graph = ContextGraph()
         graph.add_system("Kept whatever the import does.")
         before = graph_snapshot(graph)
+        sessions: list[Any] = []
         try:
             sessions = load_sessions(path)
             for session in sessions:
@@ -236,3 +242,17 @@ def test_mutated_traces_give_a_typed_error_or_a_valid_render(trace: Path, tmp_pa
         for fmt in ("openai", "anthropic", "gemini"):
             body = Renderer(format=fmt).render(graph, budget=None).payload
             assert validate(body, fmt) == [], f"mutation {n}: {fmt} body invalid"
+        _assert_survives_the_store(sessions[0].events, tmp_path / f"m{n}.session", n)
+
+
+def _assert_survives_the_store(events: Any, path: Path, n: int) -> None:
+    """Ingested through a session file, closed and reopened: the same pristine record."""
+    manager = ContextManager.open(path, durable=False)
+    manager.ingest(events)
+    written = graph_snapshot(manager.raw)
+    manager.close()
+    reopened = ContextManager.open(path, durable=False)
+    try:
+        assert graph_snapshot(reopened.raw) == written, f"mutation {n}: changed by reopening"
+    finally:
+        reopened.close()
