@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from benchmarks.compare.sessions import session_files
 from context_graph import AgentEvent, ContextGraph, TiktokenCounter
 from context_graph.importers import load_sessions
 from context_graph.tokens import countable_text
@@ -44,14 +45,7 @@ class IngestResult:
 
 def largest_session(traces: Path) -> Path:
     """The biggest main session file under `traces` (sub-agent transcripts excluded)."""
-    candidates = [
-        p
-        for p in traces.rglob("*")
-        if p.is_file()
-        and p.suffix in {".json", ".jsonl", ".traj"}
-        and "subagents" not in p.parts
-        and p.name != "MANIFEST.json"
-    ]
+    candidates = session_files(traces)
     if not candidates:
         msg = f"no traces under {traces}"
         raise SystemExit(msg)

@@ -24,6 +24,7 @@ from typing import Any
 
 import anyio
 
+from benchmarks.compare.sessions import session_files
 from context_graph import ContextGraph
 from context_graph.entities import critical_entities
 from context_graph.importers import load_sessions
@@ -113,11 +114,7 @@ def run(traces: Path) -> list[Tally]:
     """Run every processor over every main session under `traces`."""
     contenders = _contenders()
     tallies = [Tally(name) for name, _, _ in contenders]
-    for path in sorted(traces.rglob("*")):
-        if path.suffix not in {".json", ".jsonl", ".traj"} or "subagents" in path.parts:
-            continue
-        if path.name in {"MANIFEST.json", "metadata.json"}:
-            continue
+    for path in session_files(traces):
         graph = ContextGraph()
         graph.ingest(load_sessions(path)[0].events)
         for tally, (_, processor, pick) in zip(tallies, contenders, strict=True):

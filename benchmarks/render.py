@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.compare.facts import strings_in
+from benchmarks.compare.sessions import session_files
 from context_graph import (
     AgentEvent,
     AssistantTurn,
@@ -73,11 +74,7 @@ class Contender:
 def longest_session(traces: Path) -> tuple[Path, int]:
     """The main session (sub-agent transcripts excluded) with the most events."""
     best: tuple[Path, int] | None = None
-    for path in sorted(traces.rglob("*")):
-        if path.suffix not in {".json", ".jsonl", ".traj"} or "subagents" in path.parts:
-            continue
-        if path.name in {"MANIFEST.json", "metadata.json"}:
-            continue
+    for path in session_files(traces):
         events = len(load_sessions(path)[0].events)
         if best is None or events > best[1]:
             best = (path, events)
