@@ -46,6 +46,7 @@ from context_graph.events import (
 from context_graph.graph import EDGE_KINDS, ContextGraph, EdgeKind, Unit
 from context_graph.nodes import (
     ANSWER_KINDS,
+    SIGNED_SECRETS,
     AnswerNode,
     AnyNode,
     AssistantNode,
@@ -88,6 +89,7 @@ __all__ = [
     "ANSWER_KINDS",
     "EDGE_KINDS",
     "FORMAT_OVERHEADS",
+    "SIGNED_SECRETS",
     "SUMMARY_HEADER",
     "AgentEvent",
     "AnswerNode",

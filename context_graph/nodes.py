@@ -20,6 +20,7 @@ from pydantic import field_validator as _field_validator
 
 __all__ = [
     "ANSWER_KINDS",
+    "SIGNED_SECRETS",
     "AnswerNode",
     "AnyNode",
     "AssistantNode",
@@ -70,6 +71,11 @@ TriggerKind: TypeAlias = Literal[
     "boundary",
     "manual",
 ]
+
+#: The `meta` key where a redactor notes, by type, the secrets it had to leave inside a
+#: signed thinking block of the node (the signature forbids editing the block); renders
+#: report them (`RenderResult.signed_secrets`).
+SIGNED_SECRETS = "signed_secrets"
 
 #: Kinds that can answer a tool call (when they carry a `call_id`).
 ANSWER_KINDS: frozenset[str] = frozenset({"tool_result", "file", "subagent_result"})

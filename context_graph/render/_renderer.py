@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from context_graph.errors import BudgetExceededError, ConfigurationError
 from context_graph.graph import Unit
-from context_graph.nodes import ContentPart, Node, TextPart
+from context_graph.nodes import SIGNED_SECRETS, ContentPart, Node, TextPart
 from context_graph.render import _anthropic, _gemini, _openai
 from context_graph.render._anthropic import AssemblyStats
 from context_graph.render._fit import FitUnit, droppable_units, fewest_drops, marker_text
@@ -57,6 +57,9 @@ class RenderResult:
         units: How many interaction units the source had.
         dropped: The head node ids of the units left out, oldest first.
         call_ids: Provider call id -> the id of the tool-call node it stands for.
+        signed_secrets: Secrets by type that a redactor had to leave inside signed
+            thinking blocks of the units this request carries (a signed block cannot be
+            edited; it goes only to the provider that signed it). Empty when none.
     """
 
     payload: dict[str, Any]
@@ -67,6 +70,7 @@ class RenderResult:
     units: int
     dropped: tuple[str, ...]
     call_ids: Mapping[str, str] = field(default_factory=dict)
+    signed_secrets: Mapping[str, int] = field(default_factory=dict)
 
     def to_json(self, *, indent: int | None = None) -> str:
         """The payload as JSON text, byte-stable for the same result."""
@@ -82,6 +86,8 @@ class _Fragment:
     fit: FitUnit
     calls: tuple[tuple[str, str], ...]
     """(provider call id, call node id) of every call in the unit."""
+    signed_secrets: tuple[tuple[str, int], ...] = ()
+    """(type, count) a redactor left in the unit's signed thinking (`SIGNED_SECRETS`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,9 +309,8 @@ class Renderer:
             for turn in turns.turns
             for call in turn.calls
         )
-        return _Fragment(
-            unit, turns, messages, cost, FitUnit(cost, turns.kind, turns.pinned), calls
-        )
+        fit = FitUnit(cost, turns.kind, turns.pinned)
+        return _Fragment(unit, turns, messages, cost, fit, calls, _signed_secrets(source, unit))
 
     def _fit_and_assemble(self, base: _Base, budget: int | None) -> RenderResult:
         fragments, cache, attempts = base.fragments, base.cache, base.attempts
@@ -346,6 +351,7 @@ class Renderer:
             units=len(fragments),
             dropped=tuple(fragments[i].unit.head for i in chosen.dropped),
             call_ids=MappingProxyType(chosen.call_ids),
+            signed_secrets=_sum_signed(fragments, chosen.dropped),
         )
 
     def _drop_count(
@@ -525,3 +531,26 @@ def count_payload(
         cache = NodeTokenCache(cache)
     counted: int = _MODULES[format].count_payload(dict(payload), cache)
     return counted
+
+
+def _signed_secrets(source: RenderSource, unit: Unit) -> tuple[tuple[str, int], ...]:
+    """What a redactor noted it left in the unit's signed thinking, summed over its nodes."""
+    found: dict[str, int] = {}
+    for node_id in unit.node_ids:
+        noted = source[node_id].meta.get(SIGNED_SECRETS)
+        if isinstance(noted, Mapping):
+            for kind, count in noted.items():
+                if isinstance(count, int):
+                    found[kind] = found.get(kind, 0) + count
+    return tuple(sorted(found.items()))
+
+
+def _sum_signed(fragments: Sequence[_Fragment], dropped: Sequence[int]) -> Mapping[str, int]:
+    """The signed secrets of the units a request keeps."""
+    left_out = set(dropped)
+    total: dict[str, int] = {}
+    for index, fragment in enumerate(fragments):
+        if index not in left_out:
+            for kind, count in fragment.signed_secrets:
+                total[kind] = total.get(kind, 0) + count
+    return MappingProxyType(dict(sorted(total.items())))
