@@ -330,6 +330,7 @@ REAL = [
 ]
 
 
+@pytest.mark.skipif(not TRACES.is_dir(), reason="shared traces not present")
 class TestRealOutputs:
     @pytest.mark.parametrize(("trace", "key", "statuses"), REAL)
     def test_statuses(self, trace: str, key: str, statuses: list[str] | None) -> None:
