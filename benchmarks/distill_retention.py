@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from context_graph.entities import critical_entities, missing_entities
+from context_graph.graph.nodes import AnswerNode, AssistantNode, FileNode, Node, ToolCallNode
 from context_graph.importers import load_graph
-from context_graph.nodes import AnswerNode, AssistantNode, FileNode, Node, ToolCallNode
 from processors.base import ProcessorContext, Replace
 from processors.distill import LEVELS, Distiller, Level, detect_content_type
 

@@ -27,8 +27,8 @@ import anyio
 from benchmarks.compare.sessions import session_files
 from context_graph import ContextGraph
 from context_graph.entities import critical_entities
+from context_graph.graph.nodes import AnswerNode, Node
 from context_graph.importers import load_sessions
-from context_graph.nodes import AnswerNode, Node
 from processors import (
     Abstract,
     HistorySummarizer,

@@ -44,7 +44,7 @@ from context_graph import (
 )
 from context_graph.importers import load_sessions
 from context_graph.render import Renderer
-from context_graph.validate import validate
+from context_graph.validate.request import validate
 from orchestrator.replay import model_call_points
 
 ROOT = Path(__file__).resolve().parents[1]

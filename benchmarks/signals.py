@@ -11,6 +11,9 @@ models and dataclasses by their fields; wall-clock fields such as an audit entry
     python -m benchmarks.signals before.json          # on the old commit
     python -m benchmarks.signals after.json           # on the new one
     python -m benchmarks.signals --diff before.json after.json   # exit 1 if any differ
+
+Record both from checkouts at the same path: a sub-agent result's node id is made from
+its fields, which include where its transcript file is.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from context_graph.errors import BudgetExceededError
 from context_graph.examples import EXAMPLE_SESSION
 from context_graph.importers import load_events
 from context_graph.testing import Recorder
-from context_graph.tokens import TiktokenCounter
+from context_graph.tokens.counting import TiktokenCounter
 from orchestrator import ContextManager
 
 PROFILES: tuple[str, ...] = ("coding", "service", "chat")

@@ -9,7 +9,6 @@ try:
 except PackageNotFoundError:  # run from a source tree that was never installed
     __version__ = "0+unknown"
 
-from context_graph.anchors import SUMMARY_HEADER, floor_anchors, unit_kind
 from context_graph.errors import (
     BudgetExceededError,
     ConfigurationError,
@@ -29,7 +28,9 @@ from context_graph.errors import (
     TokenizerError,
     UnknownNodeError,
 )
-from context_graph.events import (
+from context_graph.graph.anchors import SUMMARY_HEADER, floor_anchors, unit_kind
+from context_graph.graph.context_graph import EDGE_KINDS, ContextGraph, EdgeKind, Unit
+from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
     Compaction,
@@ -43,8 +44,7 @@ from context_graph.events import (
     coerce_events,
     make_event,
 )
-from context_graph.graph import EDGE_KINDS, ContextGraph, EdgeKind, Unit
-from context_graph.nodes import (
+from context_graph.graph.nodes import (
     ANSWER_KINDS,
     SIGNED_SECRETS,
     AnswerNode,
@@ -73,7 +73,7 @@ from context_graph.nodes import (
     make_node_id,
     node_adapter,
 )
-from context_graph.tokens import (
+from context_graph.tokens.counting import (
     FORMAT_OVERHEADS,
     Calibrator,
     FormatOverhead,

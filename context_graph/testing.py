@@ -17,8 +17,8 @@ from types import MappingProxyType, TracebackType
 from typing import Any, Protocol, runtime_checkable
 
 from context_graph.errors import ConfigurationError
-from context_graph.graph import ContextGraph
-from context_graph.nodes import Node
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.nodes import Node
 
 __all__ = [
     "ListsSignals",

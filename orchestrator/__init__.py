@@ -15,16 +15,17 @@ __distribution__ = "context-graph"
 # First: names a module that shadows `processors` or a package that replaced ours, before an
 # import below fails far from the cause.
 import orchestrator._own  # noqa: F401
-from orchestrator.buffer import AuditEntry, Overlay, WorkingGraph, WorkingView
 from orchestrator.bus import SIGNALS, EventBus, RecordedEvent, Recorder
-from orchestrator.guards import GuardConfig, GuardState
-from orchestrator.invariants import RULES as INVARIANT_RULES
-from orchestrator.invariants import check_proposal, enforce
+from orchestrator.compaction.guards import GuardConfig, GuardState
+from orchestrator.compaction.triggers import Firing, TriggerConfig, TriggerState, evaluate
 from orchestrator.manager import ContextManager, ManagerStats, default_pipeline
+from orchestrator.persistence.protocol import RestoredSession, SessionStore
+from orchestrator.persistence.sqlite_store import JournalEntry, SQLiteStore
 from orchestrator.profiles import PROFILES, Profile, StageConfig, get_profile, load_profile
 from orchestrator.replay import CallReport, ReplayReport, replay
-from orchestrator.store import JournalEntry, RestoredSession, SessionStore
-from orchestrator.triggers import Firing, TriggerConfig, TriggerState, evaluate
+from orchestrator.working.buffer import AuditEntry, Overlay, WorkingGraph, WorkingView
+from orchestrator.working.invariants import RULES as INVARIANT_RULES
+from orchestrator.working.invariants import check_proposal, enforce
 
 __all__ = [
     "INVARIANT_RULES",
@@ -45,6 +46,7 @@ __all__ = [
     "Recorder",
     "ReplayReport",
     "RestoredSession",
+    "SQLiteStore",
     "SessionStore",
     "StageConfig",
     "TriggerConfig",

@@ -1,10 +1,10 @@
 """The ingest side of `ContextManager`: one path for every event into the pristine record.
 
-Every `add_*` method (`context_graph._adders.EventAdders`, shared with `ContextGraph`)
+Every `add_*` method (`context_graph.graph.adders.EventAdders`, shared with `ContextGraph`)
 builds its typed event and goes through `ingest`, so that the bus, the triggers and
 (with a store, whose graph journals each batch) the session file see each event exactly
 once, whichever way the caller fed it. `add_response` takes a provider SDK's whole
-response (read by `context_graph.sdk_replies`) and reports its prompt usage too.
+response (read by `context_graph.graph.sdk_replies`) and reports its prompt usage too.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from context_graph._adders import EventAdders
-from context_graph.events import AgentEvent, coerce_events
-from context_graph.graph import ContextGraph
+from context_graph.graph.adders import EventAdders
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.events import AgentEvent, coerce_events
+from context_graph.graph.sdk_replies import read_response
 from context_graph.render import RenderResult
-from context_graph.sdk_replies import read_response
 from orchestrator.bus import EventBus
 
 __all__ = ["IngestMethods"]

@@ -39,15 +39,19 @@ from context_graph.errors import (
     IngestError,
     SourceLocation,
 )
-from context_graph.events import AgentEvent
-from context_graph.graph import ContextGraph
-from context_graph.nodes import Node
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.events import AgentEvent
+from context_graph.graph.nodes import Node
 from context_graph.render import Renderer, RenderResult
-from context_graph.tokens import Calibrator, ProviderFormat, TokenCounter
-from orchestrator._manager_background import BackgroundMethods
-from orchestrator._manager_floor import FloorMethods
+from context_graph.tokens.counting import Calibrator, ProviderFormat, TokenCounter
 from orchestrator._manager_ingest import IngestMethods
-from orchestrator._options import (
+from orchestrator.bus import EventBus
+from orchestrator.compaction.background import BackgroundMethods
+from orchestrator.compaction.floor_methods import FloorMethods
+from orchestrator.compaction.guards import GuardConfig, GuardState
+from orchestrator.compaction.pipeline import PipelineRun
+from orchestrator.compaction.triggers import Firing, TriggerConfig, TriggerState
+from orchestrator.options import (
     check_budget,
     check_cache_breakpoints,
     check_format,
@@ -60,13 +64,10 @@ from orchestrator._options import (
     profile_defaults,
     resolve_profile,
 )
-from orchestrator._pipeline import PipelineRun
-from orchestrator.buffer import WorkingGraph
-from orchestrator.bus import EventBus
-from orchestrator.guards import GuardConfig, GuardState
+from orchestrator.persistence.protocol import SessionStore
+from orchestrator.persistence.sqlite_store import SQLiteStore
 from orchestrator.profiles import Profile
-from orchestrator.store import SessionStore
-from orchestrator.triggers import Firing, TriggerConfig, TriggerState
+from orchestrator.working.buffer import WorkingGraph
 from processors.base import Processor, Summarizer
 from processors.redact import SecretRedactor
 
@@ -249,7 +250,7 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
             ConfigurationError: an option is invalid.
         """
         manager = cls(**options)
-        store = SessionStore.open(path, counter=options.get("counter"), durable=durable)
+        store = SQLiteStore.open(path, counter=options.get("counter"), durable=durable)
         try:
             session = store.restore(clock=manager._clock)
             manager._raw, manager._working = session.raw, session.working

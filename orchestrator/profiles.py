@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from context_graph.errors import ConfigurationError
-from orchestrator.triggers import TriggerConfig
+from orchestrator.compaction.triggers import TriggerConfig
 from processors import registry
 from processors.base import Processor
 

@@ -14,10 +14,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from context_graph.errors import BudgetExceededError
-from context_graph.events import AgentEvent, AssistantTurn
+from context_graph.graph.events import AgentEvent, AssistantTurn
 from context_graph.render import Renderer
-from context_graph.tokens import ProviderFormat
-from context_graph.validate import validate
+from context_graph.tokens.counting import ProviderFormat
+from context_graph.validate.request import validate
 from orchestrator.manager import ContextManager
 
 __all__ = ["CallReport", "ReplayReport", "model_call_points", "replay"]

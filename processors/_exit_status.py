@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from context_graph.nodes import Node
+from context_graph.graph.nodes import Node
 
 __all__ = ["meta_exit_code"]
 

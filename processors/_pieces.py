@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
-from context_graph.tokens import SeamCounter, TokenCounter, seam_runs
+from context_graph.tokens.counting import SeamCounter, TokenCounter, seam_runs
 
 Seams: TypeAlias = Callable[[str, str], bool]
 

@@ -20,7 +20,7 @@ from typing import Literal, TypeAlias
 
 from context_graph.entities import critical_entities
 from context_graph.errors import ConfigurationError
-from context_graph.nodes import (
+from context_graph.graph.nodes import (
     ANSWER_KINDS,
     AnswerNode,
     FileNode,

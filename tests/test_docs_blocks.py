@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from context_graph.validate import validate
+from context_graph.validate.request import validate
 from processors.registry import get, unregister
 
 ROOT = Path(__file__).resolve().parents[1]

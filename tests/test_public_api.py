@@ -9,30 +9,30 @@ import pytest
 
 MODULES = [
     "context_graph",
-    "context_graph.call_ids",
+    "context_graph.graph.call_ids",
     "context_graph.entities",
     "context_graph.errors",
-    "context_graph.events",
-    "context_graph.graph",
+    "context_graph.graph.events",
+    "context_graph.graph.context_graph",
     "context_graph.importers",
-    "context_graph.nodes",
+    "context_graph.graph.nodes",
     "context_graph.render",
-    "context_graph.sdk_check",
-    "context_graph.validate",
-    "context_graph.stats",
+    "context_graph.validate.sdk_types",
+    "context_graph.validate.request",
+    "context_graph.graph.stats",
     "context_graph.testing",
-    "context_graph.tokens",
+    "context_graph.tokens.counting",
     "orchestrator",
-    "orchestrator.buffer",
+    "orchestrator.working.buffer",
     "orchestrator.bus",
-    "orchestrator.triggers",
+    "orchestrator.compaction.triggers",
     "orchestrator.cli",
-    "orchestrator.guards",
-    "orchestrator.invariants",
+    "orchestrator.compaction.guards",
+    "orchestrator.working.invariants",
     "orchestrator.manager",
     "orchestrator.profiles",
     "orchestrator.replay",
-    "orchestrator.store",
+    "orchestrator.persistence.sqlite_store",
     "processors",
     "processors.base",
     "processors.caches",
@@ -86,6 +86,6 @@ def test_package_reexports_every_submodule_name() -> None:
     """`context_graph` re-exports the public names of its core modules."""
     import context_graph
 
-    for sub in ("anchors", "errors", "events", "graph", "nodes"):
+    for sub in ("graph.anchors", "errors", "graph.events", "graph.context_graph", "graph.nodes"):
         module = importlib.import_module(f"context_graph.{sub}")
         assert set(module.__all__) <= set(context_graph.__all__), sub

@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from context_graph.render import count_payload
-from context_graph.tokens import NodeTokenCache, ProviderFormat, default_counter
-from context_graph.validate import validate
+from context_graph.tokens.counting import NodeTokenCache, ProviderFormat, default_counter
+from context_graph.validate.request import validate
 from orchestrator import ContextManager
 
 ROOT = Path(__file__).resolve().parents[1]

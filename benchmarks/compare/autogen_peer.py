@@ -26,7 +26,7 @@ from benchmarks.compare import convert
 from benchmarks.compare.contenders import Contender, ContenderSpec
 from context_graph import AgentEvent, AssistantTurn, TokenCounter
 from context_graph.render import count_payload
-from context_graph.tokens import NodeTokenCache
+from context_graph.tokens.counting import NodeTokenCache
 
 Kind = Literal["buffered", "head_and_tail"]
 NAMES: dict[Kind, str] = {"buffered": "autogen buffered", "head_and_tail": "autogen head+tail"}

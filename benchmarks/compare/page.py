@@ -141,7 +141,7 @@ def _method(m: Measured) -> list[str]:
         "message objects are made before tracing starts.",
         "- *Sent / raw*: tokens sent over the raw size at the answered calls.",
         "- *Invalid*: calls whose request breaks a rule of our validator "
-        "(`context_graph.validate`, OpenAI), and calls whose messages do not conform to "
+        "(`context_graph.validate.request`, OpenAI), and calls whose messages do not conform to "
         "the `openai` SDK's request types (`ChatCompletionMessageParam`, walked key by key) "
         "or that send no message at all.",
         "- *Retention*: at each call, the share of the reference entities present verbatim "

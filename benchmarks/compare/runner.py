@@ -24,8 +24,8 @@ from benchmarks.compare.sessions import Session
 from benchmarks.compare.tokenizer_clock import TokenizerClock
 from context_graph import ContextGraph, Note, SystemPrompt, TiktokenCounter, UserTurn
 from context_graph.render import Renderer, count_payload
-from context_graph.tokens import NodeTokenCache, countable_text
-from context_graph.validate import validate
+from context_graph.tokens.counting import NodeTokenCache, countable_text
+from context_graph.validate.request import validate
 from processors import clear_caches
 
 
@@ -41,7 +41,7 @@ class CallRow:
     """The request's tokens (cl100k_base, OpenAI counting); `None` when refused."""
     over_budget: bool
     our_errors: int
-    """Rules of our validator (`context_graph.validate`, OpenAI) the request breaks."""
+    """Rules of our validator (`context_graph.validate.request`, OpenAI) the request breaks."""
     sdk_errors: int
     """Places where it breaks the `openai` SDK's request types (or is empty)."""
     reference: int

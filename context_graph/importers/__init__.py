@@ -20,10 +20,10 @@ from types import ModuleType
 from typing import Any
 
 from context_graph.errors import IngestError, SourceLocation
-from context_graph.events import AgentEvent
-from context_graph.graph import ContextGraph
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.events import AgentEvent
 from context_graph.importers._base import ImportedSession, RawInput, read_raw
-from context_graph.tokens import TokenCounter
+from context_graph.tokens.counting import TokenCounter
 
 __all__ = [
     "FORMATS",

@@ -26,8 +26,8 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
-from context_graph.events import AgentEvent
-from context_graph.nodes import (
+from context_graph.graph.events import AgentEvent
+from context_graph.graph.nodes import (
     ContentPart,
     DocumentPart,
     ImagePart,

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
-from context_graph.events import AgentEvent, FileRead, SubagentResult, ToolResult
+from context_graph.graph.events import AgentEvent, FileRead, SubagentResult, ToolResult
 from context_graph.importers._base import RawInput
 
 __all__ = [

@@ -18,7 +18,7 @@ from typing import Any, TypeAlias
 from pydantic import JsonValue, ValidationError
 
 from context_graph.errors import IngestError, SourceLocation
-from context_graph.events import (
+from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
     SystemPrompt,
@@ -26,6 +26,7 @@ from context_graph.events import (
     ToolResult,
     UserTurn,
 )
+from context_graph.graph.nodes import ContentPart, TextPart
 from context_graph.importers._base import (
     ImportedSession,
     Names,
@@ -35,7 +36,6 @@ from context_graph.importers._base import (
     expect_mapping,
     expect_str,
 )
-from context_graph.nodes import ContentPart, TextPart
 
 __all__ = [
     "ROLES",

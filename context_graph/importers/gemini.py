@@ -32,13 +32,21 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
-from context_graph.events import (
+from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
     SystemPrompt,
     ToolCall,
     ToolResult,
     UserTurn,
+)
+from context_graph.graph.nodes import (
+    ContentPart,
+    DocumentPart,
+    ImagePart,
+    ProviderSignature,
+    TextPart,
+    ThinkingPart,
 )
 from context_graph.importers._base import (
     ImportedSession,
@@ -47,14 +55,6 @@ from context_graph.importers._base import (
     expect_list,
     expect_mapping,
     expect_str,
-)
-from context_graph.nodes import (
-    ContentPart,
-    DocumentPart,
-    ImagePart,
-    ProviderSignature,
-    TextPart,
-    ThinkingPart,
 )
 
 __all__ = ["model_turn", "sniff", "to_sessions"]

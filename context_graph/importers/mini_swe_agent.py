@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from context_graph.events import AgentEvent, AssistantTurn, ToolResult, UserTurn
+from context_graph.graph.events import AgentEvent, AssistantTurn, ToolResult, UserTurn
 from context_graph.importers._base import (
     ImportedSession,
     RawInput,

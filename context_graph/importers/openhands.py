@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError
-from context_graph.events import AgentEvent, UserTurn
+from context_graph.graph.events import AgentEvent, UserTurn
 from context_graph.importers._base import (
     ImportedSession,
     RawInput,

@@ -21,7 +21,8 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
-from context_graph.events import AgentEvent, AssistantTurn, UserTurn
+from context_graph.graph.events import AgentEvent, AssistantTurn, UserTurn
+from context_graph.graph.nodes import ContentPart
 from context_graph.importers._base import (
     ImportedSession,
     RawInput,
@@ -32,7 +33,6 @@ from context_graph.importers._base import (
     with_fields,
 )
 from context_graph.importers.openai import ConversionState, message_to_events
-from context_graph.nodes import ContentPart
 
 __all__ = ["sniff", "to_sessions"]
 

@@ -28,7 +28,7 @@ from typing import Any, TypeAlias
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
-from context_graph.events import (
+from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
     SystemPrompt,

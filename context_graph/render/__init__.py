@@ -15,10 +15,10 @@ docs/rendering.md for the rules per provider.
 
 from __future__ import annotations
 
-from context_graph.render._fit import marker_text
-from context_graph.render._renderer import FORMATS, Renderer, RenderResult, count_payload
-from context_graph.render._turns import MISSING_RESULT_TEXT, RenderSource
-from context_graph.tokens import ProviderFormat
+from context_graph.render.fit import marker_text
+from context_graph.render.renderer import FORMATS, Renderer, RenderResult, count_payload
+from context_graph.render.turns import MISSING_RESULT_TEXT, RenderSource
+from context_graph.tokens.counting import ProviderFormat
 
 __all__ = [
     "FORMATS",

@@ -9,8 +9,8 @@ from typing import Any
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.importers import read_raw
 from context_graph.render import count_payload
-from context_graph.tokens import ProviderFormat, default_counter
-from context_graph.validate import detect_request_format, request_format_clues, validate
+from context_graph.tokens.counting import ProviderFormat, default_counter
+from context_graph.validate.request import detect_request_format, request_format_clues, validate
 from orchestrator.cli._errors import EXIT_OK, EXIT_VIOLATIONS
 
 __all__ = ["run_check"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from context_graph.graph import ContextGraph
-from context_graph.stats import GraphStats, graph_stats
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.stats import GraphStats, graph_stats
 from orchestrator.cli._errors import EXIT_OK
 from orchestrator.cli._progress import Progress
 from orchestrator.cli._session import load

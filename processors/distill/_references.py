@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from context_graph.entities import critical_entities
-from context_graph.nodes import AssistantNode, ToolCallNode
+from context_graph.graph.nodes import AssistantNode, ToolCallNode
 from processors.base import GraphView
 
 __all__ = ["LaterReferences", "NamedAfter"]

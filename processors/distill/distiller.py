@@ -26,8 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from context_graph.entities import critical_entities
 from context_graph.errors import ConfigurationError
-from context_graph.nodes import AnswerNode, ContentPart, FileNode, Node, TextPart
-from context_graph.tokens import default_counter
+from context_graph.graph.nodes import AnswerNode, ContentPart, FileNode, Node, TextPart
+from context_graph.tokens.counting import default_counter
 from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
 from processors.distill._common import (
     LEVELS,

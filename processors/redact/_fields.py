@@ -12,7 +12,7 @@ import base64
 import binascii
 from collections.abc import Callable, Iterator
 
-from context_graph.nodes import (
+from context_graph.graph.nodes import (
     ContentPart,
     DocumentPart,
     FileNode,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context_graph.errors import ConfigurationError
-from context_graph.nodes import SIGNED_SECRETS, ContentPart, Node, ThinkingPart, ToolCallNode
+from context_graph.graph.nodes import SIGNED_SECRETS, ContentPart, Node, ThinkingPart, ToolCallNode
 from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
 from processors.redact._fields import (
     field_texts,
@@ -29,7 +29,7 @@ from processors.redact._scan import (
 
 __all__ = ["SIGNED_SECRETS", "SecretRedactor", "strip_signed_secrets"]
 
-# `SIGNED_SECRETS` (from context_graph.nodes) is the meta key of a node whose signed thinking
+# `SIGNED_SECRETS` (from context_graph.graph.nodes) is the meta key of a node whose signed thinking
 # holds secrets: `{type: count}`. The block cannot be redacted (its signature covers it), so
 # summarizers are given the node without its signed thinking (`strip_signed_secrets`), and
 # renders report the count (`RenderResult.signed_secrets`).

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from context_graph.entities import critical_entities
-from context_graph.nodes import (
+from context_graph.graph.nodes import (
     AnswerNode,
     FileNode,
     Node,

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from context_graph.entities import missing_entities
-from context_graph.nodes import Node, ToolCallNode
+from context_graph.graph.nodes import Node, ToolCallNode
 from processors.summarize._facts import dedupe, open_error_entities, user_entities
 from processors.summarize._quoting import outside_spans
 

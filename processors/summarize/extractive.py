@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from context_graph.errors import ConfigurationError
-from context_graph.nodes import (
+from context_graph.graph.nodes import (
     AssistantNode,
     FileNode,
     ImagePart,
@@ -30,7 +30,7 @@ from context_graph.nodes import (
     ToolCallNode,
     UserNode,
 )
-from context_graph.tokens import NodeTokenCache, TokenCounter, default_counter
+from context_graph.tokens.counting import NodeTokenCache, TokenCounter, default_counter
 from processors._pieces import counting_by_paragraphs, paragraph_pieces
 from processors.summarize import _brief
 from processors.summarize._brief import Brief

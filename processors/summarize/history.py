@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import anyio
 from pydantic import JsonValue
 
-from context_graph.anchors import SUMMARY_HEADER
 from context_graph.errors import ConfigurationError
-from context_graph.nodes import Node, SummaryNode, TextPart, make_node_id
+from context_graph.graph.anchors import SUMMARY_HEADER
+from context_graph.graph.nodes import Node, SummaryNode, TextPart, make_node_id
 from processors.base import Abstract, ProcessorContext, Proposal, Summarizer
 from processors.redact import strip_signed_secrets
 from processors.registry import register

@@ -31,7 +31,7 @@ from context_graph import (
     ToolResult,
     UserTurn,
 )
-from context_graph.validate import validate
+from context_graph.validate.request import validate
 from orchestrator.replay import model_call_points
 
 

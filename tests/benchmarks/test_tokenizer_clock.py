@@ -9,7 +9,7 @@ from benchmarks.compare.report import call_times, time_split, time_table
 from benchmarks.compare.runner import CallRow, Run
 from benchmarks.compare.tokenizer_clock import TokenizerClock
 from context_graph import ContextGraph, TiktokenCounter
-from context_graph.tokens import default_counter
+from context_graph.tokens.counting import default_counter
 
 
 class TestTokenizerClock:

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from context_graph import ContextGraph
+from context_graph.graph.nodes import ProviderSignature, ToolCallNode, node_adapter
 from context_graph.importers import gemini
 from context_graph.importers._base import RawInput
-from context_graph.nodes import ProviderSignature, ToolCallNode, node_adapter
 from context_graph.render import Renderer
 from context_graph.testing import WordCounter
-from context_graph.validate import validate
+from context_graph.validate.request import validate
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 GEMINI_CLI = TRACES / "gemini_cli" / "google-gemini_gemini-cli"

@@ -21,7 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph.errors import BudgetExceededError
-from context_graph.events import (
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
     Compaction,
@@ -31,14 +32,13 @@ from context_graph.events import (
     ToolResult,
     UserTurn,
 )
-from context_graph.graph import ContextGraph
+from context_graph.graph.nodes import SummaryNode, TextPart
+from context_graph.graph.stats import graph_stats
 from context_graph.importers import load_events
-from context_graph.nodes import SummaryNode, TextPart
 from context_graph.render import FORMATS, Renderer
-from context_graph.render._turns import RenderSource
-from context_graph.stats import graph_stats
+from context_graph.render.turns import RenderSource
 from context_graph.testing import WordCounter, graph_snapshot
-from context_graph.tokens import ProviderFormat
+from context_graph.tokens.counting import ProviderFormat
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 FASTHOOKS = TRACES / "claude_code" / "pypi_fasthooks-0.1.4" / "sample_main_transcript.jsonl"

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph import ContextGraph, IngestError, TextPart
-from context_graph.events import (
+from context_graph.graph.events import (
     AssistantTurn,
     Compaction,
     FileRead,

@@ -8,15 +8,15 @@ import pytest
 
 import context_graph
 from context_graph.examples import EXAMPLE_SESSION
-from context_graph.graph import ContextGraph
-from context_graph.importers import ImportedSession, detect_format, load_sessions
-from context_graph.nodes import (
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.nodes import (
     FileNode,
     SubagentResultNode,
     SummaryNode,
     ToolCallNode,
     ToolResultNode,
 )
+from context_graph.importers import ImportedSession, detect_format, load_sessions
 from context_graph.testing import WordCounter
 
 TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"

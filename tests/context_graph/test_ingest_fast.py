@@ -16,9 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph import ContextGraph
-from context_graph._ingest import IngestPlan, model_json, plan_ingest
 from context_graph.errors import IngestError, UnknownNodeError
-from context_graph.events import (
+from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
     Compaction,
@@ -30,7 +29,8 @@ from context_graph.events import (
     ToolResult,
     UserTurn,
 )
-from context_graph.nodes import (
+from context_graph.graph.ingest import IngestPlan, model_json, plan_ingest
+from context_graph.graph.nodes import (
     ImagePart,
     Node,
     TextPart,

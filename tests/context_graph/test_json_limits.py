@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from context_graph._json_limits import MAX_DEPTH, MAX_INT_DIGITS, MAX_STRING, check_json_value
 from context_graph.errors import IngestError, SourceLocation
-from context_graph.events import AgentEvent, UserTurn
+from context_graph.graph.events import AgentEvent, UserTurn
+from context_graph.graph.json_limits import MAX_DEPTH, MAX_INT_DIGITS, MAX_STRING, check_json_value
 
 _events: TypeAdapter[list[AgentEvent]] = TypeAdapter(list[AgentEvent])
 

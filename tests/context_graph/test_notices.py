@@ -17,9 +17,9 @@ from context_graph import (
     floor_anchors,
     unit_kind,
 )
-from context_graph.nodes import SystemNode
+from context_graph.graph.nodes import SystemNode
+from context_graph.graph.stats import graph_stats
 from context_graph.render import FORMATS, Renderer
-from context_graph.stats import graph_stats
 from context_graph.testing import WordCounter
 
 DONE = "Background task b1 finished (exit code 0); its output is in /tmp/b1.out"

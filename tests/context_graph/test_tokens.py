@@ -17,7 +17,7 @@ from context_graph import (
     TokenizerError,
     default_counter,
 )
-from context_graph.nodes import (
+from context_graph.graph.nodes import (
     AssistantNode,
     DocumentPart,
     ImagePart,
@@ -27,7 +27,7 @@ from context_graph.nodes import (
     ToolCallNode,
 )
 from context_graph.testing import WordCounter
-from context_graph.tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, SeamCounter, countable_text
+from context_graph.tokens.counting import DOCUMENT_TOKENS, IMAGE_TOKENS, SeamCounter, countable_text
 
 
 class CountingCounter:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph.errors import ConfigurationError
-from context_graph.validate import (
+from context_graph.validate.request import (
     RULES,
     Violation,
     detect_request_format,
@@ -952,7 +952,7 @@ class TestDetectRequestFormat:
     def test_renderer_output_is_detected(self, fmt: Any) -> None:
         """A body the renderer writes for a session with tool calls is told as its format."""
         from context_graph.examples import EXAMPLE_SESSION
-        from context_graph.graph import ContextGraph
+        from context_graph.graph.context_graph import ContextGraph
         from context_graph.importers import load_sessions
         from context_graph.render import Renderer
 

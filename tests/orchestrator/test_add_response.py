@@ -14,9 +14,9 @@ from google.genai import types as genai
 from openai.types.chat import ChatCompletion
 
 from context_graph.errors import IngestError
-from context_graph.nodes import ToolCallNode
+from context_graph.graph.nodes import ToolCallNode
 from context_graph.testing import WordCounter, graph_snapshot
-from context_graph.validate import validate
+from context_graph.validate.request import validate
 from orchestrator.bus import Recorder
 from orchestrator.manager import ContextManager
 

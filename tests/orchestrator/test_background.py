@@ -16,9 +16,9 @@ import anyio
 import pytest
 
 from context_graph.errors import ConfigurationError
-from context_graph.nodes import Node
+from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
-from context_graph.validate import validate
+from context_graph.validate.request import validate
 from orchestrator import ContextManager, GuardConfig, Recorder, TriggerConfig
 from processors.base import ProcessorContext, Proposal, run_processor
 from processors.truncate import ToolOutputTruncator

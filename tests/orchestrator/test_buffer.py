@@ -23,12 +23,12 @@ from context_graph import (
     UnknownNodeError,
     UserTurn,
 )
-from context_graph.nodes import Node, SummaryNode
+from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.render import FORMATS, Renderer
 from context_graph.testing import WordCounter, graph_snapshot
-from context_graph.tokens import ProviderFormat
-from context_graph.validate import validate
-from orchestrator.buffer import AuditEntry, WorkingGraph, WorkingView
+from context_graph.tokens.counting import ProviderFormat
+from context_graph.validate.request import validate
+from orchestrator.working.buffer import AuditEntry, WorkingGraph, WorkingView
 from processors import Abstract, Drop, Edit, Proposal, Replace, replacement_for
 
 

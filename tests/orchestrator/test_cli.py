@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from context_graph.events import UserTurn
 from context_graph.examples import EXAMPLE_SESSION
-from context_graph.graph import ContextGraph
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.events import UserTurn
 from context_graph.importers import load_sessions
 from context_graph.testing import trace_files
 from orchestrator.cli import main
@@ -170,7 +170,7 @@ class TestRender:
         self, capsys: pytest.CaptureFixture[str], fmt: str
     ) -> None:
         """render writes a valid request body and one summary line on stderr."""
-        from context_graph.validate import validate
+        from context_graph.validate.request import validate
 
         code, out, err = _run(capsys, "render", "--budget", "8000", "--format", fmt)
         assert code == 0, err

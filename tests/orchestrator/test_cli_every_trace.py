@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from context_graph.errors import BudgetExceededError
-from context_graph.graph import ContextGraph
+from context_graph.graph.context_graph import ContextGraph
 from context_graph.importers import ImportedSession, load_sessions
 from context_graph.render import FORMATS, Renderer
 from context_graph.testing import trace_files
-from context_graph.tokens import ProviderFormat
-from context_graph.validate import validate
+from context_graph.tokens.counting import ProviderFormat
+from context_graph.validate.request import validate
 from orchestrator.cli import _session, main
 from orchestrator.manager import ContextManager
 from orchestrator.profiles import get_profile

@@ -7,10 +7,10 @@ import pytest
 
 from context_graph.errors import BudgetExceededError
 from context_graph.examples import EXAMPLE_SESSION
-from context_graph.graph import ContextGraph
+from context_graph.graph.context_graph import ContextGraph
 from context_graph.importers import load_sessions
 from context_graph.render import Renderer
-from context_graph.validate import validate
+from context_graph.validate.request import validate
 from orchestrator.cli import main
 from orchestrator.manager import ContextManager
 from orchestrator.profiles import get_profile, load_profile

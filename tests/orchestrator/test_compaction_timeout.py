@@ -22,9 +22,9 @@ import anyio
 import pytest
 
 from context_graph.errors import BudgetExceededError, ConfigurationError
-from context_graph.nodes import Node
+from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
-from context_graph.validate import validate
+from context_graph.validate.request import validate
 from orchestrator import ContextManager, GuardConfig, Recorder
 from orchestrator.bus import SIGNALS
 from processors.base import ProcessorContext, Proposal

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from context_graph.errors import BudgetExceededError
 from context_graph.render import Renderer
 from context_graph.testing import WordCounter
-from context_graph.validate import validate
-from orchestrator._floor import MIN_CAP, floor_outputs, output_cap
+from context_graph.validate.request import validate
+from orchestrator.compaction.floor import MIN_CAP, floor_outputs, output_cap
 from orchestrator.manager import ContextManager
 from processors import ToolOutputTruncator
 

@@ -11,11 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph.errors import ConfigurationError
-from context_graph.nodes import Node
+from context_graph.graph.nodes import Node
 from context_graph.testing import ScriptedSummarizer, WordCounter
-from orchestrator._pipeline import StageSettings, run_pipeline
 from orchestrator.bus import Recorder
-from orchestrator.guards import (
+from orchestrator.compaction.guards import (
     GuardConfig,
     GuardState,
     StageOutcome,
@@ -24,6 +23,7 @@ from orchestrator.guards import (
     record,
     tick,
 )
+from orchestrator.compaction.pipeline import StageSettings, run_pipeline
 from orchestrator.manager import ContextManager
 from processors import HistorySummarizer, ObservationMasker, ProcessorContext, Proposal
 

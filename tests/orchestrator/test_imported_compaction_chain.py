@@ -1,7 +1,7 @@
 """The working view reads chained imported compactions as it read unchained ones.
 
 An imported compaction abstracts only the nodes since the previous one, that one first
-(`context_graph.nodes.SummaryNode`). Views, their renders, `expand` and the checks on
+(`context_graph.graph.nodes.SummaryNode`). Views, their renders, `expand` and the checks on
 proposals must answer what they answered when each compaction abstracted every earlier
 node: each test compares with a copy of the pristine graph in that old shape.
 """
@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph.errors import BudgetExceededError
-from context_graph.events import (
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
     Compaction,
@@ -25,12 +26,11 @@ from context_graph.events import (
     ToolResult,
     UserTurn,
 )
-from context_graph.graph import ContextGraph
-from context_graph.nodes import SummaryNode, TextPart
+from context_graph.graph.nodes import SummaryNode, TextPart
 from context_graph.render import FORMATS, Renderer
 from context_graph.testing import WordCounter
-from orchestrator.buffer import Overlay, WorkingGraph, WorkingView
-from orchestrator.store import SessionStore
+from orchestrator.persistence import SQLiteStore
+from orchestrator.working.buffer import Overlay, WorkingGraph, WorkingView
 from processors import Abstract, Proposal
 
 
@@ -209,7 +209,7 @@ class TestSessionFiles:
     ) -> None:
         """Audit versions match the ones commit 74849a7 wrote, so its files still open."""
         path, events = tmp_path / "session.db", _steps(6)
-        with SessionStore.open(path, counter=WordCounter(), durable=False) as store:
+        with SQLiteStore.open(path, counter=WordCounter(), durable=False) as store:
             session = store.restore()
             session.raw.ingest(events[:12])
             session.raw.ingest(events[12:20])
@@ -220,7 +220,7 @@ class TestSessionFiles:
         # Recorded on 74849a7 for this very session: each compaction's edges counted.
         assert [entry.version for entry in audit] == [108, 199]
         assert session.raw.version == 197
-        with SessionStore.open(path, counter=WordCounter(), durable=False) as store:
+        with SQLiteStore.open(path, counter=WordCounter(), durable=False) as store:
             again = store.restore()
             assert again.working.audit() == audit
             assert again.working.units() == units

@@ -6,12 +6,12 @@ from typing import Any
 import pytest
 
 from context_graph import Compaction, ContextGraph, InvariantViolation, TextPart
-from context_graph.nodes import FileNode, Node, SummaryNode, ToolResultNode, UserNode
+from context_graph.graph.nodes import FileNode, Node, SummaryNode, ToolResultNode, UserNode
 from context_graph.render import FORMATS, Renderer
 from context_graph.testing import WordCounter
-from context_graph.validate import validate
-from orchestrator.buffer import WorkingGraph
-from orchestrator.invariants import RULES, _changes, _pairs_kept, check_proposal, enforce
+from context_graph.validate.request import validate
+from orchestrator.working.buffer import WorkingGraph
+from orchestrator.working.invariants import RULES, _changes, _pairs_kept, check_proposal, enforce
 from processors import Abstract, Drop, Edit, Proposal, Replace, replacement_for
 
 

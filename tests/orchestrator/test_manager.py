@@ -11,12 +11,12 @@ import anyio
 import pytest
 
 from context_graph.errors import BudgetExceededError, ConfigurationError, IngestError
-from context_graph.graph import ContextGraph
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.nodes import Node
 from context_graph.importers import load_sessions
-from context_graph.nodes import Node
 from context_graph.render import FORMATS, Renderer
 from context_graph.testing import ScriptedSummarizer, WordCounter, graph_snapshot
-from context_graph.validate import validate
+from context_graph.validate.request import validate
 from orchestrator.bus import Recorder
 from orchestrator.manager import ContextManager, ManagerStats
 from processors import HistorySummarizer, ObservationMasker, ProcessorContext, Proposal
@@ -405,8 +405,8 @@ class TestGuardsWiring:
 
     def test_floor_spares_small_views_from_trigger_driven_compaction(self) -> None:
         """Under the floor, a fitting render compacts nothing even when a trigger fires."""
-        from orchestrator.guards import GuardConfig
-        from orchestrator.triggers import TriggerConfig
+        from orchestrator.compaction.guards import GuardConfig
+        from orchestrator.compaction.triggers import TriggerConfig
 
         manager = self._manager(
             budget=100_000,
@@ -425,7 +425,7 @@ class TestGuardsWiring:
 
     def test_overflow_compacts_below_the_floor(self) -> None:
         """A request that does not fit is compacted even under the floor."""
-        from orchestrator.guards import GuardConfig
+        from orchestrator.compaction.guards import GuardConfig
 
         manager = self._manager(budget=2_000, guards=GuardConfig(floor_tokens=50_000))
         result = manager.render_sync()
@@ -436,7 +436,7 @@ class TestGuardsWiring:
         """compact() runs the pipeline even under the floor."""
         import anyio
 
-        from orchestrator.guards import GuardConfig
+        from orchestrator.compaction.guards import GuardConfig
 
         manager = self._manager(budget=100_000, guards=GuardConfig(floor_tokens=50_000))
         run = anyio.run(manager.compact)

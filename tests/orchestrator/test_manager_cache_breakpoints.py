@@ -6,7 +6,7 @@ import pytest
 
 from context_graph.errors import ConfigurationError
 from context_graph.examples import EXAMPLE_SESSION
-from context_graph.graph import ContextGraph
+from context_graph.graph.context_graph import ContextGraph
 from context_graph.importers import load_sessions
 from context_graph.render import Renderer
 from orchestrator.manager import ContextManager

@@ -30,11 +30,11 @@ from context_graph import (
     ToolResult,
     UserTurn,
 )
-from context_graph.nodes import Node, TriggerSpec
+from context_graph.graph.nodes import Node, TriggerSpec
 from context_graph.render import FORMATS, count_payload
 from context_graph.testing import WordCounter, graph_snapshot
-from context_graph.tokens import ProviderFormat
-from context_graph.validate import validate
+from context_graph.tokens.counting import ProviderFormat
+from context_graph.validate.request import validate
 from orchestrator import ContextManager, GuardConfig, TriggerConfig, get_profile
 from orchestrator.replay import model_call_points
 

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from context_graph.errors import StoreCorruptError, StoreError, StoreLockedError
-from context_graph.events import AgentEvent
+from context_graph.graph.events import AgentEvent
 from context_graph.importers import load_events
 from context_graph.testing import graph_snapshot
 from orchestrator import ContextManager

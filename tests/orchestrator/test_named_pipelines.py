@@ -9,11 +9,11 @@ import anyio
 import pytest
 
 from context_graph.errors import ConfigurationError, IngestError
-from context_graph.nodes import TriggerSpec
+from context_graph.graph.nodes import TriggerSpec
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager, GuardConfig, Profile, TriggerConfig
-from orchestrator._plan import Step, plan_runs
-from orchestrator.triggers import Firing
+from orchestrator.compaction.plan import Step, plan_runs
+from orchestrator.compaction.triggers import Firing
 from processors import ObservationMasker, ToolOutputTruncator
 
 LOG = " ".join(f"word{n}" for n in range(300))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from context_graph import ContextGraph
 from context_graph.testing import WordCounter
-from orchestrator._floor import floor_outputs
-from orchestrator._pipeline import history_targets
-from orchestrator.buffer import WorkingGraph
+from orchestrator.compaction.floor import floor_outputs
+from orchestrator.compaction.pipeline import history_targets
 from orchestrator.manager import ContextManager
+from orchestrator.working.buffer import WorkingGraph
 
 DONE = "Background task b1 finished; output in /tmp/b1.out"
 

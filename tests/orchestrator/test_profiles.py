@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 
 from context_graph.errors import BudgetExceededError, ConfigurationError
-from context_graph.events import AgentEvent, AssistantTurn
+from context_graph.graph.events import AgentEvent, AssistantTurn
+from context_graph.graph.nodes import Node
 from context_graph.importers import load_sessions
-from context_graph.nodes import Node
 from context_graph.render import Renderer
-from context_graph.validate import validate
+from context_graph.validate.request import validate
+from orchestrator.compaction.triggers import TriggerConfig
 from orchestrator.manager import ContextManager
 from orchestrator.profiles import (
     PROFILES,
@@ -20,7 +21,6 @@ from orchestrator.profiles import (
     get_profile,
     load_profile,
 )
-from orchestrator.triggers import TriggerConfig
 from processors import registry
 from processors.base import ProcessorContext, Proposal
 from processors.distill import Distiller

@@ -27,13 +27,13 @@ from context_graph import (
     ToolResult,
     UserTurn,
 )
-from context_graph.graph import Unit
-from context_graph.nodes import Node, SummaryNode, TriggerSpec
+from context_graph.graph.context_graph import Unit
+from context_graph.graph.nodes import Node, SummaryNode, TriggerSpec
 from context_graph.render import Renderer
 from context_graph.testing import WordCounter
-from orchestrator._figures import figures_of
-from orchestrator.buffer import WorkingGraph, WorkingView
-from orchestrator.triggers import TriggerConfig, TriggerState, evaluate
+from orchestrator.compaction.triggers import TriggerConfig, TriggerState, evaluate
+from orchestrator.working.buffer import WorkingGraph, WorkingView
+from orchestrator.working.figures import figures_of
 from processors import Abstract, Drop, Edit, Proposal, Replace, replacement_for
 
 WORDS = st.lists(

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context_graph.nodes import Node
+from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager, GuardConfig, Recorder, TriggerConfig
-from orchestrator.buffer import WorkingView
+from orchestrator.working.buffer import WorkingView
 from processors.base import ProcessorContext, Proposal, run_processor
 from processors.summarize import HistorySummarizer
 from processors.truncate import ToolOutputTruncator

@@ -8,7 +8,7 @@ import pytest
 from context_graph import AssistantTurn
 from context_graph.examples import EXAMPLE_SESSION
 from context_graph.importers import load_sessions
-from context_graph.validate import validate
+from context_graph.validate.request import validate
 from orchestrator.cli import main
 from orchestrator.manager import ContextManager
 from orchestrator.replay import replay

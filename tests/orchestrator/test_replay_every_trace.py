@@ -22,7 +22,7 @@ from context_graph import ContextGraph
 from context_graph.importers import ImportedSession, load_sessions
 from context_graph.render import FORMATS, Renderer
 from context_graph.testing import trace_files
-from context_graph.tokens import ProviderFormat
+from context_graph.tokens.counting import ProviderFormat
 from orchestrator import PROFILES, ContextManager, ReplayReport, replay
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"

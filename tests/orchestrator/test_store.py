@@ -38,10 +38,11 @@ from context_graph.errors import (
 from context_graph.importers import load_events, load_sessions
 from context_graph.render import Renderer
 from context_graph.testing import WordCounter, graph_snapshot, trace_files
-from orchestrator._pipeline import StageSettings, output_targets, run_pipeline
-from orchestrator.buffer import WorkingGraph
 from orchestrator.bus import EventBus
-from orchestrator.store import SCHEMA_VERSION, RestoredSession, SessionStore
+from orchestrator.compaction.pipeline import StageSettings, output_targets, run_pipeline
+from orchestrator.persistence import RestoredSession, SQLiteStore
+from orchestrator.persistence.sqlite_store import SCHEMA_VERSION
+from orchestrator.working.buffer import WorkingGraph
 from processors.base import Drop, ProcessorContext, Proposal, run_processor
 from processors.distill import Distiller
 from processors.mask import ObservationMasker
@@ -83,9 +84,9 @@ def path_fixture(tmp_path: Path) -> Path:
     return tmp_path / "session.db"
 
 
-def _open(path: Path, **options: Any) -> SessionStore:
+def _open(path: Path, **options: Any) -> SQLiteStore:
     """A store counting words; without fsync unless asked (the tests need no power-cut safety)."""
-    return SessionStore.open(path, counter=WordCounter(), **{"durable": False, **options})
+    return SQLiteStore.open(path, counter=WordCounter(), **{"durable": False, **options})
 
 
 def _drop_unit(working: WorkingGraph, index: int = 0) -> Proposal | None:
@@ -159,10 +160,10 @@ class TestRoundTrip:
 
     async def test_default_counter_is_recorded_and_used(self, path: Path) -> None:
         """A session stored with the default counter restores with its token counts."""
-        with SessionStore.open(path) as store:
+        with SQLiteStore.open(path) as store:
             live = store.restore()
             live.raw.ingest([UserTurn(content="count these words with tiktoken please")])
-        with SessionStore.open(path) as store:
+        with SQLiteStore.open(path) as store:
             restored = store.restore()
         assert restored.raw.total_tokens == live.raw.total_tokens > 0
         with pytest.raises(StoreError, match="tiktoken"):
@@ -250,9 +251,9 @@ def test_every_shared_trace_round_trips_with_the_same_ids(tmp_path: Path, trace:
 _WRITER = """
 import sys
 from context_graph.testing import WordCounter
-from orchestrator.store import SessionStore
+from orchestrator.persistence import SQLiteStore
 
-store = SessionStore.open(sys.argv[1], counter=WordCounter())
+store = SQLiteStore.open(sys.argv[1], counter=WordCounter())
 session = store.restore()
 print("ready", flush=True)
 if sys.argv[2] == "close":
@@ -375,7 +376,7 @@ def _body(path: Path, seq: int) -> str:
 
 def _rewrite(path: Path, seq: int, body: str) -> None:
     """Replace an entry's body and fix its checksum, as a careful vandal would."""
-    from orchestrator._store_codec import checksum
+    from orchestrator.persistence.codec import checksum
 
     _edit(
         path, "UPDATE journal SET body = ?, checksum = ? WHERE seq = ?", body, checksum(body), seq
@@ -691,7 +692,7 @@ class TestWrites:
         assert len(session.raw) == 0
         with pytest.raises(StoreError, match="closed"):
             store.state()
-        assert repr(store) == f"SessionStore({str(path)!r}, closed)"
+        assert repr(store) == f"SQLiteStore({str(path)!r}, closed)"
 
     def test_pristine_record_refuses_edits_it_cannot_journal(self, path: Path) -> None:
         """Explicit edges and derived nodes on a stored session's record are refused."""

@@ -12,9 +12,9 @@ from typing import Any
 import anyio
 import pytest
 
-from context_graph.events import AgentEvent
+from context_graph.graph.events import AgentEvent
+from context_graph.graph.nodes import Node
 from context_graph.importers import load_events
-from context_graph.nodes import Node
 from context_graph.testing import ScriptedSummarizer, WordCounter, graph_snapshot
 from orchestrator import ContextManager
 from processors.base import ProcessorContext, Proposal

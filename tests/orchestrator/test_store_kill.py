@@ -29,14 +29,14 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 
-from context_graph.events import AgentEvent
-from context_graph.graph import ContextGraph
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.events import AgentEvent
+from context_graph.graph.nodes import Node
 from context_graph.importers import load_events
-from context_graph.nodes import Node
 from orchestrator import ContextManager
-from orchestrator.buffer import AuditEntry
+from orchestrator.persistence import SQLiteStore
 from orchestrator.replay import model_call_points
-from orchestrator.store import SessionStore
+from orchestrator.working.buffer import AuditEntry
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT.parent / "shared" / "traces"
@@ -184,7 +184,7 @@ def _pristine(graph: ContextGraph) -> list[Node]:
 
 def _journaled_events(path: Path) -> int:
     """How many events the session file holds (its journal's `events` entries)."""
-    with SessionStore.open(path, read_only=True) as store:
+    with SQLiteStore.open(path, read_only=True) as store:
         return sum(len(entry.events) for entry in store.journal() if entry.kind == "events")
 
 
@@ -327,7 +327,7 @@ class TestKilledSession:
 def _state_after_kill(path: Path, session: Session, kill_at: int) -> dict[str, JsonValue]:
     status, _ = _run_killed(path, session, kill_at)
     assert os.WIFSIGNALED(status), f"moment {kill_at}: the child was not killed"
-    with SessionStore.open(path, read_only=True) as store:
+    with SQLiteStore.open(path, read_only=True) as store:
         return store.state()
 
 

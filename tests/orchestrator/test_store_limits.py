@@ -21,12 +21,12 @@ from context_graph import (
     ToolResult,
     UserTurn,
 )
-from context_graph._json_limits import MAX_DEPTH, check_json_value
 from context_graph.errors import StoreError
-from context_graph.nodes import Node, SummaryNode, TextPart
+from context_graph.graph.json_limits import MAX_DEPTH, check_json_value
+from context_graph.graph.nodes import Node, SummaryNode, TextPart
 from context_graph.testing import ScriptedSummarizer, WordCounter, graph_snapshot
 from orchestrator import ContextManager
-from orchestrator.store import SessionStore
+from orchestrator.persistence import SQLiteStore
 from processors.base import Abstract, Drop, Proposal
 from processors.summarize import HistorySummarizer
 
@@ -130,7 +130,7 @@ class TestCandidatesThatCannotBeEncoded:
 
     def test_store_refuses_a_proposal_it_could_not_read_back(self, path: Path) -> None:
         """A proposal the checker passes but the journal could not decode changes nothing."""
-        with SessionStore.open(path, counter=WordCounter(), durable=False) as store:
+        with SQLiteStore.open(path, counter=WordCounter(), durable=False) as store:
             session = store.restore()
             _session(session.raw)
             working = session.working
@@ -152,7 +152,7 @@ class TestCandidatesThatCannotBeEncoded:
             assert (working.version, working.audit(), working.current_ids()) == before
             assert store.failed is None
             session.raw.add_user("the journal goes on")
-        with SessionStore.open(path, counter=WordCounter(), read_only=True) as store:
+        with SQLiteStore.open(path, counter=WordCounter(), read_only=True) as store:
             restored = store.restore()
             assert restored.working.current_ids() == session.working.current_ids()
 
@@ -185,8 +185,8 @@ class _Flaky:
 
 
 class TestFailedWrites:
-    def _store(self, path: Path, fails: str) -> tuple[SessionStore, Any]:
-        store = SessionStore.open(path, counter=WordCounter(), durable=False)
+    def _store(self, path: Path, fails: str) -> tuple[SQLiteStore, Any]:
+        store = SQLiteStore.open(path, counter=WordCounter(), durable=False)
         session = store.restore()
         _session(session.raw)
         store._conn = _Flaky(store._conn, fails)  # type: ignore[arg-type,assignment]
@@ -209,7 +209,7 @@ class TestFailedWrites:
         assert store.failed is None
         session.raw.add_user("kept")
         store.close()
-        with SessionStore.open(path, counter=WordCounter(), read_only=True) as reader:
+        with SQLiteStore.open(path, counter=WordCounter(), read_only=True) as reader:
             restored = reader.restore()
             assert graph_snapshot(restored.raw) == graph_snapshot(session.raw)
             assert restored.working.audit() == session.working.audit()
@@ -227,7 +227,7 @@ class TestFailedWrites:
         with pytest.raises(StoreError, match="ahead of the file"):
             store.put_state("k", 1)
         store.close()
-        with SessionStore.open(path, counter=WordCounter()) as reopened:
+        with SQLiteStore.open(path, counter=WordCounter()) as reopened:
             texts = [node.text for node in reopened.restore().raw]
             assert "in memory only" not in texts and "refused" not in texts
 

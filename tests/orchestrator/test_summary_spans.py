@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from context_graph.nodes import Node
+from context_graph.graph.nodes import Node
 from context_graph.testing import Recorder, ScriptedSummarizer, WordCounter
-from context_graph.validate import validate
+from context_graph.validate.request import validate
 from orchestrator.manager import ContextManager
 from processors import HistorySummarizer
 

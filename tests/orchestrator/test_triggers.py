@@ -7,17 +7,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from context_graph import ConfigurationError, ContextGraph
-from context_graph.graph import Unit
-from context_graph.nodes import Node, TriggerSpec
+from context_graph.graph.context_graph import Unit
+from context_graph.graph.nodes import Node, TriggerSpec
 from context_graph.testing import WordCounter
-from orchestrator.buffer import WorkingGraph
-from orchestrator.triggers import (
+from orchestrator.compaction.triggers import (
     TRIGGER_NAMES,
     Firing,
     TriggerConfig,
     TriggerState,
     evaluate,
 )
+from orchestrator.working.buffer import WorkingGraph
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ from collections.abc import Sequence
 
 import anyio
 
-from context_graph.nodes import Node
+from context_graph.graph.nodes import Node
 from context_graph.render import RenderResult
 from context_graph.testing import WordCounter
-from context_graph.validate import validate
+from context_graph.validate.request import validate
+from orchestrator.compaction.triggers import TriggerConfig
 from orchestrator.manager import ContextManager
-from orchestrator.triggers import TriggerConfig
 from processors import HistorySummarizer, ProcessorContext, Proposal, ToolOutputTruncator
 
 BUDGET = 2_000
@@ -149,7 +149,7 @@ class TestWhenThePassRuns:
     def test_a_budget_level_runs_the_default_pipeline_on_the_new_outputs_first(self) -> None:
         calls, _sent, new = _recorded(TriggerConfig(soft_ratio=None, hard_ratio=0.9))
         # The pass over what no request carried yet; the whole-view run after it skips
-        # the stage, which freed nothing there and so stalls (orchestrator.guards).
+        # the stage, which freed nothing there and so stalls (orchestrator.compaction.guards).
         assert calls == [new]
 
     def test_another_trigger_runs_the_whole_view_only(self) -> None:

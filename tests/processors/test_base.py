@@ -5,7 +5,7 @@ from collections.abc import Sequence
 import pytest
 
 from context_graph import ConfigurationError, ContextGraph, ProcessorError, TextPart
-from context_graph.nodes import Node, ToolResultNode
+from context_graph.graph.nodes import Node, ToolResultNode
 from context_graph.testing import WordCounter
 from processors import (
     Drop,

@@ -10,7 +10,7 @@ import context_graph
 import processors
 from context_graph import entities
 from context_graph.entities import critical_entities
-from context_graph.nodes import TextPart, ToolResultNode
+from context_graph.graph.nodes import TextPart, ToolResultNode
 from processors import clear_caches
 from processors.distill import _references
 from processors.summarize import _facts
@@ -27,7 +27,7 @@ def _filled() -> None:
 
 
 # Memos keyed by something other than session text: the SDK's request types.
-NOT_SESSION_MEMOS = frozenset({"context_graph.sdk_check._fields"})
+NOT_SESSION_MEMOS = frozenset({"context_graph.validate.sdk_types._fields"})
 
 
 def _lru_caches() -> dict[str, Callable[..., object]]:

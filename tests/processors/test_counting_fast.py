@@ -7,7 +7,7 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context_graph.tokens import TiktokenCounter
+from context_graph.tokens.counting import TiktokenCounter
 from processors._pieces import Deferred, PieceCounter
 from processors.truncate._count import Blocks
 from processors.truncate._fit import Budget, Layout

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_graph import ConfigurationError, ContextGraph, ImagePart, TextPart
-from context_graph.nodes import FileNode, Node, SubagentResultNode, ToolResultNode
+from context_graph.graph.nodes import FileNode, Node, SubagentResultNode, ToolResultNode
 from context_graph.testing import WordCounter, graph_snapshot
 from processors import ProcessorContext, Replace, run_processor
 from processors.distill import (

@@ -8,7 +8,7 @@ import pytest
 
 from context_graph import ContextGraph
 from context_graph.entities import critical_entities, missing_entities
-from context_graph.nodes import node_adapter
+from context_graph.graph.nodes import node_adapter
 from context_graph.testing import WordCounter
 from processors import ProcessorContext, Replace
 from processors.distill import LEVELS, Distiller, distill_text

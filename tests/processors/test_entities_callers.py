@@ -4,7 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from context_graph import ContextGraph
-from context_graph.nodes import AssistantNode, ToolCallNode
+from context_graph.graph.nodes import AssistantNode, ToolCallNode
 from context_graph.testing import WordCounter
 from processors.base import GraphView
 from processors.distill._references import LaterReferences, _named, _tails

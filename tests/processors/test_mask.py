@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph import ConfigurationError, ContextGraph, ImagePart, TextPart
+from context_graph.graph.nodes import AnswerNode, FileNode
 from context_graph.importers import load_sessions
-from context_graph.nodes import AnswerNode, FileNode
 from context_graph.testing import WordCounter, graph_snapshot, trace_files
 from processors.base import ProcessorContext, Proposal, Replace, replacement_for
 from processors.mask import MASKABLE_KINDS, ObservationMasker

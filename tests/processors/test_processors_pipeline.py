@@ -10,11 +10,11 @@ import anyio
 import pytest
 
 from context_graph import ContextGraph
+from context_graph.graph.nodes import AnswerNode, Node
 from context_graph.importers import load_sessions
-from context_graph.nodes import AnswerNode, Node
 from context_graph.render import FORMATS, Renderer
 from context_graph.testing import graph_snapshot
-from context_graph.validate import validate
+from context_graph.validate.request import validate
 from orchestrator import WorkingGraph
 from processors import (
     Distiller,

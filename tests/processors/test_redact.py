@@ -23,8 +23,8 @@ from context_graph import (
     ImagePart,
     ThinkingPart,
 )
+from context_graph.graph.nodes import ToolCallNode
 from context_graph.importers import load_sessions
-from context_graph.nodes import ToolCallNode
 from context_graph.testing import WordCounter, graph_snapshot, trace_files
 from processors.base import ProcessorContext, Proposal, Replace
 from processors.redact import (

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from context_graph import ConfigurationError, ContextGraph
-from context_graph.nodes import Node
+from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
 from processors.base import Abstract, ProcessorContext, Proposal
 from processors.summarize import (

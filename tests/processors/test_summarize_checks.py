@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from context_graph import ContextGraph
 from context_graph.entities import critical_entities
-from context_graph.nodes import Node
+from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
 from processors.summarize.checks import (
     CandidateCheck,

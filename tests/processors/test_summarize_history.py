@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from context_graph import ConfigurationError, ContextGraph
-from context_graph.nodes import Node, SummaryNode, TextPart, UserNode
+from context_graph.graph.nodes import Node, SummaryNode, TextPart, UserNode
 from context_graph.testing import WordCounter, graph_snapshot
 from processors.base import Abstract, ProcessorContext, Proposal, replacement_for
 from processors.registry import get

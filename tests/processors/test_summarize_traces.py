@@ -8,8 +8,8 @@ import pytest
 
 from context_graph import ContextGraph
 from context_graph.entities import critical_entities, missing_entities
+from context_graph.graph.nodes import Node, UserNode
 from context_graph.importers import load_graph
-from context_graph.nodes import Node, UserNode
 from processors.base import Abstract, ProcessorContext, Proposal
 from processors.summarize import ExtractiveSummarizer, HistorySummarizer
 from processors.summarize.checks import find_tool_call_syntax, required_entities, tool_names_of

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph import ContextGraph
+from context_graph.graph.nodes import Node, TextPart, ToolCallNode, ToolResultNode
 from context_graph.importers import load_sessions
-from context_graph.nodes import Node, TextPart, ToolCallNode, ToolResultNode
 from context_graph.testing import WordCounter
 from processors.summarize._facts import ToolUse, _shows_content, errors_of, outcome_of, tool_uses
 from processors.summarize._outcomes import exit_code, read_outcome

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_graph import ContextGraph
-from context_graph.nodes import Node, SummaryNode
+from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.render import FORMATS, Renderer
 from context_graph.testing import ScriptedSummarizer, WordCounter
 from orchestrator import WorkingGraph

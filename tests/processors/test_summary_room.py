@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from context_graph import ConfigurationError, ContextGraph
-from context_graph.anchors import SUMMARY_HEADER
-from context_graph.nodes import Node, SummaryNode
+from context_graph.graph.anchors import SUMMARY_HEADER
+from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.testing import WordCounter
 from processors.base import Abstract, ProcessorContext
 from processors.summarize import ExtractiveSummarizer, HistorySummarizer

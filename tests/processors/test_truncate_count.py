@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph.testing import WordCounter
-from context_graph.tokens import TiktokenCounter
+from context_graph.tokens.counting import TiktokenCounter
 from processors._pieces import Counted, PieceCounter
 from processors.truncate import POLICIES, truncate_text
 from processors.truncate._count import Blocks

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from context_graph.nodes import (
+from context_graph.graph.nodes import (
     AnswerNode,
     AssistantNode,
     FileNode,

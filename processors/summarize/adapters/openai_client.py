@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from context_graph.errors import ConfigurationError, SummarizerError
-from context_graph.nodes import Node
+from context_graph.graph.nodes import Node
 from processors.summarize.adapters._options import ModelSummarizer, missing_sdk
 from processors.summarize.adapters._prompt import SYSTEM_PROMPT, build_prompt
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from context_graph.graph import ContextGraph
+from context_graph.graph.context_graph import ContextGraph
 from context_graph.testing import WordCounter
 
 TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"

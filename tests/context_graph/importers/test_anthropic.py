@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 
 from context_graph.errors import IngestError
-from context_graph.events import AssistantTurn, SystemPrompt, ToolResult, UserTurn
-from context_graph.graph import ContextGraph
-from context_graph.importers import RawInput, anthropic, detect_format, load_sessions
-from context_graph.nodes import (
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.events import AssistantTurn, SystemPrompt, ToolResult, UserTurn
+from context_graph.graph.nodes import (
     AssistantNode,
     DocumentPart,
     ImagePart,
@@ -23,6 +22,7 @@ from context_graph.nodes import (
     ToolResultNode,
     UserNode,
 )
+from context_graph.importers import RawInput, anthropic, detect_format, load_sessions
 from context_graph.testing import graph_snapshot
 
 PNG = (

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from context_graph.errors import IngestError
-from context_graph.events import (
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.events import (
     AssistantTurn,
     Compaction,
     FileRead,
@@ -18,15 +19,7 @@ from context_graph.events import (
     ToolResult,
     UserTurn,
 )
-from context_graph.graph import ContextGraph
-from context_graph.importers import (
-    ImportedSession,
-    RawInput,
-    claude_code,
-    detect_format,
-    load_sessions,
-)
-from context_graph.nodes import (
+from context_graph.graph.nodes import (
     AssistantNode,
     FileNode,
     ImagePart,
@@ -36,6 +29,13 @@ from context_graph.nodes import (
     ThinkingPart,
     ToolCallNode,
     UserNode,
+)
+from context_graph.importers import (
+    ImportedSession,
+    RawInput,
+    claude_code,
+    detect_format,
+    load_sessions,
 )
 from context_graph.testing import WordCounter, graph_snapshot
 

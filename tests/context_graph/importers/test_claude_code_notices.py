@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from context_graph.errors import BudgetExceededError
-from context_graph.events import UserTurn
-from context_graph.graph import ContextGraph
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.events import UserTurn
+from context_graph.graph.nodes import UserNode
 from context_graph.importers import load_sessions
-from context_graph.nodes import UserNode
 from context_graph.render import Renderer
 from context_graph.testing import WordCounter
 

@@ -7,11 +7,9 @@ from typing import Any
 import pytest
 
 from context_graph.errors import IngestError
-from context_graph.events import AssistantTurn, SystemPrompt, ToolCall, ToolResult, UserTurn
-from context_graph.graph import ContextGraph
-from context_graph.importers import detect_format, gemini, load_events, load_sessions
-from context_graph.importers._base import RawInput
-from context_graph.nodes import (
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.events import AssistantTurn, SystemPrompt, ToolCall, ToolResult, UserTurn
+from context_graph.graph.nodes import (
     DocumentPart,
     ImagePart,
     ProviderSignature,
@@ -19,6 +17,8 @@ from context_graph.nodes import (
     ThinkingPart,
     ToolCallNode,
 )
+from context_graph.importers import detect_format, gemini, load_events, load_sessions
+from context_graph.importers._base import RawInput
 from context_graph.testing import graph_snapshot
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ"

@@ -20,7 +20,7 @@ from context_graph import ConfigurationError, ContextGraph, IngestError
 from context_graph.importers import load_sessions
 from context_graph.render import Renderer
 from context_graph.testing import graph_snapshot, trace_files
-from context_graph.validate import validate
+from context_graph.validate.request import validate
 from orchestrator import ContextManager
 from orchestrator.profiles import load_profile
 

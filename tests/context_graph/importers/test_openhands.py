@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from context_graph.errors import IngestError
-from context_graph.events import AssistantTurn, ToolResult, UserTurn
-from context_graph.graph import ContextGraph
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.events import AssistantTurn, ToolResult, UserTurn
+from context_graph.graph.nodes import AssistantNode, TextPart
 from context_graph.importers import (
     RawInput,
     detect_format,
@@ -17,7 +18,6 @@ from context_graph.importers import (
     openhands,
     read_raw,
 )
-from context_graph.nodes import AssistantNode, TextPart
 from context_graph.testing import graph_snapshot
 
 TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"

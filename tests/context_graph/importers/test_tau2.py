@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from context_graph.errors import IngestError
-from context_graph.graph import ContextGraph
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.nodes import ToolCallNode
 from context_graph.importers import detect_format, load_events, load_sessions, tau2
 from context_graph.importers._base import ImportedSession, RawInput
-from context_graph.nodes import ToolCallNode
 from context_graph.testing import graph_snapshot
 
 REPO = Path(__file__).resolve().parents[3]

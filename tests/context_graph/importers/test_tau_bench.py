@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from context_graph.errors import IngestError
-from context_graph.graph import ContextGraph
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.nodes import ToolCallNode
 from context_graph.importers import (
     RawInput,
     detect_format,
@@ -16,7 +17,6 @@ from context_graph.importers import (
     read_raw,
     tau_bench,
 )
-from context_graph.nodes import ToolCallNode
 from context_graph.testing import WordCounter, graph_snapshot
 
 TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from context_graph.sdk_check import sdk_problems
+from context_graph.validate.sdk_types import sdk_problems
 
 SdkCheck = Callable[[Any, str], list[str]]
 

@@ -39,8 +39,8 @@ from context_graph.render import (
     marker_text,
 )
 from context_graph.testing import WordCounter, graph_snapshot
-from context_graph.tokens import ProviderFormat
-from context_graph.validate import validate
+from context_graph.tokens.counting import ProviderFormat
+from context_graph.validate.request import validate
 
 Message = dict[str, Any]
 THINKING_ON = {"type": "enabled", "budget_tokens": 1024}

@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from context_graph import ContextGraph
-from context_graph.anchors import SUMMARY_HEADER, floor_anchors, unit_kind
-from context_graph.events import Compaction, UserTurn
+from context_graph.graph.anchors import SUMMARY_HEADER, floor_anchors, unit_kind
+from context_graph.graph.events import Compaction, UserTurn
+from context_graph.graph.nodes import TextPart, UserNode
 from context_graph.importers import load_graph
-from context_graph.nodes import TextPart, UserNode
 from context_graph.render import Renderer
 from context_graph.testing import ScriptedSummarizer, WordCounter
 from orchestrator.manager import ContextManager

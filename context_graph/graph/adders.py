@@ -1,0 +1,104 @@
+"""The `add_*` shorthands: one typed event each, handed to the class's own `ingest`.
+
+`ContextGraph` and the orchestrator's `ContextManager` take batches through their own
+`ingest` (the manager's also tells its bus and triggers); both get the shorthands from
+here, so the two cannot drift apart. Each builds its event with `make_event`, so a wrong
+value is an `IngestError` naming the field, as it is for a batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from pydantic import BaseModel
+
+from context_graph.errors import IngestError
+from context_graph.graph.events import (
+    AgentEvent,
+    AssistantTurn,
+    FileRead,
+    Note,
+    SubagentResult,
+    SystemPrompt,
+    ToolCall,
+    ToolResult,
+    UserTurn,
+    make_event,
+)
+from context_graph.graph.nodes import ContentPart
+from context_graph.graph.sdk_replies import is_reply, read_message
+
+__all__ = ["Content", "EventAdders", "ToolCallInput"]
+
+Content: TypeAlias = str | Sequence[ContentPart]
+
+ToolCallInput: TypeAlias = ToolCall | Mapping[str, Any] | BaseModel
+"""A tool call in any shape `ToolCall` reads: ours, or an SDK's (its object or its dict)."""
+
+
+class EventAdders:
+    """`add_system`, `add_user`, `add_assistant`, ...; mixed into whatever has `ingest`."""
+
+    if TYPE_CHECKING:
+
+        def ingest(self, events: Iterable[AgentEvent | dict[str, Any]]) -> tuple[str, ...]:
+            """Add a batch of events, whole or not at all (the host's own method)."""
+            ...
+
+    def add_system(self, content: Content, **fields: Any) -> str:
+        """Add the system prompt (pinned by default); return its node id."""
+        return self.ingest((make_event(SystemPrompt, content=content, **fields),))[0]
+
+    def add_user(self, content: Content, **fields: Any) -> str:
+        """Add a user turn; return its node id."""
+        return self.ingest((make_event(UserTurn, content=content, **fields),))[0]
+
+    def add_assistant(
+        self,
+        content: Content | Mapping[str, Any] | BaseModel | None = (),
+        tool_calls: Sequence[ToolCallInput] = (),
+        **fields: Any,
+    ) -> tuple[str, ...]:
+        """Add an assistant turn and its tool calls; return the assistant and call ids.
+
+        Args:
+            content: Text or parts (`None` for none, as OpenAI sends with tool calls); or
+                a whole reply message, as an SDK object or its dict: an OpenAI
+                `ChatCompletionMessage`, an Anthropic `Message`, a Gemini `Content`
+                (see `context_graph.graph.sdk_replies`).
+            tool_calls: The turn's calls, each in any shape `ToolCall` reads; with a
+                whole message, its own calls are taken and this must be empty.
+            **fields: More `AssistantTurn` fields (`model=`, `meta=`, ...).
+
+        Raises:
+            IngestError: a value is malformed (names the field); nothing was added.
+        """
+        if is_reply(content):
+            if tool_calls:
+                msg = "a whole reply message carries its own tool calls; do not pass `tool_calls`"
+                raise IngestError(msg)
+            return self.ingest((read_message(content, **fields),))
+        event = make_event(AssistantTurn, content=content, tool_calls=tool_calls, **fields)
+        return self.ingest((event,))
+
+    def add_tool_result(
+        self, call_id: str, content: Content, *, is_error: bool = False, **fields: Any
+    ) -> str:
+        """Add the result of the open call `call_id`; return its node id."""
+        event = make_event(
+            ToolResult, call_id=call_id, content=content, is_error=is_error, **fields
+        )
+        return self.ingest((event,))[0]
+
+    def add_file_read(self, path: str, content: Content, **fields: Any) -> str:
+        """Add a file as read (answering `call_id=` when given); return its node id."""
+        return self.ingest((make_event(FileRead, path=path, content=content, **fields),))[0]
+
+    def add_subagent_result(self, content: Content, **fields: Any) -> str:
+        """Add a sub-agent's final answer (answering `call_id=` when given)."""
+        return self.ingest((make_event(SubagentResult, content=content, **fields),))[0]
+
+    def add_note(self, content: Content, **fields: Any) -> str:
+        """Add a pinned note; return its node id."""
+        return self.ingest((make_event(Note, content=content, **fields),))[0]

@@ -1,0 +1,389 @@
+"""`ContextGraph`: the DAG of nodes built from agent events, and the queries on it.
+
+Every edge points from a node to an older one (a result *answers* its call, a node
+*follows* the one before it in the transcript, a newer read *supersedes* an older one),
+so the graph is acyclic by construction; an explicit edge that would close a cycle is
+refused with `CycleError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import networkx as nx
+from pydantic import JsonValue
+
+from context_graph.errors import DuplicateNodeError, UnknownNodeError
+from context_graph.graph.adders import EventAdders
+from context_graph.graph.anchors import unit_kind
+from context_graph.graph.edges import EDGE_KINDS, EdgeKind, EdgeMethods
+from context_graph.graph.events import (
+    AgentEvent,
+    coerce_events,
+)
+from context_graph.graph.ingest import IngestPlan, plan_ingest
+from context_graph.graph.nodes import Node, ToolCallNode
+from context_graph.tokens.counting import NodeTokenCache, TokenCounter, default_counter
+
+__all__ = ["EDGE_KINDS", "ContextGraph", "EdgeKind", "Unit"]
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """An interaction unit: the atom that is kept, compacted or dropped whole.
+
+    An assistant turn's unit holds the assistant node, all its tool calls and all their
+    results (parallel calls included). Every other transcript node is a unit by itself.
+
+    Attributes:
+        head: The id of the unit's first node.
+        kind: The kind of the head node, or `notice` when it is a notice (`unit_kind`).
+        node_ids: Every node of the unit, in transcript order.
+    """
+
+    head: str
+    kind: str
+    node_ids: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.node_ids)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.node_ids)
+
+
+class ContextGraph(EdgeMethods, EventAdders):
+    """A DAG of context nodes, built from agent events.
+
+    Ingest is atomic per batch: `ingest(events)` either adds every node and edge of the
+    batch or raises `IngestError` and leaves the graph exactly as it was. Ingesting an
+    event costs the size of the event: the queries it needs are indexed.
+
+    Args:
+        counter: The token counter; the offline `cl100k_base` tiktoken counter by default.
+    """
+
+    def __init__(self, *, counter: TokenCounter | None = None) -> None:
+        self.token_cache = NodeTokenCache(counter or default_counter())
+        self._g: nx.DiGraph = nx.DiGraph()
+        self._nodes: dict[str, Node] = {}
+        self._rank: dict[str, int] = {}
+        self._order: list[str] = []
+        self._derived: list[str] = []
+        self._tokens: dict[str, int] = {}
+        self._total_tokens = 0
+        self._open_calls: dict[str, list[str]] = {}
+        self._answered_ids: set[str] = set()
+        self._answer: dict[str, str] = {}
+        self._call_of: dict[str, str] = {}
+        self._unit_of: dict[str, str] = {}
+        self._unit_members: dict[str, list[str]] = {}
+        self._unit_heads: list[str] = []
+        self._unit_objects: dict[str, Unit] = {}
+        self._unit_index: dict[str, int] = {}
+        self._unit_list: list[Unit] = []
+        # The head of every unit made or grown, in order: what changed since a mark.
+        self._unit_log: list[str] = []
+        self._units_cache: tuple[int, tuple[Unit, ...]] | None = None
+        self._by_kind: dict[str, list[str]] = {}
+        self._by_tool: dict[str, list[str]] = {}
+        self._file_reads: dict[str, list[str]] = {}
+        self._superseded: set[str] = set()
+        self._pinned: list[str] = []
+        self._next_seq = 0
+        self._turn = 0
+        self._last_id: str | None = None
+        # The newest imported compaction: the next one abstracts the nodes since it.
+        self._compaction: str | None = None
+        self._forward_edges = 0
+        self._first_call: dict[str, str] = {}
+        self._version = 0
+
+    # -- ingest ------------------------------------------------------------------------
+
+    def ingest(self, events: Iterable[AgentEvent | dict[str, Any]]) -> tuple[str, ...]:
+        """Add a batch of events, whole or not at all; return the new node ids in order.
+
+        Raises:
+            IngestError: an event is malformed or inconsistent (names the event's place);
+                the graph is unchanged.
+        """
+        batch = coerce_events(events)
+        plan = plan_ingest(self, batch)
+        self._commit(plan)
+        return tuple(plan.by_id)
+
+    def add(self, event: AgentEvent | dict[str, Any]) -> tuple[str, ...]:
+        """Add one event; return the ids of the nodes it made."""
+        return self.ingest((event,))
+
+    def add_derived(self, node: Node) -> str:
+        """Add a node made by a processor (a summary, a masked copy) with its lineage edges.
+
+        The node stays out of the transcript order; its `replaces` / `abstracts` ids must
+        already be in the graph.
+
+        Raises:
+            DuplicateNodeError: the id is taken.
+            UnknownNodeError: a lineage id is not in the graph.
+        """
+        if node.id in self._nodes:
+            msg = f"node id {node.id} is already in the graph"
+            raise DuplicateNodeError(msg)
+        sources = [*([node.replaces] if node.replaces else []), *node.abstracts]
+        for source in sources:
+            self._require(source)
+        tokens = self.token_cache.count_node(node)
+        self._insert(node, tokens)
+        self._derived.append(node.id)
+        for source in sources:
+            self._link(node.id, source, "derived_from")
+        return node.id
+
+    def _commit(self, plan: IngestPlan) -> None:
+        """Apply a validated plan. Nothing here can fail on a plan from `plan_ingest`."""
+        nodes = plan.nodes
+        self._insert_nodes(nodes, plan.tokens)
+        unit_of = plan.unit_of
+        members = self._unit_members
+        unit_index = self._unit_index
+        unit_log = self._unit_log
+        new_heads: list[str] = []
+        grown: dict[str, None] = {}
+        for node in nodes:
+            node_id = node.id
+            self._order.append(node_id)
+            head = unit_of[node_id]
+            self._unit_of[node_id] = head
+            if head == node_id:
+                self._unit_heads.append(node_id)
+                members[node_id] = [node_id]
+                unit_index[node_id] = len(self._unit_list) + len(new_heads)
+                new_heads.append(node_id)
+            else:
+                members[head].append(node_id)
+                grown[head] = None
+            unit_log.append(head)
+        # Each touched unit is made once, with all of this batch's members: the units a
+        # node-by-node commit would make in between are seen by no one.
+        earlier = len(self._unit_list)
+        for head in grown:
+            index = unit_index[head]
+            if index < earlier:
+                self._unit_objects.pop(head, None)
+                self._unit_list[index] = self._make_unit(head)
+        for head in new_heads:
+            self._unit_list.append(self._make_unit(head))
+        self._link_new(plan.edges)
+        for call_id, open_ids in plan.open_calls.items():
+            if open_ids:
+                self._open_calls[call_id] = open_ids
+            else:
+                self._open_calls.pop(call_id, None)
+        self._answered_ids |= plan.answered_ids
+        for call_node, answer_node in plan.answers.items():
+            self._answer[call_node] = answer_node
+            self._call_of[answer_node] = call_node
+        self._file_reads.update(plan.file_reads)
+        self._superseded |= plan.superseded
+        self._next_seq = plan.seq
+        self._turn = plan.turn
+        self._last_id = plan.last_id
+        self._compaction = plan.compaction
+        self._version += plan.version_credit
+
+    def _insert(self, node: Node, tokens: int) -> None:
+        self._insert_nodes((node,), {node.id: tokens})
+
+    def _insert_nodes(self, nodes: Sequence[Node], tokens: dict[str, int]) -> None:
+        """Add new nodes, in order, with their token counts (one networkx call for all)."""
+        self._version += len(nodes)
+        rank = self._rank
+        by_kind = self._by_kind
+        total = self._total_tokens
+        for node in nodes:
+            node_id = node.id
+            count = tokens[node_id]
+            self._nodes[node_id] = node
+            rank[node_id] = len(rank)
+            self._tokens[node_id] = count
+            total += count
+            by_kind.setdefault(node.kind, []).append(node_id)
+            if isinstance(node, ToolCallNode):
+                self._by_tool.setdefault(node.name, []).append(node_id)
+                self._first_call.setdefault(node.tool_call_id, node_id)
+            if node.pinned:
+                self._pinned.append(node_id)
+        self._total_tokens = total
+        if nodes:  # as adding them one by one, an empty batch leaves networkx untouched
+            self._g.add_nodes_from([node.id for node in nodes])
+
+    # -- nodes -------------------------------------------------------------------------
+
+    def _require(self, node_id: str) -> Node:
+        node = self._nodes.get(node_id)
+        if node is None:
+            msg = f"node {node_id!r} is not in the graph"
+            raise UnknownNodeError(msg)
+        return node
+
+    def __getitem__(self, node_id: str) -> Node:
+        # `_require` inlined: this is the graph's hottest lookup.
+        node = self._nodes.get(node_id)
+        if node is None:
+            msg = f"node {node_id!r} is not in the graph"
+            raise UnknownNodeError(msg)
+        return node
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._nodes
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __iter__(self) -> Iterator[Node]:
+        return (self._nodes[i] for i in self._order)
+
+    def get(self, node_id: str) -> Node | None:
+        """The node with this id, or `None`."""
+        return self._nodes.get(node_id)
+
+    def transcript(self) -> tuple[str, ...]:
+        """The ids of the transcript nodes in the order they happened."""
+        return tuple(self._order)
+
+    def covered(self, node_id: str) -> tuple[str, ...]:
+        """The ids of every node that `node_id` stands for, in order.
+
+        A summary a processor made stands for its `abstracts`. An imported compaction (a
+        summary in the transcript) stands for every transcript node before it, although
+        it abstracts only those since the previous compaction, that one first: the
+        previous one stands for the rest. Any other node stands for its `abstracts` (none).
+        """
+        node = self._require(node_id)
+        if node.kind == "summary" and node.seq is not None:
+            return tuple(self._order[: node.seq])
+        return node.abstracts
+
+    def derived(self) -> tuple[str, ...]:
+        """The ids of nodes added by `add_derived`, oldest first."""
+        return tuple(self._derived)
+
+    def tokens(self, node_id: str) -> int:
+        """The content tokens of one node (no per-message overhead)."""
+        # `_tokens` has exactly the keys of `_nodes`, so this is `_require`'s check.
+        tokens = self._tokens.get(node_id)
+        if tokens is None:
+            msg = f"node {node_id!r} is not in the graph"
+            raise UnknownNodeError(msg)
+        return tokens
+
+    @property
+    def total_tokens(self) -> int:
+        """The content tokens of every node in the graph."""
+        return self._total_tokens
+
+    @property
+    def version(self) -> int:
+        """A counter that changes with every edit (renders are cached by it)."""
+        return self._version
+
+    def first_call_with_id(self, tool_call_id: str) -> str | None:
+        """The node id of the earliest tool call that used `tool_call_id`, if any."""
+        return self._first_call.get(tool_call_id)
+
+    @property
+    def turns(self) -> int:
+        """How many user turns have been ingested."""
+        return self._turn
+
+    # -- units and pairing --------------------------------------------------------------
+
+    def unit_of(self, node_id: str) -> Unit:
+        """The interaction unit that holds `node_id`."""
+        self._require(node_id)
+        head = self._unit_of.get(node_id)
+        if head is None:
+            msg = f"node {node_id!r} is derived and belongs to no transcript unit"
+            raise UnknownNodeError(msg)
+        return self._make_unit(head)
+
+    def units(self) -> tuple[Unit, ...]:
+        """Every interaction unit, in the order their heads happened."""
+        cached = self._units_cache
+        if cached is not None and cached[0] == self._version:
+            return cached[1]
+        units = tuple(self._unit_list)
+        self._units_cache = (self._version, units)
+        return units
+
+    @property
+    def unit_mark(self) -> int:
+        """A mark of the units as they are now, for `units_changed_since`."""
+        return len(self._unit_log)
+
+    def units_changed_since(self, mark: int) -> tuple[str, ...]:
+        """Heads of the units made or grown since `unit_mark` was `mark`, each once, in order.
+
+        A unit only ever grows at its end, and new units come after every older one, so
+        a consumer that kept the units at `mark` can bring them up to date from these.
+        """
+        return tuple(dict.fromkeys(self._unit_log[mark:]))
+
+    def _make_unit(self, head: str) -> Unit:
+        # Unit objects are reused until their unit grows, so that consumers that cache
+        # by unit (the renderer) see the same object for an unchanged unit.
+        unit = self._unit_objects.get(head)
+        if unit is None:
+            unit = Unit(head, unit_kind(self._nodes[head]), tuple(self._unit_members[head]))
+            self._unit_objects[head] = unit
+        return unit
+
+    def answer_to(self, call_node_id: str) -> Node | None:
+        """The node that answers the tool call `call_node_id`, or `None` while it is open."""
+        self._require(call_node_id)
+        answer = self._answer.get(call_node_id)
+        return self._nodes[answer] if answer is not None else None
+
+    def call_of(self, answer_node_id: str) -> ToolCallNode | None:
+        """The tool call that `answer_node_id` answers, or `None`."""
+        self._require(answer_node_id)
+        call = self._call_of.get(answer_node_id)
+        return cast(ToolCallNode, self._nodes[call]) if call is not None else None
+
+    def unanswered_calls(self) -> tuple[str, ...]:
+        """Ids of tool-call nodes that have no result yet, in transcript order."""
+        open_ids = [i for ids in self._open_calls.values() for i in ids]
+        return tuple(sorted(open_ids, key=self._rank.__getitem__))
+
+    def is_superseded(self, node_id: str) -> bool:
+        """Whether a later read of the same file covers this file node."""
+        return node_id in self._superseded
+
+    # -- lookups -------------------------------------------------------------------------
+
+    def pinned(self) -> tuple[str, ...]:
+        """Ids of pinned nodes, oldest first."""
+        return tuple(self._pinned)
+
+    def by_kind(self, kind: str) -> tuple[str, ...]:
+        """Ids of nodes of one kind, oldest first."""
+        return tuple(self._by_kind.get(kind, ()))
+
+    def by_tool(self, name: str) -> tuple[str, ...]:
+        """Ids of the tool-call nodes that called tool `name`, oldest first."""
+        return tuple(self._by_tool.get(name, ()))
+
+    def by_path(self, path: str) -> tuple[str, ...]:
+        """Ids of the file nodes that read `path`, oldest first (version 1 first)."""
+        return tuple(self._file_reads.get(path, ()))
+
+    def files(self) -> tuple[str, ...]:
+        """Every path that was read, in the order first read."""
+        return tuple(self._file_reads)
+
+    def meta_of(self, node_id: str) -> dict[str, JsonValue]:
+        """A copy of a node's metadata."""
+        return dict(self._require(node_id).meta)

@@ -1,0 +1,248 @@
+"""What the provider SDKs return, read into events: a reply message, or a whole response.
+
+`read_message` gives the `AssistantTurn` of a message, `read_response` also the prompt
+usage of a response:
+
+- OpenAI chat: a `ChatCompletionMessage`, or a `ChatCompletion` (its `choices[0].message`);
+  prompt tokens from `usage.prompt_tokens`.
+- Anthropic: a `Message`, which is the whole response too; prompt tokens from
+  `usage.input_tokens` plus the cache reads and writes (`cache_read_input_tokens`,
+  `cache_creation_input_tokens`), which `input_tokens` leaves out.
+- Gemini: a `Content` (role `model`), or a `GenerateContentResponse` (its
+  `candidates[0].content`); prompt tokens from `usage_metadata.prompt_token_count`.
+
+Each is taken as the SDK's object or as its plain dict (the JSON the API sent; Gemini's
+camelCase or snake_case). No SDK is imported: their objects are pydantic models and are
+read through `model_dump`. A message is converted by the importer of its format (the
+same code that reads recorded sessions), so a live loop and a replayed log give the
+same events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from pydantic import BaseModel
+
+from context_graph.errors import IngestError, SourceLocation
+from context_graph.graph.call_shapes import plain
+from context_graph.graph.events import AssistantTurn, make_event
+from context_graph.graph.nodes import (
+    DocumentPart,
+    ImagePart,
+    RedactedThinkingPart,
+    TextPart,
+    ThinkingPart,
+)
+
+__all__ = ["Provider", "Reply", "is_reply", "read_message", "read_response"]
+
+Provider: TypeAlias = Literal["openai", "anthropic", "gemini"]
+
+_PARTS = (TextPart, ImagePart, DocumentPart, ThinkingPart, RedactedThinkingPart)
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "thinking", "redacted_thinking"})
+_RESPONSE_KEYS = ("choices", "candidates")
+_EXPECTED = (
+    "expected an OpenAI `ChatCompletion` (with `choices`), an Anthropic `Message` "
+    '(`"type": "message"`) or a Gemini `GenerateContentResponse` (with `candidates`), '
+    "as the SDK's object or its dict"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A whole response, read.
+
+    Attributes:
+        provider: Whose response it is.
+        turn: The assistant turn it holds.
+        prompt_tokens: The prompt's size as the provider counted it, if the response says.
+    """
+
+    provider: Provider
+    turn: AssistantTurn
+    prompt_tokens: int | None
+
+
+def is_reply(value: object) -> bool:
+    """Whether `value` is a whole message or response (an SDK object or its dict), not parts."""
+    if isinstance(value, BaseModel):
+        return not isinstance(value, _PARTS)
+    if isinstance(value, Mapping):
+        keys = ("role", "parts", *_RESPONSE_KEYS)
+        return value.get("type") == "message" or any(k in value for k in keys)
+    return False
+
+
+def read_message(message: object, **fields: Any) -> AssistantTurn:
+    """The assistant turn of one reply message; `fields` add to it or override it.
+
+    Raises:
+        IngestError: the message is malformed, not the assistant's, or a whole response
+            (whose message is `choices[0].message` or `candidates[0].content`).
+    """
+    data = _data(message, SourceLocation())
+    kind = _message_kind(data)
+    if kind is None:
+        if any(k in data for k in _RESPONSE_KEYS):
+            msg = (
+                "this is a whole response, not a message: pass `choices[0].message` or "
+                "`candidates[0].content`, or give the response to `ContextManager.add_response`"
+            )
+        else:
+            msg = f"unrecognized reply message (keys: {_keys(data)}); {_EXPECTED}"
+        raise IngestError(msg)
+    return _turn(kind, data, SourceLocation(), {}, fields)
+
+
+def read_response(response: object, **fields: Any) -> Reply:
+    """The assistant turn and the prompt usage of a whole response.
+
+    Raises:
+        IngestError: the response is malformed or of no kind recognized; names the path.
+    """
+    top = SourceLocation()
+    data = _data(response, top)
+    if "choices" in data:
+        choice = _first(data, "choices", top)
+        where = top.with_path("choices[0].message")
+        message = _mapping(choice.get("message"), where, "`choices[0].message`")
+        usage = _tokens(data, ("usage", "prompt_tokens"), top)
+        ids = {"message_id": _text(data, "id", top), "model": _text(data, "model", top)}
+        return Reply("openai", _turn("openai", message, where, ids, fields), usage)
+    if "candidates" in data:
+        candidate = _first(data, "candidates", top)
+        where = top.with_path("candidates[0].content")
+        if candidate.get("content") is None:
+            reason = candidate.get("finishReason") or candidate.get("finish_reason")
+            msg = f"the first candidate has no content (finish reason: {reason})"
+            raise IngestError(msg, where)
+        usage_key = "usageMetadata" if "usageMetadata" in data else "usage_metadata"
+        count_key = "promptTokenCount"
+        if not isinstance(data.get(usage_key), Mapping) or count_key not in data[usage_key]:
+            count_key = "prompt_token_count"
+        usage = _tokens(data, (usage_key, count_key), top)
+        ids = {
+            "message_id": _text(data, "responseId", top) or _text(data, "response_id", top),
+            "model": _text(data, "modelVersion", top) or _text(data, "model_version", top),
+        }
+        return Reply("gemini", _turn("gemini", candidate["content"], where, ids, fields), usage)
+    if data.get("type") == "message":
+        keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+        counts = [_tokens(data, ("usage", key), top) for key in keys]
+        usage = None if counts[0] is None else sum(c or 0 for c in counts)
+        return Reply("anthropic", _turn("anthropic", data, top, {}, fields), usage)
+    msg = f"unrecognized response (keys: {_keys(data)}); {_EXPECTED}"
+    raise IngestError(msg)
+
+
+# --- messages -------------------------------------------------------------------------------
+
+
+def _message_kind(data: Mapping[str, Any]) -> Provider | None:
+    if data.get("type") == "message":
+        return "anthropic"
+    if "parts" in data:
+        return "gemini"
+    if "role" not in data:
+        return None
+    content = data.get("content")
+    if isinstance(content, list) and any(
+        isinstance(b, Mapping) and b.get("type") in _ANTHROPIC_BLOCKS for b in content
+    ):
+        return "anthropic"
+    return "openai"
+
+
+def _turn(
+    kind: Provider,
+    data: Mapping[str, Any],
+    where: SourceLocation,
+    ids: Mapping[str, str | None],
+    fields: Mapping[str, Any],
+) -> AssistantTurn:
+    """Convert with the format's importer, then add the ids and the caller's fields."""
+    # Imported here: the importers import the graph, whose `add_*` methods use this module.
+    from context_graph.importers import anthropic, gemini, openai
+
+    if kind == "gemini":
+        turn = gemini.model_turn(data, where)
+    else:
+        role = data.get("role")
+        if role != "assistant":
+            msg = f"expected the assistant's message, got role {role!r}"
+            raise IngestError(msg, where.with_path("role"))
+        if kind == "openai":
+            events = openai.message_to_events(data, where, openai.ConversionState())
+            turn = next(e for e in events if isinstance(e, AssistantTurn))  # the only one
+        else:
+            parts, calls = anthropic.assistant_content(data.get("content"), where)
+            turn = AssistantTurn(content=tuple(parts), tool_calls=tuple(calls))
+            ids = {"message_id": _text(data, "id", where), "model": _text(data, "model", where)}
+    values: dict[str, Any] = {
+        "content": turn.content,
+        "tool_calls": turn.tool_calls,
+        "meta": turn.meta,
+        **{k: v for k, v in ids.items() if v is not None},
+    }
+    meta = fields.get("meta")
+    values.update(fields)
+    if isinstance(meta, Mapping):
+        values["meta"] = {**turn.meta, **meta}
+    return make_event(AssistantTurn, **values)
+
+
+# --- checked access -------------------------------------------------------------------------
+
+
+def _data(value: object, where: SourceLocation) -> Mapping[str, Any]:
+    data = plain(value, _PARTS)
+    return _mapping(data, where, "a reply")
+
+
+def _mapping(value: Any, where: SourceLocation, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        msg = f"{what} must be an SDK object or a dict, got {type(value).__name__}"
+        raise IngestError(msg, where)
+    return value
+
+
+def _first(data: Mapping[str, Any], key: str, where: SourceLocation) -> Mapping[str, Any]:
+    items = data.get(key)
+    if not isinstance(items, list | tuple) or not items:
+        msg = f"`{key}` must be a non-empty list, got {items!r}"
+        if key == "candidates":
+            feedback = data.get("promptFeedback") or data.get("prompt_feedback")
+            msg += f" (prompt feedback: {feedback})" if feedback else ""
+        raise IngestError(msg, where.with_path(key))
+    return _mapping(items[0], where.with_path(f"{key}[0]"), f"`{key}[0]`")
+
+
+def _text(data: Mapping[str, Any], key: str, where: SourceLocation) -> str | None:
+    value = data.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    msg = f"`{key}` must be a string, got {type(value).__name__}"
+    raise IngestError(msg, where.with_path(key))
+
+
+def _tokens(data: Mapping[str, Any], path: tuple[str, str], where: SourceLocation) -> int | None:
+    """A token count at `path` (`usage.prompt_tokens`); `None` when it is not there."""
+    outer, key = path
+    usage = data.get(outer)
+    if usage is None:
+        return None
+    usage = _mapping(usage, where.with_path(outer), f"`{outer}`")
+    value = usage.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        msg = f"`{outer}.{key}` must be a count of tokens, got {value!r}"
+        raise IngestError(msg, where.with_path(f"{outer}.{key}"))
+    return value
+
+
+def _keys(data: Mapping[str, Any]) -> str:
+    return ", ".join(sorted(str(k) for k in data)) or "none"

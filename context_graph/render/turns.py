@@ -1,0 +1,241 @@
+"""Provider-neutral turns: what a unit of the graph says, before any provider format.
+
+Each interaction unit becomes a short list of `Turn`s: a user turn, or an assistant turn
+with its calls followed by one user turn holding every result in call order. A call
+with no result gets a deterministic placeholder, so the turns of a unit are always
+complete and pairing never depends on what else is rendered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from context_graph.graph.anchors import SUMMARY_HEADER
+from context_graph.graph.call_ids import provider_call_id
+from context_graph.graph.context_graph import Unit
+from context_graph.graph.nodes import (
+    AnswerNode,
+    AssistantNode,
+    ContentPart,
+    DocumentPart,
+    FileNode,
+    ImagePart,
+    Node,
+    NoteNode,
+    SubagentResultNode,
+    SummaryNode,
+    SystemNode,
+    TextPart,
+    ThinkingPart,
+    ToolCallNode,
+)
+
+__all__ = [
+    "MISSING_RESULT_TEXT",
+    "Call",
+    "RenderSource",
+    "Result",
+    "Turn",
+    "UnitTurns",
+    "call_id_for",
+    "sendable",
+    "unit_turns",
+]
+
+#: The content of the placeholder result sent for a call that never got one.
+MISSING_RESULT_TEXT = (
+    "[no result: this tool call did not complete; the session ended, crashed or was "
+    "cancelled before its result was recorded]"
+)
+
+
+class RenderSource(Protocol):
+    """What the renderer reads: a `ContextGraph`, or a working projection of one.
+
+    Contract: `units()` lists interaction units in order; `version` changes whenever
+    anything a render could see changes.
+    """
+
+    @property
+    def version(self) -> int:
+        """A number that changes with every edit."""
+
+    def units(self) -> tuple[Unit, ...]:
+        """The interaction units, in order."""
+
+    def __getitem__(self, node_id: str) -> Node:
+        """The node with this id."""
+
+    def answer_to(self, call_node_id: str) -> Node | None:
+        """The node answering a call node, if any."""
+
+    def first_call_with_id(self, tool_call_id: str) -> str | None:
+        """The node id of the earliest call that used this tool-call id."""
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One tool call, with the node it came from."""
+
+    node: ToolCallNode
+    first_use: bool
+    """Whether no earlier call in the session used the same id."""
+
+
+def call_id_for(call: Call, fmt: str) -> str:
+    """The id to send for `call` in format `fmt` (see `context_graph.graph.call_ids`)."""
+    return provider_call_id(call.node.tool_call_id, call.node.seq, call.first_use, fmt)
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """The answer to one call: real, or a placeholder when the call has none."""
+
+    call: Call
+    parts: tuple[ContentPart, ...]
+    is_error: bool
+    synthetic: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One neutral turn: user content (results first), or assistant content with calls."""
+
+    role: Literal["user", "assistant"]
+    parts: tuple[ContentPart, ...] = ()
+    calls: tuple[Call, ...] = ()
+    results: tuple[Result, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class UnitTurns:
+    """A unit rendered to neutral turns, plus what the system prompt gets from it."""
+
+    head: str
+    key: tuple[str, ...]
+    turns: tuple[Turn, ...]
+    system: tuple[ContentPart, ...]
+    pinned: bool
+    kind: str
+
+
+def unit_turns(source: RenderSource, unit: Unit) -> UnitTurns:
+    """Turn one interaction unit into neutral turns."""
+    nodes = [source[i] for i in unit.node_ids]
+    head = nodes[0]
+    pinned = any(n.pinned for n in nodes)
+    key = unit.node_ids
+    if isinstance(head, SystemNode | NoteNode):
+        return UnitTurns(unit.head, key, (), head.content, pinned, head.kind)
+    if isinstance(head, AssistantNode):
+        turns = _assistant_turns(source, head, nodes[1:])
+        return UnitTurns(unit.head, key, turns, (), pinned, head.kind)
+    return UnitTurns(
+        unit.head, key, (Turn("user", sendable(_user_parts(head))),), (), pinned, unit.kind
+    )
+
+
+def sendable(parts: tuple[ContentPart, ...]) -> tuple[ContentPart, ...]:
+    """`parts` as every provider can take them; the same tuple when nothing needs mending.
+
+    An image or document with neither data nor an address has nothing to send: it becomes
+    a short note (an empty URL or `data` field is refused by every provider). A thinking
+    block with an empty signature is unsigned: it cannot go back as signed thinking.
+    """
+    if not any(map(_needs_mending, parts)):
+        return parts
+    return tuple(map(_mended, parts))
+
+
+def _needs_mending(part: ContentPart) -> bool:
+    if isinstance(part, ImagePart | DocumentPart):
+        return not part.data and not part.url
+    return isinstance(part, ThinkingPart) and part.signature == ""
+
+
+def _mended(part: ContentPart) -> ContentPart:
+    if not _needs_mending(part):
+        return part
+    if isinstance(part, ThinkingPart):
+        return part.model_copy(update={"signature": None})
+    return TextPart(text=f"[{part.type} with no content: nothing to send]")
+
+
+def _user_parts(node: Node) -> tuple[ContentPart, ...]:
+    """Content of a node that is rendered as a user turn of its own."""
+    if isinstance(node, FileNode):
+        where = (
+            f" lines {node.line_range[0]}-{node.line_range[1] or 'end'}" if node.line_range else ""
+        )
+        return (TextPart(text=f"[file {node.path}{where}]"), *node.content)
+    if isinstance(node, SubagentResultNode):
+        label = f"[sub-agent {node.agent_id} result]" if node.agent_id else "[sub-agent result]"
+        return (TextPart(text=label), *node.content)
+    if isinstance(node, SummaryNode):
+        return _summary_parts(node)
+    if isinstance(node, AnswerNode):
+        # An answer whose call is not in view (a custom projection): plain text, never
+        # a tool result, because a result with no call is rejected by every provider.
+        name = node.name or "tool"
+        return (TextPart(text=f"[output of {name}]"), *node.content)
+    return node.content
+
+
+def _summary_parts(node: SummaryNode) -> tuple[ContentPart, ...]:
+    """A summary's content under `SUMMARY_HEADER`, in its first text part.
+
+    Every format renders a summary as a user-role message (none has a better place: a
+    system message mid-conversation is refused by Anthropic and Gemini, and by many
+    OpenAI-compatible servers), so the header says what it is, once, here for all.
+    An imported compaction (ingested from a `Compaction` event, so `seq` is set) keeps
+    its own wording: Claude Code's already says the session continues from a summary,
+    the header would claim it was context-graph's, and a replayed session should send
+    what the original tool sent.
+    """
+    if node.seq is not None:
+        return node.content
+    first, *rest = node.content or (TextPart(text=""),)
+    if isinstance(first, TextPart):
+        text = f"{SUMMARY_HEADER}\n\n{first.text}" if first.text else SUMMARY_HEADER
+        return (TextPart(text=text), *rest)
+    return (TextPart(text=SUMMARY_HEADER), first, *rest)
+
+
+def _assistant_turns(
+    source: RenderSource, head: AssistantNode, rest: Sequence[Node]
+) -> tuple[Turn, ...]:
+    calls = [
+        Call(n, source.first_call_with_id(n.tool_call_id) == n.id)
+        for n in rest
+        if isinstance(n, ToolCallNode)
+    ]
+    assistant = Turn("assistant", sendable(head.content), tuple(calls))
+    results = [_result_for(source, call) for call in calls]
+    answered = {r.answer.id for r in results if r.answer is not None}
+    # An answer whose call a projection hid goes as plain text after the results: a
+    # tool result with no call would be rejected, and dropping it would lose it.
+    stray = tuple(
+        part
+        for node in rest
+        if isinstance(node, AnswerNode) and node.id not in answered
+        for part in sendable(_user_parts(node))
+    )
+    if not results and not stray:
+        return (assistant,)
+    return (assistant, Turn("user", stray, results=tuple(r.result for r in results)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Answered:
+    result: Result
+    answer: Node | None
+
+
+def _result_for(source: RenderSource, call: Call) -> _Answered:
+    answer = source.answer_to(call.node.id)
+    if answer is None:
+        return _Answered(Result(call, (TextPart(text=MISSING_RESULT_TEXT),), True, True), None)
+    is_error = isinstance(answer, AnswerNode) and answer.is_error
+    return _Answered(Result(call, sendable(answer.content), is_error, False), answer)

@@ -1,0 +1,405 @@
+"""Rules of the Anthropic Messages request body (`{"system": ..., "messages": [...]}`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from context_graph.validate.anthropic_turns import (
+    THINKING,
+    TOOL_ID,
+    Msg,
+    check_pairing,
+    check_sequence,
+    check_thinking,
+    count_breakpoints,
+    tool_breakpoints,
+)
+from context_graph.validate.common import (
+    Collector,
+    article,
+    as_list,
+    check_keys,
+    is_obj,
+    nonempty_str,
+    show,
+)
+
+__all__ = ["ANTHROPIC_RULES", "validate_anthropic"]
+
+ANTHROPIC_RULES: dict[str, str] = {
+    "too_many_messages": "Anthropic takes at most 100,000 messages in one request.",
+    "text_empty": "An Anthropic text block (or string content) is empty or only whitespace.",
+    "tool_use_id_invalid": "A tool_use `id` or a tool_result `tool_use_id` does not match "
+    "`^[a-zA-Z0-9_-]+$`.",
+    "tool_result_not_first": "A tool_result block follows another kind of block in its message.",
+    "thinking_signature_missing": "A thinking block has no string `signature`.",
+    "redacted_thinking_data_missing": "A redacted_thinking block has no string `data`.",
+    "thinking_not_first": "A thinking block follows text or tool_use in its message.",
+    "thinking_block_last": "The final assistant message ends with a thinking block.",
+    "thinking_block_missing": "With thinking enabled, the assistant message of the open tool "
+    "loop does not start with a thinking block.",
+    "thinking_while_disabled": "With thinking disabled, the final assistant message holds a "
+    "thinking block.",
+    "too_many_cache_breakpoints": "More than 4 `cache_control` breakpoints in one request.",
+    "trailing_whitespace": "The final assistant message ends with whitespace.",
+}
+
+_BLOCKS = frozenset(
+    {"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"}
+)
+_ONLY_IN = {
+    "tool_use": "assistant",
+    "thinking": "assistant",
+    "redacted_thinking": "assistant",
+    "tool_result": "user",
+}
+_RESULT_BLOCKS = frozenset({"text", "image", "document", "search_result"})
+_MAX_MESSAGES = 100_000
+_MESSAGE_KEYS = frozenset({"role", "content"})
+
+
+def validate_anthropic(payload: Any, out: Collector) -> None:
+    """Check an Anthropic Messages request body, adding every violation to `out`."""
+    if not is_obj(payload):
+        out.add(
+            "payload_not_object",
+            "$",
+            None,
+            f"the request body is {show(payload)}; send a JSON object with a `messages` array",
+        )
+        return
+    breakpoints = tool_breakpoints(payload)
+    _check_system(payload, out, breakpoints)
+    messages = as_list(payload.get("messages"))
+    if messages is None:
+        out.add(
+            "messages_missing",
+            "messages",
+            None,
+            "`messages` is absent or not an array; send the conversation as an array of message "
+            "objects",
+        )
+    elif not messages:
+        out.add("messages_empty", "messages", None, "`messages` is empty; add a user message")
+    else:
+        if len(messages) > _MAX_MESSAGES:
+            out.add(
+                "too_many_messages",
+                "messages",
+                None,
+                f"{len(messages)} messages exceed the limit of {_MAX_MESSAGES}; compact the "
+                "history",
+            )
+        last = len(messages) - 1
+        msgs = [_check_message(i, m, i == last, out, breakpoints) for i, m in enumerate(messages)]
+        check_sequence(msgs, out)
+        check_pairing(msgs, out)
+        check_thinking(payload.get("thinking"), msgs, out)
+    count_breakpoints(payload, out, breakpoints)
+
+
+def _check_system(
+    payload: dict[Any, Any], out: Collector, bps: list[tuple[str, int | None]]
+) -> None:
+    """Check the top-level `system` prompt."""
+    system = payload.get("system")
+    if system is None or isinstance(system, str):
+        return
+    blocks = as_list(system)
+    if blocks is None:
+        out.add(
+            "system_invalid",
+            "system",
+            None,
+            f"`system` is {show(system)}; make it a string or an array of text blocks",
+        )
+        return
+    for j, block in enumerate(blocks):
+        path = f"system[{j}]"
+        if not (is_obj(block) and block.get("type") == "text"):
+            out.add(
+                "system_invalid",
+                path,
+                None,
+                "every system block must be an object with `type` text; move other content into "
+                "a user message",
+            )
+            continue
+        _check_text(None, path, block, out)
+        if block.get("cache_control") is not None:
+            bps.append((f"{path}.cache_control", None))
+
+
+def _check_message(
+    i: int, message: Any, final: bool, out: Collector, bps: list[tuple[str, int | None]]
+) -> Msg:
+    """Check one message on its own; return what the cross-message rules need."""
+    path = f"messages[{i}]"
+    if not is_obj(message):
+        out.add(
+            "message_not_object",
+            path,
+            i,
+            f"the message is {show(message)}; make it an object with `role` and `content`",
+        )
+        return Msg(i, None)
+    role = message.get("role")
+    if role == "system":
+        out.add(
+            "system_role_in_messages",
+            f"{path}.role",
+            i,
+            "a system message cannot appear in `messages`; move its text to the top-level "
+            "`system` parameter",
+        )
+    elif role not in ("user", "assistant"):
+        out.add(
+            "unknown_role",
+            f"{path}.role",
+            i,
+            f"the role is {show(role)}; use user or assistant",
+        )
+    check_keys(message, _MESSAGE_KEYS, path, i, out)
+    msg = Msg(i, role if role in ("user", "assistant") else None)
+    _check_content(msg, message.get("content"), final, out, bps)
+    return msg
+
+
+def _check_content(
+    msg: Msg, content: Any, final: bool, out: Collector, bps: list[tuple[str, int | None]]
+) -> None:
+    """Check a message's `content`, collecting its well-formed blocks into `msg`."""
+    i, path = msg.index, f"messages[{msg.index}].content"
+    may_be_empty = final and msg.role == "assistant"
+    if isinstance(content, str):
+        if content == "" and not may_be_empty:
+            out.add(
+                "content_empty",
+                path,
+                i,
+                "`content` is empty; only a final assistant message may be empty, so add text or "
+                "drop the message",
+            )
+        elif content.strip() == "" and content and not may_be_empty:
+            out.add(
+                "text_empty", path, i, "`content` is only whitespace; add text or drop the message"
+            )
+        msg.blocks.append((path, {"type": "text", "text": content}))
+        return
+    blocks = as_list(content)
+    if content is None:
+        out.add("content_missing", path, i, "the message has no `content`; add text or blocks")
+        return
+    if blocks is None:
+        out.add(
+            "content_invalid",
+            path,
+            i,
+            f"`content` is {show(content)}; make it a string or an array of content blocks",
+        )
+        return
+    if not blocks and not may_be_empty:
+        out.add(
+            "content_empty",
+            path,
+            i,
+            "`content` is an empty array; only a final assistant message may be empty, so add a "
+            "block or drop the message",
+        )
+    for j, block in enumerate(blocks):
+        if _check_block(msg, f"{path}[{j}]", block, out):
+            msg.blocks.append((f"{path}[{j}]", block))
+            if block.get("cache_control") is not None:
+                bps.append((f"{path}[{j}].cache_control", i))
+            _result_breakpoints(f"{path}[{j}]", block, i, bps)
+    _check_order(msg, out)
+
+
+def _check_block(msg: Msg, path: str, block: Any, out: Collector) -> bool:
+    """Check one content block; True when it is an object of a known type."""
+    i = msg.index
+    if not is_obj(block):
+        out.add(
+            "part_not_object",
+            path,
+            i,
+            f"the block is {show(block)}; make it an object with a `type`",
+        )
+        return False
+    kind = block.get("type")
+    if not isinstance(kind, str) or kind not in _BLOCKS:
+        out.add(
+            "unknown_part_type",
+            f"{path}.type",
+            i,
+            f"block type {show(kind)} is not one of {', '.join(sorted(_BLOCKS))}; convert or drop "
+            "the block",
+        )
+        return False
+    owner = _ONLY_IN.get(kind)
+    if owner is not None and msg.role is not None and msg.role != owner:
+        out.add(
+            "part_not_allowed_for_role",
+            f"{path}.type",
+            i,
+            f"a {kind} block may only appear in {article(owner)} message; move it or drop it",
+        )
+    _check_block_fields(i, path, kind, block, out)
+    return True
+
+
+def _check_block_fields(
+    i: int, path: str, kind: str, block: dict[Any, Any], out: Collector
+) -> None:
+    """Check the fields each block type requires."""
+    if kind == "text":
+        _check_text(i, path, block, out)
+    elif kind in ("image", "document"):
+        source = block.get("source")
+        if not (is_obj(source) and isinstance(source.get("type"), str)):
+            out.add(
+                "part_invalid",
+                f"{path}.source",
+                i,
+                f"{article(kind)} block needs a `source` object with a `type` (base64, url, file)",
+            )
+        elif _empty_source(source):
+            out.add("media_empty", f"{path}.source", i, f"the {kind}'s source has no data or url")
+    elif kind == "tool_use":
+        _check_id(i, f"{path}.id", block.get("id"), out)
+        if not nonempty_str(block.get("name")):
+            out.add(
+                "part_invalid",
+                f"{path}.name",
+                i,
+                "a tool_use block needs the tool's `name` as a non-empty string",
+            )
+        if not is_obj(block.get("input")):
+            out.add(
+                "tool_input_not_object",
+                f"{path}.input",
+                i,
+                f"tool_use `input` is {show(block.get('input'))}; make it a JSON object (use {{}} "
+                "for none)",
+            )
+    elif kind == "tool_result":
+        _check_id(i, f"{path}.tool_use_id", block.get("tool_use_id"), out)
+        _check_result_content(i, path, block, out)
+    elif kind == "thinking":
+        if not isinstance(block.get("thinking"), str):
+            out.add(
+                "part_invalid",
+                f"{path}.thinking",
+                i,
+                "a thinking block needs its text in a string `thinking`",
+            )
+        if not nonempty_str(block.get("signature")):
+            out.add(
+                "thinking_signature_missing",
+                f"{path}.signature",
+                i,
+                "a thinking block needs the string `signature` the API returned; resend it "
+                "unchanged",
+            )
+    elif not nonempty_str(block.get("data")):
+        out.add(
+            "redacted_thinking_data_missing",
+            f"{path}.data",
+            i,
+            "a redacted_thinking block needs the opaque string `data` the API returned; resend "
+            "it unchanged",
+        )
+
+
+def _check_text(i: int | None, path: str, block: dict[Any, Any], out: Collector) -> None:
+    text = block.get("text")
+    if not isinstance(text, str):
+        out.add(
+            "part_invalid",
+            f"{path}.text",
+            i,
+            f"a text block's `text` is {show(text)}; make it a string",
+        )
+    elif text.strip() == "":
+        out.add(
+            "text_empty",
+            f"{path}.text",
+            i,
+            "a text block must contain non-whitespace text; drop the block or fill it",
+        )
+
+
+def _check_id(i: int, path: str, value: Any, out: Collector) -> None:
+    if not (isinstance(value, str) and TOOL_ID.fullmatch(value)):
+        out.add(
+            "tool_use_id_invalid",
+            path,
+            i,
+            f"the id {show(value)} must be a string of letters, digits, `_` and `-` only; rewrite "
+            "it (and its pair) to match",
+        )
+
+
+def _check_result_content(i: int, path: str, block: dict[Any, Any], out: Collector) -> None:
+    """Check the `content` of a tool_result: a string or text/image/document blocks."""
+    content = block.get("content")
+    if content is None or isinstance(content, str):
+        return
+    inner = as_list(content)
+    if inner is None:
+        out.add(
+            "part_invalid",
+            f"{path}.content",
+            i,
+            f"tool_result `content` is {show(content)}; make it a string or an array of blocks",
+        )
+        return
+    for k, item in enumerate(inner):
+        where = f"{path}.content[{k}]"
+        if not is_obj(item):
+            out.add("part_not_object", where, i, f"the block is {show(item)}; make it an object")
+        elif item.get("type") not in _RESULT_BLOCKS:
+            out.add(
+                "unknown_part_type",
+                f"{where}.type",
+                i,
+                f"tool_result content type {show(item.get('type'))} is not text, image, document "
+                "or search_result",
+            )
+        elif item.get("type") == "text":
+            _check_text(i, where, item, out)
+
+
+def _result_breakpoints(path: str, block: dict[Any, Any], i: int, bps: list[Any]) -> None:
+    """Breakpoints set on blocks nested in a tool_result count too."""
+    if block.get("type") != "tool_result":
+        return
+    for k, item in enumerate(as_list(block.get("content")) or []):
+        if is_obj(item) and item.get("cache_control") is not None:
+            bps.append((f"{path}.content[{k}].cache_control", i))
+
+
+def _check_order(msg: Msg, out: Collector) -> None:
+    """tool_result blocks lead a user message; thinking blocks lead an assistant message."""
+    lead = {"user": frozenset({"tool_result"}), "assistant": THINKING}.get(msg.role or "")
+    if lead is None:
+        return
+    rule = "tool_result_not_first" if msg.role == "user" else "thinking_not_first"
+    seen_other = False
+    for path, block in msg.blocks:
+        if block["type"] not in lead:
+            seen_other = True
+        elif seen_other:
+            out.add(
+                rule,
+                f"{path}.type",
+                msg.index,
+                f"a {block['type']} block follows another kind of block; move every "
+                f"{' / '.join(sorted(lead))} block to the start of the message",
+            )
+
+
+def _empty_source(source: dict[Any, Any]) -> bool:
+    """A base64 or url source whose data or address is an empty string."""
+    key = {"base64": "data", "text": "data", "url": "url"}.get(source["type"])
+    return key is not None and source.get(key) == ""

@@ -1,0 +1,192 @@
+"""Check request bodies against the official provider SDKs' request types.
+
+pydantic's `TypeAdapter` on a TypedDict ignores keys it does not know, so a misspelled
+field (`tool_call` for `tool_calls`) would pass it. This checker walks the TypedDict
+annotations itself and reports unknown keys, missing required keys, wrong literals and
+wrong JSON types, each with a JSON path. The SDKs are optional: they are imported only
+when a body of their format is checked. The tests and the benchmarks use it beside
+`context_graph.validate.request`.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import functools
+import types
+import typing
+from typing import Any, NotRequired, Required
+
+from typing_extensions import is_typeddict
+
+__all__ = ["sdk_problems", "type_problems"]
+
+_SEQUENCES = {
+    collections.abc.Iterable,
+    collections.abc.Sequence,
+    list,
+    tuple,
+}
+_MAPPINGS = {collections.abc.Mapping, dict}
+
+
+@functools.cache
+def _fields(td: type) -> tuple[dict[str, Any], frozenset[str]]:
+    """A TypedDict's field types (wrappers removed) and its required keys."""
+    hints = typing.get_type_hints(td, include_extras=True)
+    total = getattr(td, "__total__", True)
+    fields: dict[str, Any] = {}
+    required: set[str] = set()
+    for key, hint in hints.items():
+        origin = typing.get_origin(hint)
+        if origin is Required or origin is typing.Required:
+            required.add(key)
+            hint = typing.get_args(hint)[0]
+        elif origin is NotRequired or origin is typing.NotRequired:
+            hint = typing.get_args(hint)[0]
+        elif total:
+            required.add(key)
+        fields[key] = hint
+    return fields, frozenset(required)
+
+
+def type_problems(value: Any, tp: Any, path: str = "$") -> list[str]:
+    """Every way the JSON `value` fails to be of type `tp`, as `path: problem` strings."""
+    return _check(value, tp, path)
+
+
+def _check(value: Any, tp: Any, path: str) -> list[str]:
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated or origin in (Required, NotRequired):
+        return _check(value, typing.get_args(tp)[0], path)
+    if hasattr(tp, "__value__"):  # a `type X = ...` alias
+        return _check(value, tp.__value__, path)
+    if tp is Any or tp is object:
+        return []
+    if tp is None or tp is type(None):
+        return [] if value is None else [f"{path}: expected null, got {type(value).__name__}"]
+    if origin is typing.Union or origin is types.UnionType:
+        return _check_union(value, typing.get_args(tp), path)
+    if origin is typing.Literal:
+        allowed = typing.get_args(tp)
+        if any(type(value) is type(a) and value == a for a in allowed):
+            return []
+        return [f"{path}: expected one of {list(allowed)}, got {value!r}"]
+    if is_typeddict(tp):
+        return _check_typeddict(value, tp, path)
+    if origin in _SEQUENCES:
+        if not isinstance(value, list):
+            return [f"{path}: expected an array, got {type(value).__name__}"]
+        (item,) = typing.get_args(tp)[:1] or (Any,)
+        return [e for j, v in enumerate(value) for e in _check(v, item, f"{path}[{j}]")]
+    if origin in _MAPPINGS or tp in _MAPPINGS:
+        if not isinstance(value, dict):
+            return [f"{path}: expected an object, got {type(value).__name__}"]
+        args = typing.get_args(tp)
+        item = args[1] if len(args) == 2 else Any
+        return [e for k, v in value.items() for e in _check(v, item, f"{path}.{k}")]
+    return _check_scalar(value, tp, path)
+
+
+def _check_scalar(value: Any, tp: Any, path: str) -> list[str]:
+    if tp is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+    elif tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(tp, type):
+        ok = isinstance(value, tp)
+    else:
+        return [f"{path}: the checker cannot handle the type {tp!r}"]
+    return [] if ok else [f"{path}: expected {tp.__name__}, got {type(value).__name__}"]
+
+
+def _check_union(value: Any, arms: tuple[Any, ...], path: str) -> list[str]:
+    """Pass if any arm passes; otherwise report the closest arm's problems."""
+    best: list[str] | None = None
+    for arm in _discriminated(arms, value):
+        problems = _check(value, arm, path)
+        if not problems:
+            return []
+        if best is None or len(problems) < len(best):
+            best = problems
+    return best or [f"{path}: no type of the union matches"]
+
+
+def _discriminated(arms: tuple[Any, ...], value: Any) -> tuple[Any, ...]:
+    """The arms of the value's JSON kind, narrowed by a matching `type` or `role` literal."""
+    same_kind = tuple(arm for arm in arms if _same_kind(arm, value))
+    arms = same_kind or arms
+    if not isinstance(value, dict):
+        return arms
+    for key in ("type", "role"):
+        tag = value.get(key)
+        matching = tuple(
+            arm
+            for arm in arms
+            if is_typeddict(arm) and tag in typing.get_args(_fields(arm)[0].get(key))
+        )
+        if matching:
+            return matching
+    return arms
+
+
+def _same_kind(tp: Any, value: Any) -> bool:
+    """Whether `tp` describes JSON of the same kind (array, object, scalar) as `value`."""
+    while typing.get_origin(tp) is typing.Annotated:
+        tp = typing.get_args(tp)[0]
+    origin = typing.get_origin(tp)
+    if isinstance(value, list):
+        return origin in _SEQUENCES
+    if isinstance(value, dict):
+        return is_typeddict(tp) or origin in _MAPPINGS or tp in _MAPPINGS
+    return not (origin in _SEQUENCES or origin in _MAPPINGS or is_typeddict(tp))
+
+
+def _check_typeddict(value: Any, td: type, path: str) -> list[str]:
+    if not isinstance(value, dict):
+        return [f"{path}: expected an object ({td.__name__}), got {type(value).__name__}"]
+    fields, required = _fields(td)
+    problems = [f"{path}.{k}: unknown key for {td.__name__}" for k in value if k not in fields]
+    problems += [f"{path}.{k}: missing required key" for k in sorted(required - set(value))]
+    for key, hint in fields.items():
+        if key in value:
+            problems += _check(value[key], hint, f"{path}.{key}")
+    return problems
+
+
+def sdk_problems(payload: Any, format: str) -> list[str]:
+    """Where a request body's messages (and Anthropic's `system`) break the SDK types.
+
+    Args:
+        payload: A rendered request body (`RenderResult.payload`).
+        format: `openai` or `anthropic`; `gemini` is not checked (no SDK types here).
+
+    Raises:
+        ValueError: an unknown format.
+        ImportError: the provider's SDK is not installed.
+    """
+    if format == "gemini":
+        return []  # no Gemini SDK is installed for the tests
+    if not isinstance(payload, dict):
+        return [f"$: expected an object, got {type(payload).__name__}"]
+    problems: list[str] = []
+    messages = payload.get("messages")
+    if not isinstance(messages, list):
+        return ["messages: expected an array"]
+    if format == "openai":
+        from openai.types.chat import ChatCompletionMessageParam
+
+        message_type: Any = ChatCompletionMessageParam
+    elif format == "anthropic":
+        from anthropic.types import MessageParam, message_create_params
+
+        message_type = MessageParam
+        if "system" in payload:
+            base = message_create_params.MessageCreateParamsBase
+            system = typing.get_type_hints(base, include_extras=True)["system"]
+            problems += _check(payload["system"], system, "system")
+    else:
+        msg = f"unknown format {format!r}"
+        raise ValueError(msg)
+    for i, message in enumerate(messages):
+        problems += _check(message, message_type, f"messages[{i}]")
+    return problems

@@ -1,0 +1,337 @@
+"""Running a processor pipeline on a working graph: targets, stages, proposals, the bus.
+
+The manager decides *whether* to compact; this module does the compaction: for each
+stage in order it picks the stage's targets from a fresh snapshot (from
+`StageSettings.snapshot` when given: the manager's redacts secrets first), runs the
+processor (`run_processor`), and applies a non-empty proposal through `WorkingGraph.apply`. A
+processor that fails and a proposal the invariant checker refuses are reported on the
+bus as `proposal_rejected` (with the reason) and the next stage runs; cancellation is
+never caught.
+
+With a `GuardConfig` the loop guards (`orchestrator.compaction.guards`) are consulted before each
+stage and fed its outcome after; the new `GuardState` comes back in `PipelineRun`. A
+stage a guard skips is listed in `PipelineRun.skipped` with the reason, and not sent on
+the bus: `proposal_rejected` reports a proposal that was refused, and a skipped stage
+made none (it would also repeat on every render while the guard holds). The failure
+that disables a stage is also logged as a warning on the `context_graph` logger, naming
+the processor, its error and how long it stays off.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from context_graph.errors import InvariantViolation, ProcessorError
+from context_graph.graph.anchors import floor_anchors
+from context_graph.graph.context_graph import Unit
+from context_graph.graph.nodes import ANSWER_KINDS, Node
+from orchestrator.bus import EventBus
+from orchestrator.compaction.guards import (
+    GuardConfig,
+    GuardState,
+    StageOutcome,
+    allowed,
+    disabled_notice,
+    record,
+    tick,
+)
+from orchestrator.working.buffer import WorkingGraph, WorkingView
+from processors.base import (
+    Abstract,
+    Processor,
+    ProcessorContext,
+    Proposal,
+    Summarizer,
+    run_processor,
+)
+from processors.summarize import HistorySummarizer
+
+logger = logging.getLogger("context_graph")
+
+__all__ = [
+    "PipelineRun",
+    "StageSettings",
+    "history_targets",
+    "output_targets",
+    "run_pipeline",
+    "run_stage",
+    "stands_for",
+    "summary_chain",
+]
+
+
+@dataclass(slots=True)
+class PipelineRun:
+    """What one pipeline run did (per-run state, never kept on a processor)."""
+
+    applied: int = 0
+    """Proposals applied."""
+    rejected: int = 0
+    """Proposals refused by the invariant checker, plus processors that failed."""
+    stages: list[str] = field(default_factory=list)
+    """The names of the stages that ran, in order."""
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """(stage name, reason) of the stages a guard skipped, in order."""
+    guard_state: GuardState | None = None
+    """The guard state after this run; `None` when the run had no guards."""
+    timed_out: bool = False
+    """A time limit (`background_timeout`, `compaction_timeout`) cut the run short: the
+    stage in progress applied nothing, the stages before it stay applied."""
+
+
+def _name(processor: Processor) -> str:
+    name = getattr(processor, "name", None)
+    return name if isinstance(name, str) and name else type(processor).__name__
+
+
+def output_targets(view: WorkingView, units: Sequence[Unit] | None = None) -> tuple[Node, ...]:
+    """Tool outputs, file reads and sub-agent answers in `units` (the view's), unpinned."""
+    chosen = view.units() if units is None else units
+    nodes = (view[node_id] for unit in chosen for node_id in unit.node_ids)
+    return tuple(node for node in nodes if node.kind in ANSWER_KINDS and not node.pinned)
+
+
+MAX_SUMMARY_REPEATS = 2
+"""How many more spans one run may summarize after the first, while the view is still
+over the run's target."""
+
+KEEP_RECENT_UNITS = 2
+"""Units at the end of the view a summary never takes: the step in progress and the one
+before it, whose results the model is acting on."""
+
+
+def _whole_run(view: WorkingView, units: Sequence[Unit]) -> list[Node]:
+    """The first run of units with no pinned node, as nodes in order."""
+    run: list[Node] = []
+    for unit in units:
+        nodes = [view[node_id] for node_id in unit.node_ids]
+        if any(node.pinned for node in nodes):
+            if run:
+                break
+            continue
+        run.extend(nodes)
+    return run
+
+
+def history_targets(view: WorkingView, *, keep_recent: int = KEEP_RECENT_UNITS) -> tuple[Node, ...]:
+    """The oldest run of whole, unpinned units that a summary may stand for.
+
+    First the units between the user's first request and the latest user turn (split at
+    the latest request when a notice, `UserNode.notice`, came after it); when those
+    spans hold nothing new (no units, or only the summary already written there), the
+    finished steps of the current tool loop: the units after the latest user turn but
+    the last `keep_recent`. An agent working on one request for hundreds of steps would
+    otherwise never be summarized, and its request would stop fitting.
+
+    Never taken: the user's first request (or, in a session that starts from another
+    tool's compaction summary, that summary), the latest request, the latest user turn,
+    the last `keep_recent` units and every pinned node.
+    """
+    units = view.units()
+    anchors = floor_anchors([unit.kind for unit in units])
+    if anchors is not None:
+        bounds = sorted(set(anchors))
+        spans = [units[start + 1 : end] for start, end in pairwise(bounds)]
+        loop = bounds[-1] + 1
+    else:
+        # A session resumed from another tool's compaction starts with its summary, which
+        # stands in for the first request: the loop starts after it.
+        spans, loop = [], 0
+        while loop < len(units) and units[loop].kind in {"system", "summary"}:
+            loop += 1
+    spans.append(units[loop : max(loop, len(units) - keep_recent)])
+    for span in spans:
+        run = _whole_run(view, span)
+        # A span can hold two summaries (one written before a later user turn, one of
+        # the tool loop after it); a summary rolls one earlier summary forward, so the
+        # run starts at the newest one.
+        summaries = [i for i, node in enumerate(run) if node.kind == "summary"]
+        if summaries:
+            run = run[summaries[-1] :]
+        if any(node.kind != "summary" for node in run):
+            return tuple(run)
+    return ()
+
+
+def _targets(
+    processor: Processor,
+    view: WorkingView,
+    working: WorkingGraph,
+    only: frozenset[str] | None,
+) -> tuple[Node, ...]:
+    """The stage's targets; with `only`, just the nodes that are or stand for those ids.
+
+    A node trigger names the nodes that fired; an earlier stage may have replaced one
+    (a masked copy), so a node matches when any of its pristine roots is named. A
+    summary stands for whole units, not for nodes that fired, so a restricted run does
+    not summarize.
+    """
+    if only is None:
+        if isinstance(processor, HistorySummarizer):
+            return history_targets(view)
+        return output_targets(view)
+    if isinstance(processor, HistorySummarizer):
+        return ()
+    return tuple(node for node in output_targets(view) if stands_for(working, node, only))
+
+
+def stands_for(working: WorkingGraph, node: Node, ids: frozenset[str]) -> bool:
+    """Whether `node` is one of `ids` or an edited copy of one (through its pristine roots)."""
+    return node.id in ids or not ids.isdisjoint(working.roots(node.id))
+
+
+@dataclass(frozen=True, slots=True)
+class StageSettings:
+    """What every stage of one run shares."""
+
+    budget: int | None
+    summarizer: Summarizer | None
+    instructions: str | None
+    clock: Callable[[], float] = time.time
+    target: int | None = None
+    """The low-water mark a whole-view run compacts to (`compact_to` of the budget)."""
+    snapshot: Callable[[], Awaitable[WorkingView]] | None = None
+    """Takes the view a stage hands its processor (`working.snapshot()` when `None`).
+
+    Every stage asks it afresh, so whatever screens that view (the manager redacts the
+    secrets in it first, `redact_secrets`) holds for every processor of every run, also
+    for nodes that arrived while an earlier stage awaited a model.
+    """
+
+
+async def run_stage(
+    processor: Processor,
+    working: WorkingGraph,
+    bus: EventBus,
+    settings: StageSettings,
+    run: PipelineRun,
+    *,
+    manual: bool = False,
+    only: frozenset[str] | None = None,
+) -> StageOutcome:
+    """Run one stage on a fresh snapshot and apply its proposal, or report why not.
+
+    With `only`, the stage takes just those nodes (see `_targets`). The snapshot comes
+    from `settings.snapshot` when given (the one place a processor's view is taken).
+    """
+    snapshot = working.snapshot() if settings.snapshot is None else await settings.snapshot()
+    tokens = snapshot.total_tokens
+    nothing = StageOutcome(view_tokens=tokens, manual=manual)
+    targets = _targets(processor, snapshot, working, only)
+    run.stages.append(_name(processor))
+    if not targets:
+        return nothing
+    ctx = ProcessorContext(
+        graph=snapshot,
+        tokens=working.token_cache,
+        budget=settings.budget,
+        summarizer=settings.summarizer,
+        instructions=settings.instructions,
+        clock=settings.clock,
+        target=settings.target,
+    )
+    try:
+        proposal = await run_processor(processor, targets, ctx)
+    except ProcessorError as exc:
+        run.rejected += 1
+        bus.emit("proposal_rejected", proposal=None, reason=str(exc), processor=_name(processor))
+        return nothing.model_copy(update={"failed": True, "error": str(exc)})
+    if proposal.empty:
+        return nothing
+    bus.emit("proposal_made", proposal=proposal)
+    try:
+        entry = working.apply(proposal)
+    except InvariantViolation as exc:
+        run.rejected += 1
+        bus.emit("proposal_rejected", proposal=proposal, reason=str(exc))
+        return nothing.model_copy(update={"rejected": True, "error": str(exc)})
+    run.applied += 1
+    bus.emit("proposal_applied", proposal=proposal, entry=entry)
+    return nothing.model_copy(
+        update={
+            "applied": True,
+            "freed": entry.tokens_saved,
+            "chain_length": summary_chain(working.view, proposal),
+        }
+    )
+
+
+def summary_chain(view: WorkingView, proposal: Proposal) -> int:
+    """The longest summary chain among the summaries `proposal` added (0: it added none).
+
+    A summary of plain nodes is a chain of length 1; a summary that abstracts a summary
+    of length n has length n + 1. `view` must already hold the applied proposal.
+    """
+    parts: dict[str, list[str]] = {}
+    for target, summary in view.overlay.abstracted_by.items():
+        parts.setdefault(summary, []).append(target)
+
+    def length(node_id: str) -> int:
+        if view[node_id].kind != "summary":
+            return 0
+        return 1 + max((length(part) for part in parts.get(node_id, ())), default=0)
+
+    added = (edit.summary.id for edit in proposal.edits if isinstance(edit, Abstract))
+    return max((length(summary_id) for summary_id in added), default=0)
+
+
+async def run_pipeline(
+    pipeline: Sequence[Processor],
+    working: WorkingGraph,
+    bus: EventBus,
+    settings: StageSettings,
+    *,
+    done: Callable[[], bool] | None = None,
+    guards: GuardConfig | None = None,
+    guard_state: GuardState | None = None,
+    manual: bool = False,
+    only: frozenset[str] | None = None,
+    run: PipelineRun | None = None,
+) -> PipelineRun:
+    """Run the stages in order; stop early once `done()` says the view is small enough.
+
+    Args:
+        pipeline: The processors, cheapest first.
+        working: The working graph the proposals are applied to.
+        bus: Where proposals, applies and rejections are reported.
+        settings: What every stage shares.
+        done: Whether the view is small enough to stop.
+        guards: The loop guards; `None` runs every stage (as without guards).
+        guard_state: The state the previous run returned; `GuardState()` when `None`.
+        manual: A manual run (`compact()`): every guard is bypassed, outcomes recorded.
+        only: Restrict every stage to these nodes (the ones a node trigger named).
+        run: Where the outcomes are gathered (and returned); a fresh `PipelineRun` when
+            `None`. A caller that may cut the run short reads what finished from it.
+    """
+    run = PipelineRun() if run is None else run
+    state = None if guards is None else tick(GuardState() if guard_state is None else guard_state)
+    for processor in pipeline:
+        name = _name(processor)
+        if guards is not None and state is not None:
+            ok, reason = allowed(name, state, working.total_tokens, manual, config=guards)
+            if not ok:
+                run.skipped.append((name, reason))
+                continue
+        # One summary covers one contiguous span; when the older span is summarized and
+        # the view is still over the target, the finished steps of the current tool loop
+        # are the next span (`history_targets`), so the stage may run again on them.
+        again = isinstance(processor, HistorySummarizer) and only is None and done is not None
+        for _ in range(1 + MAX_SUMMARY_REPEATS if again else 1):
+            outcome = await run_stage(
+                processor, working, bus, settings, run, manual=manual, only=only
+            )
+            if guards is not None and state is not None:
+                state = record(state, name, outcome)
+                notice = disabled_notice(state, name, outcome, guards)
+                if notice is not None:
+                    logger.warning("%s", notice)
+            if not outcome.applied or done is None or done():
+                break
+        if done is not None and done():
+            break
+    run.guard_state = state if guards is not None else guard_state
+    return run

@@ -1,0 +1,441 @@
+"""`SQLiteStore`: a session kept in SQLite, so that a restarted process resumes exactly.
+
+Node ids are deterministic and the working graph changes only by applied proposals, so
+a session is one ordered journal: `events` entries (each ingested batch) and `proposals`
+entries (each applied proposal or atomic batch, with the audit entries it got). Replaying
+the journal into a fresh graph gives the same pristine record and the same working view:
+the same ids, versions and audit log, recorded times included. Beside the journal the
+store keeps `state`, the latest JSON value per key (trigger and guard state, counters).
+
+```python
+with SQLiteStore.open("session.db") as store:
+    session = store.restore()  # empty for a new file; journals from now on
+    session.raw.add_user("Fix the failing test.")  # written as it is ingested
+    session.working.apply(proposal)  # written as it is applied
+    store.put_state("triggers", trigger_state.model_dump(mode="json"))
+```
+
+Each change and its entry are one step (`orchestrator.persistence.journal`): the entry is
+encoded, checked to read back, and inserted in a SQLite transaction (WAL mode, never a
+rewrite) that commits once memory has moved on, so a crash leaves the file as it was
+before the change or after it, and an entry that cannot be written leaves memory as it
+was. A compaction run (`atomic()`) is one transaction for all its entries. A failed
+commit stops the journal: later writes are refused, naming it. One writer at a time: an
+open writable store holds an OS lock (`orchestrator.persistence.lock`), and a second one, in
+this process or another, is refused with `StoreLockedError`. A read-only store takes no
+lock and reads a consistent snapshot while the writer appends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from pydantic import JsonValue
+
+from context_graph.errors import StoreCorruptError, StoreError
+from context_graph.graph.events import AgentEvent, coerce_events
+from context_graph.tokens.counting import TokenCounter, default_counter
+from orchestrator.persistence.codec import (
+    JournalEntry,
+    check_audit,
+    decode_entry,
+    encode_applied,
+    encode_events,
+)
+from orchestrator.persistence.journal import Entry, JournalWriter
+from orchestrator.persistence.lock import WriterLock
+from orchestrator.persistence.protocol import RestoredSession
+from orchestrator.persistence.restore import (
+    JournaledGraph,
+    JournaledWorkingGraph,
+    ResumingClock,
+    replay_entry,
+)
+from orchestrator.persistence.schema import (
+    SCHEMA_VERSION,
+    SELECT_ENTRIES,
+    SELECT_STATE,
+    check_header,
+    connect,
+    decode_state,
+    encode_state,
+    prepare,
+)
+from orchestrator.working.buffer import AuditEntry
+from processors.base import Proposal
+
+__all__ = ["SCHEMA_VERSION", "JournalEntry", "SQLiteStore"]
+
+
+class SQLiteStore:
+    """A `SessionStore` in one SQLite file: its journal and its state; `SQLiteStore.open`.
+
+    Writes are refused, before anything changes, once the store is closed, when it was
+    opened read-only, and after a journal write failed: from then on the session in
+    memory is ahead of the file, and reopening the file resumes from what it holds.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        connection: sqlite3.Connection,
+        lock: WriterLock | None,
+        counter: TokenCounter,
+    ) -> None:
+        self._path = path
+        self._conn: sqlite3.Connection | None = connection
+        self._lock = lock
+        self._counter = counter
+        self._order = threading.RLock()
+        self._writer = JournalWriter(str(path))
+        self._attached = False
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        counter: TokenCounter | None = None,
+        read_only: bool = False,
+        durable: bool = True,
+    ) -> SQLiteStore:
+        """Open a session file, creating it (and its schema) when it does not exist.
+
+        Args:
+            path: The session file; its directory must exist.
+            counter: The token counter the session is recorded with (the default
+                counter when `None`); the file remembers it and must be reopened with it.
+            read_only: Read without locking; every write is refused.
+            durable: Sync every write to disk (`synchronous=FULL`). `False` survives a
+                crash of the process but may lose the last writes on a power cut.
+
+        Raises:
+            StoreLockedError: another writable store has the file open.
+            StoreFormatError: not a session file this version can read.
+            StoreCorruptError: SQLite cannot read it.
+            StoreError: the directory or (read-only) the file is missing, or the
+                counter is not the one the session was recorded with.
+        """
+        session = Path(path)
+        name = str(session)
+        if not session.parent.is_dir():
+            raise StoreError(name, f"directory {session.parent} does not exist; create it first")
+        if session.is_dir():
+            raise StoreError(name, "is a directory; give the path of a session file")
+        if read_only and not session.exists():
+            raise StoreError(name, "does not exist; open it without read_only=True to start one")
+        check_header(session)
+        counter = counter if counter is not None else default_counter()
+        lock = None if read_only else WriterLock.acquire(session)
+        try:
+            connection = connect(session, read_only=read_only)
+            try:
+                prepare(connection, name, counter.name, read_only=read_only, durable=durable)
+            except BaseException:
+                connection.close()
+                raise
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        return cls(session, connection, lock, counter)
+
+    # -- life cycle --------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        """The session file."""
+        return self._path
+
+    @property
+    def location(self) -> str:
+        """The session file, as text (`SessionStore.location`)."""
+        return str(self._path)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the store was opened read-only."""
+        return self._lock is None
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close()` was called."""
+        return self._conn is None
+
+    @property
+    def failed(self) -> str | None:
+        """Why the journal stopped (every write is refused since), or `None`."""
+        return self._writer.failed
+
+    @property
+    def order(self) -> threading.RLock:
+        """The lock held around each change of a restored session and its journal write.
+
+        It keeps the journal in the order things happened, whatever thread makes them
+        happen; hold it to make a change of your own and journal it in one step.
+        """
+        return self._order
+
+    def close(self) -> None:
+        """Close the file and give up the writer lock; idempotent."""
+        with self._order:
+            connection, self._conn = self._conn, None
+            try:
+                if connection is not None and self._writer.queued:
+                    self._writer.flush(connection)  # an atomic block still open
+            finally:
+                try:
+                    if connection is not None:
+                        connection.close()
+                finally:
+                    if self._lock is not None:
+                        self._lock.release()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        mode = "closed" if self.closed else "read-only" if self.read_only else "writable"
+        return f"SQLiteStore({str(self._path)!r}, {mode})"
+
+    # -- writing -----------------------------------------------------------------------
+
+    def append_events(
+        self,
+        events: Iterable[AgentEvent | Mapping[str, Any]],
+        *,
+        state: Mapping[str, JsonValue] | None = None,
+    ) -> None:
+        """Journal one batch already ingested (and `state`, in the same transaction).
+
+        Raises:
+            IngestError: an event does not validate, or could not be read back from the
+                journal; nothing was written.
+            StoreError: the store cannot be written (see the class).
+        """
+        with self.journaling_events(events, state=state, applied=True):
+            pass
+
+    def append_proposals(
+        self,
+        proposals: Sequence[Proposal],
+        audit: Sequence[AuditEntry],
+        *,
+        state: Mapping[str, JsonValue] | None = None,
+    ) -> None:
+        """Journal one apply, its proposals with their audit entries, as one entry.
+
+        `audit` is what one `WorkingGraph.apply` / `apply_batch` call returned for
+        `proposals` (and `state` is written in the same transaction).
+
+        Raises:
+            ConfigurationError: the audit entries do not match the proposals.
+            InvariantViolation: the proposals could not be read back from the journal.
+            StoreError: the store cannot be written (see the class).
+        """
+        with self.journaling_proposals(proposals, audit, state=state, applied=True):
+            pass
+
+    def put_state(self, key: str, value: JsonValue) -> None:
+        """Keep `value` as the latest state under `key` (JSON: dicts, lists, scalars).
+
+        Raises:
+            ConfigurationError: the key is empty or the value is not JSON.
+            StoreError: the store cannot be written (see the class).
+        """
+        self.put_states({key: value})
+
+    def put_states(self, values: Mapping[str, JsonValue]) -> None:
+        """Keep each of `values` as the latest state under its key, in one transaction.
+
+        A crash keeps all of them or none, never a mix of new and old values.
+
+        Raises:
+            ConfigurationError: a key is empty or a value is not JSON; nothing was written.
+            StoreError: the store cannot be written (see the class).
+        """
+        with self._writing(None, encode_state(values), applied=True):
+            pass
+
+    def journaling_events(
+        self,
+        events: Iterable[AgentEvent | Mapping[str, Any]],
+        *,
+        state: Mapping[str, JsonValue] | None = None,
+        applied: bool = False,
+    ) -> AbstractContextManager[None]:
+        """Journal one batch around its ingest: ingest it inside the `with` block.
+
+        The entry is encoded (and checked to read back) and inserted first; it commits
+        when the block ends and is rolled back if the block raises.
+
+        Raises:
+            IngestError: an event does not validate, or could not be read back from the
+                journal; nothing was written.
+            StoreError: the store cannot be written (see the class).
+        """
+        batch = coerce_events(events)
+        entry: Entry | None = ("events", encode_events(batch)) if batch else None
+        return self._writing(entry, encode_state(state), applied=applied)
+
+    def journaling_proposals(
+        self,
+        proposals: Sequence[Proposal],
+        audit: Sequence[AuditEntry],
+        *,
+        state: Mapping[str, JsonValue] | None = None,
+        applied: bool = False,
+    ) -> AbstractContextManager[None]:
+        """Journal one apply around it: swap the working state inside the `with` block.
+
+        Raises:
+            ConfigurationError: the audit entries do not match the proposals.
+            InvariantViolation: the proposals could not be read back from the journal.
+            StoreError: the store cannot be written (see the class).
+        """
+        proposals, audit = tuple(proposals), tuple(audit)
+        check_audit(proposals, audit)
+        body = encode_applied(proposals, audit)
+        return self._writing(("proposals", body), encode_state(state), applied=applied)
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Journal everything written inside as one transaction, when the block ends.
+
+        Writes inside are checked at once and queued in order (from any thread), so a
+        crash inside leaves the file as it was before the block: a compaction run is
+        journaled whole or not at all. Reads do not see queued writes. Nested blocks
+        join the outermost one.
+
+        Raises:
+            StoreError: the queued entries cannot be written; memory is then ahead of
+                the file and every later write is refused.
+        """
+        with self._order:
+            self._writer.open_scope()
+        try:
+            yield
+        except BaseException:
+            with self._order:
+                self._writer.close_scope(self._conn, quiet=True)
+            raise
+        with self._order:
+            self._writer.close_scope(self._conn, quiet=False)
+
+    def check_writable(self) -> None:
+        """Raise if nothing may be written now.
+
+        Raises:
+            StoreError: the store is closed, read-only, or an earlier journal write failed.
+        """
+        self._writable()
+
+    def _writable(self) -> sqlite3.Connection:
+        name = str(self._path)
+        if self._conn is None:
+            raise StoreError(name, "the store is closed")
+        if self._lock is None:
+            raise StoreError(name, "opened read-only; open it without read_only=True to write")
+        if self._writer.failed is not None:
+            msg = (
+                f"{self._writer.failed}, so the session in memory is ahead of the file; "
+                "reopen the file to resume from what it holds"
+            )
+            raise StoreError(name, msg)
+        return self._conn
+
+    @contextlib.contextmanager
+    def _writing(
+        self, entry: Entry | None, state: list[tuple[str, str]], *, applied: bool
+    ) -> Iterator[None]:
+        with self._order:
+            connection = self._writable()
+            with self._writer.writing(connection, entry, state, applied=applied):
+                yield
+
+    # -- reading -----------------------------------------------------------------------
+
+    def journal(self) -> Iterator[JournalEntry]:
+        """The journal's entries in order, decoded (read as one consistent snapshot).
+
+        Raises:
+            StoreCorruptError: an entry was changed or does not decode (names it).
+        """
+        rows, _ = self._read(with_state=False)
+        path = str(self._path)
+        return (decode_entry(path, *row) for row in rows)
+
+    def audit(self) -> tuple[AuditEntry, ...]:
+        """Every audit entry in the journal, oldest first, without replaying anything."""
+        return tuple(entry for item in self.journal() for entry in item.audit)
+
+    def state(self) -> dict[str, JsonValue]:
+        """The latest value of every state key."""
+        return self._read(with_state=True)[1]
+
+    def get_state(self, key: str, default: JsonValue = None) -> JsonValue:
+        """The latest value kept under `key`, or `default`."""
+        return self.state().get(key, default)
+
+    def _read(self, *, with_state: bool) -> tuple[list[Any], dict[str, JsonValue]]:
+        path = str(self._path)
+        with self._order:
+            if self._conn is None:
+                raise StoreError(path, "the store is closed")
+            connection = self._conn
+            try:
+                connection.execute("BEGIN")  # one snapshot for the journal and the state
+                try:
+                    rows = connection.execute(SELECT_ENTRIES).fetchall()
+                    states = connection.execute(SELECT_STATE).fetchall() if with_state else []
+                finally:
+                    connection.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise StoreCorruptError(path, f"SQLite cannot read it: {exc}") from exc
+        return rows, {key: decode_state(path, key, value) for key, value in states}
+
+    # -- restoring ---------------------------------------------------------------------
+
+    def restore(self, *, clock: Callable[[], float] = time.time) -> RestoredSession:
+        """Replay the journal into a fresh pristine graph and working graph.
+
+        From a writable store the two journal every later ingest and apply to this
+        store (so a writable store restores once); from a read-only one they are plain
+        copies. Nothing is returned unless the whole journal replays.
+
+        Args:
+            clock: The working graph's clock for proposals applied from now on
+                (replayed ones keep their recorded times).
+
+        Raises:
+            StoreCorruptError: an entry does not decode, does not replay, or replays to
+                another audit entry than the one recorded (names the entry).
+            StoreError: this writable store already handed out its session.
+        """
+        if self._attached:
+            msg = "restore() was already called on this writable store; keep using its session"
+            raise StoreError(str(self._path), msg)
+        rows, state = self._read(with_state=True)
+        raw = JournaledGraph(counter=self._counter)
+        resuming = ResumingClock(clock)
+        working = JournaledWorkingGraph(raw, clock=resuming)
+        path = str(self._path)
+        for row in rows:
+            replay_entry(path, decode_entry(path, *row), raw, working, resuming)
+        if not self.read_only:
+            with self._order:
+                self._writable()
+                raw.journal = working.journal = self
+                self._attached = True
+        return RestoredSession(raw, working, state, len(rows))

@@ -1,0 +1,372 @@
+"""The working view: a pristine graph read through an overlay of applied edits.
+
+The pristine `ContextGraph` is never written to; what applied edits did lives in an
+immutable `Overlay` (`orchestrator.working.buffer`). A `WorkingView` pairs the two and answers
+every query by reading the pristine graph through the overlay, so an event ingested
+after an edit is in the view with nothing to sync.
+
+The view's units, for each pristine unit in order:
+
+- each member is followed through the overlay to the node that stands for it now (a
+  replacement of a replacement ..., a summary, or nothing when dropped);
+- members that stand as replacements keep their unit: the pristine unit with each node
+  swapped for its current replacement, headed by the current head;
+- members abstracted into a summary appear once, as a unit of kind `summary` holding
+  only the summary node, at the place of the first unit the summary abstracts;
+- a unit whose members were all dropped is left out.
+
+A member that joined its unit after the unit was dropped or abstracted (the late result
+of a call that was open then) stands as a unit of its own, which the renderer sends as
+plain text: nothing new is lost, and no result appears without its call.
+
+Units that an imported compaction in the pristine record covers are left out the way
+the renderer leaves them out, judged by their pristine ids.
+
+How the projection is built, extended and reused after edits: `orchestrator.working.projection`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from context_graph.errors import UnknownNodeError
+from context_graph.graph.context_graph import ContextGraph, Unit
+from context_graph.graph.nodes import AnswerNode, Node, ToolCallNode
+from context_graph.tokens.counting import NodeTokenCache
+from orchestrator.working.figures import ViewFigures, figures_counted
+from orchestrator.working.projection import Frozen, Projection, ProjectionMethods, edit_targets
+from processors.base import GraphView, Proposal
+
+if TYPE_CHECKING:
+    # Only for annotations: the buffer module builds overlays and imports this one.
+    from orchestrator.working.buffer import Overlay
+
+__all__ = ["WorkingView"]
+
+
+def _lineage(node: Node) -> tuple[str, ...]:
+    return (*((node.replaces,) if node.replaces is not None else ()), *node.abstracts)
+
+
+class WorkingView(ProjectionMethods, GraphView):
+    """The working graph as processors and the renderer read it; a `GraphView`.
+
+    `units()`, `unit_of`, `answer_to`, `call_of`, `first_call_with_id`, `is_current`,
+    `current_ids` and `by_path` describe the current view. Lookups (`view[id]`, `in`,
+    `tokens`) reach every node the view can explain: pristine nodes (also those compacted
+    away) and derived ones. `transcript()`, `turns`, `len()` and the edges (`targets`,
+    `sources`) are the pristine record's, plus the overlay's `derived_from` lineage.
+
+    A live view (held by `WorkingGraph`) follows the pristine graph as it grows; a frozen
+    one (`WorkingGraph.snapshot()`) sees only the transcript as it was when frozen, so
+    it reads the same however the session and the working graph move on.
+    """
+
+    __slots__ = ("_basis", "_cached", "_frozen", "_interned", "_overlay")
+
+    def __init__(
+        self,
+        pristine: ContextGraph,
+        overlay: Overlay,
+        *,
+        interned: dict[Unit, Unit] | None = None,
+        _frozen: Frozen | None = None,
+        _basis: tuple[Projection, frozenset[str]] | None = None,
+    ) -> None:
+        super().__init__(pristine)
+        self._overlay = overlay
+        self._interned = interned
+        self._frozen = _frozen
+        self._cached: tuple[int, Projection] | None = None
+        # A projection of the view this one was made from, and the ids the edits in
+        # between targeted: the first projection reuses what they left alone.
+        self._basis = _basis
+
+    # -- identity ----------------------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        """Changes with every applied proposal and every pristine edit (frozen: fixed)."""
+        if self._frozen is not None:
+            return self._frozen.version
+        return self._graph.version + self._overlay.applied
+
+    @property
+    def pristine(self) -> ContextGraph:
+        """The pristine graph underneath (read it, never write to it through here)."""
+        return self._graph
+
+    @property
+    def overlay(self) -> Overlay:
+        """The applied edits this view reads the pristine graph through."""
+        return self._overlay
+
+    @property
+    def frozen(self) -> bool:
+        """Whether this view is a snapshot that no later change reaches."""
+        return self._frozen is not None
+
+    @property
+    def token_cache(self) -> NodeTokenCache:
+        """The pristine graph's token cache (the renderer counts with it)."""
+        return self._graph.token_cache
+
+    def freeze(self) -> WorkingView:
+        """This view as an immutable snapshot (itself when already frozen)."""
+        if self._frozen is not None:
+            return self
+        graph = self._graph
+        # Transcript length without copying the transcript: derived nodes are the rest.
+        frozen = Frozen(len(graph) - len(graph.derived()), self.version, graph.turns)
+        snapshot = WorkingView(graph, self._overlay, _frozen=frozen)
+        # The snapshot sees every transcript node there is, so it projects what this
+        # view does now: it reads the same projection, which this view copies before
+        # it changes it.
+        projection = self._projection()
+        projection.shared = True
+        snapshot._cached = (-1, projection)
+        return snapshot
+
+    def with_proposal(self, proposal: Proposal) -> WorkingView:
+        """The view with `proposal` applied, unchecked (`WorkingGraph.apply` checks first)."""
+        version = self.version + 1
+        overlay = self._overlay.with_edits(proposal.edits, version)
+        frozen = self._frozen
+        if frozen is not None:
+            frozen = Frozen(frozen.limit, version, frozen.turns)
+        basis = None
+        targets = edit_targets(proposal, self._overlay)
+        if targets is not None and self._cached is not None:
+            basis = (self._cached[1], targets)
+        elif targets is not None and self._basis is not None:
+            basis = (self._basis[0], self._basis[1] | targets)
+        return WorkingView(
+            self._graph, overlay, interned=self._interned, _frozen=frozen, _basis=basis
+        )
+
+    # -- nodes -------------------------------------------------------------------------
+
+    def _within(self, node: Node) -> bool:
+        frozen = self._frozen
+        return frozen is None or node.seq is None or node.seq < frozen.limit
+
+    def get(self, node_id: str) -> Node | None:
+        """Any node the view can explain (pristine or derived), or `None`."""
+        node = self._overlay.derived.get(node_id)
+        if node is not None:
+            return node
+        node = self._graph.get(node_id)
+        return node if node is not None and self._within(node) else None
+
+    def __getitem__(self, node_id: str) -> Node:
+        node = self.get(node_id)
+        if node is None:
+            msg = f"node {node_id!r} is in neither the pristine nor the working graph"
+            raise UnknownNodeError(msg)
+        return node
+
+    def __contains__(self, node_id: object) -> bool:
+        return isinstance(node_id, str) and self.get(node_id) is not None
+
+    def is_current(self, node_id: str) -> bool:
+        """Whether `node_id` is in the current view (a unit holds it)."""
+        return node_id in self._projection().unit_of
+
+    def current_ids(self) -> tuple[str, ...]:
+        """The ids of the current view's nodes, in order."""
+        return tuple(i for unit in self.units() for i in unit.node_ids)
+
+    def tokens(self, node_id: str) -> int:
+        """The content tokens of any node the view can explain."""
+        derived = self._overlay.derived.get(node_id)
+        if derived is not None:
+            return self._graph.token_cache.count_node(derived)
+        self[node_id]  # raises for a node this view cannot explain
+        return self._graph.tokens(node_id)  # counted once, at ingest
+
+    @property
+    def total_tokens(self) -> int:
+        """The content tokens of every node in the current view."""
+        return self.figures().tokens
+
+    def figures(self) -> ViewFigures:
+        """What the triggers read of the current view (do not change it)."""
+        projection = self._projection()
+        if projection.figures is None:
+            projection.figures = figures_counted(projection.units, self._counted)
+        return projection.figures
+
+    def _counted(self, node_id: str) -> tuple[Node, int]:
+        """A node of the current view with its tokens (`figures` reads every one)."""
+        derived = self._overlay.derived.get(node_id)
+        if derived is not None:
+            return derived, self._graph.token_cache.count_node(derived)
+        return self._graph[node_id], self._graph.tokens(node_id)
+
+    def departure(self, node_id: str) -> tuple[str, int] | None:
+        """How and at which version `node_id` left the view, or `None` if it did not."""
+        version = self._overlay.left_at.get(node_id)
+        if version is None:
+            return None
+        overlay = self._overlay
+        if node_id in overlay.replaced_by:
+            how = f"replaced by `{overlay.replaced_by[node_id]}`"
+        elif node_id in overlay.abstracted_by:
+            how = f"abstracted into `{overlay.abstracted_by[node_id]}`"
+        else:
+            how = "dropped"
+        return how, version
+
+    # -- the record --------------------------------------------------------------------
+
+    @property
+    def turns(self) -> int:
+        """How many user turns the pristine record had (when frozen, then)."""
+        return self._frozen.turns if self._frozen is not None else self._graph.turns
+
+    def transcript(self) -> tuple[str, ...]:
+        """The pristine transcript's node ids in order (when frozen, as it was then)."""
+        transcript = self._graph.transcript()
+        return transcript if self._frozen is None else transcript[: self._frozen.limit]
+
+    # -- units -------------------------------------------------------------------------
+
+    def units(self) -> tuple[Unit, ...]:
+        """The current view's interaction units, in order."""
+        projection = self._projection()
+        if projection.frozen_units is None:
+            projection.frozen_units = tuple(projection.units)
+        return projection.frozen_units
+
+    def unit_of(self, node_id: str) -> Unit:
+        """The current view's unit that holds `node_id`."""
+        unit = self._projection().unit_of.get(node_id)
+        if unit is None:
+            msg = f"node {node_id!r} is not in the current working view"
+            raise UnknownNodeError(msg)
+        return unit
+
+    def _projection(self) -> Projection:
+        key = -1 if self._frozen is not None else self._graph.version
+        cached = self._cached
+        if cached is not None:
+            if cached[0] == key:
+                return cached[1]
+            # Only a live view gets here: a frozen one's key never changes.
+            extended = self._extended(cached[1])
+            if extended is not None:
+                self._cached = (key, extended)
+                return extended
+            # Same overlay: every segment of a pristine unit that did not change holds.
+            projection = self._project(cached[1], frozenset())
+        elif self._basis is not None:
+            projection = self._project(*self._basis)
+            self._basis = None
+        else:
+            projection = self._project(None, frozenset())
+        self._cached = (key, projection)
+        return projection
+
+    # -- pairing -----------------------------------------------------------------------
+
+    def _root(self, node: Node) -> str | None:
+        """The pristine node a chain of replacements leads back to, if it is one."""
+        derived = self._overlay.derived
+        while node.id in derived:
+            if node.replaces is None:
+                return None
+            node = self[node.replaces]
+        return node.id
+
+    def _current(self, pristine_id: str) -> Node | None:
+        now, via_summary = self._overlay.resolve(pristine_id)
+        if via_summary or not self.is_current(now):
+            return None
+        return self[now]
+
+    def answer_to(self, call_node_id: str) -> Node | None:
+        """The current node answering the call `call_node_id`, or `None`."""
+        call = self[call_node_id]
+        root = self._root(call) if isinstance(call, ToolCallNode) else None
+        if root is None or root not in self._graph:
+            return None
+        answer = self._graph.answer_to(root)
+        if answer is None or not self._within(answer):
+            return None
+        return self._current(answer.id)
+
+    def call_of(self, answer_node_id: str) -> ToolCallNode | None:
+        """The current call node that `answer_node_id` answers, or `None`."""
+        answer = self[answer_node_id]
+        root = self._root(answer) if isinstance(answer, AnswerNode) else None
+        if root is None or root not in self._graph:
+            return None
+        call = self._graph.call_of(root)
+        current = self._current(call.id) if call is not None else None
+        return current if isinstance(current, ToolCallNode) else None
+
+    def first_call_with_id(self, tool_call_id: str) -> str | None:
+        """The id standing for the session's first call with `tool_call_id` now.
+
+        When that call left the view its pristine id is returned, so later calls that
+        reuse the id keep the provider ids they had (renders stay byte-stable).
+        """
+        first = self._graph.first_call_with_id(tool_call_id)
+        if first is None or not self._within(self._graph[first]):
+            return None
+        current = self._current(first)
+        return current.id if current is not None else first
+
+    def is_superseded(self, node_id: str) -> bool:
+        """Whether a later read of the same file covers the file this node stands for."""
+        root = self._root(self[node_id])
+        if root is None or root not in self._graph:
+            return False
+        return any(self._within(self._graph[s]) for s in self._graph.sources(root, "supersedes"))
+
+    def by_path(self, path: str) -> tuple[str, ...]:
+        """Current nodes standing for reads of `path`, oldest first."""
+        found = (self._current(i) for i in self._graph.by_path(path))
+        return tuple(node.id for node in found if node is not None)
+
+    def targets(self, node_id: str, kind: Any) -> tuple[str, ...]:
+        """Older nodes `node_id` points at by `kind`; a derived node's lineage included."""
+        node = self[node_id]
+        if node_id in self._overlay.derived:
+            return _lineage(node) if kind == "derived_from" else ()
+        return self._graph.targets(node_id, kind)
+
+    def sources(self, node_id: str, kind: Any) -> tuple[str, ...]:
+        """Newer nodes pointing at `node_id` by `kind`; its stand-in for `derived_from`."""
+        _ = self[node_id]  # raises for an id the view cannot explain
+        found: tuple[str, ...] = ()
+        if node_id in self._graph:
+            found = tuple(
+                s for s in self._graph.sources(node_id, kind) if self._within(self._graph[s])
+            )
+        overlay = self._overlay
+        successor = overlay.replaced_by.get(node_id) or overlay.abstracted_by.get(node_id)
+        return (*found, successor) if kind == "derived_from" and successor else found
+
+    # -- provenance --------------------------------------------------------------------
+
+    def roots(self, node_id: str) -> tuple[str, ...]:
+        """The pristine transcript nodes `node_id` stands for, transitively, in order."""
+        found: set[str] = set()
+        seen: set[str] = set()
+        stack = [node_id]
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            node = self[current]
+            if current not in self._overlay.derived and node.seq is not None:
+                found.add(current)
+            else:
+                stack.extend(_lineage(node))
+        return tuple(sorted(found, key=self._seq))
+
+    def expand(self, node_id: str) -> tuple[Node, ...]:
+        """The original pristine nodes behind `node_id`, in transcript order."""
+        return tuple(self._graph[root] for root in self.roots(node_id))
