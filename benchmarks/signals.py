@@ -12,8 +12,9 @@ models and dataclasses by their fields; wall-clock fields such as an audit entry
     python -m benchmarks.signals after.json           # on the new one
     python -m benchmarks.signals --diff before.json after.json   # exit 1 if any differ
 
-Record both from checkouts at the same path: a sub-agent result's node id is made from
-its fields, which include where its transcript file is.
+A sub-agent result's node id is made from its fields, which include where its transcript
+file is, so the session is copied to one fixed folder first: two checkouts at different
+paths record the same ids.
 """
 
 from __future__ import annotations
@@ -24,18 +25,20 @@ import dataclasses
 import enum
 import hashlib
 import json
+import shutil
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from context_graph import TiktokenCounter
 from context_graph.errors import BudgetExceededError
 from context_graph.examples import EXAMPLE_SESSION
 from context_graph.importers import load_events
 from context_graph.testing import Recorder
-from context_graph.tokens.counting import TiktokenCounter
 from orchestrator import ContextManager
 
 PROFILES: tuple[str, ...] = ("coding", "service", "chat")
@@ -75,9 +78,19 @@ def _digest(payload: Mapping[str, Any]) -> str:
     return hashlib.sha256(body.encode()).hexdigest()[:12]
 
 
-def _run(profile: str, fmt: str, budget: int, counter: TiktokenCounter) -> Signals:
+def _session() -> Path:
+    """The bundled example, copied (with its sub-agents) to a folder of a fixed name."""
+    folder = Path(tempfile.gettempdir()) / "context-graph-signals"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    shutil.copy(EXAMPLE_SESSION, folder / EXAMPLE_SESSION.name)
+    shutil.copytree(EXAMPLE_SESSION.with_suffix(""), folder / EXAMPLE_SESSION.stem)
+    return folder / EXAMPLE_SESSION.name
+
+
+def _run(profile: str, fmt: str, budget: int, counter: TiktokenCounter, session: Path) -> Signals:
     manager = ContextManager(format=fmt, budget=budget, counter=counter, profile=profile)
-    events = load_events(EXAMPLE_SESSION)
+    events = load_events(session)
     with Recorder(manager.bus) as recorder:
         for event in events:
             if event.type == "assistant":
@@ -94,13 +107,14 @@ def _run(profile: str, fmt: str, budget: int, counter: TiktokenCounter) -> Signa
 def record() -> dict[str, Signals]:
     """Every run's signals, keyed `format/share/profile`."""
     counter = TiktokenCounter()
-    total = sum(counter.count(str(event.model_dump())) for event in load_events(EXAMPLE_SESSION))
+    session = _session()
+    total = sum(counter.count(str(event.model_dump())) for event in load_events(session))
     result: dict[str, Signals] = {}
     for fmt in FORMATS:
         for share in SHARES:
             for profile in PROFILES:
                 budget = max(1_000, int(total * share))
-                result[f"{fmt}/{share}/{profile}"] = _run(profile, fmt, budget, counter)
+                result[f"{fmt}/{share}/{profile}"] = _run(profile, fmt, budget, counter, session)
     return result
 
 
