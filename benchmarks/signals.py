@@ -138,6 +138,16 @@ def differences(before: dict[str, Signals], after: dict[str, Signals]) -> list[s
     return lines
 
 
+def _load(path: Path) -> dict[str, Signals]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SystemExit(f"cannot read signals {path}: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise SystemExit(f"{path} is not a signals recording (a JSON object of lists)")
+    return data
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Record the signals to a file, or compare two recordings."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.signals", description=__doc__)
@@ -147,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.diff:
         if len(args.files) != 2:
             parser.error("--diff takes two files")
-        before, after = (json.loads(path.read_text()) for path in args.files)
+        before, after = (_load(path) for path in args.files)
         lines = differences(before, after)
         runs = len(before.keys() | after.keys())
         sent = sum(len(signals) for signals in before.values())
