@@ -469,6 +469,12 @@ class TestEnforce:
             "text_encodable",
         ]
 
+    def test_the_rules_table_is_read_only(self) -> None:
+        """The public table of rules cannot be changed by a caller."""
+        with pytest.raises(TypeError):
+            RULES["targets_current"] = "anything goes"  # type: ignore[index]
+        assert RULES["targets_current"].startswith("every target is in the current view")
+
 
 def _short(node: Node, text: str = "short", **updates: Any) -> Node:
     return replacement_for(node, [TextPart(text=text)], **updates)
