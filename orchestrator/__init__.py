@@ -23,7 +23,7 @@ from orchestrator.persistence.protocol import RestoredSession, SessionStore
 from orchestrator.persistence.sqlite_store import JournalEntry, SQLiteStore
 from orchestrator.profiles import PROFILES, Profile, StageConfig, get_profile, load_profile
 from orchestrator.replay import CallReport, ReplayReport, replay
-from orchestrator.working.buffer import AuditEntry, Overlay, WorkingGraph, WorkingView
+from orchestrator.working import AuditEntry, Overlay, WorkingGraph, WorkingView
 from orchestrator.working.invariants import RULES as INVARIANT_RULES
 from orchestrator.working.invariants import check_proposal, enforce
 

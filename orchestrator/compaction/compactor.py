@@ -25,7 +25,7 @@ from orchestrator.compaction.pipeline import PipelineRun, StageSettings, run_pip
 from orchestrator.compaction.plan import plan_runs
 from orchestrator.compaction.triggers import Firing, TriggerConfig, evaluate
 from orchestrator.persistence.manager_state import PersistenceMethods
-from orchestrator.working.buffer import WorkingGraph, WorkingView
+from orchestrator.working import WorkingGraph, WorkingView
 from processors.base import Processor, ProcessorContext, Summarizer, run_processor
 from processors.redact import SecretRedactor
 

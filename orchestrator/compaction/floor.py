@@ -23,7 +23,7 @@ from orchestrator.compaction.pipeline import (
     run_stage,
     stands_for,
 )
-from orchestrator.working.buffer import WorkingGraph, WorkingView
+from orchestrator.working import WorkingGraph, WorkingView
 from processors.truncate import ToolOutputTruncator
 
 __all__ = ["floor_outputs", "output_cap", "shrink_floor"]

@@ -39,7 +39,7 @@ from orchestrator.compaction.guards import (
     record,
     tick,
 )
-from orchestrator.working.buffer import WorkingGraph, WorkingView
+from orchestrator.working import WorkingGraph, WorkingView
 from processors.base import (
     Abstract,
     Processor,

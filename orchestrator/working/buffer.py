@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
@@ -35,77 +33,11 @@ from context_graph.graph.context_graph import ContextGraph, Unit
 from context_graph.graph.nodes import Node, ToolCallNode
 from context_graph.tokens.counting import NodeTokenCache
 from orchestrator.working.invariants import check_proposal, enforce
+from orchestrator.working.overlay import Overlay
 from orchestrator.working.view import WorkingView
-from processors.base import Abstract, Drop, Edit, Proposal, Replace
+from processors.base import Abstract, Drop, Proposal, Replace
 
-__all__ = ["AuditEntry", "Overlay", "WorkingGraph", "WorkingView"]
-
-
-def _frozen_map() -> Mapping[str, Any]:
-    return MappingProxyType({})
-
-
-@dataclass(frozen=True, slots=True)
-class Overlay:
-    """What the applied edits did, as immutable maps from node ids.
-
-    Attributes:
-        derived: Every node an applied edit added, by id (kept after it is itself
-            replaced, for provenance).
-        replaced_by: Node id -> the id of the node that replaced it.
-        abstracted_by: Node id -> the id of the summary that abstracts it.
-        dropped: Ids of nodes that left the view with nothing in their place.
-        left_at: Node id -> the working version at which it left the view.
-        applied: How many proposals were applied.
-    """
-
-    derived: Mapping[str, Node] = field(default_factory=_frozen_map)
-    replaced_by: Mapping[str, str] = field(default_factory=_frozen_map)
-    abstracted_by: Mapping[str, str] = field(default_factory=_frozen_map)
-    dropped: frozenset[str] = frozenset()
-    left_at: Mapping[str, int] = field(default_factory=_frozen_map)
-    applied: int = 0
-
-    def resolve(self, node_id: str) -> tuple[str, bool]:
-        """The node that stands for `node_id` now, and whether a summary is on the way."""
-        via_summary = False
-        while True:
-            successor = self.replaced_by.get(node_id)
-            if successor is None:
-                successor = self.abstracted_by.get(node_id)
-                if successor is None:
-                    return node_id, via_summary
-                via_summary = True
-            node_id = successor
-
-    def with_edits(self, edits: Sequence[Edit], version: int) -> Overlay:
-        """A new overlay with `edits` applied at working version `version` (unchecked)."""
-        derived = dict(self.derived)
-        replaced_by = dict(self.replaced_by)
-        abstracted_by = dict(self.abstracted_by)
-        dropped = set(self.dropped)
-        left_at = dict(self.left_at)
-        for edit in edits:
-            if isinstance(edit, Replace):
-                derived[edit.replacement.id] = edit.replacement
-                replaced_by[edit.target] = edit.replacement.id
-                left_at[edit.target] = version
-            elif isinstance(edit, Abstract):
-                derived[edit.summary.id] = edit.summary
-                for target in edit.targets:
-                    abstracted_by[target] = edit.summary.id
-                    left_at[target] = version
-            else:
-                dropped.update(edit.targets)
-                left_at.update(dict.fromkeys(edit.targets, version))
-        return Overlay(
-            derived=MappingProxyType(derived),
-            replaced_by=MappingProxyType(replaced_by),
-            abstracted_by=MappingProxyType(abstracted_by),
-            dropped=frozenset(dropped),
-            left_at=MappingProxyType(left_at),
-            applied=self.applied + 1,
-        )
+__all__ = ["AuditEntry", "WorkingGraph"]
 
 
 class AuditEntry(BaseModel):

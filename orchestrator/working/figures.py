@@ -2,7 +2,7 @@
 
 `evaluate` runs after every ingest. Summing the whole view each time would make a
 session's trigger checks quadratic, so a `WorkingView` keeps one `ViewFigures` per
-projection and adds the nodes an ingest appends (`orchestrator.working.view`); any other
+projection and adds the nodes an ingest appends (`orchestrator.working.projection`); any other
 change counts them again with `figures_counted`.
 """
 

@@ -5,7 +5,7 @@ applied); `enforce` raises `InvariantViolation` naming them all, or returns the 
 proposal leads to. No rule is advisory: one broken rule rejects the whole proposal, and a
 rejected proposal changes nothing. Each message names the rule, the node and the fix.
 
-Rules (`RULES`):
+Rules (`RULES`; how each is checked: `orchestrator.working.rules`):
 
 - `targets_current`: every target is in the current view. Nodes never change once
   made, so a target still in view is unchanged since the proposal's `base_version`; a
@@ -44,62 +44,42 @@ that path and is refused; a processor must not set the mark on text it did not c
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from types import MappingProxyType
 
 from context_graph.errors import InvariantViolation
-from context_graph.graph.nodes import AnswerNode, Node, ToolCallNode
+from orchestrator.working.rules import (
+    calls_keep_ids,
+    changes_of,
+    lineage_consistent,
+    pairs_kept,
+    pinned_untouched,
+    safety_replaces_only,
+    summaries_checked,
+    targets_current,
+    text_encodable,
+    tokens_reduced,
+    whole_units,
+)
 from orchestrator.working.view import WorkingView
-from processors.base import Abstract, Drop, Proposal, Replace
+from processors.base import Proposal
 
 __all__ = ["RULES", "check_proposal", "enforce"]
 
-#: Every rule the checker enforces, with what it guarantees.
-RULES: dict[str, str] = {
-    "targets_current": "every target is in the current view, unchanged since the snapshot",
-    "whole_units": "drops and abstracts cover whole units; replacements keep their kind",
-    "calls_paired": "every tool call and its answer stay together",
-    "pinned_untouched": "pinned and protected nodes are never edited",
-    "tokens_reduced": "the edits save tokens, and the proposal's counts are right",
-    "lineage_consistent": "lineage links name the targets exactly; new ids are fresh",
-    "summaries_checked": "every new summary passed the summarizer's checks",
-    "safety_replaces_only": "safety edits (redaction) only replace nodes",
-    "text_encodable": "the text of new nodes (and the note) encodes as UTF-8",
-}
-
-_SYSTEM_KINDS = frozenset({"system", "note"})
-
-
-@dataclass(frozen=True, slots=True)
-class _Change:
-    """One edit, flattened: its position, what it removes and what it adds."""
-
-    index: int
-    edit: Replace | Abstract | Drop
-    targets: tuple[str, ...]
-    added: Node | None
-
-
-def _changes(proposal: Proposal) -> list[_Change]:
-    changes: list[_Change] = []
-    for index, edit in enumerate(proposal.edits):
-        if isinstance(edit, Replace):
-            changes.append(_Change(index, edit, (edit.target,), edit.replacement))
-        elif isinstance(edit, Abstract):
-            changes.append(_Change(index, edit, edit.targets, edit.summary))
-        else:
-            changes.append(_Change(index, edit, edit.targets, None))
-    return changes
-
-
-def _say(rule: str, subject: str, problem: str, fix: str) -> str:
-    return f"{rule}: {subject} {problem}; fix: {fix}"
-
-
-def _ids(ids: Sequence[str], shown: int = 3) -> str:
-    named = ", ".join(f"`{i}`" for i in ids[:shown])
-    return named if len(ids) <= shown else f"{named} and {len(ids) - shown} more"
+#: Every rule the checker enforces, with what it guarantees (read-only).
+RULES: Mapping[str, str] = MappingProxyType(
+    {
+        "targets_current": "every target is in the current view, unchanged since the snapshot",
+        "whole_units": "drops and abstracts cover whole units; replacements keep their kind",
+        "calls_paired": "every tool call and its answer stay together",
+        "pinned_untouched": "pinned and protected nodes are never edited",
+        "tokens_reduced": "the edits save tokens, and the proposal's counts are right",
+        "lineage_consistent": "lineage links name the targets exactly; new ids are fresh",
+        "summaries_checked": "every new summary passed the summarizer's checks",
+        "safety_replaces_only": "safety edits (redaction) only replace nodes",
+        "text_encodable": "the text of new nodes (and the note) encodes as UTF-8",
+    }
+)
 
 
 def check_proposal(
@@ -135,353 +115,21 @@ def enforce(
 def _check(
     proposal: Proposal, state: WorkingView, protected: frozenset[str]
 ) -> tuple[list[str], WorkingView | None]:
-    changes = _changes(proposal)
+    changes = changes_of(proposal)
     problems = [
-        *_targets_current(proposal, changes, state),
-        *_whole_units(changes, state),
-        *_calls_keep_ids(changes, state),
-        *_pinned_untouched(changes, state, protected, safety=proposal.purpose == "safety"),
-        *_tokens_reduced(proposal, changes, state),
-        *_safety_replaces_only(proposal),
-        *_lineage_consistent(changes, state),
-        *_summaries_checked(changes),
-        *_text_encodable(proposal, changes),
+        *targets_current(proposal, changes, state),
+        *whole_units(changes, state),
+        *calls_keep_ids(changes, state),
+        *pinned_untouched(changes, state, protected, safety=proposal.purpose == "safety"),
+        *tokens_reduced(proposal, changes, state),
+        *safety_replaces_only(proposal),
+        *lineage_consistent(changes, state),
+        *summaries_checked(changes),
+        *text_encodable(proposal, changes),
     ]
     if problems:
         return problems, None
     # Pairing is also checked on the result, so that no mix of edits can split a pair.
     after = state.with_proposal(proposal)
-    problems = list(_pairs_kept(changes, state, after))
+    problems = list(pairs_kept(changes, state, after))
     return problems, (None if problems else after)
-
-
-# -- the rules -----------------------------------------------------------------------------
-
-
-def _targets_current(
-    proposal: Proposal, changes: Sequence[_Change], state: WorkingView
-) -> Iterator[str]:
-    rule, base = "targets_current", proposal.base_version
-    if base is not None and base > state.version:
-        yield _say(
-            rule,
-            f"proposal from `{proposal.processor}`",
-            f"has base_version {base}, newer than the working graph's version {state.version}",
-            "give the processor a snapshot() of the working graph it is applied to",
-        )
-    for change in changes:
-        if not change.targets:
-            yield _say(
-                rule,
-                f"edit {change.index} ({change.edit.op})",
-                "has no targets",
-                "name the nodes it covers, or leave the edit out",
-            )
-        for target in change.targets:
-            if not state.is_current(target):
-                yield _stale(target, state, base)
-
-
-def _stale(target: str, state: WorkingView, base: int | None) -> str:
-    rule, subject = "targets_current", f"node `{target}`"
-    departure = state.departure(target)
-    if departure is not None:
-        how, version = departure
-        if base is None or version > base:
-            since = f", after the proposal's base version {base}" if base is not None else ""
-            problem = f"was {how} at version {version}{since}: the proposal is stale"
-        else:
-            problem = f"was {how} at version {version}, before the proposal's base version"
-        fix = "run the processor again on a fresh snapshot of the working graph"
-        return _say(rule, subject, problem, fix)
-    if target in state:
-        return _say(
-            rule,
-            subject,
-            "is not in the current view (an imported compaction covers it)",
-            "target only nodes of the view's units()",
-        )
-    fix = "target nodes of the snapshot the processor was given"
-    return _say(rule, subject, "is in neither the pristine nor the working graph", fix)
-
-
-def _whole_units(changes: Sequence[_Change], state: WorkingView) -> Iterator[str]:
-    rule = "whole_units"
-    for change in changes:
-        current = [t for t in change.targets if state.is_current(t)]
-        added = change.added
-        if isinstance(change.edit, Replace):
-            old = state[current[0]] if current else None
-            if old is not None and added is not None and added.kind != old.kind:
-                yield _say(
-                    rule,
-                    f"replacement `{added.id}`",
-                    f"is a {added.kind} but its target `{old.id}` is a {old.kind}",
-                    "keep the target's kind (replacement_for does)",
-                )
-            continue
-        chosen = set(change.targets)
-        heads: dict[str, None] = {}
-        for target in current:
-            unit = state.unit_of(target)
-            if unit.head in heads:
-                continue
-            heads[unit.head] = None
-            missing = [m for m in unit.node_ids if m not in chosen]
-            if missing:
-                yield _say(
-                    rule,
-                    f"node `{target}`",
-                    f"is in unit `{unit.head}`, but edit {change.index} ({change.edit.op}) "
-                    f"leaves out its nodes {_ids(missing)}",
-                    "target every node of the unit, or none of them",
-                )
-        if isinstance(change.edit, Abstract) and current:
-            yield from _abstract_is_a_run(change, current, state, list(heads))
-
-
-def _abstract_is_a_run(
-    change: _Change, current: Sequence[str], state: WorkingView, heads: Sequence[str]
-) -> Iterator[str]:
-    rule, subject = "whole_units", f"summary `{change.added.id if change.added else '?'}`"
-    position = {node_id: i for i, node_id in enumerate(state.current_ids())}
-    places = [position[t] for t in current]
-    if places != sorted(places):
-        yield _say(rule, subject, "lists its targets out of view order", "list them in order")
-    units = state.units()
-    index = {unit.head: i for i, unit in enumerate(units)}
-    covered = {index[h] for h in heads}
-    for i in range(min(covered), max(covered) + 1):
-        if i not in covered and units[i].kind not in _SYSTEM_KINDS:
-            yield _say(
-                rule,
-                subject,
-                f"abstracts units on both sides of unit `{units[i].head}` but not that unit",
-                "abstract a run of consecutive units, or use one Abstract per run",
-            )
-
-
-def _calls_keep_ids(changes: Sequence[_Change], state: WorkingView) -> Iterator[str]:
-    rule = "calls_paired"
-    for change in changes:
-        if not isinstance(change.edit, Replace) or not state.is_current(change.edit.target):
-            continue
-        target, new = state[change.edit.target], change.edit.replacement
-        fields: tuple[str, ...]
-        if isinstance(target, ToolCallNode) and isinstance(new, ToolCallNode):
-            fields = ("tool_call_id", "name", "seq")
-        elif isinstance(target, AnswerNode) and isinstance(new, AnswerNode):
-            fields = ("tool_call_id",)
-        else:
-            continue
-        for name in fields:
-            was, now = getattr(target, name), getattr(new, name)
-            if was != now:
-                yield _say(
-                    rule,
-                    f"replacement `{new.id}`",
-                    f"changes {name} of `{target.id}` from {was!r} to {now!r}",
-                    f"keep {name} as it is (pass {name}=target.{name} to replacement_for)",
-                )
-
-
-def _pinned_untouched(
-    changes: Sequence[_Change], state: WorkingView, protected: frozenset[str], *, safety: bool
-) -> Iterator[str]:
-    for change in changes:
-        for target in change.targets:
-            node = state.get(target)
-            pinned = node is not None and node.pinned and not safety
-            why = "is pinned" if pinned else None
-            if why is None and target in protected:
-                why = "is protected by the caller"
-            if why is not None:
-                yield _say(
-                    "pinned_untouched",
-                    f"node `{target}`",
-                    f"{why} but edit {change.index} ({change.edit.op}) targets it",
-                    "leave it out of the proposal: it is never compacted or dropped",
-                )
-
-
-def _tokens_reduced(
-    proposal: Proposal, changes: Sequence[_Change], state: WorkingView
-) -> Iterator[str]:
-    rule, subject = "tokens_reduced", f"proposal from `{proposal.processor}`"
-    if not changes:
-        fix = "skip an empty proposal (Proposal.empty) instead of applying it"
-        yield _say(rule, subject, "has no edits, so it saves nothing", fix)
-        return
-    removed = [t for c in changes for t in c.targets]
-    added = [c.added for c in changes if c.added is not None]
-    if any(t not in state for t in removed):
-        return  # targets_current names them; their tokens cannot be counted
-    count = state.token_cache.count_node
-    before = sum(count(state[t]) for t in removed)
-    after = sum(count(node) for node in added)
-    fix = "count with the processor context's counter (ctx.count)"
-    if proposal.tokens_before != before:
-        problem = (
-            f"claims tokens_before={proposal.tokens_before}, but {_ids(removed)} count {before}"
-        )
-        yield _say(rule, subject, problem, fix)
-    if proposal.tokens_after != after:
-        added_ids = [n.id for n in added]
-        problem = (
-            f"claims tokens_after={proposal.tokens_after}, but {_ids(added_ids)} count {after}"
-        )
-        yield _say(rule, subject, problem, fix)
-    if after >= before and proposal.purpose != "safety":
-        yield _say(
-            rule,
-            f"{subject} on {_ids(removed)}",
-            f"adds {after} tokens for the {before} it removes",
-            "propose only edits that make the context smaller",
-        )
-
-
-def _safety_replaces_only(proposal: Proposal) -> Iterator[str]:
-    if proposal.purpose != "safety":
-        return
-    for index, edit in enumerate(proposal.edits):
-        if not isinstance(edit, Replace):
-            yield _say(
-                "safety_replaces_only",
-                f"proposal from `{proposal.processor}`",
-                f"is a safety proposal but edit {index} is a {edit.op}",
-                "make safety edits replacements only, or make the proposal a compaction",
-            )
-
-
-def _lineage_consistent(changes: Sequence[_Change], state: WorkingView) -> Iterator[str]:
-    rule = "lineage_consistent"
-    targeted = Counter(t for c in changes for t in c.targets)
-    for target, times in targeted.items():
-        if times > 1:
-            yield _say(
-                rule,
-                f"node `{target}`",
-                f"is targeted {times} times",
-                "replace, abstract or drop a node at most once per proposal",
-            )
-    fresh: set[str] = set()
-    for change in changes:
-        node = change.added
-        if node is None:
-            continue
-        subject = f"new node `{node.id}`"
-        taken = node.id in state.overlay.derived or node.id in state.pristine or node.id in fresh
-        fresh.add(node.id)
-        if taken:
-            fix = "derive a fresh id from the lineage and content (replacement_for does)"
-            yield _say(rule, subject, "takes an id that is already in use", fix)
-        if isinstance(change.edit, Replace) and (
-            node.replaces != change.edit.target or node.abstracts
-        ):
-            yield _say(
-                rule,
-                subject,
-                f"has replaces={node.replaces!r}, abstracts={node.abstracts!r} but replaces "
-                f"`{change.edit.target}`",
-                "set replaces to the target and abstracts to () (replacement_for does)",
-            )
-        if isinstance(change.edit, Abstract) and (
-            node.abstracts != change.edit.targets or node.replaces is not None
-        ):
-            yield _say(
-                rule,
-                subject,
-                f"has abstracts={_ids(node.abstracts)} but the edit's targets are "
-                f"{_ids(change.edit.targets)}",
-                "set abstracts to exactly the targets, in order, and replaces to None",
-            )
-
-
-def _summaries_checked(changes: Sequence[_Change]) -> Iterator[str]:
-    rule = "summaries_checked"
-    for change in changes:
-        node = change.added
-        if node is None:
-            continue
-        if isinstance(change.edit, Abstract) and node.kind != "summary":
-            fix = "stand a SummaryNode in for the abstracted nodes"
-            yield _say(rule, f"new node `{node.id}`", f"abstracts nodes but is a {node.kind}", fix)
-        if node.kind == "summary" and node.meta.get("checked") is not True:
-            yield _say(
-                rule,
-                f"summary `{node.id}`",
-                "does not carry meta['checked'] == True",
-                "write summaries through the summarizer path, which checks them and sets it",
-            )
-
-
-def _text_encodable(proposal: Proposal, changes: Sequence[_Change]) -> Iterator[str]:
-    fix = "have the processor (or its summarizer) return valid Unicode text"
-    found = _unencodable(proposal.note)
-    if found is not None:
-        yield _say("text_encodable", "the proposal's note", found, fix)
-    for change in changes:
-        node = change.added
-        if node is None:
-            continue
-        stack: list[tuple[object, str]] = [(node.model_dump(), "")]
-        while stack:
-            value, where = stack.pop()
-            if isinstance(value, dict):
-                stack.extend((v, f"{where}.{k}".lstrip(".")) for k, v in value.items())
-            elif isinstance(value, list | tuple):
-                stack.extend((v, f"{where}.{i}") for i, v in enumerate(value))
-            elif isinstance(value, str) and (found := _unencodable(value)) is not None:
-                yield _say("text_encodable", f"new node `{node.id}`", f"{found} in `{where}`", fix)
-                break
-
-
-def _unencodable(text: str) -> str | None:
-    """Why `text` is not UTF-8 encodable (a lone surrogate), or `None`."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return f"holds {text[exc.start]!r}, which UTF-8 cannot encode,"
-    return None
-
-
-def _pairs_kept(
-    changes: Sequence[_Change], before: WorkingView, after: WorkingView
-) -> Iterator[str]:
-    pairs: dict[tuple[str, str], None] = {}
-    for target in (t for change in changes for t in change.targets):
-        node = before[target]
-        partner = before.answer_to(target) if isinstance(node, ToolCallNode) else None
-        if partner is not None:
-            pairs[(target, partner.id)] = None
-        caller = before.call_of(target) if isinstance(node, AnswerNode) else None
-        if caller is not None:
-            pairs[(caller.id, target)] = None
-    for call, answer in pairs:
-        call_now, answer_now = _standing(call, after), _standing(answer, after)
-        if call_now[0] == "current" and answer_now[0] == "current":
-            paired = after.answer_to(call_now[1])
-            together = after.unit_of(call_now[1]) is after.unit_of(answer_now[1])
-            if together and paired is not None and paired.id == answer_now[1]:
-                continue
-        elif call_now[0] == answer_now[0] == "dropped" or (
-            call_now[0] == "summarized" and call_now == answer_now
-        ):
-            continue
-        yield _say(
-            "calls_paired",
-            f"call `{call}`",
-            f"would stand {call_now[0]} as `{call_now[1]}` and its answer `{answer}` "
-            f"{answer_now[0]} as `{answer_now[1]}`",
-            "edit a call and its answer together (drop or abstract their whole unit)",
-        )
-
-
-def _standing(node_id: str, view: WorkingView) -> tuple[str, str]:
-    """Where a node stands in `view`: ("current" | "summarized" | "dropped", id)."""
-    now, via_summary = view.overlay.resolve(node_id)
-    if now in view.overlay.dropped:
-        return "dropped", now
-    if via_summary:
-        return "summarized", now
-    return ("current" if view.is_current(now) else "dropped"), now

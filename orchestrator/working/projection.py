@@ -1,58 +1,24 @@
-"""How a `WorkingView` projects its units: built once, extended, reused after edits.
+"""`Projector`: how a `WorkingView` projects its units, built once, extended, reused after edits.
 
-Mixed into `WorkingView` (`orchestrator.working.view`, which says what the units are).
-A projection is cached per pristine version. Appended pristine units extend it in place
-(`_extended`); after an applied edit the next projection reuses every segment the edit
-left alone (`_project` with a basis); anything else projects afresh.
+Each view holds one projector (`orchestrator.working.view` says what the units are). It
+caches a `Projection` per pristine version. Appended pristine units extend it in place
+(`_extended`); after an applied edit the next view's projector reuses every segment the
+edit left alone (`_project` with a basis); anything else projects afresh.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from context_graph.graph.anchors import unit_kind
 from context_graph.graph.context_graph import ContextGraph, Unit
 from context_graph.graph.nodes import Node
-from orchestrator.working.figures import ViewFigures
-from processors.base import Proposal, Replace
+from orchestrator.working.figures import ViewFigures, figures_counted
+from orchestrator.working.overlay import Overlay
+from processors.base import Proposal
 
-if TYPE_CHECKING:
-    # Only for annotations: the buffer module builds overlays and imports the view.
-    from orchestrator.working.buffer import Overlay
-
-__all__ = ["Frozen", "Projection", "ProjectionMethods", "Segment", "edit_targets"]
-
-
-def edit_targets(proposal: Proposal, overlay: Overlay) -> frozenset[str] | None:
-    """The ids `proposal`'s edits target, applied over `overlay`.
-
-    `None` when one is a derived node that something already stands for (possible only
-    unchecked): projections record the pristine members and the nodes standing for
-    them, not the nodes in between.
-    """
-    targets: set[str] = set()
-    for edit in proposal.edits:
-        if isinstance(edit, Replace):
-            targets.add(edit.target)
-        else:
-            targets.update(edit.targets)
-    for target in targets:
-        if target in overlay.derived and (
-            target in overlay.replaced_by or target in overlay.abstracted_by
-        ):
-            return None
-    return frozenset(targets)
-
-
-@dataclass(frozen=True, slots=True)
-class Frozen:
-    """Where a snapshot stopped: transcript length, version and user turns then."""
-
-    limit: int
-    version: int
-    turns: int
+__all__ = ["Projection", "Projector", "Segment"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +44,9 @@ class Projection:
     verbatim: dict[str, int]
     # `ContextGraph.unit_mark` when the units were last brought up to date.
     mark: int
-    # Heads of the pristine units a pristine summary covers (`WorkingView._hidden`).
+    # Heads of the pristine units a pristine summary covers (`Projector._hidden`).
     hidden: frozenset[str]
-    # Which pristine units `hidden` was judged over (`WorkingView._pristine_key`).
+    # Which pristine units `hidden` was judged over (`Projector._pristine_key`).
     key: int
     # Pristine head -> its segment, for the pristine units that do not stand unchanged.
     # Never changed once built: a later projection reuses the segments it can.
@@ -108,33 +74,133 @@ class Projection:
         )
 
 
-class ProjectionMethods:
-    """Building and caching the projection; mixed into `WorkingView`."""
+class Projector:
+    """Projects one working view's units and keeps the projection up to date.
 
-    __slots__ = ()
+    Args:
+        graph: The pristine graph the view reads.
+        overlay: The applied edits it reads the graph through.
+        limit: A snapshot's transcript length: it projects only the nodes before it.
+        interned: The units handed out by the views of one working graph (see `_unit`).
+        basis: A projection of the view this one was made from, and the ids the edits
+            in between targeted: the first projection reuses what they left alone.
+        cached: A projection of this very view, with its key (a snapshot's: -1).
+    """
 
-    _graph: ContextGraph
-    _overlay: Overlay
-    _frozen: Frozen | None
-    _interned: dict[Unit, Unit] | None
+    __slots__ = ("_basis", "_cached", "_graph", "_interned", "_limit", "_overlay")
 
-    if TYPE_CHECKING:
+    def __init__(
+        self,
+        graph: ContextGraph,
+        overlay: Overlay,
+        limit: int | None = None,
+        interned: dict[Unit, Unit] | None = None,
+        *,
+        basis: tuple[Projection, frozenset[str]] | None = None,
+        cached: tuple[int, Projection] | None = None,
+    ) -> None:
+        self._graph = graph
+        self._overlay = overlay
+        self._limit = limit
+        self._interned = interned
+        self._basis = basis
+        self._cached = cached
 
-        def __getitem__(self, node_id: str) -> Node: ...
+    # -- what the view reads -------------------------------------------------------------
 
-        def _counted(self, node_id: str) -> tuple[Node, int]: ...
+    def units(self) -> tuple[Unit, ...]:
+        """The view's interaction units, in order."""
+        projection = self._current()
+        if projection.frozen_units is None:
+            projection.frozen_units = tuple(projection.units)
+        return projection.frozen_units
+
+    def unit_of(self, node_id: str) -> Unit | None:
+        """The view's unit that holds `node_id`, or `None`."""
+        return self._current().unit_of.get(node_id)
+
+    def holds(self, node_id: str) -> bool:
+        """Whether a unit of the view holds `node_id`."""
+        return node_id in self._current().unit_of
+
+    def figures(self) -> ViewFigures:
+        """What the triggers read of the view (do not change it)."""
+        projection = self._current()
+        if projection.figures is None:
+            projection.figures = figures_counted(projection.units, self._counted)
+        return projection.figures
+
+    # -- the projectors of the views made from this one ----------------------------------
+
+    def snapshot(self, limit: int) -> Projector:
+        """The projector of a snapshot of this view, stopped at transcript length `limit`.
+
+        The snapshot sees every transcript node there is, so it projects what this view
+        does now: it reads the same projection, which this projector copies before it
+        changes it.
+        """
+        projection = self._current()
+        projection.shared = True
+        return Projector(self._graph, self._overlay, limit, cached=(-1, projection))
+
+    def after(self, proposal: Proposal, overlay: Overlay) -> Projector:
+        """The projector of this view with `proposal` applied, reading through `overlay`."""
+        basis = None
+        targets = self._overlay.targets_of(proposal.edits)
+        if targets is not None and self._cached is not None:
+            basis = (self._cached[1], targets)
+        elif targets is not None and self._basis is not None:
+            basis = (self._basis[0], self._basis[1] | targets)
+        return Projector(self._graph, overlay, self._limit, self._interned, basis=basis)
+
+    # -- keeping the projection ----------------------------------------------------------
+
+    def _current(self) -> Projection:
+        key = -1 if self._limit is not None else self._graph.version
+        cached = self._cached
+        if cached is not None:
+            if cached[0] == key:
+                return cached[1]
+            # Only a live view gets here: a frozen one's key never changes.
+            extended = self._extended(cached[1])
+            if extended is not None:
+                self._cached = (key, extended)
+                return extended
+            # Same overlay: every segment of a pristine unit that did not change holds.
+            projection = self._project(cached[1], frozenset())
+        elif self._basis is not None:
+            projection = self._project(*self._basis)
+            self._basis = None
+        else:
+            projection = self._project(None, frozenset())
+        self._cached = (key, projection)
+        return projection
+
+    def _node(self, node_id: str) -> Node:
+        """A node of the view (derived or pristine)."""
+        derived = self._overlay.derived.get(node_id)
+        return derived if derived is not None else self._graph[node_id]
+
+    def _counted(self, node_id: str) -> tuple[Node, int]:
+        """A node of the view with its tokens (`figures` reads every one)."""
+        derived = self._overlay.derived.get(node_id)
+        if derived is not None:
+            return derived, self._graph.token_cache.count_node(derived)
+        return self._graph[node_id], self._graph.tokens(node_id)
+
+    # -- projecting ----------------------------------------------------------------------
 
     def _pristine_key(self) -> int:
         """Names the pristine units this view projects: they change when it does."""
-        frozen = self._frozen
-        return self._graph.unit_mark if frozen is None else -1 - frozen.limit
+        limit = self._limit
+        return self._graph.unit_mark if limit is None else -1 - limit
 
     def _project(self, basis: Projection | None, touched: frozenset[str]) -> Projection:
         """Project the view, reusing from `basis` the segments `touched` leaves alone.
 
         `basis` is a projection of this view, or of the view this one was made from by
         edits that target only the ids in `touched` (pristine nodes, or derived ones
-        nothing stood for: `_targets`) and add no id in use (the lineage rule). A
+        nothing stood for: `Overlay.targets_of`) and add no id in use (the lineage rule). A
         segment's members stand as they did while none of them, nor the nodes standing
         for them (`Segment.reached`), was targeted; its summaries stay first reached
         there while no segment before it changed which summaries it places. Such a
@@ -236,9 +302,9 @@ class ProjectionMethods:
 
     def _pristine_units(self) -> list[Unit]:
         units = self._graph.units()
-        if self._frozen is None:
+        limit = self._limit
+        if limit is None:
             return list(units)
-        limit = self._frozen.limit
         kept: list[Unit] = []
         for unit in units:
             # A unit's head is its oldest node: if the head is past the limit, all are.
@@ -318,7 +384,7 @@ class ProjectionMethods:
         return Segment(unit, tuple(out), frozenset(reached), tuple(first))
 
     def _unit(self, node_ids: tuple[str, ...]) -> Unit:
-        unit = Unit(node_ids[0], unit_kind(self[node_ids[0]]), node_ids)
+        unit = Unit(node_ids[0], unit_kind(self._node(node_ids[0])), node_ids)
         # The renderer reuses a unit's messages while it gets the very same Unit object,
         # so an unchanged unit of the view must be the same object from one version on.
         if self._interned is None:

@@ -1,7 +1,7 @@
 """The working view: a pristine graph read through an overlay of applied edits.
 
 The pristine `ContextGraph` is never written to; what applied edits did lives in an
-immutable `Overlay` (`orchestrator.working.buffer`). A `WorkingView` pairs the two and answers
+immutable `Overlay` (`orchestrator.working.overlay`). A `WorkingView` pairs the two and answers
 every query by reading the pristine graph through the overlay, so an event ingested
 after an edit is in the view with nothing to sync.
 
@@ -22,33 +22,41 @@ plain text: nothing new is lost, and no result appears without its call.
 Units that an imported compaction in the pristine record covers are left out the way
 the renderer leaves them out, judged by their pristine ids.
 
-How the projection is built, extended and reused after edits: `orchestrator.working.projection`.
+The units are projected by the view's `Projector` (`orchestrator.working.projection`),
+which says how they are built, extended and reused after edits.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from context_graph.errors import UnknownNodeError
 from context_graph.graph.context_graph import ContextGraph, Unit
 from context_graph.graph.nodes import AnswerNode, Node, ToolCallNode
 from context_graph.tokens.counting import NodeTokenCache
-from orchestrator.working.figures import ViewFigures, figures_counted
-from orchestrator.working.projection import Frozen, Projection, ProjectionMethods, edit_targets
+from orchestrator.working.figures import ViewFigures
+from orchestrator.working.overlay import Overlay
+from orchestrator.working.projection import Projector
 from processors.base import GraphView, Proposal
 
-if TYPE_CHECKING:
-    # Only for annotations: the buffer module builds overlays and imports this one.
-    from orchestrator.working.buffer import Overlay
-
 __all__ = ["WorkingView"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Frozen:
+    """Where a snapshot stopped: transcript length, version and user turns then."""
+
+    limit: int
+    version: int
+    turns: int
 
 
 def _lineage(node: Node) -> tuple[str, ...]:
     return (*((node.replaces,) if node.replaces is not None else ()), *node.abstracts)
 
 
-class WorkingView(ProjectionMethods, GraphView):
+class WorkingView(GraphView):
     """The working graph as processors and the renderer read it; a `GraphView`.
 
     `units()`, `unit_of`, `answer_to`, `call_of`, `first_call_with_id`, `is_current`,
@@ -62,7 +70,7 @@ class WorkingView(ProjectionMethods, GraphView):
     it reads the same however the session and the working graph move on.
     """
 
-    __slots__ = ("_basis", "_cached", "_frozen", "_interned", "_overlay")
+    __slots__ = ("_frozen", "_overlay", "_projector")
 
     def __init__(
         self,
@@ -70,17 +78,16 @@ class WorkingView(ProjectionMethods, GraphView):
         overlay: Overlay,
         *,
         interned: dict[Unit, Unit] | None = None,
-        _frozen: Frozen | None = None,
-        _basis: tuple[Projection, frozenset[str]] | None = None,
+        _frozen: _Frozen | None = None,
+        _projector: Projector | None = None,
     ) -> None:
         super().__init__(pristine)
         self._overlay = overlay
-        self._interned = interned
         self._frozen = _frozen
-        self._cached: tuple[int, Projection] | None = None
-        # A projection of the view this one was made from, and the ids the edits in
-        # between targeted: the first projection reuses what they left alone.
-        self._basis = _basis
+        if _projector is None:
+            limit = None if _frozen is None else _frozen.limit
+            _projector = Projector(pristine, overlay, limit, interned)
+        self._projector = _projector
 
     # -- identity ----------------------------------------------------------------------
 
@@ -117,15 +124,9 @@ class WorkingView(ProjectionMethods, GraphView):
             return self
         graph = self._graph
         # Transcript length without copying the transcript: derived nodes are the rest.
-        frozen = Frozen(len(graph) - len(graph.derived()), self.version, graph.turns)
-        snapshot = WorkingView(graph, self._overlay, _frozen=frozen)
-        # The snapshot sees every transcript node there is, so it projects what this
-        # view does now: it reads the same projection, which this view copies before
-        # it changes it.
-        projection = self._projection()
-        projection.shared = True
-        snapshot._cached = (-1, projection)
-        return snapshot
+        frozen = _Frozen(len(graph) - len(graph.derived()), self.version, graph.turns)
+        projector = self._projector.snapshot(frozen.limit)
+        return WorkingView(graph, self._overlay, _frozen=frozen, _projector=projector)
 
     def with_proposal(self, proposal: Proposal) -> WorkingView:
         """The view with `proposal` applied, unchecked (`WorkingGraph.apply` checks first)."""
@@ -133,16 +134,17 @@ class WorkingView(ProjectionMethods, GraphView):
         overlay = self._overlay.with_edits(proposal.edits, version)
         frozen = self._frozen
         if frozen is not None:
-            frozen = Frozen(frozen.limit, version, frozen.turns)
-        basis = None
-        targets = edit_targets(proposal, self._overlay)
-        if targets is not None and self._cached is not None:
-            basis = (self._cached[1], targets)
-        elif targets is not None and self._basis is not None:
-            basis = (self._basis[0], self._basis[1] | targets)
-        return WorkingView(
-            self._graph, overlay, interned=self._interned, _frozen=frozen, _basis=basis
-        )
+            frozen = _Frozen(frozen.limit, version, frozen.turns)
+        projector = self._projector.after(proposal, overlay)
+        return WorkingView(self._graph, overlay, _frozen=frozen, _projector=projector)
+
+    def fresh_copy(self) -> WorkingView:
+        """This view with nothing projected yet: it projects its units from scratch.
+
+        It reads exactly as this view does; what this view keeps up to date
+        incrementally must equal it.
+        """
+        return WorkingView(self._graph, self._overlay, _frozen=self._frozen)
 
     # -- nodes -------------------------------------------------------------------------
 
@@ -170,7 +172,7 @@ class WorkingView(ProjectionMethods, GraphView):
 
     def is_current(self, node_id: str) -> bool:
         """Whether `node_id` is in the current view (a unit holds it)."""
-        return node_id in self._projection().unit_of
+        return self._projector.holds(node_id)
 
     def current_ids(self) -> tuple[str, ...]:
         """The ids of the current view's nodes, in order."""
@@ -191,17 +193,7 @@ class WorkingView(ProjectionMethods, GraphView):
 
     def figures(self) -> ViewFigures:
         """What the triggers read of the current view (do not change it)."""
-        projection = self._projection()
-        if projection.figures is None:
-            projection.figures = figures_counted(projection.units, self._counted)
-        return projection.figures
-
-    def _counted(self, node_id: str) -> tuple[Node, int]:
-        """A node of the current view with its tokens (`figures` reads every one)."""
-        derived = self._overlay.derived.get(node_id)
-        if derived is not None:
-            return derived, self._graph.token_cache.count_node(derived)
-        return self._graph[node_id], self._graph.tokens(node_id)
+        return self._projector.figures()
 
     def departure(self, node_id: str) -> tuple[str, int] | None:
         """How and at which version `node_id` left the view, or `None` if it did not."""
@@ -233,39 +225,15 @@ class WorkingView(ProjectionMethods, GraphView):
 
     def units(self) -> tuple[Unit, ...]:
         """The current view's interaction units, in order."""
-        projection = self._projection()
-        if projection.frozen_units is None:
-            projection.frozen_units = tuple(projection.units)
-        return projection.frozen_units
+        return self._projector.units()
 
     def unit_of(self, node_id: str) -> Unit:
         """The current view's unit that holds `node_id`."""
-        unit = self._projection().unit_of.get(node_id)
+        unit = self._projector.unit_of(node_id)
         if unit is None:
             msg = f"node {node_id!r} is not in the current working view"
             raise UnknownNodeError(msg)
         return unit
-
-    def _projection(self) -> Projection:
-        key = -1 if self._frozen is not None else self._graph.version
-        cached = self._cached
-        if cached is not None:
-            if cached[0] == key:
-                return cached[1]
-            # Only a live view gets here: a frozen one's key never changes.
-            extended = self._extended(cached[1])
-            if extended is not None:
-                self._cached = (key, extended)
-                return extended
-            # Same overlay: every segment of a pristine unit that did not change holds.
-            projection = self._project(cached[1], frozenset())
-        elif self._basis is not None:
-            projection = self._project(*self._basis)
-            self._basis = None
-        else:
-            projection = self._project(None, frozenset())
-        self._cached = (key, projection)
-        return projection
 
     # -- pairing -----------------------------------------------------------------------
 
@@ -370,3 +338,7 @@ class WorkingView(ProjectionMethods, GraphView):
     def expand(self, node_id: str) -> tuple[Node, ...]:
         """The original pristine nodes behind `node_id`, in transcript order."""
         return tuple(self._graph[root] for root in self.roots(node_id))
+
+    def _seq(self, node_id: str) -> int:
+        seq = self._graph[node_id].seq
+        return seq if seq is not None else -1

@@ -28,7 +28,7 @@ from context_graph.render import FORMATS, Renderer
 from context_graph.testing import WordCounter, graph_snapshot
 from context_graph.tokens.counting import ProviderFormat
 from context_graph.validate.request import validate
-from orchestrator.working.buffer import AuditEntry, WorkingGraph, WorkingView
+from orchestrator.working import AuditEntry, WorkingGraph, WorkingView
 from processors import Abstract, Drop, Edit, Proposal, Replace, replacement_for
 
 

@@ -30,7 +30,7 @@ from context_graph.graph.nodes import SummaryNode, TextPart
 from context_graph.render import FORMATS, Renderer
 from context_graph.testing import WordCounter
 from orchestrator.persistence import SQLiteStore
-from orchestrator.working.buffer import Overlay, WorkingGraph, WorkingView
+from orchestrator.working import Overlay, WorkingGraph, WorkingView
 from processors import Abstract, Proposal
 
 

@@ -11,7 +11,8 @@ from context_graph.render import FORMATS, Renderer
 from context_graph.testing import WordCounter
 from context_graph.validate.request import validate
 from orchestrator.working.buffer import WorkingGraph
-from orchestrator.working.invariants import RULES, _changes, _pairs_kept, check_proposal, enforce
+from orchestrator.working.invariants import RULES, check_proposal, enforce
+from orchestrator.working.rules import changes_of, pairs_kept
 from processors import Abstract, Drop, Edit, Proposal, Replace, replacement_for
 
 
@@ -447,7 +448,7 @@ class TestEnforce:
         assert call is not None
         proposal = honest(working, Drop(targets=(result,)))
         after = working.view.with_proposal(proposal)  # unchecked, on purpose
-        problems = list(_pairs_kept(_changes(proposal), working.view, after))
+        problems = list(pairs_kept(changes_of(proposal), working.view, after))
         assert problems == [
             f"calls_paired: call `{call.id}` would stand current as `{call.id}` and its "
             f"answer `{result}` dropped as `{result}`; fix: edit a call and its answer "
@@ -467,6 +468,12 @@ class TestEnforce:
             "safety_replaces_only",
             "text_encodable",
         ]
+
+    def test_the_rules_table_is_read_only(self) -> None:
+        """The public table of rules cannot be changed by a caller."""
+        with pytest.raises(TypeError):
+            RULES["targets_current"] = "anything goes"  # type: ignore[index]
+        assert RULES["targets_current"].startswith("every target is in the current view")
 
 
 def _short(node: Node, text: str = "short", **updates: Any) -> Node:

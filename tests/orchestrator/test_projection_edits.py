@@ -36,7 +36,7 @@ from context_graph.graph.nodes import Node, SummaryNode, TriggerSpec
 from context_graph.render import Renderer
 from context_graph.testing import WordCounter
 from orchestrator.compaction.triggers import TriggerConfig, TriggerState, evaluate
-from orchestrator.working.buffer import WorkingGraph, WorkingView
+from orchestrator.working import WorkingGraph, WorkingView
 from orchestrator.working.figures import figures_of
 from orchestrator.working.invariants import check_proposal
 from processors import Abstract, Drop, Edit, Proposal, Replace, replacement_for
@@ -79,7 +79,7 @@ class _Plain:
 
 def _fresh(view: WorkingView) -> WorkingView:
     """The same graph, overlay and (for a snapshot) limit, projected from scratch."""
-    return WorkingView(view.pristine, view.overlay, _frozen=view._frozen)
+    return view.fresh_copy()
 
 
 def _assert_as_fresh(view: WorkingView) -> None:

@@ -32,7 +32,7 @@ from context_graph.graph.nodes import Node, SummaryNode, TriggerSpec
 from context_graph.render import Renderer
 from context_graph.testing import WordCounter
 from orchestrator.compaction.triggers import TriggerConfig, TriggerState, evaluate
-from orchestrator.working.buffer import WorkingGraph, WorkingView
+from orchestrator.working import WorkingGraph, WorkingView
 from orchestrator.working.figures import figures_of
 from processors import Abstract, Drop, Edit, Proposal, Replace, replacement_for
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager, GuardConfig, Recorder, TriggerConfig
-from orchestrator.working.buffer import WorkingView
+from orchestrator.working import WorkingView
 from processors.base import ProcessorContext, Proposal, run_processor
 from processors.summarize import HistorySummarizer
 from processors.truncate import ToolOutputTruncator
