@@ -29,7 +29,13 @@ from processors.caches import clear_caches
 from processors.distill import Distiller, distill_text
 from processors.mask import ObservationMasker
 from processors.redact import SecretRedactor, find_secrets, redact_text
-from processors.registry import available, create, get, register
+from processors.registry import (
+    available_processors,
+    create_processor,
+    get_processor,
+    register_processor,
+    unregister_processor,
+)
 from processors.summarize import (
     AnthropicSummarizer,
     ExtractiveSummarizer,
@@ -59,19 +65,20 @@ __all__ = [
     "Summarizer",
     "ToolOutputTruncator",
     "UrlShortener",
-    "available",
+    "available_processors",
     "check_candidate",
     "clear_caches",
-    "create",
+    "create_processor",
     "distill_text",
     "find_secrets",
-    "get",
+    "get_processor",
     "redact_text",
-    "register",
+    "register_processor",
     "replace_each",
     "replacement_for",
     "restore_urls",
     "run_processor",
     "shorten_urls",
     "truncate_text",
+    "unregister_processor",
 ]

@@ -53,7 +53,7 @@ from processors.distill.listings import distill_grep, distill_listing
 from processors.distill.logs import distill_log
 from processors.distill.testruns import distill_tests
 from processors.distill.tracebacks import distill_traceback
-from processors.registry import register
+from processors.registry import register_processor
 
 __all__ = [
     "DEFAULT_MIN_TOKENS",
@@ -396,4 +396,4 @@ def _with_text(parts: Sequence[ContentPart], text: str) -> list[ContentPart]:
     return out
 
 
-register(Distiller)
+register_processor(Distiller)
