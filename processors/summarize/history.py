@@ -38,7 +38,7 @@ from processors.summarize.checks import (
 )
 from processors.summarize.extractive import ExtractiveSummarizer
 
-__all__ = ["HistorySummarizer"]
+__all__ = ["HistorySummarizer", "summary_room"]
 
 _MAX_REDUCE_DEPTH = 3
 
