@@ -1,4 +1,11 @@
-"""context-graph's data layer: nodes, the DAG, tokens, events and importers."""
+"""context-graph's data layer: build a graph from an agent's events, and count its tokens.
+
+What a user imports to build a graph (`ContextGraph`, the event and node types), the
+`TokenCounter` protocol with its tiktoken implementation, and every error. Rendering is
+`context_graph.render`, recorded sessions `context_graph.importers`, request checks
+`context_graph.validate`, test doubles `context_graph.testing`; docs/api.md lists the public
+names by job. Any other name is internal: importable from its own module, free to move.
+"""
 
 from __future__ import annotations
 
@@ -28,8 +35,7 @@ from context_graph.errors import (
     TokenizerError,
     UnknownNodeError,
 )
-from context_graph.graph.anchors import SUMMARY_HEADER, floor_anchors, unit_kind
-from context_graph.graph.context_graph import EDGE_KINDS, ContextGraph, EdgeKind, Unit
+from context_graph.graph.context_graph import ContextGraph, EdgeKind, Unit
 from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
@@ -41,12 +47,8 @@ from context_graph.graph.events import (
     ToolCall,
     ToolResult,
     UserTurn,
-    coerce_events,
-    make_event,
 )
 from context_graph.graph.nodes import (
-    ANSWER_KINDS,
-    SIGNED_SECRETS,
     AnswerNode,
     AnyNode,
     AssistantNode,
@@ -69,28 +71,17 @@ from context_graph.graph.nodes import (
     TriggerKind,
     TriggerSpec,
     UserNode,
-    content_digest,
-    make_node_id,
-    node_adapter,
 )
+from context_graph.tokens.calibration import Calibrator
 from context_graph.tokens.counting import (
-    FORMAT_OVERHEADS,
-    Calibrator,
-    FormatOverhead,
     NodeTokenCache,
     ProviderFormat,
-    SeamCounter,
     TiktokenCounter,
     TokenCounter,
     default_counter,
 )
 
 __all__ = [
-    "ANSWER_KINDS",
-    "EDGE_KINDS",
-    "FORMAT_OVERHEADS",
-    "SIGNED_SECRETS",
-    "SUMMARY_HEADER",
     "AgentEvent",
     "AnswerNode",
     "AnyNode",
@@ -109,7 +100,6 @@ __all__ = [
     "EdgeKind",
     "FileNode",
     "FileRead",
-    "FormatOverhead",
     "GraphError",
     "ImagePart",
     "IngestError",
@@ -123,7 +113,6 @@ __all__ = [
     "ProviderFormat",
     "ProviderSignature",
     "RedactedThinkingPart",
-    "SeamCounter",
     "SourceLocation",
     "StoreCorruptError",
     "StoreError",
@@ -150,12 +139,5 @@ __all__ = [
     "UnknownNodeError",
     "UserNode",
     "UserTurn",
-    "coerce_events",
-    "content_digest",
     "default_counter",
-    "floor_anchors",
-    "make_event",
-    "make_node_id",
-    "node_adapter",
-    "unit_kind",
 ]

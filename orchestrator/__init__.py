@@ -1,9 +1,12 @@
 """The orchestrator: when and in what order processors run, and how edits land safely.
 
-The double-buffered working graph (`WorkingGraph`), the invariant checker every proposal
-passes before it is applied, the trigger evaluator, the event bus, profiles, the session
-store and the command-line tool, tied together by `ContextManager`: the one object an
-agent loop holds.
+`ContextManager` is the one object an agent loop holds: it records events, compacts the
+double-buffered working graph (`WorkingGraph`) through checked proposals, and renders.
+Exported here: the manager and its configuration (triggers, guards, profiles), what an
+observer receives (the event bus, its signals and their payloads), the `SessionStore`
+protocol with its SQLite implementation, and `replay`. The command-line tool is
+`orchestrator.cli`; docs/api.md lists the public names by job. Any other name is
+internal: importable from its own module, free to move.
 """
 
 from __future__ import annotations
@@ -16,16 +19,16 @@ __distribution__ = "context-graph"
 # import below fails far from the cause.
 import orchestrator._own  # noqa: F401
 from orchestrator.bus import SIGNALS, EventBus, RecordedEvent, Recorder
-from orchestrator.compaction.guards import GuardConfig, GuardState
-from orchestrator.compaction.triggers import Firing, TriggerConfig, TriggerState, evaluate
+from orchestrator.compaction.guards import GuardConfig
+from orchestrator.compaction.pipeline import PipelineRun
+from orchestrator.compaction.triggers import Firing, TriggerConfig
 from orchestrator.manager import ContextManager, ManagerStats, default_pipeline
 from orchestrator.persistence.protocol import RestoredSession, SessionStore
-from orchestrator.persistence.sqlite_store import JournalEntry, SQLiteStore
+from orchestrator.persistence.sqlite_store import SQLiteStore
 from orchestrator.profiles import PROFILES, Profile, StageConfig, get_profile, load_profile
 from orchestrator.replay import CallReport, ReplayReport, replay
-from orchestrator.working import AuditEntry, Overlay, WorkingGraph, WorkingView
+from orchestrator.working import AuditEntry, WorkingGraph, WorkingView
 from orchestrator.working.invariants import RULES as INVARIANT_RULES
-from orchestrator.working.invariants import check_proposal, enforce
 
 __all__ = [
     "INVARIANT_RULES",
@@ -37,10 +40,8 @@ __all__ = [
     "EventBus",
     "Firing",
     "GuardConfig",
-    "GuardState",
-    "JournalEntry",
     "ManagerStats",
-    "Overlay",
+    "PipelineRun",
     "Profile",
     "RecordedEvent",
     "Recorder",
@@ -50,13 +51,9 @@ __all__ = [
     "SessionStore",
     "StageConfig",
     "TriggerConfig",
-    "TriggerState",
     "WorkingGraph",
     "WorkingView",
-    "check_proposal",
     "default_pipeline",
-    "enforce",
-    "evaluate",
     "get_profile",
     "load_profile",
     "replay",

@@ -63,7 +63,7 @@ class StageConfig(BaseModel):
 
     processor: str = Field(min_length=1)
     """The registry name: a built-in (`mask`, `truncate`, `distill`, `summarize`,
-    `redact`, `shorten_urls`), a `processors.register`ed class or an entry point."""
+    `redact`, `shorten_urls`), a class passed to `processors.register_processor`, an entry point."""
     options: Mapping[str, Any] = Field(default_factory=dict)
     """Keyword arguments for the processor's constructor; its defaults when empty."""
 
@@ -74,7 +74,7 @@ class StageConfig(BaseModel):
             ConfigurationError: no processor has that name, or it refuses the options.
         """
         try:
-            processor: Processor = registry.create(self.processor, **self.options)
+            processor: Processor = registry.create_processor(self.processor, **self.options)
         except ConfigurationError:
             raise
         except (TypeError, ValueError) as exc:  # an unknown keyword, a bad value

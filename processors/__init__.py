@@ -1,7 +1,11 @@
 """Processors: transformations of context nodes (distill, mask, summarize, truncate).
 
 A processor reads target nodes and a context and returns a proposal; it never mutates
-the graph. See docs/writing-a-processor.md and docs/processors/.
+the graph. Exported here: the `Processor` and `Summarizer` protocols and the types of
+their contract, the built-in processors and summarizers, the registry that finds
+processors by name, and `clear_caches`. Each family's text-level helpers
+(`distill_text`, `redact_text`, ...) live in its module (`processors.distill`, ...).
+See docs/writing-a-processor.md, docs/processors/ and docs/api.md.
 """
 
 from __future__ import annotations
@@ -26,19 +30,24 @@ from processors.base import (
     run_processor,
 )
 from processors.caches import clear_caches
-from processors.distill import Distiller, distill_text
+from processors.distill import Distiller
 from processors.mask import ObservationMasker
-from processors.redact import SecretRedactor, find_secrets, redact_text
-from processors.registry import available, create, get, register
+from processors.redact import SecretRedactor
+from processors.registry import (
+    available_processors,
+    create_processor,
+    get_processor,
+    register_processor,
+    unregister_processor,
+)
 from processors.summarize import (
     AnthropicSummarizer,
     ExtractiveSummarizer,
     HistorySummarizer,
     OpenAISummarizer,
-    check_candidate,
 )
-from processors.truncate import ToolOutputTruncator, truncate_text
-from processors.urls import UrlShortener, restore_urls, shorten_urls
+from processors.truncate import ToolOutputTruncator
+from processors.urls import UrlShortener
 
 __all__ = [
     "Abstract",
@@ -59,19 +68,13 @@ __all__ = [
     "Summarizer",
     "ToolOutputTruncator",
     "UrlShortener",
-    "available",
-    "check_candidate",
+    "available_processors",
     "clear_caches",
-    "create",
-    "distill_text",
-    "find_secrets",
-    "get",
-    "redact_text",
-    "register",
+    "create_processor",
+    "get_processor",
+    "register_processor",
     "replace_each",
     "replacement_for",
-    "restore_urls",
     "run_processor",
-    "shorten_urls",
-    "truncate_text",
+    "unregister_processor",
 ]

@@ -6,11 +6,14 @@ failed, the entities an agent's turn names. They are memoized for the whole proc
 (bounded by entry count). Clearing changes no result; it frees the memory and makes the
 next call pay the first computation again. The benchmarks clear before every replay, so
 that no contender starts with what an earlier replay of the same session computed.
+
+Each package clears its own: `context_graph.caches.clear_caches` the data layer's memos
+(`critical_entities`), the family modules here theirs.
 """
 
 from __future__ import annotations
 
-from context_graph.entities import clear_cache as _clear_entities
+from context_graph import caches as _data_layer
 from processors.distill._references import clear_cache as _clear_references
 from processors.summarize._facts import clear_cache as _clear_facts
 
@@ -18,7 +21,7 @@ __all__ = ["clear_caches"]
 
 
 def clear_caches() -> None:
-    """Forget every process-wide memo of the processors and of `critical_entities`."""
-    _clear_entities()
+    """Forget every process-wide memo of the processors and of the data layer below them."""
+    _data_layer.clear_caches()
     _clear_facts()
     _clear_references()

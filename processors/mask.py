@@ -31,7 +31,7 @@ from context_graph.graph.nodes import (
 )
 from processors._exit_status import meta_exit_code
 from processors.base import GraphView, ProcessorContext, Proposal, Replace, replacement_for
-from processors.registry import register
+from processors.registry import register_processor
 
 __all__ = ["MASKABLE_KINDS", "ObservationMasker"]
 
@@ -355,4 +355,4 @@ def _string_set(option: str, values: Collection[str]) -> frozenset[str]:
     return frozenset(values)
 
 
-register(ObservationMasker)
+register_processor(ObservationMasker)

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from context_graph.errors import ConfigurationError
 from context_graph.graph.nodes import Node, TextPart
 from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
-from processors.registry import register
+from processors.registry import register_processor
 
 __all__ = ["TAG_PREFIX", "URL_MAP_KEY", "UrlShortener", "restore_urls", "shorten_urls"]
 
@@ -256,4 +256,4 @@ class UrlShortener:
         return replacement_for(node, parts, meta={**node.meta, URL_MAP_KEY: merged})
 
 
-register(UrlShortener)
+register_processor(UrlShortener)

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from context_graph.validate.request import validate
-from processors.registry import get, unregister
+from processors.registry import get_processor, unregister_processor
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md")))
@@ -317,7 +317,7 @@ def _masked_and_valid(env: Env, namespace: dict[str, Any]) -> None:
 
 def _registered_head_keeper(env: Env, namespace: dict[str, Any]) -> None:
     assert namespace["proposal"].tokens_saved > 0
-    assert get("head_keeper") is namespace["HeadKeeper"]
+    assert get_processor("head_keeper") is namespace["HeadKeeper"]
 
 
 SCENARIOS: dict[tuple[str, int], tuple[Setup | None, Check | None]] = {
@@ -327,7 +327,7 @@ SCENARIOS: dict[tuple[str, int], tuple[Setup | None, Check | None]] = {
     ("docs/rendering.md", 1): (_one_reply, _check_rendered_request),
     ("docs/rendering.md", 2): (_one_reply, _check_rendered_request),
     ("docs/writing-a-processor.md", 1): (
-        lambda env: env.cleanups.append(lambda: unregister("head_keeper")),
+        lambda env: env.cleanups.append(lambda: unregister_processor("head_keeper")),
         _registered_head_keeper,
     ),
 }

@@ -12,13 +12,10 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Container
-from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
 from context_graph.tokens.counting import NodeTokenCache
-
-if TYPE_CHECKING:
-    from processors.distill.distiller import Distillate
+from processors.distill._distillate import Distillate
 
 #: Distinct (text, level, path, tool) keys remembered per token cache.
 MEMO_SIZE = 512

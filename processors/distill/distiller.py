@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Container, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -41,6 +41,7 @@ from processors.distill._common import (
     strip_gutter,
 )
 from processors.distill._detect import LANGUAGES, ContentType, detect
+from processors.distill._distillate import Distillate
 from processors.distill._envelope import peel
 from processors.distill._light import light, overdraw
 from processors.distill._memo import remembered
@@ -53,7 +54,7 @@ from processors.distill.listings import distill_grep, distill_listing
 from processors.distill.logs import distill_log
 from processors.distill.testruns import distill_tests
 from processors.distill.tracebacks import distill_traceback
-from processors.registry import register
+from processors.registry import register_processor
 
 __all__ = [
     "DEFAULT_MIN_TOKENS",
@@ -98,25 +99,6 @@ _RULES: dict[str, Callable[[Doc], str | None]] = {
     "code": distill_code,
     "text": distill_plain,
 }
-
-
-@dataclass(frozen=True)
-class Distillate:
-    """The outcome of distilling one text.
-
-    Attributes:
-        text: The distilled text, header first.
-        content_type: What the body was detected as.
-        level: The level applied.
-        tokens_before: Tokens of the original text.
-        tokens_after: Tokens of `text`, counted as its header plus its body.
-    """
-
-    text: str
-    content_type: ContentType
-    level: Level
-    tokens_before: int
-    tokens_after: int
 
 
 def level_for_pressure(tokens: int, budget: int | None) -> Level:
@@ -396,4 +378,4 @@ def _with_text(parts: Sequence[ContentPart], text: str) -> list[ContentPart]:
     return out
 
 
-register(Distiller)
+register_processor(Distiller)

@@ -25,7 +25,7 @@ from processors.redact._scan import (
     find_secrets,
     redact_text,
 )
-from processors.registry import register
+from processors.registry import register_processor
 
 __all__ = [
     "DEFAULT_ENTROPY_THRESHOLD",
@@ -39,4 +39,4 @@ __all__ = [
     "strip_signed_secrets",
 ]
 
-register(SecretRedactor)
+register_processor(SecretRedactor)

@@ -26,7 +26,7 @@ from context_graph.graph.anchors import SUMMARY_HEADER
 from context_graph.graph.nodes import Node, SummaryNode, TextPart, make_node_id
 from processors.base import Abstract, ProcessorContext, Proposal, Summarizer
 from processors.redact import strip_signed_secrets
-from processors.registry import register
+from processors.registry import register_processor
 from processors.summarize._brief import tool_lines
 from processors.summarize._facts import clip, dedupe
 from processors.summarize._targets import Plan, plan_targets
@@ -38,7 +38,7 @@ from processors.summarize.checks import (
 )
 from processors.summarize.extractive import ExtractiveSummarizer
 
-__all__ = ["HistorySummarizer"]
+__all__ = ["HistorySummarizer", "summary_room"]
 
 _MAX_REDUCE_DEPTH = 3
 
@@ -376,4 +376,4 @@ def _partial(text: str, index: int, total: int, origin: str) -> SummaryNode:
     )
 
 
-register(HistorySummarizer)
+register_processor(HistorySummarizer)

@@ -15,7 +15,7 @@ from context_graph.graph.nodes import AnswerNode, ContentPart, Node, TextPart
 from context_graph.tokens.counting import SeamCounter
 from processors._pieces import Seams
 from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
-from processors.registry import register
+from processors.registry import register_processor
 from processors.truncate._fit import Budget, Layout, Policy, fit_layout
 from processors.truncate._json import fit_json, parse_json
 from processors.truncate._markup import balance, depths, detect_markup
@@ -248,4 +248,4 @@ def _with_text(content: Sequence[ContentPart], text: str) -> list[ContentPart]:
     return parts
 
 
-register(ToolOutputTruncator)
+register_processor(ToolOutputTruncator)

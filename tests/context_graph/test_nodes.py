@@ -14,10 +14,8 @@ from context_graph import (
     ToolCallNode,
     UserNode,
     UserTurn,
-    content_digest,
-    make_node_id,
-    node_adapter,
 )
+from context_graph.graph.nodes import content_digest, make_node_id, node_adapter
 from context_graph.testing import WordCounter
 
 

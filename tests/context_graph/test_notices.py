@@ -14,9 +14,8 @@ from context_graph import (
     IngestError,
     UserNode,
     UserTurn,
-    floor_anchors,
-    unit_kind,
 )
+from context_graph.graph.anchors import floor_anchors, unit_kind
 from context_graph.graph.nodes import SystemNode
 from context_graph.graph.stats import graph_stats
 from context_graph.render import FORMATS, Renderer

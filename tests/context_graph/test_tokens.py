@@ -7,7 +7,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from context_graph import (
-    FORMAT_OVERHEADS,
     Calibrator,
     ConfigurationError,
     ContextGraph,
@@ -27,7 +26,13 @@ from context_graph.graph.nodes import (
     ToolCallNode,
 )
 from context_graph.testing import WordCounter
-from context_graph.tokens.counting import DOCUMENT_TOKENS, IMAGE_TOKENS, SeamCounter, countable_text
+from context_graph.tokens.counting import (
+    DOCUMENT_TOKENS,
+    FORMAT_OVERHEADS,
+    IMAGE_TOKENS,
+    SeamCounter,
+    countable_text,
+)
 
 
 class CountingCounter:

@@ -51,9 +51,9 @@ class Noop:
 
 @pytest.fixture(name="noop")
 def _noop() -> Iterator[type[Noop]]:
-    registry.register(Noop, name="noop_test")
+    registry.register_processor(Noop, name="noop_test")
     yield Noop
-    registry.unregister("noop_test")
+    registry.unregister_processor("noop_test")
 
 
 def _events(kind: str) -> Sequence[AgentEvent]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from context_graph import SIGNED_SECRETS, TextPart, ThinkingPart
+from context_graph import TextPart, ThinkingPart
+from context_graph.graph.nodes import SIGNED_SECRETS
 from orchestrator import ContextManager
 
 TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"

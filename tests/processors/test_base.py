@@ -13,14 +13,15 @@ from processors import (
     ProcessorContext,
     Proposal,
     Replace,
-    available,
-    create,
-    get,
-    register,
+    available_processors,
+    create_processor,
+    get_processor,
+    register_processor,
     replacement_for,
     run_processor,
+    unregister_processor,
 )
-from processors.registry import unregister
+from processors.registry import ENTRY_POINT_GROUP, ProcessorRegistry
 
 
 @pytest.fixture(name="graph")
@@ -203,67 +204,77 @@ class TestGraphViewTotals:
 class TestRegistry:
     def test_register_get_and_create(self) -> None:
         """A registered class is found by name and constructed with options."""
-        register(Shortener)
+        register_processor(Shortener)
         try:
-            assert get("shortener") is Shortener
-            assert "shortener" in available()
-            assert isinstance(create("shortener"), Shortener)
+            assert get_processor("shortener") is Shortener
+            assert "shortener" in available_processors()
+            assert isinstance(create_processor("shortener"), Shortener)
         finally:
-            unregister("shortener")
+            unregister_processor("shortener")
+        assert "shortener" not in available_processors()
 
     def test_unknown_name_lists_what_exists(self) -> None:
         """Asking for a name nobody registered says which names exist."""
-        with pytest.raises(ConfigurationError, match="no processor named 'nope'"):
-            get("nope")
+        with pytest.raises(ConfigurationError, match=r"no processor named 'nope'.*truncate"):
+            get_processor("nope")
 
     def test_name_clash_is_refused(self) -> None:
         """A second class cannot silently take a registered name."""
-        register(Shortener)
+        register_processor(Shortener)
         try:
             with pytest.raises(ConfigurationError, match="taken"):
-                register(AsyncDropper, name="shortener")
-            register(AsyncDropper, name="shortener", replace=True)
-            assert get("shortener") is AsyncDropper
+                register_processor(AsyncDropper, name="shortener")
+            register_processor(AsyncDropper, name="shortener", replace=True)
+            assert get_processor("shortener") is AsyncDropper
         finally:
-            unregister("shortener")
+            unregister_processor("shortener")
 
     def test_non_processor_is_refused(self) -> None:
         """A class without `propose` cannot be registered."""
         with pytest.raises(ConfigurationError, match="not a processor"):
-            register(int)
+            register_processor(int)
+
+    def test_a_registry_of_its_own_shares_no_names(self) -> None:
+        """A `ProcessorRegistry` built apart knows only what was registered in it."""
+        own = ProcessorRegistry(find_entry_points=lambda group: [])
+        own.register(Shortener, name="only_here")
+        assert own.names() == ("only_here",)
+        assert "only_here" not in available_processors()
 
 
 class TestEntryPoints:
-    def test_processor_from_an_entry_point_is_found_by_name(
-        self, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
+    def test_processor_from_an_entry_point_is_found_by_name(self) -> None:
         """A package's `context_graph.processors` entry point makes its class available."""
         from importlib.metadata import EntryPoint
 
-        import processors.registry as registry
-
         point = EntryPoint(
-            name="plugin_shortener",
-            value=f"{__name__}:Shortener",
-            group=registry.ENTRY_POINT_GROUP,
+            name="plugin_shortener", value=f"{__name__}:Shortener", group=ENTRY_POINT_GROUP
         )
-        monkeypatch.setattr(registry, "entry_points", lambda group: [point])
-        monkeypatch.setattr(registry, "_entry_points_loaded", False)
-        try:
-            assert registry.get("plugin_shortener").__name__ == "Shortener"
-        finally:
-            unregister("plugin_shortener")
+        asked: list[str] = []
 
-    def test_broken_entry_point_is_a_configuration_error(
-        self, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
+        def find(group: str) -> list[EntryPoint]:
+            asked.append(group)
+            return [point]
+
+        own = ProcessorRegistry(find_entry_points=find)
+        assert own.get("plugin_shortener") is Shortener
+        assert own.names() == ("plugin_shortener",)
+        assert asked == [ENTRY_POINT_GROUP]  # read once, at the first lookup
+
+    def test_a_class_registered_in_code_wins_over_an_entry_point(self) -> None:
+        """An entry point does not replace a class already registered under its name."""
+        from importlib.metadata import EntryPoint
+
+        point = EntryPoint(name="mine", value=f"{__name__}:Shortener", group=ENTRY_POINT_GROUP)
+        own = ProcessorRegistry(find_entry_points=lambda group: [point])
+        own.register(AsyncDropper, name="mine")
+        assert own.get("mine") is AsyncDropper
+
+    def test_broken_entry_point_is_a_configuration_error(self) -> None:
         """An entry point that cannot load says which one and why."""
         from importlib.metadata import EntryPoint
 
-        import processors.registry as registry
-
         point = EntryPoint(name="broken", value="no_such_module:Thing", group="g")
-        monkeypatch.setattr(registry, "entry_points", lambda group: [point])
-        monkeypatch.setattr(registry, "_entry_points_loaded", False)
+        own = ProcessorRegistry(find_entry_points=lambda group: [point])
         with pytest.raises(ConfigurationError, match="'broken'"):
-            registry.get("anything")
+            own.get("anything")

@@ -5,32 +5,27 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
+from typing import Any
+
+import anyio
+import pytest
 
 import context_graph
 import processors
-from context_graph import entities
+from context_graph import ContextGraph, entities
+from context_graph.caches import clear_caches as clear_data_layer_caches
 from context_graph.entities import critical_entities
-from context_graph.graph.nodes import TextPart, ToolResultNode
-from processors import clear_caches
-from processors.distill import _references
-from processors.summarize import _facts
+from context_graph.examples import EXAMPLE_SESSION
+from context_graph.importers import load_graph
+from processors import Distiller, HistorySummarizer, ProcessorContext, Proposal, clear_caches
 
 TEXT = "Traceback: KeyError in src/app/main.py line 1234\nbooking ABC-1234 for user_id 99812"
-
-
-def _filled() -> None:
-    critical_entities(TEXT)
-    _facts._shell_paths("cat src/app/main.py > out/log.txt")
-    _facts._outcome("exit code 1\nKeyError: 'x'", False)
-    _facts._shows_content("cd src && grep -n main app.py")
-    _references._named("Now open src/app/main.py", call=False)
-
 
 # Memos keyed by something other than session text: the SDK's request types.
 NOT_SESSION_MEMOS = frozenset({"context_graph.validate.sdk_types._fields"})
 
 
-def _lru_caches() -> dict[str, Callable[..., object]]:
+def _lru_caches() -> dict[str, Any]:
     """Every `functools.lru_cache` defined in the library's context_graph and processors."""
     found: dict[str, Callable[..., object]] = {}
     for package in (context_graph, processors):
@@ -40,6 +35,29 @@ def _lru_caches() -> dict[str, Callable[..., object]]:
                 if hasattr(value, "cache_clear") and value.__module__ == module.__name__:
                     found[f"{module.__name__}.{name}"] = value
     return found
+
+
+def _session_memo_sizes() -> dict[str, int]:
+    caches = _lru_caches()
+    return {
+        name: caches[name].cache_info().currsize for name in sorted(set(caches) - NOT_SESSION_MEMOS)
+    }
+
+
+def _compact(graph: ContextGraph) -> tuple[Proposal, Proposal]:
+    """Summarize the first half of the session and distill every answer: all memos fill."""
+    units = graph.units()
+    old = [graph[node_id] for unit in units[: len(units) // 2] for node_id in unit]
+    answers = [graph[node_id] for node_id in graph.transcript() if graph[node_id].answers_call]
+    ctx = ProcessorContext.for_graph(graph)
+    summary = anyio.run(HistorySummarizer(timeout=30).propose, old, ctx)
+    distilled = anyio.run(Distiller(level="heavy", min_tokens=0).propose, answers, ctx)
+    return summary, distilled
+
+
+@pytest.fixture(name="graph")
+def graph_fixture() -> ContextGraph:
+    return load_graph(EXAMPLE_SESSION)
 
 
 def test_clear_caches_knows_every_memo() -> None:
@@ -53,26 +71,33 @@ def test_clear_caches_knows_every_memo() -> None:
     }
 
 
-def test_every_memo_is_empty_after_clearing() -> None:
-    _filled()
-    assert entities._entities.cache_info().currsize > 0
-    assert entities._LINES
+def test_every_memo_is_empty_after_clearing(graph: ContextGraph) -> None:
+    """Compacting a real session fills every memo; `clear_caches` empties all of them."""
     clear_caches()
-    assert entities._entities.cache_info().currsize == 0
+    _compact(graph)
+    assert all(_session_memo_sizes().values()), _session_memo_sizes()
+    assert entities._LINES  # the per-line memo of `critical_entities`, not an lru_cache
+    clear_caches()
+    assert set(_session_memo_sizes().values()) == {0}
     assert not entities._LINES
-    assert _facts._shell_paths.cache_info().currsize == 0
-    assert _facts._outcome.cache_info().currsize == 0
-    assert _facts._shows_content.cache_info().currsize == 0
-    assert _references._named.cache_info().currsize == 0
 
 
-def test_answers_are_the_same_before_and_after() -> None:
+def test_the_data_layer_clears_its_own(graph: ContextGraph) -> None:
+    """`context_graph.caches.clear_caches` empties the data layer's memo, not the processors'."""
+    _compact(graph)
+    clear_data_layer_caches()
+    sizes = _session_memo_sizes()
+    assert sizes.pop("context_graph.entities._entities") == 0
+    assert all(sizes.values()), sizes
+
+
+def test_answers_are_the_same_before_and_after(graph: ContextGraph) -> None:
+    """A summary and a distillation made after clearing equal the ones made before."""
     clear_caches()
     first = critical_entities(TEXT)
-    node = ToolResultNode(id="r", tool_call_id="c", content=(TextPart(text=TEXT),), is_error=True)
-    outcome = _facts.outcome_of(node)
+    proposals = _compact(graph)
     clear_caches()
     assert critical_entities(TEXT) == first
-    assert _facts.outcome_of(node) == outcome
+    assert _compact(graph) == proposals
     assert "ABC-1234" in first
     assert "src/app/main.py" in first

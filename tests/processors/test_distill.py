@@ -19,7 +19,7 @@ from processors.distill import (
     distilled_level,
     level_for_pressure,
 )
-from processors.registry import get
+from processors.registry import get_processor
 
 HEADER = re.compile(
     r"^\[distilled [^,\]]+, (light|medium|heavy): [\d,]+ -> [\d,]+ tokens\]$", re.MULTILINE
@@ -83,7 +83,7 @@ class TestOptions:
 
     def test_registered_by_name(self) -> None:
         """The distiller is registered as `distill`."""
-        assert get("distill") is Distiller
+        assert get_processor("distill") is Distiller
 
 
 class TestLevelForPressure:

@@ -14,7 +14,7 @@ from context_graph.importers import load_sessions
 from context_graph.testing import WordCounter, graph_snapshot, trace_files
 from processors.base import ProcessorContext, Proposal, Replace, replacement_for
 from processors.mask import MASKABLE_KINDS, ObservationMasker
-from processors.registry import get
+from processors.registry import get_processor
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 TRACE_FILES = trace_files(TRACES)
@@ -113,7 +113,7 @@ class TestObservationMaskerOptions:
 
     def test_registered_by_name(self) -> None:
         """The masker is found in the registry as `mask`."""
-        assert get("mask") is ObservationMasker
+        assert get_processor("mask") is ObservationMasker
 
     def test_age_can_be_turned_off(self) -> None:
         """`keep_turns=None` is accepted and means no aging."""

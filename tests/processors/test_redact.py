@@ -35,7 +35,7 @@ from processors.redact import (
     redact_text,
 )
 from processors.redact._rules import PATTERN_RULES
-from processors.registry import get
+from processors.registry import get_processor
 
 PLACEHOLDER = re.compile(r"\[REDACTED:([a-z_]+)\]")
 
@@ -328,7 +328,7 @@ class TestSecretRedactor:
 
     def test_registered_by_name(self) -> None:
         """The redactor is found in the registry as `redact`."""
-        assert get("redact") is SecretRedactor
+        assert get_processor("redact") is SecretRedactor
 
     async def test_only_nodes_with_secrets_are_replaced(self) -> None:
         """User, call, result and pinned note are redacted (a repeat too); clean nodes are not."""

@@ -13,7 +13,7 @@ from context_graph import ConfigurationError, ContextGraph
 from context_graph.graph.nodes import Node, SummaryNode, TextPart, UserNode
 from context_graph.testing import WordCounter, graph_snapshot
 from processors.base import Abstract, ProcessorContext, Proposal, replacement_for
-from processors.registry import get
+from processors.registry import get_processor
 from processors.summarize import ExtractiveSummarizer, HistorySummarizer
 from processors.summarize.checks import find_tool_call_syntax, required_entities
 
@@ -131,7 +131,7 @@ class TestOptions:
 
     def test_registered_by_name(self) -> None:
         """The processor is available from the registry as `summarize`."""
-        assert get("summarize") is HistorySummarizer
+        assert get_processor("summarize") is HistorySummarizer
 
 
 class TestTargets:

@@ -16,7 +16,7 @@ from context_graph.graph.nodes import AnswerNode, ContentPart, ImagePart, Node, 
 from context_graph.importers import load_graph, load_sessions
 from context_graph.testing import graph_snapshot
 from context_graph.tokens.counting import default_counter
-from processors import ProcessorContext, Proposal, Replace, available, create
+from processors import ProcessorContext, Proposal, Replace, available_processors, create_processor
 from processors.truncate import POLICIES, ToolOutputTruncator, truncate_text
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
@@ -154,8 +154,8 @@ class TestOptions:
 
     def test_registered_by_name(self) -> None:
         """The truncator is available from the registry as `truncate`."""
-        assert "truncate" in available()
-        assert isinstance(create("truncate", max_tokens=100), ToolOutputTruncator)
+        assert "truncate" in available_processors()
+        assert isinstance(create_processor("truncate", max_tokens=100), ToolOutputTruncator)
 
     def test_policy_lookup_prefers_exact_names_then_globs_in_order(self) -> None:
         """An exact tool name wins over globs; globs apply in order; the default is last."""

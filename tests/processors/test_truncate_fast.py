@@ -9,12 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph.tokens.counting import TiktokenCounter
-from processors.truncate import POLICIES
+from processors.truncate import POLICIES, Policy
 from processors.truncate._count import Blocks
 from processors.truncate._fit import (
     Budget,
     Layout,
-    Policy,
     _prefixes,
     fit_layout,
     largest,

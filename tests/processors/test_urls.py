@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from context_graph import ConfigurationError, ContextGraph
 from context_graph.graph.nodes import ImagePart, TextPart, ThinkingPart, UserNode
-from processors import ProcessorContext, Proposal, Replace, available, create
+from processors import ProcessorContext, Proposal, Replace, available_processors, create_processor
 from processors.urls import URL_MAP_KEY, UrlShortener, restore_urls, shorten_urls
 
 SEARCH = (
@@ -205,8 +205,8 @@ class TestUrlShortener:
 
     def test_registered_by_name(self) -> None:
         """The shortener is available from the registry."""
-        assert "shorten_urls" in available()
-        assert isinstance(create("shorten_urls"), UrlShortener)
+        assert "shorten_urls" in available_processors()
+        assert isinstance(create_processor("shorten_urls"), UrlShortener)
 
     async def test_replacement_carries_its_mapping(self) -> None:
         """The new node's meta maps tags back; restoring gives the original text exactly."""
