@@ -153,10 +153,9 @@ class SQLiteStore:
 
     @property
     def order(self) -> threading.RLock:
-        """The lock held around each change of a restored session and its journal write.
+        """The reentrant lock held around each change of the session and its entry.
 
-        It keeps the journal in the order things happened, whatever thread makes them
-        happen; hold it to make a change of your own and journal it in one step.
+        It keeps the journal in the order things happened, from any thread.
         """
         return self._order
 
