@@ -9,6 +9,7 @@ refused with `CycleError`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -24,6 +25,7 @@ from context_graph.graph.events import (
     coerce_events,
 )
 from context_graph.graph.ingest import IngestPlan, plan_ingest
+from context_graph.graph.journal import IngestJournal
 from context_graph.graph.nodes import Node, ToolCallNode
 from context_graph.tokens.counting import NodeTokenCache, TokenCounter, default_counter
 
@@ -63,10 +65,17 @@ class ContextGraph(EdgeMethods, EventAdders):
 
     Args:
         counter: The token counter; the offline `cl100k_base` tiktoken counter by default.
+        journal: Where each ingested batch is recorded, as one step with its ingest (a
+            session store's journal); `None` keeps the record in memory only. A graph
+            with a journal refuses the edits it has no entry for (`add_derived`,
+            `add_edge`).
     """
 
-    def __init__(self, *, counter: TokenCounter | None = None) -> None:
+    def __init__(
+        self, *, counter: TokenCounter | None = None, journal: IngestJournal | None = None
+    ) -> None:
         self.token_cache = NodeTokenCache(counter or default_counter())
+        self._journal = journal
         self._g: nx.DiGraph = nx.DiGraph()
         self._nodes: dict[str, Node] = {}
         self._rank: dict[str, int] = {}
@@ -107,12 +116,16 @@ class ContextGraph(EdgeMethods, EventAdders):
         """Add a batch of events, whole or not at all; return the new node ids in order.
 
         Raises:
-            IngestError: an event is malformed or inconsistent (names the event's place);
-                the graph is unchanged.
+            IngestError: an event is malformed or inconsistent (names the event's place),
+                or the journal cannot keep it; the graph is unchanged.
+            StoreError: the journal cannot be written (checked before anything is added).
         """
         batch = coerce_events(events)
-        plan = plan_ingest(self, batch)
-        self._commit(plan)
+        journal = self._journal
+        # Planned under the journal's lock: a plan is made against the graph as it is.
+        with nullcontext() if journal is None else journal.ingesting(batch):
+            plan = plan_ingest(self, batch)
+            self._commit(plan)
         return tuple(plan.by_id)
 
     def add(self, event: AgentEvent | dict[str, Any]) -> tuple[str, ...]:
@@ -128,7 +141,10 @@ class ContextGraph(EdgeMethods, EventAdders):
         Raises:
             DuplicateNodeError: the id is taken.
             UnknownNodeError: a lineage id is not in the graph.
+            StoreError: the graph has a journal, which has no entry for a derived node.
         """
+        if self._journal is not None:
+            self._journal.refuse("add_derived")
         if node.id in self._nodes:
             msg = f"node id {node.id} is already in the graph"
             raise DuplicateNodeError(msg)
@@ -141,6 +157,19 @@ class ContextGraph(EdgeMethods, EventAdders):
         for source in sources:
             self._link(node.id, source, "derived_from")
         return node.id
+
+    def add_edge(self, source: str, target: str, kind: EdgeKind) -> None:
+        """Add an edge `source -> target` of `kind` (from the newer node to the older).
+
+        Raises:
+            UnknownNodeError: an endpoint is not in the graph.
+            CycleError: the edge would close a cycle; the graph is unchanged.
+            GraphError: the kind is not one of `EDGE_KINDS`.
+            StoreError: the graph has a journal, which has no entry for an explicit edge.
+        """
+        if self._journal is not None:
+            self._journal.refuse("add_edge")
+        super().add_edge(source, target, kind)
 
     def _commit(self, plan: IngestPlan) -> None:
         """Apply a validated plan. Nothing here can fail on a plan from `plan_ingest`."""

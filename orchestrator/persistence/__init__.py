@@ -1,11 +1,13 @@
-"""Persistence: the session store (SQLite) with its schema, lock, codec and journal.
+"""Persistence: the `SessionStore` protocol, `open_store`, and the SQLite store.
 
-A session is restored by replaying its journal.
+A session is restored by replaying its journal into graphs that hold the store's
+journal, so every later change is written as one step with it.
 """
 
 from __future__ import annotations
 
+from orchestrator.persistence.factory import open_store
 from orchestrator.persistence.protocol import RestoredSession, SessionStore
 from orchestrator.persistence.sqlite_store import SQLiteStore
 
-__all__ = ["RestoredSession", "SQLiteStore", "SessionStore"]
+__all__ = ["RestoredSession", "SQLiteStore", "SessionStore", "open_store"]

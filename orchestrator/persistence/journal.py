@@ -1,172 +1,126 @@
-"""Writing a session's journal: each change in memory and its entry land as one step.
+"""`GraphJournal`: the journal a writable store hands the graphs it restores.
 
-A change is written in one SQLite transaction around it: the entry (and any state) is
-inserted first, then the caller changes memory, then the transaction commits. So an
-entry that cannot be written leaves memory as it was and the store usable, and a change
-in memory that fails rolls its entry back. Only a failed COMMIT, after memory moved on,
-leaves a gap; from then on the writer is *failed*: every later write is refused, naming
-the first failure, so nothing is ever written past a gap.
+A restored session's `ContextGraph` and `WorkingGraph` are plain graphs holding this
+journal (`IngestJournal` for the one, `ApplyJournal` for the other), so that each
+ingested batch and each applied batch lands in memory and in the store as one step,
+under the store's lock: the journal's order is the order things happened in. The entry
+is encoded (and checked to read back) and written first, memory moves on inside the
+same transaction, and an entry that cannot be written leaves memory as it was. The store
+is asked first whether it can be written, so a closed or failed store refuses before
+anything else.
 
-Inside `atomic()` (one compaction run), entries are checked and queued instead, in the
-order things happened, and written together in one transaction when the scope ends: a
-process killed during a run leaves the file as it was before the run, never halfway.
+The journal works with any backend that journals around a change (`JournalingStore`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import sqlite3
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, NoReturn, Protocol
 
 from context_graph.errors import StoreError
-from orchestrator.persistence.codec import EntryKind, checksum
-from orchestrator.persistence.schema import INSERT_ENTRY, UPSERT_STATE
+from context_graph.graph.events import AgentEvent
+from orchestrator.working.buffer import AuditEntry
+from processors.base import Proposal
 
-__all__ = ["Entry", "JournalWriter"]
-
-Entry = tuple[EntryKind, str]
-"""A journal entry to write: its kind and its body."""
+__all__ = ["GraphJournal", "JournalingStore"]
 
 
-@dataclass(slots=True)
-class _Queue:
-    """What an atomic scope wrote so far, in order."""
+class JournalingStore(Protocol):
+    """What `GraphJournal` needs of a backend: its lock, and one write around a change.
 
-    entries: list[Entry] = field(default_factory=list)
-    state: dict[str, str] = field(default_factory=dict)
-
-
-class JournalWriter:
-    """The write side of one session file (held by `SessionStore`, under its lock).
-
-    Args:
-        path: The session file, for messages.
+    `journaling_events` and `journaling_proposals` encode their entry (refusing, before
+    anything is written, what could not be read back), write it, and keep the write
+    when the block ends or undo it when the block raises.
     """
 
-    def __init__(self, path: str) -> None:
-        self._path = path
-        self._queue: _Queue | None = None
-        self._scopes = 0
-        self.failed: str | None = None
-        """Why the journal stopped (the first write that left a gap), or `None`."""
+    @property
+    def location(self) -> str:
+        """Where the session is kept, for messages."""
 
     @property
-    def queued(self) -> bool:
-        """Whether an atomic scope is open (writes wait for its end)."""
-        return self._queue is not None
+    def order(self) -> AbstractContextManager[Any]:
+        """A reentrant lock held around each change and its write."""
+
+    def check_writable(self) -> None:
+        """Raise `StoreError` if nothing may be written now."""
+
+    def journaling_events(
+        self, events: Iterable[AgentEvent | Mapping[str, Any]]
+    ) -> AbstractContextManager[None]:
+        """Journal one batch around its ingest, made inside the block."""
+
+    def journaling_proposals(
+        self, proposals: Sequence[Proposal], audit: Sequence[AuditEntry]
+    ) -> AbstractContextManager[None]:
+        """Journal one applied batch around its swap, made inside the block."""
+
+
+class GraphJournal:
+    """Journals what happens to a restored session's graphs into `store`, once started.
+
+    Until `start()` every batch passes without being written: the store replays its own
+    entries into the graphs first.
+
+    Args:
+        store: The writable store the entries go to.
+    """
+
+    __slots__ = ("_started", "_store")
+
+    def __init__(self, store: JournalingStore) -> None:
+        self._store = store
+        self._started = False
+
+    def start(self) -> None:
+        """Write every batch from now on."""
+        self._started = True
 
     @contextlib.contextmanager
-    def writing(
-        self,
-        connection: sqlite3.Connection,
-        entry: Entry | None,
-        state: list[tuple[str, str]],
-        *,
-        applied: bool,
-    ) -> Iterator[None]:
-        """Write `entry` and `state` around the change the caller makes inside.
-
-        Args:
-            connection: The store's connection.
-            entry: The journal entry, if any.
-            state: `(key, JSON text)` state rows.
-            applied: The caller's memory already holds what `entry` records (then any
-                failure to write it leaves a gap).
-
-        Raises:
-            StoreError: SQLite cannot write; see the module for what is left behind.
-        """
-        if self._queue is not None:
-            yield
-            if entry is not None:
-                self._queue.entries.append(entry)
-            self._queue.state.update(state)
-            return
-        if entry is None and not state:
+    def ingesting(self, batch: Sequence[AgentEvent]) -> Iterator[None]:
+        """Journal one batch around its ingest (`IngestJournal.ingesting`)."""
+        if not self._started:
             yield
             return
-        entries = [] if entry is None else [entry]
-        try:
-            connection.execute("BEGIN IMMEDIATE")
-            _insert(connection, entries, state)
-        except BaseException as exc:
-            self._abort(connection, exc, gap=applied and entry is not None)
-        try:
+        store = self._store
+        with store.order:
+            store.check_writable()
+            if not batch:
+                yield
+                return
+            with store.journaling_events(batch):
+                yield
+
+    @contextlib.contextmanager
+    def applying(self) -> Iterator[None]:
+        """Hold the store's order around one apply (`ApplyJournal.applying`)."""
+        if not self._started:
             yield
-        except BaseException:
-            _rollback(connection)
-            raise
-        try:
-            connection.execute("COMMIT")
-        except BaseException as exc:
-            self._abort(connection, exc, gap=entry is not None)
-
-    def open_scope(self) -> None:
-        """Begin (or nest in) an atomic scope: writes are queued until it ends."""
-        self._scopes += 1
-        if self._queue is None:
-            self._queue = _Queue()
-
-    def close_scope(self, connection: sqlite3.Connection | None, *, quiet: bool) -> None:
-        """End one atomic scope; the outermost writes what was queued.
-
-        Args:
-            connection: The store's connection (`None`: closed, already flushed).
-            quiet: Mark the writer failed on an error but do not raise (the scope is
-                ending on an exception of its own, which must not be replaced).
-
-        Raises:
-            StoreError: the queued entries cannot be written (the writer is failed).
-        """
-        self._scopes = max(0, self._scopes - 1)
-        if self._scopes == 0 and connection is not None:
-            try:
-                self.flush(connection)
-            except StoreError:
-                if not quiet:
-                    raise
-
-    def flush(self, connection: sqlite3.Connection) -> None:
-        """Write what the open scope queued, in one transaction (before a close, say).
-
-        Raises:
-            StoreError: SQLite cannot write it; memory is ahead, so the writer is failed.
-        """
-        queue, self._queue = self._queue, None
-        if queue is None or (not queue.entries and not queue.state):
             return
-        if self._scopes:
-            self._queue = _Queue()  # the scope stays open after an early flush
-        try:
-            connection.execute("BEGIN IMMEDIATE")
-            _insert(connection, queue.entries, list(queue.state.items()))
-            connection.execute("COMMIT")
-        except BaseException as exc:
-            self._abort(connection, exc, gap=bool(queue.entries))
+        store = self._store
+        with store.order:
+            store.check_writable()
+            yield
 
-    def _abort(self, connection: sqlite3.Connection, exc: BaseException, *, gap: bool) -> None:
-        _rollback(connection)
-        if gap:
-            # Memory holds what the entry records: a later entry would replay on top of
-            # a gap, so nothing more is written.
-            self.failed = f"a journal entry could not be written ({exc!r})"
-        if not isinstance(exc, sqlite3.Error):
-            raise exc
-        raise StoreError(self._path, f"cannot write to it: {exc}") from exc
+    def swapping(
+        self, proposals: tuple[Proposal, ...], audit: tuple[AuditEntry, ...]
+    ) -> AbstractContextManager[None]:
+        """Journal one applied batch around its swap (`ApplyJournal.swapping`)."""
+        if not self._started:
+            return contextlib.nullcontext()
+        # Encoded, checked to read back and written before the state moves on; the swap
+        # itself cannot fail, so memory and store stay one step.
+        return self._store.journaling_proposals(proposals, audit)
 
+    def refuse(self, edit: str) -> NoReturn:
+        """Refuse an edit of the pristine record that has no entry (`IngestJournal.refuse`).
 
-def _insert(
-    connection: sqlite3.Connection, entries: list[Entry], state: list[tuple[str, str]]
-) -> None:
-    now = time.time()
-    for kind, body in entries:
-        connection.execute(INSERT_ENTRY, (kind, body, checksum(body), now))
-    connection.executemany(UPSERT_STATE, state)
-
-
-def _rollback(connection: sqlite3.Connection) -> None:
-    with contextlib.suppress(sqlite3.Error):
-        if connection.in_transaction:
-            connection.execute("ROLLBACK")
+        Raises:
+            StoreError: always.
+        """
+        msg = (
+            f"{edit}() on a stored session's pristine record is not journaled and "
+            "would be lost on restore; apply a proposal to the working graph instead"
+        )
+        raise StoreError(self._store.location, msg)

@@ -1,11 +1,30 @@
 """`SessionStore`: what a `ContextManager` needs of the place its session is kept.
 
-The manager restores a session once (`restore`), then writes its own state by key
-(`put_states`), groups the writes of one compaction run (`atomic`) and closes the store
-with itself. Everything the graphs change is journaled by the graphs `restore` handed
-out, under the store's own lock, so the manager never writes an entry itself. A backend
-(the SQLite file of `SQLiteStore`; a database server) implements these members; the
+The manager opens a store (`open_store`), restores the session once (`restore`), then
+writes its own state by key (`put_states`), groups the writes of one compaction run
+(`atomic`) and closes the store with itself. Everything the graphs change is journaled
+by the graphs `restore` handed out, which hold the store's journal (an `IngestJournal`
+and an `ApplyJournal`), so the manager never writes an entry itself. A backend (the
+SQLite file of `SQLiteStore`; a database server) implements these six members, and the
 manager holds one and never subclasses it.
+
+The contract a backend meets (`tests/orchestrator/test_store_contract.py` checks it for
+every backend):
+
+- *Replay is exact.* `restore` gives back the pristine record with the same node ids,
+  and the working graph with the same view, versions and audit log (recorded times
+  included), as the session had when each entry was written.
+- *One step per change.* Each batch ingested into the restored pristine graph and
+  each batch applied to the restored working graph is written as one entry, as one
+  step with the change in memory: an entry that cannot be written (it would not read
+  back, or the write fails) raises and leaves memory as it was; a batch memory refuses
+  is never written.
+- *Order.* Entries are written in the order the changes happened, from any thread.
+- *Refusal first.* Once the store is closed, or after a write that left memory ahead of
+  the store, every write (an ingest, an apply, `put_states`) raises `StoreError` before
+  anything changes. A read-only store hands out plain copies and refuses `put_states`.
+- *Edits without entries are refused.* `add_derived` and `add_edge` on the restored
+  pristine graph raise `StoreError` (they would be lost on restore).
 """
 
 from __future__ import annotations
@@ -46,33 +65,62 @@ class SessionStore(Protocol):
     """One stored session: its journal of events and applied edits, and its state.
 
     Writes are refused (`StoreError`), before anything changes, once the store is
-    closed, when it was opened read-only, and after a write failed.
+    closed, when it was opened read-only, and after a write failed with memory ahead of
+    the store.
     """
 
     @property
     def location(self) -> str:
-        """Where the session is kept (a file path, a database URL), for messages."""
+        """Where the session is kept (a file path, a database URL), for messages.
+
+        Every `StoreError` the store raises names it; it stays readable after `close`.
+        """
 
     @property
     def closed(self) -> bool:
         """Whether `close()` was called."""
 
     def restore(self, *, clock: Callable[[], float]) -> RestoredSession:
-        """Rebuild the session; from then on its graphs journal what happens to them.
+        """Rebuild the session; from a writable store its graphs journal from then on.
+
+        A writable store restores once (its graphs are the session); a read-only one
+        hands out plain copies each time. Nothing is returned unless everything
+        replays.
+
+        Args:
+            clock: The working graph's clock for proposals applied from now on
+                (replayed ones keep their recorded times).
 
         Raises:
-            StoreCorruptError: the journal or the state does not load.
+            StoreCorruptError: the journal or the state does not load (names the entry).
+            StoreError: a writable store's session was handed out already, or the store
+                is closed.
         """
 
     def put_states(self, values: Mapping[str, JsonValue]) -> None:
-        """Write several state keys as one step.
+        """Keep each value as the latest under its key, all of them in one step.
+
+        A crash keeps all of them or none. Keys not given keep their values.
 
         Raises:
-            StoreError: the store cannot be written.
+            ConfigurationError: a key is empty or a value is not JSON; nothing written.
+            StoreError: the store cannot be written (see the class); nothing written.
         """
 
     def atomic(self) -> AbstractContextManager[None]:
-        """Keep everything written inside as one transaction, when the block ends."""
+        """Keep everything written inside (entries and state) as one step.
+
+        It lands when the block ends, normally or by an exception (memory has moved on
+        either way); until then a crash loses all of it and readers see none of it.
+        Nested blocks join the outermost one.
+
+        Raises:
+            StoreError: what the block wrote cannot be kept; memory is then ahead of
+                the store and every later write is refused.
+        """
 
     def close(self) -> None:
-        """Release the store; later writes are refused. Closing twice is allowed."""
+        """Keep what an open `atomic` block wrote, release the store; idempotent.
+
+        Later writes, through the store or its graphs, are refused.
+        """

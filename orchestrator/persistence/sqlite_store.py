@@ -15,15 +15,13 @@ with SQLiteStore.open("session.db") as store:
     store.put_state("triggers", trigger_state.model_dump(mode="json"))
 ```
 
-Each change and its entry are one step (`orchestrator.persistence.journal`): the entry is
-encoded, checked to read back, and inserted in a SQLite transaction (WAL mode, never a
-rewrite) that commits once memory has moved on, so a crash leaves the file as it was
-before the change or after it, and an entry that cannot be written leaves memory as it
-was. A compaction run (`atomic()`) is one transaction for all its entries. A failed
-commit stops the journal: later writes are refused, naming it. One writer at a time: an
-open writable store holds an OS lock (`orchestrator.persistence.lock`), and a second one, in
-this process or another, is refused with `StoreLockedError`. A read-only store takes no
-lock and reads a consistent snapshot while the writer appends.
+The store is composed of one idea per module: `sqlite_file` opens the file (`schema`
+its layout, `lock` its one writer), `sqlite_writer` writes entries in transactions
+(a compaction run, `atomic()`, in one; a failed commit stops the journal),
+`sqlite_reader` reads a consistent snapshot while the writer appends, and `restore`
+replays it into graphs holding the store's `GraphJournal` (`journal`), so that each
+change and its entry are one step: a crash leaves the file as it was before the change
+or after it, and an entry that cannot be written leaves memory as it was.
 """
 
 from __future__ import annotations
@@ -40,35 +38,18 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from context_graph.errors import StoreCorruptError, StoreError
+from context_graph.errors import StoreError
 from context_graph.graph.events import AgentEvent, coerce_events
 from context_graph.tokens.counting import TokenCounter, default_counter
-from orchestrator.persistence.codec import (
-    JournalEntry,
-    check_audit,
-    decode_entry,
-    encode_applied,
-    encode_events,
-)
-from orchestrator.persistence.journal import Entry, JournalWriter
+from orchestrator.persistence.codec import JournalEntry, check_audit, encode_applied, encode_events
+from orchestrator.persistence.journal import GraphJournal
 from orchestrator.persistence.lock import WriterLock
 from orchestrator.persistence.protocol import RestoredSession
-from orchestrator.persistence.restore import (
-    JournaledGraph,
-    JournaledWorkingGraph,
-    ResumingClock,
-    replay_entry,
-)
-from orchestrator.persistence.schema import (
-    SCHEMA_VERSION,
-    SELECT_ENTRIES,
-    SELECT_STATE,
-    check_header,
-    connect,
-    decode_state,
-    encode_state,
-    prepare,
-)
+from orchestrator.persistence.restore import replay
+from orchestrator.persistence.schema import SCHEMA_VERSION, encode_state
+from orchestrator.persistence.sqlite_file import open_file
+from orchestrator.persistence.sqlite_reader import Snapshot, read_snapshot
+from orchestrator.persistence.sqlite_writer import Entry, JournalWriter
 from orchestrator.working.buffer import AuditEntry
 from processors.base import Proposal
 
@@ -96,7 +77,7 @@ class SQLiteStore:
         self._counter = counter
         self._order = threading.RLock()
         self._writer = JournalWriter(str(path))
-        self._attached = False
+        self._journal: GraphJournal | None = None
 
     @classmethod
     def open(
@@ -125,27 +106,8 @@ class SQLiteStore:
                 counter is not the one the session was recorded with.
         """
         session = Path(path)
-        name = str(session)
-        if not session.parent.is_dir():
-            raise StoreError(name, f"directory {session.parent} does not exist; create it first")
-        if session.is_dir():
-            raise StoreError(name, "is a directory; give the path of a session file")
-        if read_only and not session.exists():
-            raise StoreError(name, "does not exist; open it without read_only=True to start one")
-        check_header(session)
         counter = counter if counter is not None else default_counter()
-        lock = None if read_only else WriterLock.acquire(session)
-        try:
-            connection = connect(session, read_only=read_only)
-            try:
-                prepare(connection, name, counter.name, read_only=read_only, durable=durable)
-            except BaseException:
-                connection.close()
-                raise
-        except BaseException:
-            if lock is not None:
-                lock.release()
-            raise
+        connection, lock = open_file(session, counter.name, read_only=read_only, durable=durable)
         return cls(session, connection, lock, counter)
 
     # -- life cycle --------------------------------------------------------------------
@@ -176,11 +138,24 @@ class SQLiteStore:
         return self._writer.failed
 
     @property
-    def order(self) -> threading.RLock:
-        """The lock held around each change of a restored session and its journal write.
+    def connection(self) -> sqlite3.Connection:
+        """The open SQLite connection, to watch or fault the statements the store runs.
 
-        It keeps the journal in the order things happened, whatever thread makes them
-        happen; hold it to make a change of your own and journal it in one step.
+        For tools and tests: `set_trace_callback` sees each statement before it runs,
+        `set_authorizer` can make one fail. Writing through it bypasses the journal.
+
+        Raises:
+            StoreError: the store is closed.
+        """
+        if self._conn is None:
+            raise StoreError(str(self._path), "the store is closed")
+        return self._conn
+
+    @property
+    def order(self) -> threading.RLock:
+        """The reentrant lock held around each change of the session and its entry.
+
+        It keeps the journal in the order things happened, from any thread.
         """
         return self._order
 
@@ -234,10 +209,7 @@ class SQLiteStore:
         *,
         state: Mapping[str, JsonValue] | None = None,
     ) -> None:
-        """Journal one apply, its proposals with their audit entries, as one entry.
-
-        `audit` is what one `WorkingGraph.apply` / `apply_batch` call returned for
-        `proposals` (and `state` is written in the same transaction).
+        """Journal one apply: what `WorkingGraph.apply_batch` took and returned (and `state`).
 
         Raises:
             ConfigurationError: the audit entries do not match the proposals.
@@ -342,9 +314,7 @@ class SQLiteStore:
         self._writable()
 
     def _writable(self) -> sqlite3.Connection:
-        name = str(self._path)
-        if self._conn is None:
-            raise StoreError(name, "the store is closed")
+        name, connection = str(self._path), self.connection
         if self._lock is None:
             raise StoreError(name, "opened read-only; open it without read_only=True to write")
         if self._writer.failed is not None:
@@ -353,7 +323,7 @@ class SQLiteStore:
                 "reopen the file to resume from what it holds"
             )
             raise StoreError(name, msg)
-        return self._conn
+        return connection
 
     @contextlib.contextmanager
     def _writing(
@@ -372,9 +342,7 @@ class SQLiteStore:
         Raises:
             StoreCorruptError: an entry was changed or does not decode (names it).
         """
-        rows, _ = self._read(with_state=False)
-        path = str(self._path)
-        return (decode_entry(path, *row) for row in rows)
+        return self._read(with_state=False).entries()
 
     def audit(self) -> tuple[AuditEntry, ...]:
         """Every audit entry in the journal, oldest first, without replaying anything."""
@@ -382,28 +350,15 @@ class SQLiteStore:
 
     def state(self) -> dict[str, JsonValue]:
         """The latest value of every state key."""
-        return self._read(with_state=True)[1]
+        return self._read(with_state=True).state
 
     def get_state(self, key: str, default: JsonValue = None) -> JsonValue:
         """The latest value kept under `key`, or `default`."""
         return self.state().get(key, default)
 
-    def _read(self, *, with_state: bool) -> tuple[list[Any], dict[str, JsonValue]]:
-        path = str(self._path)
+    def _read(self, *, with_state: bool) -> Snapshot:
         with self._order:
-            if self._conn is None:
-                raise StoreError(path, "the store is closed")
-            connection = self._conn
-            try:
-                connection.execute("BEGIN")  # one snapshot for the journal and the state
-                try:
-                    rows = connection.execute(SELECT_ENTRIES).fetchall()
-                    states = connection.execute(SELECT_STATE).fetchall() if with_state else []
-                finally:
-                    connection.execute("COMMIT")
-            except sqlite3.Error as exc:
-                raise StoreCorruptError(path, f"SQLite cannot read it: {exc}") from exc
-        return rows, {key: decode_state(path, key, value) for key, value in states}
+            return read_snapshot(self.connection, str(self._path), with_state=with_state)
 
     # -- restoring ---------------------------------------------------------------------
 
@@ -423,19 +378,22 @@ class SQLiteStore:
                 another audit entry than the one recorded (names the entry).
             StoreError: this writable store already handed out its session.
         """
-        if self._attached:
+        if self._journal is not None:
             msg = "restore() was already called on this writable store; keep using its session"
             raise StoreError(str(self._path), msg)
-        rows, state = self._read(with_state=True)
-        raw = JournaledGraph(counter=self._counter)
-        resuming = ResumingClock(clock)
-        working = JournaledWorkingGraph(raw, clock=resuming)
-        path = str(self._path)
-        for row in rows:
-            replay_entry(path, decode_entry(path, *row), raw, working, resuming)
-        if not self.read_only:
+        snapshot = self._read(with_state=True)
+        journal = None if self.read_only else GraphJournal(self)
+        session = replay(
+            snapshot.path,
+            snapshot.entries(),
+            snapshot.state,
+            counter=self._counter,
+            clock=clock,
+            journal=journal,
+        )
+        if journal is not None:
             with self._order:
                 self._writable()
-                raw.journal = working.journal = self
-                self._attached = True
-        return RestoredSession(raw, working, state, len(rows))
+                journal.start()
+                self._journal = journal
+        return session

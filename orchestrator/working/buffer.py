@@ -25,7 +25,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -37,7 +39,7 @@ from orchestrator.working.overlay import Overlay
 from orchestrator.working.view import WorkingView
 from processors.base import Abstract, Drop, Proposal, Replace
 
-__all__ = ["AuditEntry", "WorkingGraph"]
+__all__ = ["ApplyJournal", "AuditEntry", "WorkingGraph"]
 
 
 class AuditEntry(BaseModel):
@@ -92,17 +94,54 @@ def _entry(proposal: Proposal, version: int, now: float) -> AuditEntry:
     )
 
 
+class ApplyJournal(Protocol):
+    """Records each batch applied to a working graph, as one step with its swap.
+
+    The contract a journal keeps (a writable session store's, say):
+
+    - `applying()` is entered around one whole `apply_batch`, before any proposal is
+      checked. Entering refuses, raising `StoreError` before anything is checked or
+      changed, when nothing may be written now (a closed or failed store). It takes the
+      journal's lock, held until the block ends, so that applies (and the ingests of a
+      graph sharing the journal) are written in the order they happen, each checked
+      against the state the ones before it left.
+    - `swapping(proposals, audit)` is entered inside it, right before the swap, with the
+      checked proposals and the audit entries they got (at least one). Entering
+      refuses when the batch cannot be written (`InvariantViolation` when it could not
+      be read back, `StoreError` when the write fails), and the working state is then
+      as it was. The swap happens inside the block; when the block ends the write is
+      kept, and if keeping it fails it raises, and every later apply is refused.
+    """
+
+    def applying(self) -> AbstractContextManager[None]:
+        """Hold the journal's order around one apply; refuse it if nothing may be written."""
+
+    def swapping(
+        self, proposals: tuple[Proposal, ...], audit: tuple[AuditEntry, ...]
+    ) -> AbstractContextManager[None]:
+        """Write one applied batch around its swap, which the working graph makes inside."""
+
+
 class WorkingGraph:
     """The working projection of a pristine graph; renders like a graph (`RenderSource`).
 
     Args:
         pristine: The raw record. It is read, never written: derived nodes live here.
         clock: Seconds since the epoch, for the audit log; injectable for tests.
+        journal: Where each applied proposal or batch is recorded, as one step with its
+            swap (a session store's journal); `None` keeps the edits in memory only.
     """
 
-    def __init__(self, pristine: ContextGraph, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        pristine: ContextGraph,
+        *,
+        clock: Callable[[], float] = time.time,
+        journal: ApplyJournal | None = None,
+    ) -> None:
         self._pristine = pristine
         self._clock = clock
+        self._journal = journal
         self._lock = threading.Lock()
         self._interned: dict[Unit, Unit] = {}
         self._state = _State(WorkingView(pristine, Overlay(), interned=self._interned), ())
@@ -159,10 +198,13 @@ class WorkingGraph:
         pipeline's stages can land together (the rendered prefix changes once).
 
         Raises:
-            InvariantViolation: one proposal breaks a rule; nothing changed.
+            InvariantViolation: one proposal breaks a rule, or the journal could not read
+                the batch back; nothing changed.
+            StoreError: the journal cannot be written (checked before anything else).
         """
         batch = tuple(proposals)
-        with self._lock:
+        journal = self._journal
+        with nullcontext() if journal is None else journal.applying(), self._lock:
             state = self._state
             view = state.view
             now = self._clock()
@@ -178,10 +220,15 @@ class WorkingGraph:
     ) -> None:
         """Make `state` (checked: `proposals` applied, `entries` their audit) the current one.
 
-        The one place the state moves on, so that a subclass can make the swap and a
-        record of it one step (the session store's journaled working graph).
+        The one place the state moves on: with a journal, the swap and its entry are one
+        step (an apply that applied nothing has no entry).
         """
-        self._state = state
+        journal = self._journal
+        if journal is None or not entries:
+            self._state = state
+            return
+        with journal.swapping(proposals, entries):
+            self._state = state
 
     # -- what the renderer reads (RenderSource) ----------------------------------------
 

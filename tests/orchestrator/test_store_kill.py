@@ -121,10 +121,10 @@ class Moments:
 
     def attach(self, manager: ContextManager) -> None:
         """Observe `manager`'s session file and bus."""
-        store = manager._store
+        store = manager._store  # the manager has no public way to its store yet
+        assert isinstance(store, SQLiteStore)
         # The trace callback is the one way to land between two SQL statements.
-        assert store is not None and store._conn is not None
-        store._conn.set_trace_callback(self._statement)
+        store.connection.set_trace_callback(self._statement)
         for name in manager.bus.signal_names:
             manager.bus.connect(name, functools.partial(self._signal, name))
 

@@ -166,44 +166,47 @@ def _summary(targets: tuple[str, ...], meta: dict[str, Any]) -> Node:
     )
 
 
-class _Flaky:
-    """A connection whose `execute` raises once on the statement that starts with `fails`."""
+def _fail_once(store: SQLiteStore, action: int, argument: str) -> None:
+    """Make the store's next statement doing `action` on `argument` fail, once.
 
-    def __init__(self, inner: sqlite3.Connection, fails: str) -> None:
-        self._inner = inner
-        self._fails: str | None = fails
+    SQLite asks the connection's authorizer as it prepares each statement; a denied one
+    raises `sqlite3.DatabaseError` ("not authorized"), as a full disk would raise its own.
+    """
+    armed = [True]
 
-    def execute(self, sql: str, *args: Any) -> Any:
-        if self._fails is not None and sql.startswith(self._fails):
-            self._fails = None
-            msg = "disk I/O error"
-            raise sqlite3.OperationalError(msg)
-        return self._inner.execute(sql, *args)
+    def authorize(code: int, first: str | None, *_: str | None) -> int:
+        if armed[0] and code == action and first == argument:
+            armed[0] = False
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+    store.connection.set_authorizer(authorize)
+
+
+_INSERT_ENTRY = (sqlite3.SQLITE_INSERT, "journal")
+_COMMIT = (sqlite3.SQLITE_TRANSACTION, "COMMIT")
 
 
 class TestFailedWrites:
-    def _store(self, path: Path, fails: str) -> tuple[SQLiteStore, Any]:
+    def _store(self, path: Path, fails: tuple[int, str]) -> tuple[SQLiteStore, Any]:
         store = SQLiteStore.open(path, counter=WordCounter(), durable=False)
         session = store.restore()
         _session(session.raw)
-        store._conn = _Flaky(store._conn, fails)  # type: ignore[arg-type,assignment]
+        _fail_once(store, *fails)
         return store, session
 
     def test_failed_insert_leaves_memory_as_it_was_and_the_store_usable(self, path: Path) -> None:
         """A write that fails before commit changes nothing; the next writes are journaled."""
-        store, session = self._store(path, "INSERT INTO journal")
+        store, session = self._store(path, _INSERT_ENTRY)
         before = graph_snapshot(session.raw)
-        with pytest.raises(StoreError, match="disk I/O error"):
+        with pytest.raises(StoreError, match="not authorized"):
             session.raw.add_user("lost")
         assert graph_snapshot(session.raw) == before
         proposal = _drop_first(session.working)
         session.working.apply(proposal)
-        store._conn = _Flaky(store._conn._inner, "INSERT INTO journal")  # type: ignore[union-attr]
+        _fail_once(store, *_INSERT_ENTRY)
         version, audit = session.working.version, session.working.audit()
-        with pytest.raises(StoreError, match="disk I/O error"):
+        with pytest.raises(StoreError, match="not authorized"):
             session.working.apply(_drop_first(session.working))
         assert (session.working.version, session.working.audit()) == (version, audit)
         assert store.failed is None
@@ -218,11 +221,11 @@ class TestFailedWrites:
         self, path: Path
     ) -> None:
         """A commit that fails after memory moved on stops the journal, naming the failure."""
-        store, session = self._store(path, "COMMIT")
-        with pytest.raises(StoreError, match="disk I/O error"):
+        store, session = self._store(path, _COMMIT)
+        with pytest.raises(StoreError, match="not authorized"):
             session.raw.add_user("in memory only")
-        assert store.failed is not None and "disk I/O error" in store.failed
-        with pytest.raises(StoreError, match=r"could not be written.*disk I/O error"):
+        assert store.failed is not None and "not authorized" in store.failed
+        with pytest.raises(StoreError, match=r"could not be written.*not authorized"):
             session.raw.add_user("refused")
         with pytest.raises(StoreError, match="ahead of the file"):
             store.put_state("k", 1)
@@ -241,10 +244,10 @@ class TestFailedWrites:
             summarizer=ScriptedSummarizer(["The agent ran the tests six times."]),
         )
         _session(manager)
-        store = manager._store
-        assert store is not None
-        store._conn = _Flaky(store._conn, "INSERT INTO journal")  # type: ignore[arg-type,assignment]
-        with pytest.raises(StoreError, match="disk I/O error"):
+        store = manager._store  # the manager has no public way to its store yet
+        assert isinstance(store, SQLiteStore)
+        _fail_once(store, *_INSERT_ENTRY)
+        with pytest.raises(StoreError, match="not authorized"):
             anyio.run(manager.compact)
         with pytest.raises(StoreError, match="ahead of the file"):
             manager.add_user("refused")

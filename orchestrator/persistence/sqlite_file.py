@@ -1,0 +1,59 @@
+"""Opening a session file: the path checked, the writer lock taken, the schema prepared.
+
+The steps run in the order that leaves nothing behind on a refusal: the path is checked
+first (nothing is created in a missing directory), then the file's first bytes (a file
+that is not SQLite is never locked or opened), then the lock is taken and the
+connection opened and prepared; a failure in either gives both back.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from context_graph.errors import StoreError
+from orchestrator.persistence.lock import WriterLock
+from orchestrator.persistence.schema import check_header, connect, prepare
+
+__all__ = ["open_file"]
+
+
+def open_file(
+    session: Path, counter: str, *, read_only: bool, durable: bool
+) -> tuple[sqlite3.Connection, WriterLock | None]:
+    """The prepared connection to `session` and, unless `read_only`, its writer lock.
+
+    Args:
+        session: The session file; its directory must exist.
+        counter: The name of the token counter the session is recorded with.
+        read_only: Open without locking (the file must exist).
+        durable: Sync every write to disk (`synchronous=FULL`).
+
+    Raises:
+        StoreLockedError: another writable store has the file open.
+        StoreFormatError: not a session file this version can read.
+        StoreCorruptError: SQLite cannot read it.
+        StoreError: the directory or (read-only) the file is missing, or the counter is
+            not the one the session was recorded with.
+    """
+    name = str(session)
+    if not session.parent.is_dir():
+        raise StoreError(name, f"directory {session.parent} does not exist; create it first")
+    if session.is_dir():
+        raise StoreError(name, "is a directory; give the path of a session file")
+    if read_only and not session.exists():
+        raise StoreError(name, "does not exist; open it without read_only=True to start one")
+    check_header(session)
+    lock = None if read_only else WriterLock.acquire(session)
+    try:
+        connection = connect(session, read_only=read_only)
+        try:
+            prepare(connection, name, counter, read_only=read_only, durable=durable)
+        except BaseException:
+            connection.close()
+            raise
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    return connection, lock
