@@ -1,10 +1,16 @@
 """`ContextManager`: the one object a user holds.
 
 It keeps the pristine record (`raw`), the working projection the model is shown
-(`working`), the trigger state and one renderer per format (so the render cache works
-across calls). On every ingest and before each render it evaluates the triggers; when
-one fires, or the request would not fit the budget, it runs the pipeline, cheapest stage
-first, until the rendered request fits.
+(`working`) and one renderer per format (so the render cache works across calls). On
+every ingest and before each render it evaluates the triggers; when one fires, or the
+request would not fit the budget, it runs the pipeline, cheapest stage first, until the
+rendered request fits.
+
+It is composed of collaborators its constructor builds once, and its public methods
+choose what to do and hand the work to them: the frozen `ManagerOptions`, one
+`ManagerState` record (all it changes as it goes), a `RendererCache`, the `SecretScreen`
+(redaction), the `Compactor` (triggers and runs, one at a time, in a `RunMode`), the
+`BackgroundRunner` (`async with`) and the `StateKeeper` (the state in the session store).
 
 ```python
 manager = ContextManager(format="anthropic", budget=50_000, profile="coding")
@@ -137,9 +143,12 @@ class ContextManager(EventAdders):
             does. Anthropic only, like the `Renderer`: refused with another `format`,
             and a `render(format=...)` in another format raises `ConfigurationError`.
         clock: Seconds since the epoch, for the audit log; injectable for tests.
+        store: A `SessionStore` to resume the session from and keep it in (`open`
+            gives the SQLite one); restored here, closed with the manager (`close`).
 
     Raises:
         ConfigurationError: an option is invalid.
+        StoreCorruptError: the store's journal or state does not load.
     """
 
     def __init__(
