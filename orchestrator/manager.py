@@ -451,8 +451,7 @@ class ContextManager(EventAdders):
         if not self._background.failed and self._options.redactor is None:
             fmt, limit = self._render_options(format, budget)
             renderer = self._renderers.get(fmt)
-            fits = limit is None or self._compactor.fits(renderer, limit)
-            if not self._due(limit) and fits:
+            if not self._due(limit) and (limit is None or self._compactor.fits(renderer, limit)):
                 return self._finish(renderer, fmt, limit)
         return anyio.run(functools.partial(self.render, format=format, budget=budget))
 

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from context_graph.errors import ConfigurationError, IngestError, SourceLocation
@@ -136,7 +137,7 @@ def resolve_options(
         budget=limit,
         counter=counter,
         triggers=config,
-        pipelines=stages,
+        pipelines=MappingProxyType(stages),
         summarizer=summarizer,
         compact_to=ratio,
         guards=guards if guards is not None else GuardConfig(),

@@ -42,8 +42,8 @@ __all__ = ["ManagerState", "StateKeeper"]
 class ManagerState:
     """Everything a `ContextManager` changes as it goes, in one place.
 
-    The manager makes it and hands it to its collaborators; each field has one writer
-    (named below), and `StateKeeper.load` fills every field when a session resumes.
+    The manager makes it and hands it to its collaborators; who changes each field is
+    named below, and `StateKeeper.load` fills them all when a session resumes.
     """
 
     triggers: TriggerState = field(default_factory=TriggerState)
