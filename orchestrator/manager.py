@@ -1,10 +1,16 @@
 """`ContextManager`: the one object a user holds.
 
 It keeps the pristine record (`raw`), the working projection the model is shown
-(`working`), the trigger state and one renderer per format (so the render cache works
-across calls). On every ingest and before each render it evaluates the triggers; when
-one fires, or the request would not fit the budget, it runs the pipeline, cheapest stage
-first, until the rendered request fits.
+(`working`) and one renderer per format (so the render cache works across calls). On
+every ingest and before each render it evaluates the triggers; when one fires, or the
+request would not fit the budget, it runs the pipeline, cheapest stage first, until the
+rendered request fits.
+
+It is composed of collaborators its constructor builds once, and its public methods
+choose what to do and hand the work to them: the frozen `ManagerOptions`, one
+`ManagerState` record (all it changes as it goes), a `RendererCache`, the `SecretScreen`
+(redaction), the `Compactor` (triggers and runs, one at a time, in a `RunMode`), the
+`BackgroundRunner` (`async with`) and the `StateKeeper` (the state in the session store).
 
 ```python
 manager = ContextManager(format="anthropic", budget=50_000, profile="coding")
@@ -25,45 +31,39 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AsyncExitStack
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self
 
 import anyio
-from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict
 
 import orchestrator._own  # noqa: F401  (checks the packages when __init__.py was replaced)
-from context_graph.errors import (
-    ConfigurationError,
-    IngestError,
-    SourceLocation,
-)
+from context_graph.errors import ConfigurationError
+from context_graph.graph.adders import EventAdders
 from context_graph.graph.context_graph import ContextGraph
-from context_graph.graph.events import AgentEvent
+from context_graph.graph.events import AgentEvent, coerce_events
 from context_graph.graph.nodes import Node
+from context_graph.graph.sdk_replies import read_response
 from context_graph.render import Renderer, RenderResult
-from context_graph.tokens.counting import Calibrator, ProviderFormat, TokenCounter
-from orchestrator._manager_ingest import IngestMethods
+from context_graph.tokens.counting import ProviderFormat, TokenCounter
 from orchestrator.bus import EventBus
-from orchestrator.compaction.background import BackgroundMethods
-from orchestrator.compaction.floor_methods import FloorMethods
-from orchestrator.compaction.guards import GuardConfig, GuardState
+from orchestrator.compaction.background import BackgroundRunner
+from orchestrator.compaction.compactor import Compactor
+from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.pipeline import PipelineRun
-from orchestrator.compaction.triggers import Firing, TriggerConfig, TriggerState
+from orchestrator.compaction.plan import RunMode
+from orchestrator.compaction.renderers import RendererCache
+from orchestrator.compaction.screen import SecretScreen
+from orchestrator.compaction.triggers import TriggerConfig
 from orchestrator.options import (
+    check_batch,
     check_budget,
-    check_cache_breakpoints,
     check_format,
-    check_options,
-    check_pipelines,
-    check_ratio,
-    check_redactor,
-    check_timeout,
     default_pipeline,
-    profile_defaults,
-    resolve_profile,
+    resolve_options,
 )
+from orchestrator.persistence.manager_state import ManagerState, StateKeeper
 from orchestrator.persistence.protocol import SessionStore
 from orchestrator.persistence.sqlite_store import SQLiteStore
 from orchestrator.profiles import Profile
@@ -96,7 +96,7 @@ class ManagerStats(BaseModel):
     what fit without it."""
 
 
-class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
+class ContextManager(EventAdders):
     """Feeds agent events into a context graph and renders a request that fits.
 
     Args:
@@ -143,9 +143,12 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
             does. Anthropic only, like the `Renderer`: refused with another `format`,
             and a `render(format=...)` in another format raises `ConfigurationError`.
         clock: Seconds since the epoch, for the audit log; injectable for tests.
+        store: A `SessionStore` to resume the session from and keep it in (`open`
+            gives the SQLite one); restored here, closed with the manager (`close`).
 
     Raises:
         ConfigurationError: an option is invalid.
+        StoreCorruptError: the store's journal or state does not load.
     """
 
     def __init__(
@@ -166,61 +169,47 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         redact_secrets: bool | SecretRedactor = False,
         cache_breakpoints: bool = False,
         clock: Callable[[], float] = time.time,
+        store: SessionStore | None = None,
     ) -> None:
-        chosen = profile_defaults(
-            resolve_profile(profile),
-            {
-                "triggers": triggers,
-                "pipeline": pipeline,
-                "pipelines": pipelines,
-                "compact_to": compact_to,
-            },
+        self._options = options = resolve_options(
+            format=format,
+            budget=budget,
+            profile=profile,
+            counter=counter,
+            triggers=triggers,
+            pipeline=pipeline,
+            pipelines=pipelines,
+            summarizer=summarizer,
+            compact_to=compact_to,
+            guards=guards,
+            background_timeout=background_timeout,
+            compaction_timeout=compaction_timeout,
+            redact_secrets=redact_secrets,
+            cache_breakpoints=cache_breakpoints,
+            clock=clock,
         )
-        ratio = chosen.get("compact_to")
-        self._compact_to = check_ratio(0.7 if ratio is None else ratio, "compact_to")
-        self._format = check_format(format, "ContextManager")
-        self._budget = check_budget(budget, "ContextManager")
-        self._cache_breakpoints = check_cache_breakpoints(cache_breakpoints, self._format)
-        check_options(counter, chosen.get("triggers"), summarizer, clock)
-        config = chosen.get("triggers")
-        self._config: TriggerConfig = config if config is not None else TriggerConfig()
-        self._pipelines = check_pipelines(
-            chosen.get("pipeline"), chosen.get("pipelines"), self._config
-        )
-        self._summarizer = summarizer
-        self._clock = clock
-        self._background_timeout = check_timeout(background_timeout, "background_timeout")
-        self._compaction_timeout = check_timeout(compaction_timeout, "compaction_timeout")
-        self._redactor = check_redactor(redact_secrets)
-        self._scanned: set[str] = set()
-        self._store: SessionStore | None = None
-        self._saved: dict[str, str] = {}
-        self._raw = ContextGraph(counter=counter)
-        self._working = WorkingGraph(self._raw, clock=clock)
+        session = None if store is None else store.restore(clock=options.clock)
+        if session is None:
+            self._raw = ContextGraph(counter=options.counter)
+            self._working = WorkingGraph(self._raw, clock=options.clock)
+        else:
+            self._raw, self._working = session.raw, session.working
+        self._store = store
         self._bus = EventBus(sender=self)
-        self._state = TriggerState()
-        if guards is not None and not isinstance(guards, GuardConfig):
-            msg = f"ContextManager: guards must be a GuardConfig, got {type(guards).__name__}"
-            raise ConfigurationError(msg)
-        self._guards = guards if guards is not None else GuardConfig()
-        self._guard_state = GuardState()
-        self._calibrator = Calibrator()
-        self._renderers: dict[ProviderFormat, Renderer] = {}
-        self._applied = 0
-        self._rejected = 0
-        self._last: RenderResult | None = None
-        self._last_timed_out = False
-        # Nodes ingested since the last request was rendered: the model has not seen them.
-        self._unsent: set[str] = set()
-        # Firings seen on ingest that no pipeline run has handled yet.
-        self._pending: list[Firing] = []
-        # One pipeline run at a time: a render that must compact waits for the run in
-        # progress instead of racing it over the same nodes. The event is made inside
-        # the running loop, so the manager works under asyncio and trio alike.
-        self._busy: anyio.Event | None = None
-        self._exit_stack: AsyncExitStack | None = None
-        self._group: TaskGroup | None = None
-        self._failure: Exception | None = None
+        self._state = ManagerState()
+        self._renderers = RendererCache(
+            self._state.calibrator,
+            refit_to=options.compact_to,
+            cache_breakpoints=options.cache_breakpoints,
+        )
+        self._keeper = StateKeeper(store, self._state, self._raw, self._renderers)
+        if session is not None:
+            self._keeper.load(session.state)
+        self._screen = SecretScreen(self._working, self._bus, options.redactor, self._state)
+        self._compactor = Compactor(
+            self._working, self._bus, options, self._state, self._keeper, self._screen
+        )
+        self._background = BackgroundRunner(self._compactor, self._renderers, options)
 
     @classmethod
     def open(
@@ -249,17 +238,14 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
                 the session was recorded with.
             ConfigurationError: an option is invalid.
         """
-        manager = cls(**options)
-        store = SQLiteStore.open(path, counter=options.get("counter"), durable=durable)
+        # Checked before the file is touched: a bad option creates no session file.
+        counter = resolve_options(**options).counter
+        store = SQLiteStore.open(path, counter=counter, durable=durable)
         try:
-            session = store.restore(clock=manager._clock)
-            manager._raw, manager._working = session.raw, session.working
-            manager._load_state(store, session.state)
+            return cls(store=store, **options)
         except BaseException:
             store.close()
             raise
-        manager._store = store
-        return manager
 
     # -- what the user reads -------------------------------------------------------------
 
@@ -278,54 +264,70 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         """The signals to observe the manager with (`bus.connect(name, receiver)`)."""
         return self._bus
 
+    @property
+    def store(self) -> SessionStore | None:
+        """The session store the manager writes to (`open`'s file); `None` in memory."""
+        return self._store
+
     def expand(self, node_id: str) -> tuple[Node, ...]:
         """The original pristine nodes behind any node (a summary, a masked copy)."""
         return self._working.expand(node_id)
 
     def stats(self) -> ManagerStats:
         """The manager's figures now."""
+        state = self._state
         return ManagerStats(
             raw_tokens=self._raw.total_tokens,
             working_tokens=self._working.total_tokens,
             units=len(self._working.units()),
-            proposals_applied=self._applied,
-            proposals_rejected=self._rejected,
-            last_render_tokens=None if self._last is None else self._last.tokens,
-            last_render_timed_out=self._last_timed_out,
+            proposals_applied=state.applied,
+            proposals_rejected=state.rejected,
+            last_render_tokens=None if state.last is None else state.last.tokens,
+            last_render_timed_out=state.last_timed_out,
         )
 
-    # -- ingest (the add_* methods come from IngestMethods) ----------------------------
+    # -- ingest (the add_* shorthands come from EventAdders and end here) ---------------
 
-    def _check_batch(self, batch: Sequence[AgentEvent]) -> None:
-        """Refuse a batch whose node triggers name a pipeline this manager lacks.
+    def ingest(self, events: Iterable[AgentEvent | dict[str, Any]]) -> tuple[str, ...]:
+        """Add a batch of events, whole or not at all; return the new node ids.
+
+        Every `add_*` shorthand goes through here, so the bus, the triggers and (with a
+        store, whose graph journals each batch) the session file see each event once.
 
         Raises:
-            IngestError: naming the event's index, the trigger and the pipelines there are.
+            IngestError: an event is malformed or inconsistent, or a node trigger names
+                a pipeline this manager lacks; nothing was added.
         """
-        for index, event in enumerate(batch):
-            for spec in getattr(event, "triggers", ()):
-                if spec.pipeline is not None and spec.pipeline not in self._pipelines:
-                    names = ", ".join(map(repr, self._pipelines))
-                    msg = (
-                        f"trigger `{spec.kind}` names pipeline {spec.pipeline!r}, which this "
-                        f"manager does not have (it has {names})"
-                    )
-                    raise IngestError(msg, SourceLocation(index=index))
+        batch = coerce_events(events)
+        check_batch(batch, self._options.pipelines)
+        ids = self._raw.ingest(batch)
+        self._state.unsent.update(ids)  # until a request carries them
+        for node_id in ids:
+            self._bus.emit("node_added", node_id=node_id, node=self._raw[node_id])
+        self._on_ingest()
+        return ids
 
-    def _on_ingest(self) -> None:
-        """Evaluate the triggers against the default budget after every ingest.
+    def add_response(self, response: object, **fields: Any) -> tuple[str, ...]:
+        """Add the assistant turn of a provider's whole response; return the new node ids.
 
-        What fires is handled at once in the background when the manager runs inside
-        `async with`, and by the next render otherwise.
+        Takes an OpenAI `ChatCompletion` (`choices[0].message`), an Anthropic `Message` or
+        a Gemini `GenerateContentResponse` (`candidates[0].content`), as the SDK's object
+        or its dict. When a render came before, the response's prompt tokens are reported
+        for calibration (`report_usage`): the response answers that request.
+
+        Args:
+            response: The response.
+            **fields: More `AssistantTurn` fields (`meta=`, `timestamp=`, ...).
+
+        Raises:
+            IngestError: the response is malformed or of no kind recognized (says what
+                is expected); nothing was added or reported.
         """
-        before = self._state
-        firings = self._fire(self._budget)
-        if firings:
-            self._pending.extend(firings)
-            if self._group is not None:
-                self._start_background()
-        if firings or (self._state is not before and self._state != before):
-            self._save_state()
+        reply = read_response(response, **fields)
+        ids = self.ingest((reply.turn,))
+        if reply.prompt_tokens and self._state.last is not None:
+            self.report_usage(reply.prompt_tokens)
+        return ids
 
     def mark_boundary(self, label: str) -> None:
         """Mark the end of a task; the `boundary` trigger fires at once.
@@ -333,8 +335,22 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         Inside `async with` the pipeline runs in the background; otherwise at the next
         render.
         """
-        self._state = self._state.mark_boundary(label)
+        self._compactor.mark_boundary(label)
         self._on_ingest()
+
+    def _on_ingest(self) -> None:
+        """Evaluate the triggers against the default budget after every ingest.
+
+        What fires is handled at once in the background when the manager runs inside
+        `async with`, and by the next render otherwise.
+        """
+        before = self._state.triggers
+        firings = self._compactor.check(self._options.budget)
+        if firings:
+            self._background.start()
+        after = self._state.triggers
+        if firings or (after is not before and after != before):
+            self._keeper.save()
 
     # -- render --------------------------------------------------------------------------
 
@@ -362,37 +378,36 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
             ConfigurationError: an unknown format or a budget that is not positive.
         """
         fmt, limit = self._render_options(format, budget)
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
-            raise failure
-        await self._redact_new()
-        renderer = self._renderer(fmt)
+        self._background.raise_failure()
+        await self._screen.snapshot()  # redacts what is new
+        renderer = self._renderers.get(fmt)
+        compactor = self._compactor
         due = self._due(limit)
         timed_out = False
-        if limit is not None and not self._fits(renderer, limit):
-            if self._busy is not None:
-                await self._busy.wait()  # the background run may make it fit
-            if not self._fits(renderer, limit):
-                timed_out = (await self._run(limit, None, renderer, overflow=True)).timed_out
-            if not self._fits(renderer, limit):
-                timed_out = await self._shrink_floor(renderer, limit) or timed_out
-        elif due and self._group is not None:
-            self._start_background()
+        if limit is not None and not compactor.fits(renderer, limit):
+            await compactor.slot.wait()  # the background run may make it fit
+            if not compactor.fits(renderer, limit):
+                run = await compactor.run(RunMode.OVERFLOW, limit, renderer)
+                timed_out = run.timed_out
+            if not compactor.fits(renderer, limit):
+                timed_out = await compactor.shrink_floor(renderer, limit) or timed_out
+        elif due and self._background.active:
+            self._background.start()
         elif due:
-            timed_out = (await self._run(limit, None, renderer)).timed_out
-        await self._redact_new()  # what the compaction wrote, too
+            timed_out = (await compactor.run(RunMode.SOFT, limit, renderer)).timed_out
+        await self._screen.snapshot()  # what the compaction wrote, too
         return self._finish(renderer, fmt, limit, timed_out=timed_out)
 
     def _render_options(
         self, format: ProviderFormat | None, budget: int | None
     ) -> tuple[ProviderFormat, int | None]:
-        fmt = self._format if format is None else check_format(format, "render")
-        return fmt, self._budget if budget is None else check_budget(budget, "render")
+        fmt = self._options.format if format is None else check_format(format, "render")
+        return fmt, self._options.budget if budget is None else check_budget(budget, "render")
 
     def _due(self, limit: int | None) -> bool:
         """Evaluate the triggers for this render; whether any firing waits to be handled."""
-        self._pending.extend(self._fire(limit))
-        return bool(self._pending)
+        self._compactor.check(limit)
+        return self._compactor.due
 
     def _finish(
         self,
@@ -403,10 +418,10 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         timed_out: bool = False,
     ) -> RenderResult:
         result = renderer.render(self._working, budget=limit)
-        self._last, self._last_timed_out = result, timed_out
-        self._unsent.clear()
+        self._state.last, self._state.last_timed_out = result, timed_out
+        self._state.unsent.clear()
         self._bus.emit("render_done", format=fmt, tokens=result.tokens, budget=limit)
-        self._save_state()
+        self._keeper.save()
         return result
 
     def render_sync(
@@ -433,10 +448,10 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         Most calls compact nothing, and starting an event loop costs about a
         millisecond, more than the render itself.
         """
-        if self._failure is None and self._redactor is None:
+        if not self._background.failed and self._options.redactor is None:
             fmt, limit = self._render_options(format, budget)
-            renderer = self._renderer(fmt)
-            if not self._due(limit) and (limit is None or self._fits(renderer, limit)):
+            renderer = self._renderers.get(fmt)
+            if not self._due(limit) and (limit is None or self._compactor.fits(renderer, limit)):
                 return self._finish(renderer, fmt, limit)
         return anyio.run(functools.partial(self.render, format=format, budget=budget))
 
@@ -452,9 +467,7 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         Returns:
             What the run did: stages run, proposals applied and rejected.
         """
-        self._state = self._state.request_manual()
-        self._fire(self._budget)
-        return await self._run(self._budget, instructions, None, manual=True)
+        return await self._compactor.compact(self._options.budget, instructions)
 
     def report_usage(self, prompt_tokens: int) -> float:
         """Report the provider's prompt tokens for the last render; return the new factor.
@@ -469,11 +482,57 @@ class ContextManager(IngestMethods, BackgroundMethods, FloorMethods):
         if isinstance(prompt_tokens, bool) or not isinstance(prompt_tokens, int):
             msg = f"report_usage: `prompt_tokens` must be an int, got {prompt_tokens!r}"
             raise ConfigurationError(msg)
-        if self._last is None:
+        last = self._state.last
+        if last is None:
             msg = "report_usage: nothing was rendered yet; call render() before reporting"
             raise ConfigurationError(msg)
-        factor = self._calibrator.observe(self._last.tokens, prompt_tokens)
-        usage = {"prompt_tokens": prompt_tokens, "estimated": self._last.tokens}
+        factor = self._state.calibrator.observe(last.tokens, prompt_tokens)
+        usage = {"prompt_tokens": prompt_tokens, "estimated": last.tokens}
         self._bus.emit("usage_reported", usage=usage, factor=factor)
-        self._save_state()
+        self._keeper.save()
         return factor
+
+    # -- life cycle ----------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        """Start background compaction: soft triggers no longer delay a render.
+
+        Raises:
+            RuntimeError: the manager is already inside an `async with`.
+        """
+        await self._background.enter()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Cancel background compaction and wait until it stopped.
+
+        A stage cut short applies nothing (proposals are applied whole, never while a
+        processor runs), so the graph stays as the last applied proposal left it. An
+        in-memory manager keeps working afterwards, compacting in the foreground again;
+        a manager from `open` also closes its session file (see `close`).
+        """
+        await self._background.stop()
+        self.close()
+
+    def close(self) -> None:
+        """Save the state and close the session file (a manager from `open`).
+
+        Without a session file there is nothing to close; the manager keeps working.
+        With one, later ingests and compactions are refused with `StoreError`. Closing
+        twice is harmless.
+
+        Raises:
+            RuntimeError: background compaction is running (use `await aclose()`).
+        """
+        if self._background.active:
+            msg = "close() inside `async with manager:`; leave the block or `await aclose()`"
+            raise RuntimeError(msg)
+        self._keeper.close()

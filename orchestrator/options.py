@@ -1,4 +1,4 @@
-"""Checking `ContextManager`'s options.
+"""`ContextManager`'s options: checked once, then frozen in a `ManagerOptions`.
 
 A mistake fails at construction with a message that names the option, instead of deep
 inside the first render.
@@ -6,16 +6,21 @@ inside the first render.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
-from context_graph.errors import ConfigurationError
+from context_graph.errors import ConfigurationError, IngestError, SourceLocation
+from context_graph.graph.events import AgentEvent
 from context_graph.render import FORMATS
-from context_graph.tokens.counting import ProviderFormat
+from context_graph.tokens.counting import ProviderFormat, TokenCounter
+from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.triggers import TriggerConfig
 from orchestrator.profiles import Profile, get_profile, load_profile
-from processors.base import Processor
+from processors.base import Processor, Summarizer
 from processors.distill import Distiller
 from processors.mask import ObservationMasker
 from processors.redact import SecretRedactor
@@ -23,6 +28,8 @@ from processors.summarize import HistorySummarizer
 from processors.truncate import ToolOutputTruncator
 
 __all__ = [
+    "ManagerOptions",
+    "check_batch",
     "check_budget",
     "check_cache_breakpoints",
     "check_format",
@@ -34,8 +41,129 @@ __all__ = [
     "check_timeout",
     "default_pipeline",
     "profile_defaults",
+    "resolve_options",
     "resolve_profile",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class ManagerOptions:
+    """A manager's options once checked, with the profile's defaults filled in."""
+
+    format: ProviderFormat
+    """The default provider format."""
+    budget: int | None
+    """The default token budget of a render."""
+    counter: TokenCounter | None
+    """The token counter (`None`: the default one)."""
+    triggers: TriggerConfig
+    """When compaction runs."""
+    pipelines: Mapping[str, tuple[Processor, ...]]
+    """Every pipeline by name, the default one under `triggers.default_pipeline`."""
+    summarizer: Summarizer | None
+    """Given to the processors."""
+    compact_to: float
+    """The share of the budget a run that makes a request fit compacts down to."""
+    guards: GuardConfig
+    """The loop guards."""
+    background_timeout: float | None
+    """Seconds a background run may take."""
+    compaction_timeout: float | None
+    """Seconds a foreground run (and the floor's truncation) may take."""
+    redactor: SecretRedactor | None
+    """What scans new nodes for secrets (`None`: no redaction)."""
+    cache_breakpoints: bool
+    """Mark Anthropic prompt-cache breakpoints."""
+    clock: Callable[[], float]
+    """Seconds since the epoch, for the audit log."""
+
+    @property
+    def default_stages(self) -> tuple[Processor, ...]:
+        """The default pipeline's processors."""
+        return self.pipelines[self.triggers.default_pipeline]
+
+
+def resolve_options(
+    *,
+    format: ProviderFormat = "openai",
+    budget: int | None = None,
+    profile: Profile | str | None = None,
+    counter: TokenCounter | None = None,
+    triggers: TriggerConfig | None = None,
+    pipeline: Sequence[Processor] | None = None,
+    pipelines: Mapping[str, Sequence[Processor]] | None = None,
+    summarizer: Summarizer | None = None,
+    compact_to: float | None = None,
+    guards: GuardConfig | None = None,
+    background_timeout: float | None = 120.0,
+    compaction_timeout: float | None = 60.0,
+    redact_secrets: bool | SecretRedactor = False,
+    cache_breakpoints: bool = False,
+    clock: Callable[[], float] = time.time,
+) -> ManagerOptions:
+    """Check `ContextManager`'s options (its keywords, defaults alike) and freeze them.
+
+    The options given explicitly override the profile's.
+
+    Raises:
+        ConfigurationError: naming the first option that is invalid.
+    """
+    chosen = profile_defaults(
+        resolve_profile(profile),
+        {
+            "triggers": triggers,
+            "pipeline": pipeline,
+            "pipelines": pipelines,
+            "compact_to": compact_to,
+        },
+    )
+    ratio = chosen.get("compact_to")
+    ratio = check_ratio(0.7 if ratio is None else ratio, "compact_to")
+    fmt = check_format(format, "ContextManager")
+    limit = check_budget(budget, "ContextManager")
+    marks = check_cache_breakpoints(cache_breakpoints, fmt)
+    check_options(counter, chosen.get("triggers"), summarizer, clock)
+    config = chosen.get("triggers")
+    config = config if config is not None else TriggerConfig()
+    stages = check_pipelines(chosen.get("pipeline"), chosen.get("pipelines"), config)
+    background = check_timeout(background_timeout, "background_timeout")
+    foreground = check_timeout(compaction_timeout, "compaction_timeout")
+    redactor = check_redactor(redact_secrets)
+    if guards is not None and not isinstance(guards, GuardConfig):
+        msg = f"ContextManager: guards must be a GuardConfig, got {type(guards).__name__}"
+        raise ConfigurationError(msg)
+    return ManagerOptions(
+        format=fmt,
+        budget=limit,
+        counter=counter,
+        triggers=config,
+        pipelines=MappingProxyType(stages),
+        summarizer=summarizer,
+        compact_to=ratio,
+        guards=guards if guards is not None else GuardConfig(),
+        background_timeout=background,
+        compaction_timeout=foreground,
+        redactor=redactor,
+        cache_breakpoints=marks,
+        clock=clock,
+    )
+
+
+def check_batch(batch: Sequence[AgentEvent], pipelines: Mapping[str, object]) -> None:
+    """Refuse a batch whose node triggers name a pipeline not in `pipelines`.
+
+    Raises:
+        IngestError: naming the event's index, the trigger and the pipelines there are.
+    """
+    for index, event in enumerate(batch):
+        for spec in getattr(event, "triggers", ()):
+            if spec.pipeline is not None and spec.pipeline not in pipelines:
+                names = ", ".join(map(repr, pipelines))
+                msg = (
+                    f"trigger `{spec.kind}` names pipeline {spec.pipeline!r}, which this "
+                    f"manager does not have (it has {names})"
+                )
+                raise IngestError(msg, SourceLocation(index=index))
 
 
 def default_pipeline() -> tuple[Processor, ...]:

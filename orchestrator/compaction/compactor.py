@@ -1,121 +1,123 @@
-"""How `ContextManager` compacts: triggers, one run at a time, the plan, redaction.
+"""`Compactor`: how the manager compacts, one run at a time.
 
-Mixed into `ContextManager`; the attributes declared below are set by its constructor.
-A run claims the one run slot (a render that must compact waits for the run in
-progress instead of racing it over the same nodes), hands the pending firings to
-`plan_runs`, and folds each pipeline's outcome into the manager's figures.
+It evaluates the triggers and keeps what fired until a run handles it; a run claims the
+one run slot (a render that must compact waits for the run in progress instead of racing
+it over the same nodes), hands the pending firings to `plan_runs`, runs the pipelines
+under the mode's time limit and folds their outcomes into the manager's state. When
+compaction cannot bring a request under its budget, `shrink_floor` truncates the floor's
+outputs (`orchestrator.compaction.floor`) as one more run in the same slot.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
 
-from context_graph.errors import InvariantViolation
-from context_graph.render import Renderer, RenderResult
-from context_graph.tokens.counting import ProviderFormat
+from context_graph.errors import BudgetExceededError
+from context_graph.render import Renderer
 from orchestrator.bus import EventBus
+from orchestrator.compaction.floor import pipeline_truncator, shrink_floor
 from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.pipeline import PipelineRun, StageSettings, run_pipeline
-from orchestrator.compaction.plan import plan_runs
-from orchestrator.compaction.triggers import Firing, TriggerConfig, evaluate
-from orchestrator.persistence.manager_state import PersistenceMethods
-from orchestrator.working import WorkingGraph, WorkingView
-from processors.base import Processor, ProcessorContext, Summarizer, run_processor
-from processors.redact import SecretRedactor
+from orchestrator.compaction.plan import RunMode, plan_runs
+from orchestrator.compaction.screen import SecretScreen
+from orchestrator.compaction.slot import RunSlot
+from orchestrator.compaction.triggers import Firing, evaluate
+from orchestrator.options import ManagerOptions
+from orchestrator.persistence.manager_state import ManagerState, StateKeeper
+from orchestrator.working import WorkingGraph
 
-__all__ = ["CompactionMethods"]
-
-#: Redaction passes before giving up on a view that changes under each one: a pass
-#: redacts, the next finds nothing new (or redacts what arrived meanwhile).
-_REDACT_ATTEMPTS = 5
+__all__ = ["Compactor"]
 
 
-class CompactionMethods(PersistenceMethods):
-    """Trigger evaluation, pipeline runs and redaction; mixed into `ContextManager`."""
+class Compactor:
+    """Trigger evaluation and compaction runs over a working graph.
 
-    _working: WorkingGraph
-    _bus: EventBus
-    _config: TriggerConfig
-    _pipelines: dict[str, tuple[Processor, ...]]
-    _guards: GuardConfig
-    _summarizer: Summarizer | None
-    _clock: Callable[[], float]
-    _compact_to: float
-    _background_timeout: float | None
-    _compaction_timeout: float | None
-    _redactor: SecretRedactor | None
-    _renderers: dict[ProviderFormat, Renderer]
-    _cache_breakpoints: bool
-    _last: RenderResult | None
-    _busy: anyio.Event | None
-    _unsent: set[str]
+    Args:
+        working: The working graph the proposals are applied to.
+        bus: Where triggers, proposals and runs are reported.
+        options: The manager's options (triggers, pipelines, guards, time limits).
+        state: The manager's state (trigger and guard state, pending firings, counters).
+        keeper: Writes the state after each run, and makes a run one transaction.
+        screen: Gives every stage its view, scanned for secrets.
+    """
 
-    def _renderer(self, format: ProviderFormat) -> Renderer:
-        renderer = self._renderers.get(format)
-        if renderer is None:
-            renderer = Renderer(
-                format=format,
-                calibrator=self._calibrator,
-                refit_to=self._compact_to,
-                cache_breakpoints=self._cache_breakpoints,
-            )
-            self._renderers[format] = renderer
-        return renderer
+    def __init__(
+        self,
+        working: WorkingGraph,
+        bus: EventBus,
+        options: ManagerOptions,
+        state: ManagerState,
+        keeper: StateKeeper,
+        screen: SecretScreen,
+    ) -> None:
+        self._working = working
+        self._bus = bus
+        self._options = options
+        self._state = state
+        self._keeper = keeper
+        self._screen = screen
+        self.slot = RunSlot()
+        """The one run slot (a background run holds it while it works)."""
 
-    def _fits(self, renderer: Renderer, budget: int | None) -> bool:
+    # -- triggers ------------------------------------------------------------------------
+
+    @property
+    def due(self) -> bool:
+        """Whether firings wait for a run."""
+        return bool(self._state.pending)
+
+    def check(self, budget: int | None) -> list[Firing]:
+        """Evaluate the triggers; what fires waits for the next run (and is returned)."""
+        firings = self._fire(budget)
+        self._state.pending.extend(firings)
+        return firings
+
+    def mark_boundary(self, label: str) -> None:
+        """Mark the end of a task: the `boundary` trigger fires at the next check."""
+        self._state.triggers = self._state.triggers.mark_boundary(label)
+
+    async def compact(self, budget: int | None, instructions: str | None) -> PipelineRun:
+        """The manual run (`compact()`): the default pipeline, whatever the triggers say."""
+        self._state.triggers = self._state.triggers.request_manual()
+        self._fire(budget)
+        return await self.run(RunMode.MANUAL, budget, None, instructions)
+
+    def fits(self, renderer: Renderer, budget: int | None) -> bool:
+        """Whether the working view, rendered by `renderer` and calibrated, fits `budget`."""
         if budget is None:
             return False
         tokens = renderer.render(self._working).tokens
-        return self._calibrator.apply(tokens) <= budget
+        return self._state.calibrator.apply(tokens) <= budget
 
     def _fire(self, budget: int | None) -> list[Firing]:
-        firings, self._state = evaluate(
-            self._working.view, budget, self._state, config=self._config
+        config = self._options.triggers
+        firings, self._state.triggers = evaluate(
+            self._working.view, budget, self._state.triggers, config=config
         )
         tokens = self._working.total_tokens
         for firing in firings:
             self._bus.emit("trigger_fired", firing=firing)
             if firing.kind == "budget_ratio" and budget is not None:
-                threshold = (
-                    self._config.hard_ratio
-                    if firing.name == "budget_hard"
-                    else self._config.soft_ratio
-                )
+                threshold = config.hard_ratio if firing.name == "budget_hard" else config.soft_ratio
                 self._bus.emit(
                     "budget_crossed", ratio=tokens / budget, threshold=threshold, tokens=tokens
                 )
         return firings
 
-    async def _claim(self) -> anyio.Event:
-        """Wait until no pipeline runs, then hold the run slot (release with `.set()`)."""
-        while self._busy is not None:
-            await self._busy.wait()
-        self._busy = anyio.Event()
-        return self._busy
+    # -- runs ----------------------------------------------------------------------------
 
-    def _release(self, busy: anyio.Event) -> None:
-        if self._busy is busy:
-            self._busy = None
-        busy.set()
-
-    async def _run(
+    async def run(
         self,
+        mode: RunMode,
         budget: int | None,
-        instructions: str | None,
-        renderer: Renderer | None,
-        *,
-        firings: Sequence[Firing] = (),
-        manual: bool = False,
-        overflow: bool = False,
-        background: bool = False,
+        renderer: Renderer | None = None,
+        instructions: str | None = None,
     ) -> PipelineRun:
-        """Handle the pending firings and `firings`: the pipelines `plan_runs` picks.
+        """Handle the pending firings: the pipelines `plan_runs` picks for `mode`.
 
         A whole-view run stops once the request fits `compact_to` of the budget (with a
         `renderer`; a manual run goes through every stage). One run at a time: this
@@ -123,86 +125,136 @@ class CompactionMethods(PersistenceMethods):
         """
         target = self._target(budget)
         settings = self._settings(budget, instructions, target)
-        guards = self._guards
-        if overflow:
-            # The floor, the stall after little progress and the re-summarize cap spare
-            # the prompt cache and the summary's fidelity when compaction is optional;
-            # when the request does not fit at all, compaction is the only way to send
-            # it, and a long session must be able to roll its summary again. The
-            # failure limit still holds.
-            guards = guards.model_copy(
-                update={"floor_tokens": 0, "min_progress": 0.0, "max_resummarize": 1 << 30}
-            )
+        guards = self._guards(mode)
         done = (
-            None if manual or renderer is None else functools.partial(self._fits, renderer, target)
+            None
+            if mode is RunMode.MANUAL or renderer is None
+            else functools.partial(self.fits, renderer, target)
         )
-        busy = await self._claim()
+        busy = await self.slot.claim()
         # A run lands in the session file whole or not at all (`SessionStore.atomic`),
         # with the state it leaves: a crash between two of its proposals must not leave
         # a session that is neither before nor after it.
-        with self._journal_run():
+        with self._keeper.atomic():
             # Whatever fired so far is handled by this run (or found moot by it).
-            handled, self._pending = [*self._pending, *firings], []
-            steps = plan_runs(handled, self._config.default_pipeline, overflow=overflow or manual)
-            relief = None if manual else self._relief_limit(handled, budget, overflow)
-            total = PipelineRun(guard_state=self._guard_state)
+            handled, self._state.pending = [*self._state.pending], []
+            steps = plan_runs(handled, self._options.triggers.default_pipeline, mode)
+            relief = None if mode is RunMode.MANUAL else self._relief_limit(handled, budget, mode)
+            total = PipelineRun(guard_state=self._state.guards)
             try:
                 # `background_timeout` cuts a background run, `compaction_timeout` one
                 # that a render or `compact()` waits for, the same way: nothing of the
                 # stage in progress is applied (a proposal lands whole, never while its
                 # processor runs), and a render goes on from what the finished stages left.
-                with anyio.move_on_after(self._time_limit(background)) as scope:
-                    if relief is not None and renderer is not None and self._unsent:
+                with anyio.move_on_after(self._time_limit(mode)) as scope:
+                    if relief is not None and renderer is not None and self._state.unsent:
                         if await self._relieve(renderer, relief, settings, guards, total):
                             steps = ()
                     for step in steps:
-                        whole = step.only is None
                         await self._pipeline(
                             step.pipeline,
                             settings,
                             total,
-                            done=done if whole else None,
+                            done=done if step.only is None else None,
                             guards=guards,
-                            manual=manual,
+                            mode=mode,
                             only=step.only,
                         )
                 total.timed_out = scope.cancelled_caught
             except anyio.get_cancelled_exc_class():
                 # Cancelled from outside (the manager closed): the work is still due, and
                 # the next render does it in the foreground.
-                self._pending[:0] = handled
-                self._bus.emit(
-                    "compaction_done",
-                    run=total,
-                    background=background,
-                    timed_out=False,
-                    cancelled=True,
-                )
+                self._state.pending[:0] = handled
+                self._report_done(total, mode, cancelled=True)
                 raise
             finally:
-                self._release(busy)
-            self._save_state()
+                self.slot.release(busy)
+            self._keeper.save()
         if total.timed_out:
-            self._report_timeout(total, background=background, floor=False)
-        self._bus.emit(
-            "compaction_done",
-            run=total,
-            background=background,
-            timed_out=total.timed_out,
-            cancelled=False,
-        )
+            self._report_timeout(total, mode, floor=False)
+        self._report_done(total, mode, cancelled=False)
         return total
 
-    def _time_limit(self, background: bool) -> float | None:
-        return self._background_timeout if background else self._compaction_timeout
+    async def shrink_floor(self, renderer: Renderer, budget: int) -> bool:
+        """Truncate the outputs after the latest user turn until the request fits.
 
-    def _report_timeout(self, run: PipelineRun, *, background: bool, floor: bool) -> None:
+        The last resort of a render that overflows (see `floor.shrink_floor`): the
+        default pipeline's truncator lends its policies (errors first for test runs,
+        ...). It runs in the run slot under `compaction_timeout`, like the run before it.
+
+        Returns:
+            Whether the time limit cut it short (what it applied before stays).
+        """
+
+        def measure() -> int:
+            return self._state.calibrator.apply(renderer.render(self._working).tokens)
+
+        def required() -> int:
+            try:
+                return renderer.render(self._working, budget=budget).tokens
+            except BudgetExceededError as exc:
+                return exc.required
+
+        settings = self._settings(budget, None, budget)
+        run = PipelineRun()
+        busy = await self.slot.claim()
+        try:
+            with anyio.move_on_after(self._time_limit(RunMode.OVERFLOW)) as scope:
+                await shrink_floor(
+                    self._working,
+                    self._bus,
+                    settings,
+                    measure,
+                    budget,
+                    pipeline_truncator(self._options.default_stages),
+                    required,
+                    frozenset(self._state.unsent),
+                    run=run,
+                )
+        finally:
+            self.slot.release(busy)
+            self._state.applied += run.applied
+            self._state.rejected += run.rejected
+        run.timed_out = scope.cancelled_caught
+        if run.applied:
+            self._keeper.save()
+        if run.timed_out:
+            self._report_timeout(run, RunMode.OVERFLOW, floor=True)
+        return run.timed_out
+
+    def _guards(self, mode: RunMode) -> GuardConfig:
+        guards = self._options.guards
+        if mode is not RunMode.OVERFLOW:
+            return guards
+        # The floor, the stall after little progress and the re-summarize cap spare the
+        # prompt cache and the summary's fidelity when compaction is optional; when the
+        # request does not fit at all, compaction is the only way to send it, and a long
+        # session must be able to roll its summary again. The failure limit still holds.
+        return guards.model_copy(
+            update={"floor_tokens": 0, "min_progress": 0.0, "max_resummarize": 1 << 30}
+        )
+
+    def _time_limit(self, mode: RunMode) -> float | None:
+        if mode is RunMode.BACKGROUND:
+            return self._options.background_timeout
+        return self._options.compaction_timeout
+
+    def _report_done(self, run: PipelineRun, mode: RunMode, *, cancelled: bool) -> None:
+        self._bus.emit(
+            "compaction_done",
+            run=run,
+            background=mode is RunMode.BACKGROUND,
+            timed_out=False if cancelled else run.timed_out,
+            cancelled=cancelled,
+        )
+
+    def _report_timeout(self, run: PipelineRun, mode: RunMode, *, floor: bool) -> None:
         self._bus.emit(
             "compaction_timed_out",
             run=run,
-            background=background,
+            background=mode is RunMode.BACKGROUND,
             floor=floor,
-            timeout=self._time_limit(background),
+            timeout=self._time_limit(mode),
         )
 
     async def _pipeline(
@@ -215,29 +267,23 @@ class CompactionMethods(PersistenceMethods):
         run = PipelineRun()
         try:
             await run_pipeline(
-                self._pipelines[name],
+                self._options.pipelines[name],
                 self._working,
                 self._bus,
                 settings,
-                guard_state=self._guard_state,
+                guard_state=self._state.guards,
                 run=run,
                 **options,
             )
         finally:
             self._count(total, run)
 
-    def _journal_run(self) -> AbstractContextManager[None]:
-        store = self._store
-        if store is None or store.closed:
-            return contextlib.nullcontext()
-        return store.atomic()
-
     def _count(self, total: PipelineRun, run: PipelineRun) -> None:
-        """Fold one pipeline's run into the manager's figures and the run's total."""
+        """Fold one pipeline's run into the manager's state and the run's total."""
         if run.guard_state is not None:
-            self._guard_state = total.guard_state = run.guard_state
-        self._applied += run.applied
-        self._rejected += run.rejected
+            self._state.guards = total.guard_state = run.guard_state
+        self._state.applied += run.applied
+        self._state.rejected += run.rejected
         total.applied += run.applied
         total.rejected += run.rejected
         total.stages.extend(run.stages)
@@ -261,17 +307,17 @@ class CompactionMethods(PersistenceMethods):
         once more per turn.
         """
         await self._pipeline(
-            self._config.default_pipeline,
+            self._options.triggers.default_pipeline,
             settings,
             total,
-            done=functools.partial(self._fits, renderer, relief),
+            done=functools.partial(self.fits, renderer, relief),
             guards=guards,
-            only=frozenset(self._unsent),
+            only=frozenset(self._state.unsent),
         )
-        return self._fits(renderer, relief)
+        return self.fits(renderer, relief)
 
     def _relief_limit(
-        self, handled: Sequence[Firing], budget: int | None, overflow: bool
+        self, handled: Sequence[Firing], budget: int | None, mode: RunMode
     ) -> int | None:
         """The size under which compacting what the model has not seen yet is enough.
 
@@ -286,75 +332,31 @@ class CompactionMethods(PersistenceMethods):
         """
         if budget is None:
             return None
-        default = self._config.default_pipeline
-        if any(f.kind != "budget_ratio" or f.pipeline != default for f in handled):
+        config = self._options.triggers
+        if any(f.kind != "budget_ratio" or f.pipeline != config.default_pipeline for f in handled):
             return None
         levels = [
-            self._config.hard_ratio if f.name == "budget_hard" else self._config.soft_ratio
-            for f in handled
+            config.hard_ratio if f.name == "budget_hard" else config.soft_ratio for f in handled
         ]
-        if overflow and not handled:
-            levels.append(self._config.hard_ratio)
+        if mode is RunMode.OVERFLOW and not handled:
+            levels.append(config.hard_ratio)
         ratio = min((level for level in levels if level is not None), default=1.0)
         return int(budget * min(ratio, 1.0))
 
     def _target(self, budget: int | None) -> int | None:
         # Compact in one batch down to the low-water mark, not just under the budget, so
         # that the following turns fit without another rewrite of the prefix.
-        return None if budget is None else max(1, int(budget * self._compact_to))
+        return None if budget is None else max(1, int(budget * self._options.compact_to))
 
     def _settings(
         self, budget: int | None, instructions: str | None, target: int | None
     ) -> StageSettings:
-        """What the stages of one run share; each takes its view from `_snapshot`."""
+        """What the stages of one run share; each takes its view from the screen."""
         return StageSettings(
             budget,
-            self._summarizer,
+            self._options.summarizer,
             instructions,
-            self._clock,
+            self._options.clock,
             target=target,
-            snapshot=self._snapshot,
+            snapshot=self._screen.snapshot,
         )
-
-    async def _redact_new(self) -> None:
-        """Redact secrets in every view node not scanned yet (with `redact_secrets`)."""
-        await self._snapshot()
-
-    async def _snapshot(self) -> WorkingView:
-        """A frozen view in which every node was scanned for secrets (with `redact_secrets`).
-
-        Every processor of a run reads the view this returns (`StageSettings.snapshot`),
-        so a node that arrived while an earlier stage awaited a model, or while a render
-        waited for the run slot, is redacted before any summarizer sees it. The view is
-        returned only once a check with no await before the freeze finds nothing
-        unscanned in it.
-
-        Raises:
-            RuntimeError: the view kept changing while it was redacted.
-        """
-        redactor = self._redactor
-        if redactor is None:
-            return self._working.snapshot()
-        for _attempt in range(_REDACT_ATTEMPTS):
-            snapshot = self._working.snapshot()
-            new = [snapshot[i] for i in snapshot.current_ids() if i not in self._scanned]
-            if not new:
-                return snapshot
-            ctx = ProcessorContext(graph=snapshot, tokens=self._working.token_cache)
-            proposal = await run_processor(redactor, new, ctx)
-            if proposal.empty:
-                self._scanned.update(node.id for node in new)
-                continue  # scan again: nodes may have arrived while the redactor ran
-            self._bus.emit("proposal_made", proposal=proposal)
-            try:
-                entry = self._working.apply(proposal)
-            except InvariantViolation as exc:
-                # A compaction replaced a target meanwhile: scan the new view again.
-                self._bus.emit("proposal_rejected", proposal=proposal, reason=str(exc))
-                continue
-            self._applied += 1
-            self._bus.emit("proposal_applied", proposal=proposal, entry=entry)
-            self._scanned.update(node.id for node in new)
-            self._scanned.update(entry.added)
-        msg = "redact_secrets: the view kept changing while it was being redacted"
-        raise RuntimeError(msg)

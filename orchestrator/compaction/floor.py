@@ -23,10 +23,12 @@ from orchestrator.compaction.pipeline import (
     run_stage,
     stands_for,
 )
+from orchestrator.compaction.plan import RunMode
 from orchestrator.working import WorkingGraph, WorkingView
+from processors.base import Processor
 from processors.truncate import ToolOutputTruncator
 
-__all__ = ["floor_outputs", "output_cap", "shrink_floor"]
+__all__ = ["floor_outputs", "output_cap", "pipeline_truncator", "shrink_floor"]
 
 #: No output is cut below this many tokens: its head still says what it was.
 MIN_CAP = 64
@@ -48,6 +50,11 @@ def floor_outputs(view: WorkingView) -> tuple[Node, ...]:
         if unit.kind in {"user", "notice", "system", "summary"}:
             start = index + 1
     return output_targets(view, units[start:])
+
+
+def pipeline_truncator(stages: Sequence[Processor]) -> ToolOutputTruncator | None:
+    """The pipeline's own truncator, whose policies the floor's truncation keeps (if any)."""
+    return next((stage for stage in stages if isinstance(stage, ToolOutputTruncator)), None)
 
 
 def output_cap(sizes: Sequence[int], excess: int) -> int | None:
@@ -136,7 +143,9 @@ async def shrink_floor(
         group, cap = chosen
         truncator = (base or ToolOutputTruncator()).resized(cap)
         only = frozenset(node.id for node in group if view.tokens(node.id) > cap)
-        outcome = await run_stage(truncator, working, bus, settings, run, only=only)
+        outcome = await run_stage(
+            truncator, working, bus, settings, run, mode=RunMode.OVERFLOW, only=only
+        )
         if not outcome.applied:
             break
     return run

@@ -39,6 +39,7 @@ from orchestrator.compaction.guards import (
     record,
     tick,
 )
+from orchestrator.compaction.plan import RunMode
 from orchestrator.working import WorkingGraph, WorkingView
 from processors.base import (
     Abstract,
@@ -210,17 +211,18 @@ async def run_stage(
     settings: StageSettings,
     run: PipelineRun,
     *,
-    manual: bool = False,
+    mode: RunMode = RunMode.SOFT,
     only: frozenset[str] | None = None,
 ) -> StageOutcome:
     """Run one stage on a fresh snapshot and apply its proposal, or report why not.
 
     With `only`, the stage takes just those nodes (see `_targets`). The snapshot comes
     from `settings.snapshot` when given (the one place a processor's view is taken).
+    The outcome is marked manual in `RunMode.MANUAL` (the guards record it as such).
     """
     snapshot = working.snapshot() if settings.snapshot is None else await settings.snapshot()
     tokens = snapshot.total_tokens
-    nothing = StageOutcome(view_tokens=tokens, manual=manual)
+    nothing = StageOutcome(view_tokens=tokens, manual=mode is RunMode.MANUAL)
     targets = _targets(processor, snapshot, working, only)
     run.stages.append(_name(processor))
     if not targets:
@@ -288,7 +290,7 @@ async def run_pipeline(
     done: Callable[[], bool] | None = None,
     guards: GuardConfig | None = None,
     guard_state: GuardState | None = None,
-    manual: bool = False,
+    mode: RunMode = RunMode.SOFT,
     only: frozenset[str] | None = None,
     run: PipelineRun | None = None,
 ) -> PipelineRun:
@@ -302,7 +304,8 @@ async def run_pipeline(
         done: Whether the view is small enough to stop.
         guards: The loop guards; `None` runs every stage (as without guards).
         guard_state: The state the previous run returned; `GuardState()` when `None`.
-        manual: A manual run (`compact()`): every guard is bypassed, outcomes recorded.
+        mode: Why the run happens; in `RunMode.MANUAL` (`compact()`) every guard is
+            bypassed, the outcomes still recorded.
         only: Restrict every stage to these nodes (the ones a node trigger named).
         run: Where the outcomes are gathered (and returned); a fresh `PipelineRun` when
             `None`. A caller that may cut the run short reads what finished from it.
@@ -312,6 +315,7 @@ async def run_pipeline(
     for processor in pipeline:
         name = _name(processor)
         if guards is not None and state is not None:
+            manual = mode is RunMode.MANUAL
             ok, reason = allowed(name, state, working.total_tokens, manual, config=guards)
             if not ok:
                 run.skipped.append((name, reason))
@@ -321,9 +325,7 @@ async def run_pipeline(
         # are the next span (`history_targets`), so the stage may run again on them.
         again = isinstance(processor, HistorySummarizer) and only is None and done is not None
         for _ in range(1 + MAX_SUMMARY_REPEATS if again else 1):
-            outcome = await run_stage(
-                processor, working, bus, settings, run, manual=manual, only=only
-            )
+            outcome = await run_stage(processor, working, bus, settings, run, mode=mode, only=only)
             if guards is not None and state is not None:
                 state = record(state, name, outcome)
                 notice = disabled_notice(state, name, outcome, guards)

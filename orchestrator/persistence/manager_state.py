@@ -1,4 +1,4 @@
-"""The persistence side of `ContextManager`: its own state in the session file.
+"""The manager's own state: one record (`ManagerState`) and its keeper (`StateKeeper`).
 
 The journal (every ingested batch and every applied proposal, in order) is written by the
 graphs a `SessionStore` restores, so nothing here records edits. What is kept here is the
@@ -9,67 +9,114 @@ what the model has not been sent yet and how many units each renderer keeps leav
 changes nothing costs no write.
 
 What was not sent is kept as `sent`, the number of pristine nodes the last request
-covered: the nodes ingested after it are the unsent ones (`ContextManager._unsent`), and
+covered: the nodes ingested after it are the unsent ones (`ManagerState.unsent`), and
 since every ingested batch is journaled, that holds after a crash too, however many
 batches came in since the state was last written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import JsonValue
 
 from context_graph.errors import StoreCorruptError
 from context_graph.graph.context_graph import ContextGraph
-from context_graph.render import Renderer
-from context_graph.tokens.counting import Calibrator, ProviderFormat
+from context_graph.render import RenderResult
+from context_graph.tokens.counting import Calibrator
 from orchestrator.compaction.guards import GuardState
+from orchestrator.compaction.renderers import RendererCache
 from orchestrator.compaction.triggers import Firing, TriggerState
 from orchestrator.options import check_format
 from orchestrator.persistence.protocol import SessionStore
 
-__all__ = ["PersistenceMethods"]
+__all__ = ["ManagerState", "StateKeeper"]
 
 
-class PersistenceMethods:
-    """Saving and restoring the manager's state; mixed into `ContextManager`."""
+@dataclass(slots=True)
+class ManagerState:
+    """Everything a `ContextManager` changes as it goes, in one place.
 
-    _store: SessionStore | None
-    _saved: dict[str, str]
-    _state: TriggerState
-    _guard_state: GuardState
-    _applied: int
-    _rejected: int
-    _calibrator: Calibrator
-    _pending: list[Firing]
-    _scanned: set[str]
-    _raw: ContextGraph
-    _unsent: set[str]
-    _renderers: dict[ProviderFormat, Renderer]
-    _renderer: Callable[[ProviderFormat], Renderer]
+    The manager makes it and hands it to its collaborators; who changes each field is
+    named below, and `StateKeeper.load` fills them all when a session resumes.
+    """
 
-    def _state_values(self) -> dict[str, JsonValue]:
+    triggers: TriggerState = field(default_factory=TriggerState)
+    """The trigger evaluator's state (the compactor; boundaries and manual requests)."""
+    guards: GuardState = field(default_factory=GuardState)
+    """The loop guards' state (the compactor, after each pipeline)."""
+    calibrator: Calibrator = field(default_factory=Calibrator)
+    """How the provider counts, learned from `report_usage` (shared by the renderers)."""
+    pending: list[Firing] = field(default_factory=list)
+    """Firings seen that no pipeline run has handled yet (the compactor)."""
+    applied: int = 0
+    """Proposals applied since the session began (the compactor, the redaction screen)."""
+    rejected: int = 0
+    """Proposals refused, plus processor runs that failed (the compactor)."""
+    scanned: set[str] = field(default_factory=set)
+    """Node ids already scanned for secrets (the redaction screen)."""
+    unsent: set[str] = field(default_factory=set)
+    """Nodes ingested since the last request was rendered: the model has not seen them
+    (the manager: ingest adds, a render clears)."""
+    last: RenderResult | None = None
+    """The last rendered request (the manager; not stored)."""
+    last_timed_out: bool = False
+    """A time limit cut short the compaction of the last render (the manager; not stored)."""
+
+
+class StateKeeper:
+    """Writes a `ManagerState` to its session store, each key only when it changed.
+
+    Without a store, or once it is closed, every call here does nothing.
+
+    Args:
+        store: Where the session is kept; `None` for a manager in memory.
+        state: The record it writes.
+        raw: The pristine record (what was sent is counted in its nodes).
+        renderers: The renderers whose kept drops are state too.
+    """
+
+    def __init__(
+        self,
+        store: SessionStore | None,
+        state: ManagerState,
+        raw: ContextGraph,
+        renderers: RendererCache,
+    ) -> None:
+        self._store = store
+        self._state = state
+        self._raw = raw
+        self._renderers = renderers
+        self._saved: dict[str, str] = {}
+
+    @property
+    def store(self) -> SessionStore | None:
+        """The store written to."""
+        return self._store
+
+    def values(self) -> dict[str, JsonValue]:
+        """The state as the store keeps it: every key with its value now."""
+        state = self._state
         return {
-            "triggers": self._state.model_dump(mode="json"),
-            "guards": self._guard_state.model_dump(mode="json"),
-            "counters": {"applied": self._applied, "rejected": self._rejected},
+            "triggers": state.triggers.model_dump(mode="json"),
+            "guards": state.guards.model_dump(mode="json"),
+            "counters": {"applied": state.applied, "rejected": state.rejected},
             "calibration": {
-                "factor": self._calibrator.factor,
-                "observations": self._calibrator.observations,
+                "factor": state.calibrator.factor,
+                "observations": state.calibrator.observations,
             },
-            "pending": [firing.model_dump(mode="json") for firing in self._pending],
-            "scanned": list[JsonValue](sorted(self._scanned)),
-            "sent": {"nodes": self._pristine_count() - len(self._unsent)},
-            "renderers": {fmt: r.kept_drops for fmt, r in sorted(self._renderers.items())},
+            "pending": [firing.model_dump(mode="json") for firing in state.pending],
+            "scanned": list[JsonValue](sorted(state.scanned)),
+            "sent": {"nodes": self._pristine_count() - len(state.unsent)},
+            "renderers": {fmt: kept for fmt, kept in self._renderers.kept_drops().items()},
         }
 
-    def _pristine_count(self) -> int:
-        return len(self._raw) - len(self._raw.derived())
-
-    def _save_state(self) -> None:
+    def save(self) -> None:
         """Write every state key whose value changed since it was last written.
 
         The keys are written in one transaction: they depend on each other (a trigger
@@ -81,7 +128,7 @@ class PersistenceMethods:
             return
         changed: dict[str, JsonValue] = {}
         texts: dict[str, str] = {}
-        for key, value in self._state_values().items():
+        for key, value in self.values().items():
             text = json.dumps(value, sort_keys=True)
             if self._saved.get(key) != text:
                 changed[key], texts[key] = value, text
@@ -89,41 +136,63 @@ class PersistenceMethods:
             store.put_states(changed)
             self._saved.update(texts)
 
-    def _load_state(self, store: SessionStore, state: dict[str, JsonValue]) -> None:
-        """Take the manager's state from a restored session (missing keys: defaults).
+    def atomic(self) -> AbstractContextManager[None]:
+        """One transaction of the store for everything written inside (`SessionStore.atomic`)."""
+        store = self._store
+        if store is None or store.closed:
+            return contextlib.nullcontext()
+        return store.atomic()
+
+    def close(self) -> None:
+        """Save the state and close the store. Closing twice is harmless."""
+        store = self._store
+        if store is None or store.closed:
+            return
+        self.save()
+        store.close()
+
+    def load(self, values: Mapping[str, JsonValue]) -> None:
+        """Fill the record from a restored session's state (missing keys: defaults).
+
+        Called once, before anything reads the record; the values count as written.
 
         Raises:
-            StoreCorruptError: a state value does not have the shape it was saved with.
+            StoreCorruptError: a value does not have the shape it was saved with.
         """
         try:
-            self._apply_state(state)
+            self._apply(values)
         except (TypeError, ValueError, KeyError) as exc:
-            raise StoreCorruptError(store.location, f"state does not load: {exc}") from exc
-        self._saved = {key: json.dumps(v, sort_keys=True) for key, v in state.items()}
+            where = "memory" if self._store is None else self._store.location
+            raise StoreCorruptError(where, f"state does not load: {exc}") from exc
+        self._saved = {key: json.dumps(v, sort_keys=True) for key, v in values.items()}
 
-    def _apply_state(self, state: dict[str, Any]) -> None:
-        if "triggers" in state:
-            self._state = TriggerState.model_validate(state["triggers"])
-        if "guards" in state:
-            self._guard_state = GuardState.model_validate(state["guards"])
-        if "counters" in state:
-            self._applied = int(state["counters"]["applied"])
-            self._rejected = int(state["counters"]["rejected"])
-        if "calibration" in state:
-            calibration = state["calibration"]
-            self._calibrator.resume(calibration["factor"], calibration["observations"])
-        if "pending" in state:
-            self._pending = [Firing.model_validate(item) for item in state["pending"]]
-        if "scanned" in state:
-            self._scanned = {str(node_id) for node_id in state["scanned"]}
-        if "sent" in state:
-            sent = int(state["sent"]["nodes"])
+    def _apply(self, values: Mapping[str, Any]) -> None:
+        state = self._state
+        if "triggers" in values:
+            state.triggers = TriggerState.model_validate(values["triggers"])
+        if "guards" in values:
+            state.guards = GuardState.model_validate(values["guards"])
+        if "counters" in values:
+            state.applied = int(values["counters"]["applied"])
+            state.rejected = int(values["counters"]["rejected"])
+        if "calibration" in values:
+            calibration = values["calibration"]
+            state.calibrator.resume(calibration["factor"], calibration["observations"])
+        if "pending" in values:
+            state.pending = [Firing.model_validate(item) for item in values["pending"]]
+        if "scanned" in values:
+            state.scanned = {str(node_id) for node_id in values["scanned"]}
+        if "sent" in values:
+            sent = int(values["sent"]["nodes"])
             if not 0 <= sent <= self._pristine_count():
                 msg = f"`sent` is {sent}, but the record has {self._pristine_count()} nodes"
                 raise ValueError(msg)
             derived = set(self._raw.derived())
             pristine = [node.id for node in self._raw if node.id not in derived]
-            self._unsent = set(pristine[sent:])
-        if "renderers" in state:
-            for fmt, kept in dict(state["renderers"]).items():
-                self._renderer(check_format(fmt, "renderers")).keep_drops(kept)
+            state.unsent = set(pristine[sent:])
+        if "renderers" in values:
+            for fmt, kept in dict(values["renderers"]).items():
+                self._renderers.get(check_format(fmt, "renderers")).keep_drops(kept)
+
+    def _pristine_count(self) -> int:
+        return len(self._raw) - len(self._raw.derived())

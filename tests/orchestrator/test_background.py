@@ -20,6 +20,7 @@ from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
 from context_graph.validate.request import validate
 from orchestrator import ContextManager, GuardConfig, Recorder, TriggerConfig
+from orchestrator.options import resolve_options
 from processors.base import ProcessorContext, Proposal, run_processor
 from processors.truncate import ToolOutputTruncator
 
@@ -292,18 +293,18 @@ class TestOptions:
         from orchestrator import get_profile
 
         profile = get_profile("chat")
-        manager = ContextManager(profile="chat")
-        assert [type(p) for p in manager._pipelines["default"]] == [
+        options = resolve_options(profile="chat")
+        assert [type(p) for p in options.default_stages] == [
             type(p) for p in profile.build_pipeline()
         ]
-        assert manager._config == profile.triggers
-        assert manager._compact_to == profile.compact_to
+        assert options.triggers == profile.triggers
+        assert options.compact_to == profile.compact_to
 
     def test_explicit_options_override_the_profile(self) -> None:
         stage = ToolOutputTruncator(max_tokens=40)
-        manager = ContextManager(profile="coding", pipeline=[stage], compact_to=0.5)
-        assert manager._pipelines["default"] == (stage,)
-        assert manager._compact_to == 0.5
+        options = resolve_options(profile="coding", pipeline=[stage], compact_to=0.5)
+        assert options.default_stages == (stage,)
+        assert options.compact_to == 0.5
 
     def test_profile_from_a_toml_file(self, tmp_path: Any) -> None:
         path = tmp_path / "mine.toml"
@@ -311,9 +312,9 @@ class TestOptions:
             'name = "mine"\ncompact_to = 0.6\n[[stages]]\nprocessor = "truncate"\n',
             encoding="utf-8",
         )
-        manager = ContextManager(profile=str(path))
-        assert manager._compact_to == 0.6
-        assert [type(p) for p in manager._pipelines["default"]] == [ToolOutputTruncator]
+        options = resolve_options(profile=str(path))
+        assert options.compact_to == 0.6
+        assert [type(p) for p in options.default_stages] == [ToolOutputTruncator]
 
     @pytest.mark.parametrize("profile", ["nonesuch", 42, ["coding"]])
     def test_bad_profile_is_refused(self, profile: object) -> None:

@@ -24,6 +24,7 @@ from orchestrator.compaction.guards import (
     tick,
 )
 from orchestrator.compaction.pipeline import StageSettings, run_pipeline
+from orchestrator.compaction.plan import RunMode
 from orchestrator.manager import ContextManager
 from processors import HistorySummarizer, ObservationMasker, ProcessorContext, Proposal
 
@@ -334,7 +335,7 @@ class TestRunPipeline:
         assert [name for name, _ in run.skipped] == ["failing"]
         assert recorder.names() == []
         manual = await _run(
-            manager, [FailingProcessor()], guards=NO_STALL, guard_state=state, manual=True
+            manager, [FailingProcessor()], guards=NO_STALL, guard_state=state, mode=RunMode.MANUAL
         )
         assert manual.stages == ["failing"]
 
@@ -383,7 +384,7 @@ class TestRunPipeline:
         guards = GuardConfig(floor_tokens=10**9)
         run = await _run(manager, [ObservationMasker()], guards=guards)
         assert (run.stages, run.applied) == ([], 0)
-        run = await _run(manager, [ObservationMasker()], guards=guards, manual=True)
+        run = await _run(manager, [ObservationMasker()], guards=guards, mode=RunMode.MANUAL)
         assert run.applied == 1
 
     async def test_summary_chains_are_capped(

@@ -14,6 +14,7 @@ from context_graph.graph.events import AgentEvent
 from context_graph.importers import load_events
 from context_graph.testing import graph_snapshot
 from orchestrator import ContextManager
+from orchestrator.persistence.sqlite_store import SQLiteStore
 from orchestrator.replay import model_call_points
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +41,16 @@ def _options() -> dict[str, Any]:
     return {"format": "anthropic", "budget": BUDGET, "profile": "coding", "clock": lambda: 1e9}
 
 
+def _stored_state(path: Path) -> dict[str, Any]:
+    """The manager's state as the session file keeps it (read without locking the file)."""
+    with SQLiteStore.open(path, read_only=True) as store:
+        return store.state()
+
+
+def _pristine(manager: ContextManager) -> int:
+    return len(manager.raw) - len(manager.raw.derived())
+
+
 def _feed(manager: ContextManager, events: list[AgentEvent], start: int, stop: int) -> list[Any]:
     """Ingest events[start:stop] one by one; render at each model call; the payloads."""
     points = model_call_points(events)
@@ -64,19 +75,22 @@ class TestResume:
         first = ContextManager.open(path, durable=False, **_options())
         before = _feed(first, events, 0, half)
         first.report_usage(first.stats().last_render_tokens or 1)
-        factor = first._calibrator.factor
         audit = first.working.audit()
         assert audit, "the first half compacts at this budget"
         first.close()
+        stored = _stored_state(path)
 
+        resumed = ContextManager.open(path, durable=False, **_options())
+        resumed.close()
+        # Closing saves every key whose value differs from the one loaded, so an
+        # unchanged file says the resumed state (triggers, guards, counters, calibration,
+        # ...) is the first process's.
+        assert _stored_state(path) == stored
         second = ContextManager.open(path, durable=False, **_options())
         assert graph_snapshot(second.raw) == graph_snapshot(first.raw)
         assert second.working.audit() == audit
         assert second.working.view.transcript() == first.working.view.transcript()
-        assert second._state == first._state
-        assert second._guard_state == first._guard_state
         assert second.stats().proposals_applied == first.stats().proposals_applied
-        assert second._calibrator.factor == factor
         for node_id in second.working.view.current_ids():
             assert second.expand(node_id) == first.expand(node_id)
         reference_calibrated = ContextManager(**_options())
@@ -111,24 +125,25 @@ class TestResume:
         path = tmp_path / "session.db"
         manager = ContextManager.open(path, durable=False, **options)
         fed = 0
-        expected, got, unsent, resumed = [], [], [], []
+        expected, got, sent, rendered = [], [], [], [0]
         for point in points:
             reference.ingest(events[fed:point])
             manager.ingest(events[fed:point])
             fed = point
-            unsent.append(set(manager._unsent))
             manager.close()
+            sent.append(_stored_state(path)["sent"])
             manager = ContextManager.open(path, durable=False, **options)
-            resumed.append(set(manager._unsent))
             expected.append(reference.render_sync())
             got.append(manager.render_sync())
+            rendered.append(_pristine(manager))
         manager.close()
         assert [r.payload for r in got] == [r.payload for r in expected]
         assert [r.dropped for r in got] == [r.dropped for r in expected]
-        assert resumed == unsent
+        # What was sent is the pristine nodes the previous request carried.
+        assert sent == [{"nodes": count} for count in rendered[:-1]]
         assert reference.stats().proposals_applied == manager.stats().proposals_applied
         if pipeline == "none":
-            assert any(renderer.kept_drops for renderer in reference._renderers.values())
+            assert any(_stored_state(path)["renderers"].values())  # type: ignore[union-attr]
 
     def test_a_version_1_session_opens_and_is_upgraded(self, tmp_path: Path) -> None:
         """A file of session schema 1 (no `sent`, no `renderers`) opens and is marked 2."""
@@ -141,9 +156,8 @@ class TestResume:
             connection.execute("PRAGMA user_version = 1")
         again = ContextManager.open(path, durable=False)
         assert [node.text for node in again.raw] == ["hello"]
-        assert again._unsent == set()
-        again.add_user("more")
-        again.close()
+        again.close()  # nothing is taken for unsent: the one node counts as sent
+        assert _stored_state(path)["sent"] == {"nodes": 1}
         with sqlite3.connect(path) as connection:
             assert connection.execute("PRAGMA user_version").fetchone()[0] == 2
 
@@ -155,13 +169,14 @@ class TestResume:
         manager = ContextManager.open(path, durable=False, pipeline=[])
         manager.add_user("sent")
         manager.render_sync()
-        late = manager.add_user("not sent yet")
-        store = manager._store
+        manager.add_user("not sent yet")
+        store = manager.store
         assert store is not None
         store.close()  # the process dies: the state is not written again
+        assert _stored_state(path)["sent"] == {"nodes": 1}
         again = ContextManager.open(path, durable=False, pipeline=[])
-        assert again._unsent == {late}
-        again.close()
+        again.close()  # saves `sent` anew: 1 if the late node was taken for unsent
+        assert _stored_state(path)["sent"] == {"nodes": 1}
 
     def test_reopening_an_empty_session(self, tmp_path: Path) -> None:
         path = tmp_path / "new.db"

@@ -12,8 +12,9 @@ from context_graph.errors import ConfigurationError, IngestError
 from context_graph.graph.nodes import TriggerSpec
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager, GuardConfig, Profile, TriggerConfig
-from orchestrator.compaction.plan import Step, plan_runs
+from orchestrator.compaction.plan import RunMode, Step, plan_runs
 from orchestrator.compaction.triggers import Firing
+from orchestrator.options import resolve_options
 from processors import ObservationMasker, ToolOutputTruncator
 
 LOG = " ".join(f"word{n}" for n in range(300))
@@ -43,12 +44,29 @@ class TestPlan:
         assert plan_runs([], "default") == (Step("default"),)
         aimed = [_firing("size", "shrink", ("a",))]
         assert plan_runs(aimed, "default") == (Step("shrink", frozenset({"a"})),)
-        assert plan_runs(aimed, "default", overflow=True) == (
+        assert plan_runs(aimed, "default", RunMode.OVERFLOW) == (
             Step("shrink", frozenset({"a"})),
             Step("default"),
         )
         whole = [_firing("message_count", "default")]
-        assert plan_runs(whole, "default", overflow=True) == (Step("default"),)
+        assert plan_runs(whole, "default", RunMode.OVERFLOW) == (Step("default"),)
+
+    @pytest.mark.parametrize(
+        ("mode", "default_runs"),
+        [
+            (RunMode.MANUAL, True),
+            (RunMode.OVERFLOW, True),
+            (RunMode.SOFT, False),
+            (RunMode.BACKGROUND, False),
+        ],
+    )
+    def test_only_a_manual_or_overflowing_run_adds_the_default(
+        self, mode: RunMode, default_runs: bool
+    ) -> None:
+        """Beside an aimed firing, the default pipeline runs in MANUAL and OVERFLOW only."""
+        aimed = [_firing("size", "shrink", ("a",))]
+        extra = (Step("default"),) if default_runs else ()
+        assert plan_runs(aimed, "default", mode) == (Step("shrink", frozenset({"a"})), *extra)
 
 
 def _manager(**options: Any) -> ContextManager:
@@ -144,9 +162,9 @@ options = { mask_consumed = true }
 
     def test_named_pipelines_from_toml_reach_the_manager(self) -> None:
         profile = Profile.from_toml(self.TOML)
-        manager = ContextManager(profile=profile)
-        assert [type(p) for p in manager._pipelines["light"]] == [ObservationMasker]
-        assert [type(p) for p in manager._pipelines["default"]] == [ToolOutputTruncator]
+        options = resolve_options(profile=profile)
+        assert [type(p) for p in options.pipelines["light"]] == [ObservationMasker]
+        assert [type(p) for p in options.default_stages] == [ToolOutputTruncator]
 
     def test_a_trigger_naming_a_pipeline_the_profile_lacks_is_refused(self) -> None:
         with pytest.raises(ConfigurationError, match=r"triggers\.pipelines\.boundary"):

@@ -12,7 +12,7 @@ from context_graph.graph.nodes import Node
 from context_graph.importers import load_sessions
 from context_graph.render import Renderer
 from context_graph.validate.request import validate
-from orchestrator.compaction.triggers import TriggerConfig
+from orchestrator.compaction.triggers import Firing, TriggerConfig
 from orchestrator.manager import ContextManager
 from orchestrator.profiles import (
     PROFILES,
@@ -247,13 +247,15 @@ class TestSoftTriggerShrinksOutputsOnly:
             counter=WordCounter(),
             guards=GuardConfig(floor_tokens=0),
         )
+        fired: list[Firing] = []
+        manager.bus.connect("trigger_fired", lambda _sender, firing: fired.append(firing))
         manager.add_system("You are a careful agent.")
         manager.add_user("Fix the bug.")
         for step in range(4):
             manager.add_assistant(f"Step {step}.", [{"id": f"c{step}", "name": "bash"}])
             manager.add_tool_result(f"c{step}", " ".join(f"w{step}x{n}" for n in range(520)))
             manager.add_user(f"Go on {step}.")
-        fired = manager._pending  # the soft trigger fired on ingest (2,100+ of 3,000)
+        # The soft trigger fired on ingest (2,100+ of 3,000), and only it.
         assert [f.name for f in fired] == ["budget_soft"]
         assert fired[0].pipeline == "outputs"
         manager.render_sync()

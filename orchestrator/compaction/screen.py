@@ -1,0 +1,84 @@
+"""`SecretScreen`: every view a processor or a render gets is scanned for secrets first.
+
+With `redact_secrets`, each node of the working view not scanned yet goes through the
+`SecretRedactor` before anyone reads it: the stages of a run take their views from
+`SecretScreen.snapshot` (`StageSettings.snapshot`), and the manager calls it before and
+after the compaction of a render. Without a redactor a snapshot is just a snapshot.
+"""
+
+from __future__ import annotations
+
+from context_graph.errors import InvariantViolation
+from orchestrator.bus import EventBus
+from orchestrator.persistence.manager_state import ManagerState
+from orchestrator.working import WorkingGraph, WorkingView
+from processors.base import ProcessorContext, run_processor
+from processors.redact import SecretRedactor
+
+__all__ = ["SecretScreen"]
+
+#: Redaction passes before giving up on a view that changes under each one: a pass
+#: redacts, the next finds nothing new (or redacts what arrived meanwhile).
+_REDACT_ATTEMPTS = 5
+
+
+class SecretScreen:
+    """Hands out frozen views in which every node was scanned for secrets.
+
+    Args:
+        working: The working graph the redactions are applied to.
+        bus: Where each redaction is reported, as for any proposal.
+        redactor: The redactor; `None` turns the screen off.
+        state: Where the scanned ids and the applied count are kept.
+    """
+
+    def __init__(
+        self,
+        working: WorkingGraph,
+        bus: EventBus,
+        redactor: SecretRedactor | None,
+        state: ManagerState,
+    ) -> None:
+        self._working = working
+        self._bus = bus
+        self._redactor = redactor
+        self._state = state
+
+    async def snapshot(self) -> WorkingView:
+        """A frozen view in which every node was scanned for secrets (with a redactor).
+
+        Every processor of a run reads the view this returns, so a node that arrived
+        while an earlier stage awaited a model, or while a render waited for the run
+        slot, is redacted before any summarizer sees it. The view is returned only once
+        a check with no await before the freeze finds nothing unscanned in it.
+
+        Raises:
+            RuntimeError: the view kept changing while it was redacted.
+        """
+        redactor = self._redactor
+        if redactor is None:
+            return self._working.snapshot()
+        scanned = self._state.scanned
+        for _attempt in range(_REDACT_ATTEMPTS):
+            snapshot = self._working.snapshot()
+            new = [snapshot[i] for i in snapshot.current_ids() if i not in scanned]
+            if not new:
+                return snapshot
+            ctx = ProcessorContext(graph=snapshot, tokens=self._working.token_cache)
+            proposal = await run_processor(redactor, new, ctx)
+            if proposal.empty:
+                scanned.update(node.id for node in new)
+                continue  # scan again: nodes may have arrived while the redactor ran
+            self._bus.emit("proposal_made", proposal=proposal)
+            try:
+                entry = self._working.apply(proposal)
+            except InvariantViolation as exc:
+                # A compaction replaced a target meanwhile: scan the new view again.
+                self._bus.emit("proposal_rejected", proposal=proposal, reason=str(exc))
+                continue
+            self._state.applied += 1
+            self._bus.emit("proposal_applied", proposal=proposal, entry=entry)
+            scanned.update(node.id for node in new)
+            scanned.update(entry.added)
+        msg = "redact_secrets: the view kept changing while it was being redacted"
+        raise RuntimeError(msg)

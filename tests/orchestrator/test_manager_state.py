@@ -1,0 +1,256 @@
+"""The manager's own state in its session file: the same keys, written at the same points.
+
+Also the `StateKeeper` on its own, and a manager that uses nothing of its store but the
+`SessionStore` protocol.
+
+`state_writes_b7b30dd.json` was recorded from the scripted session below by the manager
+of commit b7b30dd (its five mixins), before the manager was composed of collaborators:
+every `put_states` call, labelled with the step that made it, and every compaction run's
+`atomic` block. A value longer than 200 characters is kept as its digest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from pydantic import JsonValue
+
+from context_graph.errors import StoreCorruptError
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.importers import load_events
+from context_graph.testing import WordCounter
+from orchestrator import ContextManager
+from orchestrator.compaction.guards import GuardState
+from orchestrator.compaction.renderers import RendererCache
+from orchestrator.compaction.triggers import Firing
+from orchestrator.persistence.manager_state import ManagerState, StateKeeper
+from orchestrator.persistence.protocol import RestoredSession, SessionStore
+from orchestrator.persistence.sqlite_store import SQLiteStore
+from orchestrator.replay import model_call_points
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "context_graph" / "examples" / "example_session.jsonl"
+GOLDEN = Path(__file__).with_name("data") / "state_writes_b7b30dd.json"
+
+
+def _text(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 200 else "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def record_session(path: Path, patch: Callable[[object, str, object], None]) -> list[list[Any]]:
+    """Run the scripted session on a session file at `path`; its state writes in order.
+
+    Ingests the bundled example one event at a time, renders at every model call,
+    reports usage after every third render, marks a boundary halfway and compacts by
+    hand at three quarters, then closes. `patch(SQLiteStore, name, function)` swaps in
+    the recording `put_states` and `atomic`.
+    """
+    writes: list[list[Any]] = []
+    step = ["open"]
+    put, atomic = SQLiteStore.put_states, SQLiteStore.atomic
+
+    def put_states(self: SQLiteStore, values: Any) -> None:
+        writes.append([step[0], {key: _text(value) for key, value in values.items()}])
+        put(self, values)
+
+    @contextlib.contextmanager
+    def recorded_atomic(self: SQLiteStore) -> Iterator[None]:
+        writes.append([step[0], "begin"])
+        with atomic(self):
+            yield
+        writes.append([step[0], "end"])
+
+    patch(SQLiteStore, "put_states", put_states)
+    patch(SQLiteStore, "atomic", recorded_atomic)
+    events = list(load_events(EXAMPLE))
+    points = model_call_points(events)
+    manager = ContextManager.open(
+        path,
+        durable=False,
+        format="anthropic",
+        budget=9_000,
+        profile="coding",
+        clock=lambda: 1e9,
+        redact_secrets=True,
+    )
+    renders = 0
+    for fed in range(1, len(events) + 1):
+        step[0] = f"ingest {fed}"
+        manager.ingest([events[fed - 1]])
+        if fed == len(events) // 2:
+            step[0] = "boundary"
+            manager.mark_boundary("half")
+        if fed == 3 * len(events) // 4:
+            step[0] = "compact"
+            anyio.run(manager.compact)
+        if fed in points:
+            step[0] = f"render {fed}"
+            result = manager.render_sync()
+            renders += 1
+            if renders % 3 == 0:
+                step[0] = f"usage {fed}"
+                manager.report_usage(result.tokens + 7)
+    step[0] = "close"
+    manager.close()
+    return writes
+
+
+class TestStateWrites:
+    def test_a_scripted_session_writes_what_b7b30dd_wrote(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Every state write of the scripted session has the keys, values and step of b7b30dd's."""
+        writes = record_session(tmp_path / "session.db", monkeypatch.setattr)
+        assert writes == json.loads(GOLDEN.read_text(encoding="utf-8"))
+
+
+class RecordingStore:
+    """A `SessionStore` in memory that keeps every `put_states` call (restores nothing)."""
+
+    def __init__(self) -> None:
+        self.writes: list[dict[str, JsonValue]] = []
+        self.closed = False
+        self.location = "memory://test"
+
+    def restore(self, *, clock: Callable[[], float]) -> RestoredSession:
+        raise AssertionError("the keeper never restores")
+
+    def put_states(self, values: Any) -> None:
+        self.writes.append(dict(values))
+
+    def atomic(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class ProtocolOnlyStore:
+    """Delegates the six members of `SessionStore` to a real store, and has nothing else."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: SQLiteStore) -> None:
+        self._inner = inner
+
+    @property
+    def location(self) -> str:
+        return self._inner.location
+
+    @property
+    def closed(self) -> bool:
+        return self._inner.closed
+
+    def restore(self, *, clock: Callable[[], float]) -> RestoredSession:
+        return self._inner.restore(clock=clock)
+
+    def put_states(self, values: Any) -> None:
+        self._inner.put_states(values)
+
+    def atomic(self) -> contextlib.AbstractContextManager[None]:
+        return self._inner.atomic()
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def _keeper(store: SessionStore | None, state: ManagerState) -> StateKeeper:
+    raw = ContextGraph(counter=WordCounter())
+    raw.add_user("hello")
+    raw.add_user("again")
+    renderers = RendererCache(state.calibrator, refit_to=0.7, cache_breakpoints=False)
+    renderers.get("anthropic")
+    return StateKeeper(store, state, raw, renderers)
+
+
+def _busy_state() -> ManagerState:
+    state = ManagerState(
+        guards=GuardState(runs=4),
+        pending=[Firing(kind="boundary", name="boundary", pipeline="default", reason="done")],
+        applied=3,
+        rejected=1,
+        scanned={"b", "a"},
+    )
+    state.calibrator.observe(100, 120)
+    return state
+
+
+class TestStateKeeper:
+    def test_what_it_writes_loads_back_into_a_fresh_record(self) -> None:
+        """`values` after `load(values)` is `values`: every key survives the round trip."""
+        values = _keeper(None, _busy_state()).values()
+        fresh = ManagerState()
+        _keeper(None, fresh).load(values)
+        assert _keeper(None, fresh).values() == values
+        assert fresh.applied == 3 and fresh.scanned == {"a", "b"}
+        assert fresh.calibrator.factor == pytest.approx(1.2)
+
+    def test_the_first_save_writes_every_key_and_later_ones_only_what_changed(self) -> None:
+        """A save writes the keys whose value changed since the last one, nothing when none."""
+        store = RecordingStore()
+        state = _busy_state()
+        keeper = _keeper(store, state)
+        keeper.save()
+        keeper.save()
+        state.applied += 1
+        keeper.save()
+        assert [sorted(write) for write in store.writes] == [
+            sorted(keeper.values()),
+            ["counters"],
+        ]
+        assert store.writes[1] == {"counters": {"applied": 4, "rejected": 1}}
+
+    def test_loaded_values_count_as_written(self) -> None:
+        """After `load`, a save writes nothing until the state changes."""
+        store = RecordingStore()
+        values = _keeper(None, _busy_state()).values()
+        keeper = _keeper(store, ManagerState())
+        keeper.load(values)
+        keeper.save()
+        assert store.writes == []
+
+    def test_a_value_of_the_wrong_shape_is_refused_naming_the_store(self) -> None:
+        """A stored value that does not load raises `StoreCorruptError` with the location."""
+        keeper = _keeper(RecordingStore(), ManagerState())
+        with pytest.raises(StoreCorruptError, match="memory://test"):
+            keeper.load({"counters": {"applied": "many"}})
+
+    def test_close_saves_then_closes_and_twice_is_harmless(self) -> None:
+        """`close` writes what changed, closes the store, and does nothing the second time."""
+        store = RecordingStore()
+        keeper = _keeper(store, _busy_state())
+        keeper.close()
+        keeper.close()
+        assert store.closed and len(store.writes) == 1
+
+
+class TestProtocolOnly:
+    def test_the_manager_needs_nothing_of_its_store_but_the_protocol(self, tmp_path: Path) -> None:
+        """A store with only `SessionStore`'s members keeps a session that reopens the same."""
+        path = tmp_path / "session.db"
+        options: dict[str, Any] = {"counter": WordCounter(), "budget": 400, "clock": lambda: 1e9}
+        store = ProtocolOnlyStore(SQLiteStore.open(path, counter=WordCounter(), durable=False))
+        manager = ContextManager(store=store, **options)
+        manager.add_system("You are careful.")
+        manager.add_user("Run the tests.")
+        manager.add_assistant("Running.", [{"id": "c1", "name": "bash"}])
+        manager.add_tool_result("c1", " ".join(f"line{n}" for n in range(600)))
+        manager.render_sync()
+        anyio.run(manager.compact)
+        audit = manager.working.audit()
+        assert audit and manager.store is store
+        manager.close()
+        assert store.closed
+        again = ContextManager.open(path, durable=False, **options)
+        assert again.working.audit() == audit
+        assert again.stats().proposals_applied == manager.stats().proposals_applied
+        assert again.render_sync().payload == manager.render_sync().payload
+        again.close()
