@@ -29,6 +29,15 @@ from context_graph.errors import (
     UnknownNodeError,
 )
 from context_graph.graph.anchors import SUMMARY_HEADER, floor_anchors, unit_kind
+from context_graph.graph.content import (
+    ContentPart,
+    DocumentPart,
+    ImagePart,
+    ProviderSignature,
+    RedactedThinkingPart,
+    TextPart,
+    ThinkingPart,
+)
 from context_graph.graph.context_graph import EDGE_KINDS, ContextGraph, EdgeKind, Unit
 from context_graph.graph.events import (
     AgentEvent,
@@ -44,33 +53,25 @@ from context_graph.graph.events import (
     coerce_events,
     make_event,
 )
+from context_graph.graph.ids import content_digest, make_node_id
 from context_graph.graph.nodes import (
     ANSWER_KINDS,
     SIGNED_SECRETS,
     AnswerNode,
     AnyNode,
     AssistantNode,
-    ContentPart,
-    DocumentPart,
     FileNode,
-    ImagePart,
     Node,
     NodeKind,
     NoteNode,
-    ProviderSignature,
-    RedactedThinkingPart,
     SubagentResultNode,
     SummaryNode,
     SystemNode,
-    TextPart,
-    ThinkingPart,
     ToolCallNode,
     ToolResultNode,
     TriggerKind,
     TriggerSpec,
     UserNode,
-    content_digest,
-    make_node_id,
     node_adapter,
 )
 from context_graph.tokens.counting import (

@@ -30,6 +30,7 @@ from context_graph.graph.events import (
     ToolResult,
     UserTurn,
 )
+from context_graph.graph.ids import make_node_id
 from context_graph.graph.json_limits import check_json_value
 from context_graph.graph.nodes import (
     AnswerNode,
@@ -43,7 +44,6 @@ from context_graph.graph.nodes import (
     ToolCallNode,
     ToolResultNode,
     UserNode,
-    make_node_id,
 )
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from context_graph.graph.nodes import (
+from context_graph.graph.content import (
     ContentPart,
     DocumentPart,
     ImagePart,

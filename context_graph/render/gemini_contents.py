@@ -15,13 +15,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from context_graph.graph.nodes import (
-    ContentPart,
-    DocumentPart,
-    ImagePart,
-    TextPart,
-    ThinkingPart,
-)
+from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart, ThinkingPart
 from context_graph.render.anthropic_messages import (
     EMPTY_USER_TEXT,
     LEADING_USER_TEXT,

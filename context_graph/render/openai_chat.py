@@ -11,12 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from context_graph.graph.nodes import (
-    ContentPart,
-    DocumentPart,
-    ImagePart,
-    TextPart,
-)
+from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart
 from context_graph.render.anthropic_messages import LEADING_USER_TEXT, AssemblyStats
 from context_graph.render.turns import Turn, UnitTurns, call_id_for
 from context_graph.tokens.counting import (

@@ -13,16 +13,14 @@ from itertools import pairwise
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from context_graph.errors import ConfigurationError
-from context_graph.graph.nodes import (
+from context_graph.graph.content import (
     DocumentPart,
-    FileNode,
     ImagePart,
-    Node,
     RedactedThinkingPart,
     TextPart,
     ThinkingPart,
-    ToolCallNode,
 )
+from context_graph.graph.nodes import FileNode, Node, ToolCallNode
 from context_graph.tokens.calibration import FORMAT_OVERHEADS, Calibrator, FormatOverhead
 from context_graph.tokens.encodings import load_encoding
 

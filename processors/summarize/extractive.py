@@ -19,14 +19,13 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from context_graph.errors import ConfigurationError
+from context_graph.graph.content import ImagePart, TextPart
 from context_graph.graph.nodes import (
     AssistantNode,
     FileNode,
-    ImagePart,
     Node,
     NoteNode,
     SummaryNode,
-    TextPart,
     ToolCallNode,
     UserNode,
 )

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from context_graph import ContextGraph
-from context_graph.graph.nodes import ProviderSignature, ToolCallNode, node_adapter
+from context_graph.graph.content import ProviderSignature
+from context_graph.graph.nodes import ToolCallNode, node_adapter
 from context_graph.importers import gemini
 from context_graph.importers._base import RawInput
 from context_graph.render import Renderer

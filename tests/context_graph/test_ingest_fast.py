@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from context_graph import ContextGraph
 from context_graph.errors import IngestError, UnknownNodeError
+from context_graph.graph.content import ImagePart, TextPart, ThinkingPart
 from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
@@ -29,16 +30,9 @@ from context_graph.graph.events import (
     ToolResult,
     UserTurn,
 )
+from context_graph.graph.ids import make_node_id
 from context_graph.graph.ingest import IngestPlan, model_json, plan_ingest
-from context_graph.graph.nodes import (
-    ImagePart,
-    Node,
-    TextPart,
-    ThinkingPart,
-    ToolCallNode,
-    TriggerSpec,
-    make_node_id,
-)
+from context_graph.graph.nodes import Node, ToolCallNode, TriggerSpec
 from context_graph.testing import WordCounter
 
 # -- random events -----------------------------------------------------------------------

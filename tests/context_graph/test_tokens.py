@@ -17,15 +17,14 @@ from context_graph import (
     TokenizerError,
     default_counter,
 )
-from context_graph.graph.nodes import (
-    AssistantNode,
+from context_graph.graph.content import (
     DocumentPart,
     ImagePart,
     RedactedThinkingPart,
     TextPart,
     ThinkingPart,
-    ToolCallNode,
 )
+from context_graph.graph.nodes import AssistantNode, ToolCallNode
 from context_graph.testing import WordCounter
 from context_graph.tokens.counting import DOCUMENT_TOKENS, IMAGE_TOKENS, SeamCounter, countable_text
 

@@ -10,7 +10,8 @@ import context_graph
 import processors
 from context_graph import entities
 from context_graph.entities import critical_entities
-from context_graph.graph.nodes import TextPart, ToolResultNode
+from context_graph.graph.content import TextPart
+from context_graph.graph.nodes import ToolResultNode
 from processors import clear_caches
 from processors.distill import _references
 from processors.summarize import _facts
