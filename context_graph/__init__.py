@@ -54,6 +54,7 @@ from context_graph.graph.events import (
     make_event,
 )
 from context_graph.graph.ids import content_digest, make_node_id
+from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import (
     ANSWER_KINDS,
     SIGNED_SECRETS,
@@ -74,11 +75,8 @@ from context_graph.graph.nodes import (
     UserNode,
     node_adapter,
 )
+from context_graph.tokens.calibration import FORMAT_OVERHEADS, Calibrator, FormatOverhead
 from context_graph.tokens.counting import (
-    FORMAT_OVERHEADS,
-    Calibrator,
-    FormatOverhead,
-    NodeTokenCache,
     ProviderFormat,
     SeamCounter,
     TiktokenCounter,

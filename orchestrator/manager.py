@@ -43,7 +43,8 @@ from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent
 from context_graph.graph.nodes import Node
 from context_graph.render import Renderer, RenderResult
-from context_graph.tokens.counting import Calibrator, ProviderFormat, TokenCounter
+from context_graph.tokens.calibration import Calibrator
+from context_graph.tokens.counting import ProviderFormat, TokenCounter
 from orchestrator._manager_ingest import IngestMethods
 from orchestrator.bus import EventBus
 from orchestrator.compaction.background import BackgroundMethods

@@ -24,8 +24,9 @@ from context_graph.graph.events import (
     coerce_events,
 )
 from context_graph.graph.ingest import IngestPlan, plan_ingest
+from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import Node, ToolCallNode
-from context_graph.tokens.counting import NodeTokenCache, TokenCounter, default_counter
+from context_graph.tokens.counting import TokenCounter, default_counter
 
 __all__ = ["EDGE_KINDS", "ContextGraph", "EdgeKind", "Unit"]
 

@@ -25,7 +25,8 @@ from pydantic import JsonValue
 from context_graph.errors import StoreCorruptError
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.render import Renderer
-from context_graph.tokens.counting import Calibrator, ProviderFormat
+from context_graph.tokens.calibration import Calibrator
+from context_graph.tokens.counting import ProviderFormat
 from orchestrator.compaction.guards import GuardState
 from orchestrator.compaction.triggers import Firing, TriggerState
 from orchestrator.options import check_format

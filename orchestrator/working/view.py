@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from context_graph.errors import UnknownNodeError
 from context_graph.graph.context_graph import ContextGraph, Unit
+from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import AnswerNode, Node, ToolCallNode
-from context_graph.tokens.counting import NodeTokenCache
 from orchestrator.working.figures import ViewFigures, figures_counted
 from orchestrator.working.projection import Frozen, Projection, ProjectionMethods, edit_targets
 from processors.base import GraphView, Proposal

@@ -15,7 +15,7 @@ from collections.abc import Callable, Container
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from context_graph.tokens.counting import NodeTokenCache
+from context_graph.graph.node_tokens import NodeTokenCache
 
 if TYPE_CHECKING:
     from processors.distill.distiller import Distillate

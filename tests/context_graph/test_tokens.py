@@ -24,9 +24,10 @@ from context_graph.graph.content import (
     TextPart,
     ThinkingPart,
 )
+from context_graph.graph.node_tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, countable_text
 from context_graph.graph.nodes import AssistantNode, ToolCallNode
 from context_graph.testing import WordCounter
-from context_graph.tokens.counting import DOCUMENT_TOKENS, IMAGE_TOKENS, SeamCounter, countable_text
+from context_graph.tokens.counting import SeamCounter
 
 
 class CountingCounter:
