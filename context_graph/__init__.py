@@ -38,7 +38,8 @@ from context_graph.graph.content import (
     TextPart,
     ThinkingPart,
 )
-from context_graph.graph.context_graph import EDGE_KINDS, ContextGraph, EdgeKind, Unit
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.edges import EDGE_KINDS, EdgeKind
 from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
@@ -75,6 +76,7 @@ from context_graph.graph.nodes import (
     UserNode,
     node_adapter,
 )
+from context_graph.graph.units import Unit
 from context_graph.tokens.calibration import FORMAT_OVERHEADS, Calibrator, FormatOverhead
 from context_graph.tokens.counting import (
     ProviderFormat,

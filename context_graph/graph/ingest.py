@@ -162,7 +162,7 @@ class _Planner:
         return list(self.graph._file_reads.get(path, ()))
 
     def unit_head(self, node_id: str) -> str:
-        return self.plan.unit_of.get(node_id) or self.graph._unit_of[node_id]
+        return self.plan.unit_of.get(node_id) or self.graph.unit_of(node_id).head
 
     # -- adding --
 

@@ -17,9 +17,9 @@ from typing import Any, cast
 
 from context_graph.errors import BudgetExceededError, ConfigurationError
 from context_graph.graph.content import ContentPart, TextPart
-from context_graph.graph.context_graph import Unit
 from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import SIGNED_SECRETS, Node
+from context_graph.graph.units import Unit
 from context_graph.render import anthropic_messages, gemini_contents, openai_chat
 from context_graph.render.anthropic_messages import AssemblyStats
 from context_graph.render.fit import FitUnit, droppable_units, fewest_drops, marker_text

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from context_graph.errors import IngestError, InvariantViolation, StoreCorruptError, StoreError
-from context_graph.graph.context_graph import ContextGraph, EdgeKind
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.edges import EdgeKind
 from context_graph.graph.events import AgentEvent, coerce_events
 from context_graph.graph.nodes import Node
 from orchestrator.persistence.codec import JournalEntry

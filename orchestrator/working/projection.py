@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from context_graph.graph.anchors import unit_kind
-from context_graph.graph.context_graph import ContextGraph, Unit
+from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.nodes import Node
+from context_graph.graph.units import Unit
 from orchestrator.working.figures import ViewFigures
 from processors.base import Proposal, Replace
 

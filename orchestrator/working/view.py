@@ -30,9 +30,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from context_graph.errors import UnknownNodeError
-from context_graph.graph.context_graph import ContextGraph, Unit
+from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import AnswerNode, Node, ToolCallNode
+from context_graph.graph.units import Unit
 from orchestrator.working.figures import ViewFigures, figures_counted
 from orchestrator.working.projection import Frozen, Projection, ProjectionMethods, edit_targets
 from processors.base import GraphView, Proposal
