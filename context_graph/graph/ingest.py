@@ -4,17 +4,16 @@
 raises `IngestError` on the first bad event. Only a complete plan is handed to
 `ContextGraph._commit`, which cannot fail on valid plans, so a batch lands whole or not
 at all. The overlay copies only the entries an event touches, so planning costs the size
-of the batch, not of the history.
+of the batch, not of the history. Nodes are made by `context_graph.graph.node_build`;
+what may be stored is checked by `context_graph.graph.json_limits`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
 from context_graph.errors import IngestError, SourceLocation
@@ -31,7 +30,8 @@ from context_graph.graph.events import (
     UserTurn,
 )
 from context_graph.graph.ids import make_node_id
-from context_graph.graph.json_limits import check_json_value
+from context_graph.graph.json_limits import check_json_value, unencodable_text
+from context_graph.graph.node_build import build, model_json
 from context_graph.graph.nodes import (
     AnswerNode,
     AssistantNode,
@@ -87,47 +87,6 @@ class IngestPlan:
     """
     by_id: dict[str, Node] = field(default_factory=dict)
     """Every node of `nodes` by id, in the same order."""
-
-
-NodeT = TypeVar("NodeT", bound=Node)
-
-
-def build(cls: type[NodeT], **fields: Any) -> NodeT:
-    """Make a node from fields that were already validated as parts of an event.
-
-    The fields come from frozen, validated events, so validating them again would only
-    repeat work, and so would `model_construct`, which was a quarter of ingest time on
-    real sessions. This sets the same four attributes `model_construct` sets; a test
-    checks that the result equals what validation produces.
-    """
-    defaults = _DEFAULTS.get(cls)
-    if defaults is None:
-        defaults = {
-            name: field.get_default(call_default_factory=True)
-            for name, field in cls.model_fields.items()
-            if not field.is_required()
-        }
-        _DEFAULTS[cls] = defaults
-    values = {**defaults, **fields}
-    values["meta"] = MappingProxyType(dict(values["meta"]))
-    node = cls.__new__(cls)
-    object.__setattr__(node, "__dict__", values)
-    object.__setattr__(node, "__pydantic_fields_set__", set(fields))
-    object.__setattr__(node, "__pydantic_extra__", None)
-    object.__setattr__(node, "__pydantic_private__", None)
-    return node
-
-
-_DEFAULTS: dict[type[Node], dict[str, Any]] = {}
-
-
-def model_json(model: BaseModel) -> bytes:
-    """`model.model_dump_json().encode()`, the same bytes without the round trip via `str`.
-
-    `model_dump_json` is the serializer's `to_json` with its default options, decoded;
-    for a large tool output, decoding and encoding again cost as much as serializing.
-    """
-    return model.__pydantic_serializer__.to_json(model)
 
 
 class _Planner:
@@ -215,7 +174,7 @@ class _Planner:
             # A lone surrogate (`"\ud800"`, e.g. from a JSON escape) has no UTF-8 form,
             # so the event cannot be hashed into an id, nor sent to any provider.
             location = event.source or SourceLocation(index=index)
-            raise IngestError(_unencodable(event.model_dump()), location) from None
+            raise IngestError(unencodable_text(event.model_dump()), location) from None
 
     def _dispatch(self, event: AgentEvent) -> None:
         if isinstance(event, SystemPrompt):
@@ -387,32 +346,6 @@ class _Planner:
         self.add(node)
         plan.edges.extend((node.id, old, "derived_from") for old in earlier)
         plan.compaction = node.id
-
-
-def _unencodable(data: Any, path: str = "") -> str:
-    """Name the first text in `data` that has no UTF-8 form (a lone surrogate)."""
-    found = _surrogate_path(data, path)
-    where = f" at `{found}`" if found else ""
-    return f"text holds a lone surrogate, which has no UTF-8 form{where}; repair or drop it"
-
-
-def _surrogate_path(data: Any, path: str) -> str | None:
-    if isinstance(data, str):
-        try:
-            data.encode("utf-8")
-        except UnicodeEncodeError:
-            return path
-        return None
-    items: Any = ()
-    if isinstance(data, dict):
-        items = data.items()
-    elif isinstance(data, list | tuple):
-        items = enumerate(data)
-    for key, value in items:
-        found = _surrogate_path(value, f"{path}.{key}" if path else str(key))
-        if found is not None:
-            return found
-    return None
 
 
 def _covers(new: tuple[int, int | None] | None, old: tuple[int, int | None] | None) -> bool:

@@ -31,7 +31,7 @@ from context_graph.graph.events import (
     UserTurn,
 )
 from context_graph.graph.ids import make_node_id
-from context_graph.graph.ingest import model_json
+from context_graph.graph.node_build import model_json
 from context_graph.graph.nodes import ToolCallNode, TriggerSpec
 from context_graph.testing import WordCounter
 
