@@ -38,7 +38,11 @@ ToolCallInput: TypeAlias = ToolCall | Mapping[str, Any] | BaseModel
 
 
 class EventAdders:
-    """`add_system`, `add_user`, `add_assistant`, ...; mixed into whatever has `ingest`."""
+    """`add_system`, `add_user`, `add_assistant`, ...; mixed into whatever has `ingest`.
+
+    An interface helper, not a part of its host: it holds no state, reads no attribute
+    and calls nothing of the host but `ingest`.
+    """
 
     if TYPE_CHECKING:
 
