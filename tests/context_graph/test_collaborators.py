@@ -1,9 +1,14 @@
-"""The parts a `ContextGraph` holds, through their own interfaces: `EdgeSet`, `UnitIndex`."""
+"""The parts of a `ContextGraph`, through their own interfaces: edges, units, the adders."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
+from context_graph.graph.adders import EventAdders
 from context_graph.graph.content import TextPart
 from context_graph.graph.edges import EdgeSet
+from context_graph.graph.events import AgentEvent
 from context_graph.graph.nodes import AssistantNode, ToolCallNode, ToolResultNode, UserNode
 from context_graph.graph.units import Unit, UnitIndex
 
@@ -83,3 +88,40 @@ class TestUnitIndex:
         index = UnitIndex()
         index.extend([UserNode(id="n", notice=True)], {"n": "n"})
         assert index.units() == (Unit("n", "notice", ("n",)),)
+
+
+class _Recorder(EventAdders):
+    """A host with nothing but `ingest`, which records the events it is handed."""
+
+    __slots__ = ("events",)
+
+    def __init__(self) -> None:
+        self.events: list[AgentEvent | dict[str, Any]] = []
+
+    def ingest(self, events: Iterable[AgentEvent | dict[str, Any]]) -> tuple[str, ...]:
+        batch = list(events)
+        self.events.extend(batch)
+        return tuple(f"id-{len(self.events) - len(batch) + i}" for i in range(len(batch)))
+
+
+class TestEventAdders:
+    def test_a_host_needs_nothing_but_ingest(self) -> None:
+        """Every shorthand builds its event and hands it to the host's `ingest`, one each."""
+        host = _Recorder()
+        host.add_system("be brief")
+        host.add_user("hi")
+        host.add_assistant("ok", tool_calls=[{"id": "c1", "name": "ls", "arguments": {}}])
+        host.add_tool_result("c1", "a.py")
+        host.add_file_read("a.py", "print(1)")
+        host.add_subagent_result("done")
+        host.add_note("remember")
+        kinds = [type(event).__name__ for event in host.events]
+        assert kinds == [
+            "SystemPrompt",
+            "UserTurn",
+            "AssistantTurn",
+            "ToolResult",
+            "FileRead",
+            "SubagentResult",
+            "Note",
+        ]
