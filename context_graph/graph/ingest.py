@@ -90,13 +90,19 @@ class IngestPlan:
 
 
 class _Planner:
-    """Turns events into an `IngestPlan` against a read-only graph."""
+    """Turns events into an `IngestPlan` against a read-only graph.
+
+    It reads the graph through its public queries, and through the few entries the
+    graph keeps for ingest alone and no query gives without a copy: the next position,
+    the last transcript node, the newest compaction, the transcript order, and the open
+    and answered call ids.
+    """
 
     def __init__(self, graph: ContextGraph) -> None:
         self.graph = graph
         self.plan = IngestPlan(
             seq=graph._next_seq,
-            turn=graph._turn,
+            turn=graph.turns,
             last_id=graph._last_id,
             compaction=graph._compaction,
         )
@@ -118,7 +124,7 @@ class _Planner:
         pending = self.plan.file_reads.get(path)
         if pending is not None:
             return pending
-        return list(self.graph._file_reads.get(path, ()))
+        return list(self.graph.by_path(path))
 
     def unit_head(self, node_id: str) -> str:
         return self.plan.unit_of.get(node_id) or self.graph.unit_of(node_id).head
@@ -128,7 +134,7 @@ class _Planner:
     def add(self, node: Node, unit_head: str | None = None) -> None:
         plan = self.plan
         node_id = node.id
-        if node_id in plan.by_id or node_id in self.graph._nodes:
+        if node_id in plan.by_id or node_id in self.graph:
             msg = f"node id {node_id} already exists: the same event was ingested twice"
             raise IngestError(msg)
         plan.nodes.append(node)
@@ -233,7 +239,7 @@ class _Planner:
             self.add(node, unit_head=head.id)
             self.plan.edges.append((node.id, head.id, "issued_by"))
             self.plan.open_calls[call.id] = [*self.open_calls(call.id), node.id]
-            if call.id not in self.graph._first_call:
+            if self.graph.first_call_with_id(call.id) is None:
                 self.plan.first_calls.setdefault(call.id, node.id)
 
     def _take_open_call(self, call_id: str) -> ToolCallNode:
