@@ -21,8 +21,8 @@ from pathlib import Path
 
 from benchmarks.compare.sessions import session_files
 from context_graph import AgentEvent, ContextGraph, TiktokenCounter
+from context_graph.graph.node_tokens import countable_text
 from context_graph.importers import load_sessions
-from context_graph.tokens.counting import countable_text
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TRACES = ROOT.parent / "shared" / "traces"

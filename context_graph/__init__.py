@@ -35,7 +35,17 @@ from context_graph.errors import (
     TokenizerError,
     UnknownNodeError,
 )
-from context_graph.graph.context_graph import ContextGraph, EdgeKind, Unit
+from context_graph.graph.content import (
+    ContentPart,
+    DocumentPart,
+    ImagePart,
+    ProviderSignature,
+    RedactedThinkingPart,
+    TextPart,
+    ThinkingPart,
+)
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.edges import EdgeKind
 from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
@@ -48,33 +58,27 @@ from context_graph.graph.events import (
     ToolResult,
     UserTurn,
 )
+from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import (
     AnswerNode,
     AnyNode,
     AssistantNode,
-    ContentPart,
-    DocumentPart,
     FileNode,
-    ImagePart,
     Node,
     NodeKind,
     NoteNode,
-    ProviderSignature,
-    RedactedThinkingPart,
     SubagentResultNode,
     SummaryNode,
     SystemNode,
-    TextPart,
-    ThinkingPart,
     ToolCallNode,
     ToolResultNode,
     TriggerKind,
     TriggerSpec,
     UserNode,
 )
+from context_graph.graph.units import Unit
 from context_graph.tokens.calibration import Calibrator
 from context_graph.tokens.counting import (
-    NodeTokenCache,
     ProviderFormat,
     TiktokenCounter,
     TokenCounter,

@@ -1,17 +1,25 @@
-"""What the data layer remembers across calls, process-wide, and the one way to forget it.
+"""What the data layer remembers process-wide, and `clear_caches` to forget it.
 
-Today that is the entities `critical_entities` found per text and per line. Clearing
-changes no answer: it frees the memory and makes the next call pay in full, as in a new
-process. `processors.clear_caches` calls this before clearing its own memos.
+Some answers depend on a text alone and are asked for again and again: the critical
+entities of a text and of each of its lines (`context_graph.entities`). They are
+memoized for the whole process, bounded by entry count. Clearing changes no answer;
+it frees the memory and makes the next call pay the first computation again, as in a
+new process.
+
+Kept on purpose, because they hold nothing a session computed: the loaded tokenizer
+encodings and the shared default counter (`context_graph.tokens`), each node class's
+field defaults (`context_graph.graph.node_build`), and the request fields of the
+installed SDKs (`context_graph.validate.sdk_types`). A graph's `NodeTokenCache` belongs
+to its graph and goes with it.
 """
 
 from __future__ import annotations
 
-from context_graph.entities import clear_cache as _clear_entities
+from context_graph import entities
 
 __all__ = ["clear_caches"]
 
 
 def clear_caches() -> None:
-    """Forget every process-wide memo of `context_graph`."""
-    _clear_entities()
+    """Forget every memo of session text that `context_graph` keeps process-wide."""
+    entities.clear_cache()

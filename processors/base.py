@@ -22,9 +22,12 @@ from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkab
 from pydantic import BaseModel, ConfigDict, Field
 
 from context_graph.errors import ProcessorError
-from context_graph.graph.context_graph import ContextGraph, Unit
-from context_graph.graph.nodes import AnyNode, ContentPart, Node, ToolCallNode, content_digest
-from context_graph.tokens.counting import NodeTokenCache
+from context_graph.graph.content import ContentPart
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.ids import content_digest
+from context_graph.graph.node_tokens import NodeTokenCache
+from context_graph.graph.nodes import AnyNode, Node, ToolCallNode
+from context_graph.graph.units import Unit
 
 __all__ = [
     "Abstract",

@@ -24,7 +24,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from context_graph.errors import ConfigurationError
-from context_graph.graph.nodes import Node, TextPart
+from context_graph.graph.content import TextPart
+from context_graph.graph.nodes import Node
 from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
 from processors.registry import register_processor
 

@@ -25,8 +25,9 @@ from typing import Any
 
 import pytest
 
+from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.render import count_payload
-from context_graph.tokens.counting import NodeTokenCache, ProviderFormat, default_counter
+from context_graph.tokens.counting import ProviderFormat, default_counter
 from context_graph.validate.request import validate
 from orchestrator import ContextManager
 

@@ -25,8 +25,8 @@ from typing import Any, Literal
 from benchmarks.compare import convert
 from benchmarks.compare.contenders import Contender, ContenderSpec
 from context_graph import AgentEvent, AssistantTurn, TokenCounter
+from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.render import count_payload
-from context_graph.tokens.counting import NodeTokenCache
 
 Kind = Literal["buffered", "head_and_tail"]
 NAMES: dict[Kind, str] = {"buffered": "autogen buffered", "head_and_tail": "autogen head+tail"}

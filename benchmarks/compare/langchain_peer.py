@@ -17,8 +17,8 @@ from typing import Any
 from benchmarks.compare import convert
 from benchmarks.compare.contenders import Contender, ContenderSpec
 from context_graph import AgentEvent, AssistantTurn, TokenCounter
+from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.render import count_payload
-from context_graph.tokens.counting import NodeTokenCache
 
 SETTINGS = (
     '`trim_messages(held, max_tokens=B, strategy="last", start_on="human", '

@@ -23,8 +23,8 @@ from benchmarks.compare.sdk_types import payload_shape_problems
 from benchmarks.compare.sessions import Session
 from benchmarks.compare.tokenizer_clock import TokenizerClock
 from context_graph import ContextGraph, Note, SystemPrompt, TiktokenCounter, UserTurn
+from context_graph.graph.node_tokens import NodeTokenCache, countable_text
 from context_graph.render import Renderer, count_payload
-from context_graph.tokens.counting import NodeTokenCache, countable_text
 from context_graph.validate.request import validate
 from processors import clear_caches
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from pydantic import BaseModel
 
 from context_graph.errors import IngestError
+from context_graph.graph.content import ContentPart
 from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
@@ -26,7 +27,6 @@ from context_graph.graph.events import (
     UserTurn,
     make_event,
 )
-from context_graph.graph.nodes import ContentPart
 from context_graph.graph.sdk_replies import is_reply, read_message
 
 __all__ = ["Content", "EventAdders", "ToolCallInput"]
@@ -38,7 +38,11 @@ ToolCallInput: TypeAlias = ToolCall | Mapping[str, Any] | BaseModel
 
 
 class EventAdders:
-    """`add_system`, `add_user`, `add_assistant`, ...; mixed into whatever has `ingest`."""
+    """`add_system`, `add_user`, `add_assistant`, ...; mixed into whatever has `ingest`.
+
+    An interface helper, not a part of its host: it holds no state, reads no attribute
+    and calls nothing of the host but `ingest`.
+    """
 
     if TYPE_CHECKING:
 

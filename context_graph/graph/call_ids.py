@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 __all__ = ["ID_RULES", "IdRule", "provider_call_id"]
 
@@ -25,11 +27,14 @@ class IdRule:
     max_length: int
 
 
-ID_RULES: dict[str, IdRule] = {
-    "openai": IdRule(re.compile(r"[^\x00-\x1f]+"), 40),
-    "anthropic": IdRule(re.compile(r"[a-zA-Z0-9_-]+"), 64),
-    "gemini": IdRule(re.compile(r"[^\x00-\x1f]+"), 64),
-}
+#: What each provider format accepts as a tool-call id (read-only).
+ID_RULES: Mapping[str, IdRule] = MappingProxyType(
+    {
+        "openai": IdRule(re.compile(r"[^\x00-\x1f]+"), 40),
+        "anthropic": IdRule(re.compile(r"[a-zA-Z0-9_-]+"), 64),
+        "gemini": IdRule(re.compile(r"[^\x00-\x1f]+"), 64),
+    }
+)
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticCustomError, PydanticSerializationError
 
-from context_graph.graph.nodes import ProviderSignature
+from context_graph.graph.content import ProviderSignature
 
 __all__ = ["call_fields", "number_gemini_calls", "plain", "shape_error"]
 

@@ -10,58 +10,36 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
 from typing import Any, cast
 
 import networkx as nx
 from pydantic import JsonValue
 
-from context_graph.errors import DuplicateNodeError, UnknownNodeError
+from context_graph.errors import CycleError, DuplicateNodeError, GraphError, UnknownNodeError
 from context_graph.graph.adders import EventAdders
-from context_graph.graph.anchors import unit_kind
-from context_graph.graph.edges import EDGE_KINDS, EdgeKind, EdgeMethods
+from context_graph.graph.edges import EDGE_KINDS, EdgeKind, EdgeSet
 from context_graph.graph.events import (
     AgentEvent,
     coerce_events,
 )
 from context_graph.graph.ingest import IngestPlan, plan_ingest
 from context_graph.graph.journal import IngestJournal
+from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import Node, ToolCallNode
-from context_graph.tokens.counting import NodeTokenCache, TokenCounter, default_counter
+from context_graph.graph.units import Unit, UnitIndex
+from context_graph.tokens.counting import TokenCounter, default_counter
 
-__all__ = ["EDGE_KINDS", "ContextGraph", "EdgeKind", "Unit"]
-
-
-@dataclass(frozen=True, slots=True)
-class Unit:
-    """An interaction unit: the atom that is kept, compacted or dropped whole.
-
-    An assistant turn's unit holds the assistant node, all its tool calls and all their
-    results (parallel calls included). Every other transcript node is a unit by itself.
-
-    Attributes:
-        head: The id of the unit's first node.
-        kind: The kind of the head node, or `notice` when it is a notice (`unit_kind`).
-        node_ids: Every node of the unit, in transcript order.
-    """
-
-    head: str
-    kind: str
-    node_ids: tuple[str, ...]
-
-    def __len__(self) -> int:
-        return len(self.node_ids)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.node_ids)
+__all__ = ["ContextGraph"]
 
 
-class ContextGraph(EdgeMethods, EventAdders):
+class ContextGraph(EventAdders):
     """A DAG of context nodes, built from agent events.
 
     Ingest is atomic per batch: `ingest(events)` either adds every node and edge of the
     batch or raises `IngestError` and leaves the graph exactly as it was. Ingesting an
-    event costs the size of the event: the queries it needs are indexed.
+    event costs the size of the event: the queries it needs are indexed. The graph holds
+    its edges in an `EdgeSet` and its interaction units in a `UnitIndex`; the `add_*`
+    shorthands (`EventAdders`) only build an event and call `ingest`.
 
     Args:
         counter: The token counter; the offline `cl100k_base` tiktoken counter by default.
@@ -76,9 +54,9 @@ class ContextGraph(EdgeMethods, EventAdders):
     ) -> None:
         self.token_cache = NodeTokenCache(counter or default_counter())
         self._journal = journal
-        self._g: nx.DiGraph = nx.DiGraph()
+        self._edges = EdgeSet()
+        self._units = UnitIndex()
         self._nodes: dict[str, Node] = {}
-        self._rank: dict[str, int] = {}
         self._order: list[str] = []
         self._derived: list[str] = []
         self._tokens: dict[str, int] = {}
@@ -87,14 +65,6 @@ class ContextGraph(EdgeMethods, EventAdders):
         self._answered_ids: set[str] = set()
         self._answer: dict[str, str] = {}
         self._call_of: dict[str, str] = {}
-        self._unit_of: dict[str, str] = {}
-        self._unit_members: dict[str, list[str]] = {}
-        self._unit_heads: list[str] = []
-        self._unit_objects: dict[str, Unit] = {}
-        self._unit_index: dict[str, int] = {}
-        self._unit_list: list[Unit] = []
-        # The head of every unit made or grown, in order: what changed since a mark.
-        self._unit_log: list[str] = []
         self._units_cache: tuple[int, tuple[Unit, ...]] | None = None
         self._by_kind: dict[str, list[str]] = {}
         self._by_tool: dict[str, list[str]] = {}
@@ -106,7 +76,6 @@ class ContextGraph(EdgeMethods, EventAdders):
         self._last_id: str | None = None
         # The newest imported compaction: the next one abstracts the nodes since it.
         self._compaction: str | None = None
-        self._forward_edges = 0
         self._first_call: dict[str, str] = {}
         self._version = 0
 
@@ -158,54 +127,14 @@ class ContextGraph(EdgeMethods, EventAdders):
             self._link(node.id, source, "derived_from")
         return node.id
 
-    def add_edge(self, source: str, target: str, kind: EdgeKind) -> None:
-        """Add an edge `source -> target` of `kind` (from the newer node to the older).
-
-        Raises:
-            UnknownNodeError: an endpoint is not in the graph.
-            CycleError: the edge would close a cycle; the graph is unchanged.
-            GraphError: the kind is not one of `EDGE_KINDS`.
-            StoreError: the graph has a journal, which has no entry for an explicit edge.
-        """
-        if self._journal is not None:
-            self._journal.refuse("add_edge")
-        super().add_edge(source, target, kind)
-
     def _commit(self, plan: IngestPlan) -> None:
         """Apply a validated plan. Nothing here can fail on a plan from `plan_ingest`."""
         nodes = plan.nodes
         self._insert_nodes(nodes, plan.tokens)
-        unit_of = plan.unit_of
-        members = self._unit_members
-        unit_index = self._unit_index
-        unit_log = self._unit_log
-        new_heads: list[str] = []
-        grown: dict[str, None] = {}
-        for node in nodes:
-            node_id = node.id
-            self._order.append(node_id)
-            head = unit_of[node_id]
-            self._unit_of[node_id] = head
-            if head == node_id:
-                self._unit_heads.append(node_id)
-                members[node_id] = [node_id]
-                unit_index[node_id] = len(self._unit_list) + len(new_heads)
-                new_heads.append(node_id)
-            else:
-                members[head].append(node_id)
-                grown[head] = None
-            unit_log.append(head)
-        # Each touched unit is made once, with all of this batch's members: the units a
-        # node-by-node commit would make in between are seen by no one.
-        earlier = len(self._unit_list)
-        for head in grown:
-            index = unit_index[head]
-            if index < earlier:
-                self._unit_objects.pop(head, None)
-                self._unit_list[index] = self._make_unit(head)
-        for head in new_heads:
-            self._unit_list.append(self._make_unit(head))
-        self._link_new(plan.edges)
+        self._order.extend(node.id for node in nodes)
+        self._units.extend(nodes, plan.unit_of)
+        self._version += len(plan.edges)
+        self._edges.link_new(plan.edges)
         for call_id, open_ids in plan.open_calls.items():
             if open_ids:
                 self._open_calls[call_id] = open_ids
@@ -229,14 +158,12 @@ class ContextGraph(EdgeMethods, EventAdders):
     def _insert_nodes(self, nodes: Sequence[Node], tokens: dict[str, int]) -> None:
         """Add new nodes, in order, with their token counts (one networkx call for all)."""
         self._version += len(nodes)
-        rank = self._rank
         by_kind = self._by_kind
         total = self._total_tokens
         for node in nodes:
             node_id = node.id
             count = tokens[node_id]
             self._nodes[node_id] = node
-            rank[node_id] = len(rank)
             self._tokens[node_id] = count
             total += count
             by_kind.setdefault(node.kind, []).append(node_id)
@@ -246,8 +173,53 @@ class ContextGraph(EdgeMethods, EventAdders):
             if node.pinned:
                 self._pinned.append(node_id)
         self._total_tokens = total
-        if nodes:  # as adding them one by one, an empty batch leaves networkx untouched
-            self._g.add_nodes_from([node.id for node in nodes])
+        self._edges.add_nodes([node.id for node in nodes])
+
+    # -- edges -------------------------------------------------------------------------
+
+    def add_edge(self, source: str, target: str, kind: EdgeKind) -> None:
+        """Add an edge `source -> target` of `kind` (from the newer node to the older).
+
+        Raises:
+            UnknownNodeError: an endpoint is not in the graph.
+            CycleError: the edge would close a cycle; the graph is unchanged.
+            GraphError: the kind is not one of `EDGE_KINDS`.
+            StoreError: the graph has a journal, which has no entry for an explicit edge.
+        """
+        if self._journal is not None:
+            self._journal.refuse("add_edge")
+        if kind not in EDGE_KINDS:
+            msg = f"unknown edge kind {kind!r}; expected one of {', '.join(EDGE_KINDS)}"
+            raise GraphError(msg)
+        self._require(source)
+        self._require(target)
+        if self._edges.closes_cycle(source, target):
+            msg = f"edge {source} -> {target} ({kind}) would close a cycle"
+            raise CycleError(msg)
+        self._link(source, target, kind)
+
+    def _link(self, source: str, target: str, kind: str) -> None:
+        self._version += 1
+        self._edges.link(source, target, kind)
+
+    def edges(self, kind: EdgeKind | None = None) -> Iterator[tuple[str, str, str]]:
+        """Iterate over `(source, target, kind)`, all kinds or one."""
+        return self._edges.edges(kind)
+
+    def targets(self, node_id: str, kind: EdgeKind) -> tuple[str, ...]:
+        """The nodes that `node_id` points at by edges of `kind` (older nodes)."""
+        self._require(node_id)
+        return self._edges.targets(node_id, kind)
+
+    def sources(self, node_id: str, kind: EdgeKind) -> tuple[str, ...]:
+        """The nodes that point at `node_id` by edges of `kind` (newer nodes)."""
+        self._require(node_id)
+        return self._edges.sources(node_id, kind)
+
+    @property
+    def nx(self) -> nx.DiGraph:
+        """A read-only networkx view of the structure (node ids; edges with `kinds`)."""
+        return self._edges.view()
 
     # -- nodes -------------------------------------------------------------------------
 
@@ -333,25 +305,25 @@ class ContextGraph(EdgeMethods, EventAdders):
     def unit_of(self, node_id: str) -> Unit:
         """The interaction unit that holds `node_id`."""
         self._require(node_id)
-        head = self._unit_of.get(node_id)
-        if head is None:
+        unit = self._units.unit_of(node_id)
+        if unit is None:
             msg = f"node {node_id!r} is derived and belongs to no transcript unit"
             raise UnknownNodeError(msg)
-        return self._make_unit(head)
+        return unit
 
     def units(self) -> tuple[Unit, ...]:
         """Every interaction unit, in the order their heads happened."""
         cached = self._units_cache
         if cached is not None and cached[0] == self._version:
             return cached[1]
-        units = tuple(self._unit_list)
+        units = self._units.units()
         self._units_cache = (self._version, units)
         return units
 
     @property
     def unit_mark(self) -> int:
         """A mark of the units as they are now, for `units_changed_since`."""
-        return len(self._unit_log)
+        return self._units.mark
 
     def units_changed_since(self, mark: int) -> tuple[str, ...]:
         """Heads of the units made or grown since `unit_mark` was `mark`, each once, in order.
@@ -359,16 +331,7 @@ class ContextGraph(EdgeMethods, EventAdders):
         A unit only ever grows at its end, and new units come after every older one, so
         a consumer that kept the units at `mark` can bring them up to date from these.
         """
-        return tuple(dict.fromkeys(self._unit_log[mark:]))
-
-    def _make_unit(self, head: str) -> Unit:
-        # Unit objects are reused until their unit grows, so that consumers that cache
-        # by unit (the renderer) see the same object for an unchanged unit.
-        unit = self._unit_objects.get(head)
-        if unit is None:
-            unit = Unit(head, unit_kind(self._nodes[head]), tuple(self._unit_members[head]))
-            self._unit_objects[head] = unit
-        return unit
+        return self._units.changed_since(mark)
 
     def answer_to(self, call_node_id: str) -> Node | None:
         """The node that answers the tool call `call_node_id`, or `None` while it is open."""
@@ -385,7 +348,7 @@ class ContextGraph(EdgeMethods, EventAdders):
     def unanswered_calls(self) -> tuple[str, ...]:
         """Ids of tool-call nodes that have no result yet, in transcript order."""
         open_ids = [i for ids in self._open_calls.values() for i in ids]
-        return tuple(sorted(open_ids, key=self._rank.__getitem__))
+        return tuple(sorted(open_ids, key=self._edges.rank.__getitem__))
 
     def is_superseded(self, node_id: str) -> bool:
         """Whether a later read of the same file covers this file node."""

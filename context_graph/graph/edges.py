@@ -1,21 +1,18 @@
-"""The edges of `ContextGraph`: adding them (acyclic by construction) and reading them.
+"""`EdgeSet`: the typed edges among a graph's nodes, acyclic by construction.
 
-Mixed into `ContextGraph`, which owns the attributes declared below. Every edge points
+`ContextGraph` holds one and hands it node ids it has already checked. Every edge points
 from a node to an older one, so insertion rank is a topological order while no edge
 points forward, and most edges are checked without a search.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Literal, TypeAlias, cast
 
 import networkx as nx
 
-from context_graph.errors import CycleError, GraphError
-from context_graph.graph.nodes import Node
-
-__all__ = ["EDGE_KINDS", "EdgeKind", "EdgeMethods"]
+__all__ = ["EDGE_KINDS", "EdgeKind", "EdgeSet"]
 
 EdgeKind: TypeAlias = Literal[
     "follows", "issued_by", "answers", "derived_from", "supersedes", "spawned_by"
@@ -31,34 +28,38 @@ EDGE_KINDS: tuple[str, ...] = (
 )
 
 
-class EdgeMethods:
-    """Edge insertion and queries; mixed into `ContextGraph`."""
+class EdgeSet:
+    """The nodes' insertion ranks and the edges between them, each pair's kinds merged.
 
-    _g: nx.DiGraph
-    _rank: dict[str, int]
-    _forward_edges: int
-    _version: int
-    _require: Callable[[str], Node]
+    It knows node ids only: whether an id names a node, and whether a kind is one of
+    `EDGE_KINDS`, is checked by the graph before it asks.
+    """
 
-    def add_edge(self, source: str, target: str, kind: EdgeKind) -> None:
-        """Add an edge `source -> target` of `kind` (from the newer node to the older).
+    __slots__ = ("_forward_edges", "_g", "_rank")
 
-        Raises:
-            UnknownNodeError: an endpoint is not in the graph.
-            CycleError: the edge would close a cycle; the graph is unchanged.
-            GraphError: the kind is not one of `EDGE_KINDS`.
-        """
-        if kind not in EDGE_KINDS:
-            msg = f"unknown edge kind {kind!r}; expected one of {', '.join(EDGE_KINDS)}"
-            raise GraphError(msg)
-        self._require(source)
-        self._require(target)
-        if source == target or (
-            not self._points_back(source, target) and (nx.has_path(self._g, target, source))
-        ):
-            msg = f"edge {source} -> {target} ({kind}) would close a cycle"
-            raise CycleError(msg)
-        self._link(source, target, kind)
+    def __init__(self) -> None:
+        self._g: nx.DiGraph = nx.DiGraph()
+        self._rank: dict[str, int] = {}
+        self._forward_edges = 0
+
+    @property
+    def rank(self) -> Mapping[str, int]:
+        """Each node's insertion rank (0 for the first node added)."""
+        return self._rank
+
+    def add_nodes(self, node_ids: Sequence[str]) -> None:
+        """Add new nodes, in order, after every node added before (one networkx call)."""
+        rank = self._rank
+        for node_id in node_ids:
+            rank[node_id] = len(rank)
+        if node_ids:  # as adding them one by one, an empty batch leaves networkx untouched
+            self._g.add_nodes_from(node_ids)
+
+    def closes_cycle(self, source: str, target: str) -> bool:
+        """Whether an edge `source -> target` would close a cycle."""
+        return source == target or (
+            not self._points_back(source, target) and nx.has_path(self._g, target, source)
+        )
 
     def _points_back(self, source: str, target: str) -> bool:
         """True when the edge provably cannot close a cycle without a search.
@@ -68,8 +69,8 @@ class EdgeMethods:
         """
         return self._forward_edges == 0 and self._rank[source] > self._rank[target]
 
-    def _link(self, source: str, target: str, kind: str) -> None:
-        self._version += 1
+    def link(self, source: str, target: str, kind: str) -> None:
+        """Add the edge `source -> target` of `kind` (no checks: see `closes_cycle`)."""
         if self._rank[source] < self._rank[target]:
             self._forward_edges += 1
         data = self._g.get_edge_data(source, target)
@@ -78,8 +79,8 @@ class EdgeMethods:
         elif kind not in data["kinds"]:
             data["kinds"] = (*data["kinds"], kind)
 
-    def _link_new(self, edges: Sequence[tuple[str, str, str]]) -> None:
-        """`_link` each edge of a plan in order (every source is new in this commit).
+    def link_new(self, edges: Sequence[tuple[str, str, str]]) -> None:
+        """`link` each edge of a plan in order (every source is new in this commit).
 
         No edge can leave a node before the node is added, so an edge's kinds are only
         merged with those of the same pair earlier in `edges`, and networkx is asked to
@@ -87,7 +88,6 @@ class EdgeMethods:
         (so that adjacency order matches linking the edges one by one). A plan's edges
         all point from a node to one added before it, so none is a forward edge.
         """
-        self._version += len(edges)
         merged: dict[tuple[str, str], tuple[str, ...]] = {}
         for source, target, kind in edges:
             kinds = merged.get((source, target), ())
@@ -106,15 +106,12 @@ class EdgeMethods:
 
     def targets(self, node_id: str, kind: EdgeKind) -> tuple[str, ...]:
         """The nodes that `node_id` points at by edges of `kind` (older nodes)."""
-        self._require(node_id)
         return tuple(v for _, v, d in self._g.out_edges(node_id, data=True) if kind in d["kinds"])
 
     def sources(self, node_id: str, kind: EdgeKind) -> tuple[str, ...]:
         """The nodes that point at `node_id` by edges of `kind` (newer nodes)."""
-        self._require(node_id)
         return tuple(u for u, _, d in self._g.in_edges(node_id, data=True) if kind in d["kinds"])
 
-    @property
-    def nx(self) -> nx.DiGraph:
+    def view(self) -> nx.DiGraph:
         """A read-only networkx view of the structure (node ids; edges with `kinds`)."""
         return cast(nx.DiGraph, self._g.copy(as_view=True))

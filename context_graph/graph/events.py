@@ -28,7 +28,8 @@ from pydantic_core import PydanticCustomError
 
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.graph.call_shapes import call_fields, number_gemini_calls, plain, shape_error
-from context_graph.graph.nodes import ContentPart, ProviderSignature, TextPart, TriggerSpec
+from context_graph.graph.content import ContentPart, ProviderSignature, TextPart
+from context_graph.graph.nodes import TriggerSpec
 
 __all__ = [
     "AgentEvent",

@@ -4,17 +4,16 @@
 raises `IngestError` on the first bad event. Only a complete plan is handed to
 `ContextGraph._commit`, which cannot fail on valid plans, so a batch lands whole or not
 at all. The overlay copies only the entries an event touches, so planning costs the size
-of the batch, not of the history.
+of the batch, not of the history. Nodes are made by `context_graph.graph.node_build`;
+what may be stored is checked by `context_graph.graph.json_limits`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
 from context_graph.errors import IngestError, SourceLocation
@@ -30,7 +29,9 @@ from context_graph.graph.events import (
     ToolResult,
     UserTurn,
 )
-from context_graph.graph.json_limits import check_json_value
+from context_graph.graph.ids import make_node_id
+from context_graph.graph.json_limits import check_json_value, unencodable_text
+from context_graph.graph.node_build import build, model_json
 from context_graph.graph.nodes import (
     AnswerNode,
     AssistantNode,
@@ -43,7 +44,6 @@ from context_graph.graph.nodes import (
     ToolCallNode,
     ToolResultNode,
     UserNode,
-    make_node_id,
 )
 
 if TYPE_CHECKING:
@@ -89,55 +89,20 @@ class IngestPlan:
     """Every node of `nodes` by id, in the same order."""
 
 
-NodeT = TypeVar("NodeT", bound=Node)
-
-
-def build(cls: type[NodeT], **fields: Any) -> NodeT:
-    """Make a node from fields that were already validated as parts of an event.
-
-    The fields come from frozen, validated events, so validating them again would only
-    repeat work, and so would `model_construct`, which was a quarter of ingest time on
-    real sessions. This sets the same four attributes `model_construct` sets; a test
-    checks that the result equals what validation produces.
-    """
-    defaults = _DEFAULTS.get(cls)
-    if defaults is None:
-        defaults = {
-            name: field.get_default(call_default_factory=True)
-            for name, field in cls.model_fields.items()
-            if not field.is_required()
-        }
-        _DEFAULTS[cls] = defaults
-    values = {**defaults, **fields}
-    values["meta"] = MappingProxyType(dict(values["meta"]))
-    node = cls.__new__(cls)
-    object.__setattr__(node, "__dict__", values)
-    object.__setattr__(node, "__pydantic_fields_set__", set(fields))
-    object.__setattr__(node, "__pydantic_extra__", None)
-    object.__setattr__(node, "__pydantic_private__", None)
-    return node
-
-
-_DEFAULTS: dict[type[Node], dict[str, Any]] = {}
-
-
-def model_json(model: BaseModel) -> bytes:
-    """`model.model_dump_json().encode()`, the same bytes without the round trip via `str`.
-
-    `model_dump_json` is the serializer's `to_json` with its default options, decoded;
-    for a large tool output, decoding and encoding again cost as much as serializing.
-    """
-    return model.__pydantic_serializer__.to_json(model)
-
-
 class _Planner:
-    """Turns events into an `IngestPlan` against a read-only graph."""
+    """Turns events into an `IngestPlan` against a read-only graph.
+
+    It reads the graph through its public queries, and through the few entries the
+    graph keeps for ingest alone and no query gives without a copy: the next position,
+    the last transcript node, the newest compaction, the transcript order, and the open
+    and answered call ids.
+    """
 
     def __init__(self, graph: ContextGraph) -> None:
         self.graph = graph
         self.plan = IngestPlan(
             seq=graph._next_seq,
-            turn=graph._turn,
+            turn=graph.turns,
             last_id=graph._last_id,
             compaction=graph._compaction,
         )
@@ -159,17 +124,17 @@ class _Planner:
         pending = self.plan.file_reads.get(path)
         if pending is not None:
             return pending
-        return list(self.graph._file_reads.get(path, ()))
+        return list(self.graph.by_path(path))
 
     def unit_head(self, node_id: str) -> str:
-        return self.plan.unit_of.get(node_id) or self.graph._unit_of[node_id]
+        return self.plan.unit_of.get(node_id) or self.graph.unit_of(node_id).head
 
     # -- adding --
 
     def add(self, node: Node, unit_head: str | None = None) -> None:
         plan = self.plan
         node_id = node.id
-        if node_id in plan.by_id or node_id in self.graph._nodes:
+        if node_id in plan.by_id or node_id in self.graph:
             msg = f"node id {node_id} already exists: the same event was ingested twice"
             raise IngestError(msg)
         plan.nodes.append(node)
@@ -215,7 +180,7 @@ class _Planner:
             # A lone surrogate (`"\ud800"`, e.g. from a JSON escape) has no UTF-8 form,
             # so the event cannot be hashed into an id, nor sent to any provider.
             location = event.source or SourceLocation(index=index)
-            raise IngestError(_unencodable(event.model_dump()), location) from None
+            raise IngestError(unencodable_text(event.model_dump()), location) from None
 
     def _dispatch(self, event: AgentEvent) -> None:
         if isinstance(event, SystemPrompt):
@@ -274,7 +239,7 @@ class _Planner:
             self.add(node, unit_head=head.id)
             self.plan.edges.append((node.id, head.id, "issued_by"))
             self.plan.open_calls[call.id] = [*self.open_calls(call.id), node.id]
-            if call.id not in self.graph._first_call:
+            if self.graph.first_call_with_id(call.id) is None:
                 self.plan.first_calls.setdefault(call.id, node.id)
 
     def _take_open_call(self, call_id: str) -> ToolCallNode:
@@ -387,32 +352,6 @@ class _Planner:
         self.add(node)
         plan.edges.extend((node.id, old, "derived_from") for old in earlier)
         plan.compaction = node.id
-
-
-def _unencodable(data: Any, path: str = "") -> str:
-    """Name the first text in `data` that has no UTF-8 form (a lone surrogate)."""
-    found = _surrogate_path(data, path)
-    where = f" at `{found}`" if found else ""
-    return f"text holds a lone surrogate, which has no UTF-8 form{where}; repair or drop it"
-
-
-def _surrogate_path(data: Any, path: str) -> str | None:
-    if isinstance(data, str):
-        try:
-            data.encode("utf-8")
-        except UnicodeEncodeError:
-            return path
-        return None
-    items: Any = ()
-    if isinstance(data, dict):
-        items = data.items()
-    elif isinstance(data, list | tuple):
-        items = enumerate(data)
-    for key, value in items:
-        found = _surrogate_path(value, f"{path}.{key}" if path else str(key))
-        if found is not None:
-            return found
-    return None
 
 
 def _covers(new: tuple[int, int | None] | None, old: tuple[int, int | None] | None) -> bool:

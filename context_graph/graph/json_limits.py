@@ -28,7 +28,7 @@ from typing import Any
 
 from context_graph.errors import IngestError, SourceLocation
 
-__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "MAX_STRING", "check_json_value"]
+__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "MAX_STRING", "check_json_value", "unencodable_text"]
 
 MAX_DEPTH = 64
 """The most containers a value may nest, the outermost counted (`{"a": [1]}` has 2)."""
@@ -138,3 +138,29 @@ def _push_children(
 def _refuse(where: str, problem: str, location: SourceLocation | None) -> None:
     base = location if location is not None else SourceLocation()
     raise IngestError(f"the value {problem}", base.with_path(where))
+
+
+def unencodable_text(data: Any, path: str = "") -> str:
+    """Say which text in `data` has no UTF-8 form (a lone surrogate), for an `IngestError`."""
+    found = _surrogate_path(data, path)
+    where = f" at `{found}`" if found else ""
+    return f"text holds a lone surrogate, which has no UTF-8 form{where}; repair or drop it"
+
+
+def _surrogate_path(data: Any, path: str) -> str | None:
+    if isinstance(data, str):
+        try:
+            data.encode("utf-8")
+        except UnicodeEncodeError:
+            return path
+        return None
+    items: Any = ()
+    if isinstance(data, dict):
+        items = data.items()
+    elif isinstance(data, list | tuple):
+        items = enumerate(data)
+    for key, value in items:
+        found = _surrogate_path(value, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None

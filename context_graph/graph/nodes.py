@@ -3,20 +3,23 @@
 A node is one piece of what happened in an agent session: the system prompt, a user turn,
 an assistant turn, one tool call, one tool result, a file as read, a sub-agent's answer, a
 summary or a pinned note. Nodes never change once made; a compaction makes new nodes that
-point back at the ones they stand for (`replaces` one, or `abstracts` several).
+point back at the ones they stand for (`replaces` one, or `abstracts` several). What they
+carry is made of content parts (`context_graph.graph.content`); their ids are computed by
+`context_graph.graph.ids`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from functools import cached_property
 from types import MappingProxyType
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field_serializer
 from pydantic import field_validator as _field_validator
+
+from context_graph.graph.content import ContentPart, ProviderSignature, TextPart
 
 __all__ = [
     "ANSWER_KINDS",
@@ -24,27 +27,18 @@ __all__ = [
     "AnswerNode",
     "AnyNode",
     "AssistantNode",
-    "ContentPart",
-    "DocumentPart",
     "FileNode",
-    "ImagePart",
     "Node",
     "NodeKind",
     "NoteNode",
-    "ProviderSignature",
-    "RedactedThinkingPart",
     "SubagentResultNode",
     "SummaryNode",
     "SystemNode",
-    "TextPart",
-    "ThinkingPart",
     "ToolCallNode",
     "ToolResultNode",
     "TriggerKind",
     "TriggerSpec",
     "UserNode",
-    "content_digest",
-    "make_node_id",
     "node_adapter",
 ]
 
@@ -83,89 +77,6 @@ ANSWER_KINDS: frozenset[str] = frozenset({"tool_result", "file", "subagent_resul
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
-# --- content parts ------------------------------------------------------------------------
-
-
-class TextPart(BaseModel):
-    """Plain text."""
-
-    model_config = _FROZEN
-    type: Literal["text"] = "text"
-    text: str
-    """The text itself."""
-
-
-class ImagePart(BaseModel):
-    """An image, inline (base64) or by URL."""
-
-    model_config = _FROZEN
-    type: Literal["image"] = "image"
-    media_type: str | None = None
-    """MIME type such as `image/png`, when known."""
-    data: str | None = None
-    """Base64 data of an inline image."""
-    url: str | None = None
-    """Address of an image given by URL."""
-
-
-class DocumentPart(BaseModel):
-    """A document block (PDF or plain text) as Anthropic accepts it."""
-
-    model_config = _FROZEN
-    type: Literal["document"] = "document"
-    media_type: str | None = None
-    """MIME type such as `application/pdf`."""
-    data: str | None = None
-    """Base64 or plain-text data of the document."""
-    url: str | None = None
-    """Address of a document given by URL."""
-    title: str | None = None
-    """The document's title, if given."""
-
-
-class ThinkingPart(BaseModel):
-    """A model's visible reasoning; sent back to the provider byte for byte."""
-
-    model_config = _FROZEN
-    type: Literal["thinking"] = "thinking"
-    thinking: str
-    """The reasoning text."""
-    signature: str | None = None
-    """The provider's signature over the block; required to send it back."""
-    provider: Literal["anthropic", "gemini"] | None = None
-    """Who signed it, when known: a signature is only valid for its own provider.
-    `None` is read as Anthropic when a signature is present (the common case)."""
-
-
-class RedactedThinkingPart(BaseModel):
-    """Encrypted reasoning; opaque, sent back exactly as received."""
-
-    model_config = _FROZEN
-    type: Literal["redacted_thinking"] = "redacted_thinking"
-    data: str
-    """The opaque payload."""
-
-
-class ProviderSignature(BaseModel):
-    """A provider's opaque signature over a piece of its own output (a tool call).
-
-    Gemini signs function calls (`thoughtSignature`) and refuses a later request whose
-    calls lack it; the signature is sent back, unchanged, only to the provider that made it.
-    """
-
-    model_config = _FROZEN
-    provider: str = Field(min_length=1)
-    """Who signed it, as a format name: `gemini`."""
-    value: str
-    """The signature exactly as received (Gemini: base64 text)."""
-
-
-ContentPart: TypeAlias = Annotated[
-    TextPart | ImagePart | DocumentPart | ThinkingPart | RedactedThinkingPart,
-    Field(discriminator="type"),
-]
-
-
 class TriggerSpec(BaseModel):
     """A trigger declared on a node; data only, the orchestrator evaluates it."""
 
@@ -176,9 +87,6 @@ class TriggerSpec(BaseModel):
     """The condition's number: tokens for `size`, turns for `age`, a ratio for `budget_ratio`."""
     pipeline: str | None = None
     """The pipeline to run when it fires; `None` means the profile's default."""
-
-
-# --- nodes --------------------------------------------------------------------------------
 
 
 class Node(BaseModel):
@@ -392,30 +300,3 @@ AnyNode: TypeAlias = Annotated[
 
 #: (De)serializes any node from / to plain data.
 node_adapter: TypeAdapter[AnyNode] = TypeAdapter(AnyNode)
-
-
-def content_digest(payload: Any) -> str:
-    """Return a stable hex digest of plain data (dicts, lists, strings, numbers).
-
-    The same data gives the same digest in any process: keys are sorted and the
-    encoding is fixed.
-    """
-    encoded = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.blake2b(encoded.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-
-
-def make_node_id(kind: str, seq: int | None, payload: Any) -> str:
-    """Return the deterministic id of a node.
-
-    Transcript nodes are named by their position and content (`000012-user-1f3a...`), so
-    two equal turns at different places get different ids and ids sort in transcript
-    order. Derived nodes (no position) are named by content and lineage alone.
-    `payload` is plain data, or `bytes` that already are its canonical encoding.
-    """
-    if isinstance(payload, bytes):
-        digest = hashlib.blake2b(payload, digest_size=8).hexdigest()
-    else:
-        digest = content_digest(payload)
-    if seq is None:
-        return f"{kind}-{digest}"
-    return f"{seq:06d}-{kind}-{digest}"

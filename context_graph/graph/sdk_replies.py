@@ -28,14 +28,14 @@ from pydantic import BaseModel
 
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.graph.call_shapes import plain
-from context_graph.graph.events import AssistantTurn, make_event
-from context_graph.graph.nodes import (
+from context_graph.graph.content import (
     DocumentPart,
     ImagePart,
     RedactedThinkingPart,
     TextPart,
     ThinkingPart,
 )
+from context_graph.graph.events import AssistantTurn, make_event
 
 __all__ = ["Provider", "Reply", "is_reply", "read_message", "read_response"]
 

@@ -26,8 +26,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
-from context_graph.graph.events import AgentEvent
-from context_graph.graph.nodes import (
+from context_graph.graph.content import (
     ContentPart,
     DocumentPart,
     ImagePart,
@@ -35,6 +34,7 @@ from context_graph.graph.nodes import (
     TextPart,
     ThinkingPart,
 )
+from context_graph.graph.events import AgentEvent
 
 __all__ = [
     "ImportedSession",

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from context_graph.graph.nodes import ContentPart, TextPart
+from context_graph.graph.content import ContentPart, TextPart
 
 __all__ = ["Notices"]
 

@@ -18,6 +18,7 @@ from typing import Any, TypeAlias
 from pydantic import JsonValue, ValidationError
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
@@ -26,7 +27,6 @@ from context_graph.graph.events import (
     ToolResult,
     UserTurn,
 )
-from context_graph.graph.nodes import ContentPart, TextPart
 from context_graph.importers._base import (
     ImportedSession,
     Names,

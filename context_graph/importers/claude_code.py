@@ -37,8 +37,8 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.graph.content import ContentPart
 from context_graph.graph.events import AgentEvent, AssistantTurn, Compaction, ToolCall, UserTurn
-from context_graph.graph.nodes import ContentPart
 from context_graph.importers._base import ImportedSession, RawInput, read_raw, text_content
 from context_graph.importers._claude_code_notices import Notices
 from context_graph.importers._claude_code_records import (

@@ -32,6 +32,14 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.graph.content import (
+    ContentPart,
+    DocumentPart,
+    ImagePart,
+    ProviderSignature,
+    TextPart,
+    ThinkingPart,
+)
 from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
@@ -39,14 +47,6 @@ from context_graph.graph.events import (
     ToolCall,
     ToolResult,
     UserTurn,
-)
-from context_graph.graph.nodes import (
-    ContentPart,
-    DocumentPart,
-    ImagePart,
-    ProviderSignature,
-    TextPart,
-    ThinkingPart,
 )
 from context_graph.importers._base import (
     ImportedSession,

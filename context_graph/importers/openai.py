@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.graph.content import ContentPart, ImagePart, TextPart, ThinkingPart
 from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
@@ -27,7 +28,6 @@ from context_graph.graph.events import (
     ToolResult,
     UserTurn,
 )
-from context_graph.graph.nodes import ContentPart, ImagePart, TextPart, ThinkingPart
 from context_graph.importers._base import (
     ImportedSession,
     Names,

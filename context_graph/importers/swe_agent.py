@@ -21,8 +21,8 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.graph.content import ContentPart
 from context_graph.graph.events import AgentEvent, AssistantTurn, UserTurn
-from context_graph.graph.nodes import ContentPart
 from context_graph.importers._base import (
     ImportedSession,
     RawInput,

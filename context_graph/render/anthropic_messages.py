@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from context_graph.graph.nodes import (
+from context_graph.graph.content import (
     ContentPart,
     DocumentPart,
     ImagePart,
@@ -24,13 +24,9 @@ from context_graph.graph.nodes import (
     TextPart,
     ThinkingPart,
 )
+from context_graph.graph.node_tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, NodeTokenCache
 from context_graph.render.turns import Result, Turn, UnitTurns, call_id_for
-from context_graph.tokens.counting import (
-    DOCUMENT_TOKENS,
-    FORMAT_OVERHEADS,
-    IMAGE_TOKENS,
-    NodeTokenCache,
-)
+from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
 __all__ = [
     "EMPTY_USER_TEXT",

@@ -15,25 +15,15 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from context_graph.graph.nodes import (
-    ContentPart,
-    DocumentPart,
-    ImagePart,
-    TextPart,
-    ThinkingPart,
-)
+from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart, ThinkingPart
+from context_graph.graph.node_tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, NodeTokenCache
 from context_graph.render.anthropic_messages import (
     EMPTY_USER_TEXT,
     LEADING_USER_TEXT,
     AssemblyStats,
 )
 from context_graph.render.turns import Result, Turn, UnitTurns, call_id_for
-from context_graph.tokens.counting import (
-    DOCUMENT_TOKENS,
-    FORMAT_OVERHEADS,
-    IMAGE_TOKENS,
-    NodeTokenCache,
-)
+from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
 __all__ = ["assemble", "count_messages", "count_payload", "system_instruction", "unit_messages"]
 

@@ -11,20 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from context_graph.graph.nodes import (
-    ContentPart,
-    DocumentPart,
-    ImagePart,
-    TextPart,
-)
+from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart
+from context_graph.graph.node_tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, NodeTokenCache
 from context_graph.render.anthropic_messages import LEADING_USER_TEXT, AssemblyStats
 from context_graph.render.turns import Turn, UnitTurns, call_id_for
-from context_graph.tokens.counting import (
-    DOCUMENT_TOKENS,
-    FORMAT_OVERHEADS,
-    IMAGE_TOKENS,
-    NodeTokenCache,
-)
+from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
 __all__ = ["assemble", "count_messages", "count_payload", "system_messages", "unit_messages"]
 

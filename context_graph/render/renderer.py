@@ -16,20 +16,16 @@ from types import MappingProxyType, ModuleType
 from typing import Any, cast
 
 from context_graph.errors import BudgetExceededError, ConfigurationError
-from context_graph.graph.context_graph import Unit
-from context_graph.graph.nodes import SIGNED_SECRETS, ContentPart, Node, TextPart
+from context_graph.graph.content import ContentPart, TextPart
+from context_graph.graph.node_tokens import NodeTokenCache
+from context_graph.graph.nodes import SIGNED_SECRETS, Node
+from context_graph.graph.units import Unit
 from context_graph.render import anthropic_messages, gemini_contents, openai_chat
 from context_graph.render.anthropic_messages import AssemblyStats
 from context_graph.render.fit import FitUnit, droppable_units, fewest_drops, marker_text
 from context_graph.render.turns import RenderSource, Turn, UnitTurns, call_id_for, unit_turns
-from context_graph.tokens.counting import (
-    FORMAT_OVERHEADS,
-    Calibrator,
-    NodeTokenCache,
-    ProviderFormat,
-    TokenCounter,
-    default_counter,
-)
+from context_graph.tokens.calibration import FORMAT_OVERHEADS, Calibrator
+from context_graph.tokens.counting import ProviderFormat, TokenCounter, default_counter
 
 __all__ = ["FORMATS", "RenderResult", "Renderer", "count_payload"]
 

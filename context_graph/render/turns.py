@@ -14,23 +14,19 @@ from typing import Literal, Protocol
 
 from context_graph.graph.anchors import SUMMARY_HEADER
 from context_graph.graph.call_ids import provider_call_id
-from context_graph.graph.context_graph import Unit
+from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart, ThinkingPart
 from context_graph.graph.nodes import (
     AnswerNode,
     AssistantNode,
-    ContentPart,
-    DocumentPart,
     FileNode,
-    ImagePart,
     Node,
     NoteNode,
     SubagentResultNode,
     SummaryNode,
     SystemNode,
-    TextPart,
-    ThinkingPart,
     ToolCallNode,
 )
+from context_graph.graph.units import Unit
 
 __all__ = [
     "MISSING_RESULT_TEXT",

@@ -1,24 +1,28 @@
-"""Token counting: the counter protocol, the tiktoken counter, the node cache, calibration.
+"""Token counting: the counter protocol, the offline tiktoken counter, calibration.
 
-The offline tiktoken counter is the default; calibration learns a provider's count from
-the usage it reports.
+Counts texts only and imports nothing of the graph: what a node costs is the graph's
+(`context_graph.graph.node_tokens`). The offline tiktoken counter is the default
+(`counting`, loading its file through `encodings`); `calibration` holds each provider
+format's overhead and learns a provider's count from the usage it reports.
 """
 
 from __future__ import annotations
 
-from context_graph.tokens.calibration import Calibrator
+from context_graph.tokens.calibration import FORMAT_OVERHEADS, Calibrator, FormatOverhead
 from context_graph.tokens.counting import (
-    NodeTokenCache,
     ProviderFormat,
+    SeamCounter,
     TiktokenCounter,
     TokenCounter,
     default_counter,
 )
 
 __all__ = [
+    "FORMAT_OVERHEADS",
     "Calibrator",
-    "NodeTokenCache",
+    "FormatOverhead",
     "ProviderFormat",
+    "SeamCounter",
     "TiktokenCounter",
     "TokenCounter",
     "default_counter",

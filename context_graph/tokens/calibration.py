@@ -1,12 +1,14 @@
 """Per-format message overhead, and calibration against the counts a provider reports.
 
-Re-exported by `context_graph.tokens.counting`, where the rest of token counting lives.
+The rest of token counting is in `context_graph.tokens.counting`.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from context_graph.errors import ConfigurationError
 
@@ -32,11 +34,16 @@ class FormatOverhead:
     """Added once per request (reply priming)."""
 
 
-FORMAT_OVERHEADS: dict[str, FormatOverhead] = {
-    "openai": FormatOverhead(per_message=3, per_tool_call=8, per_tool_result=4, per_request=3),
-    "anthropic": FormatOverhead(per_message=4, per_tool_call=12, per_tool_result=8, per_request=4),
-    "gemini": FormatOverhead(per_message=4, per_tool_call=10, per_tool_result=8, per_request=4),
-}
+#: Each provider format's overhead (read-only).
+FORMAT_OVERHEADS: Mapping[str, FormatOverhead] = MappingProxyType(
+    {
+        "openai": FormatOverhead(per_message=3, per_tool_call=8, per_tool_result=4, per_request=3),
+        "anthropic": FormatOverhead(
+            per_message=4, per_tool_call=12, per_tool_result=8, per_request=4
+        ),
+        "gemini": FormatOverhead(per_message=4, per_tool_call=10, per_tool_result=8, per_request=4),
+    }
+)
 
 
 class Calibrator:

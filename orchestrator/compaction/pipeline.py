@@ -27,8 +27,8 @@ from itertools import pairwise
 
 from context_graph.errors import InvariantViolation, ProcessorError
 from context_graph.graph.anchors import floor_anchors
-from context_graph.graph.context_graph import Unit
 from context_graph.graph.nodes import ANSWER_KINDS, Node
+from context_graph.graph.units import Unit
 from orchestrator.bus import EventBus
 from orchestrator.compaction.guards import (
     GuardConfig,

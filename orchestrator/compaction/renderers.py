@@ -9,7 +9,8 @@ then uses, so both see the same units dropped and the same calibration.
 from __future__ import annotations
 
 from context_graph.render import Renderer
-from context_graph.tokens.counting import Calibrator, ProviderFormat
+from context_graph.tokens.calibration import Calibrator
+from context_graph.tokens.counting import ProviderFormat
 
 __all__ = ["RendererCache"]
 

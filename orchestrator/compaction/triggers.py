@@ -37,8 +37,8 @@ from typing import Any, Literal, Protocol, TypeAlias, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from context_graph.errors import ConfigurationError
-from context_graph.graph.context_graph import Unit
 from context_graph.graph.nodes import Node, TriggerKind, TriggerSpec
+from context_graph.graph.units import Unit
 from orchestrator.working.figures import Position, ViewFigures, figures_of
 from orchestrator.working.view import WorkingView
 

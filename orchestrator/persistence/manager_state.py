@@ -28,7 +28,7 @@ from pydantic import JsonValue
 from context_graph.errors import StoreCorruptError
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.render import RenderResult
-from context_graph.tokens.counting import Calibrator
+from context_graph.tokens.calibration import Calibrator
 from orchestrator.compaction.guards import GuardState
 from orchestrator.compaction.renderers import RendererCache
 from orchestrator.compaction.triggers import Firing, TriggerState

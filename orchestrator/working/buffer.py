@@ -31,9 +31,10 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from context_graph.graph.context_graph import ContextGraph, Unit
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import Node, ToolCallNode
-from context_graph.tokens.counting import NodeTokenCache
+from context_graph.graph.units import Unit
 from orchestrator.working.invariants import check_proposal, enforce
 from orchestrator.working.overlay import Overlay
 from orchestrator.working.view import WorkingView

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-from context_graph.graph.context_graph import Unit
 from context_graph.graph.nodes import ANSWER_KINDS, Node
+from context_graph.graph.units import Unit
 
 __all__ = ["Position", "ViewFigures", "figures_counted", "figures_of"]
 

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from context_graph.graph.anchors import unit_kind
-from context_graph.graph.context_graph import ContextGraph, Unit
+from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.nodes import Node
+from context_graph.graph.units import Unit
 from orchestrator.working.figures import ViewFigures, figures_counted
 from orchestrator.working.overlay import Overlay
 from processors.base import Proposal

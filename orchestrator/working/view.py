@@ -32,9 +32,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_graph.errors import UnknownNodeError
-from context_graph.graph.context_graph import ContextGraph, Unit
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import AnswerNode, Node, ToolCallNode
-from context_graph.tokens.counting import NodeTokenCache
+from context_graph.graph.units import Unit
 from orchestrator.working.figures import ViewFigures
 from orchestrator.working.overlay import Overlay
 from orchestrator.working.projection import Projector

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Container
 from weakref import WeakKeyDictionary
 
-from context_graph.tokens.counting import NodeTokenCache
+from context_graph.graph.node_tokens import NodeTokenCache
 from processors.distill._distillate import Distillate
 
 #: Distinct (text, level, path, tool) keys remembered per token cache.

@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from context_graph.entities import critical_entities
 from context_graph.errors import ConfigurationError
-from context_graph.graph.nodes import AnswerNode, ContentPart, FileNode, Node, TextPart
+from context_graph.graph.content import ContentPart, TextPart
+from context_graph.graph.nodes import AnswerNode, FileNode, Node
 from context_graph.tokens.counting import default_counter
 from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
 from processors.distill._common import (

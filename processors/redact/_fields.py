@@ -12,16 +12,8 @@ import base64
 import binascii
 from collections.abc import Callable, Iterator
 
-from context_graph.graph.nodes import (
-    ContentPart,
-    DocumentPart,
-    FileNode,
-    ImagePart,
-    Node,
-    SubagentResultNode,
-    TextPart,
-    ThinkingPart,
-)
+from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart, ThinkingPart
+from context_graph.graph.nodes import FileNode, Node, SubagentResultNode
 
 __all__ = [
     "Redact",

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context_graph.errors import ConfigurationError
-from context_graph.graph.nodes import SIGNED_SECRETS, ContentPart, Node, ThinkingPart, ToolCallNode
+from context_graph.graph.content import ContentPart, ThinkingPart
+from context_graph.graph.nodes import SIGNED_SECRETS, Node, ToolCallNode
 from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
 from processors.redact._fields import (
     field_texts,

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from context_graph.errors import UnknownNodeError
-from context_graph.graph.context_graph import Unit
 from context_graph.graph.nodes import Node, SummaryNode
+from context_graph.graph.units import Unit
 from processors.base import ProcessorContext
 
 

@@ -19,18 +19,18 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from context_graph.errors import ConfigurationError
+from context_graph.graph.content import ImagePart, TextPart
+from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import (
     AssistantNode,
     FileNode,
-    ImagePart,
     Node,
     NoteNode,
     SummaryNode,
-    TextPart,
     ToolCallNode,
     UserNode,
 )
-from context_graph.tokens.counting import NodeTokenCache, TokenCounter, default_counter
+from context_graph.tokens.counting import TokenCounter, default_counter
 from processors._pieces import counting_by_paragraphs, paragraph_pieces
 from processors.summarize import _brief
 from processors.summarize._brief import Brief

@@ -23,7 +23,9 @@ from pydantic import JsonValue
 
 from context_graph.errors import ConfigurationError
 from context_graph.graph.anchors import SUMMARY_HEADER
-from context_graph.graph.nodes import Node, SummaryNode, TextPart, make_node_id
+from context_graph.graph.content import TextPart
+from context_graph.graph.ids import make_node_id
+from context_graph.graph.nodes import Node, SummaryNode
 from processors.base import Abstract, ProcessorContext, Proposal, Summarizer
 from processors.redact import strip_signed_secrets
 from processors.registry import register_processor

@@ -11,7 +11,8 @@ from typing import Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from context_graph.errors import ConfigurationError
-from context_graph.graph.nodes import AnswerNode, ContentPart, Node, TextPart
+from context_graph.graph.content import ContentPart, TextPart
+from context_graph.graph.nodes import AnswerNode, Node
 from context_graph.tokens.counting import SeamCounter
 from processors._pieces import Seams
 from processors.base import ProcessorContext, Proposal, replace_each, replacement_for

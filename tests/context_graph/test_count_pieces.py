@@ -9,9 +9,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context_graph.graph.nodes import AssistantNode, TextPart, UserNode
+from context_graph.graph.content import TextPart
+from context_graph.graph.node_tokens import NodeTokenCache
+from context_graph.graph.nodes import AssistantNode, UserNode
 from context_graph.testing import WordCounter
-from context_graph.tokens.counting import NodeTokenCache, TiktokenCounter
+from context_graph.tokens.counting import TiktokenCounter
 from processors.summarize.extractive import ExtractiveSummarizer
 from processors.truncate import truncate_text
 

@@ -49,18 +49,16 @@ def _uncached(text: str) -> tuple[str, ...]:
 
 @pytest.fixture(name="fresh_memory", autouse=True)
 def _fresh_memory() -> Iterator[None]:
-    entities._LINES.clear()
-    entities._entities.cache_clear()
+    entities.clear_cache()
     yield
-    entities._LINES.clear()
-    entities._entities.cache_clear()
+    entities.clear_cache()
 
 
 class TestLineMemory:
     @given(_TEXT)
     def test_same_as_one_whole_scan(self, text: str) -> None:
         """With no line remembered, the entities are those of one scan of the whole text."""
-        entities._LINES.clear()
+        entities.clear_cache()
         assert _uncached(text) == _scan(text)
 
     @given(
@@ -70,7 +68,7 @@ class TestLineMemory:
         self, pool: list[str], picks: list[list[int]]
     ) -> None:
         """Texts built from lines scanned before, in other orders and company, read the same."""
-        entities._LINES.clear()
+        entities.clear_cache()
         for pick in picks:
             text = "\n".join(pool[i % len(pool)] for i in pick)
             assert _uncached(text) == _scan(text)

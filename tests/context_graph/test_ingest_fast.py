@@ -1,15 +1,15 @@
 """The ingest fast paths against the computations they replace, over random sessions.
 
 Node ids are hashed from `model_json` instead of `model_dump_json().encode()`, and a
-plan is committed with one pass per batch (`_insert_nodes`, `_link_new`, each touched
-unit made once) instead of node by node and edge by edge. The old computations are
-kept here as the reference, and every observable (and internal) piece of state must
-come out the same, batch after batch.
+plan is committed with one pass per batch (nodes inserted together, edges linked
+together, each touched unit made once). The old ids are computed here as the reference;
+a batch must show, through every public query, what its events ingested one at a time
+show, batch after batch.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from context_graph import ContextGraph
 from context_graph.errors import IngestError, UnknownNodeError
+from context_graph.graph.content import ImagePart, TextPart, ThinkingPart
 from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
@@ -29,16 +30,9 @@ from context_graph.graph.events import (
     ToolResult,
     UserTurn,
 )
-from context_graph.graph.ingest import IngestPlan, model_json, plan_ingest
-from context_graph.graph.nodes import (
-    ImagePart,
-    Node,
-    TextPart,
-    ThinkingPart,
-    ToolCallNode,
-    TriggerSpec,
-    make_node_id,
-)
+from context_graph.graph.ids import make_node_id
+from context_graph.graph.node_build import model_json
+from context_graph.graph.nodes import ToolCallNode, TriggerSpec
 from context_graph.testing import WordCounter
 
 # -- random events -----------------------------------------------------------------------
@@ -166,70 +160,46 @@ def _old_ids(events: list[AgentEvent]) -> list[str]:
     return ids
 
 
-def _old_insert(graph: ContextGraph, node: Node, tokens: int) -> None:
-    graph._version += 1
-    graph._nodes[node.id] = node
-    graph._rank[node.id] = len(graph._rank)
-    graph._g.add_node(node.id)
-    graph._tokens[node.id] = tokens
-    graph._total_tokens += tokens
-    graph._by_kind.setdefault(node.kind, []).append(node.id)
-    if isinstance(node, ToolCallNode):
-        graph._by_tool.setdefault(node.name, []).append(node.id)
-        graph._first_call.setdefault(node.tool_call_id, node.id)
-    if node.pinned:
-        graph._pinned.append(node.id)
-
-
-def _old_commit(graph: ContextGraph, plan: IngestPlan) -> None:
-    """`ContextGraph._commit` as it was: node by node, edge by edge."""
-    for node in plan.nodes:
-        _old_insert(graph, node, plan.tokens[node.id])
-        graph._order.append(node.id)
-        head = plan.unit_of[node.id]
-        graph._unit_of[node.id] = head
-        if head == node.id:
-            graph._unit_heads.append(node.id)
-            graph._unit_members[node.id] = [node.id]
-            graph._unit_index[node.id] = len(graph._unit_list)
-            graph._unit_list.append(graph._make_unit(node.id))
-        else:
-            graph._unit_members[head].append(node.id)
-            graph._unit_objects.pop(head, None)
-            graph._unit_list[graph._unit_index[head]] = graph._make_unit(head)
-        graph._unit_log.append(head)
-    for u, v, kind in plan.edges:
-        graph._link(u, v, kind)  # one edge as before: `_link` itself is unchanged
-    for call_id, open_ids in plan.open_calls.items():
-        if open_ids:
-            graph._open_calls[call_id] = open_ids
-        else:
-            graph._open_calls.pop(call_id, None)
-    graph._answered_ids |= plan.answered_ids
-    for call_node, answer_node in plan.answers.items():
-        graph._answer[call_node] = answer_node
-        graph._call_of[answer_node] = call_node
-    graph._file_reads.update(plan.file_reads)
-    graph._superseded |= plan.superseded
-    graph._next_seq = plan.seq
-    graph._turn = plan.turn
-    graph._last_id = plan.last_id
-    graph._compaction = plan.compaction
-    graph._version += plan.version_credit
-
-
-def _state(graph: ContextGraph) -> dict[str, object]:
-    """Every attribute of the graph, networkx adjacency in its order included.
+def _observed(graph: ContextGraph) -> dict[str, object]:
+    """Everything the graph's public interface tells, networkx adjacency in its order included.
 
     The token cache is left out: it is a memo that planning fills, even for a batch
     that is then refused.
     """
-    g = graph._g
-    state = {k: v for k, v in vars(graph).items() if k not in ("_g", "token_cache")}
-    state["nx_nodes"] = list(g.nodes(data=True))
-    state["nx_succ"] = [(n, list(g.succ[n].items())) for n in g]
-    state["nx_pred"] = [(n, list(g.pred[n].items())) for n in g]
-    return state
+    ids = [*graph.transcript(), *graph.derived()]
+    calls = [graph[i] for i in graph.by_kind("tool_call")]
+    g = graph.nx
+    return {
+        "transcript": graph.transcript(),
+        "derived": graph.derived(),
+        "nodes": [graph[i] for i in ids],
+        "tokens": [graph.tokens(i) for i in ids],
+        "total_tokens": graph.total_tokens,
+        "version": graph.version,
+        "turns": graph.turns,
+        "units": graph.units(),
+        "unit_of": [graph.unit_of(i) for i in graph.transcript()],
+        "unit_mark": graph.unit_mark,
+        "units_changed": graph.units_changed_since(0),
+        "edges": list(graph.edges()),
+        "nx_nodes": list(g.nodes(data=True)),
+        "nx_succ": [(n, list(g.succ[n].items())) for n in g],
+        "nx_pred": [(n, list(g.pred[n].items())) for n in g],
+        "unanswered": graph.unanswered_calls(),
+        "pinned": graph.pinned(),
+        "by_kind": {kind: graph.by_kind(kind) for kind in sorted({graph[i].kind for i in ids})},
+        "by_tool": {c.name: graph.by_tool(c.name) for c in calls if isinstance(c, ToolCallNode)},
+        "first_calls": {
+            c.tool_call_id: graph.first_call_with_id(c.tool_call_id)
+            for c in calls
+            if isinstance(c, ToolCallNode)
+        },
+        "files": {path: graph.by_path(path) for path in graph.files()},
+        "superseded": [i for i in ids if graph.is_superseded(i)],
+        "answers": {i: graph.answer_to(i) for i in graph.by_kind("tool_call")},
+        "calls": {i: graph.call_of(i) for i in ids},
+        "covered": {i: graph.covered(i) for i in ids},
+    }
 
 
 def _twins() -> tuple[ContextGraph, ContextGraph]:
@@ -291,15 +261,14 @@ class TestNodeIds:
 class TestCommit:
     @settings(max_examples=150)
     @given(batches=_batches())
-    def test_commit_matches_node_by_node(self, batches: list[list[AgentEvent]]) -> None:
-        """After every batch, the graph holds exactly what the old node-by-node commit made."""
-        fast, old = _twins()
+    def test_commit_matches_event_by_event(self, batches: list[list[AgentEvent]]) -> None:
+        """After every batch, the graph shows exactly what ingesting its events one by one shows."""
+        batched, single = _twins()
         for batch in batches:
-            fast.ingest(batch)
-            _old_commit(old, plan_ingest(old, batch))
-            assert _state(fast) == _state(old)
-            assert list(fast.edges()) == list(old.edges())
-            assert fast.units() == old.units()
+            batched.ingest(batch)
+            for event in batch:
+                single.ingest([event])
+            assert _observed(batched) == _observed(single)
 
     @settings(max_examples=60)
     @given(batches=_batches())
@@ -317,42 +286,54 @@ class TestCommit:
     def test_a_refused_batch_changes_nothing(
         self, batches: list[list[AgentEvent]], bad_at: int
     ) -> None:
-        """A batch with an unpaired result raises the same error and leaves every attribute."""
-        graph = ContextGraph(counter=WordCounter())
+        """A batch with an unpaired result raises, and the graph goes on as if never offered it."""
+        graph, twin = _twins()
         for batch in batches[:-1]:
             graph.ingest(batch)
+            twin.ingest(batch)
         last = list(batches[-1]) if batches else []
         last.insert(min(bad_at, len(last)), ToolResult(call_id="never-issued", content="x"))
-        before = _state(graph)
+        before = _observed(graph)
         with pytest.raises(IngestError) as raised:
             graph.ingest(last)
         assert "tool result `never-issued` has no matching tool call" in str(raised.value)
         assert raised.value.location is not None
         assert raised.value.location.index == min(bad_at, len(last) - 1)
-        assert _state(graph) == before
+        assert _observed(graph) == before
+        # What is not observable now (the next position, the last node, open calls)
+        # shows in what the next batch makes.
+        valid = batches[-1] if batches else []
+        assert graph.ingest(valid) == twin.ingest(valid)
+        assert _observed(graph) == _observed(twin)
 
     def test_derived_nodes_go_through_the_same_insert(self) -> None:
-        """`add_derived` adds a node and its lineage edges as inserting and linking did."""
-        fast, old = _twins()
-        for graph in (fast, old):
-            graph.ingest([UserTurn(content="a b"), UserTurn(content="c")])
-        first, second = fast.transcript()
-        summary = fast[first].model_copy(update={"id": "summary-x", "seq": None})
-        fast.add_derived(summary.model_copy(update={"abstracts": (first, second)}))
-        node = summary.model_copy(update={"abstracts": (first, second)})
-        _old_insert(old, node, old.token_cache.count_node(node))
-        old._derived.append(node.id)
-        for source in (first, second):
-            old._link(node.id, source, "derived_from")
-        assert _state(fast) == _state(old)
+        """`add_derived` adds a node and its lineage edges, one version step for each."""
+        graph = ContextGraph(counter=WordCounter())
+        graph.ingest([UserTurn(content="a b"), UserTurn(content="c")])
+        first, second = graph.transcript()
+        before = _observed(graph)
+        summary = graph[first].model_copy(
+            update={"id": "summary-x", "seq": None, "abstracts": (first, second)}
+        )
+        assert graph.add_derived(summary) == "summary-x"
+        after = _observed(graph)
+        assert after["derived"] == ("summary-x",)
+        assert after["transcript"] == before["transcript"]
+        assert after["units"] == before["units"]
+        assert after["version"] == cast(int, before["version"]) + 3
+        assert after["total_tokens"] == cast(int, before["total_tokens"]) + 2
+        assert graph.targets("summary-x", "derived_from") == (first, second)
+        assert graph.sources(first, "derived_from") == ("summary-x",)
+        assert graph.covered("summary-x") == (first, second)
+        assert graph.nx.has_edge("summary-x", second)
 
 
 class TestLookups:
     def test_unknown_ids_raise_as_before(self) -> None:
-        """`graph[id]` and `tokens(id)` name the missing id exactly as `_require` does."""
+        """`graph[id]`, `tokens(id)` and `meta_of(id)` name the missing id the same way."""
         graph = ContextGraph(counter=WordCounter())
         graph.add_user("hi")
-        for lookup in (graph.__getitem__, graph.tokens, graph._require):
+        for lookup in (graph.__getitem__, graph.tokens, graph.meta_of):
             with pytest.raises(UnknownNodeError, match=r"^node 'nope' is not in the graph$"):
                 lookup("nope")
 
@@ -360,5 +341,5 @@ class TestLookups:
         """A known id gives the stored node and its count."""
         graph = ContextGraph(counter=WordCounter())
         node_id = graph.add_user("one two three")
-        assert graph[node_id] is graph._nodes[node_id]
+        assert graph[node_id] is graph.get(node_id)
         assert graph.tokens(node_id) == 3

@@ -7,18 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from context_graph import ContextGraph, TiktokenCounter
+from context_graph.graph.content import ImagePart, TextPart, ThinkingPart
 from context_graph.graph.events import AssistantTurn, ToolCall
-from context_graph.graph.nodes import (
-    AssistantNode,
-    FileNode,
-    ImagePart,
-    Node,
-    TextPart,
-    ThinkingPart,
-    ToolCallNode,
-)
+from context_graph.graph.node_tokens import NodeTokenCache, countable_text
+from context_graph.graph.nodes import AssistantNode, FileNode, Node, ToolCallNode
 from context_graph.testing import WordCounter
-from context_graph.tokens.counting import NodeTokenCache, countable_text
 
 _NAME = st.text(
     alphabet=st.sampled_from(list("abZ09_-. :\n\t\u00e9\u4e2d'")), min_size=0, max_size=12

@@ -15,7 +15,8 @@ from context_graph import (
     UserNode,
     UserTurn,
 )
-from context_graph.graph.nodes import content_digest, make_node_id, node_adapter
+from context_graph.graph.ids import content_digest, make_node_id
+from context_graph.graph.nodes import node_adapter
 from context_graph.testing import WordCounter
 
 

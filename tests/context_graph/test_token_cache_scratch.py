@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph import ConfigurationError, ContextGraph, TiktokenCounter
+from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.testing import WordCounter
-from context_graph.tokens.counting import NodeTokenCache
 
 
 class Recording(WordCounter):

@@ -16,23 +16,18 @@ from context_graph import (
     TokenizerError,
     default_counter,
 )
-from context_graph.graph.nodes import (
-    AssistantNode,
+from context_graph.graph.content import (
     DocumentPart,
     ImagePart,
     RedactedThinkingPart,
     TextPart,
     ThinkingPart,
-    ToolCallNode,
 )
+from context_graph.graph.node_tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, countable_text
+from context_graph.graph.nodes import AssistantNode, ToolCallNode
 from context_graph.testing import WordCounter
-from context_graph.tokens.counting import (
-    DOCUMENT_TOKENS,
-    FORMAT_OVERHEADS,
-    IMAGE_TOKENS,
-    SeamCounter,
-    countable_text,
-)
+from context_graph.tokens.calibration import FORMAT_OVERHEADS
+from context_graph.tokens.counting import SeamCounter
 
 
 class CountingCounter:

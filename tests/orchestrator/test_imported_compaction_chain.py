@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph.errors import BudgetExceededError
+from context_graph.graph.content import TextPart
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import (
     AgentEvent,
@@ -26,7 +27,7 @@ from context_graph.graph.events import (
     ToolResult,
     UserTurn,
 )
-from context_graph.graph.nodes import SummaryNode, TextPart
+from context_graph.graph.nodes import SummaryNode
 from context_graph.render import FORMATS, Renderer
 from context_graph.testing import WordCounter
 from orchestrator.persistence import SQLiteStore

@@ -27,8 +27,8 @@ from context_graph import (
     ToolResult,
     UserTurn,
 )
-from context_graph.graph.context_graph import Unit
 from context_graph.graph.nodes import Node, SummaryNode, TriggerSpec
+from context_graph.graph.units import Unit
 from context_graph.render import Renderer
 from context_graph.testing import WordCounter
 from orchestrator.compaction.triggers import TriggerConfig, TriggerState, evaluate

@@ -22,8 +22,9 @@ from context_graph import (
     UserTurn,
 )
 from context_graph.errors import StoreError
+from context_graph.graph.content import TextPart
 from context_graph.graph.json_limits import MAX_DEPTH, check_json_value
-from context_graph.graph.nodes import Node, SummaryNode, TextPart
+from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.testing import ScriptedSummarizer, WordCounter, graph_snapshot
 from orchestrator import ContextManager
 from orchestrator.persistence import SQLiteStore

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from context_graph import ConfigurationError, ContextGraph
-from context_graph.graph.context_graph import Unit
 from context_graph.graph.nodes import Node, TriggerSpec
+from context_graph.graph.units import Unit
 from context_graph.testing import WordCounter
 from orchestrator.compaction.triggers import (
     TRIGGER_NAMES,

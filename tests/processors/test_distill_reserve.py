@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from context_graph import ContextGraph
 from context_graph.entities import critical_entities
-from context_graph.graph.nodes import Node, TextPart
+from context_graph.graph.content import TextPart
+from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
 from processors import ProcessorContext, Replace
 from processors.base import GraphView, replacement_for

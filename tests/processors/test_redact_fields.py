@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_graph import ContextGraph, DocumentPart, ImagePart, TextPart, ThinkingPart
-from context_graph.graph.nodes import ContentPart, FileNode, Node, SubagentResultNode, ToolCallNode
+from context_graph.graph.content import ContentPart
+from context_graph.graph.nodes import FileNode, Node, SubagentResultNode, ToolCallNode
 from context_graph.testing import ScriptedSummarizer, WordCounter
 from orchestrator import ContextManager
 from processors import HistorySummarizer

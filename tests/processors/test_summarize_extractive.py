@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph import ConfigurationError, ContextGraph
-from context_graph.graph.nodes import ImagePart, Node, SummaryNode, TextPart
+from context_graph.graph.content import ImagePart, TextPart
+from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.testing import WordCounter
 from processors.summarize._brief import TITLE, parse, render
 from processors.summarize.checks import find_tool_call_syntax, tool_names_of

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from context_graph import ConfigurationError, ContextGraph
-from context_graph.graph.nodes import Node, SummaryNode, TextPart, UserNode
+from context_graph.graph.content import TextPart
+from context_graph.graph.nodes import Node, SummaryNode, UserNode
 from context_graph.testing import WordCounter, graph_snapshot
 from processors.base import Abstract, ProcessorContext, Proposal, replacement_for
 from processors.registry import get_processor

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph import ContextGraph
-from context_graph.graph.nodes import Node, TextPart, ToolCallNode, ToolResultNode
+from context_graph.graph.content import TextPart
+from context_graph.graph.nodes import Node, ToolCallNode, ToolResultNode
 from context_graph.importers import load_sessions
 from context_graph.testing import WordCounter
 from processors.summarize._facts import ToolUse, _shows_content, errors_of, outcome_of, tool_uses

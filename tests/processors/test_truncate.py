@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from context_graph import ConfigurationError, ContextGraph
 from context_graph.entities import critical_entities, missing_entities
-from context_graph.graph.nodes import AnswerNode, ContentPart, ImagePart, Node, TextPart
+from context_graph.graph.content import ContentPart, ImagePart, TextPart
+from context_graph.graph.nodes import AnswerNode, Node
 from context_graph.importers import load_graph, load_sessions
 from context_graph.testing import graph_snapshot
 from context_graph.tokens.counting import default_counter

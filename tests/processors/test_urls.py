@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from context_graph import ConfigurationError, ContextGraph
-from context_graph.graph.nodes import ImagePart, TextPart, ThinkingPart, UserNode
+from context_graph.graph.content import ImagePart, TextPart, ThinkingPart
+from context_graph.graph.nodes import UserNode
 from processors import ProcessorContext, Proposal, Replace, available_processors, create_processor
 from processors.urls import URL_MAP_KEY, UrlShortener, restore_urls, shorten_urls
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from context_graph.graph.content import TextPart, ThinkingPart
 from context_graph.graph.nodes import (
     AnswerNode,
     AssistantNode,
@@ -23,8 +24,6 @@ from context_graph.graph.nodes import (
     NoteNode,
     SummaryNode,
     SystemNode,
-    TextPart,
-    ThinkingPart,
     ToolCallNode,
     UserNode,
 )

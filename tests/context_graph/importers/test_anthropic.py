@@ -9,19 +9,16 @@ from typing import Any
 import pytest
 
 from context_graph.errors import IngestError
-from context_graph.graph.context_graph import ContextGraph
-from context_graph.graph.events import AssistantTurn, SystemPrompt, ToolResult, UserTurn
-from context_graph.graph.nodes import (
-    AssistantNode,
+from context_graph.graph.content import (
     DocumentPart,
     ImagePart,
     RedactedThinkingPart,
     TextPart,
     ThinkingPart,
-    ToolCallNode,
-    ToolResultNode,
-    UserNode,
 )
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.events import AssistantTurn, SystemPrompt, ToolResult, UserTurn
+from context_graph.graph.nodes import AssistantNode, ToolCallNode, ToolResultNode, UserNode
 from context_graph.importers import RawInput, anthropic, detect_format, load_sessions
 from context_graph.testing import graph_snapshot
 

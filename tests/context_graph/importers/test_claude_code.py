@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from context_graph.errors import IngestError
+from context_graph.graph.content import ImagePart, TextPart, ThinkingPart
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import (
     AssistantTurn,
@@ -22,11 +23,8 @@ from context_graph.graph.events import (
 from context_graph.graph.nodes import (
     AssistantNode,
     FileNode,
-    ImagePart,
     SubagentResultNode,
     SummaryNode,
-    TextPart,
-    ThinkingPart,
     ToolCallNode,
     UserNode,
 )

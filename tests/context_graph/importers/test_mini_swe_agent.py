@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from context_graph.errors import IngestError
+from context_graph.graph.content import TextPart, ThinkingPart
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AssistantTurn, ToolResult, UserTurn
-from context_graph.graph.nodes import TextPart, ThinkingPart
 from context_graph.importers import (
     RawInput,
     detect_format,

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from context_graph.errors import IngestError
+from context_graph.graph.content import TextPart
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AssistantTurn, ToolResult, UserTurn
-from context_graph.graph.nodes import AssistantNode, TextPart
+from context_graph.graph.nodes import AssistantNode
 from context_graph.importers import (
     RawInput,
     detect_format,

@@ -13,11 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph import BudgetExceededError, ContextGraph
-from context_graph.graph.context_graph import Unit
+from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import Node
+from context_graph.graph.units import Unit
 from context_graph.render import FORMATS, Renderer, RenderResult
 from context_graph.testing import WordCounter
-from context_graph.tokens.counting import Calibrator, NodeTokenCache, ProviderFormat
+from context_graph.tokens.calibration import Calibrator
+from context_graph.tokens.counting import ProviderFormat
 
 
 class _Each:

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from context_graph import ContextGraph
 from context_graph.graph.anchors import SUMMARY_HEADER, floor_anchors, unit_kind
+from context_graph.graph.content import TextPart
 from context_graph.graph.events import Compaction, UserTurn
-from context_graph.graph.nodes import TextPart, UserNode
+from context_graph.graph.nodes import UserNode
 from context_graph.importers import load_graph
 from context_graph.render import Renderer
 from context_graph.testing import ScriptedSummarizer, WordCounter

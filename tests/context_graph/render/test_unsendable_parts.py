@@ -14,7 +14,7 @@ import json
 import pytest
 
 from context_graph import ContextGraph
-from context_graph.graph.nodes import DocumentPart, ImagePart, TextPart, ThinkingPart
+from context_graph.graph.content import DocumentPart, ImagePart, TextPart, ThinkingPart
 from context_graph.render import FORMATS, Renderer
 from context_graph.validate.request import validate
 

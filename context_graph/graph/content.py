@@ -1,0 +1,104 @@
+"""Content parts: what a message carries, as nodes and events hold it.
+
+Text, images, documents and thinking blocks, discriminated by `type`, and the opaque
+signature a provider puts over a piece of its own output. Events (`context_graph.graph.events`)
+and nodes (`context_graph.graph.nodes`) both carry them, so they live apart from either.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ContentPart",
+    "DocumentPart",
+    "ImagePart",
+    "ProviderSignature",
+    "RedactedThinkingPart",
+    "TextPart",
+    "ThinkingPart",
+]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class TextPart(BaseModel):
+    """Plain text."""
+
+    model_config = _FROZEN
+    type: Literal["text"] = "text"
+    text: str
+    """The text itself."""
+
+
+class ImagePart(BaseModel):
+    """An image, inline (base64) or by URL."""
+
+    model_config = _FROZEN
+    type: Literal["image"] = "image"
+    media_type: str | None = None
+    """MIME type such as `image/png`, when known."""
+    data: str | None = None
+    """Base64 data of an inline image."""
+    url: str | None = None
+    """Address of an image given by URL."""
+
+
+class DocumentPart(BaseModel):
+    """A document block (PDF or plain text) as Anthropic accepts it."""
+
+    model_config = _FROZEN
+    type: Literal["document"] = "document"
+    media_type: str | None = None
+    """MIME type such as `application/pdf`."""
+    data: str | None = None
+    """Base64 or plain-text data of the document."""
+    url: str | None = None
+    """Address of a document given by URL."""
+    title: str | None = None
+    """The document's title, if given."""
+
+
+class ThinkingPart(BaseModel):
+    """A model's visible reasoning; sent back to the provider byte for byte."""
+
+    model_config = _FROZEN
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    """The reasoning text."""
+    signature: str | None = None
+    """The provider's signature over the block; required to send it back."""
+    provider: Literal["anthropic", "gemini"] | None = None
+    """Who signed it, when known: a signature is only valid for its own provider.
+    `None` is read as Anthropic when a signature is present (the common case)."""
+
+
+class RedactedThinkingPart(BaseModel):
+    """Encrypted reasoning; opaque, sent back exactly as received."""
+
+    model_config = _FROZEN
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+    """The opaque payload."""
+
+
+class ProviderSignature(BaseModel):
+    """A provider's opaque signature over a piece of its own output (a tool call).
+
+    Gemini signs function calls (`thoughtSignature`) and refuses a later request whose
+    calls lack it; the signature is sent back, unchanged, only to the provider that made it.
+    """
+
+    model_config = _FROZEN
+    provider: str = Field(min_length=1)
+    """Who signed it, as a format name: `gemini`."""
+    value: str
+    """The signature exactly as received (Gemini: base64 text)."""
+
+
+ContentPart: TypeAlias = Annotated[
+    TextPart | ImagePart | DocumentPart | ThinkingPart | RedactedThinkingPart,
+    Field(discriminator="type"),
+]
