@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from context_graph.graph.nodes import (
     ContentPart,
@@ -22,11 +22,7 @@ from context_graph.graph.nodes import (
     TextPart,
     ThinkingPart,
 )
-from context_graph.render.anthropic_messages import (
-    EMPTY_USER_TEXT,
-    LEADING_USER_TEXT,
-    AssemblyStats,
-)
+from context_graph.render.provider import EMPTY_USER_TEXT, LEADING_USER_TEXT, AssemblyStats
 from context_graph.render.turns import Result, Turn, UnitTurns, call_id_for
 from context_graph.tokens.counting import (
     DOCUMENT_TOKENS,
@@ -35,7 +31,14 @@ from context_graph.tokens.counting import (
     NodeTokenCache,
 )
 
-__all__ = ["assemble", "count_messages", "count_payload", "system_instruction", "unit_messages"]
+__all__ = [
+    "GeminiContentsRenderer",
+    "assemble",
+    "count_messages",
+    "count_payload",
+    "system_instruction",
+    "unit_messages",
+]
 
 Content = dict[str, Any]
 Part = dict[str, Any]
@@ -177,3 +180,20 @@ def _part_tokens(part: Part, cache: NodeTokenCache) -> int:
     if "inlineData" in part and str(part["inlineData"].get("mimeType", "")).startswith("image/"):
         return IMAGE_TOKENS
     return DOCUMENT_TOKENS
+
+
+# --- as a provider renderer ---------------------------------------------------------------
+
+
+class GeminiContentsRenderer:
+    """Gemini `generateContent` as a `ProviderRenderer`: the functions of this module."""
+
+    format: Final = "gemini"
+    overhead: Final = _OVERHEAD
+    #: None: Gemini's context caching is a separate API, not marks in a body.
+    cache_marking: Final = None
+    system = staticmethod(system_instruction)
+    unit_messages = staticmethod(unit_messages)
+    assemble = staticmethod(assemble)
+    count_messages = staticmethod(count_messages)
+    count_payload = staticmethod(count_payload)

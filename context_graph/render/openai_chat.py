@@ -9,7 +9,7 @@ characters.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from context_graph.graph.nodes import (
     ContentPart,
@@ -17,7 +17,7 @@ from context_graph.graph.nodes import (
     ImagePart,
     TextPart,
 )
-from context_graph.render.anthropic_messages import LEADING_USER_TEXT, AssemblyStats
+from context_graph.render.provider import LEADING_USER_TEXT, AssemblyStats, Message
 from context_graph.render.turns import Turn, UnitTurns, call_id_for
 from context_graph.tokens.counting import (
     DOCUMENT_TOKENS,
@@ -26,9 +26,15 @@ from context_graph.tokens.counting import (
     NodeTokenCache,
 )
 
-__all__ = ["assemble", "count_messages", "count_payload", "system_messages", "unit_messages"]
+__all__ = [
+    "OpenAIChatRenderer",
+    "assemble",
+    "count_messages",
+    "count_payload",
+    "system_messages",
+    "unit_messages",
+]
 
-Message = dict[str, Any]
 _OVERHEAD = FORMAT_OVERHEADS["openai"]
 
 
@@ -171,3 +177,20 @@ def _content_tokens(content: Any, cache: NodeTokenCache) -> int:
         else:
             total += DOCUMENT_TOKENS
     return total
+
+
+# --- as a provider renderer ---------------------------------------------------------------
+
+
+class OpenAIChatRenderer:
+    """OpenAI Chat Completions as a `ProviderRenderer`: the functions of this module."""
+
+    format: Final = "openai"
+    overhead: Final = _OVERHEAD
+    #: None: OpenAI caches prompt prefixes without marks.
+    cache_marking: Final = None
+    system = staticmethod(system_messages)
+    unit_messages = staticmethod(unit_messages)
+    assemble = staticmethod(assemble)
+    count_messages = staticmethod(count_messages)
+    count_payload = staticmethod(count_payload)
