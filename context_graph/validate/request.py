@@ -14,14 +14,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal, TypeAlias
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
 
 from context_graph.errors import ConfigurationError
-from context_graph.validate.anthropic_messages import ANTHROPIC_RULES, validate_anthropic
 from context_graph.validate.common import COMMON_RULES, Collector, Violation, check_finite
-from context_graph.validate.gemini_contents import GEMINI_RULES, validate_gemini
-from context_graph.validate.openai_chat import OPENAI_RULES, validate_openai
+from context_graph.validate.provider import ValidationFormat
+from context_graph.validate.registry import PROVIDER_VALIDATORS
 
 __all__ = [
     "RULES",
@@ -32,18 +32,16 @@ __all__ = [
     "validate",
 ]
 
-ValidationFormat: TypeAlias = Literal["openai", "anthropic", "gemini"]
 
-#: Every rule code `validate` can report, with a one-line description.
-RULES: dict[str, str] = dict(
-    sorted({**COMMON_RULES, **OPENAI_RULES, **ANTHROPIC_RULES, **GEMINI_RULES}.items())
-)
+def _all_rules() -> dict[str, str]:
+    merged = dict(COMMON_RULES)
+    for validator in PROVIDER_VALIDATORS.values():
+        merged.update(validator.rules)
+    return dict(sorted(merged.items()))
 
-_VALIDATORS: dict[str, Callable[[Any, Collector], None]] = {
-    "openai": validate_openai,
-    "anthropic": validate_anthropic,
-    "gemini": validate_gemini,
-}
+
+#: Every rule code `validate` can report, with a one-line description (read-only).
+RULES: Mapping[str, str] = MappingProxyType(_all_rules())
 
 
 def validate(payload: Any, format: ValidationFormat) -> list[Violation]:
@@ -63,14 +61,14 @@ def validate(payload: Any, format: ValidationFormat) -> list[Violation]:
     Raises:
         ConfigurationError: `format` is not a known provider.
     """
-    check = _VALIDATORS.get(format) if isinstance(format, str) else None
-    if check is None:
+    validator = PROVIDER_VALIDATORS.get(format) if isinstance(format, str) else None
+    if validator is None:
         shown = repr(format) if isinstance(format, str) else f"of type {type(format).__name__}"
-        msg = f"unknown format {shown}; use one of {', '.join(sorted(_VALIDATORS))}"
+        msg = f"unknown format {shown}; use one of {', '.join(sorted(PROVIDER_VALIDATORS))}"
         raise ConfigurationError(msg)
     out = Collector()
     check_finite(payload, out)
-    check(payload, out)
+    validator.check(payload, out)
     return sorted(out.found, key=lambda v: -1 if v.index is None else v.index)
 
 
@@ -95,7 +93,7 @@ def request_format_clues(body: Any) -> dict[ValidationFormat, list[str]]:
         For each format, the signs found (first found first); empty lists when `body`
         is not a JSON object or shows none.
     """
-    clues: dict[ValidationFormat, list[str]] = {"openai": [], "anthropic": [], "gemini": []}
+    clues: dict[ValidationFormat, list[str]] = {fmt: [] for fmt in PROVIDER_VALIDATORS}
     if not isinstance(body, dict):
         return clues
     for key in _GEMINI_KEYS:
