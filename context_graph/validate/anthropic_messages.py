@@ -21,10 +21,16 @@ from context_graph.validate.common import (
     as_list,
     check_keys,
     is_obj,
+    objects_in,
     show,
 )
 
-__all__ = ["ANTHROPIC_RULES", "AnthropicMessagesValidator", "validate_anthropic"]
+__all__ = [
+    "ANTHROPIC_RULES",
+    "AnthropicMessagesValidator",
+    "anthropic_clues",
+    "validate_anthropic",
+]
 
 ANTHROPIC_RULES: Mapping[str, str] = MappingProxyType(
     {
@@ -237,9 +243,38 @@ def _check_order(msg: Msg, out: Collector) -> None:
             )
 
 
+# Signs of an Anthropic body that the other formats do not use.
+_CLUE_BLOCKS = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "document", "server_tool_use"}
+)
+
+
+def anthropic_clues(body: dict[Any, Any]) -> list[str]:
+    """Signs of an Anthropic Messages body: top-level `system`, its block types, its tools."""
+    found: list[str] = []
+    if isinstance(body.get("system"), str | list):
+        found.append("top-level `system`")
+    for message in objects_in(body.get("messages")):
+        for block in objects_in(message.get("content")):
+            kind = block.get("type")
+            if not isinstance(kind, str):
+                continue
+            if kind in _CLUE_BLOCKS:
+                found.append(f"a block of type `{kind}`")
+            elif kind == "image" and "source" in block:
+                found.append("an `image` block with a `source`")
+            if "cache_control" in block:
+                found.append("a block with `cache_control`")
+    for tool in objects_in(body.get("tools")):
+        if "input_schema" in tool:
+            found.append("a tool with `input_schema`")
+    return found
+
+
 class AnthropicMessagesValidator:
     """The Anthropic Messages rules as a `ProviderValidator`."""
 
     format: Final = "anthropic"
     rules: Final = ANTHROPIC_RULES
     check = staticmethod(validate_anthropic)
+    clues = staticmethod(anthropic_clues)

@@ -26,6 +26,7 @@ __all__ = [
     "has_str",
     "is_obj",
     "nonempty_str",
+    "objects_in",
     "show",
 ]
 
@@ -159,6 +160,11 @@ def as_list(value: object) -> list[Any] | None:
     if isinstance(value, list | tuple):
         return list(value)
     return None
+
+
+def objects_in(value: object) -> list[dict[Any, Any]]:
+    """The JSON objects among the items of `value`, if it is a JSON array; else none."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def nonempty_str(value: object) -> TypeGuard[str]:

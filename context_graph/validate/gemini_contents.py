@@ -17,11 +17,12 @@ from context_graph.validate.common import (
     check_keys,
     is_obj,
     nonempty_str,
+    objects_in,
     show,
 )
 from context_graph.validate.gemini_turns import ContentInfo, check_pairing, check_sequence
 
-__all__ = ["GEMINI_RULES", "GeminiContentsValidator", "validate_gemini"]
+__all__ = ["GEMINI_RULES", "GeminiContentsValidator", "gemini_clues", "validate_gemini"]
 
 GEMINI_RULES: Mapping[str, str] = MappingProxyType(
     {
@@ -270,9 +271,23 @@ def _key(key: object) -> str:
     return key if isinstance(key, str) else show(key)
 
 
+# Signs of a Gemini body that the other formats do not use.
+_CLUE_KEYS = ("contents", "systemInstruction", "system_instruction", "generationConfig")
+
+
+def gemini_clues(body: dict[Any, Any]) -> list[str]:
+    """Signs of a Gemini generateContent body: its top-level keys and its tools."""
+    found = [f"top-level `{key}`" for key in _CLUE_KEYS if key in body]
+    for tool in objects_in(body.get("tools")):
+        if "functionDeclarations" in tool or "function_declarations" in tool:
+            found.append("a tool with `functionDeclarations`")
+    return found
+
+
 class GeminiContentsValidator:
     """The Gemini generateContent rules as a `ProviderValidator`."""
 
     format: Final = "gemini"
     rules: Final = GEMINI_RULES
     check = staticmethod(validate_gemini)
+    clues = staticmethod(gemini_clues)

@@ -13,6 +13,7 @@ from context_graph.validate.common import (
     check_keys,
     has_str,
     is_obj,
+    objects_in,
     show,
 )
 from context_graph.validate.openai_tool_calls import (
@@ -23,7 +24,7 @@ from context_graph.validate.openai_tool_calls import (
     pair_tool_message,
 )
 
-__all__ = ["OPENAI_RULES", "OpenAIChatValidator", "validate_openai"]
+__all__ = ["OPENAI_RULES", "OpenAIChatValidator", "openai_clues", "validate_openai"]
 
 OPENAI_RULES: Mapping[str, str] = MappingProxyType(
     {
@@ -276,9 +277,35 @@ def _valid_audio(obj: Any) -> bool:
     return has_str(obj, "data") and obj.get("format") in ("wav", "mp3")
 
 
+# Signs of a Chat Completions body that the other formats do not use.
+_CLUE_ROLES = frozenset({"system", "developer", "tool", "function"})
+_CLUE_PARTS = frozenset({"image_url", "input_audio", "file", "refusal"})
+
+
+def openai_clues(body: dict[Any, Any]) -> list[str]:
+    """Signs of a Chat Completions body: its roles, `tool_calls`, part types and tools."""
+    found: list[str] = []
+    for message in objects_in(body.get("messages")):
+        role = message.get("role")
+        if isinstance(role, str) and role in _CLUE_ROLES:
+            found.append(f"a message with role `{role}`")
+        for key in ("tool_calls", "tool_call_id"):
+            if key in message:
+                found.append(f"a message with `{key}`")
+        for part in objects_in(message.get("content")):
+            kind = part.get("type")
+            if isinstance(kind, str) and kind in _CLUE_PARTS:
+                found.append(f"a content part of type `{kind}`")
+    for tool in objects_in(body.get("tools")):
+        if tool.get("type") == "function" and "function" in tool:
+            found.append("a tool of type `function`")
+    return found
+
+
 class OpenAIChatValidator:
     """The OpenAI Chat Completions rules as a `ProviderValidator`."""
 
     format: Final = "openai"
     rules: Final = OPENAI_RULES
     check = staticmethod(validate_openai)
+    clues = staticmethod(openai_clues)

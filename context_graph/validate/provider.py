@@ -36,3 +36,9 @@ class ProviderValidator(Protocol):
 
     def check(self, payload: Any, out: Collector) -> None:
         """Add every violation of `payload` to `out`."""
+
+    def clues(self, body: dict[Any, Any]) -> list[str]:
+        """What in the JSON object `body` only this format uses, as phrases for a message.
+
+        First found first; a sign seen twice may be listed twice.
+        """

@@ -72,16 +72,6 @@ def validate(payload: Any, format: ValidationFormat) -> list[Violation]:
     return sorted(out.found, key=lambda v: -1 if v.index is None else v.index)
 
 
-# Signs of each provider's request body that the others do not use. Weak signs count
-# only when no strong one is found: OpenAI also accepts `max_tokens`, for one.
-_OPENAI_ROLES = frozenset({"system", "developer", "tool", "function"})
-_ANTHROPIC_BLOCKS = frozenset(
-    {"tool_use", "tool_result", "thinking", "redacted_thinking", "document", "server_tool_use"}
-)
-_OPENAI_PARTS = frozenset({"image_url", "input_audio", "file", "refusal"})
-_GEMINI_KEYS = ("contents", "systemInstruction", "system_instruction", "generationConfig")
-
-
 def request_format_clues(body: Any) -> dict[ValidationFormat, list[str]]:
     """What in `body` marks it as each provider's request, as phrases for a message.
 
@@ -90,59 +80,15 @@ def request_format_clues(body: Any) -> dict[ValidationFormat, list[str]]:
         # {"openai": [], "anthropic": [], "gemini": ["top-level `contents`"]}
 
     Returns:
-        For each format, the signs found (first found first); empty lists when `body`
-        is not a JSON object or shows none.
+        For each format, the signs its `ProviderValidator.clues` finds, each once (first
+        found first); empty lists when `body` is not a JSON object or shows none.
     """
     clues: dict[ValidationFormat, list[str]] = {fmt: [] for fmt in PROVIDER_VALIDATORS}
     if not isinstance(body, dict):
         return clues
-    for key in _GEMINI_KEYS:
-        if key in body:
-            clues["gemini"].append(f"top-level `{key}`")
-    if isinstance(body.get("system"), str | list):
-        clues["anthropic"].append("top-level `system`")
-    messages = body.get("messages")
-    for message in messages if isinstance(messages, list) else ():
-        if isinstance(message, dict):
-            _message_clues(message, clues)
-    tools = body.get("tools")
-    for tool in tools if isinstance(tools, list) else ():
-        if isinstance(tool, dict):
-            _tool_clues(tool, clues)
-    for found in clues.values():
-        found[:] = list(dict.fromkeys(found))
+    for fmt, validator in PROVIDER_VALIDATORS.items():
+        clues[fmt] = list(dict.fromkeys(validator.clues(body)))
     return clues
-
-
-def _message_clues(message: dict[str, Any], clues: dict[ValidationFormat, list[str]]) -> None:
-    role = message.get("role")
-    if isinstance(role, str) and role in _OPENAI_ROLES:
-        clues["openai"].append(f"a message with role `{role}`")
-    for key in ("tool_calls", "tool_call_id"):
-        if key in message:
-            clues["openai"].append(f"a message with `{key}`")
-    content = message.get("content")
-    for block in content if isinstance(content, list) else ():
-        kind = block.get("type") if isinstance(block, dict) else None
-        if not isinstance(kind, str):
-            continue
-        if kind in _ANTHROPIC_BLOCKS:
-            clues["anthropic"].append(f"a block of type `{kind}`")
-        elif kind in _OPENAI_PARTS:
-            clues["openai"].append(f"a content part of type `{kind}`")
-        elif kind == "image" and "source" in block:
-            clues["anthropic"].append("an `image` block with a `source`")
-        if "cache_control" in block:
-            clues["anthropic"].append("a block with `cache_control`")
-
-
-def _tool_clues(tool: dict[str, Any], clues: dict[ValidationFormat, list[str]]) -> None:
-    if tool.get("type") == "function" and "function" in tool:
-        clues["openai"].append("a tool of type `function`")
-    if "input_schema" in tool:
-        clues["anthropic"].append("a tool with `input_schema`")
-    if "functionDeclarations" in tool or "function_declarations" in tool:
-        clues["gemini"].append("a tool with `functionDeclarations`")
 
 
 def detect_request_format(body: Any) -> ValidationFormat | None:

@@ -1081,3 +1081,21 @@ class TestValidatorRegistry:
         """The error for an unknown format names every registered format."""
         with pytest.raises(ConfigurationError, match=r"use one of anthropic, gemini, openai$"):
             validate({}, "responses")  # type: ignore[arg-type]
+
+    def test_clues_are_each_validators_signs_once(self) -> None:
+        """`request_format_clues` lists what each format's validator finds, each sign once."""
+        body = {
+            "system": "s",
+            "messages": [
+                {"role": "tool", "tool_call_id": "a"},
+                {"role": "tool", "tool_call_id": "b"},
+                {"role": "user", "content": [{"type": "tool_result", "cache_control": {}}]},
+            ],
+            "tools": [{"functionDeclarations": []}],
+        }
+        clues = request_format_clues(body)
+        assert list(clues) == list(PROVIDER_VALIDATORS)
+        for fmt, validator in PROVIDER_VALIDATORS.items():
+            assert clues[fmt] == list(dict.fromkeys(validator.clues(body)))
+        assert clues["openai"] == ["a message with role `tool`", "a message with `tool_call_id`"]
+        assert len(PROVIDER_VALIDATORS["openai"].clues(body)) == 4
