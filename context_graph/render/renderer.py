@@ -65,7 +65,7 @@ class Renderer:
     """Renders a graph (or a working projection of one) for one provider format.
 
     Args:
-        format: `openai`, `anthropic` or `gemini`.
+        format: A key of `PROVIDER_RENDERERS`: `openai`, `anthropic` or `gemini`.
         counter: The token counter for the budget; by default the source graph's own
             (so tokens counted at ingest are reused).
         cache_breakpoints: Anthropic only: mark the system prompt, the end of the part
@@ -81,8 +81,14 @@ class Renderer:
             `None` (the default) leaves out the fewest units every time, which is what a
             stateless caller expects.
 
+    Attributes:
+        format: The provider format.
+        provider: The format's `ProviderRenderer` (from `PROVIDER_RENDERERS`), which
+            writes and counts the request body; the renderer itself is format-neutral.
+
     Raises:
-        ConfigurationError: an unknown format, or breakpoints asked for another format.
+        ConfigurationError: an unknown format, or breakpoints asked for a format whose
+            provider renderer takes no cache marks.
     """
 
     def __init__(
