@@ -11,21 +11,40 @@ Every render pairs each tool call with exactly one result (a placeholder for a c
 never got one), puts roles in the order the provider requires, and fits the budget by
 dropping whole interaction units, or raises `BudgetExceededError`. See
 docs/rendering.md for the rules per provider.
+
+Each format is a `ProviderRenderer` (one module per format, `PROVIDER_RENDERERS` maps
+the format names to them); the `Renderer` holds the one of its format.
 """
 
 from __future__ import annotations
 
 from context_graph.render.fit import marker_text
-from context_graph.render.renderer import FORMATS, Renderer, RenderResult, count_payload
-from context_graph.render.turns import MISSING_RESULT_TEXT, RenderSource
+from context_graph.render.provider import (
+    EMPTY_USER_TEXT,
+    LEADING_USER_TEXT,
+    AssemblyStats,
+    CacheMarking,
+    ProviderRenderer,
+)
+from context_graph.render.registry import FORMATS, PROVIDER_RENDERERS
+from context_graph.render.renderer import Renderer
+from context_graph.render.result import RenderResult, count_payload
+from context_graph.render.turns import MISSING_RESULT_TEXT, RenderSource, UnitTurns
 from context_graph.tokens.counting import ProviderFormat
 
 __all__ = [
+    "EMPTY_USER_TEXT",
     "FORMATS",
+    "LEADING_USER_TEXT",
     "MISSING_RESULT_TEXT",
+    "PROVIDER_RENDERERS",
+    "AssemblyStats",
+    "CacheMarking",
+    "ProviderRenderer",
     "RenderResult",
     "RenderSource",
     "Renderer",
+    "UnitTurns",
     "count_payload",
     "marker_text",
     "render_history",

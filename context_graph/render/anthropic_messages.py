@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from context_graph.graph.content import (
     ContentPart,
@@ -25,14 +24,19 @@ from context_graph.graph.content import (
     ThinkingPart,
 )
 from context_graph.graph.node_tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, NodeTokenCache
+from context_graph.render.provider import (
+    EMPTY_USER_TEXT,
+    LEADING_USER_TEXT,
+    AssemblyStats,
+    Message,
+)
 from context_graph.render.turns import Result, Turn, UnitTurns, call_id_for
 from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
 __all__ = [
-    "EMPTY_USER_TEXT",
-    "LEADING_USER_TEXT",
     "MAX_CACHE_BREAKPOINTS",
-    "AssemblyStats",
+    "AnthropicCacheMarking",
+    "AnthropicMessagesRenderer",
     "assemble",
     "count_messages",
     "count_payload",
@@ -40,15 +44,10 @@ __all__ = [
     "unit_messages",
 ]
 
-Message = dict[str, Any]
 Block = dict[str, Any]
 _OVERHEAD = FORMAT_OVERHEADS["anthropic"]
 _THINKING = ("thinking", "redacted_thinking")
 _CACHE = {"type": "ephemeral"}
-#: What an empty user turn is sent as: the API rejects empty and whitespace-only text.
-EMPTY_USER_TEXT = "[empty message]"
-#: The user turn put before a history that opens with the assistant.
-LEADING_USER_TEXT = "[conversation start]"
 
 
 def system_blocks(parts: Sequence[ContentPart]) -> list[Block]:
@@ -159,10 +158,10 @@ def _thinking_first(blocks: list[Block]) -> list[Block]:
 def assemble(
     system: list[Block],
     units: Sequence[list[Message]],
+    stats: AssemblyStats | None = None,
     *,
     breakpoints: Sequence[tuple[int, int]] = (),
     mark_system: bool = False,
-    stats: AssemblyStats | None = None,
 ) -> dict[str, Any]:
     """The request body: merged, alternating, opening with a user message.
 
@@ -205,16 +204,6 @@ def assemble(
 
 #: Anthropic accepts at most this many `cache_control` marks in one request.
 MAX_CACHE_BREAKPOINTS = 4
-
-
-@dataclass
-class AssemblyStats:
-    """What `assemble` changed: merged neighbours, a leading turn, a stripped ending."""
-
-    merges: int = 0
-    lead: bool = False
-    stripped: Message | None = None
-    strip_result: Message | None = None
 
 
 def _append_merged(messages: list[Message], message: Message) -> int:
@@ -328,3 +317,44 @@ def _block_tokens(block: Block, cache: NodeTokenCache) -> int:
     if source.get("type") == "text":
         return cache.count_text(source.get("data", ""))
     return DOCUMENT_TOKENS
+
+
+# --- as a provider renderer ---------------------------------------------------------------
+
+
+class AnthropicCacheMarking:
+    """`cache_control` marks on the system prompt and on chosen message blocks."""
+
+    def assemble_marked(
+        self,
+        system: list[Message],
+        units: Sequence[list[Message]],
+        *,
+        breakpoints: Sequence[tuple[int, int]],
+        stats: AssemblyStats | None,
+    ) -> dict[str, Any]:
+        """The body of `assemble`, with the system prompt and `breakpoints` marked."""
+        return assemble(system, units, breakpoints=breakpoints, mark_system=True, stats=stats)
+
+    def last_block(
+        self, system: list[Message], units: Sequence[list[Message]]
+    ) -> tuple[int, int] | None:
+        """The position of the last block of the merged messages of `units`."""
+        messages = assemble(system, units)["messages"]
+        if not messages:
+            return None
+        return len(messages) - 1, len(messages[-1]["content"]) - 1
+
+
+class AnthropicMessagesRenderer:
+    """Anthropic Messages as a `ProviderRenderer`: the functions of this module."""
+
+    format: Final = "anthropic"
+    overhead: Final = _OVERHEAD
+    #: `cache_control` marks.
+    cache_marking: Final = AnthropicCacheMarking()
+    system = staticmethod(system_blocks)
+    unit_messages = staticmethod(unit_messages)
+    assemble = staticmethod(assemble)
+    count_messages = staticmethod(count_messages)
+    count_payload = staticmethod(count_payload)

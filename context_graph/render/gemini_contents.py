@@ -13,19 +13,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart, ThinkingPart
 from context_graph.graph.node_tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, NodeTokenCache
-from context_graph.render.anthropic_messages import (
-    EMPTY_USER_TEXT,
-    LEADING_USER_TEXT,
-    AssemblyStats,
-)
+from context_graph.render.provider import EMPTY_USER_TEXT, LEADING_USER_TEXT, AssemblyStats
 from context_graph.render.turns import Result, Turn, UnitTurns, call_id_for
 from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
-__all__ = ["assemble", "count_messages", "count_payload", "system_instruction", "unit_messages"]
+__all__ = [
+    "GeminiContentsRenderer",
+    "assemble",
+    "count_messages",
+    "count_payload",
+    "system_instruction",
+    "unit_messages",
+]
 
 Content = dict[str, Any]
 Part = dict[str, Any]
@@ -167,3 +170,20 @@ def _part_tokens(part: Part, cache: NodeTokenCache) -> int:
     if "inlineData" in part and str(part["inlineData"].get("mimeType", "")).startswith("image/"):
         return IMAGE_TOKENS
     return DOCUMENT_TOKENS
+
+
+# --- as a provider renderer ---------------------------------------------------------------
+
+
+class GeminiContentsRenderer:
+    """Gemini `generateContent` as a `ProviderRenderer`: the functions of this module."""
+
+    format: Final = "gemini"
+    overhead: Final = _OVERHEAD
+    #: None: Gemini's context caching is a separate API, not marks in a body.
+    cache_marking: Final = None
+    system = staticmethod(system_instruction)
+    unit_messages = staticmethod(unit_messages)
+    assemble = staticmethod(assemble)
+    count_messages = staticmethod(count_messages)
+    count_payload = staticmethod(count_payload)

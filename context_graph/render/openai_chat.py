@@ -9,17 +9,23 @@ characters.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart
 from context_graph.graph.node_tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, NodeTokenCache
-from context_graph.render.anthropic_messages import LEADING_USER_TEXT, AssemblyStats
+from context_graph.render.provider import LEADING_USER_TEXT, AssemblyStats, Message
 from context_graph.render.turns import Turn, UnitTurns, call_id_for
 from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
-__all__ = ["assemble", "count_messages", "count_payload", "system_messages", "unit_messages"]
+__all__ = [
+    "OpenAIChatRenderer",
+    "assemble",
+    "count_messages",
+    "count_payload",
+    "system_messages",
+    "unit_messages",
+]
 
-Message = dict[str, Any]
 _OVERHEAD = FORMAT_OVERHEADS["openai"]
 
 
@@ -162,3 +168,20 @@ def _content_tokens(content: Any, cache: NodeTokenCache) -> int:
         else:
             total += DOCUMENT_TOKENS
     return total
+
+
+# --- as a provider renderer ---------------------------------------------------------------
+
+
+class OpenAIChatRenderer:
+    """OpenAI Chat Completions as a `ProviderRenderer`: the functions of this module."""
+
+    format: Final = "openai"
+    overhead: Final = _OVERHEAD
+    #: None: OpenAI caches prompt prefixes without marks.
+    cache_marking: Final = None
+    system = staticmethod(system_messages)
+    unit_messages = staticmethod(unit_messages)
+    assemble = staticmethod(assemble)
+    count_messages = staticmethod(count_messages)
+    count_payload = staticmethod(count_payload)

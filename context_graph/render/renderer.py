@@ -8,82 +8,31 @@ a render of an unchanged source is returned from cache as the very same result.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from types import MappingProxyType, ModuleType
-from typing import Any, cast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
 
 from context_graph.errors import BudgetExceededError, ConfigurationError
 from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.node_tokens import NodeTokenCache
-from context_graph.graph.nodes import SIGNED_SECRETS, Node
-from context_graph.graph.units import Unit
-from context_graph.render import anthropic_messages, gemini_contents, openai_chat
-from context_graph.render.anthropic_messages import AssemblyStats
-from context_graph.render.fit import FitUnit, droppable_units, fewest_drops, marker_text
-from context_graph.render.turns import RenderSource, Turn, UnitTurns, call_id_for, unit_turns
-from context_graph.tokens.calibration import FORMAT_OVERHEADS, Calibrator
+from context_graph.render.breakpoints import CacheBreakpoints
+from context_graph.render.fit import droppable_units, fewest_drops, marker_text
+from context_graph.render.fragments import Fragment, FragmentCache, signed_secrets_kept
+from context_graph.render.provider import (
+    LEADING_USER_TEXT,
+    AssemblyStats,
+    Message,
+    ProviderRenderer,
+)
+from context_graph.render.registry import FORMATS, PROVIDER_RENDERERS
+from context_graph.render.result import RenderResult
+from context_graph.render.turns import RenderSource, Turn, UnitTurns
+from context_graph.tokens.calibration import Calibrator
 from context_graph.tokens.counting import ProviderFormat, TokenCounter, default_counter
 
-__all__ = ["FORMATS", "RenderResult", "Renderer", "count_payload"]
-
-FORMATS: tuple[ProviderFormat, ...] = ("openai", "anthropic", "gemini")
-_MODULES: dict[str, ModuleType] = {
-    "openai": openai_chat,
-    "anthropic": anthropic_messages,
-    "gemini": gemini_contents,
-}
-Message = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class RenderResult:
-    """A rendered request and what it took to fit it.
-
-    Attributes:
-        payload: The request body (`{"messages": ...}`, `{"system": ..., "messages": ...}`
-            or `{"systemInstruction": ..., "contents": ...}`). Treat it as read-only: it
-            is shared with the render cache.
-        format: The provider format.
-        tokens: The request's tokens by the renderer's counter, overheads included.
-        tokens_before: What the whole history costs with nothing dropped.
-        budget: The budget it was fitted to (`None`: no budget).
-        units: How many interaction units the source had.
-        dropped: The head node ids of the units left out, oldest first.
-        call_ids: Provider call id -> the id of the tool-call node it stands for.
-        signed_secrets: Secrets by type that a redactor had to leave inside signed
-            thinking blocks of the units this request carries (a signed block cannot be
-            edited; it goes only to the provider that signed it). Empty when none.
-    """
-
-    payload: dict[str, Any]
-    format: ProviderFormat
-    tokens: int
-    tokens_before: int
-    budget: int | None
-    units: int
-    dropped: tuple[str, ...]
-    call_ids: Mapping[str, str] = field(default_factory=dict)
-    signed_secrets: Mapping[str, int] = field(default_factory=dict)
-
-    def to_json(self, *, indent: int | None = None) -> str:
-        """The payload as JSON text, byte-stable for the same result."""
-        return json.dumps(self.payload, ensure_ascii=False, indent=indent)
-
-
-@dataclass(frozen=True, slots=True)
-class _Fragment:
-    source_unit: Unit
-    unit: UnitTurns
-    messages: list[Message]
-    cost: int
-    fit: FitUnit
-    calls: tuple[tuple[str, str], ...]
-    """(provider call id, call node id) of every call in the unit."""
-    signed_secrets: tuple[tuple[str, int], ...] = ()
-    """(type, count) a redactor left in the unit's signed thinking (`SIGNED_SECRETS`)."""
+__all__ = ["Renderer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +50,7 @@ class _Base:
     source: RenderSource
     version: int
     cache: NodeTokenCache
-    fragments: list[_Fragment]
+    fragments: list[Fragment]
     system: list[ContentPart]
     system_key: tuple[str, ...]
     attempts: dict[int, _Attempt]
@@ -112,7 +61,7 @@ class Renderer:
     """Renders a graph (or a working projection of one) for one provider format.
 
     Args:
-        format: `openai`, `anthropic` or `gemini`.
+        format: A key of `PROVIDER_RENDERERS`: `openai`, `anthropic` or `gemini`.
         counter: The token counter for the budget; by default the source graph's own
             (so tokens counted at ingest are reused).
         cache_breakpoints: Anthropic only: mark the system prompt, the end of the part
@@ -128,8 +77,14 @@ class Renderer:
             `None` (the default) leaves out the fewest units every time, which is what a
             stateless caller expects.
 
+    Attributes:
+        format: The provider format.
+        provider: The format's `ProviderRenderer` (from `PROVIDER_RENDERERS`), which
+            writes and counts the request body; the renderer itself is format-neutral.
+
     Raises:
-        ConfigurationError: an unknown format, or breakpoints asked for another format.
+        ConfigurationError: an unknown format, or breakpoints asked for a format whose
+            provider renderer takes no cache marks.
     """
 
     def __init__(
@@ -141,28 +96,31 @@ class Renderer:
         calibrator: Calibrator | None = None,
         refit_to: float | None = None,
     ) -> None:
-        if format not in _MODULES:
+        provider = PROVIDER_RENDERERS.get(format)
+        if provider is None:
             msg = f"unknown format {format!r}; expected one of {', '.join(FORMATS)}"
             raise ConfigurationError(msg)
-        if cache_breakpoints and format != "anthropic":
+        marking = provider.cache_marking
+        if cache_breakpoints and marking is None:
             msg = "cache_breakpoints is an Anthropic feature; use format='anthropic'"
             raise ConfigurationError(msg)
         self.format: ProviderFormat = format
-        self._module = _MODULES[format]
+        self.provider: ProviderRenderer = provider
         self._counter = counter
-        self._breakpoints = cache_breakpoints
+        self._breakpoints = (
+            CacheBreakpoints(marking) if cache_breakpoints and marking is not None else None
+        )
         self.calibrator = calibrator
         if refit_to is not None and not 0 < refit_to <= 1:
             msg = f"refit_to must be in (0, 1], got {refit_to}"
             raise ConfigurationError(msg)
         self._refit_to = refit_to
         self._sticky = 0
-        self._fragments: dict[str, _Fragment] = {}
+        self._fragments = FragmentCache(provider)
         self._fixed_cache: tuple[tuple[str, ...], tuple[list[Message], int, int]] | None = None
         self._last_key: tuple[int, int | None, float] | None = None
         self._last_source: RenderSource | None = None
         self._last: RenderResult | None = None
-        self._last_units: tuple[tuple[str, ...], ...] = ()
         self._token_cache: NodeTokenCache | None = None
         self._base: _Base | None = None
 
@@ -246,12 +204,14 @@ class Renderer:
             and base.version == source.version
             and base.cache is cache
         ):
-            if self._breakpoints:
+            if self._breakpoints is not None:
                 # The cache marks depend on the previous render: assemble afresh.
                 base.attempts.clear()
             return base
-        fragments, system, system_key = self._fragments_of(source, cache)
-        base = _Base(source, source.version, cache, fragments, system, system_key, {})
+        made = self._fragments.fragments_of(source, cache)
+        base = _Base(
+            source, source.version, cache, made.fragments, made.system, made.system_key, {}
+        )
         self._base = base
         return base
 
@@ -262,51 +222,6 @@ class Renderer:
         if self._token_cache is None:
             self._token_cache = NodeTokenCache(self._counter or default_counter())
         return self._token_cache
-
-    def _fragments_of(
-        self, source: RenderSource, cache: NodeTokenCache
-    ) -> tuple[list[_Fragment], list[ContentPart], tuple[str, ...]]:
-        fragments: list[_Fragment] = []
-        system: list[ContentPart] = []
-        system_heads: list[str] = []
-        fresh: dict[str, _Fragment] = {}
-        # Walk backwards: a summary stands for the earlier nodes it abstracts (an
-        # imported compaction), so it is rendered in their place, never both; pinned
-        # nodes (the system prompt, notes) stay whatever a summary claims.
-        abstracted: set[str] = set()
-        followed: set[str] = set()
-        for unit in reversed(source.units()):
-            fragment = self._fragments.get(unit.head)
-            if fragment is None or fragment.source_unit is not unit:
-                fragment = self._make_fragment(source, unit, cache)
-            fresh[unit.head] = fragment
-            if unit.kind == "summary":
-                _cover(source, source[unit.head], abstracted, followed)
-            elif abstracted and not fragment.unit.pinned and abstracted.issuperset(unit.node_ids):
-                continue
-            if fragment.unit.system:
-                system.extend(reversed(fragment.unit.system))
-                system_heads.append(unit.head)
-            else:
-                fragments.append(fragment)
-        # Keep only what the latest render used, so the cache cannot grow without bound.
-        self._fragments = fresh
-        fragments.reverse()
-        system.reverse()
-        system_heads.reverse()
-        return fragments, system, tuple(system_heads)
-
-    def _make_fragment(self, source: RenderSource, unit: Unit, cache: NodeTokenCache) -> _Fragment:
-        turns = unit_turns(source, unit)
-        messages = self._module.unit_messages(turns)
-        cost = int(self._module.count_messages(messages, cache))
-        calls = tuple(
-            (call_id_for(call, self.format), call.node.id)
-            for turn in turns.turns
-            for call in turn.calls
-        )
-        fit = FitUnit(cost, turns.kind, turns.pinned)
-        return _Fragment(unit, turns, messages, cost, fit, calls, _signed_secrets(source, unit))
 
     def _fit_and_assemble(self, base: _Base, budget: int | None) -> RenderResult:
         fragments, cache, attempts = base.fragments, base.cache, base.attempts
@@ -324,7 +239,7 @@ class Renderer:
         if budget is not None and chosen.tokens > budget:
             fits = [f.fit for f in fragments]
             droppable.extend(droppable_units(fits))
-            marker = int(self._module.count_messages(self._marker_messages(len(fits)), cache))
+            marker = self.provider.count_messages(self._marker_messages(len(fits)), cache)
 
             def fewest(goal: int) -> int:
                 return fewest_drops(
@@ -347,7 +262,7 @@ class Renderer:
             units=len(fragments),
             dropped=tuple(fragments[i].unit.head for i in chosen.dropped),
             call_ids=MappingProxyType(chosen.call_ids),
-            signed_secrets=_sum_signed(fragments, chosen.dropped),
+            signed_secrets=signed_secrets_kept(fragments, chosen.dropped),
         )
 
     def _drop_count(
@@ -378,7 +293,7 @@ class Renderer:
 
     def _attempt(
         self,
-        fragments: list[_Fragment],
+        fragments: list[Fragment],
         system: list[Message],
         fixed: int,
         lead: int,
@@ -386,7 +301,7 @@ class Renderer:
         cache: NodeTokenCache,
     ) -> _Attempt:
         """Assemble the render that leaves out `dropped_indices`, and size it exactly."""
-        module = self._module
+        provider = self.provider
         kept: list[list[Message]] = []
         kept_keys: list[tuple[str, ...]] = []
         call_ids: dict[str, str] = {}
@@ -398,7 +313,7 @@ class Renderer:
                 marker = self._marker_messages(len(dropped))
                 kept.append(marker)
                 kept_keys.append(("marker",))
-                tokens += int(module.count_messages(marker, cache))
+                tokens += provider.count_messages(marker, cache)
             if index not in dropped:
                 kept.append(fragment.messages)
                 kept_keys.append(fragment.unit.key)
@@ -412,22 +327,12 @@ class Renderer:
     def _assembly_delta(self, stats: AssemblyStats, lead: int, cache: NodeTokenCache) -> int:
         """Tokens that merging, a leading turn and a stripped ending add or save."""
         delta = lead if stats.lead else 0
-        delta -= stats.merges * FORMAT_OVERHEADS[self.format].per_message
+        delta -= stats.merges * self.provider.overhead.per_message
         if stats.stripped is not None:
             after = [stats.strip_result] if stats.strip_result is not None else []
-            delta += int(self._module.count_messages(after, cache))
-            delta -= int(self._module.count_messages([stats.stripped], cache))
+            delta += self.provider.count_messages(after, cache)
+            delta -= self.provider.count_messages([stats.stripped], cache)
         return delta
-
-    def _system(self, parts: list[ContentPart]) -> list[Message]:
-        builder = cast(
-            Callable[[Sequence[ContentPart]], list[Message]],
-            {
-                "openai": openai_chat.system_messages,
-                "anthropic": anthropic_messages.system_blocks,
-            }.get(self.format, gemini_contents.system_instruction),
-        )
-        return builder(parts)
 
     def _fixed(
         self, parts: list[ContentPart], key: tuple[str, ...], cache: NodeTokenCache
@@ -435,14 +340,14 @@ class Renderer:
         """The system part, its tokens with the request overhead, and the lead turn's."""
         if self._fixed_cache is not None and self._fixed_cache[0] == key:
             return self._fixed_cache[1]
-        system = self._system(parts)
+        system = self.provider.system(parts)
         # The minimal user turn that an empty history, or (Anthropic, Gemini) one that
         # opens with the assistant, gets.
-        lead_messages = self._user_messages(anthropic_messages.LEADING_USER_TEXT)
-        lead = int(self._module.count_messages(lead_messages, cache))
+        lead_messages = self._user_messages(LEADING_USER_TEXT)
+        lead = self.provider.count_messages(lead_messages, cache)
         stats = AssemblyStats()
         empty = self._assemble(system, [], [], marks=False, stats=stats)
-        fixed = count_payload(empty, self.format, cache) - (lead if stats.lead else 0)
+        fixed = self.provider.count_payload(empty, cache) - (lead if stats.lead else 0)
         self._fixed_cache = (key, (system, fixed, lead))
         return system, fixed, lead
 
@@ -452,8 +357,7 @@ class Renderer:
     def _user_messages(self, text: str) -> list[Message]:
         turn = Turn("user", (TextPart(text=text),))
         unit = UnitTurns("synthetic", ("synthetic",), (turn,), (), False, "user")
-        messages: list[Message] = self._module.unit_messages(unit)
-        return messages
+        return self.provider.unit_messages(unit)
 
     def _assemble(
         self,
@@ -464,92 +368,6 @@ class Renderer:
         marks: bool = True,
         stats: AssemblyStats | None = None,
     ) -> dict[str, Any]:
-        if self.format == "openai":
-            return openai_chat.assemble(system, kept, stats)
-        if self.format == "gemini":
-            return gemini_contents.assemble(system, kept, stats)
-        if not (marks and self._breakpoints):
-            return anthropic_messages.assemble(system, kept, stats=stats)
-        targets = self._cache_targets(system, kept, keys)
-        self._last_units = tuple(keys)
-        return anthropic_messages.assemble(
-            system, kept, breakpoints=targets, mark_system=True, stats=stats
-        )
-
-    def _cache_targets(
-        self, system: list[Message], kept: list[list[Message]], keys: list[tuple[str, ...]]
-    ) -> list[tuple[int, int]]:
-        """Blocks to mark: the end of the unchanged prefix, and the very last block."""
-        stable = 0
-        for old, new in zip(self._last_units, keys, strict=False):
-            if old != new:
-                break
-            stable += 1
-        targets: list[tuple[int, int]] = []
-        if 0 < stable < len(keys):
-            prefix = anthropic_messages.assemble(system, kept[:stable])["messages"]
-            if prefix:
-                targets.append((len(prefix) - 1, len(prefix[-1]["content"]) - 1))
-        targets.append((-1, -1))
-        return targets
-
-
-def _cover(source: RenderSource, summary: Node, covered: set[str], followed: set[str]) -> None:
-    """Add to `covered` the ids of every node `summary` stands for.
-
-    A processor's summary stands for its `abstracts`. An imported compaction (a summary in
-    the transcript: `seq` is set) abstracts the nodes since the compaction before it, that
-    one first, and stands for what that one stands for too: the chain is followed here,
-    even where a view no longer holds the earlier compaction (a processor's summary took
-    its place). `followed` holds the compactions followed so far in this walk (each with
-    its whole chain), so each is followed once and the walk stays linear.
-    """
-    if summary.seq is None:
-        covered.update(summary.abstracts)
-        return
-    node: Node | None = summary
-    while node is not None and node.id not in followed:
-        followed.add(node.id)
-        covered.update(node.abstracts)
-        first = source[node.abstracts[0]] if node.abstracts else None
-        chained = first is not None and first.kind == "summary" and first.seq is not None
-        node = first if chained else None
-
-
-def count_payload(
-    payload: Mapping[str, Any], format: ProviderFormat, cache: NodeTokenCache | TokenCounter
-) -> int:
-    """Count a request body's tokens the way the renderer budgets them.
-
-    Args:
-        payload: A request body in `format`.
-        format: `openai`, `anthropic` or `gemini`.
-        cache: A `NodeTokenCache`, or a bare `TokenCounter` (wrapped in a fresh cache).
-    """
-    if not isinstance(cache, NodeTokenCache):
-        cache = NodeTokenCache(cache)
-    counted: int = _MODULES[format].count_payload(dict(payload), cache)
-    return counted
-
-
-def _signed_secrets(source: RenderSource, unit: Unit) -> tuple[tuple[str, int], ...]:
-    """What a redactor noted it left in the unit's signed thinking, summed over its nodes."""
-    found: dict[str, int] = {}
-    for node_id in unit.node_ids:
-        noted = source[node_id].meta.get(SIGNED_SECRETS)
-        if isinstance(noted, Mapping):
-            for kind, count in noted.items():
-                if isinstance(count, int):
-                    found[kind] = found.get(kind, 0) + count
-    return tuple(sorted(found.items()))
-
-
-def _sum_signed(fragments: Sequence[_Fragment], dropped: Sequence[int]) -> Mapping[str, int]:
-    """The signed secrets of the units a request keeps."""
-    left_out = set(dropped)
-    total: dict[str, int] = {}
-    for index, fragment in enumerate(fragments):
-        if index not in left_out:
-            for kind, count in fragment.signed_secrets:
-                total[kind] = total.get(kind, 0) + count
-    return MappingProxyType(dict(sorted(total.items())))
+        if not (marks and self._breakpoints is not None):
+            return self.provider.assemble(system, kept, stats)
+        return self._breakpoints.assemble(system, kept, keys, stats)

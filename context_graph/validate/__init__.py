@@ -1,14 +1,23 @@
 """Request validation: each provider's rules on a request body, checked offline.
 
-One module per wire format, and `sdk_types` checks a body against the SDKs' own request
+```python
+from context_graph.validate import validate
+
+problems = validate(result.payload, "anthropic")  # [] when the body is valid
+```
+
+Each format is a `ProviderValidator` (one module per wire format, `PROVIDER_VALIDATORS`
+maps the format names to them); `sdk_types` checks a body against the SDKs' own request
 types.
 """
 
 from __future__ import annotations
 
+from context_graph.validate.common import Collector
+from context_graph.validate.provider import ProviderValidator, ValidationFormat
+from context_graph.validate.registry import PROVIDER_VALIDATORS
 from context_graph.validate.request import (
     RULES,
-    ValidationFormat,
     Violation,
     detect_request_format,
     request_format_clues,
@@ -16,7 +25,10 @@ from context_graph.validate.request import (
 )
 
 __all__ = [
+    "PROVIDER_VALIDATORS",
     "RULES",
+    "Collector",
+    "ProviderValidator",
     "ValidationFormat",
     "Violation",
     "detect_request_format",

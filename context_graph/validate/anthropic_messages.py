@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Final
 
+from context_graph.validate.anthropic_blocks import check_block, check_text
 from context_graph.validate.anthropic_turns import (
     THINKING,
-    TOOL_ID,
     Msg,
     check_pairing,
     check_sequence,
@@ -16,44 +18,41 @@ from context_graph.validate.anthropic_turns import (
 )
 from context_graph.validate.common import (
     Collector,
-    article,
     as_list,
     check_keys,
     is_obj,
-    nonempty_str,
+    objects_in,
     show,
 )
 
-__all__ = ["ANTHROPIC_RULES", "validate_anthropic"]
+__all__ = [
+    "ANTHROPIC_RULES",
+    "AnthropicMessagesValidator",
+    "anthropic_clues",
+    "validate_anthropic",
+]
 
-ANTHROPIC_RULES: dict[str, str] = {
-    "too_many_messages": "Anthropic takes at most 100,000 messages in one request.",
-    "text_empty": "An Anthropic text block (or string content) is empty or only whitespace.",
-    "tool_use_id_invalid": "A tool_use `id` or a tool_result `tool_use_id` does not match "
-    "`^[a-zA-Z0-9_-]+$`.",
-    "tool_result_not_first": "A tool_result block follows another kind of block in its message.",
-    "thinking_signature_missing": "A thinking block has no string `signature`.",
-    "redacted_thinking_data_missing": "A redacted_thinking block has no string `data`.",
-    "thinking_not_first": "A thinking block follows text or tool_use in its message.",
-    "thinking_block_last": "The final assistant message ends with a thinking block.",
-    "thinking_block_missing": "With thinking enabled, the assistant message of the open tool "
-    "loop does not start with a thinking block.",
-    "thinking_while_disabled": "With thinking disabled, the final assistant message holds a "
-    "thinking block.",
-    "too_many_cache_breakpoints": "More than 4 `cache_control` breakpoints in one request.",
-    "trailing_whitespace": "The final assistant message ends with whitespace.",
-}
-
-_BLOCKS = frozenset(
-    {"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"}
+ANTHROPIC_RULES: Mapping[str, str] = MappingProxyType(
+    {
+        "too_many_messages": "Anthropic takes at most 100,000 messages in one request.",
+        "text_empty": "An Anthropic text block (or string content) is empty or only whitespace.",
+        "tool_use_id_invalid": "A tool_use `id` or a tool_result `tool_use_id` does not match "
+        "`^[a-zA-Z0-9_-]+$`.",
+        "tool_result_not_first": "A tool_result block follows another kind of block in its "
+        "message.",
+        "thinking_signature_missing": "A thinking block has no string `signature`.",
+        "redacted_thinking_data_missing": "A redacted_thinking block has no string `data`.",
+        "thinking_not_first": "A thinking block follows text or tool_use in its message.",
+        "thinking_block_last": "The final assistant message ends with a thinking block.",
+        "thinking_block_missing": "With thinking enabled, the assistant message of the open tool "
+        "loop does not start with a thinking block.",
+        "thinking_while_disabled": "With thinking disabled, the final assistant message holds a "
+        "thinking block.",
+        "too_many_cache_breakpoints": "More than 4 `cache_control` breakpoints in one request.",
+        "trailing_whitespace": "The final assistant message ends with whitespace.",
+    }
 )
-_ONLY_IN = {
-    "tool_use": "assistant",
-    "thinking": "assistant",
-    "redacted_thinking": "assistant",
-    "tool_result": "user",
-}
-_RESULT_BLOCKS = frozenset({"text", "image", "document", "search_result"})
+
 _MAX_MESSAGES = 100_000
 _MESSAGE_KEYS = frozenset({"role", "content"})
 
@@ -125,7 +124,7 @@ def _check_system(
                 "a user message",
             )
             continue
-        _check_text(None, path, block, out)
+        check_text(None, path, block, out)
         if block.get("cache_control") is not None:
             bps.append((f"{path}.cache_control", None))
 
@@ -207,167 +206,12 @@ def _check_content(
             "block or drop the message",
         )
     for j, block in enumerate(blocks):
-        if _check_block(msg, f"{path}[{j}]", block, out):
+        if check_block(msg, f"{path}[{j}]", block, out):
             msg.blocks.append((f"{path}[{j}]", block))
             if block.get("cache_control") is not None:
                 bps.append((f"{path}[{j}].cache_control", i))
             _result_breakpoints(f"{path}[{j}]", block, i, bps)
     _check_order(msg, out)
-
-
-def _check_block(msg: Msg, path: str, block: Any, out: Collector) -> bool:
-    """Check one content block; True when it is an object of a known type."""
-    i = msg.index
-    if not is_obj(block):
-        out.add(
-            "part_not_object",
-            path,
-            i,
-            f"the block is {show(block)}; make it an object with a `type`",
-        )
-        return False
-    kind = block.get("type")
-    if not isinstance(kind, str) or kind not in _BLOCKS:
-        out.add(
-            "unknown_part_type",
-            f"{path}.type",
-            i,
-            f"block type {show(kind)} is not one of {', '.join(sorted(_BLOCKS))}; convert or drop "
-            "the block",
-        )
-        return False
-    owner = _ONLY_IN.get(kind)
-    if owner is not None and msg.role is not None and msg.role != owner:
-        out.add(
-            "part_not_allowed_for_role",
-            f"{path}.type",
-            i,
-            f"a {kind} block may only appear in {article(owner)} message; move it or drop it",
-        )
-    _check_block_fields(i, path, kind, block, out)
-    return True
-
-
-def _check_block_fields(
-    i: int, path: str, kind: str, block: dict[Any, Any], out: Collector
-) -> None:
-    """Check the fields each block type requires."""
-    if kind == "text":
-        _check_text(i, path, block, out)
-    elif kind in ("image", "document"):
-        source = block.get("source")
-        if not (is_obj(source) and isinstance(source.get("type"), str)):
-            out.add(
-                "part_invalid",
-                f"{path}.source",
-                i,
-                f"{article(kind)} block needs a `source` object with a `type` (base64, url, file)",
-            )
-        elif _empty_source(source):
-            out.add("media_empty", f"{path}.source", i, f"the {kind}'s source has no data or url")
-    elif kind == "tool_use":
-        _check_id(i, f"{path}.id", block.get("id"), out)
-        if not nonempty_str(block.get("name")):
-            out.add(
-                "part_invalid",
-                f"{path}.name",
-                i,
-                "a tool_use block needs the tool's `name` as a non-empty string",
-            )
-        if not is_obj(block.get("input")):
-            out.add(
-                "tool_input_not_object",
-                f"{path}.input",
-                i,
-                f"tool_use `input` is {show(block.get('input'))}; make it a JSON object (use {{}} "
-                "for none)",
-            )
-    elif kind == "tool_result":
-        _check_id(i, f"{path}.tool_use_id", block.get("tool_use_id"), out)
-        _check_result_content(i, path, block, out)
-    elif kind == "thinking":
-        if not isinstance(block.get("thinking"), str):
-            out.add(
-                "part_invalid",
-                f"{path}.thinking",
-                i,
-                "a thinking block needs its text in a string `thinking`",
-            )
-        if not nonempty_str(block.get("signature")):
-            out.add(
-                "thinking_signature_missing",
-                f"{path}.signature",
-                i,
-                "a thinking block needs the string `signature` the API returned; resend it "
-                "unchanged",
-            )
-    elif not nonempty_str(block.get("data")):
-        out.add(
-            "redacted_thinking_data_missing",
-            f"{path}.data",
-            i,
-            "a redacted_thinking block needs the opaque string `data` the API returned; resend "
-            "it unchanged",
-        )
-
-
-def _check_text(i: int | None, path: str, block: dict[Any, Any], out: Collector) -> None:
-    text = block.get("text")
-    if not isinstance(text, str):
-        out.add(
-            "part_invalid",
-            f"{path}.text",
-            i,
-            f"a text block's `text` is {show(text)}; make it a string",
-        )
-    elif text.strip() == "":
-        out.add(
-            "text_empty",
-            f"{path}.text",
-            i,
-            "a text block must contain non-whitespace text; drop the block or fill it",
-        )
-
-
-def _check_id(i: int, path: str, value: Any, out: Collector) -> None:
-    if not (isinstance(value, str) and TOOL_ID.fullmatch(value)):
-        out.add(
-            "tool_use_id_invalid",
-            path,
-            i,
-            f"the id {show(value)} must be a string of letters, digits, `_` and `-` only; rewrite "
-            "it (and its pair) to match",
-        )
-
-
-def _check_result_content(i: int, path: str, block: dict[Any, Any], out: Collector) -> None:
-    """Check the `content` of a tool_result: a string or text/image/document blocks."""
-    content = block.get("content")
-    if content is None or isinstance(content, str):
-        return
-    inner = as_list(content)
-    if inner is None:
-        out.add(
-            "part_invalid",
-            f"{path}.content",
-            i,
-            f"tool_result `content` is {show(content)}; make it a string or an array of blocks",
-        )
-        return
-    for k, item in enumerate(inner):
-        where = f"{path}.content[{k}]"
-        if not is_obj(item):
-            out.add("part_not_object", where, i, f"the block is {show(item)}; make it an object")
-        elif item.get("type") not in _RESULT_BLOCKS:
-            out.add(
-                "unknown_part_type",
-                f"{where}.type",
-                i,
-                f"tool_result content type {show(item.get('type'))} is not text, image, document "
-                "or search_result",
-            )
-        elif item.get("type") == "text":
-            _check_text(i, where, item, out)
 
 
 def _result_breakpoints(path: str, block: dict[Any, Any], i: int, bps: list[Any]) -> None:
@@ -399,7 +243,38 @@ def _check_order(msg: Msg, out: Collector) -> None:
             )
 
 
-def _empty_source(source: dict[Any, Any]) -> bool:
-    """A base64 or url source whose data or address is an empty string."""
-    key = {"base64": "data", "text": "data", "url": "url"}.get(source["type"])
-    return key is not None and source.get(key) == ""
+# Signs of an Anthropic body that the other formats do not use.
+_CLUE_BLOCKS = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "document", "server_tool_use"}
+)
+
+
+def anthropic_clues(body: dict[Any, Any]) -> list[str]:
+    """Signs of an Anthropic Messages body: top-level `system`, its block types, its tools."""
+    found: list[str] = []
+    if isinstance(body.get("system"), str | list):
+        found.append("top-level `system`")
+    for message in objects_in(body.get("messages")):
+        for block in objects_in(message.get("content")):
+            kind = block.get("type")
+            if not isinstance(kind, str):
+                continue
+            if kind in _CLUE_BLOCKS:
+                found.append(f"a block of type `{kind}`")
+            elif kind == "image" and "source" in block:
+                found.append("an `image` block with a `source`")
+            if "cache_control" in block:
+                found.append("a block with `cache_control`")
+    for tool in objects_in(body.get("tools")):
+        if "input_schema" in tool:
+            found.append("a tool with `input_schema`")
+    return found
+
+
+class AnthropicMessagesValidator:
+    """The Anthropic Messages rules as a `ProviderValidator`."""
+
+    format: Final = "anthropic"
+    rules: Final = ANTHROPIC_RULES
+    check = staticmethod(validate_anthropic)
+    clues = staticmethod(anthropic_clues)

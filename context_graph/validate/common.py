@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, TypeGuard
 
 from pydantic import BaseModel, ConfigDict
@@ -21,40 +23,44 @@ __all__ = [
     "as_list",
     "check_finite",
     "check_keys",
+    "has_str",
     "is_obj",
     "nonempty_str",
+    "objects_in",
     "show",
 ]
 
 #: Rules every provider checks; the providers add their own.
-COMMON_RULES: dict[str, str] = {
-    "payload_not_object": "The request body is not a JSON object.",
-    "messages_missing": "The message list (`messages`, `contents`) is absent or not an array.",
-    "messages_empty": "The message list is empty; a request needs at least one message.",
-    "message_not_object": "An entry of the message list is not a JSON object.",
-    "unknown_role": "A message has no role, or one the provider does not accept.",
-    "content_missing": "A message lacks the content its role requires.",
-    "content_invalid": "A message's content (or Gemini `parts`) has the wrong JSON type.",
-    "content_empty": "A message's content (or Gemini `parts`) is empty where it may not be.",
-    "unknown_field": "An object has a key the provider does not accept there.",
-    "part_not_object": "A content part or block is not a JSON object.",
-    "unknown_part_type": "A content part or block has a type the provider does not know.",
-    "part_not_allowed_for_role": "A part type appears in a role that may not carry it.",
-    "part_invalid": "A part lacks a required field, or a field has the wrong type.",
-    "duplicate_tool_call_id": "Two tool calls share an id.",
-    "system_invalid": "The system prompt (`system`, `systemInstruction`) has the wrong shape.",
-    "system_role_in_messages": "A message has role `system`; the system prompt goes top-level.",
-    "first_message_not_user": "The first message (or Gemini content) is not from the user.",
-    "roles_not_alternating": "Two consecutive messages (or contents) have the same role.",
-    "tool_input_not_object": "A tool call's input (Anthropic `input`, Gemini `args`) is not "
-    "an object.",
-    "tool_call_unanswered": "A tool call has no result where the provider requires one.",
-    "tool_result_orphan": "A tool result answers no tool call of the turn right before it.",
-    "duplicate_tool_result": "A tool call is answered more than once.",
-    "non_finite_number": "A number is NaN or infinite, which JSON cannot carry (the SDKs "
-    "refuse the body).",
-    "media_empty": "An image or document part carries neither data nor an address.",
-}
+COMMON_RULES: Mapping[str, str] = MappingProxyType(
+    {
+        "payload_not_object": "The request body is not a JSON object.",
+        "messages_missing": "The message list (`messages`, `contents`) is absent or not an array.",
+        "messages_empty": "The message list is empty; a request needs at least one message.",
+        "message_not_object": "An entry of the message list is not a JSON object.",
+        "unknown_role": "A message has no role, or one the provider does not accept.",
+        "content_missing": "A message lacks the content its role requires.",
+        "content_invalid": "A message's content (or Gemini `parts`) has the wrong JSON type.",
+        "content_empty": "A message's content (or Gemini `parts`) is empty where it may not be.",
+        "unknown_field": "An object has a key the provider does not accept there.",
+        "part_not_object": "A content part or block is not a JSON object.",
+        "unknown_part_type": "A content part or block has a type the provider does not know.",
+        "part_not_allowed_for_role": "A part type appears in a role that may not carry it.",
+        "part_invalid": "A part lacks a required field, or a field has the wrong type.",
+        "duplicate_tool_call_id": "Two tool calls share an id.",
+        "system_invalid": "The system prompt (`system`, `systemInstruction`) has the wrong shape.",
+        "system_role_in_messages": "A message has role `system`; the system prompt goes top-level.",
+        "first_message_not_user": "The first message (or Gemini content) is not from the user.",
+        "roles_not_alternating": "Two consecutive messages (or contents) have the same role.",
+        "tool_input_not_object": "A tool call's input (Anthropic `input`, Gemini `args`) is not "
+        "an object.",
+        "tool_call_unanswered": "A tool call has no result where the provider requires one.",
+        "tool_result_orphan": "A tool result answers no tool call of the turn right before it.",
+        "duplicate_tool_result": "A tool call is answered more than once.",
+        "non_finite_number": "A number is NaN or infinite, which JSON cannot carry (the SDKs "
+        "refuse the body).",
+        "media_empty": "An image or document part carries neither data nor an address.",
+    }
+)
 
 
 class Violation(BaseModel):
@@ -144,11 +150,21 @@ def is_obj(value: object) -> TypeGuard[dict[Any, Any]]:
     return isinstance(value, dict)
 
 
+def has_str(obj: object, key: str) -> bool:
+    """Whether `obj` is a JSON object whose `key` holds a string."""
+    return is_obj(obj) and isinstance(obj.get(key), str)
+
+
 def as_list(value: object) -> list[Any] | None:
     """`value` as a list if it is a JSON array, else None."""
     if isinstance(value, list | tuple):
         return list(value)
     return None
+
+
+def objects_in(value: object) -> list[dict[Any, Any]]:
+    """The JSON objects among the items of `value`, if it is a JSON array; else none."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def nonempty_str(value: object) -> TypeGuard[str]:

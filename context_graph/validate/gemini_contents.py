@@ -6,10 +6,9 @@ both spellings are accepted; paths name the key as the payload spells it.
 
 from __future__ import annotations
 
-import itertools
-from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Final
 
 from context_graph.validate.common import (
     Collector,
@@ -18,17 +17,21 @@ from context_graph.validate.common import (
     check_keys,
     is_obj,
     nonempty_str,
+    objects_in,
     show,
 )
+from context_graph.validate.gemini_turns import ContentInfo, check_pairing, check_sequence
 
-__all__ = ["GEMINI_RULES", "validate_gemini"]
+__all__ = ["GEMINI_RULES", "GeminiContentsValidator", "gemini_clues", "validate_gemini"]
 
-GEMINI_RULES: dict[str, str] = {
-    "part_data_count": "A Gemini part holds no data field, or more than one.",
-    "tool_output_not_object": "A Gemini functionResponse `response` is not an object.",
-    "tool_results_out_of_order": "Gemini functionResponses without ids are not in the order "
-    "of their calls.",
-}
+GEMINI_RULES: Mapping[str, str] = MappingProxyType(
+    {
+        "part_data_count": "A Gemini part holds no data field, or more than one.",
+        "tool_output_not_object": "A Gemini functionResponse `response` is not an object.",
+        "tool_results_out_of_order": "Gemini functionResponses without ids are not in the "
+        "order of their calls.",
+    }
+)
 
 _DATA = ("text", "inlineData", "fileData", "functionCall", "functionResponse")
 _DATA_ALL = (*_DATA, "executableCode", "codeExecutionResult")
@@ -42,18 +45,6 @@ def _snake(name: str) -> str:
 
 #: Every accepted spelling of a part field, mapped to its camelCase name.
 _CANON = {spelling: name for name in (*_DATA_ALL, *_META) for spelling in (name, _snake(name))}
-
-
-@dataclass
-class _Content:
-    """What the pairing rules need to know about one content."""
-
-    index: int
-    role: str | None
-    calls: list[tuple[str, str, str | None]] = field(default_factory=list)
-    """(path, name, id) of each well-formed functionCall, in order."""
-    responses: list[tuple[str, str, str | None]] = field(default_factory=list)
-    """(path, name, id) of each well-formed functionResponse, in order."""
 
 
 def validate_gemini(payload: Any, out: Collector) -> None:
@@ -82,9 +73,9 @@ def validate_gemini(payload: Any, out: Collector) -> None:
         return
     single = len(contents) == 1
     seq = [_check_content(i, c, single, out) for i, c in enumerate(contents)]
-    _check_sequence(seq, out)
+    check_sequence(seq, out)
     for pos, content in enumerate(seq):
-        _check_pairing(seq, pos, content, out)
+        check_pairing(seq, pos, content, out)
 
 
 def _get(obj: dict[Any, Any], name: str) -> tuple[str, Any]:
@@ -119,7 +110,7 @@ def _check_system(payload: dict[Any, Any], out: Collector) -> None:
             )
 
 
-def _check_content(i: int, content: Any, single: bool, out: Collector) -> _Content:
+def _check_content(i: int, content: Any, single: bool, out: Collector) -> ContentInfo:
     """Check one content on its own; return what the pairing rules need."""
     path = f"contents[{i}]"
     if not is_obj(content):
@@ -129,7 +120,7 @@ def _check_content(i: int, content: Any, single: bool, out: Collector) -> _Conte
             i,
             f"the content is {show(content)}; make it an object with `role` and `parts`",
         )
-        return _Content(i, None)
+        return ContentInfo(i, None)
     role = content.get("role")
     if role is None and single:
         role = "user"  # a lone content may leave its role unset; the API reads it as user
@@ -148,7 +139,7 @@ def _check_content(i: int, content: Any, single: bool, out: Collector) -> _Conte
             f"the role is {show(role)}; set user or model",
         )
     check_keys(content, _CONTENT_KEYS, path, i, out)
-    info = _Content(i, role if role in ("user", "model") else None)
+    info = ContentInfo(i, role if role in ("user", "model") else None)
     parts = as_list(content.get("parts"))
     if parts is None:
         out.add(
@@ -166,7 +157,7 @@ def _check_content(i: int, content: Any, single: bool, out: Collector) -> _Conte
     return info
 
 
-def _check_part(info: _Content, path: str, part: Any, out: Collector) -> None:
+def _check_part(info: ContentInfo, path: str, part: Any, out: Collector) -> None:
     """Check one part: exactly one data field, known keys, well-typed values."""
     i = info.index
     if not is_obj(part):
@@ -213,7 +204,7 @@ def _check_meta(i: int, path: str, part: dict[Any, Any], out: Collector) -> None
         )
 
 
-def _check_data(info: _Content, path: str, key: str, value: Any, out: Collector) -> None:
+def _check_data(info: ContentInfo, path: str, key: str, value: Any, out: Collector) -> None:
     """Check the one data field of a part."""
     i, name, where = info.index, _CANON[key], f"{path}.{key}"
     if name == "text":
@@ -232,7 +223,7 @@ def _check_data(info: _Content, path: str, key: str, value: Any, out: Collector)
         out.add("part_invalid", where, i, f"`{key}` is {show(value)}; make it an object")
 
 
-def _check_function(info: _Content, where: str, name: str, value: Any, out: Collector) -> None:
+def _check_function(info: ContentInfo, where: str, name: str, value: Any, out: Collector) -> None:
     """Check a functionCall or functionResponse and record it for pairing."""
     i = info.index
     owner = "model" if name == "functionCall" else "user"
@@ -276,121 +267,27 @@ def _check_function(info: _Content, where: str, name: str, value: Any, out: Coll
         info.responses.append((where, value["name"], call_id))
 
 
-def _check_sequence(seq: list[_Content], out: Collector) -> None:
-    """The first content is from the user and roles alternate."""
-    if seq[0].role == "model":
-        out.add(
-            "first_message_not_user",
-            "contents[0].role",
-            0,
-            "the first content must be from the user; add a user content before it",
-        )
-    for prev, cur in itertools.pairwise(seq):
-        if cur.role is not None and cur.role == prev.role:
-            out.add(
-                "roles_not_alternating",
-                f"contents[{cur.index}].role",
-                cur.index,
-                f"two {cur.role} contents in a row; merge contents[{prev.index}] and "
-                f"contents[{cur.index}] into one",
-            )
-
-
-def _check_pairing(seq: list[_Content], pos: int, content: _Content, out: Collector) -> None:
-    """Calls of a model turn are answered by the user turn right after it."""
-    prev = seq[pos - 1] if pos > 0 else None
-    if content.responses and (prev is None or prev.role != "model" or not prev.calls):
-        for path, name, _ in content.responses:
-            out.add(
-                "tool_result_orphan",
-                path,
-                content.index,
-                f"functionResponse {show(name)} follows no model turn with function calls; drop "
-                "it or restore the call",
-            )
-    if not content.calls:
-        return
-    ids = [c[2] for c in content.calls]
-    for (path, _, call_id), count in zip(content.calls, _running(ids), strict=True):
-        if call_id is not None and count > 1:
-            out.add(
-                "duplicate_tool_call_id",
-                f"{path}.id",
-                content.index,
-                f"call id {show(call_id)} is used twice in this turn; give each call its own id",
-            )
-    nxt = seq[pos + 1] if pos + 1 < len(seq) else None
-    responses = nxt.responses if nxt is not None and nxt.role == "user" else []
-    answer_index = nxt.index if nxt is not None else content.index
-    if all(c[2] is not None for c in content.calls) and all(r[2] is not None for r in responses):
-        _match(content, responses, answer_index, 2, out)
-    else:
-        _match(content, responses, answer_index, 1, out)
-
-
-def _running(values: list[Any]) -> list[int]:
-    """How many times each value has been seen up to and including its position."""
-    seen: Counter[Any] = Counter()
-    counts = []
-    for value in values:
-        seen[value] += 1
-        counts.append(seen[value])
-    return counts
-
-
-def _match(
-    turn: _Content, responses: list[tuple[str, str, str | None]], at: int, by: int, out: Collector
-) -> None:
-    """Match responses to calls on field `by` (2: id, 1: name); report what is left over."""
-    wanted = Counter(c[by] for c in turn.calls)
-    given = Counter(r[by] for r in responses)
-    for (path, name, call_id), seen in zip(
-        turn.calls, _running([c[by] for c in turn.calls]), strict=True
-    ):
-        key = call_id if by == 2 else name
-        if seen > given[key]:
-            out.add(
-                "tool_call_unanswered",
-                path,
-                turn.index,
-                f"functionCall {show(name)}{_id_note(by, key)} has no functionResponse in the "
-                "next user content; add one",
-            )
-    for (path, name, resp_id), seen in zip(
-        responses, _running([r[by] for r in responses]), strict=True
-    ):
-        key = resp_id if by == 2 else name
-        if seen <= wanted[key]:
-            continue
-        rule = "duplicate_tool_result" if wanted[key] else "tool_result_orphan"
-        out.add(
-            rule,
-            path,
-            at,
-            f"functionResponse {show(name)}{_id_note(by, key)} "
-            + (
-                "answers a call that is already answered; keep one response"
-                if wanted[key]
-                else "matches no functionCall of the model turn before it; "
-                "drop it or restore the call"
-            ),
-        )
-    if by == 1 and wanted == given:
-        for (path, name, _), call in zip(responses, turn.calls, strict=True):
-            if name != call[1]:
-                out.add(
-                    "tool_results_out_of_order",
-                    path,
-                    at,
-                    f"functionResponse {show(name)} answers call {show(call[1])}'s position; "
-                    "without ids the responses must follow the order of the calls",
-                )
-                break
-
-
-def _id_note(by: int, key: object) -> str:
-    return f" (id {show(key)})" if by == 2 else ""
-
-
 def _key(key: object) -> str:
     return key if isinstance(key, str) else show(key)
+
+
+# Signs of a Gemini body that the other formats do not use.
+_CLUE_KEYS = ("contents", "systemInstruction", "system_instruction", "generationConfig")
+
+
+def gemini_clues(body: dict[Any, Any]) -> list[str]:
+    """Signs of a Gemini generateContent body: its top-level keys and its tools."""
+    found = [f"top-level `{key}`" for key in _CLUE_KEYS if key in body]
+    for tool in objects_in(body.get("tools")):
+        if "functionDeclarations" in tool or "function_declarations" in tool:
+            found.append("a tool with `functionDeclarations`")
+    return found
+
+
+class GeminiContentsValidator:
+    """The Gemini generateContent rules as a `ProviderValidator`."""
+
+    format: Final = "gemini"
+    rules: Final = GEMINI_RULES
+    check = staticmethod(validate_gemini)
+    clues = staticmethod(gemini_clues)

@@ -2,29 +2,41 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Final
 
 from context_graph.validate.common import (
     Collector,
     article,
     as_list,
     check_keys,
+    has_str,
     is_obj,
-    nonempty_str,
+    objects_in,
     show,
 )
+from context_graph.validate.openai_tool_calls import (
+    AssistantTurn,
+    check_tool_calls,
+    close_turn,
+    leave_run,
+    pair_tool_message,
+)
 
-__all__ = ["OPENAI_RULES", "validate_openai"]
+__all__ = ["OPENAI_RULES", "OpenAIChatValidator", "openai_clues", "validate_openai"]
 
-OPENAI_RULES: dict[str, str] = {
-    "field_invalid": "A message field (`name`, `refusal`, `audio`, ...) has the wrong type.",
-    "tool_calls_invalid": "An assistant's `tool_calls` is not a non-empty array.",
-    "tool_call_invalid": "A tool call is not `{id, type: function, function: {name, arguments}}`.",
-    "tool_call_id_invalid": "A `tool` message has no string `tool_call_id`.",
-    "tool_result_misplaced": "A `tool` message is separated from its assistant by other messages.",
-}
+OPENAI_RULES: Mapping[str, str] = MappingProxyType(
+    {
+        "field_invalid": "A message field (`name`, `refusal`, `audio`, ...) has the wrong type.",
+        "tool_calls_invalid": "An assistant's `tool_calls` is not a non-empty array.",
+        "tool_call_invalid": "A tool call is not `{id, type: function, function: {name, "
+        "arguments}}`.",
+        "tool_call_id_invalid": "A `tool` message has no string `tool_call_id`.",
+        "tool_result_misplaced": "A `tool` message is separated from its assistant by other "
+        "messages.",
+    }
+)
 
 _FIELDS: dict[str, frozenset[str]] = {
     "system": frozenset({"role", "content", "name"}),
@@ -44,23 +56,6 @@ _PARTS: dict[str, frozenset[str]] = {
     "tool": frozenset({"text"}),
 }
 _ALL_PARTS = frozenset().union(*_PARTS.values())
-
-
-@dataclass
-class _Call:
-    """A tool call of an assistant message, waiting for its `tool` message."""
-
-    path: str
-    answers: int = 0
-
-
-@dataclass
-class _Turn:
-    """The latest assistant message and the calls it made."""
-
-    index: int
-    calls: dict[str, _Call] = field(default_factory=dict)
-    in_run: bool = True
 
 
 def validate_openai(payload: Any, out: Collector) -> None:
@@ -88,13 +83,15 @@ def validate_openai(payload: Any, out: Collector) -> None:
             "messages_empty", "messages", None, "`messages` is empty; add at least a user message"
         )
         return
-    turn: _Turn | None = None
+    turn: AssistantTurn | None = None
     for i, message in enumerate(messages):
         turn = _check_message(i, message, turn, out)
-    _close_turn(turn, out)
+    close_turn(turn, out)
 
 
-def _check_message(i: int, message: Any, turn: _Turn | None, out: Collector) -> _Turn | None:
+def _check_message(
+    i: int, message: Any, turn: AssistantTurn | None, out: Collector
+) -> AssistantTurn | None:
     """Check one message and advance the pairing state."""
     path = f"messages[{i}]"
     if not is_obj(message):
@@ -104,7 +101,7 @@ def _check_message(i: int, message: Any, turn: _Turn | None, out: Collector) -> 
             i,
             f"the message is {show(message)}; make it an object with `role` and `content`",
         )
-        return _leave_run(turn)
+        return leave_run(turn)
     role = message.get("role")
     if not isinstance(role, str) or role not in _FIELDS:
         out.add(
@@ -113,16 +110,16 @@ def _check_message(i: int, message: Any, turn: _Turn | None, out: Collector) -> 
             i,
             f"the role is {show(role)}; use system, developer, user, assistant or tool",
         )
-        return _leave_run(turn)
+        return leave_run(turn)
     check_keys(message, _FIELDS[role], path, i, out)
     _check_fields(i, role, message, out)
     if role == "assistant":
-        _close_turn(turn, out)
-        return _Turn(i, _check_tool_calls(i, message, out))
+        close_turn(turn, out)
+        return AssistantTurn(i, check_tool_calls(i, message, out))
     if role == "tool":
-        _pair_tool_message(i, message, turn, out)
+        pair_tool_message(i, message, turn, out)
         return turn
-    return _leave_run(turn)
+    return leave_run(turn)
 
 
 def _check_fields(i: int, role: str, message: dict[Any, Any], out: Collector) -> None:
@@ -155,10 +152,10 @@ def _check_fields(i: int, role: str, message: dict[Any, Any], out: Collector) ->
 
 _EXTRAS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("refusal", lambda v: isinstance(v, str), "a string"),
-    ("audio", lambda v: _has_str(v, "id"), "an object with a string `id`"),
+    ("audio", lambda v: has_str(v, "id"), "an object with a string `id`"),
     (
         "function_call",
-        lambda v: _has_str(v, "name") and _has_str(v, "arguments"),
+        lambda v: has_str(v, "name") and has_str(v, "arguments"),
         "`{name, arguments}` with string values",
     ),
 )
@@ -246,7 +243,7 @@ def _check_part(i: int, role: str, path: str, part: Any, out: Collector) -> None
         out.add(
             "part_invalid", f"{path}.{kind}", i, f"{article(kind)} part needs a string `{kind}`"
         )
-    elif kind == "image_url" and not _has_str(part.get("image_url"), "url"):
+    elif kind == "image_url" and not has_str(part.get("image_url"), "url"):
         out.add(
             "part_invalid",
             f"{path}.image_url",
@@ -276,140 +273,39 @@ def _empty_url(url: str) -> bool:
     return not url.strip() or (url.startswith("data:") and url.endswith(","))
 
 
-def _has_str(obj: Any, key: str) -> bool:
-    return is_obj(obj) and isinstance(obj.get(key), str)
-
-
 def _valid_audio(obj: Any) -> bool:
-    return _has_str(obj, "data") and obj.get("format") in ("wav", "mp3")
+    return has_str(obj, "data") and obj.get("format") in ("wav", "mp3")
 
 
-def _check_tool_calls(i: int, message: dict[Any, Any], out: Collector) -> dict[str, _Call]:
-    """Check an assistant's `tool_calls`; return its calls by id."""
-    path = f"messages[{i}].tool_calls"
-    if message.get("tool_calls") is None:
-        return {}
-    calls = as_list(message["tool_calls"])
-    if not calls:
-        out.add(
-            "tool_calls_invalid",
-            path,
-            i,
-            "`tool_calls` must be a non-empty array; omit the key when the message makes no call",
-        )
-        return {}
-    found: dict[str, _Call] = {}
-    for j, call in enumerate(calls):
-        call_id = _check_tool_call(i, f"{path}[{j}]", call, out)
-        if call_id is None:
-            continue
-        if call_id in found:
-            out.add(
-                "duplicate_tool_call_id",
-                f"{path}[{j}].id",
-                i,
-                f"tool call id {show(call_id)} is used twice in this message; give each call its "
-                "own id",
-            )
-            continue
-        found[call_id] = _Call(f"{path}[{j}]")
+# Signs of a Chat Completions body that the other formats do not use.
+_CLUE_ROLES = frozenset({"system", "developer", "tool", "function"})
+_CLUE_PARTS = frozenset({"image_url", "input_audio", "file", "refusal"})
+
+
+def openai_clues(body: dict[Any, Any]) -> list[str]:
+    """Signs of a Chat Completions body: its roles, `tool_calls`, part types and tools."""
+    found: list[str] = []
+    for message in objects_in(body.get("messages")):
+        role = message.get("role")
+        if isinstance(role, str) and role in _CLUE_ROLES:
+            found.append(f"a message with role `{role}`")
+        for key in ("tool_calls", "tool_call_id"):
+            if key in message:
+                found.append(f"a message with `{key}`")
+        for part in objects_in(message.get("content")):
+            kind = part.get("type")
+            if isinstance(kind, str) and kind in _CLUE_PARTS:
+                found.append(f"a content part of type `{kind}`")
+    for tool in objects_in(body.get("tools")):
+        if tool.get("type") == "function" and "function" in tool:
+            found.append("a tool of type `function`")
     return found
 
 
-def _check_tool_call(i: int, path: str, call: Any, out: Collector) -> str | None:
-    """Check the shape of one tool call; return its id when it has a usable one."""
-    if is_obj(call) and call.get("type") == "function":
-        fn = call.get("function")
-        ok = _has_str(fn, "name") and _has_str(fn, "arguments")
-        fix = "`function: {name: string, arguments: string}` (arguments is JSON text)"
-    elif is_obj(call) and call.get("type") == "custom":
-        ok = _has_str(call.get("custom"), "name") and _has_str(call.get("custom"), "input")
-        fix = "`custom: {name: string, input: string}`"
-    else:
-        out.add(
-            "tool_call_invalid",
-            path,
-            i,
-            "the tool call must be an object with `type` function (or custom); fix its shape",
-        )
-        return None
-    call_id = call.get("id")
-    if not nonempty_str(call_id):
-        out.add(
-            "tool_call_invalid",
-            f"{path}.id",
-            i,
-            f"tool call id is {show(call_id)}; give the call a non-empty string id",
-        )
-        return None
-    if not ok:
-        out.add("tool_call_invalid", path, i, f"tool call {show(call_id)} needs {fix}")
-    return call_id
+class OpenAIChatValidator:
+    """The OpenAI Chat Completions rules as a `ProviderValidator`."""
 
-
-def _pair_tool_message(i: int, message: dict[Any, Any], turn: _Turn | None, out: Collector) -> None:
-    """Match a `tool` message to a call of the nearest preceding assistant message."""
-    call_id = message.get("tool_call_id")
-    path = f"messages[{i}].tool_call_id"
-    if not nonempty_str(call_id):
-        out.add(
-            "tool_call_id_invalid",
-            path,
-            i,
-            f"`tool_call_id` is {show(call_id)}; set it to the id of the call this message answers",
-        )
-        return
-    call = turn.calls.get(call_id) if turn is not None else None
-    if turn is None or call is None:
-        where = (
-            "there is no assistant message before it"
-            if turn is None
-            else (f"messages[{turn.index}] made no call with that id")
-        )
-        out.add(
-            "tool_result_orphan",
-            path,
-            i,
-            f"tool message for {show(call_id)} answers no call: {where}; drop it or restore the "
-            "call",
-        )
-        return
-    call.answers += 1
-    if call.answers > 1:
-        out.add(
-            "duplicate_tool_result",
-            path,
-            i,
-            f"call {show(call_id)} of messages[{turn.index}] is already answered; keep one tool "
-            "message per call",
-        )
-    elif not turn.in_run:
-        out.add(
-            "tool_result_misplaced",
-            path,
-            i,
-            f"the answer to {show(call_id)} must come right after messages[{turn.index}], before "
-            "any other message; move it there",
-        )
-
-
-def _leave_run(turn: _Turn | None) -> _Turn | None:
-    """A non-tool message ends the run of tool messages after the assistant."""
-    if turn is not None:
-        turn.in_run = False
-    return turn
-
-
-def _close_turn(turn: _Turn | None, out: Collector) -> None:
-    """Report the calls of the finished assistant turn that got no answer."""
-    if turn is None:
-        return
-    for call_id, call in turn.calls.items():
-        if call.answers == 0:
-            out.add(
-                "tool_call_unanswered",
-                call.path,
-                turn.index,
-                f"tool call {show(call_id)} has no `tool` message answering it; add one right "
-                "after this message",
-            )
+    format: Final = "openai"
+    rules: Final = OPENAI_RULES
+    check = staticmethod(validate_openai)
+    clues = staticmethod(openai_clues)

@@ -14,14 +14,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal, TypeAlias
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
 
 from context_graph.errors import ConfigurationError
-from context_graph.validate.anthropic_messages import ANTHROPIC_RULES, validate_anthropic
 from context_graph.validate.common import COMMON_RULES, Collector, Violation, check_finite
-from context_graph.validate.gemini_contents import GEMINI_RULES, validate_gemini
-from context_graph.validate.openai_chat import OPENAI_RULES, validate_openai
+from context_graph.validate.provider import ValidationFormat
+from context_graph.validate.registry import PROVIDER_VALIDATORS
 
 __all__ = [
     "RULES",
@@ -32,18 +32,16 @@ __all__ = [
     "validate",
 ]
 
-ValidationFormat: TypeAlias = Literal["openai", "anthropic", "gemini"]
 
-#: Every rule code `validate` can report, with a one-line description.
-RULES: dict[str, str] = dict(
-    sorted({**COMMON_RULES, **OPENAI_RULES, **ANTHROPIC_RULES, **GEMINI_RULES}.items())
-)
+def _all_rules() -> dict[str, str]:
+    merged = dict(COMMON_RULES)
+    for validator in PROVIDER_VALIDATORS.values():
+        merged.update(validator.rules)
+    return dict(sorted(merged.items()))
 
-_VALIDATORS: dict[str, Callable[[Any, Collector], None]] = {
-    "openai": validate_openai,
-    "anthropic": validate_anthropic,
-    "gemini": validate_gemini,
-}
+
+#: Every rule code `validate` can report, with a one-line description (read-only).
+RULES: Mapping[str, str] = MappingProxyType(_all_rules())
 
 
 def validate(payload: Any, format: ValidationFormat) -> list[Violation]:
@@ -63,25 +61,15 @@ def validate(payload: Any, format: ValidationFormat) -> list[Violation]:
     Raises:
         ConfigurationError: `format` is not a known provider.
     """
-    check = _VALIDATORS.get(format) if isinstance(format, str) else None
-    if check is None:
+    validator = PROVIDER_VALIDATORS.get(format) if isinstance(format, str) else None
+    if validator is None:
         shown = repr(format) if isinstance(format, str) else f"of type {type(format).__name__}"
-        msg = f"unknown format {shown}; use one of {', '.join(sorted(_VALIDATORS))}"
+        msg = f"unknown format {shown}; use one of {', '.join(sorted(PROVIDER_VALIDATORS))}"
         raise ConfigurationError(msg)
     out = Collector()
     check_finite(payload, out)
-    check(payload, out)
+    validator.check(payload, out)
     return sorted(out.found, key=lambda v: -1 if v.index is None else v.index)
-
-
-# Signs of each provider's request body that the others do not use. Weak signs count
-# only when no strong one is found: OpenAI also accepts `max_tokens`, for one.
-_OPENAI_ROLES = frozenset({"system", "developer", "tool", "function"})
-_ANTHROPIC_BLOCKS = frozenset(
-    {"tool_use", "tool_result", "thinking", "redacted_thinking", "document", "server_tool_use"}
-)
-_OPENAI_PARTS = frozenset({"image_url", "input_audio", "file", "refusal"})
-_GEMINI_KEYS = ("contents", "systemInstruction", "system_instruction", "generationConfig")
 
 
 def request_format_clues(body: Any) -> dict[ValidationFormat, list[str]]:
@@ -92,59 +80,15 @@ def request_format_clues(body: Any) -> dict[ValidationFormat, list[str]]:
         # {"openai": [], "anthropic": [], "gemini": ["top-level `contents`"]}
 
     Returns:
-        For each format, the signs found (first found first); empty lists when `body`
-        is not a JSON object or shows none.
+        For each format, the signs its `ProviderValidator.clues` finds, each once (first
+        found first); empty lists when `body` is not a JSON object or shows none.
     """
-    clues: dict[ValidationFormat, list[str]] = {"openai": [], "anthropic": [], "gemini": []}
+    clues: dict[ValidationFormat, list[str]] = {fmt: [] for fmt in PROVIDER_VALIDATORS}
     if not isinstance(body, dict):
         return clues
-    for key in _GEMINI_KEYS:
-        if key in body:
-            clues["gemini"].append(f"top-level `{key}`")
-    if isinstance(body.get("system"), str | list):
-        clues["anthropic"].append("top-level `system`")
-    messages = body.get("messages")
-    for message in messages if isinstance(messages, list) else ():
-        if isinstance(message, dict):
-            _message_clues(message, clues)
-    tools = body.get("tools")
-    for tool in tools if isinstance(tools, list) else ():
-        if isinstance(tool, dict):
-            _tool_clues(tool, clues)
-    for found in clues.values():
-        found[:] = list(dict.fromkeys(found))
+    for fmt, validator in PROVIDER_VALIDATORS.items():
+        clues[fmt] = list(dict.fromkeys(validator.clues(body)))
     return clues
-
-
-def _message_clues(message: dict[str, Any], clues: dict[ValidationFormat, list[str]]) -> None:
-    role = message.get("role")
-    if isinstance(role, str) and role in _OPENAI_ROLES:
-        clues["openai"].append(f"a message with role `{role}`")
-    for key in ("tool_calls", "tool_call_id"):
-        if key in message:
-            clues["openai"].append(f"a message with `{key}`")
-    content = message.get("content")
-    for block in content if isinstance(content, list) else ():
-        kind = block.get("type") if isinstance(block, dict) else None
-        if not isinstance(kind, str):
-            continue
-        if kind in _ANTHROPIC_BLOCKS:
-            clues["anthropic"].append(f"a block of type `{kind}`")
-        elif kind in _OPENAI_PARTS:
-            clues["openai"].append(f"a content part of type `{kind}`")
-        elif kind == "image" and "source" in block:
-            clues["anthropic"].append("an `image` block with a `source`")
-        if "cache_control" in block:
-            clues["anthropic"].append("a block with `cache_control`")
-
-
-def _tool_clues(tool: dict[str, Any], clues: dict[ValidationFormat, list[str]]) -> None:
-    if tool.get("type") == "function" and "function" in tool:
-        clues["openai"].append("a tool of type `function`")
-    if "input_schema" in tool:
-        clues["anthropic"].append("a tool with `input_schema`")
-    if "functionDeclarations" in tool or "function_declarations" in tool:
-        clues["gemini"].append("a tool with `functionDeclarations`")
 
 
 def detect_request_format(body: Any) -> ValidationFormat | None:

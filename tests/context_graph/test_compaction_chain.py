@@ -36,8 +36,7 @@ from context_graph.graph.events import (
 from context_graph.graph.nodes import SummaryNode
 from context_graph.graph.stats import graph_stats
 from context_graph.importers import load_events
-from context_graph.render import FORMATS, Renderer
-from context_graph.render.turns import RenderSource
+from context_graph.render import FORMATS, Renderer, RenderSource
 from context_graph.testing import WordCounter, graph_snapshot
 from context_graph.tokens.counting import ProviderFormat
 

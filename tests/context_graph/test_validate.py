@@ -10,8 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph.errors import ConfigurationError
-from context_graph.validate.request import (
+from context_graph.validate import (
+    PROVIDER_VALIDATORS,
     RULES,
+    Collector,
+    ProviderValidator,
     Violation,
     detect_request_format,
     request_format_clues,
@@ -1031,3 +1034,68 @@ class TestDetectRequestFormat:
     def test_near_miss_bodies_never_raise(self, messages: Any, extra: Any) -> None:
         """Bodies built from the providers' keys never raise either."""
         detect_request_format({"messages": messages, **extra})
+
+
+class TestValidatorRegistry:
+    @pytest.mark.parametrize("fmt", ["openai", "anthropic", "gemini"])
+    def test_each_format_satisfies_the_protocol(self, fmt: Any) -> None:
+        """Each registered validator is a `ProviderValidator` named by its key."""
+        validator = PROVIDER_VALIDATORS[fmt]
+        assert isinstance(validator, ProviderValidator)
+        assert validator.format == fmt
+
+    def test_rules_are_the_common_ones_and_each_formats(self) -> None:
+        """`RULES` holds every format's own codes, sorted, beside the shared ones."""
+        own = [set(v.rules) for v in PROVIDER_VALIDATORS.values()]
+        assert all(codes <= set(RULES) for codes in own)
+        assert list(RULES) == sorted(RULES)
+        assert (
+            RULES["tool_call_id_invalid"]
+            == PROVIDER_VALIDATORS["openai"].rules["tool_call_id_invalid"]
+        )
+
+    def test_tables_are_read_only(self) -> None:
+        """The registry, `RULES` and each format's rules cannot be changed at run time."""
+        tables: list[Any] = [
+            PROVIDER_VALIDATORS,
+            RULES,
+            *(v.rules for v in PROVIDER_VALIDATORS.values()),
+        ]
+        for table in tables:
+            with pytest.raises(TypeError):
+                table["made_up"] = table[next(iter(table))]
+        assert "made_up" not in RULES
+
+    @pytest.mark.parametrize("fmt", ["openai", "anthropic", "gemini"])
+    def test_validate_reports_what_the_formats_validator_finds(self, fmt: Any) -> None:
+        """`validate` is the format's own check (after the NaN scan), sorted by message."""
+        payload = {"messages": [{"role": "tool"}, "x"], "contents": [{"role": "nobody"}]}
+        out = Collector()
+        PROVIDER_VALIDATORS[fmt].check(payload, out)
+        assert out.found
+        assert sorted(out.found, key=lambda v: -1 if v.index is None else v.index) == validate(
+            payload, fmt
+        )
+
+    def test_unknown_format_lists_the_registered_ones(self) -> None:
+        """The error for an unknown format names every registered format."""
+        with pytest.raises(ConfigurationError, match=r"use one of anthropic, gemini, openai$"):
+            validate({}, "responses")  # type: ignore[arg-type]
+
+    def test_clues_are_each_validators_signs_once(self) -> None:
+        """`request_format_clues` lists what each format's validator finds, each sign once."""
+        body = {
+            "system": "s",
+            "messages": [
+                {"role": "tool", "tool_call_id": "a"},
+                {"role": "tool", "tool_call_id": "b"},
+                {"role": "user", "content": [{"type": "tool_result", "cache_control": {}}]},
+            ],
+            "tools": [{"functionDeclarations": []}],
+        }
+        clues = request_format_clues(body)
+        assert list(clues) == list(PROVIDER_VALIDATORS)
+        for fmt, validator in PROVIDER_VALIDATORS.items():
+            assert clues[fmt] == list(dict.fromkeys(validator.clues(body)))
+        assert clues["openai"] == ["a message with role `tool`", "a message with `tool_call_id`"]
+        assert len(PROVIDER_VALIDATORS["openai"].clues(body)) == 4

@@ -40,7 +40,7 @@ from context_graph.render import (
 )
 from context_graph.testing import WordCounter, graph_snapshot
 from context_graph.tokens.counting import ProviderFormat
-from context_graph.validate.request import validate
+from context_graph.validate import validate
 
 Message = dict[str, Any]
 THINKING_ON = {"type": "enabled", "budget_tokens": 1024}

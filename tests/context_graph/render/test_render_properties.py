@@ -27,7 +27,7 @@ from context_graph import (
 )
 from context_graph.render import FORMATS, Renderer, count_payload
 from context_graph.testing import WordCounter, graph_snapshot
-from context_graph.validate.request import validate
+from context_graph.validate import validate
 
 CALL_IDS = st.sampled_from(["a", "b", "c", "call.7", "x" * 50])
 TEXT = st.text(alphabet="ab \n", max_size=15)

@@ -12,7 +12,7 @@ from context_graph import BudgetExceededError, ContextGraph
 from context_graph.importers import load_graph, load_sessions
 from context_graph.render import FORMATS, Renderer, count_payload
 from context_graph.testing import graph_snapshot, trace_files
-from context_graph.validate.request import validate
+from context_graph.validate import validate
 
 TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"
 FILES = trace_files(TRACES)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from context_graph.validate.request import validate
+from context_graph.validate import validate
 
 SdkCheck = Callable[[Any, str], list[str]]
 

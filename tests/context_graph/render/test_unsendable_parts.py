@@ -16,7 +16,7 @@ import pytest
 from context_graph import ContextGraph
 from context_graph.graph.content import DocumentPart, ImagePart, TextPart, ThinkingPart
 from context_graph.render import FORMATS, Renderer
-from context_graph.validate.request import validate
+from context_graph.validate import validate
 
 
 def _strict_json(body: object) -> str:

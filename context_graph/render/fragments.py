@@ -1,0 +1,156 @@
+"""Each unit of a source made into provider messages once, and what a render keeps of them.
+
+A `Fragment` is one interaction unit as its format's messages, with their standalone
+cost; `FragmentCache` makes them and keeps each while its unit is unchanged, so a render
+after one new event turns only that event into messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from context_graph.graph.content import ContentPart
+from context_graph.graph.node_tokens import NodeTokenCache
+from context_graph.graph.nodes import SIGNED_SECRETS, Node
+from context_graph.graph.units import Unit
+from context_graph.render.fit import FitUnit
+from context_graph.render.provider import Message, ProviderRenderer
+from context_graph.render.turns import RenderSource, UnitTurns, call_id_for, unit_turns
+
+__all__ = ["Fragment", "FragmentCache", "Fragments", "signed_secrets_kept"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fragment:
+    """One unit rendered for one format, standing alone."""
+
+    source_unit: Unit
+    """The unit it was made from (a fragment is reused while the unit is the same object)."""
+    unit: UnitTurns
+    """The unit as neutral turns."""
+    messages: list[Message]
+    """The unit's messages in the format."""
+    cost: int
+    """Tokens of `messages`, overheads included."""
+    fit: FitUnit
+    """What the fitter needs to know of the unit."""
+    calls: tuple[tuple[str, str], ...]
+    """(provider call id, call node id) of every call in the unit."""
+    signed_secrets: tuple[tuple[str, int], ...] = ()
+    """(type, count) a redactor left in the unit's signed thinking (`SIGNED_SECRETS`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fragments:
+    """A source made into fragments: the system prompt apart, the rest in order."""
+
+    fragments: list[Fragment]
+    """Every unit the render may send, in order (abstracted ones and system units left out)."""
+    system: list[ContentPart]
+    """The system prompt's parts, gathered from the system and note units."""
+    system_key: tuple[str, ...]
+    """The head ids of the units the system prompt comes from."""
+
+
+class FragmentCache:
+    """Makes the fragments of a source, reusing those of units that did not change.
+
+    Args:
+        provider: The format the fragments are rendered in.
+    """
+
+    def __init__(self, provider: ProviderRenderer) -> None:
+        self._provider = provider
+        self._by_head: dict[str, Fragment] = {}
+
+    def fragments_of(self, source: RenderSource, cache: NodeTokenCache) -> Fragments:
+        """The fragments of `source`; only those of the latest call are kept for the next."""
+        fragments: list[Fragment] = []
+        system: list[ContentPart] = []
+        system_heads: list[str] = []
+        fresh: dict[str, Fragment] = {}
+        # Walk backwards: a summary stands for the earlier nodes it abstracts (an
+        # imported compaction), so it is rendered in their place, never both; pinned
+        # nodes (the system prompt, notes) stay whatever a summary claims.
+        abstracted: set[str] = set()
+        followed: set[str] = set()
+        for unit in reversed(source.units()):
+            fragment = self._by_head.get(unit.head)
+            if fragment is None or fragment.source_unit is not unit:
+                fragment = self._make(source, unit, cache)
+            fresh[unit.head] = fragment
+            if unit.kind == "summary":
+                _cover(source, source[unit.head], abstracted, followed)
+            elif abstracted and not fragment.unit.pinned and abstracted.issuperset(unit.node_ids):
+                continue
+            if fragment.unit.system:
+                system.extend(reversed(fragment.unit.system))
+                system_heads.append(unit.head)
+            else:
+                fragments.append(fragment)
+        # Keep only what the latest render used, so the cache cannot grow without bound.
+        self._by_head = fresh
+        fragments.reverse()
+        system.reverse()
+        system_heads.reverse()
+        return Fragments(fragments, system, tuple(system_heads))
+
+    def _make(self, source: RenderSource, unit: Unit, cache: NodeTokenCache) -> Fragment:
+        provider = self._provider
+        turns = unit_turns(source, unit)
+        messages = provider.unit_messages(turns)
+        cost = provider.count_messages(messages, cache)
+        calls = tuple(
+            (call_id_for(call, provider.format), call.node.id)
+            for turn in turns.turns
+            for call in turn.calls
+        )
+        fit = FitUnit(cost, turns.kind, turns.pinned)
+        return Fragment(unit, turns, messages, cost, fit, calls, _signed_secrets(source, unit))
+
+
+def _cover(source: RenderSource, summary: Node, covered: set[str], followed: set[str]) -> None:
+    """Add to `covered` the ids of every node `summary` stands for.
+
+    A processor's summary stands for its `abstracts`. An imported compaction (a summary in
+    the transcript: `seq` is set) abstracts the nodes since the compaction before it, that
+    one first, and stands for what that one stands for too: the chain is followed here,
+    even where a view no longer holds the earlier compaction (a processor's summary took
+    its place). `followed` holds the compactions followed so far in this walk (each with
+    its whole chain), so each is followed once and the walk stays linear.
+    """
+    if summary.seq is None:
+        covered.update(summary.abstracts)
+        return
+    node: Node | None = summary
+    while node is not None and node.id not in followed:
+        followed.add(node.id)
+        covered.update(node.abstracts)
+        first = source[node.abstracts[0]] if node.abstracts else None
+        chained = first is not None and first.kind == "summary" and first.seq is not None
+        node = first if chained else None
+
+
+def _signed_secrets(source: RenderSource, unit: Unit) -> tuple[tuple[str, int], ...]:
+    """What a redactor noted it left in the unit's signed thinking, summed over its nodes."""
+    found: dict[str, int] = {}
+    for node_id in unit.node_ids:
+        noted = source[node_id].meta.get(SIGNED_SECRETS)
+        if isinstance(noted, Mapping):
+            for kind, count in noted.items():
+                if isinstance(count, int):
+                    found[kind] = found.get(kind, 0) + count
+    return tuple(sorted(found.items()))
+
+
+def signed_secrets_kept(fragments: Sequence[Fragment], dropped: Sequence[int]) -> Mapping[str, int]:
+    """The signed secrets of the units a request keeps (all but the `dropped` indices)."""
+    left_out = set(dropped)
+    total: dict[str, int] = {}
+    for index, fragment in enumerate(fragments):
+        if index not in left_out:
+            for kind, count in fragment.signed_secrets:
+                total[kind] = total.get(kind, 0) + count
+    return MappingProxyType(dict(sorted(total.items())))

@@ -1,0 +1,44 @@
+"""`ProviderValidator`: one provider's rules on a request body.
+
+Each format has one, in the module named after it, and
+`context_graph.validate.registry` maps every format to its validator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from context_graph.validate.common import Collector
+
+__all__ = ["ProviderValidator", "ValidationFormat"]
+
+ValidationFormat: TypeAlias = Literal["openai", "anthropic", "gemini"]
+
+
+@runtime_checkable
+class ProviderValidator(Protocol):
+    """The documented rules of one provider's request body, checked offline.
+
+    Contract: `check` adds to `out` every rule the payload breaks (codes from `rules`
+    or `COMMON_RULES`, each with a message naming the place and the fix) and never
+    raises on the payload, whatever its shape; it holds no state, so one instance
+    serves every call.
+    """
+
+    @property
+    def format(self) -> ValidationFormat:
+        """The format's name, its key in the registry."""
+
+    @property
+    def rules(self) -> Mapping[str, str]:
+        """The rule codes only this format reports, each with a one-line description."""
+
+    def check(self, payload: Any, out: Collector) -> None:
+        """Add every violation of `payload` to `out`."""
+
+    def clues(self, body: dict[Any, Any]) -> list[str]:
+        """What in the JSON object `body` only this format uses, as phrases for a message.
+
+        First found first; a sign seen twice may be listed twice.
+        """
