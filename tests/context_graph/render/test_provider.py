@@ -9,6 +9,7 @@ import pytest
 
 from context_graph import ContextGraph
 from context_graph.errors import ConfigurationError
+from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.render import (
     FORMATS,
     PROVIDER_RENDERERS,
@@ -18,7 +19,7 @@ from context_graph.render import (
     count_payload,
 )
 from context_graph.testing import WordCounter
-from context_graph.tokens.counting import NodeTokenCache, ProviderFormat
+from context_graph.tokens.counting import ProviderFormat
 
 _PROTOCOL_METHODS = ("system", "unit_messages", "assemble", "count_messages", "count_payload")
 
