@@ -63,9 +63,8 @@ from orchestrator.options import (
     default_pipeline,
     resolve_options,
 )
+from orchestrator.persistence import SessionStore, open_store
 from orchestrator.persistence.manager_state import ManagerState, StateKeeper
-from orchestrator.persistence.protocol import SessionStore
-from orchestrator.persistence.sqlite_store import SQLiteStore
 from orchestrator.profiles import Profile
 from orchestrator.working.buffer import WorkingGraph
 from processors.base import Processor, Summarizer
@@ -223,7 +222,10 @@ class ContextManager(EventAdders):
         session file at a time: a second `open` of the same file is refused.
 
         Args:
-            path: The session file (created when missing; its directory must exist).
+            path: The session file (created when missing; its directory must exist). The
+                store is picked from the location's form (`open_store`): a path is a
+                SQLite file; a database URL names a backend, and one this version lacks
+                is refused with `ConfigurationError` before anything is written.
             durable: Sync every write to disk; `False` survives a crash of the process
                 but may lose the last writes on a power cut.
             **options: The constructor's options. The processors, triggers and budget
@@ -240,7 +242,7 @@ class ContextManager(EventAdders):
         """
         # Checked before the file is touched: a bad option creates no session file.
         counter = resolve_options(**options).counter
-        store = SQLiteStore.open(path, counter=counter, durable=durable)
+        store = open_store(path, counter=counter, durable=durable)
         try:
             return cls(store=store, **options)
         except BaseException:

@@ -78,10 +78,6 @@ FORMER_EXPORTS = frozenset(
     }
 )
 
-#: Names docs/api.md lists that another branch of issue 16 adds; the lead deletes an entry
-#: when that branch is merged (the test below fails until then).
-NOT_YET_MERGED = frozenset({"context_graph.render.ProviderRenderer"})
-
 _ENTRY = re.compile(r"^- `((?:context_graph|processors|orchestrator)(?:\.\w+)+)`: \S", re.M)
 
 
@@ -174,14 +170,14 @@ class TestApiPage:
                 _resolve(dotted)
             except (AttributeError, ModuleNotFoundError):
                 missing.append(dotted)
-        assert set(missing) == NOT_YET_MERGED
+        assert missing == []
 
     def test_every_documented_subsystem_name_is_in_its_all(self) -> None:
         """A name listed under a subsystem is in that subsystem's `__all__`."""
         outside = []
         for dotted in _documented():
             module, _, name = dotted.rpartition(".")
-            if dotted in NOT_YET_MERGED or module in PACKAGES:
+            if module in PACKAGES:
                 continue
             if name not in importlib.import_module(module).__all__:
                 outside.append(dotted)

@@ -8,6 +8,15 @@ from __future__ import annotations
 
 from orchestrator.compaction.guards import GuardConfig, GuardState
 from orchestrator.compaction.pipeline import PipelineRun
+from orchestrator.compaction.plan import RunMode
 from orchestrator.compaction.triggers import Firing, TriggerConfig, TriggerState
 
-__all__ = ["Firing", "GuardConfig", "GuardState", "PipelineRun", "TriggerConfig", "TriggerState"]
+__all__ = [
+    "Firing",
+    "GuardConfig",
+    "GuardState",
+    "PipelineRun",
+    "RunMode",
+    "TriggerConfig",
+    "TriggerState",
+]

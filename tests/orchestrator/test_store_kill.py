@@ -121,7 +121,7 @@ class Moments:
 
     def attach(self, manager: ContextManager) -> None:
         """Observe `manager`'s session file and bus."""
-        store = manager._store  # the manager has no public way to its store yet
+        store = manager.store
         assert isinstance(store, SQLiteStore)
         # The trace callback is the one way to land between two SQL statements.
         store.connection.set_trace_callback(self._statement)

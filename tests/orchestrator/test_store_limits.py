@@ -245,7 +245,7 @@ class TestFailedWrites:
             summarizer=ScriptedSummarizer(["The agent ran the tests six times."]),
         )
         _session(manager)
-        store = manager._store  # the manager has no public way to its store yet
+        store = manager.store
         assert isinstance(store, SQLiteStore)
         _fail_once(store, *_INSERT_ENTRY)
         with pytest.raises(StoreError, match="not authorized"):
