@@ -20,6 +20,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -250,54 +251,57 @@ _SERVICE_OUTPUT_STAGES = (
     StageConfig(processor="truncate", options={"max_tokens": 800, "default_policy": "head"}),
 )
 
-PROFILES: dict[str, Profile] = {
-    "coding": Profile(
-        name="coding",
-        description=(
-            "A coding agent (SWE-agent, mini-swe-agent, Claude Code): large shell, test and "
-            "file outputs; the first request and its constraints stay in the floor."
+#: The built-in profiles by name (read-only: a profile of one's own is a `Profile` or a TOML file).
+PROFILES: Mapping[str, Profile] = MappingProxyType(
+    {
+        "coding": Profile(
+            name="coding",
+            description=(
+                "A coding agent (SWE-agent, mini-swe-agent, Claude Code): large shell, test and "
+                "file outputs; the first request and its constraints stay in the floor."
+            ),
+            # No soft trigger: every compaction rewrites the cached prompt prefix, and
+            # shrinking outputs early bought no retention on the shared sessions (see
+            # docs/configuration.md). `pipelines.outputs` is there to opt in to it.
+            triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.95, hysteresis=0.1),
+            stages=(
+                *_CODING_OUTPUT_STAGES,
+                StageConfig(processor="summarize", options={"timeout": 120.0}),
+            ),
+            pipelines={"outputs": _CODING_OUTPUT_STAGES},
+            compact_to=0.5,
         ),
-        # No soft trigger: every compaction rewrites the cached prompt prefix, and
-        # shrinking outputs early bought no retention on the shared sessions (see
-        # docs/configuration.md). `pipelines.outputs` is there to opt in to it.
-        triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.95, hysteresis=0.1),
-        stages=(
-            *_CODING_OUTPUT_STAGES,
-            StageConfig(processor="summarize", options={"timeout": 120.0}),
+        "service": Profile(
+            name="service",
+            description=(
+                "A tool-using service agent (tau-bench): many short JSON lookups between user "
+                "turns; results stay valid JSON and the conversation is summarized rarely."
+            ),
+            triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.95, hysteresis=0.1),
+            stages=(
+                *_SERVICE_OUTPUT_STAGES,
+                StageConfig(processor="summarize", options={"timeout": 60.0}),
+            ),
+            pipelines={"outputs": _SERVICE_OUTPUT_STAGES},
+            compact_to=0.5,
         ),
-        pipelines={"outputs": _CODING_OUTPUT_STAGES},
-        compact_to=0.5,
-    ),
-    "service": Profile(
-        name="service",
-        description=(
-            "A tool-using service agent (tau-bench): many short JSON lookups between user "
-            "turns; results stay valid JSON and the conversation is summarized rarely."
+        "chat": Profile(
+            name="chat",
+            description=(
+                "A chat assistant, with at most a few tools (a web search): old turns are "
+                "summarized, and a tool result too long for the chat is cut first."
+            ),
+            triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.95, hysteresis=0.1),
+            stages=(
+                # Without a stage that can cut new material, a large tool result could only be
+                # made room for by summarizing turns the provider has cached already.
+                StageConfig(processor="truncate", options={"max_tokens": 1_000}),
+                StageConfig(processor="summarize", options={"timeout": 60.0}),
+            ),
+            compact_to=0.4,
         ),
-        triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.95, hysteresis=0.1),
-        stages=(
-            *_SERVICE_OUTPUT_STAGES,
-            StageConfig(processor="summarize", options={"timeout": 60.0}),
-        ),
-        pipelines={"outputs": _SERVICE_OUTPUT_STAGES},
-        compact_to=0.5,
-    ),
-    "chat": Profile(
-        name="chat",
-        description=(
-            "A chat assistant, with at most a few tools (a web search): old turns are "
-            "summarized, and a tool result too long for the chat is cut first."
-        ),
-        triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.95, hysteresis=0.1),
-        stages=(
-            # Without a stage that can cut new material, a large tool result could only be
-            # made room for by summarizing turns the provider has cached already.
-            StageConfig(processor="truncate", options={"max_tokens": 1_000}),
-            StageConfig(processor="summarize", options={"timeout": 60.0}),
-        ),
-        compact_to=0.4,
-    ),
-}
+    }
+)
 """The built-in profiles by name (see docs/configuration.md for the reasons)."""
 
 

@@ -303,3 +303,11 @@ class TestChatWithTools:
         self._search(manager)
         after = manager.render_sync().payload["messages"]
         assert after[: len(before)] != before
+
+
+class TestBuiltInTable:
+    def test_the_built_in_profiles_cannot_be_replaced_in_place(self) -> None:
+        """`PROFILES` is read-only: a caller cannot swap a built-in profile for everyone."""
+        with pytest.raises(TypeError):
+            PROFILES["coding"] = PROFILES["chat"]  # type: ignore[index]
+        assert PROFILES["coding"].name == "coding"
