@@ -6,7 +6,9 @@ Also the `StateKeeper` on its own, and a manager that uses nothing of its store 
 `state_writes_b7b30dd.json` was recorded from the scripted session below by the manager
 of commit b7b30dd (its five mixins), before the manager was composed of collaborators:
 every `put_states` call, labelled with the step that made it, and every compaction run's
-`atomic` block. A value longer than 200 characters is kept as its digest.
+`atomic` block. A value longer than 200 characters is kept as its digest. The example is
+read from a copy in a folder of a fixed name (`example_copy`): a sub-agent result's node
+id covers its transcript's path, and node ids are in the state.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +49,16 @@ def _text(value: Any) -> str:
     return text if len(text) <= 200 else "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
+def example_copy() -> Path:
+    """The bundled example with its sub-agents, copied to a folder of a fixed name."""
+    folder = Path(tempfile.gettempdir()) / "context-graph-state-writes"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    shutil.copy(EXAMPLE, folder / EXAMPLE.name)
+    shutil.copytree(EXAMPLE.with_suffix(""), folder / EXAMPLE.stem)
+    return folder / EXAMPLE.name
+
+
 def record_session(path: Path, patch: Callable[[object, str, object], None]) -> list[list[Any]]:
     """Run the scripted session on a session file at `path`; its state writes in order.
 
@@ -70,7 +84,7 @@ def record_session(path: Path, patch: Callable[[object, str, object], None]) -> 
 
     patch(SQLiteStore, "put_states", put_states)
     patch(SQLiteStore, "atomic", recorded_atomic)
-    events = list(load_events(EXAMPLE))
+    events = list(load_events(example_copy()))
     points = model_call_points(events)
     manager = ContextManager.open(
         path,
