@@ -8,7 +8,7 @@ and an `ApplyJournal`), so the manager never writes an entry itself. A backend (
 SQLite file of `SQLiteStore`; a database server) implements these six members, and the
 manager holds one and never subclasses it.
 
-The contract a backend meets (`tests/orchestrator/test_store_contract.py` checks it for
+The contract a backend meets (`tests/orchestrator/persistence/test_store_contract.py` checks it for
 every backend):
 
 - *Replay is exact.* `restore` gives back the pristine record with the same node ids,

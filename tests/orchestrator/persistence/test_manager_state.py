@@ -39,7 +39,7 @@ from orchestrator.persistence.protocol import RestoredSession, SessionStore
 from orchestrator.persistence.sqlite_store import SQLiteStore
 from orchestrator.replay import model_call_points
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "context_graph" / "examples" / "example_session.jsonl"
 GOLDEN = Path(__file__).with_name("data") / "state_writes_b7b30dd.json"
 

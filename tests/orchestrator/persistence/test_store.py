@@ -49,7 +49,7 @@ from processors.mask import ObservationMasker
 from processors.summarize import HistorySummarizer
 from processors.truncate import ToolOutputTruncator
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TRACES = ROOT.parent / "shared" / "traces"
 TRACE_FILES = trace_files(TRACES)
 # Real sessions of four agents whose pipelines make replacements (mask, truncate) and

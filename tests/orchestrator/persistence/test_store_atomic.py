@@ -23,7 +23,7 @@ from processors.mask import ObservationMasker
 from processors.summarize import HistorySummarizer
 from processors.truncate import ToolOutputTruncator
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "context_graph" / "examples" / "example_session.jsonl"
 STAGES = 4
 

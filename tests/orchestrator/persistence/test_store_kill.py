@@ -38,7 +38,7 @@ from orchestrator.persistence import SQLiteStore
 from orchestrator.replay import model_call_points
 from orchestrator.working.buffer import AuditEntry
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TRACES = ROOT.parent / "shared" / "traces"
 # A mini-swe-agent run and a Claude Code session: at a quarter of their size both
 # compact several times during renders and the renderer leaves units out.

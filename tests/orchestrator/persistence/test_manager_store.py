@@ -17,7 +17,7 @@ from orchestrator import ContextManager
 from orchestrator.persistence.sqlite_store import SQLiteStore
 from orchestrator.replay import model_call_points
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "context_graph" / "examples" / "example_session.jsonl"
 BUDGET = 12_000
 TRACES = ROOT.parent / "shared" / "traces"
