@@ -23,7 +23,7 @@ from context_graph.render import Renderer
 from context_graph.testing import WordCounter
 from context_graph.validate.request import validate
 
-TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"
 GEMINI_CLI = TRACES / "gemini_cli" / "google-gemini_gemini-cli"
 SIGNED = {"functionCall": {"name": "read", "args": {"path": "a.py"}}, "thoughtSignature": "c2ln"}
 

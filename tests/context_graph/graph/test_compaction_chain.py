@@ -40,7 +40,7 @@ from context_graph.render import FORMATS, Renderer, RenderSource
 from context_graph.testing import WordCounter, graph_snapshot
 from context_graph.tokens.counting import ProviderFormat
 
-TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"
 FASTHOOKS = TRACES / "claude_code" / "pypi_fasthooks-0.1.4" / "sample_main_transcript.jsonl"
 needs_fasthooks = pytest.mark.skipif(not FASTHOOKS.exists(), reason="shared traces are absent")
 _SESSION = {"sessionId": "s-1", "cwd": "/repo", "gitBranch": "main", "version": "2.1.0"}
