@@ -22,7 +22,8 @@ from context_graph.graph.events import (
     AgentEvent,
     coerce_events,
 )
-from context_graph.graph.ingest import IngestPlan, plan_ingest
+from context_graph.graph.ingest import plan_ingest
+from context_graph.graph.ingest_plan import IngestCursor, IngestPlan
 from context_graph.graph.journal import IngestJournal
 from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import Node, ToolCallNode
@@ -57,12 +58,10 @@ class ContextGraph(EventAdders):
         self._edges = EdgeSet()
         self._units = UnitIndex()
         self._nodes: dict[str, Node] = {}
-        self._order: list[str] = []
+        self._cursor = IngestCursor()
         self._derived: list[str] = []
         self._tokens: dict[str, int] = {}
         self._total_tokens = 0
-        self._open_calls: dict[str, list[str]] = {}
-        self._answered_ids: set[str] = set()
         self._answer: dict[str, str] = {}
         self._call_of: dict[str, str] = {}
         self._units_cache: tuple[int, tuple[Unit, ...]] | None = None
@@ -71,11 +70,7 @@ class ContextGraph(EventAdders):
         self._file_reads: dict[str, list[str]] = {}
         self._superseded: set[str] = set()
         self._pinned: list[str] = []
-        self._next_seq = 0
         self._turn = 0
-        self._last_id: str | None = None
-        # The newest imported compaction: the next one abstracts the nodes since it.
-        self._compaction: str | None = None
         self._first_call: dict[str, str] = {}
         self._version = 0
 
@@ -93,7 +88,7 @@ class ContextGraph(EventAdders):
         journal = self._journal
         # Planned under the journal's lock: a plan is made against the graph as it is.
         with nullcontext() if journal is None else journal.ingesting(batch):
-            plan = plan_ingest(self, batch)
+            plan = plan_ingest(self, self._cursor, batch)
             self._commit(plan)
         return tuple(plan.by_id)
 
@@ -131,25 +126,16 @@ class ContextGraph(EventAdders):
         """Apply a validated plan. Nothing here can fail on a plan from `plan_ingest`."""
         nodes = plan.nodes
         self._insert_nodes(nodes, plan.tokens)
-        self._order.extend(node.id for node in nodes)
+        self._cursor.advance(plan)
         self._units.extend(nodes, plan.unit_of)
         self._version += len(plan.edges)
         self._edges.link_new(plan.edges)
-        for call_id, open_ids in plan.open_calls.items():
-            if open_ids:
-                self._open_calls[call_id] = open_ids
-            else:
-                self._open_calls.pop(call_id, None)
-        self._answered_ids |= plan.answered_ids
         for call_node, answer_node in plan.answers.items():
             self._answer[call_node] = answer_node
             self._call_of[answer_node] = call_node
         self._file_reads.update(plan.file_reads)
         self._superseded |= plan.superseded
-        self._next_seq = plan.seq
         self._turn = plan.turn
-        self._last_id = plan.last_id
-        self._compaction = plan.compaction
         self._version += plan.version_credit
 
     def _insert(self, node: Node, tokens: int) -> None:
@@ -245,7 +231,7 @@ class ContextGraph(EventAdders):
         return len(self._nodes)
 
     def __iter__(self) -> Iterator[Node]:
-        return (self._nodes[i] for i in self._order)
+        return (self._nodes[i] for i in self._cursor.order)
 
     def get(self, node_id: str) -> Node | None:
         """The node with this id, or `None`."""
@@ -253,7 +239,7 @@ class ContextGraph(EventAdders):
 
     def transcript(self) -> tuple[str, ...]:
         """The ids of the transcript nodes in the order they happened."""
-        return tuple(self._order)
+        return tuple(self._cursor.order)
 
     def covered(self, node_id: str) -> tuple[str, ...]:
         """The ids of every node that `node_id` stands for, in order.
@@ -265,7 +251,7 @@ class ContextGraph(EventAdders):
         """
         node = self._require(node_id)
         if node.kind == "summary" and node.seq is not None:
-            return tuple(self._order[: node.seq])
+            return tuple(self._cursor.order[: node.seq])
         return node.abstracts
 
     def derived(self) -> tuple[str, ...]:
@@ -347,7 +333,7 @@ class ContextGraph(EventAdders):
 
     def unanswered_calls(self) -> tuple[str, ...]:
         """Ids of tool-call nodes that have no result yet, in transcript order."""
-        open_ids = [i for ids in self._open_calls.values() for i in ids]
+        open_ids = [i for ids in self._cursor.open_calls.values() for i in ids]
         return tuple(sorted(open_ids, key=self._edges.rank.__getitem__))
 
     def is_superseded(self, node_id: str) -> bool:

@@ -11,8 +11,7 @@ what may be stored is checked by `context_graph.graph.json_limits`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from pydantic_core import PydanticSerializationError
 
@@ -30,6 +29,7 @@ from context_graph.graph.events import (
     UserTurn,
 )
 from context_graph.graph.ids import make_node_id
+from context_graph.graph.ingest_plan import IngestCursor, IngestPlan, PlannedGraph
 from context_graph.graph.json_limits import check_json_value, unencodable_text
 from context_graph.graph.node_build import build, model_json
 from context_graph.graph.nodes import (
@@ -46,65 +46,20 @@ from context_graph.graph.nodes import (
     UserNode,
 )
 
-if TYPE_CHECKING:
-    from context_graph.graph.context_graph import ContextGraph
-
-
-Edge = tuple[str, str, str]
-
-
-@dataclass(slots=True)
-class IngestPlan:
-    """Everything one batch adds, ready to be committed in one step."""
-
-    nodes: list[Node] = field(default_factory=list)
-    edges: list[Edge] = field(default_factory=list)
-    tokens: dict[str, int] = field(default_factory=dict)
-    open_calls: dict[str, list[str]] = field(default_factory=dict)
-    """Overlay: the full new list of open call nodes for every call id touched."""
-    answers: dict[str, str] = field(default_factory=dict)
-    """New call node -> answer node pairs."""
-    unit_of: dict[str, str] = field(default_factory=dict)
-    """New node -> the head of its interaction unit."""
-    file_reads: dict[str, list[str]] = field(default_factory=dict)
-    """Overlay: the full new list of read nodes for every path touched."""
-    superseded: set[str] = field(default_factory=set)
-    answered_ids: set[str] = field(default_factory=set)
-    """Call ids that got a result in this batch."""
-    first_calls: dict[str, str] = field(default_factory=dict)
-    """Call id -> the first call node using it, for ids new in this batch."""
-    seq: int = 0
-    turn: int = 0
-    last_id: str | None = None
-    compaction: str | None = None
-    """The newest imported compaction (summary node in the transcript), if any."""
-    version_credit: int = 0
-    """Version steps for the `derived_from` edges the compactions no longer hold.
-
-    A compaction used to hold an edge to every earlier node, and the graph's version
-    counted each; it still counts them (one per node before the previous compaction),
-    so that versions recorded in session files (audit entries) replay the same.
-    """
-    by_id: dict[str, Node] = field(default_factory=dict)
-    """Every node of `nodes` by id, in the same order."""
+__all__ = ["plan_ingest"]
 
 
 class _Planner:
-    """Turns events into an `IngestPlan` against a read-only graph.
+    """Turns events into an `IngestPlan` against a read-only graph and its cursor."""
 
-    It reads the graph through its public queries, and through the few entries the
-    graph keeps for ingest alone and no query gives without a copy: the next position,
-    the last transcript node, the newest compaction, the transcript order, and the open
-    and answered call ids.
-    """
-
-    def __init__(self, graph: ContextGraph) -> None:
+    def __init__(self, graph: PlannedGraph, cursor: IngestCursor) -> None:
         self.graph = graph
+        self.cursor = cursor
         self.plan = IngestPlan(
-            seq=graph._next_seq,
+            seq=cursor.next_seq,
             turn=graph.turns,
-            last_id=graph._last_id,
-            compaction=graph._compaction,
+            last_id=cursor.last_id,
+            compaction=cursor.compaction,
         )
         self.count_node = graph.token_cache.count_node
 
@@ -118,7 +73,7 @@ class _Planner:
         pending = self.plan.open_calls.get(call_id)
         if pending is not None:
             return pending
-        return list(self.graph._open_calls.get(call_id, ()))
+        return list(self.cursor.open_calls.get(call_id, ()))
 
     def file_reads(self, path: str) -> list[str]:
         pending = self.plan.file_reads.get(path)
@@ -256,7 +211,7 @@ class _Planner:
             if alias is not None:
                 call_id, candidates = alias.tool_call_id, [alias.id]
         if not candidates:
-            if call_id in self.graph._answered_ids or call_id in self.plan.answered_ids:
+            if call_id in self.cursor.answered_ids or call_id in self.plan.answered_ids:
                 msg = (
                     f"tool result `{call_id}` answers no open call: every earlier call "
                     f"with this id already has its result"
@@ -278,7 +233,7 @@ class _Planner:
         reported under the rewritten id still answers its call. Only open calls are
         searched, and only when the id matches no call directly.
         """
-        open_ids = {**self.graph._open_calls, **self.plan.open_calls}
+        open_ids = {**self.cursor.open_calls, **self.plan.open_calls}
         for original, node_ids in open_ids.items():
             for node_id in node_ids:
                 call = cast(ToolCallNode, self.node(node_id))
@@ -337,7 +292,7 @@ class _Planner:
         # previous compaction, that one first: the rest follows along the chain
         # (`ContextGraph.covered`). Abstracting every earlier node made n compactions
         # cost n² edges, ids and time.
-        plan, order = self.plan, self.graph._order
+        plan, order = self.plan, self.cursor.order
         start = 0 if plan.compaction is None else cast(int, self.node(plan.compaction).seq)
         earlier = [*order[start:], *(n.id for n in plan.nodes[max(0, start - len(order)) :])]
         plan.version_credit += start
@@ -366,9 +321,11 @@ def _covers(new: tuple[int, int | None] | None, old: tuple[int, int | None] | No
     return new_end is None or (old_end is not None and new_end >= old_end)
 
 
-def plan_ingest(graph: ContextGraph, events: Sequence[AgentEvent]) -> IngestPlan:
+def plan_ingest(
+    graph: PlannedGraph, cursor: IngestCursor, events: Sequence[AgentEvent]
+) -> IngestPlan:
     """Plan a whole batch; raises `IngestError` on the first bad event."""
-    planner = _Planner(graph)
+    planner = _Planner(graph, cursor)
     for index, event in enumerate(events):
         planner.ingest(event, index)
     return planner.plan
