@@ -14,8 +14,8 @@ Each package clears its own: `context_graph.caches.clear_caches` the data layer'
 from __future__ import annotations
 
 from context_graph import caches as _data_layer
-from processors.distill._references import clear_cache as _clear_references
-from processors.summarize._facts import clear_cache as _clear_facts
+from processors.distill.references import clear_cache as _clear_references
+from processors.summarize.facts import clear_cache as _clear_facts
 
 __all__ = ["clear_caches"]
 

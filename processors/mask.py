@@ -22,8 +22,8 @@ from context_graph.entities import critical_entities
 from context_graph.errors import ConfigurationError
 from context_graph.graph.content import ImagePart, TextPart
 from context_graph.graph.nodes import ANSWER_KINDS, AnswerNode, FileNode, Node, SubagentResultNode
-from processors._exit_status import meta_exit_code
 from processors.base import GraphView, ProcessorContext, Proposal, Replace, replacement_for
+from processors.exit_status import meta_exit_code
 from processors.registry import register_processor
 
 __all__ = ["MASKABLE_KINDS", "ObservationMasker"]

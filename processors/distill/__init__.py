@@ -6,8 +6,8 @@ work on a bare string.
 
 from __future__ import annotations
 
-from processors.distill._common import LEVELS, TARGET_RATIOS, Level
-from processors.distill._detect import CONTENT_TYPES, ContentType
+from processors.distill.common import LEVELS, TARGET_RATIOS, Level
+from processors.distill.detect import CONTENT_TYPES, ContentType
 from processors.distill.distiller import (
     DEFAULT_MIN_TOKENS,
     PRESSURE_THRESHOLDS,

@@ -19,7 +19,7 @@ import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from enum import Enum
 
-from processors.distill._common import Doc, at_least, fill_by_entities, has_gutter, scan_range
+from processors.distill.common import Doc, at_least, fill_by_entities, has_gutter, scan_range
 
 __all__ = [
     "code_rule",

@@ -30,7 +30,8 @@ from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.nodes import AnswerNode, FileNode, Node
 from context_graph.tokens.counting import default_counter
 from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
-from processors.distill._common import (
+from processors.distill.code import code_rule, distill_code, distill_python, python_rule
+from processors.distill.common import (
     LEVELS,
     TARGET_RATIOS,
     Costs,
@@ -41,19 +42,18 @@ from processors.distill._common import (
     scan_text,
     strip_gutter,
 )
-from processors.distill._detect import LANGUAGES, ContentType, detect
-from processors.distill._distillate import Distillate
-from processors.distill._envelope import peel
-from processors.distill._light import light, overdraw
-from processors.distill._memo import remembered
-from processors.distill._references import LaterReferences
-from processors.distill._reserve import with_reserve
-from processors.distill._text import distill_plain, plain_rule
-from processors.distill.code import code_rule, distill_code, distill_python, python_rule
+from processors.distill.detect import LANGUAGES, ContentType, detect
+from processors.distill.distillate import Distillate
+from processors.distill.envelope import peel
 from processors.distill.json_ import distill_json
+from processors.distill.light import light, overdraw
 from processors.distill.listings import distill_grep, distill_listing
 from processors.distill.logs import distill_log
+from processors.distill.memo import remembered
+from processors.distill.references import LaterReferences
+from processors.distill.reserve import with_reserve
 from processors.distill.testruns import distill_tests
+from processors.distill.text import distill_plain, plain_rule
 from processors.distill.tracebacks import distill_traceback
 from processors.registry import register_processor
 

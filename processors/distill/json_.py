@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from processors.distill._common import Doc
+from processors.distill.common import Doc
 
 __all__ = ["distill_json", "is_key_field"]
 

@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from processors.distill._common import (
+from processors.distill.common import (
     Doc,
     at_least,
     fill_by_entities,

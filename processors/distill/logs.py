@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from processors.distill._common import (
+from processors.distill.common import (
     Doc,
     at_least,
     is_error_line,

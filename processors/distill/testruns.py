@@ -15,7 +15,7 @@ from dataclasses import replace
 from itertools import islice
 from typing import NamedTuple
 
-from processors.distill._common import Doc, is_error_line, select
+from processors.distill.common import Doc, is_error_line, select
 
 __all__ = ["FailedTest", "count_tests", "distill_tests", "looks_like_tests", "parse_failures"]
 

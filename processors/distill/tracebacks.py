@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from processors.distill._common import Doc, is_error_line, select
+from processors.distill.common import Doc, is_error_line, select
 
 __all__ = [
     "TracebackBlock",

@@ -16,9 +16,9 @@ on the labelled set in tests/processors/data/).
 
 from __future__ import annotations
 
-from processors.redact._processor import SIGNED_SECRETS, SecretRedactor, strip_signed_secrets
-from processors.redact._rules import SECRET_TYPES
-from processors.redact._scan import (
+from processors.redact.redactor import SIGNED_SECRETS, SecretRedactor, strip_signed_secrets
+from processors.redact.rules import SECRET_TYPES
+from processors.redact.scan import (
     DEFAULT_ENTROPY_THRESHOLD,
     DEFAULT_MIN_LENGTH,
     SecretFinding,

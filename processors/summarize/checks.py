@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from context_graph.entities import missing_entities
 from context_graph.graph.nodes import Node, ToolCallNode
-from processors.summarize._facts import dedupe, open_error_entities, user_entities
-from processors.summarize._quoting import outside_spans
+from processors.summarize.facts import dedupe, open_error_entities, user_entities
+from processors.summarize.quoting import outside_spans
 
 __all__ = [
     "COMMON_TOOL_NAMES",

@@ -31,10 +31,10 @@ from context_graph.graph.nodes import (
     UserNode,
 )
 from context_graph.tokens.counting import TokenCounter, default_counter
-from processors._pieces import counting_by_paragraphs, paragraph_pieces
-from processors.summarize import _brief
-from processors.summarize._brief import Brief
-from processors.summarize._facts import (
+from processors.pieces import counting_by_paragraphs, paragraph_pieces
+from processors.summarize import brief as brief_format
+from processors.summarize.brief import Brief
+from processors.summarize.facts import (
     ITEM_CHARS,
     ToolUse,
     arguments_of,
@@ -52,7 +52,7 @@ from processors.summarize._facts import (
     tool_uses,
     user_entities,
 )
-from processors.summarize._quoting import quote_output
+from processors.summarize.quoting import quote_output
 
 __all__ = ["ExtractiveSummarizer"]
 
@@ -160,16 +160,18 @@ class ExtractiveSummarizer:
         brief = _start(previous, counter.count, limit)
         for segment in _segments(nodes):
             if isinstance(segment, SummaryNode):
-                brief = _brief.merge(brief, _start(segment.text, counter.count, limit))
+                brief = brief_format.merge(brief, _start(segment.text, counter.count, limit))
             else:
-                brief = _brief.merge(brief, self._extract(segment, instructions, counter, limit))
+                brief = brief_format.merge(
+                    brief, self._extract(segment, instructions, counter, limit)
+                )
         listed = {*brief.identifiers, *brief.tool_identifiers}
         brief.identifiers.extend(k for k in dedupe(keep) if k and k not in listed)
-        _brief.cap_lists(brief, self.max_items)
+        brief_format.cap_lists(brief, self.max_items)
         if tokens is None or not tokens.counts_like(counter):
-            return _brief.bound(brief, limit, counting_by_paragraphs(counter), keep)
+            return brief_format.bound(brief, limit, counting_by_paragraphs(counter), keep)
         count = counting_by_paragraphs(counter, tokens.count_text)
-        text = _brief.bound(brief, limit, count, keep)
+        text = brief_format.bound(brief, limit, count, keep)
         tokens.count_pieces(paragraph_pieces(text))  # the cache adds up what bound counted
         return text
 
@@ -202,10 +204,10 @@ def _start(previous: str | None, count: Callable[[str], int], limit: int) -> Bri
     """The brief to update: a parsed previous brief, or any other text as an earlier block."""
     if not previous or not previous.strip():
         return Brief()
-    parsed = _brief.parse(previous)
+    parsed = brief_format.parse(previous)
     if parsed is not None:
         return parsed
-    return Brief(earlier=_brief.clip_tokens(previous.strip(), limit // 3, count))
+    return Brief(earlier=brief_format.clip_tokens(previous.strip(), limit // 3, count))
 
 
 def _segments(nodes: Iterable[Node]) -> list[SummaryNode | list[Node]]:
@@ -239,7 +241,7 @@ def _read_turns(brief: Brief, nodes: Sequence[Node], goal_tokens: int, c: TokenC
         if isinstance(node, UserNode) and not node.notice:
             text = _user_text(node).strip()
             if not brief.goal and text:
-                brief.goal = _brief.clip_tokens(text, goal_tokens, c.count)
+                brief.goal = brief_format.clip_tokens(text, goal_tokens, c.count)
                 if brief.goal == text:
                     continue  # quoted whole: its constraints are already in the brief
             brief.constraints.extend(clip(s) for s in constraint_sentences(node.text))

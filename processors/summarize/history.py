@@ -29,9 +29,7 @@ from context_graph.graph.nodes import Node, SummaryNode
 from processors.base import Abstract, ProcessorContext, Proposal, Summarizer
 from processors.redact import strip_signed_secrets
 from processors.registry import register_processor
-from processors.summarize._brief import tool_lines
-from processors.summarize._facts import clip, dedupe
-from processors.summarize._targets import Plan, plan_targets
+from processors.summarize.brief import tool_lines
 from processors.summarize.checks import (
     CandidateCheck,
     check_candidate,
@@ -39,6 +37,8 @@ from processors.summarize.checks import (
     tool_names_of,
 )
 from processors.summarize.extractive import ExtractiveSummarizer
+from processors.summarize.facts import clip, dedupe
+from processors.summarize.targets import Plan, plan_targets
 
 __all__ = ["HistorySummarizer", "summary_room"]
 

@@ -11,8 +11,8 @@ See docs/processors/truncate.md.
 
 from __future__ import annotations
 
-from processors.truncate._fit import ERROR_PATTERN, Policy
-from processors.truncate._processor import (
+from processors.truncate.fit import ERROR_PATTERN, Policy
+from processors.truncate.truncator import (
     POLICIES,
     OutputFormat,
     ToolOutputTruncator,

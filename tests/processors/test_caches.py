@@ -64,10 +64,10 @@ def test_clear_caches_knows_every_memo() -> None:
     """A new process-wide memo of session text must be cleared too (and filled below)."""
     assert set(_lru_caches()) - NOT_SESSION_MEMOS == {
         "context_graph.entities._entities",
-        "processors.summarize._facts._shell_paths",
-        "processors.summarize._facts._outcome",
-        "processors.summarize._facts._shows_content",
-        "processors.distill._references._named",
+        "processors.summarize.facts._shell_paths",
+        "processors.summarize.facts._outcome",
+        "processors.summarize.facts._shows_content",
+        "processors.distill.references._named",
     }
 
 

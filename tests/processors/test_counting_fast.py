@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph.tokens.counting import TiktokenCounter
-from processors._pieces import Deferred, PieceCounter
-from processors.truncate._count import Blocks
-from processors.truncate._fit import Budget, Layout
-from processors.truncate._units import split_units
+from processors.pieces import Deferred, PieceCounter
+from processors.truncate.count import Blocks
+from processors.truncate.fit import Budget, Layout
+from processors.truncate.units import split_units
 
 COUNTER = TiktokenCounter()
 COUNT = COUNTER.count

@@ -4,8 +4,8 @@ import ast
 
 from context_graph.testing import WordCounter
 from processors.distill import distill_text
-from processors.distill._common import Costs, Doc
 from processors.distill.code import distill_code
+from processors.distill.common import Costs, Doc
 
 PYTHON = '''\
 """Order handling: loading, pricing and persistence."""

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from processors.distill import CONTENT_TYPES, detect_content_type
-from processors.distill._envelope import peel
+from processors.distill.envelope import peel
 
 PYTEST = """\
 ============================= test session starts ==============================

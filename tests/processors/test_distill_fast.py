@@ -25,8 +25,6 @@ from processors.distill import (
     CONTENT_TYPES,
     ContentType,
     Level,
-    _detect,
-    _text,
     code,
     distiller,
     listings,
@@ -34,7 +32,13 @@ from processors.distill import (
     testruns,
     tracebacks,
 )
-from processors.distill._common import (
+from processors.distill import (
+    detect as detect_module,
+)
+from processors.distill import (
+    text as text_module,
+)
+from processors.distill.common import (
     _COLON_GUTTER,
     _GUTTER,
     Costs,
@@ -52,8 +56,8 @@ from processors.distill._common import (
     split_gutter,
     strip_gutter,
 )
-from processors.distill._light import _squeeze_blanks, collapse_repeats, light, minify_json
-from processors.distill._reserve import with_reserve
+from processors.distill.light import _squeeze_blanks, collapse_repeats, light, minify_json
+from processors.distill.reserve import with_reserve
 
 # Lines of every shape the detectors tell apart, and pieces that sit on their edges.
 _SHAPES = [
@@ -497,7 +501,7 @@ def _reference_python(plain: Sequence[str]) -> bool:
             for node in tree.body
         )
     filled = [line for line in plain if line.strip()]
-    keyword_lines = sum(1 for line in filled if _detect._PY_KEYWORDS.match(line))
+    keyword_lines = sum(1 for line in filled if detect_module._PY_KEYWORDS.match(line))
     if keyword_lines >= max(2, 0.15 * len(filled)):
         return True
     return keyword_lines >= 1 and code.looks_like_python_window(plain)
@@ -507,13 +511,13 @@ def _reference_detect(plain: Sequence[str], hint: str | None = None) -> str:
     text = "\n".join(plain)
     if not text.strip():
         return "text"
-    is_json = _detect._json(text)
+    is_json = detect_module._json(text)
     if hint == "json" or is_json:
         return "json" if is_json else "text"
-    language = _detect.LANGUAGES.get(hint or "")
+    language = detect_module.LANGUAGES.get(hint or "")
     if language is not None:
         return "python" if language == "python" else "code"
-    if hint in _detect._TEXT_EXTENSIONS:
+    if hint in detect_module._TEXT_EXTENSIONS:
         return "text"
     if _reference_looks_like_tests(plain):
         return "test_output"
@@ -527,7 +531,7 @@ def _reference_detect(plain: Sequence[str], hint: str | None = None) -> str:
         return "listing"
     if _reference_looks_like_log(plain) or hint == "log":
         return "log"
-    if _detect._DIFF.search(text):
+    if detect_module._DIFF.search(text):
         return "text"
     if _reference_python(plain):
         return "python"
@@ -563,7 +567,7 @@ class TestDetectionShortcuts:
             lines, hint=hint
         )
         assert code.looks_like_code(lines) == _reference_looks_like_code(lines)
-        assert _detect._python(lines) == _reference_python(lines)
+        assert detect_module._python(lines) == _reference_python(lines)
         share = tracebacks.share_of(lines, tracebacks.find_tracebacks(lines))
         assert share == tracebacks.traceback_share(lines)
 
@@ -571,7 +575,7 @@ class TestDetectionShortcuts:
     @given(lines=_BODIES, hint=_HINTS)
     def test_detect_as_before(self, lines: list[str], hint: str | None) -> None:
         """`detect` gives the content type the detectors gave one after the other."""
-        assert _detect.detect(lines, hint) == _reference_detect(lines, hint)
+        assert detect_module.detect(lines, hint) == _reference_detect(lines, hint)
 
     @settings(max_examples=200, deadline=None)
     @given(lines=st.one_of(_PYTHONISH, _WINDOW))
@@ -619,7 +623,7 @@ def _reference_distill_plain(doc: Doc) -> str:
     must.update(i for i in scan_range(len(doc.plain)) if is_error_line(doc.plain[i]))
     room = doc.budget // 4 - doc.cost(must)
     for index in filled:
-        if _text._HEADING.match(doc.plain[index]):
+        if text_module._HEADING.match(doc.plain[index]):
             cost = doc.costs.of(doc.lines[index])
             if cost > room:
                 break
@@ -723,4 +727,4 @@ class TestRulesShortcuts:
     ) -> None:
         """Plain text keeps the headings that fit in a quarter of the budget, as before."""
         doc = Doc(tuple(lines), tuple(lines), "medium", budget, Costs(chars))
-        assert _text.distill_plain(doc) == _reference_distill_plain(doc)
+        assert text_module.distill_plain(doc) == _reference_distill_plain(doc)

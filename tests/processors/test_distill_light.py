@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from context_graph.entities import critical_entities, missing_entities
 from context_graph.testing import WordCounter
 from processors.distill import distill_text
-from processors.distill._light import collapse_repeats, light, minify_json, overdraw
+from processors.distill.light import collapse_repeats, light, minify_json, overdraw
 
 
 def _body(text: str, **kwargs: str) -> str:

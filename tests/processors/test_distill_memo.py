@@ -9,7 +9,7 @@ from context_graph import ContextGraph
 from context_graph.testing import WordCounter
 from processors import ProcessorContext, Replace
 from processors.distill import Distiller
-from processors.distill._memo import AskedKeep
+from processors.distill.memo import AskedKeep
 
 FIND = [f"./pkg/{'core' if i % 3 else 'io'}/module_{i}.py" for i in range(2_000)]
 DEEP = "./pkg/io/module_1584.py"

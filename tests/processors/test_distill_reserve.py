@@ -15,8 +15,8 @@ from context_graph.testing import WordCounter
 from processors import ProcessorContext, Replace
 from processors.base import GraphView, replacement_for
 from processors.distill import Distiller, distill_text
-from processors.distill._references import LaterReferences
-from processors.distill._reserve import RESERVE_LABEL, rank_entities
+from processors.distill.references import LaterReferences
+from processors.distill.reserve import RESERVE_LABEL, rank_entities
 
 FIND = [f"./pkg/{'core' if i % 3 else 'io'}/module_{i}.py" for i in range(2_000)]
 DEEP = "./pkg/io/module_1584.py"

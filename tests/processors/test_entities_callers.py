@@ -7,7 +7,7 @@ from context_graph import ContextGraph
 from context_graph.graph.nodes import AssistantNode, ToolCallNode
 from context_graph.testing import WordCounter
 from processors.base import GraphView
-from processors.distill._references import LaterReferences, _named, _tails
+from processors.distill.references import LaterReferences, _named, _tails
 
 # Words that name the same things in several spellings: paths and their tails, names.
 _WORDS = st.sampled_from(

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from context_graph.testing import WordCounter
 from context_graph.tokens.counting import TiktokenCounter
-from processors._pieces import counting_by_paragraphs
+from processors.pieces import counting_by_paragraphs
 
 COUNTER = TiktokenCounter()
 _LINES = st.lists(

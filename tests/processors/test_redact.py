@@ -34,7 +34,7 @@ from processors.redact import (
     find_secrets,
     redact_text,
 )
-from processors.redact._rules import PATTERN_RULES
+from processors.redact.rules import PATTERN_RULES
 from processors.registry import get_processor
 
 PLACEHOLDER = re.compile(r"\[REDACTED:([a-z_]+)\]")

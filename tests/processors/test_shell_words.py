@@ -7,7 +7,7 @@ import shlex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from processors.summarize._facts import _shell_paths, _shell_words
+from processors.summarize.facts import _shell_paths, _shell_words
 
 # Words, the whitespace shlex knows and the kinds it does not, and shell punctuation.
 PIECES = st.sampled_from(

@@ -10,7 +10,7 @@ from context_graph import ConfigurationError, ContextGraph
 from context_graph.graph.content import ImagePart, TextPart
 from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.testing import WordCounter
-from processors.summarize._brief import TITLE, parse, render
+from processors.summarize.brief import TITLE, parse, render
 from processors.summarize.checks import find_tool_call_syntax, tool_names_of
 from processors.summarize.extractive import ExtractiveSummarizer
 

@@ -14,9 +14,9 @@ from context_graph.graph.content import TextPart
 from context_graph.graph.nodes import Node, ToolCallNode, ToolResultNode
 from context_graph.importers import load_sessions
 from context_graph.testing import WordCounter
-from processors.summarize._facts import ToolUse, _shows_content, errors_of, outcome_of, tool_uses
-from processors.summarize._outcomes import exit_code, read_outcome
 from processors.summarize.extractive import ExtractiveSummarizer
+from processors.summarize.facts import ToolUse, _shows_content, errors_of, outcome_of, tool_uses
+from processors.summarize.outcomes import exit_code, read_outcome
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 

@@ -18,8 +18,8 @@ from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.testing import WordCounter
 from processors.base import Abstract, ProcessorContext
 from processors.summarize import ExtractiveSummarizer, HistorySummarizer
-from processors.summarize._targets import plan_targets
 from processors.summarize.history import summary_room
+from processors.summarize.targets import plan_targets
 
 PATHS = [f"/srv/app/module_{n}/file_{n}.py" for n in range(30)]
 HEADER_TOKENS = WordCounter().count(f"{SUMMARY_HEADER}\n\n")

@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 
 from context_graph.testing import WordCounter
 from context_graph.tokens.counting import TiktokenCounter
-from processors._pieces import Counted, PieceCounter
+from processors.pieces import Counted, PieceCounter
 from processors.truncate import POLICIES, truncate_text
-from processors.truncate._count import Blocks
+from processors.truncate.count import Blocks
 
 COUNTER = TiktokenCounter()
 COUNT = COUNTER.count

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from context_graph.tokens.counting import TiktokenCounter
 from processors.truncate import POLICIES, Policy
-from processors.truncate._count import Blocks
-from processors.truncate._fit import (
+from processors.truncate.count import Blocks
+from processors.truncate.fit import (
     Budget,
     Layout,
     _prefixes,
@@ -20,8 +20,8 @@ from processors.truncate._fit import (
     priority,
     runs_of,
 )
-from processors.truncate._markup import balance, depths, detect_markup
-from processors.truncate._units import describe_gap, marker, split_units
+from processors.truncate.markup import balance, depths, detect_markup
+from processors.truncate.units import describe_gap, marker, split_units
 
 COUNTER = TiktokenCounter()
 COUNT = COUNTER.count

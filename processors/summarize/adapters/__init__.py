@@ -6,9 +6,9 @@ are imported only when an adapter is constructed.
 
 from __future__ import annotations
 
-from processors.summarize.adapters._prompt import SYSTEM_PROMPT, build_prompt, render_transcript
 from processors.summarize.adapters.anthropic_client import AnthropicSummarizer
 from processors.summarize.adapters.openai_client import OpenAISummarizer
+from processors.summarize.adapters.prompt import SYSTEM_PROMPT, build_prompt, render_transcript
 
 __all__ = [
     "SYSTEM_PROMPT",

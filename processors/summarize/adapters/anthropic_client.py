@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from context_graph.errors import ConfigurationError
 from context_graph.graph.nodes import Node
-from processors.summarize.adapters._options import ModelSummarizer, missing_sdk
-from processors.summarize.adapters._prompt import SYSTEM_PROMPT, build_prompt
+from processors.summarize.adapters.options import ModelSummarizer, missing_sdk
+from processors.summarize.adapters.prompt import SYSTEM_PROMPT, build_prompt
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from processors.truncate._fit import Budget, largest
-from processors.truncate._units import safe_cut
+from processors.truncate.fit import Budget, largest
+from processors.truncate.units import safe_cut
+
+__all__ = ["MAX_DEPTH", "fit_json", "parse_json"]
 
 #: Containers nested deeper than this are always replaced by a marker string.
 MAX_DEPTH = 64

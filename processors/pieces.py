@@ -14,6 +14,15 @@ from typing import Protocol, TypeAlias
 
 from context_graph.tokens.counting import SeamCounter, TokenCounter, seam_runs
 
+__all__ = [
+    "Counted",
+    "Deferred",
+    "PieceCounter",
+    "Seams",
+    "counting_by_paragraphs",
+    "paragraph_pieces",
+]
+
 Seams: TypeAlias = Callable[[str, str], bool]
 
 

@@ -16,6 +16,8 @@ from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.graph.units import Unit
 from processors.base import ProcessorContext
 
+__all__ = ["Plan", "plan_targets"]
+
 
 @dataclass(frozen=True, slots=True)
 class Plan:

@@ -19,7 +19,7 @@ from context_graph.entities import critical_entities
 from context_graph.graph.nodes import AssistantNode, ToolCallNode
 from processors.base import GraphView
 
-__all__ = ["LaterReferences", "NamedAfter"]
+__all__ = ["LaterReferences", "NamedAfter", "clear_cache"]
 
 
 def _tails(path: str) -> Iterator[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from processors.distill._common import Doc, is_error_line, scan_range, select
+from processors.distill.common import Doc, is_error_line, scan_range, select
 
 __all__ = ["distill_plain", "plain_rule"]
 

@@ -12,15 +12,15 @@ from context_graph.errors import ConfigurationError
 from context_graph.graph.content import ContentPart, ThinkingPart
 from context_graph.graph.nodes import SIGNED_SECRETS, Node, ToolCallNode
 from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
-from processors.redact._fields import (
+from processors.redact.fields import (
     field_texts,
     part_texts,
     redact_fields,
     redact_part,
     signed_texts,
 )
-from processors.redact._rules import SECRET_TYPES
-from processors.redact._scan import (
+from processors.redact.rules import SECRET_TYPES
+from processors.redact.scan import (
     DEFAULT_ENTROPY_THRESHOLD,
     DEFAULT_MIN_LENGTH,
     SecretFinding,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+__all__ = ["Blocks"]
+
 
 class Blocks:
     """A text cut at seams into blocks, and the tokens of runs of blocks.

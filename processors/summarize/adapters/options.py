@@ -7,6 +7,8 @@ from typing import ClassVar, Generic, Protocol, TypeVar
 
 from context_graph.errors import ConfigurationError, SummarizerError
 
+__all__ = ["ClientT", "ModelSummarizer", "check_model_options", "missing_sdk"]
+
 
 class _Closable(Protocol):
     async def close(self) -> None:

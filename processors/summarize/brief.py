@@ -12,8 +12,22 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from processors.summarize._facts import ErrorFact, dedupe
-from processors.summarize._quoting import code_span, find_output_quote, quote_output, read_span
+from processors.summarize.facts import ErrorFact, dedupe
+from processors.summarize.quoting import code_span, find_output_quote, quote_output, read_span
+
+__all__ = [
+    "DROP_ORDER",
+    "TITLE",
+    "TOOL_IDENTIFIERS",
+    "Brief",
+    "bound",
+    "cap_lists",
+    "clip_tokens",
+    "merge",
+    "parse",
+    "render",
+    "tool_lines",
+]
 
 #: The first line of every brief; how a previous brief is recognized.
 TITLE = "# Summary of the earlier conversation"

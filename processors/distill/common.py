@@ -19,6 +19,29 @@ from typing import Literal, TypeAlias
 
 from context_graph.entities import critical_entities
 
+__all__ = [
+    "LEVELS",
+    "SCAN_WINDOW",
+    "TARGET_RATIOS",
+    "Costs",
+    "Doc",
+    "Level",
+    "at_least",
+    "fill_by_entities",
+    "has_gutter",
+    "is_error_line",
+    "omitted",
+    "plural",
+    "remembered_entities",
+    "render_lines",
+    "scan_range",
+    "scan_text",
+    "select",
+    "split_gutter",
+    "strip_gutter",
+    "with_context",
+]
+
 Level: TypeAlias = Literal["light", "medium", "heavy"]
 
 LEVELS: tuple[Level, ...] = ("light", "medium", "heavy")

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from processors.redact._values import is_placeholder
+from processors.redact.values import is_placeholder
 
 __all__ = [
     "KEY_VALUE",

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Container, Sequence
 from dataclasses import replace
 
-from processors.distill._common import Doc
+from processors.distill.common import Doc
 
 __all__ = ["RESERVE_LABEL", "rank_entities", "with_reserve"]
 

@@ -15,7 +15,9 @@ from collections.abc import Callable, Container
 from weakref import WeakKeyDictionary
 
 from context_graph.graph.node_tokens import NodeTokenCache
-from processors.distill._distillate import Distillate
+from processors.distill.distillate import Distillate
+
+__all__ = ["MEMO_SIZE", "VARIANTS", "AskedKeep", "remembered"]
 
 #: Distinct (text, level, path, tool) keys remembered per token cache.
 MEMO_SIZE = 512

@@ -21,8 +21,33 @@ from context_graph.graph.nodes import (
     ToolCallNode,
     UserNode,
 )
-from processors._exit_status import meta_exit_code
-from processors.summarize._outcomes import Outcome, read_outcome
+from processors.exit_status import meta_exit_code
+from processors.summarize.outcomes import Outcome, read_outcome
+
+__all__ = [
+    "ITEM_CHARS",
+    "SHELL_TOOLS",
+    "ErrorFact",
+    "ToolUse",
+    "arguments_of",
+    "clear_cache",
+    "clip",
+    "command_of",
+    "constraint_sentences",
+    "decision_sentences",
+    "dedupe",
+    "error_key",
+    "errors_of",
+    "failure_entities",
+    "files_of",
+    "is_shell",
+    "open_error_entities",
+    "outcome_of",
+    "sentences",
+    "source_of",
+    "tool_uses",
+    "user_entities",
+]
 
 #: Tool names (lower case) that run shell commands.
 SHELL_TOOLS = frozenset(

@@ -12,6 +12,8 @@ import re
 from collections.abc import Sequence
 from itertools import pairwise
 
+__all__ = ["BALANCE_STEPS", "TAG", "balance", "depths", "detect_markup", "markup_pieces"]
+
 #: A tag, comment, CDATA section, doctype or processing instruction: never cut inside one.
 TAG = re.compile(r"<(?:!--.*?-->|!\[CDATA\[.*?\]\]>|[A-Za-z/!?][^<>]*)>", re.DOTALL)
 _OPENING = re.compile(r"<([A-Za-z][\w:.-]*)")

@@ -16,9 +16,22 @@ from itertools import accumulate
 from operator import methodcaller
 from typing import Literal, TypeAlias
 
-from processors._pieces import Deferred, PieceCounter, Seams
-from processors.truncate._count import Blocks
-from processors.truncate._units import marker, offsets
+from processors.pieces import Deferred, PieceCounter, Seams
+from processors.truncate.count import Blocks
+from processors.truncate.units import marker, offsets
+
+__all__ = [
+    "ERROR_PATTERN",
+    "Budget",
+    "GapTokens",
+    "Layout",
+    "Policy",
+    "Runs",
+    "fit_layout",
+    "largest",
+    "priority",
+    "runs_of",
+]
 
 Policy: TypeAlias = Literal["head", "tail", "head_tail", "errors_first"]
 GapTokens: TypeAlias = Callable[[int, int], int]

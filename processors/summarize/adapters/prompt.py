@@ -27,8 +27,10 @@ from context_graph.graph.nodes import (
     ToolCallNode,
     UserNode,
 )
-from processors.summarize._facts import arguments_of, clip
-from processors.summarize._quoting import fence
+from processors.summarize.facts import arguments_of, clip
+from processors.summarize.quoting import fence
+
+__all__ = ["SYSTEM_PROMPT", "build_prompt", "render_node", "render_transcript"]
 
 #: The system prompt of every model-backed summarizer.
 SYSTEM_PROMPT = """\

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from processors.distill._common import Level
-from processors.distill._detect import ContentType
+from processors.distill.common import Level
+from processors.distill.detect import ContentType
 
 __all__ = ["Distillate"]
 

@@ -17,12 +17,14 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Literal, TypeAlias
 
-from processors.distill._common import at_least
 from processors.distill.code import looks_like_code, looks_like_python_window, parse_python_as_is
+from processors.distill.common import at_least
 from processors.distill.listings import looks_like_grep, looks_like_listing
 from processors.distill.logs import looks_like_log
 from processors.distill.testruns import looks_like_tests
 from processors.distill.tracebacks import find_tracebacks, share_of
+
+__all__ = ["CONTENT_TYPES", "LANGUAGES", "ContentType", "detect"]
 
 ContentType: TypeAlias = Literal[
     "json", "test_output", "traceback", "grep", "listing", "log", "python", "code", "text"

@@ -14,13 +14,15 @@ from context_graph.errors import ConfigurationError
 from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.nodes import AnswerNode, Node
 from context_graph.tokens.counting import SeamCounter
-from processors._pieces import Seams
 from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
+from processors.pieces import Seams
 from processors.registry import register_processor
-from processors.truncate._fit import Budget, Layout, Policy, fit_layout
-from processors.truncate._json import fit_json, parse_json
-from processors.truncate._markup import balance, depths, detect_markup
-from processors.truncate._units import split_units
+from processors.truncate.fit import Budget, Layout, Policy, fit_layout
+from processors.truncate.json_values import fit_json, parse_json
+from processors.truncate.markup import balance, depths, detect_markup
+from processors.truncate.units import split_units
+
+__all__ = ["POLICIES", "OutputFormat", "ToolOutputTruncator", "Truncation", "truncate_text"]
 
 OutputFormat: TypeAlias = Literal["text", "markup", "json"]
 

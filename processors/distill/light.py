@@ -15,7 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from processors.distill._common import has_gutter, split_gutter
+from processors.distill.common import has_gutter, split_gutter
+
+__all__ = ["collapse_repeats", "light", "minify_json", "overdraw"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _RULER = re.compile(r"([=\-_~*#])\1{9,}")

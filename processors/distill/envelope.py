@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+__all__ = ["Envelope", "peel"]
+
 _HEAD = re.compile(
     r"<returncode>-?\d+</returncode>|<output>|<output_head>|Exit code -?\d+"
     r"|(?:The file .+ has been (?:edited|updated)\. )?Here's the result of running `cat -n` on .+:"

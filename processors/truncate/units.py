@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from itertools import accumulate
 from typing import Literal, TypeAlias
 
-from processors.truncate._markup import TAG, markup_pieces
+from processors.truncate.markup import TAG, markup_pieces
+
+__all__ = ["TextFormat", "describe_gap", "marker", "offsets", "safe_cut", "split_units"]
 
 TextFormat: TypeAlias = Literal["text", "markup"]
 

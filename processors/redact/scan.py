@@ -13,7 +13,7 @@ import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from processors.redact._rules import (
+from processors.redact.rules import (
     KEY_VALUE,
     KEY_VALUE_PRIORITY,
     PATTERN_RULES,
@@ -23,7 +23,7 @@ from processors.redact._rules import (
     SECRET_TYPES,
     STANDALONE_AWS_SECRET,
 )
-from processors.redact._values import is_placeholder, key_kind, looks_random, names_non_secret
+from processors.redact.values import is_placeholder, key_kind, looks_random, names_non_secret
 
 __all__ = [
     "DEFAULT_ENTROPY_THRESHOLD",
