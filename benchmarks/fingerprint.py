@@ -18,11 +18,13 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import anyio
 
 from benchmarks.compare.contenders import PROFILES, ContextGraphContender
 from benchmarks.compare.sessions import BUDGET_LABELS, Session, discover
+from benchmarks.recordings import load_recording, run_differences
 from context_graph import TiktokenCounter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,32 +65,17 @@ def fingerprint(
     return result
 
 
+def _describe(key: str, first: int, old: Sequence[str | None], new: Sequence[str | None]) -> str:
+    return f"{key}: first differing call {first + 1} of {max(len(old), len(new))}"
+
+
 def differences(before: dict[str, Requests], after: dict[str, Requests]) -> list[str]:
     """One line per run that differs (or is only in one of the two), with the first call."""
-    lines: list[str] = []
-    for key in sorted(before.keys() | after.keys()):
-        old, new = before.get(key), after.get(key)
-        if old == new:
-            continue
-        if old is None or new is None:
-            lines.append(f"{key}: only in the {'second' if old is None else 'first'}")
-            continue
-        first = next(
-            (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
-            min(len(old), len(new)),
-        )
-        lines.append(f"{key}: first differing call {first + 1} of {max(len(old), len(new))}")
-    return lines
+    return run_differences(before, after, _describe)
 
 
 def _load(path: Path) -> dict[str, Requests]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise SystemExit(f"cannot read fingerprint {path}: {exc}") from None
-    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
-        raise SystemExit(f"{path} is not a fingerprint (a JSON object of lists)")
-    return data
+    return cast(dict[str, Requests], load_recording(path, "fingerprint"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

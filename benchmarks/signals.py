@@ -30,11 +30,12 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
-from context_graph import TiktokenCounter
+from benchmarks.recordings import load_recording, run_differences
+from context_graph import ProviderFormat, TiktokenCounter
 from context_graph.errors import BudgetExceededError
 from context_graph.examples import EXAMPLE_SESSION
 from context_graph.importers import load_events
@@ -42,7 +43,7 @@ from context_graph.testing import Recorder
 from orchestrator import ContextManager
 
 PROFILES: tuple[str, ...] = ("coding", "service", "chat")
-FORMATS: tuple[str, ...] = ("openai", "anthropic", "gemini")
+FORMATS: tuple[ProviderFormat, ...] = ("openai", "anthropic", "gemini")
 SHARES: tuple[float, ...] = (0.25, 0.5)
 
 #: Payload fields that hold wall-clock readings, which differ between two equal runs.
@@ -88,7 +89,9 @@ def _session() -> Path:
     return folder / EXAMPLE_SESSION.name
 
 
-def _run(profile: str, fmt: str, budget: int, counter: TiktokenCounter, session: Path) -> Signals:
+def _run(
+    profile: str, fmt: ProviderFormat, budget: int, counter: TiktokenCounter, session: Path
+) -> Signals:
     manager = ContextManager(format=fmt, budget=budget, counter=counter, profile=profile)
     events = load_events(session)
     with Recorder(manager.bus) as recorder:
@@ -118,34 +121,19 @@ def record() -> dict[str, Signals]:
     return result
 
 
+def _describe(key: str, first: int, old: Sequence[str], new: Sequence[str]) -> str:
+    was = old[first] if first < len(old) else "(end)"
+    now = new[first] if first < len(new) else "(end)"
+    return f"{key}: signal {first + 1} was {was}, is {now}"
+
+
 def differences(before: dict[str, Signals], after: dict[str, Signals]) -> list[str]:
     """One line per run whose signals differ, naming the first signal that does."""
-    lines: list[str] = []
-    for key in sorted(before.keys() | after.keys()):
-        old, new = before.get(key), after.get(key)
-        if old == new:
-            continue
-        if old is None or new is None:
-            lines.append(f"{key}: only in the {'second' if old is None else 'first'}")
-            continue
-        first = next(
-            (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
-            min(len(old), len(new)),
-        )
-        was = old[first] if first < len(old) else "(end)"
-        now = new[first] if first < len(new) else "(end)"
-        lines.append(f"{key}: signal {first + 1} was {was}, is {now}")
-    return lines
+    return run_differences(before, after, _describe)
 
 
 def _load(path: Path) -> dict[str, Signals]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise SystemExit(f"cannot read signals {path}: {exc}") from None
-    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
-        raise SystemExit(f"{path} is not a signals recording (a JSON object of lists)")
-    return data
+    return cast(dict[str, Signals], load_recording(path, "signals recording"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
