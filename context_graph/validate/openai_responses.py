@@ -175,6 +175,14 @@ def _check_item(i: int, item: Any, calls: dict[str, _Call], out: Collector) -> s
         )
         return None
     kind = item.get("type", "message" if "role" in item else None)
+    if not isinstance(kind, str):
+        out.add(
+            "item_type_unknown",
+            f"{path}.type",
+            i,
+            f"the item type is {show(kind)}; give the item a string `type` such as message",
+        )
+        return None
     if kind == "message":
         return check_message(i, item, out)
     if kind == "reasoning":
@@ -182,11 +190,11 @@ def _check_item(i: int, item: Any, calls: dict[str, _Call], out: Collector) -> s
         return "reasoning"
     if kind in _CALLS:
         _check_call(i, kind, item, calls, out)
-        return str(kind)
+        return kind
     if kind in _OUTPUTS:
         _check_answer(i, kind, item, calls, out)
-        return str(kind)
-    if not (isinstance(kind, str) and kind in _UNCHECKED_ITEMS):
+        return kind
+    if kind not in _UNCHECKED_ITEMS:
         out.add(
             "item_type_unknown",
             f"{path}.type",
@@ -195,7 +203,7 @@ def _check_item(i: int, item: Any, calls: dict[str, _Call], out: Collector) -> s
             "function_call_output, custom_tool_call, custom_tool_call_output or reasoning",
         )
         return None
-    return str(kind)
+    return kind
 
 
 def _check_call(
