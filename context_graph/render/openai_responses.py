@@ -62,9 +62,11 @@ def unit_messages(unit: UnitTurns) -> list[Item]:
             out.extend(_assistant_items(turn))
             continue
         out.extend(_output_item(r) for r in turn.results)
-        if turn.parts or not turn.results:
+        content = _user_content(turn.parts)
+        if not content and not turn.results:
             # An empty user turn still happened: keep it (see the Anthropic twin).
-            content = _user_content(turn.parts) or [_input_text(EMPTY_USER_TEXT)]
+            content = [_input_text(EMPTY_USER_TEXT)]
+        if content:
             out.append({"type": "message", "role": "user", "content": content})
     return out
 

@@ -1,41 +1,36 @@
 """The OpenAI Responses format: whole bodies for small graphs, and what every graph gives.
 
 Bodies are compared whole. Custom tool calls are ToolCallNodes whose `meta` says
-`responses_type: custom_tool_call`; `_WithMeta` gives a graph's call nodes that meta (the
-way the Responses importer records them), so these tests need no importer.
+`responses_type: custom_tool_call`; the `meta_view` fixture gives a graph's call nodes that
+meta (the way the Responses importer records them), so these tests need no importer.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from pydantic import JsonValue, ValidationError
 
 from context_graph import (
     BudgetExceededError,
     ContentPart,
     ContextGraph,
     ImagePart,
-    IngestError,
-    Node,
     ReasoningPart,
     TextPart,
-    ThinkingPart,
-    Unit,
 )
 from context_graph.graph.node_tokens import NodeTokenCache
-from context_graph.render import FORMATS, MISSING_RESULT_TEXT, Renderer, count_payload
-from context_graph.testing import WordCounter, graph_snapshot
+from context_graph.render import MISSING_RESULT_TEXT, Renderer, RenderSource, count_payload
+from context_graph.testing import WordCounter
 from context_graph.validate import validate
 from context_graph.validate.sdk_types import sdk_problems
 
 REASONING = ReasoningPart(id="rs_1", summary=("Look at a.py first.",), encrypted_content="gAAA==")
 CUSTOM = {"responses_type": "custom_tool_call"}
+#: The `meta_view` fixture (tests/context_graph/render/conftest.py).
+MetaViewFactory = Callable[..., RenderSource]
 
 
 @pytest.fixture(name="graph")
@@ -68,32 +63,6 @@ def _reasoning(part: ReasoningPart = REASONING) -> dict[str, Any]:
         "summary": summary,
         "encrypted_content": part.encrypted_content,
     }
-
-
-class _WithMeta:
-    """A graph whose nodes `meta` names get that meta (a custom call as imported)."""
-
-    def __init__(self, graph: ContextGraph, meta: Mapping[str, Mapping[str, JsonValue]]) -> None:
-        self._graph = graph
-        self._meta = meta
-
-    @property
-    def version(self) -> int:
-        return self._graph.version
-
-    def units(self) -> tuple[Unit, ...]:
-        return self._graph.units()
-
-    def __getitem__(self, node_id: str) -> Node:
-        node = self._graph[node_id]
-        extra = self._meta.get(node_id)
-        return node if extra is None else node.model_copy(update={"meta": dict(extra)})
-
-    def answer_to(self, call_node_id: str) -> Node | None:
-        return self._graph.answer_to(call_node_id)
-
-    def first_call_with_id(self, tool_call_id: str) -> str | None:
-        return self._graph.first_call_with_id(tool_call_id)
 
 
 def _call(call_id: str, name: str = "read", arguments: str = '{"path": "a.py"}') -> dict[str, str]:
@@ -232,19 +201,21 @@ class TestBodies:
 
 
 class TestCustomToolCalls:
-    def _graph(self, graph: ContextGraph) -> _WithMeta:
+    def _graph(self, graph: ContextGraph, meta_view: MetaViewFactory) -> RenderSource:
         graph.add_user("patch it")
         _, call = graph.add_assistant(
             None, tool_calls=[_call("call_p", "apply_patch", "*** Begin Patch\n*** End Patch")]
         )
         result = graph.add_tool_result("call_p", "Done!")
-        return _WithMeta(
+        return meta_view(
             graph, {call: CUSTOM, result: {"responses_type": "custom_tool_call_output"}}
         )
 
-    def test_custom_calls_go_back_as_custom_items(self, graph: ContextGraph) -> None:
+    def test_custom_calls_go_back_as_custom_items(
+        self, graph: ContextGraph, meta_view: MetaViewFactory
+    ) -> None:
         """A custom call sends its raw input text, and is answered by a custom output."""
-        assert _render(self._graph(graph))["input"][1:] == [
+        assert _render(self._graph(graph, meta_view))["input"][1:] == [
             {
                 "type": "custom_tool_call",
                 "call_id": "call_p",
@@ -254,9 +225,11 @@ class TestCustomToolCalls:
             {"type": "custom_tool_call_output", "call_id": "call_p", "output": "Done!"},
         ]
 
-    def test_other_formats_get_the_raw_input_as_a_json_object(self, graph: ContextGraph) -> None:
+    def test_other_formats_get_the_raw_input_as_a_json_object(
+        self, graph: ContextGraph, meta_view: MetaViewFactory
+    ) -> None:
         """Chat, Anthropic and Gemini calls take JSON objects: the text is `{"input": ...}`."""
-        source = self._graph(graph)
+        source = self._graph(graph, meta_view)
         wrapped = {"input": "*** Begin Patch\n*** End Patch"}
         openai = _render(source, fmt="openai")["messages"][1]["tool_calls"][0]["function"]
         assert json.loads(openai["arguments"]) == wrapped
@@ -349,104 +322,3 @@ class TestBudget:
         result = Renderer(format="responses").render(graph)
         cache = NodeTokenCache(WordCounter())
         assert result.tokens == count_payload(result.payload, "responses", cache.counter)
-
-
-class TestHostileContent:
-    @pytest.mark.parametrize(
-        "part",
-        [
-            {"type": "reasoning", "summary": "not a list"},
-            {"type": "reasoning", "summary": [3]},
-            {"type": "reasoning", "encrypted_content": {"x": 1}},
-            {"type": "reasoning", "id": 7},
-            {"type": "reasoning", "signature": "unknown field"},
-        ],
-    )
-    def test_a_malformed_reasoning_part_is_refused(self, graph: ContextGraph, part: Any) -> None:
-        """A reasoning part of the wrong shape is an IngestError, and the graph is unchanged."""
-        graph.add_user("go")
-        before = graph_snapshot(graph)
-        with pytest.raises(IngestError):
-            content: list[Any] = [part, {"type": "text", "text": "done"}]
-            graph.add_assistant(content)
-        assert graph_snapshot(graph) == before
-
-    def test_a_reasoning_part_is_frozen(self) -> None:
-        """Nothing can change a reasoning part once made: it is sent back as received."""
-        with pytest.raises(ValidationError):
-            REASONING.encrypted_content = "changed"
-
-    def test_odd_text_goes_back_byte_for_byte(self, graph: ContextGraph) -> None:
-        """Control characters, quotes and astral characters in reasoning are not touched."""
-        odd = ReasoningPart(
-            id="rs_\u2603", summary=('"\x00\n\U0001f600',), encrypted_content="\\u0000"
-        )
-        graph.add_user("go")
-        graph.add_assistant([odd, TextPart(text="ok")])
-        assert _render(graph)["input"][1] == _reasoning(odd)
-
-
-# --- properties ---------------------------------------------------------------------------
-
-_TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
-_REASONING = st.builds(
-    ReasoningPart,
-    id=st.none() | st.from_regex(r"rs_[a-z0-9]{1,6}", fullmatch=True),
-    summary=st.lists(_TEXT, max_size=2).map(tuple),
-    encrypted_content=st.none() | st.text(max_size=8),
-)
-_ASSISTANT_PART = (
-    _REASONING
-    | st.builds(TextPart, text=_TEXT)
-    | st.builds(ThinkingPart, thinking=_TEXT, signature=st.none() | st.just("sig"))
-)
-_TURN = st.tuples(
-    st.lists(_ASSISTANT_PART, max_size=4),
-    st.lists(st.sampled_from(["answered", "unanswered", "custom"]), max_size=3),
-    _TEXT,
-)
-
-
-@settings(max_examples=60)
-@given(turns=st.lists(_TURN, min_size=1, max_size=5), share=st.sampled_from([None, 3, 2]))
-def test_any_graph_renders_a_valid_body_with_every_call_paired(
-    turns: list[tuple[list[Any], list[str], str]], share: int | None
-) -> None:
-    """Any graph, at any budget that fits, gives a body both checks accept, calls all paired."""
-    graph = ContextGraph(counter=WordCounter())
-    graph.add_user("start")
-    custom: dict[str, Mapping[str, JsonValue]] = {}
-    for n, (parts, calls, user) in enumerate(turns):
-        specs = [_call(f"call_{n}_{k}") for k in range(len(calls))]
-        ids = graph.add_assistant(parts, tool_calls=specs)
-        for k, kind in enumerate(calls):
-            if kind == "custom":
-                custom[ids[k + 1]] = CUSTOM
-            if kind != "unanswered":
-                graph.add_tool_result(f"call_{n}_{k}", f"out {n} {k}")
-        graph.add_user(user)
-    source = _WithMeta(graph, custom)
-    renderer = Renderer(format="responses")
-    full = renderer.render(source).tokens
-    try:
-        result = renderer.render(source, budget=None if share is None else full // share)
-    except BudgetExceededError:
-        return
-    assert validate(result.payload, "responses") == []
-    assert sdk_problems(result.payload, "responses") == []
-    items = result.payload["input"]
-    calls = [i["call_id"] for i in items if i["type"] in ("function_call", "custom_tool_call")]
-    outputs = [i["call_id"] for i in items if i["type"].endswith("_output")]
-    assert sorted(calls) == sorted(outputs)
-
-
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_every_format_renders_a_graph_with_reasoning_valid(fmt: str) -> None:
-    """A session with reasoning, custom and unanswered calls is valid in every format."""
-    graph = ContextGraph(counter=WordCounter())
-    graph.add_user("go")
-    _, call = graph.add_assistant([REASONING], tool_calls=[_call("c1", "sh", "raw text")])
-    graph.add_tool_result("c1", "done")
-    graph.add_assistant([REASONING, TextPart(text="next")], tool_calls=[_call("c2")])
-    graph.add_user("and?")
-    _render(_WithMeta(graph, {call: CUSTOM}), fmt=fmt)
