@@ -79,8 +79,14 @@ _UNCHECKED_ITEMS = frozenset(
 )
 _CALLS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}
 _OUTPUTS = {output: call for call, output in _CALLS.items()}
-#: What a reasoning item may lead to.
-_LED_TO = frozenset({"function_call", "custom_tool_call"})
+#: What a reasoning item may lead to (an assistant message too): a call of any tool.
+_LED_TO = frozenset(
+    {
+        "function_call",
+        "custom_tool_call",
+        *(kind for kind in _UNCHECKED_ITEMS if kind.endswith("_call")),
+    }
+)
 
 
 @dataclass

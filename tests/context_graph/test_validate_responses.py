@@ -198,6 +198,7 @@ VALID = [
         instructions="You are a coding agent.",
     ),
     body(USER, REASONING, REASONING | {"id": "rs_2"}, call(), output()),
+    body(USER, REASONING, {"type": "local_shell_call", "id": "lsh_1"}),
 ]
 
 
