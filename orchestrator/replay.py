@@ -87,7 +87,7 @@ def _extends(previous: list[str] | None, current: list[str] | None) -> bool:
 
 
 def _messages(payload: dict[str, Any]) -> list[str]:
-    listed = payload.get("messages", payload.get("contents", []))
+    listed = payload.get("messages", payload.get("contents", payload.get("input", [])))
     return [json.dumps(m, sort_keys=True) for m in listed]
 
 

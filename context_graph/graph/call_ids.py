@@ -1,7 +1,8 @@
 """Tool-call ids as each provider accepts them, mapped deterministically (and back).
 
 Anthropic accepts `^[a-zA-Z0-9_-]+$` and rejects an id used twice in one request; OpenAI
-caps ids at 40 characters. Sessions break both: tau-bench reuses ids, other tools write
+caps ids at 40 characters in Chat Completions and at 64 in the Responses API (`call_id`).
+Sessions break both: tau-bench reuses ids, other tools write
 ids with dots or colons, some ids are long. An id that is valid and the first use of
 its value is sent as it is (so most renders are byte-identical to the source); any
 other id is rewritten from its value and the call's position, which never change once
@@ -33,6 +34,8 @@ ID_RULES: Mapping[str, IdRule] = MappingProxyType(
         "openai": IdRule(re.compile(r"[^\x00-\x1f]+"), 40),
         "anthropic": IdRule(re.compile(r"[a-zA-Z0-9_-]+"), 64),
         "gemini": IdRule(re.compile(r"[^\x00-\x1f]+"), 64),
+        # The Responses API refuses a `call_id` over 64 characters (`string_above_max_length`).
+        "responses": IdRule(re.compile(r"[^\x00-\x1f]+"), 64),
     }
 )
 
@@ -46,7 +49,7 @@ def provider_call_id(original: str, seq: int | None, first_use: bool, fmt: str) 
         original: The call id as recorded.
         seq: The call node's transcript position.
         first_use: Whether no earlier call in the session used `original`.
-        fmt: `openai`, `anthropic` or `gemini`.
+        fmt: `openai`, `anthropic`, `gemini` or `responses`.
     """
     rule = ID_RULES[fmt]
     if first_use and len(original) <= rule.max_length and rule.pattern.fullmatch(original):

@@ -1,8 +1,9 @@
 """Content parts: what a message carries, as nodes and events hold it.
 
-Text, images, documents and thinking blocks, discriminated by `type`, and the opaque
-signature a provider puts over a piece of its own output. Events (`context_graph.graph.events`)
-and nodes (`context_graph.graph.nodes`) both carry them, so they live apart from either.
+Text, images, documents, thinking blocks and Responses reasoning items, discriminated by
+`type`, and the opaque signature a provider puts over a piece of its own output. Events
+(`context_graph.graph.events`) and nodes (`context_graph.graph.nodes`) both carry them, so
+they live apart from either.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ __all__ = [
     "DocumentPart",
     "ImagePart",
     "ProviderSignature",
+    "ReasoningPart",
     "RedactedThinkingPart",
     "TextPart",
     "ThinkingPart",
@@ -84,6 +86,19 @@ class RedactedThinkingPart(BaseModel):
     """The opaque payload."""
 
 
+class ReasoningPart(BaseModel):
+    """An OpenAI Responses `reasoning` item: the model's opaque reasoning, sent back as received."""
+
+    model_config = _FROZEN
+    type: Literal["reasoning"] = "reasoning"
+    id: str | None = None
+    """The item's id (`rs_...`), sent back with it."""
+    summary: tuple[str, ...] = ()
+    """The readable summary texts, in order (may be empty)."""
+    encrypted_content: str | None = None
+    """The opaque payload, sent back byte for byte and never read."""
+
+
 class ProviderSignature(BaseModel):
     """A provider's opaque signature over a piece of its own output (a tool call).
 
@@ -99,6 +114,6 @@ class ProviderSignature(BaseModel):
 
 
 ContentPart: TypeAlias = Annotated[
-    TextPart | ImagePart | DocumentPart | ThinkingPart | RedactedThinkingPart,
+    TextPart | ImagePart | DocumentPart | ThinkingPart | RedactedThinkingPart | ReasoningPart,
     Field(discriminator="type"),
 ]

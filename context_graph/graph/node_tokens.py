@@ -15,6 +15,7 @@ from context_graph.errors import ConfigurationError
 from context_graph.graph.content import (
     DocumentPart,
     ImagePart,
+    ReasoningPart,
     RedactedThinkingPart,
     TextPart,
     ThinkingPart,
@@ -66,6 +67,11 @@ def countable_pieces(node: Node) -> tuple[list[str], int]:
             pieces.append(part.thinking)
         elif isinstance(part, RedactedThinkingPart):
             pieces.append(part.data)
+        elif isinstance(part, ReasoningPart):
+            # Counted like thinking: its summary and payload go back to the provider.
+            pieces.extend(part.summary)
+            if part.encrypted_content is not None:
+                pieces.append(part.encrypted_content)
         elif isinstance(part, ImagePart):
             flat += IMAGE_TOKENS
         elif isinstance(part, DocumentPart):

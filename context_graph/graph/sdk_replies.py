@@ -31,6 +31,7 @@ from context_graph.graph.call_shapes import plain
 from context_graph.graph.content import (
     DocumentPart,
     ImagePart,
+    ReasoningPart,
     RedactedThinkingPart,
     TextPart,
     ThinkingPart,
@@ -41,7 +42,7 @@ __all__ = ["Provider", "Reply", "is_reply", "read_message", "read_response"]
 
 Provider: TypeAlias = Literal["openai", "anthropic", "gemini"]
 
-_PARTS = (TextPart, ImagePart, DocumentPart, ThinkingPart, RedactedThinkingPart)
+_PARTS = (TextPart, ImagePart, DocumentPart, ThinkingPart, RedactedThinkingPart, ReasoningPart)
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "thinking", "redacted_thinking"})
 _RESPONSE_KEYS = ("choices", "candidates")
 _EXPECTED = (

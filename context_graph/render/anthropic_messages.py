@@ -30,7 +30,7 @@ from context_graph.render.provider import (
     AssemblyStats,
     Message,
 )
-from context_graph.render.turns import Result, Turn, UnitTurns, call_id_for
+from context_graph.render.turns import Result, Turn, UnitTurns, arguments_object, call_id_for
 from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
 __all__ = [
@@ -72,8 +72,7 @@ def unit_messages(unit: UnitTurns) -> list[Message]:
 def _assistant_blocks(turn: Turn) -> list[Block]:
     blocks = [b for b in (_part_block(p, assistant=True) for p in turn.parts) if b is not None]
     for call in turn.calls:
-        parsed = call.node.parsed_arguments
-        arguments = parsed if isinstance(parsed, dict) else {"arguments": call.node.arguments}
+        arguments = arguments_object(call.node)
         blocks.append(
             {
                 "type": "tool_use",

@@ -18,7 +18,7 @@ from typing import Any, Final
 from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart, ThinkingPart
 from context_graph.graph.node_tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, NodeTokenCache
 from context_graph.render.provider import EMPTY_USER_TEXT, LEADING_USER_TEXT, AssemblyStats
-from context_graph.render.turns import Result, Turn, UnitTurns, call_id_for
+from context_graph.render.turns import Result, Turn, UnitTurns, arguments_object, call_id_for
 from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
 __all__ = [
@@ -69,8 +69,7 @@ def _model_parts(turn: Turn) -> list[Part]:
         elif isinstance(part, TextPart) and part.text:
             parts.append({"text": part.text})
     for call in turn.calls:
-        parsed = call.node.parsed_arguments
-        args = parsed if isinstance(parsed, dict) else {"arguments": call.node.arguments}
+        args = arguments_object(call.node)
         call_part: Part = {
             "functionCall": {
                 "id": call_id_for(call, "gemini"),

@@ -14,7 +14,7 @@ from typing import Any, Final
 from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart
 from context_graph.graph.node_tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, NodeTokenCache
 from context_graph.render.provider import LEADING_USER_TEXT, AssemblyStats, Message
-from context_graph.render.turns import Turn, UnitTurns, call_id_for
+from context_graph.render.turns import Turn, UnitTurns, arguments_text, call_id_for
 from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
 __all__ = [
@@ -84,7 +84,7 @@ def _assistant(turn: Turn) -> Message | None:
             {
                 "id": call_id_for(call, "openai"),
                 "type": "function",
-                "function": {"name": call.node.name, "arguments": call.node.arguments},
+                "function": {"name": call.node.name, "arguments": arguments_text(call.node)},
             }
             for call in turn.calls
         ]

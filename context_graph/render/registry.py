@@ -12,6 +12,7 @@ from types import MappingProxyType
 from context_graph.render.anthropic_messages import AnthropicMessagesRenderer
 from context_graph.render.gemini_contents import GeminiContentsRenderer
 from context_graph.render.openai_chat import OpenAIChatRenderer
+from context_graph.render.openai_responses import OpenAIResponsesRenderer
 from context_graph.render.provider import ProviderRenderer
 from context_graph.tokens.counting import ProviderFormat
 
@@ -23,6 +24,7 @@ PROVIDER_RENDERERS: Mapping[ProviderFormat, ProviderRenderer] = MappingProxyType
         "openai": OpenAIChatRenderer(),
         "anthropic": AnthropicMessagesRenderer(),
         "gemini": GeminiContentsRenderer(),
+        "responses": OpenAIResponsesRenderer(),
     }
 )
 

@@ -61,7 +61,7 @@ class Renderer:
     """Renders a graph (or a working projection of one) for one provider format.
 
     Args:
-        format: A key of `PROVIDER_RENDERERS`: `openai`, `anthropic` or `gemini`.
+        format: A key of `PROVIDER_RENDERERS`: `openai`, `anthropic`, `gemini` or `responses`.
         counter: The token counter for the budget; by default the source graph's own
             (so tokens counted at ingest are reused).
         cache_breakpoints: Anthropic only: mark the system prompt, the end of the part

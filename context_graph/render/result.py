@@ -56,7 +56,7 @@ def count_payload(
 
     Args:
         payload: A request body in `format`.
-        format: `openai`, `anthropic` or `gemini`.
+        format: `openai`, `anthropic`, `gemini` or `responses`.
         cache: A `NodeTokenCache`, or a bare `TokenCounter` (wrapped in a fresh cache).
     """
     if not isinstance(cache, NodeTokenCache):

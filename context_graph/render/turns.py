@@ -8,9 +8,12 @@ complete and pairing never depends on what else is rendered.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
+
+from pydantic import JsonValue
 
 from context_graph.graph.anchors import SUMMARY_HEADER
 from context_graph.graph.call_ids import provider_call_id
@@ -35,7 +38,10 @@ __all__ = [
     "Result",
     "Turn",
     "UnitTurns",
+    "arguments_object",
+    "arguments_text",
     "call_id_for",
+    "is_custom_call",
     "sendable",
     "unit_turns",
 ]
@@ -83,6 +89,34 @@ class Call:
 def call_id_for(call: Call, fmt: str) -> str:
     """The id to send for `call` in format `fmt` (see `context_graph.graph.call_ids`)."""
     return provider_call_id(call.node.tool_call_id, call.node.seq, call.first_use, fmt)
+
+
+#: The `meta` key naming a call's (or output's) OpenAI Responses item type.
+RESPONSES_TYPE = "responses_type"
+
+
+def is_custom_call(node: ToolCallNode) -> bool:
+    """Whether `node` is a Responses custom tool call: `arguments` is raw input text, not JSON."""
+    return node.meta.get(RESPONSES_TYPE) == "custom_tool_call"
+
+
+def arguments_object(node: ToolCallNode) -> dict[str, JsonValue]:
+    """A call's arguments as a JSON object, for formats whose calls take only objects.
+
+    A custom call's raw input becomes `{"input": <text>}`; arguments that are not a JSON
+    object become `{"arguments": <text>}`.
+    """
+    if is_custom_call(node):
+        return {"input": node.arguments}
+    parsed = node.parsed_arguments
+    return parsed if isinstance(parsed, dict) else {"arguments": node.arguments}
+
+
+def arguments_text(node: ToolCallNode) -> str:
+    """A call's arguments as JSON text: as recorded, or a custom call's input wrapped."""
+    if is_custom_call(node):
+        return json.dumps({"input": node.arguments}, ensure_ascii=False)
+    return node.arguments
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,8 @@ class FormatOverhead:
     """Tokens a provider format adds around the content.
 
     The OpenAI figures follow OpenAI's published counting recipe (3 per message, 1 per
-    name, 3 to prime the reply). Anthropic and Gemini do not publish theirs; the figures
+    name, 3 to prime the reply); the Responses API serves the same models and gets the
+    same figures per item. Anthropic and Gemini do not publish theirs; the figures
     here are conservative estimates that `Calibrator` corrects from reported usage.
     """
 
@@ -42,6 +43,9 @@ FORMAT_OVERHEADS: Mapping[str, FormatOverhead] = MappingProxyType(
             per_message=4, per_tool_call=12, per_tool_result=8, per_request=4
         ),
         "gemini": FormatOverhead(per_message=4, per_tool_call=10, per_tool_result=8, per_request=4),
+        "responses": FormatOverhead(
+            per_message=3, per_tool_call=8, per_tool_result=4, per_request=3
+        ),
     }
 )
 

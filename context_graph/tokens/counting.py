@@ -23,7 +23,7 @@ __all__ = [
     "seam_runs",
 ]
 
-ProviderFormat: TypeAlias = Literal["openai", "anthropic", "gemini"]
+ProviderFormat: TypeAlias = Literal["openai", "anthropic", "gemini", "responses"]
 
 
 @runtime_checkable

@@ -92,7 +92,7 @@ class Collector:
         self.found.append(Violation(rule=rule, index=index, path=path, message=f"{path}: {text}"))
 
 
-_MESSAGE_INDEX = re.compile(r"(?:messages|contents)\[(?P<index>\d+)\]")
+_MESSAGE_INDEX = re.compile(r"(?:messages|contents|input)\[(?P<index>\d+)\]")
 
 
 def check_finite(payload: Any, out: Collector, *, limit: int = 20) -> None:

@@ -13,7 +13,7 @@ from context_graph.validate.common import Collector
 
 __all__ = ["ProviderValidator", "ValidationFormat"]
 
-ValidationFormat: TypeAlias = Literal["openai", "anthropic", "gemini"]
+ValidationFormat: TypeAlias = Literal["openai", "anthropic", "gemini", "responses"]
 
 
 @runtime_checkable

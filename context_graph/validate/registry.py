@@ -12,6 +12,7 @@ from types import MappingProxyType
 from context_graph.validate.anthropic_messages import AnthropicMessagesValidator
 from context_graph.validate.gemini_contents import GeminiContentsValidator
 from context_graph.validate.openai_chat import OpenAIChatValidator
+from context_graph.validate.openai_responses import OpenAIResponsesValidator
 from context_graph.validate.provider import ProviderValidator, ValidationFormat
 
 __all__ = ["PROVIDER_VALIDATORS"]
@@ -22,5 +23,6 @@ PROVIDER_VALIDATORS: Mapping[ValidationFormat, ProviderValidator] = MappingProxy
         "openai": OpenAIChatValidator(),
         "anthropic": AnthropicMessagesValidator(),
         "gemini": GeminiContentsValidator(),
+        "responses": OpenAIResponsesValidator(),
     }
 )

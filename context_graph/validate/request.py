@@ -50,8 +50,9 @@ def validate(payload: Any, format: ValidationFormat) -> list[Violation]:
     Args:
         payload: A request body as it would be sent: OpenAI Chat Completions
             (`{"messages": [...]}`), Anthropic Messages (`{"system": ..., "messages":
-            [...]}`) or Gemini generateContent (`{"systemInstruction": ..., "contents":
-            [...]}`). Any value is accepted; malformed input is reported, never raised.
+            [...]}`), Gemini generateContent (`{"systemInstruction": ..., "contents":
+            [...]}`) or the OpenAI Responses API (`{"instructions": ..., "input": [...]}`).
+            Any value is accepted; malformed input is reported, never raised.
         format: Which provider's rules to apply.
 
     Returns:
@@ -95,9 +96,9 @@ def detect_request_format(body: Any) -> ValidationFormat | None:
     """The provider whose request `body` is, or `None` when it cannot be told.
 
     A body is told by the fields only one provider uses (Gemini's `contents`, Anthropic's
-    top-level `system` and `tool_use` blocks, OpenAI's `tool` role and `tool_calls`;
-    see `request_format_clues`); failing those, a top-level `max_tokens` with
-    `messages` suggests Anthropic, which requires it.
+    top-level `system` and `tool_use` blocks, OpenAI's `tool` role and `tool_calls`, the
+    Responses API's `input` and `instructions`; see `request_format_clues`); failing
+    those, a top-level `max_tokens` with `messages` suggests Anthropic, which requires it.
 
     Example:
         detect_request_format({"system": "be brief", "messages": []})  # "anthropic"

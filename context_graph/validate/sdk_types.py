@@ -158,7 +158,8 @@ def sdk_problems(payload: Any, format: str) -> list[str]:
 
     Args:
         payload: A rendered request body (`RenderResult.payload`).
-        format: `openai` or `anthropic`; `gemini` is not checked (no SDK types here).
+        format: `openai`, `anthropic` or `responses`; `gemini` is not checked (no SDK
+            types here).
 
     Raises:
         ValueError: an unknown format.
@@ -168,6 +169,8 @@ def sdk_problems(payload: Any, format: str) -> list[str]:
         return []  # no Gemini SDK is installed for the tests
     if not isinstance(payload, dict):
         return [f"$: expected an object, got {type(payload).__name__}"]
+    if format == "responses":
+        return _responses_problems(payload)
     problems: list[str] = []
     messages = payload.get("messages")
     if not isinstance(messages, list):
@@ -189,4 +192,43 @@ def sdk_problems(payload: Any, format: str) -> list[str]:
         raise ValueError(msg)
     for i, message in enumerate(messages):
         problems += _check(message, message_type, f"messages[{i}]")
+    return problems
+
+
+def _responses_problems(payload: dict[str, Any]) -> list[str]:
+    """`instructions` and every `input` item against `openai.types.responses`.
+
+    The SDK types an assistant message and a reasoning item as the API returns them,
+    with the `id` (and a message's `status`) the API fills in; as input the API takes
+    them without (Codex CLI sends both so, and an id it never issued would be wrong to
+    make up). So those two keys may be absent there; anything else is checked as typed.
+    """
+    from openai.types.responses import (
+        ResponseInputItemParam,
+        ResponseOutputMessageParam,
+        ResponseReasoningItemParam,
+        response_create_params,
+    )
+
+    hints = typing.get_type_hints(
+        response_create_params.ResponseCreateParamsBase, include_extras=True
+    )
+    problems: list[str] = []
+    if "instructions" in payload:
+        problems += _check(payload["instructions"], hints["instructions"], "instructions")
+    items = payload.get("input")
+    if not isinstance(items, list):
+        return [*problems, *_check(items, hints["input"], "input")]
+    for i, item in enumerate(items):
+        path = f"input[{i}]"
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "reasoning":
+            found = _check(item, ResponseReasoningItemParam, path)
+            problems += [p for p in found if p != f"{path}.id: missing required key"]
+        elif kind == "message" and item.get("role") == "assistant" and "id" not in item:
+            found = _check(item, ResponseOutputMessageParam, path)
+            absent = {f"{path}.{key}: missing required key" for key in ("id", "status")}
+            problems += [p for p in found if p not in absent]
+        else:
+            problems += _check(item, ResponseInputItemParam, path)
     return problems

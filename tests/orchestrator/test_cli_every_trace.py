@@ -22,6 +22,7 @@ from context_graph.render import FORMATS, Renderer
 from context_graph.testing import trace_files
 from context_graph.tokens.counting import ProviderFormat
 from context_graph.validate.request import validate
+from context_graph.validate.sdk_types import sdk_problems
 from orchestrator.cli import _session, main
 from orchestrator.manager import ContextManager
 from orchestrator.profiles import get_profile
@@ -106,4 +107,33 @@ def test_render_answers_with_a_valid_body(
         refused.append(f"{path.relative_to(TRACES)} {fmt} {level} ({budget:,} of {raw:,})")
         return
     assert code == 0, f"{path} at {budget}"
-    assert validate(json.loads(out.read_text(encoding="utf-8")), fmt) == []
+    body = json.loads(out.read_text(encoding="utf-8"))
+    assert validate(body, fmt) == []
+    assert sdk_problems(body, fmt) == []
+
+
+@pytest.mark.parametrize(("path", "level"), _params())
+@pytest.mark.ingests_traces
+def test_render_in_the_responses_format_is_valid(
+    path: Path, level: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--format responses` gives a body our rules and the openai SDK's types accept."""
+    _sessions(path)  # raises IngestError for files no importer reads yet
+    raw = _raw_tokens(path, "responses")
+    budget = int(level) if level.isdigit() else max(1, raw * int(level[:-1]) // 100)
+    monkeypatch.setattr(_session, "load_sessions", _cached_load)
+    out = tmp_path / "request.json"
+    argv = ["render", str(path), "--format", "responses", "--budget", str(budget), "-o", str(out)]
+    code = main(argv)
+    if code == 3:
+        options = get_profile("coding").manager_options()
+        manager = ContextManager(format="responses", budget=budget, **options)
+        manager.ingest(_sessions(path)[0].events)
+        with pytest.raises(BudgetExceededError):
+            manager.render_sync()
+        return
+    assert code == 0, f"{path} at {budget}"
+    body = json.loads(out.read_text(encoding="utf-8"))
+    assert validate(body, "responses") == []
+    assert sdk_problems(body, "responses") == []
+    assert "input" in body

@@ -61,6 +61,11 @@ _RECORDED_RENDERS = {
     "gemini/3000": "47ae65a1b587cae9",
     "gemini/1500": "187382efb283d0a6",
     "gemini/800": "f90079c6254890b2",
+    # Recorded when the Responses format came (issue 17), after the chain.
+    "responses/None": "1bb299da4e17afe0",
+    "responses/3000": "8c9e5da5d53f10da",
+    "responses/1500": "33ee05670e80f494",
+    "responses/800": "c8afefce7b89b4d1",
 }
 # `graph_stats` of the same graph on 74849a7.
 _RECORDED_STATS: dict[str, Any] = {

@@ -65,9 +65,21 @@ def _oa_call(call_id: str, name: str, **args: object) -> dict[str, object]:
 # --- reading rendered bodies ----------------------------------------------------------------
 
 
+_LIST_KEY = {"gemini": "contents", "responses": "input"}
+_RESPONSES_CALLS = ("function_call", "custom_tool_call")
+_RESPONSES_OUTPUTS = ("function_call_output", "custom_tool_call_output")
+
+
 def _messages(payload: dict[str, Any], fmt: ProviderFormat) -> list[Message]:
-    messages: list[Message] = payload["contents"] if fmt == "gemini" else payload["messages"]
+    messages: list[Message] = payload[_LIST_KEY.get(fmt, "messages")]
     return messages
+
+
+def _role(message: Message) -> str:
+    """A message's role; a Responses call is the assistant's, its output the tool's."""
+    if "role" in message:
+        return str(message["role"])
+    return "assistant" if message.get("type") in _RESPONSES_CALLS else "tool"
 
 
 def _parts(message: Message, fmt: ProviderFormat) -> list[Any]:
@@ -80,6 +92,8 @@ def _calls_in(message: Message, fmt: ProviderFormat) -> list[str]:
         return [c["id"] for c in message.get("tool_calls") or ()]
     if fmt == "anthropic":
         return [b["id"] for b in _parts(message, fmt) if b["type"] == "tool_use"]
+    if fmt == "responses":
+        return [message["call_id"]] if message["type"] in _RESPONSES_CALLS else []
     return [p["functionCall"]["id"] for p in _parts(message, fmt) if "functionCall" in p]
 
 
@@ -88,6 +102,8 @@ def _results_in(message: Message, fmt: ProviderFormat) -> list[str]:
         return [message["tool_call_id"]] if message["role"] == "tool" else []
     if fmt == "anthropic":
         return [b["tool_use_id"] for b in _parts(message, fmt) if b["type"] == "tool_result"]
+    if fmt == "responses":
+        return [message["call_id"]] if message["type"] in _RESPONSES_OUTPUTS else []
     return [p["functionResponse"]["id"] for p in _parts(message, fmt) if "functionResponse" in p]
 
 
@@ -103,10 +119,12 @@ def _texts(payload: dict[str, Any], fmt: ProviderFormat) -> list[tuple[str, str]
     """(role, text) of every piece of text in the messages, tool results included."""
     found: list[tuple[str, str]] = []
     for message in _messages(payload, fmt):
-        role = message["role"]
+        role = _role(message)
         content = message.get("content")
         if isinstance(content, str):
             found.append((role, content))
+        if isinstance(message.get("output"), str):
+            found.append((role, message["output"]))
         for part in _parts(message, fmt):
             if "text" in part:
                 found.append((role, part["text"]))
@@ -119,8 +137,9 @@ def _texts(payload: dict[str, Any], fmt: ProviderFormat) -> list[tuple[str, str]
 
 def _extends(old: dict[str, Any], new: dict[str, Any], fmt: ProviderFormat) -> bool:
     """Whether `new` starts with `old` (its last message may have grown by merged blocks)."""
-    if {k: v for k, v in old.items() if k not in ("messages", "contents")} != {
-        k: v for k, v in new.items() if k not in ("messages", "contents")
+    lists = ("messages", "contents", "input")
+    if {k: v for k, v in old.items() if k not in lists} != {
+        k: v for k, v in new.items() if k not in lists
     }:
         return False
     before, after = _messages(old, fmt), _messages(new, fmt)
@@ -131,7 +150,7 @@ def _extends(old: dict[str, Any], new: dict[str, Any], fmt: ProviderFormat) -> b
         return True
     old_parts, new_parts = _parts(last, fmt), _parts(grown, fmt)
     return (
-        fmt != "openai"
+        fmt not in ("openai", "responses")  # neither merges neighbours
         and last["role"] == grown["role"]
         and new_parts[: len(old_parts)] == old_parts
     )
@@ -424,7 +443,8 @@ class TestUnansweredCalls:
         assert validate(before, fmt) == validate(after, fmt) == []
         assert _extends(before, after, fmt)
         assert _result_ids(after, fmt) == ["d1"]
-        assert (_messages(after, fmt)[2]["role"], MISSING_RESULT_TEXT) in _texts(after, fmt)
+        answer = next(m for m in _messages(after, fmt) if _results_in(m, fmt))
+        assert (_role(answer), MISSING_RESULT_TEXT) in _texts(after, fmt)
         if fmt == "openai":
             assert after["messages"] == [
                 {"role": "user", "content": "deploy it"},
@@ -868,7 +888,8 @@ class TestRequestEnding:
         assert validate(result.payload, fmt) == []
         assert result.dropped
         messages = _messages(result.payload, fmt)
-        tail = messages[-2:] if fmt == "openai" else messages[-1:]
+        # Chat Completions and Responses send one message (item) per result.
+        tail = messages[-2:] if fmt in ("openai", "responses") else messages[-1:]
         assert [r for m in tail for r in _results_in(m, fmt)] == ["p", "q"]
         assert "wrap up" in str(result.payload)
 

@@ -52,7 +52,8 @@ def _session() -> ContextGraph:
 class TestRegistry:
     def test_formats_are_the_registry_in_order(self) -> None:
         """`FORMATS` lists the registered formats, in the registry's order."""
-        assert FORMATS == tuple(PROVIDER_RENDERERS) == ("openai", "anthropic", "gemini")
+        expected = ("openai", "anthropic", "gemini", "responses")
+        assert FORMATS == tuple(PROVIDER_RENDERERS) == expected
 
     @pytest.mark.parametrize("fmt", FORMATS)
     def test_each_format_satisfies_the_protocol(self, fmt: ProviderFormat) -> None:
@@ -98,8 +99,9 @@ class TestRendererHoldsItsProvider:
 
     def test_unknown_format_names_the_registered_ones(self) -> None:
         """An unknown format is refused with the list of registered formats."""
-        with pytest.raises(ConfigurationError, match="expected one of openai, anthropic, gemini"):
-            Renderer(format="responses")  # type: ignore[arg-type]
+        known = "expected one of openai, anthropic, gemini, responses"
+        with pytest.raises(ConfigurationError, match=known):
+            Renderer(format="bedrock")  # type: ignore[arg-type]
 
     @pytest.mark.parametrize("fmt", FORMATS)
     def test_tokens_are_the_providers_count_of_the_body(self, fmt: ProviderFormat) -> None:

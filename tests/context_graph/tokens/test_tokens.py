@@ -315,8 +315,8 @@ class TestCountableText:
 
 class TestFormatOverhead:
     def test_every_provider_format_has_overheads(self) -> None:
-        """OpenAI, Anthropic and Gemini each have positive per-message overhead."""
-        assert set(FORMAT_OVERHEADS) == {"openai", "anthropic", "gemini"}
+        """Every provider format has positive per-message and per-call overhead."""
+        assert set(FORMAT_OVERHEADS) == {"openai", "anthropic", "gemini", "responses"}
         for overhead in FORMAT_OVERHEADS.values():
             assert overhead.per_message > 0
             assert overhead.per_tool_call > 0
