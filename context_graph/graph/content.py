@@ -16,6 +16,7 @@ __all__ = [
     "DocumentPart",
     "ImagePart",
     "ProviderSignature",
+    "ReasoningPart",
     "RedactedThinkingPart",
     "TextPart",
     "ThinkingPart",
@@ -84,6 +85,19 @@ class RedactedThinkingPart(BaseModel):
     """The opaque payload."""
 
 
+class ReasoningPart(BaseModel):
+    """An OpenAI Responses `reasoning` item: the model's reasoning, opaque, sent back as received."""
+
+    model_config = _FROZEN
+    type: Literal["reasoning"] = "reasoning"
+    id: str | None = None
+    """The item's id (`rs_...`), sent back with it."""
+    summary: tuple[str, ...] = ()
+    """The readable summary texts, in order (may be empty)."""
+    encrypted_content: str | None = None
+    """The opaque payload, sent back byte for byte and never read."""
+
+
 class ProviderSignature(BaseModel):
     """A provider's opaque signature over a piece of its own output (a tool call).
 
@@ -99,6 +113,6 @@ class ProviderSignature(BaseModel):
 
 
 ContentPart: TypeAlias = Annotated[
-    TextPart | ImagePart | DocumentPart | ThinkingPart | RedactedThinkingPart,
+    TextPart | ImagePart | DocumentPart | ThinkingPart | RedactedThinkingPart | ReasoningPart,
     Field(discriminator="type"),
 ]
