@@ -45,7 +45,8 @@ from context_graph.importers._base import (
     expect_mapping,
     expect_str,
 )
-from context_graph.importers.openai_responses import ItemReader, content_parts
+from context_graph.importers._responses_content import content_parts
+from context_graph.importers.openai_responses import ItemReader
 
 __all__ = ["is_harness_context", "sniff", "to_sessions"]
 

@@ -39,8 +39,6 @@ from pydantic import JsonValue
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.graph.content import (
     ContentPart,
-    DocumentPart,
-    ImagePart,
     ReasoningPart,
     TextPart,
 )
@@ -60,11 +58,11 @@ from context_graph.importers._base import (
     expect_mapping,
     expect_str,
 )
+from context_graph.importers._responses_content import content_parts, optional_str
 
 __all__ = [
     "OTHER_ITEMS",
     "ItemReader",
-    "content_parts",
     "looks_like_items",
     "refuse_server_state",
     "sniff",
@@ -327,7 +325,7 @@ class ItemReader:
         if role == "assistant":
             turn = self._open(where, ts)
             turn.parts.extend(parts)
-            message_id = _optional_str(item, "id", where)
+            message_id = optional_str(item, "id", where)
             turn.message_id = turn.message_id or message_id
             if isinstance(item.get("phase"), str):
                 turn.meta["phase"] = item["phase"]
@@ -382,9 +380,9 @@ def _reasoning(
             text = expect_str(block.get("text"), here.with_path("text"), "reasoning `text`")
             reasoning_text.append(text)
     return ReasoningPart(
-        id=_optional_str(item, "id", where),
+        id=optional_str(item, "id", where),
         summary=tuple(summary),
-        encrypted_content=_optional_str(item, "encrypted_content", where),
+        encrypted_content=optional_str(item, "encrypted_content", where),
     )
 
 
@@ -397,58 +395,7 @@ def _content(item: Mapping[str, Any], where: SourceLocation) -> tuple[ContentPar
     return content_parts(item["content"], where.with_path("content"), "`content`")
 
 
-def content_parts(value: Any, where: SourceLocation, what: str) -> tuple[ContentPart, ...]:
-    """A message's or an output's content (a string, or a list of parts) as content parts."""
-    if isinstance(value, str):
-        return (TextPart(text=value),)
-    parts = []
-    for i, part in enumerate(expect_list(value, where, what)):
-        here = where.with_path(f"[{i}]")
-        parts.append(_part(expect_mapping(part, here, "content part"), here))
-    return tuple(parts)
-
-
-def _part(block: Mapping[str, Any], where: SourceLocation) -> ContentPart:
-    kind = block.get("type")
-    if kind in ("input_text", "output_text", "text"):
-        return TextPart(text=expect_str(block.get("text"), where.with_path("text"), "`text`"))
-    if kind == "refusal":
-        text = expect_str(block.get("refusal"), where.with_path("refusal"), "`refusal`")
-        return TextPart(text=text)
-    if kind == "input_image":
-        url = _optional_str(block, "image_url", where)
-        if url is None:
-            return TextPart(text=f"[input_image {_optional_str(block, 'file_id', where) or ''}]")
-        head, sep, data = url.partition(",")
-        if url.startswith("data:") and sep and head.endswith(";base64"):
-            media_type = head.removeprefix("data:").removesuffix(";base64") or None
-            return ImagePart(media_type=media_type, data=data)
-        return ImagePart(url=url)
-    if kind == "input_file":
-        return _file(block, where)
-    msg = f"unknown content part type {kind!r}"
-    raise IngestError(msg, where.with_path("type"))
-
-
-def _file(block: Mapping[str, Any], where: SourceLocation) -> ContentPart:
-    name = _optional_str(block, "filename", where)
-    data = _optional_str(block, "file_data", where)
-    url = _optional_str(block, "file_url", where)
-    if data is None and url is None:
-        return TextPart(text=f"[input_file {name or _optional_str(block, 'file_id', where) or ''}]")
-    media_type = None
-    if data is not None and data.startswith("data:"):
-        head, _, data = data.partition(",")
-        media_type = head.removeprefix("data:").removesuffix(";base64") or None
-    return DocumentPart(media_type=media_type, data=data, url=url, title=name)
-
-
 # --- fields ---------------------------------------------------------------------------------
-
-
-def _optional_str(item: Mapping[str, Any], key: str, where: SourceLocation) -> str | None:
-    value = item.get(key)
-    return None if value is None else expect_str(value, where.with_path(key), f"`{key}`")
 
 
 def _nonempty(item: Mapping[str, Any], key: str, where: SourceLocation) -> str:
