@@ -1,8 +1,9 @@
 """Content parts: what a message carries, as nodes and events hold it.
 
-Text, images, documents and thinking blocks, discriminated by `type`, and the opaque
-signature a provider puts over a piece of its own output. Events (`context_graph.graph.events`)
-and nodes (`context_graph.graph.nodes`) both carry them, so they live apart from either.
+Text, images, documents, thinking blocks and Responses reasoning items, discriminated by
+`type`, and the opaque signature a provider puts over a piece of its own output. Events
+(`context_graph.graph.events`) and nodes (`context_graph.graph.nodes`) both carry them, so
+they live apart from either.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ class RedactedThinkingPart(BaseModel):
 
 
 class ReasoningPart(BaseModel):
-    """An OpenAI Responses `reasoning` item: the model's reasoning, opaque, sent back as received."""
+    """An OpenAI Responses `reasoning` item: the model's opaque reasoning, sent back as received."""
 
     model_config = _FROZEN
     type: Literal["reasoning"] = "reasoning"

@@ -109,6 +109,26 @@ class TestSharedTraces:
         assert isinstance(event, SystemPrompt) and event.meta == {"role": "developer"}
         assert [p.text for p in event.content] == [p["text"] for p in developer["content"]]
 
+    def test_assistant_messages_are_text_in_order(self) -> None:
+        """Each assistant `message`'s `output_text` is a text part of a turn, in file order."""
+        assert CODEMIE is not None
+        said = [
+            part["text"]
+            for _, m in _items(CODEMIE, "message")
+            if m["role"] == "assistant"
+            for part in m["content"]
+        ]
+        texts = [
+            p.text
+            for e in _events(CODEMIE)
+            if isinstance(e, AssistantTurn)
+            for p in e.content
+            if isinstance(p, TextPart)
+        ]
+        assert texts == said and len(said) == 13
+        phases = [e.meta.get("phase") for e in _events(CODEMIE) if isinstance(e, AssistantTurn)]
+        assert "commentary" in phases
+
     @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
     def test_harness_context_messages_are_notices(self, path: Path) -> None:
         """`<environment_context>` and AGENTS.md messages are notices; user requests are not."""

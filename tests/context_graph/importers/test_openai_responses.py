@@ -113,6 +113,15 @@ class TestItems:
         assert calls["call_2"].arguments == PATCH
         assert calls["call_1"].meta == {}
 
+    def test_a_call_without_meta_serializes_as_before(self) -> None:
+        """`ToolCall.meta` is left out of the JSON when empty, so existing node ids stay."""
+        plain = ToolCall(id="c", name="ls", arguments="{}")
+        assert plain.model_dump_json() == '{"id":"c","name":"ls","arguments":"{}"}'
+        marked = ToolCall(id="c", name="ls", meta={"responses_type": "custom_tool_call"})
+        assert json.loads(marked.model_dump_json())["meta"] == {
+            "responses_type": "custom_tool_call"
+        }
+
     def test_parallel_calls_stay_in_one_turn(self) -> None:
         """Two calls before their outputs belong to one assistant turn."""
         items = [
