@@ -8,14 +8,17 @@ marker, since there is nothing offline to send), `input_file` a document (inline
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
+
+from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart
 from context_graph.importers._base import expect_list, expect_mapping, expect_str
 
-__all__ = ["content_parts", "optional_str"]
+__all__ = ["content_parts", "optional_str", "plain_json"]
 
 
 def content_parts(value: Any, where: SourceLocation, what: str) -> tuple[ContentPart, ...]:
@@ -68,3 +71,12 @@ def optional_str(item: Mapping[str, Any], key: str, where: SourceLocation) -> st
     """`item[key]`: a string, or `None` when absent or null."""
     value = item.get(key)
     return None if value is None else expect_str(value, where.with_path(key), f"`{key}`")
+
+
+def plain_json(item: Any, where: SourceLocation) -> JsonValue:
+    """`item` as plain JSON for `meta` (it came from JSON, so only odd numbers can fail)."""
+    try:
+        value: JsonValue = json.loads(json.dumps(item, allow_nan=False))
+    except (TypeError, ValueError, RecursionError):
+        raise IngestError("item cannot be kept as JSON", where) from None
+    return value

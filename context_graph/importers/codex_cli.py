@@ -26,7 +26,6 @@ counted in `meta["skipped_records"]`.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +44,7 @@ from context_graph.importers._base import (
     expect_mapping,
     expect_str,
 )
-from context_graph.importers._responses_content import content_parts
+from context_graph.importers._responses_content import content_parts, plain_json
 from context_graph.importers.openai_responses import ItemReader
 
 __all__ = ["is_harness_context", "sniff", "to_sessions"]
@@ -180,7 +179,7 @@ class _Walk:
             if name not in self.meta and isinstance(value, str) and value:
                 self.meta[name] = value
         if isinstance(payload.get("git"), Mapping) and "git" not in self.meta:
-            self.meta["git"] = json.loads(json.dumps(payload["git"]))
+            self.meta["git"] = plain_json(payload["git"], where.with_path("git"))
         prompt = payload.get("base_instructions")
         if prompt is None:
             return
@@ -215,7 +214,7 @@ class _Walk:
         info = expect_mapping(info, where.with_path("info"), "`info`")
         usage = info.get("total_token_usage")
         if isinstance(usage, Mapping):
-            self.meta["usage"] = json.loads(json.dumps(usage))
+            self.meta["usage"] = plain_json(usage, where.with_path("info.total_token_usage"))
         window = info.get("model_context_window")
         if type(window) is int:
             self.meta["model_context_window"] = window

@@ -58,7 +58,7 @@ from context_graph.importers._base import (
     expect_mapping,
     expect_str,
 )
-from context_graph.importers._responses_content import content_parts, optional_str
+from context_graph.importers._responses_content import content_parts, optional_str, plain_json
 
 __all__ = [
     "OTHER_ITEMS",
@@ -170,7 +170,8 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
                 meta[key] = data[key]
         if isinstance(data.get("usage"), Mapping):
             meta["usage"] = dict(data["usage"])
-        reader.model = data["model"] if isinstance(data.get("model"), str) else None
+        if data.get("object") == "response":  # a request's model did not write its input
+            reader.model = data["model"] if isinstance(data.get("model"), str) else None
         _instructions(reader, data.get("instructions"), raw)
         key = "output" if data.get("object") == "response" else "input"
         items = data.get(key)
@@ -288,7 +289,7 @@ class ItemReader:
             elif kind in ("function_call", "custom_tool_call"):
                 turn.calls.append(self._call(item, where, custom=kind == "custom_tool_call"))
             else:
-                turn.items.append(_json(item, where))
+                turn.items.append(plain_json(item, where))
 
     def system(
         self, parts: tuple[ContentPart, ...], where: SourceLocation, meta: dict[str, JsonValue]
@@ -402,13 +403,4 @@ def _nonempty(item: Mapping[str, Any], key: str, where: SourceLocation) -> str:
     value = expect_str(item.get(key), where.with_path(key), f"`{key}`")
     if not value:
         raise IngestError(f"`{key}` must not be empty", where.with_path(key))
-    return value
-
-
-def _json(item: Mapping[str, Any], where: SourceLocation) -> JsonValue:
-    """`item` as plain JSON for `meta` (it came from JSON, so only odd numbers can fail)."""
-    try:
-        value: JsonValue = json.loads(json.dumps(item, allow_nan=False))
-    except (TypeError, ValueError, RecursionError):
-        raise IngestError("item cannot be kept as JSON", where) from None
     return value
