@@ -62,9 +62,9 @@ class Session:
         return out
 
 
-#: Shared trace families no importer reads yet (Codex CLI rollouts, Gemini CLI histories):
-#: they join the comparison when the Responses issue's importers land.
-UNREAD_FAMILIES = frozenset({"codex_cli", "gemini_cli"})
+#: Shared trace families no importer reads yet (Gemini CLI histories): they join the
+#: comparison when the Responses issue's importer for them lands.
+UNREAD_FAMILIES = frozenset({"gemini_cli"})
 
 
 def session_files(traces: Path) -> list[Path]:

@@ -142,6 +142,10 @@ class ToolCall(BaseModel):
     signature: ProviderSignature | None = Field(default=None, exclude_if=lambda v: v is None)
     """The provider's signature for this call (Gemini's `thoughtSignature`); left out of
     the JSON when absent, so calls without one keep the ids they always had."""
+    meta: Mapping[str, JsonValue] = Field(default_factory=dict, exclude_if=lambda v: not v)
+    """Extra metadata kept on the call's node (an OpenAI Responses custom tool call has
+    `{"responses_type": "custom_tool_call"}`); left out of the JSON when empty, so calls
+    without any keep the ids they always had."""
 
     @model_validator(mode="wrap")
     @classmethod

@@ -179,7 +179,7 @@ class _Planner:
         self.add(head)
         for index, call in enumerate(event.tool_calls):
             payload = model_json(call) + head.id.encode()
-            common = self.common(event) | {"meta": {}}
+            common = self.common(event) | {"meta": dict(call.meta)}
             node = build(
                 ToolCallNode,
                 id=make_node_id("tool_call", self.plan.seq, payload),

@@ -6,9 +6,9 @@ graph = load_graph("session.jsonl")        # any supported format, detected
 ```
 
 Formats, in the order detection tries them (most specific first): Claude Code session
-JSONL, tau2-bench runs, tau-bench runs, OpenHands LLM call logs, mini-swe-agent and
-SWE-agent trajectories, then the bare provider payloads: Anthropic Messages, Gemini
-`contents`, OpenAI Chat Completions.
+JSONL, Codex CLI rollout JSONL, tau2-bench runs, tau-bench runs, OpenHands LLM call logs,
+mini-swe-agent and SWE-agent trajectories, then the bare provider payloads: Anthropic
+Messages, Gemini `contents`, OpenAI Responses items and bodies, OpenAI Chat Completions.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ __all__ = [
 #: Every supported input format, in detection order.
 FORMATS: tuple[str, ...] = (
     "claude_code",
+    "codex_cli",
     "tau2",
     "tau_bench",
     "openhands",
@@ -47,6 +48,7 @@ FORMATS: tuple[str, ...] = (
     "swe_agent",
     "anthropic",
     "gemini",
+    "openai_responses",
     "openai",
 )
 

@@ -1,0 +1,261 @@
+"""Codex CLI rollout JSONL: `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`, one record a line.
+
+Each record is `{"timestamp", "type", "payload"}`. By type:
+
+- `session_meta`: the session's facts (id, working directory, CLI version, git) go to the
+  session's `meta`; `base_instructions` (Codex's system prompt; `{"text": ...}` or a string)
+  becomes the `SystemPrompt`. Older CLIs record no system prompt, and none is made.
+- `response_item`: an OpenAI Responses item, read as `openai_responses` reads items. User
+  messages the harness wrote (`<environment_context>`, `# AGENTS.md instructions for ...`,
+  `<user_instructions>`, `<turn_aborted>`, `<user_shell_command>`) become notices
+  (`UserTurn.notice`), so the render floor keeps the user's own request. Codex's own
+  `ghost_snapshot` items (git snapshots for undo, never sent to the model) are skipped.
+- `turn_context`: its `model` is credited to the assistant turns that follow.
+- `event_msg`: UI events that repeat the items (`user_message`, `agent_message`,
+  `agent_reasoning`, `exec_command_end`, ...) are skipped; the last `token_count` gives the
+  session's `meta["usage"]` (the provider's running totals) and `model_context_window`.
+- `compacted`: Codex's own compaction. It becomes a `Compaction` event (origin
+  `codex_cli`) standing for everything before it: its content is the readable messages of
+  `replacement_history` (what Codex sent in place of the history), developer messages
+  aside (they are system prompts already, kept pinned), or `message` when there is no
+  replacement history (older CLIs).
+
+Records of other types (later CLI versions add some) are skipped; every skipped record is
+counted in `meta["skipped_records"]`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import JsonValue
+
+from context_graph.errors import IngestError, SourceLocation
+from context_graph.graph.content import ContentPart, TextPart
+from context_graph.graph.events import Compaction, SystemPrompt
+from context_graph.importers._base import (
+    ImportedSession,
+    Names,
+    RawInput,
+    expect_list,
+    expect_mapping,
+    expect_str,
+)
+from context_graph.importers._responses_content import content_parts, plain_json
+from context_graph.importers.openai_responses import ItemReader
+
+__all__ = ["is_harness_context", "sniff", "to_sessions"]
+
+_RECORDS = Names({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+# Codex items that are not Responses API items and never reach the model.
+_CODEX_ONLY_ITEMS = Names({"ghost_snapshot", "other"})
+# How many leading records detection looks at.
+_SNIFF_RECORDS = 50
+_HARNESS_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions for ",
+    "<turn_aborted>",
+    "<user_shell_command>",
+)
+_SESSION_KEYS = {
+    "id": "session_id",
+    "cwd": "cwd",
+    "originator": "originator",
+    "cli_version": "cli_version",
+    "source": "source",
+    "model_provider": "model_provider",
+    "instructions": "instructions",
+}
+_NO_SUMMARY = "[Codex compacted the conversation here; no readable summary was recorded]"
+
+
+# --- detection ------------------------------------------------------------------------------
+
+
+def sniff(raw: RawInput) -> bool:
+    """Whether `raw` is a Codex rollout: records `{"type", "payload"}` of Codex's types."""
+    data = raw.data
+    records = data if isinstance(data, list) else [data]
+    return any(_looks_like_record(r) for r in records[:_SNIFF_RECORDS])
+
+
+def _looks_like_record(record: Any) -> bool:
+    return (
+        isinstance(record, Mapping)
+        and record.get("type") in _RECORDS
+        and isinstance(record.get("payload"), Mapping)
+    )
+
+
+def is_harness_context(parts: Sequence[ContentPart]) -> bool:
+    """Whether a user message with `parts` is context Codex wrote, not the user's words."""
+    texts = [p.text for p in parts if isinstance(p, TextPart)]
+    if not texts or len(texts) != len(parts):
+        return False
+    return all(text.lstrip().startswith(_HARNESS_PREFIXES) for text in texts)
+
+
+# --- sessions -------------------------------------------------------------------------------
+
+
+def to_sessions(raw: RawInput) -> list[ImportedSession]:
+    """Convert one rollout file to one session.
+
+    Raises:
+        IngestError: a record or item is malformed; names the file, line and field.
+    """
+    data = raw.data
+    records = data if isinstance(data, list) else [data]
+    if not records:
+        raise IngestError("a Codex rollout must be a list of records", raw.at())
+    walk = _Walk(raw)
+    for index, record in enumerate(records):
+        walk.record(index, record)
+    events = walk.reader.finish()
+    walk.meta["models"] = walk.models
+    walk.meta["skipped_records"] = dict(sorted(walk.skipped.items()))
+    return [ImportedSession(name=_name(raw, walk.meta), events=events, meta=walk.meta)]
+
+
+def _name(raw: RawInput, meta: Mapping[str, JsonValue]) -> str:
+    if raw.path is not None:
+        return raw.path.stem
+    session_id = meta.get("session_id")
+    return session_id if isinstance(session_id, str) and session_id else "codex_cli"
+
+
+@dataclass
+class _Walk:
+    """The state of converting one rollout, record by record."""
+
+    raw: RawInput
+    reader: ItemReader = field(default_factory=lambda: ItemReader(notice=is_harness_context))
+    meta: dict[str, JsonValue] = field(default_factory=lambda: {"format": "codex_cli"})
+    models: list[JsonValue] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    prompted: bool = False
+
+    def record(self, index: int, value: Any) -> None:
+        where = self.raw.at(index)
+        if not isinstance(value, Mapping):
+            msg = f"record must be an object, got {type(value).__name__}"
+            raise IngestError(msg, where)
+        kind = value.get("type")
+        if not isinstance(kind, str):
+            raise IngestError("record has no string `type`", where.with_path("type"))
+        timestamp = value.get("timestamp")
+        if timestamp is not None:
+            expect_str(timestamp, where.with_path("timestamp"), "`timestamp`")
+        if kind not in _RECORDS:
+            self.skipped[kind] += 1
+            return
+        payload = expect_mapping(value.get("payload"), where.with_path("payload"), "`payload`")
+        here = where.with_path("payload")
+        if kind == "response_item":
+            self._item(payload, here, timestamp)
+        elif kind == "session_meta":
+            self._session(payload, here, timestamp)
+        elif kind == "turn_context":
+            self._turn_context(payload, here)
+        elif kind == "event_msg":
+            self._event(payload, here)
+        else:
+            self._compacted(payload, here, timestamp)
+
+    def _item(self, payload: Mapping[str, Any], where: SourceLocation, ts: str | None) -> None:
+        item_type = payload.get("type")
+        if item_type in _CODEX_ONLY_ITEMS:
+            self.skipped[f"response_item.{item_type}"] += 1
+            return
+        self.reader.read(payload, where, ts)
+
+    def _session(self, payload: Mapping[str, Any], where: SourceLocation, ts: str | None) -> None:
+        for key, name in _SESSION_KEYS.items():
+            value = payload.get(key)
+            if name not in self.meta and isinstance(value, str) and value:
+                self.meta[name] = value
+        if isinstance(payload.get("git"), Mapping) and "git" not in self.meta:
+            self.meta["git"] = plain_json(payload["git"], where.with_path("git"))
+        prompt = payload.get("base_instructions")
+        if prompt is None:
+            return
+        here = where.with_path("base_instructions")
+        if isinstance(prompt, Mapping):
+            text = expect_str(prompt.get("text"), here.with_path("text"), "`text`")
+        else:
+            text = expect_str(prompt, here, "`base_instructions`")
+        if self.prompted:  # a resumed or forked session repeats its parent's
+            return
+        self.prompted = True
+        self.reader.flush()
+        self.reader.events.append(SystemPrompt(content=text, timestamp=ts, source=here))
+
+    def _turn_context(self, payload: Mapping[str, Any], where: SourceLocation) -> None:
+        model = payload.get("model")
+        if model is None:
+            return
+        model = expect_str(model, where.with_path("model"), "`model`")
+        self.reader.model = model
+        if model not in self.models:
+            self.models.append(model)
+
+    def _event(self, payload: Mapping[str, Any], where: SourceLocation) -> None:
+        kind = payload.get("type")
+        if kind != "token_count":
+            self.skipped[f"event_msg.{kind}" if isinstance(kind, str) else "event_msg"] += 1
+            return
+        info = payload.get("info")
+        if info is None:
+            return
+        info = expect_mapping(info, where.with_path("info"), "`info`")
+        usage = info.get("total_token_usage")
+        if isinstance(usage, Mapping):
+            self.meta["usage"] = plain_json(usage, where.with_path("info.total_token_usage"))
+        window = info.get("model_context_window")
+        if type(window) is int:
+            self.meta["model_context_window"] = window
+
+    def _compacted(self, payload: Mapping[str, Any], where: SourceLocation, ts: str | None) -> None:
+        message = payload.get("message")
+        if message is not None:
+            message = expect_str(message, where.with_path("message"), "`message`")
+        parts, unread = _replacement(payload.get("replacement_history"), where)
+        if not parts and message:
+            parts = [TextPart(text=message)]
+        meta: dict[str, JsonValue] = {"unreadable_items": unread} if unread else {}
+        self.reader.flush()
+        self.reader.events.append(
+            Compaction(
+                content=tuple(parts) or (TextPart(text=_NO_SUMMARY),),
+                origin="codex_cli",
+                timestamp=ts,
+                meta=meta,
+                source=where,
+            )
+        )
+
+
+def _replacement(value: Any, where: SourceLocation) -> tuple[list[ContentPart], int]:
+    """The readable parts of a replacement history, and how many items had none."""
+    if value is None:
+        return [], 0
+    here = where.with_path("replacement_history")
+    parts: list[ContentPart] = []
+    unread = 0
+    for i, item in enumerate(expect_list(value, here, "`replacement_history`")):
+        at = here.with_path(f"[{i}]")
+        body = expect_mapping(item, at, "item")
+        if body.get("type", "message") != "message":
+            unread += 1
+            continue
+        role = body.get("role")
+        if role in ("developer", "system"):
+            continue
+        if "content" not in body:
+            raise IngestError("message has no `content`", at)
+        parts.extend(content_parts(body["content"], at.with_path("content"), "`content`"))
+    return parts, unread

@@ -1,0 +1,518 @@
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from context_graph.errors import BudgetExceededError, IngestError
+from context_graph.graph.content import ReasoningPart, TextPart
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.events import (
+    AssistantTurn,
+    Compaction,
+    SystemPrompt,
+    ToolResult,
+    UserTurn,
+)
+from context_graph.graph.nodes import SummaryNode, ToolCallNode
+from context_graph.importers import RawInput, codex_cli, detect_format, load_sessions
+from context_graph.render import Renderer
+from context_graph.testing import graph_snapshot
+from context_graph.validate import validate
+
+TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"
+FAMILY = TRACES / "codex_cli"
+FILES = sorted(FAMILY.rglob("*.jsonl")) if FAMILY.is_dir() else []
+ACIDIC = next((p for p in FILES if "AcidicSoil" in str(p)), None)
+CODEMIE = next((p for p in FILES if "codemie" in str(p)), None)
+needs_traces = pytest.mark.skipif(not FILES, reason="shared Codex CLI traces are absent")
+
+Record = dict[str, Any]
+
+
+@functools.cache
+def _records(path: Path) -> list[tuple[int, Record]]:
+    """Every record with its 1-based line number, read independently of the importer."""
+    lines = path.read_text("utf-8").split("\n")
+    return [(n, json.loads(line)) for n, line in enumerate(lines, start=1) if line.strip()]
+
+
+def _items(path: Path, kind: str) -> list[tuple[int, Record]]:
+    return [
+        (n, r["payload"])
+        for n, r in _records(path)
+        if r["type"] == "response_item" and r["payload"].get("type") == kind
+    ]
+
+
+@functools.cache
+def _events(path: Path) -> list[Any]:
+    (session,) = load_sessions(path)
+    return session.events
+
+
+def _write(tmp_path: Path, records: list[Any], name: str = "rollout.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    return path
+
+
+def _item(payload: Record, ts: str = "2026-01-01T00:00:00Z") -> Record:
+    return {"timestamp": ts, "type": "response_item", "payload": payload}
+
+
+def _user(text: str) -> Record:
+    return _item(
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+    )
+
+
+def _say(text: str) -> Record:
+    content = [{"type": "output_text", "text": text}]
+    return _item({"type": "message", "role": "assistant", "content": content})
+
+
+META = {
+    "type": "session_meta",
+    "payload": {"id": "s-1", "cwd": "/w", "base_instructions": {"text": "You are Codex."}},
+}
+
+
+@needs_traces
+class TestSharedTraces:
+    @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
+    def test_detected_as_codex(self, path: Path) -> None:
+        """Each rollout is detected as a Codex CLI session."""
+        assert detect_format(path) == "codex_cli"
+
+    def test_base_instructions_become_the_system_prompt(self) -> None:
+        """`session_meta.base_instructions.text` is the first event, a system prompt."""
+        assert CODEMIE is not None
+        text = _records(CODEMIE)[0][1]["payload"]["base_instructions"]["text"]
+        first = _events(CODEMIE)[0]
+        assert isinstance(first, SystemPrompt) and first.content == (TextPart(text=text),)
+
+    def test_developer_messages_are_system_prompts(self) -> None:
+        """The developer message (permissions, collaboration mode) is a developer system prompt."""
+        assert CODEMIE is not None
+        (line, developer), *_ = [
+            (n, m) for n, m in _items(CODEMIE, "message") if m["role"] == "developer"
+        ]
+        (event,) = [e for e in _events(CODEMIE) if e.source.line == line]
+        assert isinstance(event, SystemPrompt) and event.meta == {"role": "developer"}
+        assert [p.text for p in event.content] == [p["text"] for p in developer["content"]]
+
+    def test_assistant_messages_are_text_in_order(self) -> None:
+        """Each assistant `message`'s `output_text` is a text part of a turn, in file order."""
+        assert CODEMIE is not None
+        said = [
+            part["text"]
+            for _, m in _items(CODEMIE, "message")
+            if m["role"] == "assistant"
+            for part in m["content"]
+        ]
+        texts = [
+            p.text
+            for e in _events(CODEMIE)
+            if isinstance(e, AssistantTurn)
+            for p in e.content
+            if isinstance(p, TextPart)
+        ]
+        assert texts == said and len(said) == 13
+        phases = [e.meta.get("phase") for e in _events(CODEMIE) if isinstance(e, AssistantTurn)]
+        assert "commentary" in phases
+
+    @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
+    def test_harness_context_messages_are_notices(self, path: Path) -> None:
+        """`<environment_context>` and AGENTS.md messages are notices; user requests are not."""
+        users = [e for e in _events(path) if isinstance(e, UserTurn)]
+        for turn in users:
+            text = "\n".join(p.text for p in turn.content if isinstance(p, TextPart))
+            harness = text.startswith(("<environment_context>", "# AGENTS.md instructions"))
+            assert turn.notice is harness, text[:60]
+        assert any(t.notice for t in users) and any(not t.notice for t in users)
+
+    @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
+    def test_event_messages_are_not_content(self, path: Path) -> None:
+        """`event_msg` records repeat items: only response items become user turns and results."""
+        users = [m for _, m in _items(path, "message") if m["role"] == "user"]
+        outputs = _items(path, "function_call_output") + _items(path, "custom_tool_call_output")
+        events = _events(path)
+        assert len([e for e in events if isinstance(e, UserTurn)]) == len(users)
+        assert len([e for e in events if isinstance(e, ToolResult)]) == len(outputs)
+
+    @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
+    def test_token_count_usage_is_session_meta(self, path: Path) -> None:
+        """The last `token_count` with info gives the session's usage and context window."""
+        infos = [
+            r["payload"]["info"]
+            for _, r in _records(path)
+            if r["type"] == "event_msg"
+            and r["payload"]["type"] == "token_count"
+            and r["payload"]["info"]
+        ]
+        (session,) = load_sessions(path)
+        assert session.meta["usage"] == infos[-1]["total_token_usage"]
+        assert session.meta["model_context_window"] == infos[-1]["model_context_window"]
+        assert "event_msg.user_message" in session.meta["skipped_records"]
+
+    @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
+    def test_function_calls_keep_their_arguments_exactly(self, path: Path) -> None:
+        """Every `function_call` is a call with its `call_id` and the very `arguments` text."""
+        calls = {
+            c.id: c for e in _events(path) if isinstance(e, AssistantTurn) for c in e.tool_calls
+        }
+        for _, item in _items(path, "function_call"):
+            call = calls[item["call_id"]]
+            assert (call.name, call.arguments, call.meta) == (item["name"], item["arguments"], {})
+
+    @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
+    def test_results_answer_their_calls(self, path: Path) -> None:
+        """Each output answers its call by `call_id` in the graph, output text unchanged."""
+        graph = ContextGraph()
+        graph.ingest(_events(path))
+        outputs = {i["call_id"]: i["output"] for _, i in _items(path, "function_call_output")}
+        results = [e for e in _events(path) if isinstance(e, ToolResult)]
+        for result in results:
+            if result.call_id in outputs:
+                assert result.content == (TextPart(text=outputs[result.call_id]),)
+
+    def test_custom_tool_calls_take_raw_text(self) -> None:
+        """`apply_patch` calls keep their raw input; call and output carry `responses_type`."""
+        assert CODEMIE is not None
+        custom = _items(CODEMIE, "custom_tool_call")
+        assert len(custom) == 3
+        graph = ContextGraph()
+        graph.ingest(_events(CODEMIE))
+        nodes = {n.tool_call_id: n for n in graph if isinstance(n, ToolCallNode)}
+        for _, item in custom:
+            node = nodes[item["call_id"]]
+            assert (node.name, node.arguments) == ("apply_patch", item["input"])
+            assert node.meta == {"responses_type": "custom_tool_call"}
+        outputs = [e for e in _events(CODEMIE) if isinstance(e, ToolResult) and e.meta]
+        assert [e.call_id for e in outputs] == [i["call_id"] for _, i in custom]
+        assert {e.meta["responses_type"] for e in outputs} == {"custom_tool_call_output"}
+
+    def test_web_search_calls_are_kept_in_the_turn_meta(self) -> None:
+        """Each `web_search_call` is kept, as recorded, in its assistant turn's meta."""
+        assert CODEMIE is not None
+        searches = [i for _, i in _items(CODEMIE, "web_search_call")]
+        kept = [
+            item
+            for e in _events(CODEMIE)
+            if isinstance(e, AssistantTurn)
+            for item in e.meta.get("responses_items", [])
+        ]
+        assert kept == searches and len(kept) == 3
+
+    @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
+    def test_reasoning_is_kept_byte_for_byte(self, path: Path) -> None:
+        """Every reasoning item is a part of its turn, encrypted content and summary unchanged."""
+        parts = [
+            p
+            for e in _events(path)
+            if isinstance(e, AssistantTurn)
+            for p in e.content
+            if isinstance(p, ReasoningPart)
+        ]
+        items = _items(path, "reasoning")
+        assert [p.encrypted_content for p in parts] == [i["encrypted_content"] for _, i in items]
+        assert [list(p.summary) for p in parts] == [
+            [s["text"] for s in i["summary"]] for _, i in items
+        ]
+
+    def test_ghost_snapshots_are_skipped(self) -> None:
+        """The `ghost_snapshot` item (Codex's undo snapshot) is counted as skipped, not content."""
+        assert ACIDIC is not None
+        (session,) = load_sessions(ACIDIC)
+        assert session.meta["skipped_records"]["response_item.ghost_snapshot"] == 1
+
+    def test_turn_context_names_the_model(self) -> None:
+        """Assistant turns carry the model `turn_context` named; the session lists the models."""
+        assert ACIDIC is not None
+        (session,) = load_sessions(ACIDIC)
+        turns = [e for e in session.events if isinstance(e, AssistantTurn)]
+        assert {t.model for t in turns} == {"gpt-5.1-codex"}
+        assert session.meta["models"] == ["gpt-5.1-codex"]
+
+    def test_a_session_that_stops_mid_task_has_no_assistant_text(self) -> None:
+        """AcidicSoil has no assistant message: turns of reasoning and calls, then a result."""
+        assert ACIDIC is not None
+        events = _events(ACIDIC)
+        turns = [e for e in events if isinstance(e, AssistantTurn)]
+        assert len(turns) == 39 and all(t.tool_calls for t in turns)
+        assert not any(isinstance(p, TextPart) for t in turns for p in t.content)
+        assert isinstance(events[-1], ToolResult)
+        assert not any(isinstance(e, SystemPrompt) for e in events)  # none recorded
+
+    @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
+    def test_every_event_names_its_line(self, path: Path) -> None:
+        """Each event's source is the file and line of its record."""
+        lines = {n for n, _ in _records(path)}
+        for event in _events(path):
+            assert event.source.file == str(path) and event.source.line in lines
+
+    @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
+    @pytest.mark.parametrize("fmt", ["openai", "anthropic", "gemini"])
+    def test_renders_valid_under_a_budget(self, path: Path, fmt: str) -> None:
+        """Under a tight budget the session renders a valid request in each existing format."""
+        graph = ContextGraph()
+        graph.ingest(_events(path))
+        renderer = Renderer(format=fmt)  # type: ignore[arg-type]
+        try:
+            result = renderer.render(graph, budget=8_000)
+        except BudgetExceededError as exc:  # the floor alone is larger: render at its size
+            result = renderer.render(graph, budget=exc.required)
+        assert validate(result.payload, fmt) == []
+        assert len(result.dropped) > 0
+
+
+class TestCompaction:
+    def _session(self, tmp_path: Path, *compacted: Record) -> list[Any]:
+        records: list[Any] = [META, _user("first task"), _say("done one")]
+        for index, payload in enumerate(compacted):
+            records += [
+                {"type": "compacted", "payload": payload},
+                _user(f"task {index + 2}"),
+                _say("ok"),
+            ]
+        (session,) = load_sessions(_write(tmp_path, records))
+        return session.events
+
+    def test_replacement_history_becomes_a_compaction(self, tmp_path: Path) -> None:
+        """A `compacted` record is a Compaction of the replacement history's readable messages."""
+        history = [
+            {
+                "type": "message",
+                "role": "developer",
+                "content": [{"type": "input_text", "text": "perms"}],
+            },
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "first task"}],
+            },
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "SUMMARY: one done"}],
+            },
+            {"type": "compaction", "encrypted_content": "gAAA"},
+        ]
+        events = self._session(tmp_path, {"message": "one done", "replacement_history": history})
+        (compaction,) = [e for e in events if isinstance(e, Compaction)]
+        assert compaction.origin == "codex_cli"
+        assert compaction.content == (
+            TextPart(text="first task"),
+            TextPart(text="SUMMARY: one done"),
+        )
+        assert compaction.meta == {"unreadable_items": 1}
+
+    def test_message_only_compaction(self, tmp_path: Path) -> None:
+        """An older `compacted` record with only `message` uses it as the summary."""
+        events = self._session(tmp_path, {"message": "the summary"})
+        (compaction,) = [e for e in events if isinstance(e, Compaction)]
+        assert compaction.content == (TextPart(text="the summary"),)
+
+    def test_two_compactions_chain(self, tmp_path: Path) -> None:
+        """The second compaction stands for everything before it, the first one included."""
+        events = self._session(tmp_path, {"message": "s1"}, {"message": "s2"})
+        graph = ContextGraph()
+        graph.ingest(events)
+        first, second = [n for n in graph if isinstance(n, SummaryNode)]
+        order = [n.id for n in graph]
+        assert graph.covered(second.id) == tuple(order[: order.index(second.id)])
+        assert second.abstracts[0] == first.id
+        body = Renderer(format="openai").render(graph).payload
+        texts = [m.get("content") for m in body["messages"]]
+        assert "s2" in texts and "first task" not in texts and "task 2" not in texts
+
+    def test_context_compacted_event_is_skipped(self, tmp_path: Path) -> None:
+        """The UI's `context_compacted` event repeats the record: it is counted, not content."""
+        event = {"type": "event_msg", "payload": {"type": "context_compacted"}}
+        (session,) = load_sessions(_write(tmp_path, [META, _user("x"), event]))
+        assert session.meta["skipped_records"] == {"event_msg.context_compacted": 1}
+        assert len(session.events) == 2
+
+
+class TestDetection:
+    def test_shared_traces_of_other_agents_are_not_claimed(self, other_trace: Path) -> None:
+        """No trace outside codex_cli/ is taken for a Codex rollout."""
+        from context_graph.importers import read_raw
+
+        assert not codex_cli.sniff(read_raw(other_trace))
+
+    @given(
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+            lambda kids: (
+                st.lists(kids, max_size=4)
+                | st.dictionaries(
+                    st.sampled_from(["type", "payload", "timestamp"]), kids, max_size=3
+                )
+            ),
+            max_leaves=10,
+        )
+    )
+    def test_sniff_never_raises(self, data: Any) -> None:
+        """Any JSON value is answered yes or no, never with an exception."""
+        assert codex_cli.sniff(RawInput(data)) in (True, False)
+
+
+class TestMalformed:
+    @pytest.mark.parametrize(
+        ("record", "path"),
+        [
+            ([1, 2], None),
+            ({"payload": {}}, "type"),
+            ({"type": "response_item", "payload": 3}, "payload"),
+            ({"type": "response_item", "timestamp": 5, "payload": {}}, "timestamp"),
+            (
+                _item(
+                    {
+                        "type": "message",
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": 1}],
+                    }
+                ),
+                "payload.content[0].text",
+            ),
+            (_item({"type": "message", "role": "robot", "content": []}), "payload.role"),
+            (
+                _item({"type": "function_call_output", "call_id": "never", "output": "x"}),
+                "payload.call_id",
+            ),
+            (
+                _item({"type": "reasoning", "summary": [], "encrypted_content": ["x"]}),
+                "payload.encrypted_content",
+            ),
+            (
+                _item(
+                    {"type": "custom_tool_call", "call_id": "c", "name": "apply_patch", "input": {}}
+                ),
+                "payload.input",
+            ),
+            (
+                {"type": "session_meta", "payload": {"base_instructions": {"text": 3}}},
+                "payload.base_instructions.text",
+            ),
+            ({"type": "turn_context", "payload": {"model": ["gpt"]}}, "payload.model"),
+            (
+                {"type": "event_msg", "payload": {"type": "token_count", "info": "x"}},
+                "payload.info",
+            ),
+            ({"type": "compacted", "payload": {"message": 4}}, "payload.message"),
+            (
+                {
+                    "type": "compacted",
+                    "payload": {"replacement_history": [{"type": "message", "role": "user"}]},
+                },
+                "payload.replacement_history[0]",
+            ),
+        ],
+        ids=[
+            "not an object",
+            "no type",
+            "payload a number",
+            "timestamp a number",
+            "text a number",
+            "unknown role",
+            "output without call",
+            "encrypted content a list",
+            "custom input an object",
+            "instructions text a number",
+            "model a list",
+            "token info a string",
+            "compaction message a number",
+            "replacement without content",
+        ],
+    )
+    def test_bad_record_names_file_line_and_path(
+        self, tmp_path: Path, record: Any, path: str | None
+    ) -> None:
+        """A malformed record raises `IngestError` naming the file, its line and the field."""
+        file = _write(tmp_path, [META, _user("hi"), record])
+        with pytest.raises(IngestError) as caught:
+            load_sessions(file, format="codex_cli")
+        location = caught.value.location
+        assert (location.file, location.line, location.path) == (str(file), 3, path)
+
+    @given(
+        line=st.integers(1, 4),
+        junk=st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=4),
+            lambda kids: (
+                st.lists(kids, max_size=3)
+                | st.dictionaries(
+                    st.sampled_from(["type", "payload", "role", "content", "call_id", "output"]),
+                    kids,
+                    max_size=3,
+                )
+            ),
+            max_leaves=8,
+        ),
+    )
+    def test_a_hostile_line_gives_a_typed_error_and_changes_nothing(
+        self, line: int, junk: Any
+    ) -> None:
+        """A record replaced by hostile JSON: it ingests, or an IngestError names its line."""
+        records: list[Any] = [
+            META,
+            _user("fix it"),
+            _item({"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{}"}),
+            _item({"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+            _say("fixed"),
+        ]
+        records[line] = junk
+        graph = ContextGraph()
+        graph.add_system("kept")
+        before = graph_snapshot(graph)
+        lines = tuple(range(1, len(records) + 1))
+        try:
+            (session,) = load_sessions(
+                RawInput(records, Path("r.jsonl"), lines), format="codex_cli"
+            )
+            graph.ingest(session.events)
+        except IngestError as exc:
+            assert exc.location is not None and exc.location.line in lines
+            assert graph_snapshot(graph) == before
+
+
+JUNK: tuple[Any, ...] = (None, [], {}, [1, "x"], {"type": ["text"]}, -1, "", "x" * 3, 10**40, True)
+
+
+@pytest.mark.slow
+@needs_traces
+@pytest.mark.parametrize("trace", FILES, ids=lambda p: p.parent.name)
+def test_mutated_rollouts_give_a_typed_error_or_a_valid_render(trace: Path, tmp_path: Path) -> None:
+    """A rollout value replaced by junk: an IngestError with file and line, or a valid render."""
+    records = [r for _, r in _records(trace)]
+    rng = random.Random(f"{trace.name}:fuzz")
+    for n in range(8):
+        mutated = copy.deepcopy(records)
+        index = rng.randrange(len(mutated))
+        record = mutated[index]
+        keys = list(record["payload"]) if isinstance(record.get("payload"), dict) else []
+        if keys:
+            record["payload"][rng.choice(keys)] = rng.choice(JUNK)
+        else:
+            mutated[index] = rng.choice(JUNK)
+        path = _write(tmp_path, mutated, f"m{n}.jsonl")
+        graph = ContextGraph()
+        try:
+            (session,) = load_sessions(path)
+            graph.ingest(session.events)
+        except IngestError as exc:
+            assert exc.location is not None and exc.location.file == str(path), exc
+            assert exc.location.line is not None, exc
+            continue
+        for fmt in ("openai", "anthropic", "gemini"):
+            body = Renderer(format=fmt).render(graph, budget=None).payload
+            assert validate(body, fmt) == [], f"mutation {n}: {fmt} body invalid"
