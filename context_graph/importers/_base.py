@@ -10,6 +10,13 @@ An importer module provides two functions:
   never raises);
 - `to_sessions(raw: RawInput) -> list[ImportedSession]`: the events of every session
   in the input, raising `IngestError` with the place of the first problem.
+
+Lenient reading: real logs hold strays, pieces an importer cannot place (a tool result
+no call asked for). `raw.strict` is `True` by default and a stray is refused like any
+other problem. An importer that supports lenient reading takes its `StrayKeeper` from
+`strays_of(raw)`, hands it each stray with the error a strict read raises, and gets back
+a `Note` event saying what the stray was; the session lists them in `strays`. An
+importer that does not refuses strays in both modes.
 """
 
 from __future__ import annotations
@@ -34,12 +41,14 @@ from context_graph.graph.content import (
     TextPart,
     ThinkingPart,
 )
-from context_graph.graph.events import AgentEvent
+from context_graph.graph.events import AgentEvent, Note
 
 __all__ = [
     "ImportedSession",
     "Names",
     "RawInput",
+    "Stray",
+    "StrayKeeper",
     "block_to_part",
     "check_base64",
     "expect_list",
@@ -47,6 +56,7 @@ __all__ = [
     "expect_str",
     "iso_timestamp",
     "read_raw",
+    "strays_of",
     "text_content",
     "with_fields",
 ]
@@ -74,11 +84,14 @@ class RawInput:
         data: The parsed JSON value; for JSONL, the list of records.
         path: The file it came from, if any.
         lines: For JSONL, the 1-based line number of each record in `data`.
+        strict: Refuse strays (the default); `False` keeps each as a note and reports it
+            (see the module docstring).
     """
 
     data: Any
     path: Path | None = None
     lines: tuple[int, ...] | None = None
+    strict: bool = True
 
     @property
     def file(self) -> str | None:
@@ -103,12 +116,68 @@ class ImportedSession:
         events: The session as events, in order.
         facts: Gold facts recorded by the source (tau-bench actions and outputs), if any.
         meta: Other facts about the session (model, agent, source format).
+        strays: What a lenient import kept as notes instead of refusing, in input order;
+            always empty after a strict import.
     """
 
     name: str
     events: list[AgentEvent]
     facts: list[str] = field(default_factory=list)
     meta: dict[str, JsonValue] = field(default_factory=dict)
+    strays: list[Stray] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Stray:
+    """A piece of input that a lenient import kept as a note instead of refusing it.
+
+    Attributes:
+        location: Where it is in the input.
+        reason: What a strict import refuses it with.
+    """
+
+    location: SourceLocation
+    reason: str
+
+    def describe(self) -> str:
+        """The place and the reason as one line, as the strict error would print them."""
+        return f"{self.location.describe()}: {self.reason}"
+
+
+class StrayKeeper:
+    """What one import does with strays: refuse them (strict) or keep each as a note."""
+
+    def __init__(self, *, strict: bool) -> None:
+        self.strict = strict
+        self.found: list[Stray] = []
+
+    def keep(self, error: IngestError, text: str, *, timestamp: str | None = None) -> Note:
+        """Return a note saying what the stray was, or raise `error` in strict mode.
+
+        Args:
+            error: What a strict import raises for this stray (its place and reason).
+            text: The note's text: what the stray was and what it held.
+            timestamp: When the stray was recorded, if the input says.
+
+        Raises:
+            IngestError: `error`, when the import is strict.
+        """
+        if self.strict:
+            raise error
+        self.found.append(Stray(error.location, error.reason))
+        # Not pinned: a stray is evidence of a gap in the log, not a fact to keep forever.
+        return Note(
+            content=text,
+            pinned=False,
+            timestamp=timestamp,
+            meta={"stray": error.reason},
+            source=error.location,
+        )
+
+
+def strays_of(raw: RawInput) -> StrayKeeper:
+    """A fresh `StrayKeeper` for one import of `raw`, strict as `raw` says."""
+    return StrayKeeper(strict=raw.strict)
 
 
 def read_raw(path: str | Path) -> RawInput:
