@@ -131,7 +131,7 @@ def _message(index: int, value: Any, walk: _Walk) -> str | None:
     where = walk.at(index)
     message = expect_mapping(value, where, "a message")
     kind = message.get("type")
-    if kind in _SKIPPED:
+    if isinstance(kind, str) and kind in _SKIPPED:
         walk.skipped[kind] += 1
         return None
     timestamp = _optional_str(message, "timestamp", walk.at(index, ".timestamp"))
@@ -169,8 +169,9 @@ def _gemini(
     usage = _usage(message.get("tokens"), walk.at(index, ".tokens"))
     if usage is not None:
         meta["usage"] = usage
+    found = message.get("toolCalls")
     raw_calls = expect_list(
-        message.get("toolCalls") or [], walk.at(index, ".toolCalls"), "`toolCalls`"
+        [] if found is None else found, walk.at(index, ".toolCalls"), "`toolCalls`"
     )
     records = [
         (k, expect_mapping(c, walk.at(index, f".toolCalls[{k}]"), "a tool call"))
