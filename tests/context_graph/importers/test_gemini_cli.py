@@ -364,7 +364,7 @@ class TestMalformedInput:
         path: str,
         reason: str,
     ) -> None:
-        """Bad input raises IngestError at the exact place, in both modes; the graph is unchanged."""
+        """Bad input raises IngestError at its exact place in both modes; the graph is unchanged."""
         file = write_json(data)
         before = graph_snapshot(graph)
         for strict in (True, False):

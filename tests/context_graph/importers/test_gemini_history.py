@@ -90,7 +90,7 @@ class TestPairing:
         assert _answers(events) == {"a b": ("run_shell_command-17-fb5d", '{"command": "ls"}')}
 
     def test_three_parallel_calls_pair_by_name_and_order(self) -> None:
-        """Three id-less calls answered out of order by responses with ids pair by name, in order."""
+        """Three id-less calls answered out of order by responses with ids pair by name."""
         payload = [
             _user({"text": "go"}),
             _model(_fcall("read", path="a"), _fcall("ls", dir="x"), _fcall("read", path="b")),
