@@ -305,7 +305,7 @@ async def anthropic_client_fixture(anthropic_server: FakeServer) -> AsyncIterato
 #: rollouts (OpenAI Responses items) and Gemini CLI histories. The Responses issue builds
 #: their importers; until then every test parametrized over a trace file expects those files
 #: to fail with `IngestError`. The mark is strict, so it must go when the importer lands.
-UNREAD_FAMILIES = frozenset({"codex_cli", "gemini_cli"})
+UNREAD_FAMILIES = frozenset({"codex_cli"})
 UNREAD_REASON = "no importer reads this format yet: the Responses issue builds it"
 
 
