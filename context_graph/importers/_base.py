@@ -41,7 +41,8 @@ from context_graph.graph.content import (
     TextPart,
     ThinkingPart,
 )
-from context_graph.graph.events import AgentEvent, Note
+from context_graph.graph.events import AgentEvent
+from context_graph.importers._strays import Stray, StrayKeeper
 
 __all__ = [
     "ImportedSession",
@@ -125,54 +126,6 @@ class ImportedSession:
     facts: list[str] = field(default_factory=list)
     meta: dict[str, JsonValue] = field(default_factory=dict)
     strays: list[Stray] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Stray:
-    """A piece of input that a lenient import kept as a note instead of refusing it.
-
-    Attributes:
-        location: Where it is in the input.
-        reason: What a strict import refuses it with.
-    """
-
-    location: SourceLocation
-    reason: str
-
-    def describe(self) -> str:
-        """The place and the reason as one line, as the strict error would print them."""
-        return f"{self.location.describe()}: {self.reason}"
-
-
-class StrayKeeper:
-    """What one import does with strays: refuse them (strict) or keep each as a note."""
-
-    def __init__(self, *, strict: bool) -> None:
-        self.strict = strict
-        self.found: list[Stray] = []
-
-    def keep(self, error: IngestError, text: str, *, timestamp: str | None = None) -> Note:
-        """Return a note saying what the stray was, or raise `error` in strict mode.
-
-        Args:
-            error: What a strict import raises for this stray (its place and reason).
-            text: The note's text: what the stray was and what it held.
-            timestamp: When the stray was recorded, if the input says.
-
-        Raises:
-            IngestError: `error`, when the import is strict.
-        """
-        if self.strict:
-            raise error
-        self.found.append(Stray(error.location, error.reason))
-        # Not pinned: a stray is evidence of a gap in the log, not a fact to keep forever.
-        return Note(
-            content=text,
-            pinned=False,
-            timestamp=timestamp,
-            meta={"stray": error.reason},
-            source=error.location,
-        )
 
 
 def strays_of(raw: RawInput) -> StrayKeeper:

@@ -74,7 +74,7 @@ from context_graph.importers._gemini_parts import (
     signature_of,
 )
 
-__all__ = ["model_turn", "response_text", "sniff", "stray_response", "to_sessions"]
+__all__ = ["model_turn", "response_text", "sniff", "to_sessions"]
 
 _ROLES = frozenset({"user", "model", "function"})
 _HARNESS_BLOCK = re.compile(r"\s*<(session_context|state_snapshot)>.*</\1>\s*", re.DOTALL)
@@ -309,7 +309,7 @@ def _result(value: Any, where: SourceLocation, walk: _Walk) -> ToolResult | Note
         else:
             return walk.strays.keep(
                 _orphan_error(name, response_id, where),
-                stray_response(name, response_id, text, is_error="error" in response),
+                _stray_text(name, response_id, text, is_error="error" in response),
             )
     return ToolResult(
         call_id=call_id, name=name, content=text, is_error="error" in response, source=where
@@ -327,7 +327,7 @@ def _orphan_error(name: str, response_id: str | None, where: SourceLocation) -> 
     return IngestError(msg, where)
 
 
-def stray_response(name: str, response_id: str | None, text: str, *, is_error: bool) -> str:
+def _stray_text(name: str, response_id: str | None, text: str, *, is_error: bool) -> str:
     """The text of the note a lenient import keeps for a response that answers no call."""
     named = f"`{name}`" if response_id is None else f"`{name}` (id `{response_id}`)"
     held = "its error" if is_error else "its output"

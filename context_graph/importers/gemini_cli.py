@@ -179,6 +179,7 @@ def _gemini(
     ]
     rounds = [list(group) for _, group in groupby(records, key=lambda r: r[1].get("timestamp"))]
     first: list[ContentPart] = [*thoughts, *content]
+    later: dict[str, JsonValue] = {k: v for k, v in meta.items() if k == "message_id"}
     for number, calls in enumerate(rounds or [[]]):
         parsed = [_call(index, k, record, walk) for k, record in calls]
         turn = AssistantTurn(
@@ -186,7 +187,7 @@ def _gemini(
             tool_calls=tuple(call for call, _ in parsed),
             model=model,
             timestamp=timestamp,
-            meta=meta if number == 0 else {"message_id": meta.get("message_id")},
+            meta=meta if number == 0 else later,
             source=walk.at(index),
         )
         walk.events.append(turn)
@@ -254,6 +255,7 @@ def _answers(
         meta={} if status is None else {"status": status},
         source=where,
     )
+    # A result whose only part named another call answers nothing: the call stays open.
     return [answer, *strays] if content or not strays else strays
 
 

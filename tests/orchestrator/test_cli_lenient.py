@@ -16,9 +16,7 @@ STRAY = [
     {"role": "model", "parts": [{"text": "done"}]},
     {
         "role": "user",
-        "parts": [
-            {"functionResponse": {"id": "nl", "name": "run", "response": {"output": "x"}}}
-        ],
+        "parts": [{"functionResponse": {"id": "nl", "name": "run", "response": {"output": "x"}}}],
     },
 ]
 
