@@ -176,8 +176,7 @@ def _readable_files() -> list[Path]:
     return [
         path
         for path in trace_files(TRACES)
-        if path.relative_to(TRACES).parts[0] not in {"codex_cli"}
-        and "subagents" not in path.parts
+        if path.relative_to(TRACES).parts[0] not in {"codex_cli"} and "subagents" not in path.parts
     ]
 
 
