@@ -21,6 +21,7 @@ from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.nodes import Node
 
 __all__ = [
+    "LENIENT_TRACES",
     "ListsSignals",
     "RecordedEvent",
     "Recorder",
@@ -28,6 +29,7 @@ __all__ = [
     "SignalBus",
     "WordCounter",
     "graph_snapshot",
+    "strict_trace",
     "trace_files",
 ]
 
@@ -229,3 +231,23 @@ def trace_files(directory: Path) -> list[Path]:
         for path in directory.rglob("*")
         if path.suffix in _SESSION_SUFFIXES and path.name not in _NOT_SESSIONS
     )
+
+
+#: Shared trace files (`family/folder/name` under ../shared/traces) that only a lenient
+#: import reads, each with the stray it holds (the traces' README lists them as quirks).
+#: Tests that read every trace read these with `strict=False` (the CLI with `--lenient`),
+#: so a stray anywhere else still fails them.
+LENIENT_TRACES: Mapping[str, str] = MappingProxyType(
+    {
+        "gemini_cli/google-gemini_gemini-cli/trajectory.json": (
+            "content 99 is a functionResponse (`run_shell_command`, id `nlcjynug`) that "
+            "answers no call"
+        ),
+    }
+)
+
+
+def strict_trace(path: Path) -> bool:
+    """Whether the trace file at `path` imports strictly: `False` for `LENIENT_TRACES`."""
+    posix = Path(path).as_posix()
+    return not any(posix.endswith(f"/{name}") or posix == name for name in LENIENT_TRACES)

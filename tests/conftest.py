@@ -301,11 +301,11 @@ async def anthropic_client_fixture(anthropic_server: FakeServer) -> AsyncIterato
 
 # --- shared traces that no importer reads yet ----------------------------------------------
 
-#: Trace families in ../shared/traces that arrived before an importer for them: Gemini CLI
-#: histories (Codex CLI rollouts have theirs). The Responses issue builds it; until then every
-#: test parametrized over a trace file expects those files to fail with `IngestError`. The
-#: mark is strict, so it must go when the importer lands.
-UNREAD_FAMILIES = frozenset({"gemini_cli"})
+#: Trace families in ../shared/traces that arrive before an importer for them. Every test
+#: parametrized over a trace file (marked `ingests_traces`) expects such a family's files to
+#: fail with `IngestError`; the mark is strict, so a family leaves this set when its importer
+#: lands. None is unread today.
+UNREAD_FAMILIES: frozenset[str] = frozenset()
 UNREAD_REASON = "no importer reads this format yet: the Responses issue builds it"
 
 

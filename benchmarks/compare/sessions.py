@@ -15,6 +15,7 @@ from pathlib import Path
 from context_graph import AgentEvent, Compaction, ContextGraph, TiktokenCounter
 from context_graph.importers import load_sessions
 from context_graph.render import Renderer
+from context_graph.testing import strict_trace
 from orchestrator.replay import model_call_points
 
 SUFFIXES = frozenset({".json", ".jsonl", ".traj"})
@@ -62,9 +63,9 @@ class Session:
         return out
 
 
-#: Shared trace families no importer reads yet (Gemini CLI histories): they join the
-#: comparison when the Responses issue's importer for them lands.
-UNREAD_FAMILIES = frozenset({"gemini_cli"})
+#: Shared trace families no importer reads yet; each family joins the comparison when its
+#: importer lands (none is left out today).
+UNREAD_FAMILIES: frozenset[str] = frozenset()
 
 
 def session_files(traces: Path) -> list[Path]:
@@ -94,7 +95,7 @@ def discover(traces: Path, *, only: str | None = None) -> list[Session]:
         family = path.relative_to(traces).parts[0]
         if only is not None and family != only:
             continue
-        imported = load_sessions(path)
+        imported = load_sessions(path, strict=strict_trace(path))
         for session in imported:
             if not session.events:
                 continue

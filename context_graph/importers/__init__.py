@@ -7,12 +7,19 @@ graph = load_graph("session.jsonl")        # any supported format, detected
 
 Formats, in the order detection tries them (most specific first): Claude Code session
 JSONL, Codex CLI rollout JSONL, tau2-bench runs, tau-bench runs, OpenHands LLM call logs,
-mini-swe-agent and SWE-agent trajectories, then the bare provider payloads: Anthropic
-Messages, Gemini `contents`, OpenAI Responses items and bodies, OpenAI Chat Completions.
+mini-swe-agent and SWE-agent trajectories, Gemini CLI chat recordings, then the bare provider
+payloads: Anthropic Messages, Gemini `contents`, OpenAI Responses items and bodies, OpenAI
+Chat Completions.
+
+Every loader is strict by default: input an importer cannot place (a stray, such as a
+tool result that no call asked for) is refused with `IngestError`. `strict=False` reads
+leniently where the importer supports it (Gemini `contents`, Gemini CLI recordings): each
+stray becomes a `Note` event saying what it was, and `ImportedSession.strays` lists them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,13 +29,14 @@ from typing import Any
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent
-from context_graph.importers._base import ImportedSession, RawInput, read_raw
+from context_graph.importers._base import ImportedSession, RawInput, Stray, read_raw
 from context_graph.tokens.counting import TokenCounter
 
 __all__ = [
     "FORMATS",
     "ImportedSession",
     "RawInput",
+    "Stray",
     "detect_format",
     "load_events",
     "load_graph",
@@ -46,6 +54,7 @@ FORMATS: tuple[str, ...] = (
     "openhands",
     "mini_swe_agent",
     "swe_agent",
+    "gemini_cli",
     "anthropic",
     "gemini",
     "openai_responses",
@@ -83,17 +92,21 @@ def detect_format(source: Any) -> str:
     raise IngestError(msg, SourceLocation(raw.file))
 
 
-def load_sessions(source: Any, *, format: str | None = None) -> list[ImportedSession]:
+def load_sessions(
+    source: Any, *, format: str | None = None, strict: bool = True
+) -> list[ImportedSession]:
     """Read every session in `source`.
 
     Args:
         source: A file path, parsed JSON (a payload dict or a message list) or a `RawInput`.
         format: One of `FORMATS`; detected when omitted.
+        strict: Refuse strays (the default); `False` keeps each as a note and lists it in
+            the session's `strays`, where the importer supports it.
 
     Raises:
         IngestError: the input cannot be read or is malformed (names the place).
     """
-    raw = _as_raw(source)
+    raw = dataclasses.replace(_as_raw(source), strict=strict)
     if format is None:
         format = detect_format(raw)
     elif format not in FORMATS:
@@ -104,14 +117,17 @@ def load_sessions(source: Any, *, format: str | None = None) -> list[ImportedSes
 
 
 def load_events(
-    source: Any, *, format: str | None = None, session: int | str = 0
+    source: Any, *, format: str | None = None, session: int | str = 0, strict: bool = True
 ) -> list[AgentEvent]:
     """Read one session's events (the first by default; by index or by name).
+
+    `strict` is as in `load_sessions`; a lenient read's strays are notes among the events.
 
     Raises:
         IngestError: the input is malformed, or has no such session.
     """
-    return select_session(load_sessions(source, format=format), session, source).events
+    sessions = load_sessions(source, format=format, strict=strict)
+    return select_session(sessions, session, source).events
 
 
 def load_graph(
@@ -120,10 +136,14 @@ def load_graph(
     format: str | None = None,
     session: int | str = 0,
     counter: TokenCounter | None = None,
+    strict: bool = True,
 ) -> ContextGraph:
-    """Build a graph from one session of `source`, whole or not at all."""
+    """Build a graph from one session of `source`, whole or not at all.
+
+    `strict` is as in `load_sessions`.
+    """
     graph = ContextGraph(counter=counter)
-    graph.ingest(load_events(source, format=format, session=session))
+    graph.ingest(load_events(source, format=format, session=session, strict=strict))
     return graph
 
 

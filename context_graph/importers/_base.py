@@ -10,6 +10,13 @@ An importer module provides two functions:
   never raises);
 - `to_sessions(raw: RawInput) -> list[ImportedSession]`: the events of every session
   in the input, raising `IngestError` with the place of the first problem.
+
+Lenient reading: real logs hold strays, pieces an importer cannot place (a tool result
+no call asked for). `raw.strict` is `True` by default and a stray is refused like any
+other problem. An importer that supports lenient reading takes its `StrayKeeper` from
+`strays_of(raw)`, hands it each stray with the error a strict read raises, and gets back
+a `Note` event saying what the stray was; the session lists them in `strays`. An
+importer that does not refuses strays in both modes.
 """
 
 from __future__ import annotations
@@ -35,11 +42,14 @@ from context_graph.graph.content import (
     ThinkingPart,
 )
 from context_graph.graph.events import AgentEvent
+from context_graph.importers._strays import Stray, StrayKeeper
 
 __all__ = [
     "ImportedSession",
     "Names",
     "RawInput",
+    "Stray",
+    "StrayKeeper",
     "block_to_part",
     "check_base64",
     "expect_list",
@@ -47,6 +57,7 @@ __all__ = [
     "expect_str",
     "iso_timestamp",
     "read_raw",
+    "strays_of",
     "text_content",
     "with_fields",
 ]
@@ -74,11 +85,14 @@ class RawInput:
         data: The parsed JSON value; for JSONL, the list of records.
         path: The file it came from, if any.
         lines: For JSONL, the 1-based line number of each record in `data`.
+        strict: Refuse strays (the default); `False` keeps each as a note and reports it
+            (see the module docstring).
     """
 
     data: Any
     path: Path | None = None
     lines: tuple[int, ...] | None = None
+    strict: bool = True
 
     @property
     def file(self) -> str | None:
@@ -103,12 +117,20 @@ class ImportedSession:
         events: The session as events, in order.
         facts: Gold facts recorded by the source (tau-bench actions and outputs), if any.
         meta: Other facts about the session (model, agent, source format).
+        strays: What a lenient import kept as notes instead of refusing, in input order;
+            always empty after a strict import.
     """
 
     name: str
     events: list[AgentEvent]
     facts: list[str] = field(default_factory=list)
     meta: dict[str, JsonValue] = field(default_factory=dict)
+    strays: list[Stray] = field(default_factory=list)
+
+
+def strays_of(raw: RawInput) -> StrayKeeper:
+    """A fresh `StrayKeeper` for one import of `raw`, strict as `raw` says."""
+    return StrayKeeper(strict=raw.strict)
 
 
 def read_raw(path: str | Path) -> RawInput:

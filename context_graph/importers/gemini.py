@@ -1,30 +1,42 @@
-"""Importer for Gemini `generateContent` request bodies.
+"""Importer for Gemini `generateContent` request bodies and `Content[]` histories.
 
 Accepted shapes: `{"systemInstruction": {"parts": [...]}, "contents": [...]}` (snake_case
 keys such as `system_instruction`, `function_call` or `inline_data` too), or a bare
-`contents` list. Roles are `user`, `model` and `function` (an older role for function
-responses); a content without a role is a user turn, as the API reads it.
+`contents` list (the Gemini CLI saves its history so). Roles are `user`, `model` and
+`function` (an older role for function responses); a content without a role is a user
+turn, as the API reads it.
 
-Parts become content parts: `text`; `thought: true` text (a `ThinkingPart`, its
-`thoughtSignature` kept as the signature); `inlineData` (an `ImagePart` for `image/*`, a
-`DocumentPart` otherwise); `fileData` (the same split, by URI); `executableCode` and
-`codeExecutionResult` (as text). A `functionCall` becomes a tool call of the model turn,
-a `functionResponse` a `ToolResult` emitted before the rest of its turn. A function call's
-signature becomes the call's `signature` (sent back with it); one on a plain text part
-has no field of its own, so it is kept in the assistant turn's
-`meta["thought_signatures"]`, keyed `content:<n>`.
+Parts become content parts (see `_gemini_parts`): `text`; `thought: true` text (a
+`ThinkingPart` with `provider="gemini"`, its `thoughtSignature` kept as the signature);
+`inlineData` and `fileData` (an `ImagePart` for `image/*`, a `DocumentPart` otherwise);
+`executableCode` and `codeExecutionResult` (as text). A `functionCall` becomes a tool call
+of the model turn, its `thoughtSignature` the call's `signature` (a `ProviderSignature`,
+sent back with it); a signature on a plain text part has no field of its own, so it is
+kept in the assistant turn's `meta["thought_signatures"]`, keyed `content:<n>`. A
+`functionResponse` becomes a `ToolResult` emitted before the rest of its turn.
 
 Calls without an id get a deterministic one, `gemini_<name>_<i>_<k>`: `contents[i]` is
 the model turn and `k` counts the earlier calls with the same name in that turn (a
-content that stands alone, read by `model_turn`, has no `i`: `gemini_<name>_<k>`). A
-response without an id answers the earliest still unanswered call with the same name in
-the most recent model turn, so the k-th response named N pairs with the k-th call named
-N, the order in which Gemini expects them. A response with an id answers that id.
+content that stands alone, read by `model_turn`, has no `i`: `gemini_<name>_<k>`).
+Responses pair with calls as the API pairs them (see `_gemini_pairing`): by id when both
+carry one, else by name and order within the model turn before; a call without an id
+answered by a response with one takes the response's id.
+
+Harness context: a user content that is nothing but one `<session_context>` block (the
+workspace, date and file tree the Gemini CLI writes first) or `<state_snapshot>` block
+(the summary its own compression writes) is a notice (`UserTurn.notice`), as Claude Code's
+harness lines are: sent as it was, but not the user's request. The snapshot is not read
+as a `Compaction`: one would stand for the session context before it, which the CLI
+still sends.
+
+Strays: a response that answers no call of this input is refused (strict, the default:
+with an id it passes to the graph, which names it as an orphan); a lenient read keeps it
+as a `Note` saying what it was, listed in the session's `strays`.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,17 +44,11 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
-from context_graph.graph.content import (
-    ContentPart,
-    DocumentPart,
-    ImagePart,
-    ProviderSignature,
-    TextPart,
-    ThinkingPart,
-)
+from context_graph.graph.content import ContentPart, ProviderSignature, TextPart, ThinkingPart
 from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
+    Note,
     SystemPrompt,
     ToolCall,
     ToolResult,
@@ -51,45 +57,27 @@ from context_graph.graph.events import (
 from context_graph.importers._base import (
     ImportedSession,
     RawInput,
-    check_base64,
+    StrayKeeper,
     expect_list,
     expect_mapping,
-    expect_str,
+    strays_of,
+)
+from context_graph.importers._gemini_pairing import CallBook
+from context_graph.importers._gemini_parts import (
+    data_key,
+    dump,
+    get,
+    key_of,
+    name_of,
+    optional_id,
+    plain_part,
+    signature_of,
 )
 
-__all__ = ["model_turn", "sniff", "to_sessions"]
+__all__ = ["model_turn", "response_text", "sniff", "to_sessions"]
 
 _ROLES = frozenset({"user", "model", "function"})
-#: The part fields of which a part holds exactly one.
-_DATA_KEYS = (
-    "text",
-    "functionCall",
-    "functionResponse",
-    "inlineData",
-    "fileData",
-    "executableCode",
-    "codeExecutionResult",
-)
-_SNAKE = {
-    "systemInstruction": "system_instruction",
-    "functionCall": "function_call",
-    "functionResponse": "function_response",
-    "inlineData": "inline_data",
-    "fileData": "file_data",
-    "executableCode": "executable_code",
-    "codeExecutionResult": "code_execution_result",
-    "thoughtSignature": "thought_signature",
-    "mimeType": "mime_type",
-    "fileUri": "file_uri",
-}
-
-
-def _get(obj: Mapping[str, Any], key: str) -> Any:
-    """Read a field by its camelCase name or its snake_case twin."""
-    value = obj.get(key)
-    if value is None and key in _SNAKE:
-        value = obj.get(_SNAKE[key])
-    return value
+_HARNESS_BLOCK = re.compile(r"\s*<(session_context|state_snapshot)>.*</\1>\s*", re.DOTALL)
 
 
 # --- detection ------------------------------------------------------------------------------
@@ -103,7 +91,7 @@ def sniff(raw: RawInput) -> bool:
         if "messages" in data or not isinstance(contents, list):
             return False
         if not contents:
-            return _get(data, "systemInstruction") is not None
+            return get(data, "systemInstruction") is not None
         return _looks_like_content(contents[0])
     if isinstance(data, list) and data:
         return _looks_like_content(data[0])
@@ -122,14 +110,17 @@ def _looks_like_content(item: Any) -> bool:
 
 @dataclass
 class _Walk:
-    """Per-import state: where we are, and the calls still waiting for a response."""
+    """Per-import state: where we are, the calls waiting for a response, the strays."""
 
     raw: RawInput
     prefix: str
     model: str | None
+    strays: StrayKeeper
     events: list[AgentEvent] = field(default_factory=list)
-    pending: list[tuple[str, str]] = field(default_factory=list)
-    """(name, call id) of the latest model turn's calls that have no response yet."""
+    calls: CallBook = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.calls = CallBook(self.events)
 
     def at(self, index: int, path: str = "") -> SourceLocation:
         return self.raw.at(index, f"{self.prefix}[{index}]{path}")
@@ -139,20 +130,21 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
     """Convert a Gemini request body (or bare `contents` list) to one session.
 
     Raises:
-        IngestError: the payload is malformed; names the content index and JSON path.
+        IngestError: the payload is malformed, or (strict) holds a stray; names the
+            content index and JSON path.
     """
     data = raw.data
     model: str | None = None
     system: Any = None
     if isinstance(data, Mapping):
         contents = expect_list(data.get("contents", []), raw.at(None, "contents"), "`contents`")
-        system = _get(data, "systemInstruction")
+        system = get(data, "systemInstruction")
         model = data.get("model") if isinstance(data.get("model"), str) else None
         prefix = "contents"
     else:
         contents = expect_list(data, raw.at(), "a Gemini payload (object or `contents` array)")
         prefix = ""
-    walk = _Walk(raw, prefix, model)
+    walk = _Walk(raw, prefix, model, strays_of(raw))
     if system is not None:
         _system(system, walk)
     for index, item in enumerate(contents):
@@ -161,7 +153,7 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
     meta: dict[str, JsonValue] = {"format": "gemini"}
     if model is not None:
         meta["model"] = model
-    return [ImportedSession(name=name, events=walk.events, meta=meta)]
+    return [ImportedSession(name=name, events=walk.events, meta=meta, strays=walk.strays.found)]
 
 
 def _system(value: Any, walk: _Walk) -> None:
@@ -173,8 +165,7 @@ def _system(value: Any, walk: _Walk) -> None:
         body = expect_mapping(value, where, f"`{key}`")
         raw_parts = expect_list(body.get("parts", []), where.with_path("parts"), "`parts`")
         parts = [
-            _plain_part(p, where.with_path(f"parts[{k}]"), "system")
-            for k, p in enumerate(raw_parts)
+            plain_part(p, where.with_path(f"parts[{k}]"), "system") for k, p in enumerate(raw_parts)
         ]
     if parts:
         walk.events.append(SystemPrompt(content=tuple(parts), source=where))
@@ -194,11 +185,11 @@ def _content(index: int, item: Any, walk: _Walk) -> None:
 
 
 def _model_turn(index: int, parts: Sequence[Any], walk: _Walk) -> None:
-    turn = _model_event(
+    turn, own_ids = _model_event(
         parts, lambda k: walk.at(index, f".parts[{k}]"), f"{index}_", walk.model, walk.at(index)
     )
-    walk.pending = [(c.name, c.id) for c in turn.tool_calls]
     walk.events.append(turn)
+    walk.calls.model_turn(turn, own_ids)
 
 
 def model_turn(content: Any, where: SourceLocation) -> AssistantTurn:
@@ -215,7 +206,7 @@ def model_turn(content: Any, where: SourceLocation) -> AssistantTurn:
         msg = f"expected the model's content, got role {role!r}"
         raise IngestError(msg, where.with_path("role"))
     parts = expect_list(body.get("parts"), where.with_path("parts"), "`parts`")
-    return _model_event(parts, lambda k: where.with_path(f"parts[{k}]"), "", None, where)
+    return _model_event(parts, lambda k: where.with_path(f"parts[{k}]"), "", None, where)[0]
 
 
 def _model_event(
@@ -224,212 +215,129 @@ def _model_event(
     prefix: str,
     model: str | None,
     source: SourceLocation,
-) -> AssistantTurn:
-    """A model turn's parts (each at `at(k)`) as one turn; `prefix` goes into made-up ids."""
+) -> tuple[AssistantTurn, list[bool]]:
+    """A model turn's parts (each at `at(k)`) as one turn, and whether each call had an id.
+
+    `prefix` goes into made-up ids.
+    """
     content: list[ContentPart] = []
     calls: list[ToolCall] = []
+    own_ids: list[bool] = []
     signatures: dict[str, JsonValue] = {}
     seen: dict[str, int] = {}
     for k, value in enumerate(parts):
         where = at(k)
         part = expect_mapping(value, where, "a part")
-        signature = _signature(part, where)
-        if _data_key(part, where) == "functionCall":
-            inner = where.with_path(_key(part, "functionCall"))
-            calls.append(_call(_get(part, "functionCall"), inner, prefix, seen, signature))
+        signature = signature_of(part, where)
+        if data_key(part, where) == "functionCall":
+            inner = where.with_path(key_of(part, "functionCall"))
+            call, own = _call(get(part, "functionCall"), inner, prefix, seen, signature)
+            calls.append(call)
+            own_ids.append(own)
             continue
-        converted = _plain_part(part, where, "model")
+        converted = plain_part(part, where, "model")
         if signature is not None and not isinstance(converted, ThinkingPart):
             signatures[f"content:{len(content)}"] = signature
         content.append(converted)
     meta: dict[str, JsonValue] = {"thought_signatures": signatures} if signatures else {}
-    return AssistantTurn(
+    turn = AssistantTurn(
         content=tuple(content), tool_calls=tuple(calls), model=model, meta=meta, source=source
     )
+    return turn, own_ids
 
 
 def _call(
     value: Any, where: SourceLocation, prefix: str, seen: dict[str, int], signature: str | None
-) -> ToolCall:
+) -> tuple[ToolCall, bool]:
     body = expect_mapping(value, where, "`functionCall`")
-    name = _name(body, where, "functionCall")
+    name = name_of(body, where, "functionCall")
     k = seen.get(name, 0)
     seen[name] = k + 1
-    call_id = _optional_id(body, where) or f"gemini_{name}_{prefix}{k}"
+    own_id = optional_id(body, where)
+    call_id = own_id or f"gemini_{name}_{prefix}{k}"
     args = body.get("args")
     if args is not None:
         expect_mapping(args, where.with_path("args"), "functionCall `args`")
     signed = None if signature is None else ProviderSignature(provider="gemini", value=signature)
-    arguments = _dump(args or {}, where.with_path("args"))
-    return ToolCall(id=call_id, name=name, arguments=arguments, signature=signed)
+    arguments = dump(args or {}, where.with_path("args"))
+    call = ToolCall(id=call_id, name=name, arguments=arguments, signature=signed)
+    return call, own_id is not None
 
 
 def _user_turn(index: int, parts: Sequence[Any], walk: _Walk) -> None:
     content: list[ContentPart] = []
-    results: list[ToolResult] = []
+    answers: list[AgentEvent] = []
     for k, value in enumerate(parts):
         where = walk.at(index, f".parts[{k}]")
         part = expect_mapping(value, where, "a part")
-        if _data_key(part, where) == "functionResponse":
-            inner = where.with_path(_key(part, "functionResponse"))
-            results.append(_result(_get(part, "functionResponse"), inner, walk))
+        if data_key(part, where) == "functionResponse":
+            inner = where.with_path(key_of(part, "functionResponse"))
+            answers.append(_result(get(part, "functionResponse"), inner, walk))
             continue
         if part.get("thought") is True:
             raise IngestError("a thought part can only be in a model turn", where)
-        content.append(_plain_part(part, where, "user"))
-    walk.events.extend(results)
+        content.append(plain_part(part, where, "user"))
+    walk.events.extend(answers)
     if content:
-        walk.events.append(UserTurn(content=tuple(content), source=walk.at(index)))
+        notice = _is_harness_context(content)
+        walk.events.append(UserTurn(content=tuple(content), notice=notice, source=walk.at(index)))
 
 
-def _result(value: Any, where: SourceLocation, walk: _Walk) -> ToolResult:
+def _is_harness_context(content: Sequence[ContentPart]) -> bool:
+    """Whether a user content is nothing but one block the Gemini CLI wrote itself."""
+    return (
+        len(content) == 1
+        and isinstance(content[0], TextPart)
+        and _HARNESS_BLOCK.fullmatch(content[0].text) is not None
+    )
+
+
+def _result(value: Any, where: SourceLocation, walk: _Walk) -> ToolResult | Note:
     body = expect_mapping(value, where, "`functionResponse`")
-    name = _name(body, where, "functionResponse")
+    name = name_of(body, where, "functionResponse")
     response = expect_mapping(
         body.get("response", {}), where.with_path("response"), "functionResponse `response`"
     )
-    call_id = _answer(name, _optional_id(body, where), where, walk)
+    text = response_text(response, where.with_path("response"))
+    response_id = optional_id(body, where)
+    call_id = walk.calls.answer(name, response_id)
+    if call_id is None:
+        if response_id is not None and walk.strays.strict:
+            # It may answer a call ingested earlier into the same graph, which pairs it
+            # or names the orphan (the error a strict import has always given).
+            call_id = response_id
+        else:
+            return walk.strays.keep(
+                _orphan_error(name, response_id, where),
+                _stray_text(name, response_id, text, is_error="error" in response),
+            )
     return ToolResult(
-        call_id=call_id,
-        name=name,
-        content=_response_text(response, where.with_path("response")),
-        is_error="error" in response,
-        source=where,
+        call_id=call_id, name=name, content=text, is_error="error" in response, source=where
     )
 
 
-def _answer(name: str, call_id: str | None, where: SourceLocation, walk: _Walk) -> str:
-    """Return the id a response answers, taking its call off the pending list."""
-    for k, (pending_name, pending_id) in enumerate(walk.pending):
-        if pending_id == call_id or (call_id is None and pending_name == name):
-            del walk.pending[k]
-            return pending_id
-    if call_id is not None:
-        # An answer to an older turn's call: the graph pairs it or names the orphan.
-        return call_id
+def _orphan_error(name: str, response_id: str | None, where: SourceLocation) -> IngestError:
+    if response_id is not None:
+        msg = f"tool result `{response_id}` has no matching tool call earlier in the history"
+        return IngestError(msg, where)
     msg = (
         f"functionResponse `{name}` has no id and no unanswered functionCall `{name}` in "
         f"the model turn before it; add the call or give the response the call's `id`"
     )
-    raise IngestError(msg, where)
+    return IngestError(msg, where)
 
 
-def _response_text(response: Mapping[str, Any], where: SourceLocation) -> str:
+def _stray_text(name: str, response_id: str | None, text: str, *, is_error: bool) -> str:
+    """The text of the note a lenient import keeps for a response that answers no call."""
+    named = f"`{name}`" if response_id is None else f"`{name}` (id `{response_id}`)"
+    held = "its error" if is_error else "its output"
+    return f"a tool result for {named} arrived with no matching call; {held}: {text}"
+
+
+def response_text(response: Mapping[str, Any], where: SourceLocation) -> str:
     """The output as text: a lone `output` / `content` / `error` string, else the JSON."""
     if len(response) == 1:
         ((key, value),) = response.items()
         if key in ("output", "content", "error") and isinstance(value, str):
             return value
-    return _dump(response, where)
-
-
-# --- parts ----------------------------------------------------------------------------------
-
-
-def _plain_part(value: Any, where: SourceLocation, role: str) -> ContentPart:
-    """Convert a part that is content (not a call or a response) to a content part."""
-    part = expect_mapping(value, where, "a part")
-    kind = _data_key(part, where)
-    if kind in ("functionCall", "functionResponse"):
-        msg = f"a `{kind}` part cannot be in a {role} turn"
-        raise IngestError(msg, where)
-    thought = part.get("thought")
-    if thought is not None and not isinstance(thought, bool):
-        raise IngestError("part `thought` must be a boolean", where.with_path("thought"))
-    if kind is None or (thought and kind == "text"):
-        text = "" if kind is None else expect_str(part["text"], where, "part `text`")
-        return ThinkingPart(thinking=text, signature=_signature(part, where), provider="gemini")
-    body = _get(part, kind)
-    inner = where.with_path(_key(part, kind))
-    if kind == "text":
-        return TextPart(text=expect_str(body, where.with_path("text"), "part `text`"))
-    if kind == "inlineData":
-        return _inline(body, inner)
-    if kind == "fileData":
-        return _file(body, inner)
-    return _code(kind, body, inner)
-
-
-def _data_key(part: Mapping[str, Any], where: SourceLocation) -> str | None:
-    """The one data field a part holds; `None` for a thought or signature-only part."""
-    found = [k for k in _DATA_KEYS if _get(part, k) is not None]
-    if len(found) > 1:
-        msg = f"a part holds exactly one of {', '.join(_DATA_KEYS)}; got {', '.join(found)}"
-        raise IngestError(msg, where)
-    if found:
-        return found[0]
-    if part.get("thought") is True or _signature(part, where) is not None:
-        return None
-    keys = ", ".join(sorted(str(k) for k in part)) or "none"
-    msg = f"unknown part (keys: {keys}); expected one of {', '.join(_DATA_KEYS)}"
-    raise IngestError(msg, where)
-
-
-def _inline(value: Any, where: SourceLocation) -> ContentPart:
-    body = expect_mapping(value, where, "`inlineData`")
-    mime = expect_str(_get(body, "mimeType"), where.with_path("mimeType"), "`mimeType`")
-    data = expect_str(body.get("data"), where.with_path("data"), "inlineData `data`")
-    check_base64(data, where.with_path("data"), "inlineData")
-    if mime.startswith("image/"):
-        return ImagePart(media_type=mime, data=data)
-    return DocumentPart(media_type=mime, data=data)
-
-
-def _file(value: Any, where: SourceLocation) -> ContentPart:
-    body = expect_mapping(value, where, "`fileData`")
-    uri = expect_str(_get(body, "fileUri"), where.with_path("fileUri"), "`fileUri`")
-    mime = _get(body, "mimeType")
-    if mime is not None:
-        expect_str(mime, where.with_path("mimeType"), "`mimeType`")
-    if isinstance(mime, str) and mime.startswith("image/"):
-        return ImagePart(media_type=mime, url=uri)
-    return DocumentPart(media_type=mime, url=uri)
-
-
-def _code(kind: str, value: Any, where: SourceLocation) -> ContentPart:
-    body = expect_mapping(value, where, f"`{kind}`")
-    if kind == "executableCode":
-        code = expect_str(body.get("code"), where.with_path("code"), "`code`")
-        language = str(body.get("language", "")).lower()
-        return TextPart(text=f"```{language}\n{code}\n```")
-    output = body.get("output")
-    return TextPart(
-        text=expect_str(output, where.with_path("output"), "`output`") if output else ""
-    )
-
-
-# --- small checks ---------------------------------------------------------------------------
-
-
-def _key(part: Mapping[str, Any], key: str) -> str:
-    """The spelling of `key` this part uses, for error paths."""
-    return key if key in part else _SNAKE.get(key, key)
-
-
-def _name(body: Mapping[str, Any], where: SourceLocation, what: str) -> str:
-    name = expect_str(body.get("name"), where.with_path("name"), f"{what} `name`")
-    if not name:
-        raise IngestError(f"{what} `name` must not be empty", where.with_path("name"))
-    return name
-
-
-def _optional_id(body: Mapping[str, Any], where: SourceLocation) -> str | None:
-    value = body.get("id")
-    if value is None or value == "":
-        return None
-    return expect_str(value, where.with_path("id"), "`id`")
-
-
-def _signature(part: Mapping[str, Any], where: SourceLocation) -> str | None:
-    value = _get(part, "thoughtSignature")
-    if value is None:
-        return None
-    return expect_str(value, where.with_path(_key(part, "thoughtSignature")), "`thoughtSignature`")
-
-
-def _dump(value: Any, where: SourceLocation) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        msg = f"value is not JSON-serializable: {exc}"
-        raise IngestError(msg, where) from None
+    return dump(response, where)

@@ -181,6 +181,12 @@ def _add_trace_arguments(command: argparse.ArgumentParser) -> None:
         "--from", dest="input_format", choices=FORMATS, help="input format (default: detect)"
     )
     command.add_argument(
+        "--lenient",
+        action="store_true",
+        help="keep input an importer cannot place (a tool result no call asked for) as a note, "
+        "and list it on stderr, instead of refusing the file",
+    )
+    command.add_argument(
         "--session",
         default="0",
         help="which session of a multi-session file: an index or a name (default: 0)",

@@ -7,6 +7,7 @@ results fails at once, having written nothing.
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,10 +47,14 @@ def load(args: argparse.Namespace, progress: Progress) -> Loaded:
         msg = "is a folder; give one session file (JSON or JSONL) inside it"
         raise IngestError(msg, SourceLocation(str(trace)))
     progress.phase(f"reading {trace.name}{_size(trace)}...")
-    sessions = load_sessions(trace, format=args.input_format)
+    sessions = load_sessions(trace, format=args.input_format, strict=not args.lenient)
     text: str = args.session
     which: int | str = int(text) if text.removeprefix("-").isdecimal() and text.isascii() else text
-    return Loaded(trace, select_session(sessions, which, trace), len(sessions))
+    chosen = select_session(sessions, which, trace)
+    for stray in chosen.strays:
+        # What a strict read would have refused, so the user knows the input had gaps.
+        print(f"lenient: kept as a note: {stray.describe()}", file=sys.stderr)
+    return Loaded(trace, chosen, len(sessions))
 
 
 def _size(path: Path) -> str:

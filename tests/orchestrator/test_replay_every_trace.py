@@ -21,7 +21,7 @@ import pytest
 from context_graph import ContextGraph
 from context_graph.importers import ImportedSession, load_sessions
 from context_graph.render import FORMATS, Renderer
-from context_graph.testing import trace_files
+from context_graph.testing import strict_trace, trace_files
 from context_graph.tokens.counting import ProviderFormat
 from orchestrator import PROFILES, ContextManager, ReplayReport, replay
 
@@ -44,7 +44,7 @@ def _own_sessions(path: Path) -> list[ImportedSession]:
     subagents = path.with_suffix("") / "subagents"
     return [
         session
-        for session in load_sessions(path)
+        for session in load_sessions(path, strict=strict_trace(path))
         if not (subagents / f"{session.name}.jsonl").is_file()
     ]
 

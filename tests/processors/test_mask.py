@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from context_graph import ConfigurationError, ContextGraph, ImagePart, TextPart
 from context_graph.graph.nodes import AnswerNode, FileNode
 from context_graph.importers import load_sessions
-from context_graph.testing import WordCounter, graph_snapshot, trace_files
+from context_graph.testing import WordCounter, graph_snapshot, strict_trace, trace_files
 from processors.base import ProcessorContext, Proposal, Replace, replacement_for
 from processors.mask import MASKABLE_KINDS, ObservationMasker
 from processors.registry import get_processor
@@ -432,7 +432,7 @@ def _check_edits(
 @pytest.mark.ingests_traces
 async def test_masker_on_shared_traces(path: Path) -> None:
     """On real sessions: the old or superseded are masked, shorter, same calls, pins untouched."""
-    for session in load_sessions(path):
+    for session in load_sessions(path, strict=strict_trace(path)):
         graph = ContextGraph()
         graph.ingest(session.events)
         ctx = _ctx(graph)

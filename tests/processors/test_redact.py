@@ -25,7 +25,7 @@ from context_graph import (
 )
 from context_graph.graph.nodes import ToolCallNode
 from context_graph.importers import load_sessions
-from context_graph.testing import WordCounter, graph_snapshot, trace_files
+from context_graph.testing import WordCounter, graph_snapshot, strict_trace, trace_files
 from processors.base import ProcessorContext, Proposal, Replace
 from processors.redact import (
     SECRET_TYPES,
@@ -444,7 +444,7 @@ def test_redactor_on_shared_traces(unread_trace: Callable[[Path], bool]) -> None
     found: Counter[str] = Counter()
     lines = []
     for path in (p for p in TRACE_FILES if not unread_trace(p)):
-        for session in load_sessions(path):
+        for session in load_sessions(path, strict=strict_trace(path)):
             graph = ContextGraph()
             graph.ingest(session.events)
             proposal = anyio.run(_propose, graph)

@@ -19,7 +19,7 @@ import pytest
 from context_graph import ConfigurationError, ContextGraph, IngestError
 from context_graph.importers import load_sessions
 from context_graph.render import Renderer
-from context_graph.testing import graph_snapshot, trace_files
+from context_graph.testing import graph_snapshot, strict_trace, trace_files
 from context_graph.validate.request import validate
 from orchestrator import ContextManager
 from orchestrator.profiles import load_profile
@@ -173,12 +173,7 @@ MUTATIONS_SMALL, MUTATIONS_LARGE, LARGE_BYTES = 6, 2, 300_000
 
 def _readable_files() -> list[Path]:
     """Every shared session file an importer reads (sub-agent files come with their parent)."""
-    return [
-        path
-        for path in trace_files(TRACES)
-        if path.relative_to(TRACES).parts[0] not in {"codex_cli", "gemini_cli"}
-        and "subagents" not in path.parts
-    ]
+    return [path for path in trace_files(TRACES) if "subagents" not in path.parts]
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -230,7 +225,7 @@ def test_mutated_traces_give_a_typed_error_or_a_valid_render(trace: Path, tmp_pa
         before = graph_snapshot(graph)
         sessions: list[Any] = []
         try:
-            sessions = load_sessions(path)
+            sessions = load_sessions(path, strict=strict_trace(trace))
             for session in sessions:
                 graph.ingest(session.events)
         except IngestError as exc:

@@ -11,7 +11,7 @@ import pytest
 from context_graph import BudgetExceededError, ContextGraph, IngestError
 from context_graph.importers import load_graph, load_sessions
 from context_graph.render import FORMATS, Renderer, count_payload
-from context_graph.testing import graph_snapshot, trace_files
+from context_graph.testing import graph_snapshot, strict_trace, trace_files
 from context_graph.validate import validate
 
 TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"
@@ -48,7 +48,7 @@ def _floor_heads(graph: ContextGraph) -> set[str]:
 @pytest.mark.ingests_traces
 def test_every_session_renders_valid(path: Path, sdk_check: SdkCheck) -> None:
     """Each render is valid, under budget, keeps the floor; or says what it would need."""
-    for session in load_sessions(path):
+    for session in load_sessions(path, strict=strict_trace(path)):
         graph = ContextGraph()
         graph.ingest(session.events)
         before = graph_snapshot(graph)
@@ -93,7 +93,7 @@ READ_BACK = [
 @pytest.mark.ingests_traces
 def test_rendered_history_ingests_and_renders_the_same(path: Path, fmt: str) -> None:
     """Ingesting a rendered request and rendering it again changes nothing."""
-    graph = load_graph(path)
+    graph = load_graph(path, strict=strict_trace(path))
     for budget in (None, 8_000):
         try:
             first = Renderer(format=fmt).render(graph, budget=budget)  # type: ignore[arg-type]

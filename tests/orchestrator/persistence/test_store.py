@@ -37,7 +37,7 @@ from context_graph.errors import (
 )
 from context_graph.importers import load_events, load_sessions
 from context_graph.render import Renderer
-from context_graph.testing import WordCounter, graph_snapshot, trace_files
+from context_graph.testing import WordCounter, graph_snapshot, strict_trace, trace_files
 from orchestrator.bus import EventBus
 from orchestrator.compaction.pipeline import StageSettings, output_targets, run_pipeline
 from orchestrator.persistence import RestoredSession, SQLiteStore
@@ -228,7 +228,7 @@ def _session_events(first: int, last: int) -> list[list[AgentEvent]]:
 @pytest.mark.ingests_traces
 def test_every_shared_trace_round_trips_with_the_same_ids(tmp_path: Path, trace: Path) -> None:
     """Every session of every shared trace, journaled in batches, replays to the same nodes."""
-    for index, session in enumerate(load_sessions(trace)):
+    for index, session in enumerate(load_sessions(trace, strict=strict_trace(trace))):
         path = tmp_path / f"session-{index}.db"
         expected = ContextGraph(counter=WordCounter())
         with _open(path) as store:
