@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from context_graph import BudgetExceededError, ContextGraph, IngestError
+from context_graph import BudgetExceededError, ContextGraph
 from context_graph.importers import load_graph, load_sessions
 from context_graph.render import FORMATS, Renderer, count_payload
 from context_graph.testing import graph_snapshot, strict_trace, trace_files
@@ -71,24 +71,13 @@ def test_every_session_renders_valid(path: Path, sdk_check: SdkCheck) -> None:
         assert graph_snapshot(graph) == before
 
 
-#: Formats whose request bodies `load_graph` reads back. The importer of Responses bodies
-#: is built beside the renderer (issue 17): this mark fails as soon as it reads them.
-READ_BACK = [
-    pytest.param(
-        fmt,
-        marks=pytest.mark.xfail(
-            raises=IngestError, strict=True, reason="no importer of Responses bodies yet"
-        ),
-    )
-    if fmt == "responses"
-    else fmt
-    for fmt in FORMATS
-]
+#: The importer that reads each format's request bodies back, where its name differs.
+IMPORTER_OF = {"responses": "openai_responses"}
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not FILES, reason="shared traces not present")
-@pytest.mark.parametrize("fmt", READ_BACK)
+@pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("path", FILES[::3], ids=lambda p: str(p.relative_to(TRACES)))
 @pytest.mark.ingests_traces
 def test_rendered_history_ingests_and_renders_the_same(path: Path, fmt: str) -> None:
@@ -99,6 +88,6 @@ def test_rendered_history_ingests_and_renders_the_same(path: Path, fmt: str) -> 
             first = Renderer(format=fmt).render(graph, budget=budget)  # type: ignore[arg-type]
         except BudgetExceededError:
             continue
-        again = load_graph(first.payload, format=fmt)
+        again = load_graph(first.payload, format=IMPORTER_OF.get(fmt, fmt))
         second = Renderer(format=fmt).render(again, budget=budget)  # type: ignore[arg-type]
         assert second.to_json() == first.to_json()
