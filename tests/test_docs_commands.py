@@ -21,7 +21,7 @@ import pytest
 
 from context_graph.examples import EXAMPLE_SESSION
 from orchestrator.cli import main
-from orchestrator.cli._parser import build_parser
+from orchestrator.cli.parser import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md")))

@@ -2,13 +2,13 @@
 
 Exit codes: 0 success; 1 `check` found rule violations; 2 bad input or usage (one line
 on stderr that names the place; with `--json`, a JSON object on stdout instead, see
-`_errors`); 3 the budget cannot be met (`render`: even compacted; `replay`: at any
+`errors`); 3 the budget cannot be met (`render`: even compacted; `replay`: at any
 call, the report is still written); 130 interrupted; 141 stdout was closed before the
 output was written (`context-graph inspect | head -1`), as a shell reports a process
 that SIGPIPE ended, without a traceback.
 
 Progress goes to stderr, drawn only on a terminal, unless `--progress` (see
-`_progress`). One module per subcommand; `_session` reads the input and checks the
+`progress`). One module per subcommand; `session` reads the input and checks the
 output paths for all of them.
 """
 
@@ -20,17 +20,17 @@ import sys
 from collections.abc import Callable, Sequence
 
 from context_graph.errors import ContextGraphError
-from orchestrator.cli._check import run_check
-from orchestrator.cli._errors import (
+from orchestrator.cli.check import run_check
+from orchestrator.cli.errors import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
     report_failure,
 )
-from orchestrator.cli._inspect import run_inspect
-from orchestrator.cli._parser import build_parser
-from orchestrator.cli._progress import Progress
-from orchestrator.cli._render import run_render
-from orchestrator.cli._replay import run_replay
+from orchestrator.cli.inspect import run_inspect
+from orchestrator.cli.parser import build_parser
+from orchestrator.cli.progress import Progress
+from orchestrator.cli.render import run_render
+from orchestrator.cli.replay import run_replay
 
 __all__ = ["main"]
 

@@ -23,7 +23,8 @@ from context_graph.testing import strict_trace, trace_files
 from context_graph.tokens.counting import ProviderFormat
 from context_graph.validate.request import validate
 from context_graph.validate.sdk_types import sdk_problems
-from orchestrator.cli import _session, main
+from orchestrator.cli import main
+from orchestrator.cli import session as cli_session
 from orchestrator.manager import ContextManager
 from orchestrator.profiles import get_profile
 from orchestrator.replay import replay
@@ -86,7 +87,7 @@ def test_render_answers_with_a_valid_body(
     fmt: ProviderFormat = FORMATS[FILES.index(path) % len(FORMATS)]
     raw = _raw_tokens(path, fmt)
     budget = int(level) if level.isdigit() else max(1, raw * int(level[:-1]) // 100)
-    monkeypatch.setattr(_session, "load_sessions", _cached_load)
+    monkeypatch.setattr(cli_session, "load_sessions", _cached_load)
     out = tmp_path / "request.json"
     argv = ["render", str(path), "--format", fmt, "--budget", str(budget), "-o", str(out)]
     argv += [] if strict_trace(path) else ["--lenient"]
@@ -124,7 +125,7 @@ def test_render_in_the_responses_format_is_valid(
     _sessions(path)  # raises IngestError for files no importer reads yet
     raw = _raw_tokens(path, "responses")
     budget = int(level) if level.isdigit() else max(1, raw * int(level[:-1]) // 100)
-    monkeypatch.setattr(_session, "load_sessions", _cached_load)
+    monkeypatch.setattr(cli_session, "load_sessions", _cached_load)
     out = tmp_path / "request.json"
     argv = ["render", str(path), "--format", "responses", "--budget", str(budget), "-o", str(out)]
     argv += [] if strict_trace(path) else ["--lenient"]

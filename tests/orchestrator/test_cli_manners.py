@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.cli._progress import Progress
+from orchestrator.cli.progress import Progress
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,9 +7,9 @@ import json
 
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.stats import GraphStats, graph_stats
-from orchestrator.cli._errors import EXIT_OK
-from orchestrator.cli._progress import Progress
-from orchestrator.cli._session import load
+from orchestrator.cli.errors import EXIT_OK
+from orchestrator.cli.progress import Progress
+from orchestrator.cli.session import load
 
 __all__ = ["run_inspect"]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.examples import EXAMPLE_SESSION
 from context_graph.importers import ImportedSession, load_sessions, select_session
-from orchestrator.cli._errors import UsageError
-from orchestrator.cli._progress import Progress
+from orchestrator.cli.errors import UsageError
+from orchestrator.cli.progress import Progress
 from orchestrator.profiles import PROFILES, Profile, get_profile, load_profile
 
 __all__ = ["Loaded", "check_outputs", "choose_profile", "load", "write_text"]

@@ -23,6 +23,7 @@ __all__ = [
     "EXIT_OVER_BUDGET",
     "EXIT_VIOLATIONS",
     "UsageError",
+    "exit_code",
     "report_failure",
 ]
 

@@ -6,9 +6,9 @@ import argparse
 import json
 import sys
 
-from orchestrator.cli._errors import EXIT_OK, EXIT_OVER_BUDGET
-from orchestrator.cli._progress import Progress
-from orchestrator.cli._session import check_outputs, choose_profile, load, write_text
+from orchestrator.cli.errors import EXIT_OK, EXIT_OVER_BUDGET
+from orchestrator.cli.progress import Progress
+from orchestrator.cli.session import check_outputs, choose_profile, load, write_text
 from orchestrator.manager import ContextManager
 from orchestrator.replay import ReplayReport, replay
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent
 from context_graph.render import Renderer, RenderResult
-from orchestrator.cli._errors import EXIT_OK
-from orchestrator.cli._progress import Progress
-from orchestrator.cli._session import check_outputs, choose_profile, load, write_text
+from orchestrator.cli.errors import EXIT_OK
+from orchestrator.cli.progress import Progress
+from orchestrator.cli.session import check_outputs, choose_profile, load, write_text
 from orchestrator.manager import ContextManager
 from orchestrator.working.buffer import AuditEntry
 

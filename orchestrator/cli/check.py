@@ -11,7 +11,7 @@ from context_graph.importers import read_raw
 from context_graph.render import count_payload
 from context_graph.tokens.counting import ProviderFormat, default_counter
 from context_graph.validate.request import detect_request_format, request_format_clues, validate
-from orchestrator.cli._errors import EXIT_OK, EXIT_VIOLATIONS
+from orchestrator.cli.errors import EXIT_OK, EXIT_VIOLATIONS
 
 __all__ = ["run_check"]
 
