@@ -330,8 +330,8 @@ def _prefixes(order: list[int], policy: Policy, total: int) -> Callable[[int], R
 
     def ends(size: int) -> Runs:
         head, tail = heads[size], total - (size - heads[size])
-        if head >= tail:
-            return ((0, total),)
+        if head >= tail:  # the two ends meet: everything (nothing, for no units)
+            return ((0, total),) if total else ()
         return tuple(run for run in ((0, head), (tail, total)) if run[0] < run[1])
 
     return ends

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import pairwise
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from context_graph.tokens.counting import TiktokenCounter
@@ -134,6 +134,7 @@ class TestRuns:
         assert all(start < stop for start, stop in runs)
 
     @given(lines=_LINES, policy=st.sampled_from(POLICIES), context=st.integers(0, 3))
+    @example(lines=[""], policy="head_tail", context=0)  # no units: no run, not an empty one
     def test_prefix_runs_are_the_runs_of_the_prefix(
         self, lines: list[str], policy: Policy, context: int
     ) -> None:
