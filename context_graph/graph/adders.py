@@ -48,7 +48,6 @@ class EventAdders:
 
         def ingest(self, events: Iterable[AgentEvent | dict[str, Any]]) -> tuple[str, ...]:
             """Add a batch of events, whole or not at all (the host's own method)."""
-            ...
 
     def add_system(self, content: Content, **fields: Any) -> str:
         """Add the system prompt (pinned by default); return its node id."""
