@@ -28,7 +28,7 @@ from context_graph.render.provider import (
 )
 from context_graph.render.registry import FORMATS, PROVIDER_RENDERERS
 from context_graph.render.result import RenderResult
-from context_graph.render.tools import read_tools, tools_key
+from context_graph.render.tools import ToolSpec, read_tools, tools_key
 from context_graph.render.turns import RenderSource, Turn, UnitTurns
 from context_graph.tokens.calibration import Calibrator
 from context_graph.tokens.counting import ProviderFormat, TokenCounter, default_counter
@@ -89,6 +89,8 @@ class Renderer:
             when it no longer does, drops down to this share of the budget in one step.
             `None` (the default) leaves out the fewest units every time, which is what a
             stateless caller expects.
+        tools: The tool definitions every render sends unless it is given its own
+            (`render(tools=...)`), in any shape `read_tools` reads; see `render`.
 
     Attributes:
         format: The provider format.
@@ -96,8 +98,9 @@ class Renderer:
             writes and counts the request body; the renderer itself is format-neutral.
 
     Raises:
-        ConfigurationError: an unknown format, or breakpoints asked for a format whose
-            provider renderer takes no cache marks.
+        ConfigurationError: an unknown format, breakpoints asked for a format whose
+            provider renderer takes no cache marks, or a tool definition `read_tools`
+            refuses.
     """
 
     def __init__(
@@ -108,6 +111,7 @@ class Renderer:
         cache_breakpoints: bool = False,
         calibrator: Calibrator | None = None,
         refit_to: float | None = None,
+        tools: Sequence[Any] = (),
     ) -> None:
         provider = PROVIDER_RENDERERS.get(format)
         if provider is None:
@@ -134,6 +138,7 @@ class Renderer:
             tuple[tuple[tuple[str, ...], str], tuple[list[Message], int, int]] | None
         ) = None
         self._tools = _NO_TOOLS
+        self._default_tools = read_tools(tools)
         self._last_key: tuple[int, int | None, float, str] | None = None
         self._last_source: RenderSource | None = None
         self._last: RenderResult | None = None
@@ -141,7 +146,11 @@ class Renderer:
         self._base: _Base | None = None
 
     def render(
-        self, source: RenderSource, *, budget: int | None = None, tools: Sequence[Any] = ()
+        self,
+        source: RenderSource,
+        *,
+        budget: int | None = None,
+        tools: Sequence[Any] | None = None,
     ) -> RenderResult:
         """Render `source` under `budget` tokens, with `tools` in the request.
 
@@ -149,9 +158,9 @@ class Renderer:
             source: The graph or working projection to render.
             budget: The most tokens the whole request may take (None: no limit).
             tools: Tool definitions in any shape `read_tools` reads (OpenAI, Anthropic,
-                Gemini, `ToolSpec`), in the order to send them. They go into the
-                format's `tools` field and their tokens count inside `budget`; with
-                none the body has no `tools` field.
+                Gemini, `ToolSpec`), in the order to send them; None: the renderer's
+                own (`tools`). They go into the format's `tools` field and their
+                tokens count inside `budget`; with none the body has no `tools` field.
 
         Raises:
             BudgetExceededError: the floor (system, pinned, first request, latest turn
@@ -165,7 +174,7 @@ class Renderer:
             # A float (99.9, NaN, inf) or a string would fail deep in the fit, or be rounded.
             msg = f"budget must be a non-negative int of tokens or None, got {budget!r}"
             raise ConfigurationError(msg)
-        toolset = self._toolset(tools)
+        toolset = self._toolset(self._default_tools if tools is None else tools)
         factor = self.calibrator.factor if self.calibrator is not None else 1.0
         key = (source.version, budget, factor, toolset.key)
         if source is self._last_source and key == self._last_key and self._last is not None:
@@ -185,6 +194,15 @@ class Renderer:
             result = dataclasses.replace(result, budget=budget)
         self._last_source, self._last_key, self._last = source, key, result
         return result
+
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        """The tool definitions a render sends when it is given none of its own."""
+        return self._default_tools
+
+    @tools.setter
+    def tools(self, tools: Sequence[Any]) -> None:
+        self._default_tools = read_tools(tools)
 
     def _toolset(self, tools: Sequence[Any]) -> _Tools:
         """`tools` as this format's field, kept while the same tool set comes again."""
