@@ -228,15 +228,21 @@ def count_tools(format: str, field_value: Any, cache: NodeTokenCache) -> int:
     `per_tool`; a request with tools adds `per_tools` once (the tool-use preamble the
     provider puts before them).
     """
-    if not field_value:
+    if not field_value or not isinstance(field_value, list):
         return 0
     overhead = FORMAT_OVERHEADS[format]
     tools: list[Any] = []
     for tool in field_value:
-        tools.extend(tool.get("functionDeclarations", [tool]) if format == "gemini" else [tool])
+        inner = tool.get("functionDeclarations") if isinstance(tool, dict) else None
+        tools.extend(inner if format == "gemini" and isinstance(inner, list) else [tool])
     total = overhead.per_tools
     for tool in tools:
-        plain = {k: v for k, v in tool.items() if k != "cache_control"}
-        text = json.dumps(plain, ensure_ascii=False, separators=(",", ":"))
+        # A body from elsewhere may hold anything here: count what JSON can carry.
+        plain = (
+            {k: v for k, v in tool.items() if k != "cache_control"}
+            if isinstance(tool, dict)
+            else tool
+        )
+        text = json.dumps(plain, ensure_ascii=False, separators=(",", ":"), default=str)
         total += overhead.per_tool + cache.count_text(text)
     return total

@@ -9,10 +9,12 @@ from anthropic.types import ToolParam
 from google.genai import types as genai
 from hypothesis import given
 from hypothesis import strategies as st
+from openai.types.chat import ChatCompletionFunctionTool
+from openai.types.responses import FunctionTool
 from openai.types.shared import FunctionDefinition
 
 from context_graph import ConfigurationError, ContextGraph
-from context_graph.render import FORMATS, Renderer
+from context_graph.render import FORMATS, Renderer, count_payload
 from context_graph.render.tools import ToolSpec, read_tools, tool_names
 from context_graph.testing import WordCounter
 from context_graph.validate import validate
@@ -77,6 +79,19 @@ SHAPES: dict[str, Any] = {
             name="weather", description="The weather in a city.", parameters=SCHEMA
         ),
     },
+    "openai sdk tool": ChatCompletionFunctionTool(
+        type="function",
+        function=FunctionDefinition(
+            name="weather", description="The weather in a city.", parameters=SCHEMA
+        ),
+    ),
+    "responses sdk tool": FunctionTool(
+        type="function",
+        name="weather",
+        description="The weather in a city.",
+        parameters=SCHEMA,
+        strict=None,
+    ),
     "gemini sdk": genai.Tool(
         function_declarations=[
             genai.FunctionDeclaration(
@@ -258,6 +273,15 @@ class TestRenderTools:
         """A bad tool definition fails the render with ConfigurationError."""
         with pytest.raises(ConfigurationError, match="defined twice"):
             Renderer(format="anthropic").render(graph, tools=[WEATHER, WEATHER])
+
+
+class TestCountForeignBodies:
+    @pytest.mark.parametrize("fmt", FORMATS)
+    @pytest.mark.parametrize("tools", ["x", [1, "y", None], [{"functionDeclarations": 3}]])
+    def test_odd_tools_fields_are_counted_without_raising(self, fmt: Any, tools: Any) -> None:
+        """`count_payload` of a body from elsewhere with an odd `tools` field does not raise."""
+        body = {"messages": [], "contents": [], "input": [], "tools": tools}
+        assert count_payload(body, fmt, WordCounter()) >= 0
 
 
 class TestAnthropicToolBreakpoint:
