@@ -60,6 +60,7 @@ from orchestrator.options import (
     check_batch,
     check_budget,
     check_format,
+    check_tools,
     default_pipeline,
     resolve_options,
 )
@@ -142,6 +143,11 @@ class ContextManager(EventAdders):
             does. Anthropic only, like the `Renderer`: refused with another `format`,
             and a `render(format=...)` in another format raises `ConfigurationError`.
         clock: Seconds since the epoch, for the audit log; injectable for tests.
+        tools: The tool definitions every request carries (OpenAI, Anthropic or Gemini
+            function tools, or `ToolSpec`s; read once, order kept): each render puts
+            them in its format's `tools` field and counts them inside the budget, and
+            `report_usage` compares the provider's count with that whole request.
+            `render(tools=...)` sends another set for one call.
         store: A `SessionStore` to resume the session from and keep it in (`open`
             gives the SQLite one); restored here, closed with the manager (`close`).
 
@@ -169,6 +175,7 @@ class ContextManager(EventAdders):
         cache_breakpoints: bool = False,
         clock: Callable[[], float] = time.time,
         store: SessionStore | None = None,
+        tools: Sequence[Any] | None = None,
     ) -> None:
         self._options = options = resolve_options(
             format=format,
@@ -186,6 +193,7 @@ class ContextManager(EventAdders):
             redact_secrets=redact_secrets,
             cache_breakpoints=cache_breakpoints,
             clock=clock,
+            tools=tools,
         )
         session = None if store is None else store.restore(clock=options.clock)
         if session is None:
@@ -200,6 +208,7 @@ class ContextManager(EventAdders):
             self._state.calibrator,
             refit_to=options.compact_to,
             cache_breakpoints=options.cache_breakpoints,
+            tools=options.tools,
         )
         self._keeper = StateKeeper(store, self._state, self._raw, self._renderers)
         if session is not None:
@@ -357,7 +366,11 @@ class ContextManager(EventAdders):
     # -- render --------------------------------------------------------------------------
 
     async def render(
-        self, *, format: ProviderFormat | None = None, budget: int | None = None
+        self,
+        *,
+        format: ProviderFormat | None = None,
+        budget: int | None = None,
+        tools: Sequence[Any] | None = None,
     ) -> RenderResult:
         """Compact when due, then render the working view as a request body.
 
@@ -373,12 +386,19 @@ class ContextManager(EventAdders):
         Args:
             format: The provider format; the manager's own by default.
             budget: The token budget; the manager's own by default.
+            tools: The tool definitions of this request; the manager's own by default.
 
         Raises:
             BudgetExceededError: even compacted, the floor (system, pinned nodes, first
                 request, latest turn and after) does not fit.
-            ConfigurationError: an unknown format or a budget that is not positive.
+            ConfigurationError: an unknown format, a budget that is not positive, or a
+                tool definition that does not read.
         """
+        specs = None if tools is None else check_tools(tools, "render")
+        with self._renderers.tools_for_call(specs):
+            return await self._render(format, budget)
+
+    async def _render(self, format: ProviderFormat | None, budget: int | None) -> RenderResult:
         fmt, limit = self._render_options(format, budget)
         self._background.raise_failure()
         await self._screen.snapshot()  # redacts what is new
@@ -427,7 +447,11 @@ class ContextManager(EventAdders):
         return result
 
     def render_sync(
-        self, *, format: ProviderFormat | None = None, budget: int | None = None
+        self,
+        *,
+        format: ProviderFormat | None = None,
+        budget: int | None = None,
+        tools: Sequence[Any] | None = None,
     ) -> RenderResult:
         """The blocking twin of `render`, for code that runs no event loop.
 
@@ -437,7 +461,9 @@ class ContextManager(EventAdders):
         try:
             anyio.get_current_task()
         except anyio.NoEventLoopError:
-            return self._render_blocking(format, budget)
+            specs = None if tools is None else check_tools(tools, "render_sync")
+            with self._renderers.tools_for_call(specs):
+                return self._render_blocking(format, budget)
         msg = (
             "render_sync() was called inside a running event loop; "
             "use `await manager.render(...)` there instead"
@@ -455,7 +481,7 @@ class ContextManager(EventAdders):
             renderer = self._renderers.get(fmt)
             if not self._due(limit) and (limit is None or self._compactor.fits(renderer, limit)):
                 return self._finish(renderer, fmt, limit)
-        return anyio.run(functools.partial(self.render, format=format, budget=budget))
+        return anyio.run(functools.partial(self._render, format, budget))
 
     async def compact(self, instructions: str | None = None) -> PipelineRun:
         """Run the whole pipeline now, whatever the triggers say.

@@ -16,6 +16,7 @@ from typing import Any
 from context_graph.errors import ConfigurationError, IngestError, SourceLocation
 from context_graph.graph.events import AgentEvent
 from context_graph.render import FORMATS
+from context_graph.render.tools import ToolSpec, read_tools
 from context_graph.tokens.counting import ProviderFormat, TokenCounter
 from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.triggers import TriggerConfig
@@ -39,6 +40,7 @@ __all__ = [
     "check_ratio",
     "check_redactor",
     "check_timeout",
+    "check_tools",
     "default_pipeline",
     "profile_defaults",
     "resolve_options",
@@ -76,6 +78,8 @@ class ManagerOptions:
     """Mark Anthropic prompt-cache breakpoints."""
     clock: Callable[[], float]
     """Seconds since the epoch, for the audit log."""
+    tools: tuple[ToolSpec, ...] = ()
+    """The tool definitions every request carries, read once, in the caller's order."""
 
     @property
     def default_stages(self) -> tuple[Processor, ...]:
@@ -100,6 +104,7 @@ def resolve_options(
     redact_secrets: bool | SecretRedactor = False,
     cache_breakpoints: bool = False,
     clock: Callable[[], float] = time.time,
+    tools: Sequence[Any] | None = None,
 ) -> ManagerOptions:
     """Check `ContextManager`'s options (its keywords, defaults alike) and freeze them.
 
@@ -129,6 +134,7 @@ def resolve_options(
     background = check_timeout(background_timeout, "background_timeout")
     foreground = check_timeout(compaction_timeout, "compaction_timeout")
     redactor = check_redactor(redact_secrets)
+    specs = check_tools(tools, "ContextManager")
     if guards is not None and not isinstance(guards, GuardConfig):
         msg = f"ContextManager: guards must be a GuardConfig, got {type(guards).__name__}"
         raise ConfigurationError(msg)
@@ -146,6 +152,7 @@ def resolve_options(
         redactor=redactor,
         cache_breakpoints=marks,
         clock=clock,
+        tools=specs,
     )
 
 
@@ -177,6 +184,15 @@ def check_format(format: object, where: str) -> ProviderFormat:
         msg = f"{where}: unknown format {format!r}; use one of {', '.join(FORMATS)}"
         raise ConfigurationError(msg)
     return format
+
+
+def check_tools(tools: Sequence[Any] | None, where: str) -> tuple[ToolSpec, ...]:
+    """`tools` read as neutral specs; a `ConfigurationError` at `where` if they do not read."""
+    try:
+        return read_tools(tools)
+    except ConfigurationError as exc:
+        msg = f"{where}: {exc}"
+        raise ConfigurationError(msg) from exc
 
 
 def check_budget(budget: object, where: str) -> int | None:

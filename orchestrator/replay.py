@@ -87,8 +87,14 @@ def _extends(previous: list[str] | None, current: list[str] | None) -> bool:
 
 
 def _messages(payload: dict[str, Any]) -> list[str]:
+    """The request as the provider caches it, in order: tools first, then each message.
+
+    The tools lead the cached prefix, so a tool set that changes between calls breaks
+    the prefix however the messages continue.
+    """
     listed = payload.get("messages", payload.get("contents", payload.get("input", [])))
-    return [json.dumps(m, sort_keys=True) for m in listed]
+    tools = [json.dumps(payload["tools"], sort_keys=True)] if "tools" in payload else []
+    return tools + [json.dumps(m, sort_keys=True) for m in listed]
 
 
 def replay(
@@ -98,11 +104,16 @@ def replay(
     format: ProviderFormat = "openai",
     manager: ContextManager | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    tools: Sequence[Any] = (),
 ) -> ReplayReport:
-    """Feed `events` to a manager and render at every model call; return the report."""
-    manager = manager or ContextManager(format=format, budget=budget)
+    """Feed `events` to a manager and render at every model call; return the report.
+
+    `tools` are the tool definitions the recorded agent sent: the raw size counts them,
+    and a manager made here sends them (a given `manager` sends its own).
+    """
+    manager = manager or ContextManager(format=format, budget=budget, tools=tools)
     points = model_call_points(events)
-    raw_renderer = Renderer(format=format)
+    raw_renderer = Renderer(format=format, tools=tools)
     calls: list[CallReport] = []
     previous: list[str] | None = None
     last_request: dict[str, Any] | None = None

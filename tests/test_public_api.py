@@ -129,6 +129,15 @@ def _defined_here(module: ModuleType) -> set[str]:
     }
 
 
+class TestToolDefinitions:
+    def test_tool_definitions_are_public_in_render(self) -> None:
+        """`ToolSpec` and `read_tools` are exported by `context_graph.render` and documented."""
+        render = importlib.import_module("context_graph.render")
+        assert {"ToolSpec", "read_tools"} <= set(render.__all__)
+        documented = set(_documented())
+        assert {"context_graph.render.ToolSpec", "context_graph.render.read_tools"} <= documented
+
+
 class TestTopLevel:
     @pytest.mark.parametrize("package", PACKAGES)
     def test_all_is_exactly_what_the_api_page_lists(self, package: str) -> None:

@@ -18,6 +18,9 @@ the format names to them); the `Renderer` holds the one of its format.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from context_graph.render.fit import marker_text
 from context_graph.render.provider import (
     EMPTY_USER_TEXT,
@@ -29,6 +32,7 @@ from context_graph.render.provider import (
 from context_graph.render.registry import FORMATS, PROVIDER_RENDERERS
 from context_graph.render.renderer import Renderer
 from context_graph.render.result import RenderResult, count_payload
+from context_graph.render.tools import ToolSpec, read_tools
 from context_graph.render.turns import MISSING_RESULT_TEXT, RenderSource, UnitTurns
 from context_graph.tokens.counting import ProviderFormat
 
@@ -44,9 +48,11 @@ __all__ = [
     "RenderResult",
     "RenderSource",
     "Renderer",
+    "ToolSpec",
     "UnitTurns",
     "count_payload",
     "marker_text",
+    "read_tools",
     "render_history",
 ]
 
@@ -56,6 +62,7 @@ def render_history(
     *,
     format: ProviderFormat = "openai",
     budget: int | None = None,
+    tools: Sequence[Any] = (),
 ) -> RenderResult:
     """Render `source` once (a new `Renderer` each call; keep one to reuse its cache)."""
-    return Renderer(format=format).render(source, budget=budget)
+    return Renderer(format=format).render(source, budget=budget, tools=tools)

@@ -30,6 +30,8 @@ from context_graph.render.provider import (
     AssemblyStats,
     Message,
 )
+from context_graph.render.tools import ToolSpec
+from context_graph.render.tools import count_tools as count_tool_field
 from context_graph.render.turns import Result, Turn, UnitTurns, arguments_object, call_id_for
 from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
@@ -40,7 +42,9 @@ __all__ = [
     "assemble",
     "count_messages",
     "count_payload",
+    "count_tools",
     "system_blocks",
+    "tools_field",
     "unit_messages",
 ]
 
@@ -263,6 +267,23 @@ def _mark_block(messages: list[Message], position: tuple[int, int]) -> bool:
     return False
 
 
+def tools_field(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """The `tools` field: one `{"name", "description", "input_schema"}` per spec."""
+    out: list[dict[str, Any]] = []
+    for spec in specs:
+        tool: dict[str, Any] = {"name": spec.name}
+        if spec.description:
+            tool["description"] = spec.description
+        tool["input_schema"] = {"type": "object", **spec.parameters}
+        out.append(tool)
+    return out
+
+
+def count_tools(field_value: Any, cache: NodeTokenCache) -> int:
+    """Tokens of a rendered `tools` field, with the format's tool overheads."""
+    return count_tool_field("anthropic", field_value, cache)
+
+
 # --- counting -----------------------------------------------------------------------------
 
 
@@ -273,7 +294,8 @@ def count_payload(payload: dict[str, Any], cache: NodeTokenCache) -> int:
         system_tokens = cache.count_text(system)
     else:
         system_tokens = sum(cache.count_text(b.get("text", "")) for b in system)
-    return (
+    tools = count_tools(payload.get("tools"), cache)
+    return tools + (
         _OVERHEAD.per_request + system_tokens + count_messages(payload.get("messages", ()), cache)
     )
 
@@ -335,6 +357,12 @@ class AnthropicCacheMarking:
         """The body of `assemble`, with the system prompt and `breakpoints` marked."""
         return assemble(system, units, breakpoints=breakpoints, mark_system=True, stats=stats)
 
+    def mark_tools(self, tools: list[Message]) -> list[Message]:
+        """The tools with `cache_control` on the last one (the end of the tools prefix)."""
+        if not tools:
+            return tools
+        return [*tools[:-1], {**tools[-1], "cache_control": dict(_CACHE)}]
+
     def last_block(
         self, system: list[Message], units: Sequence[list[Message]]
     ) -> tuple[int, int] | None:
@@ -357,3 +385,5 @@ class AnthropicMessagesRenderer:
     assemble = staticmethod(assemble)
     count_messages = staticmethod(count_messages)
     count_payload = staticmethod(count_payload)
+    render_tools = staticmethod(tools_field)
+    count_tools = staticmethod(count_tools)

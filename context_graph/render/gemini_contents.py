@@ -18,6 +18,8 @@ from typing import Any, Final
 from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart, ThinkingPart
 from context_graph.graph.node_tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, NodeTokenCache
 from context_graph.render.provider import EMPTY_USER_TEXT, LEADING_USER_TEXT, AssemblyStats
+from context_graph.render.tools import ToolSpec
+from context_graph.render.tools import count_tools as count_tool_field
 from context_graph.render.turns import Result, Turn, UnitTurns, arguments_object, call_id_for
 from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
@@ -26,7 +28,9 @@ __all__ = [
     "assemble",
     "count_messages",
     "count_payload",
+    "count_tools",
     "system_instruction",
+    "tools_field",
     "unit_messages",
 ]
 
@@ -132,6 +136,27 @@ def assemble(
     return body
 
 
+def tools_field(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """The `tools` field: one tool of every spec's `functionDeclarations`.
+
+    The parameters go as `parametersJsonSchema` (plain JSON schema), not as Gemini's
+    own `parameters` Schema, which spells types differently.
+    """
+    declarations: list[dict[str, Any]] = []
+    for spec in specs:
+        declaration: dict[str, Any] = {"name": spec.name}
+        if spec.description:
+            declaration["description"] = spec.description
+        declaration["parametersJsonSchema"] = dict(spec.parameters)
+        declarations.append(declaration)
+    return [{"functionDeclarations": declarations}] if declarations else []
+
+
+def count_tools(field_value: Any, cache: NodeTokenCache) -> int:
+    """Tokens of a rendered `tools` field, with the format's tool overheads."""
+    return count_tool_field("gemini", field_value, cache)
+
+
 # --- counting -----------------------------------------------------------------------------
 
 
@@ -139,7 +164,10 @@ def count_payload(payload: dict[str, Any], cache: NodeTokenCache) -> int:
     """Tokens of a request body: system instruction, every content, the reply priming."""
     instruction = payload.get("systemInstruction") or payload.get("system_instruction") or {}
     system = sum(cache.count_text(p.get("text", "")) for p in instruction.get("parts", ()))
-    return _OVERHEAD.per_request + system + count_messages(payload.get("contents", ()), cache)
+    tools = count_tools(payload.get("tools"), cache)
+    return (
+        tools + _OVERHEAD.per_request + system + count_messages(payload.get("contents", ()), cache)
+    )
 
 
 def count_messages(contents: Sequence[Content], cache: NodeTokenCache) -> int:
@@ -186,3 +214,5 @@ class GeminiContentsRenderer:
     assemble = staticmethod(assemble)
     count_messages = staticmethod(count_messages)
     count_payload = staticmethod(count_payload)
+    render_tools = staticmethod(tools_field)
+    count_tools = staticmethod(count_tools)

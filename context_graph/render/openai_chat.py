@@ -14,6 +14,8 @@ from typing import Any, Final
 from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart
 from context_graph.graph.node_tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, NodeTokenCache
 from context_graph.render.provider import LEADING_USER_TEXT, AssemblyStats, Message
+from context_graph.render.tools import ToolSpec
+from context_graph.render.tools import count_tools as count_tool_field
 from context_graph.render.turns import Turn, UnitTurns, arguments_text, call_id_for
 from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
@@ -22,7 +24,9 @@ __all__ = [
     "assemble",
     "count_messages",
     "count_payload",
+    "count_tools",
     "system_messages",
+    "tools_field",
     "unit_messages",
 ]
 
@@ -131,12 +135,32 @@ def _document(part: DocumentPart) -> dict[str, Any]:
     return {"type": "text", "text": f"[document at {part.url}]"}
 
 
+def tools_field(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """The `tools` field: one `{"type": "function", "function": {...}}` per spec."""
+    out: list[dict[str, Any]] = []
+    for spec in specs:
+        function: dict[str, Any] = {"name": spec.name}
+        if spec.description:
+            function["description"] = spec.description
+        function["parameters"] = dict(spec.parameters)
+        if spec.strict is not None:
+            function["strict"] = spec.strict
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def count_tools(field_value: Any, cache: NodeTokenCache) -> int:
+    """Tokens of a rendered `tools` field, with the format's tool overheads."""
+    return count_tool_field("openai", field_value, cache)
+
+
 # --- counting ---------------------------------------------------------------------------
 
 
 def count_payload(payload: dict[str, Any], cache: NodeTokenCache) -> int:
     """Tokens of a request body: every message plus the reply priming."""
-    return _OVERHEAD.per_request + count_messages(payload.get("messages", ()), cache)
+    tools = count_tools(payload.get("tools"), cache)
+    return tools + _OVERHEAD.per_request + count_messages(payload.get("messages", ()), cache)
 
 
 def count_messages(messages: Sequence[Message], cache: NodeTokenCache) -> int:
@@ -185,3 +209,5 @@ class OpenAIChatRenderer:
     assemble = staticmethod(assemble)
     count_messages = staticmethod(count_messages)
     count_payload = staticmethod(count_payload)
+    render_tools = staticmethod(tools_field)
+    count_tools = staticmethod(count_tools)

@@ -29,6 +29,8 @@ from context_graph.render.provider import (
     LEADING_USER_TEXT,
     AssemblyStats,
 )
+from context_graph.render.tools import ToolSpec
+from context_graph.render.tools import count_tools as count_tool_field
 from context_graph.render.turns import Result, Turn, UnitTurns, call_id_for, is_custom_call
 from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
@@ -37,7 +39,9 @@ __all__ = [
     "assemble",
     "count_messages",
     "count_payload",
+    "count_tools",
     "instruction_parts",
+    "tools_field",
     "unit_messages",
 ]
 
@@ -209,6 +213,27 @@ def assemble(
     return body
 
 
+def tools_field(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """The `tools` field: one flat `{"type": "function", "name": ...}` per spec.
+
+    The SDK types `strict` as required (a null is allowed): it is always sent.
+    """
+    out: list[dict[str, Any]] = []
+    for spec in specs:
+        tool: dict[str, Any] = {"type": "function", "name": spec.name}
+        if spec.description:
+            tool["description"] = spec.description
+        tool["parameters"] = dict(spec.parameters)
+        tool["strict"] = spec.strict
+        out.append(tool)
+    return out
+
+
+def count_tools(field_value: Any, cache: NodeTokenCache) -> int:
+    """Tokens of a rendered `tools` field, with the format's tool overheads."""
+    return count_tool_field("responses", field_value, cache)
+
+
 # --- counting -----------------------------------------------------------------------------
 
 
@@ -216,7 +241,8 @@ def count_payload(payload: dict[str, Any], cache: NodeTokenCache) -> int:
     """Tokens of a request body: the instructions, every item, and the reply priming."""
     instructions = payload.get("instructions")
     system = cache.count_text(instructions) if isinstance(instructions, str) else 0
-    return _OVERHEAD.per_request + system + count_messages(payload.get("input", ()), cache)
+    tools = count_tools(payload.get("tools"), cache)
+    return tools + _OVERHEAD.per_request + system + count_messages(payload.get("input", ()), cache)
 
 
 def count_messages(items: Sequence[Item], cache: NodeTokenCache) -> int:
@@ -273,3 +299,5 @@ class OpenAIResponsesRenderer:
     assemble = staticmethod(assemble)
     count_messages = staticmethod(count_messages)
     count_payload = staticmethod(count_payload)
+    render_tools = staticmethod(tools_field)
+    count_tools = staticmethod(count_tools)

@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from context_graph.graph.content import ContentPart
 from context_graph.graph.node_tokens import NodeTokenCache
+from context_graph.render.tools import ToolSpec
 from context_graph.render.turns import UnitTurns
 from context_graph.tokens.calibration import FormatOverhead
 from context_graph.tokens.counting import ProviderFormat
@@ -71,6 +72,9 @@ class CacheMarking(Protocol):
         Positions count in the merged message list; negative ones from the end.
         """
 
+    def mark_tools(self, tools: list[Message]) -> list[Message]:
+        """The rendered tools field with a mark after its last tool (a new list)."""
+
     def last_block(
         self, system: list[Message], units: Sequence[list[Message]]
     ) -> tuple[int, int] | None:
@@ -87,8 +91,8 @@ class ProviderRenderer(Protocol):
     order into a body the provider accepts (merging neighbours, opening with a user
     turn of `LEADING_USER_TEXT` where the format needs one, reporting what it changed
     in `stats`), and `count_payload` of a body equals `count_messages` of its parts
-    plus the request and system overheads, so the renderer can size a body without
-    recounting it.
+    plus the request and system overheads (and `count_tools` of its `tools` field),
+    so the renderer can size a body without recounting it.
     """
 
     @property
@@ -121,4 +125,10 @@ class ProviderRenderer(Protocol):
         """Tokens of messages, each with its overhead."""
 
     def count_payload(self, payload: dict[str, Any], cache: NodeTokenCache) -> int:
-        """Tokens of a whole request body in this format."""
+        """Tokens of a whole request body in this format, its `tools` field included."""
+
+    def render_tools(self, specs: Sequence[ToolSpec]) -> list[Message]:
+        """The format's `tools` field for `specs`, in their order."""
+
+    def count_tools(self, tools: list[Message], cache: NodeTokenCache) -> int:
+        """Tokens of a rendered `tools` field, with the format's tool overheads."""

@@ -28,6 +28,7 @@ from context_graph.render.provider import (
 )
 from context_graph.render.registry import FORMATS, PROVIDER_RENDERERS
 from context_graph.render.result import RenderResult
+from context_graph.render.tools import ToolSpec, read_tools, tools_key
 from context_graph.render.turns import RenderSource, Turn, UnitTurns
 from context_graph.tokens.calibration import Calibrator
 from context_graph.tokens.counting import ProviderFormat, TokenCounter, default_counter
@@ -44,6 +45,18 @@ class _Attempt:
 
 
 @dataclass(frozen=True, slots=True)
+class _Tools:
+    """One tool set as a format's `tools` field (None: no tools, no field)."""
+
+    key: str
+    field: list[Message] | None
+    marked: list[Message] | None
+
+
+_NO_TOOLS = _Tools("", None, None)
+
+
+@dataclass(frozen=True, slots=True)
 class _Base:
     """One version of one source, made into fragments; what every budget starts from."""
 
@@ -53,8 +66,8 @@ class _Base:
     fragments: list[Fragment]
     system: list[ContentPart]
     system_key: tuple[str, ...]
-    attempts: dict[int, _Attempt]
-    """Assemblies by how many droppable units they leave out."""
+    attempts: dict[tuple[str, int], _Attempt]
+    """Assemblies by tool set and how many droppable units they leave out."""
 
 
 class Renderer:
@@ -76,6 +89,8 @@ class Renderer:
             when it no longer does, drops down to this share of the budget in one step.
             `None` (the default) leaves out the fewest units every time, which is what a
             stateless caller expects.
+        tools: The tool definitions every render sends unless it is given its own
+            (`render(tools=...)`), in any shape `read_tools` reads; see `render`.
 
     Attributes:
         format: The provider format.
@@ -83,8 +98,9 @@ class Renderer:
             writes and counts the request body; the renderer itself is format-neutral.
 
     Raises:
-        ConfigurationError: an unknown format, or breakpoints asked for a format whose
-            provider renderer takes no cache marks.
+        ConfigurationError: an unknown format, breakpoints asked for a format whose
+            provider renderer takes no cache marks, or a tool definition `read_tools`
+            refuses.
     """
 
     def __init__(
@@ -95,6 +111,7 @@ class Renderer:
         cache_breakpoints: bool = False,
         calibrator: Calibrator | None = None,
         refit_to: float | None = None,
+        tools: Sequence[Any] = (),
     ) -> None:
         provider = PROVIDER_RENDERERS.get(format)
         if provider is None:
@@ -117,20 +134,39 @@ class Renderer:
         self._refit_to = refit_to
         self._sticky = 0
         self._fragments = FragmentCache(provider)
-        self._fixed_cache: tuple[tuple[str, ...], tuple[list[Message], int, int]] | None = None
-        self._last_key: tuple[int, int | None, float] | None = None
+        self._fixed_cache: (
+            tuple[tuple[tuple[str, ...], str], tuple[list[Message], int, int]] | None
+        ) = None
+        self._tools = _NO_TOOLS
+        self._default_tools = read_tools(tools)
+        self._last_key: tuple[int, int | None, float, str] | None = None
         self._last_source: RenderSource | None = None
         self._last: RenderResult | None = None
         self._token_cache: NodeTokenCache | None = None
         self._base: _Base | None = None
 
-    def render(self, source: RenderSource, *, budget: int | None = None) -> RenderResult:
-        """Render `source` under `budget` tokens.
+    def render(
+        self,
+        source: RenderSource,
+        *,
+        budget: int | None = None,
+        tools: Sequence[Any] | None = None,
+    ) -> RenderResult:
+        """Render `source` under `budget` tokens, with `tools` in the request.
+
+        Args:
+            source: The graph or working projection to render.
+            budget: The most tokens the whole request may take (None: no limit).
+            tools: Tool definitions in any shape `read_tools` reads (OpenAI, Anthropic,
+                Gemini, `ToolSpec`), in the order to send them; None: the renderer's
+                own (`tools`). They go into the format's `tools` field and their
+                tokens count inside `budget`; with none the body has no `tools` field.
 
         Raises:
             BudgetExceededError: the floor (system, pinned, first request, latest turn
                 and after) does not fit; carries `.budget` and `.required`.
-            ConfigurationError: a budget that is not a whole, non-negative number of tokens.
+            ConfigurationError: a budget that is not a whole, non-negative number of
+                tokens; a tool definition `read_tools` refuses.
         """
         if budget is not None and (
             isinstance(budget, bool) or not isinstance(budget, int) or budget < 0
@@ -138,15 +174,16 @@ class Renderer:
             # A float (99.9, NaN, inf) or a string would fail deep in the fit, or be rounded.
             msg = f"budget must be a non-negative int of tokens or None, got {budget!r}"
             raise ConfigurationError(msg)
+        toolset = self._toolset(self._default_tools if tools is None else tools)
         factor = self.calibrator.factor if self.calibrator is not None else 1.0
-        key = (source.version, budget, factor)
+        key = (source.version, budget, factor, toolset.key)
         if source is self._last_source and key == self._last_key and self._last is not None:
             return self._last
         base = self._base_for(source)
         # With a calibrator, fit to the local count that the provider's count maps to.
         local_budget = None if budget is None else math.floor(budget / factor)
         try:
-            result = self._fit_and_assemble(base, local_budget)
+            result = self._fit_and_assemble(base, local_budget, toolset)
         except BudgetExceededError as exc:
             if budget is None or local_budget == budget:
                 raise
@@ -157,6 +194,30 @@ class Renderer:
             result = dataclasses.replace(result, budget=budget)
         self._last_source, self._last_key, self._last = source, key, result
         return result
+
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        """The tool definitions a render sends when it is given none of its own."""
+        return self._default_tools
+
+    @tools.setter
+    def tools(self, tools: Sequence[Any]) -> None:
+        self._default_tools = read_tools(tools)
+
+    def _toolset(self, tools: Sequence[Any]) -> _Tools:
+        """`tools` as this format's field, kept while the same tool set comes again."""
+        specs = read_tools(tools)
+        key = tools_key(specs)
+        if key != self._tools.key:
+            field = self.provider.render_tools(specs) if specs else None
+            marking = self.provider.cache_marking
+            marked = (
+                marking.mark_tools(field)
+                if field is not None and marking is not None and self._breakpoints is not None
+                else field
+            )
+            self._tools = _Tools(key, field, marked)
+        return self._tools
 
     @property
     def kept_drops(self) -> int:
@@ -223,17 +284,20 @@ class Renderer:
             self._token_cache = NodeTokenCache(self._counter or default_counter())
         return self._token_cache
 
-    def _fit_and_assemble(self, base: _Base, budget: int | None) -> RenderResult:
+    def _fit_and_assemble(self, base: _Base, budget: int | None, tools: _Tools) -> RenderResult:
         fragments, cache, attempts = base.fragments, base.cache, base.attempts
-        system, fixed, lead = self._fixed(base.system, base.system_key, cache)
+        system, fixed, lead = self._fixed(base.system, base.system_key, cache, tools)
         droppable: list[int] = []
 
         def attempt(k: int) -> _Attempt:
             # Attempt k leaves out the first k droppable units; which those are depends
             # on the fragments only, so attempts are shared by every render of the base.
-            if k not in attempts:
-                attempts[k] = self._attempt(fragments, system, fixed, lead, droppable[:k], cache)
-            return attempts[k]
+            slot = (tools.key, k)
+            if slot not in attempts:
+                attempts[slot] = self._attempt(
+                    fragments, system, fixed, lead, droppable[:k], cache, tools
+                )
+            return attempts[slot]
 
         chosen = attempt(0)
         if budget is not None and chosen.tokens > budget:
@@ -299,6 +363,7 @@ class Renderer:
         lead: int,
         dropped_indices: Sequence[int],
         cache: NodeTokenCache,
+        tools: _Tools,
     ) -> _Attempt:
         """Assemble the render that leaves out `dropped_indices`, and size it exactly."""
         provider = self.provider
@@ -321,6 +386,8 @@ class Renderer:
                 call_ids.update(fragment.calls)
         stats = AssemblyStats()
         payload = self._assemble(system, kept, kept_keys, stats=stats)
+        if tools.marked is not None:
+            payload["tools"] = tools.marked
         tokens += self._assembly_delta(stats, lead, cache)
         return _Attempt(payload, tokens, tuple(dropped_indices), call_ids)
 
@@ -335,9 +402,14 @@ class Renderer:
         return delta
 
     def _fixed(
-        self, parts: list[ContentPart], key: tuple[str, ...], cache: NodeTokenCache
+        self,
+        parts: list[ContentPart],
+        system_key: tuple[str, ...],
+        cache: NodeTokenCache,
+        tools: _Tools,
     ) -> tuple[list[Message], int, int]:
-        """The system part, its tokens with the request overhead, and the lead turn's."""
+        """The system part, its tokens with the request overhead and tools, the lead's."""
+        key = (system_key, tools.key)
         if self._fixed_cache is not None and self._fixed_cache[0] == key:
             return self._fixed_cache[1]
         system = self.provider.system(parts)
@@ -347,6 +419,8 @@ class Renderer:
         lead = self.provider.count_messages(lead_messages, cache)
         stats = AssemblyStats()
         empty = self._assemble(system, [], [], marks=False, stats=stats)
+        if tools.field is not None:
+            empty["tools"] = tools.field
         fixed = self.provider.count_payload(empty, cache) - (lead if stats.lead else 0)
         self._fixed_cache = (key, (system, fixed, lead))
         return system, fixed, lead

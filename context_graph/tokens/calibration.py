@@ -33,18 +33,47 @@ class FormatOverhead:
     """Added for every tool result (id wrapper)."""
     per_request: int
     """Added once per request (reply priming)."""
+    per_tool: int = 0
+    """Added for every tool definition the request carries (its wrapper)."""
+    per_tools: int = 0
+    """Added once when the request carries tool definitions (the provider's tool-use
+    preamble: Anthropic documents a few hundred tokens of system prompt for it)."""
 
 
 #: Each provider format's overhead (read-only).
 FORMAT_OVERHEADS: Mapping[str, FormatOverhead] = MappingProxyType(
     {
-        "openai": FormatOverhead(per_message=3, per_tool_call=8, per_tool_result=4, per_request=3),
-        "anthropic": FormatOverhead(
-            per_message=4, per_tool_call=12, per_tool_result=8, per_request=4
+        "openai": FormatOverhead(
+            per_message=3,
+            per_tool_call=8,
+            per_tool_result=4,
+            per_request=3,
+            per_tool=8,
+            per_tools=12,
         ),
-        "gemini": FormatOverhead(per_message=4, per_tool_call=10, per_tool_result=8, per_request=4),
+        "anthropic": FormatOverhead(
+            per_message=4,
+            per_tool_call=12,
+            per_tool_result=8,
+            per_request=4,
+            per_tool=8,
+            per_tools=346,
+        ),
+        "gemini": FormatOverhead(
+            per_message=4,
+            per_tool_call=10,
+            per_tool_result=8,
+            per_request=4,
+            per_tool=8,
+            per_tools=8,
+        ),
         "responses": FormatOverhead(
-            per_message=3, per_tool_call=8, per_tool_result=4, per_request=3
+            per_message=3,
+            per_tool_call=8,
+            per_tool_result=4,
+            per_request=3,
+            per_tool=8,
+            per_tools=12,
         ),
     }
 )

@@ -24,6 +24,7 @@ from context_graph.validate.common import (
     objects_in,
     show,
 )
+from context_graph.validate.tool_fields import check_tools
 
 __all__ = [
     "ANTHROPIC_RULES",
@@ -67,6 +68,7 @@ def validate_anthropic(payload: Any, out: Collector) -> None:
             f"the request body is {show(payload)}; send a JSON object with a `messages` array",
         )
         return
+    check_tools(payload, "anthropic", out)
     breakpoints = tool_breakpoints(payload)
     _check_system(payload, out, breakpoints)
     messages = as_list(payload.get("messages"))

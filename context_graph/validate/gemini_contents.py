@@ -21,6 +21,7 @@ from context_graph.validate.common import (
     show,
 )
 from context_graph.validate.gemini_turns import ContentInfo, check_pairing, check_sequence
+from context_graph.validate.tool_fields import check_tools
 
 __all__ = ["GEMINI_RULES", "GeminiContentsValidator", "gemini_clues", "validate_gemini"]
 
@@ -57,6 +58,7 @@ def validate_gemini(payload: Any, out: Collector) -> None:
             f"the request body is {show(payload)}; send a JSON object with a `contents` array",
         )
         return
+    check_tools(payload, "gemini", out)
     _check_system(payload, out)
     contents = as_list(payload.get("contents"))
     if contents is None:

@@ -23,6 +23,7 @@ from context_graph.validate.openai_tool_calls import (
     leave_run,
     pair_tool_message,
 )
+from context_graph.validate.tool_fields import check_tools
 
 __all__ = ["OPENAI_RULES", "OpenAIChatValidator", "openai_clues", "validate_openai"]
 
@@ -68,6 +69,7 @@ def validate_openai(payload: Any, out: Collector) -> None:
             f"the request body is {show(payload)}; send a JSON object with a `messages` array",
         )
         return
+    check_tools(payload, "openai", out)
     messages = as_list(payload.get("messages"))
     if messages is None:
         out.add(

@@ -31,6 +31,7 @@ from context_graph.validate.openai_responses_items import (
     check_output,
     check_reasoning,
 )
+from context_graph.validate.tool_fields import check_tools
 
 __all__ = ["RESPONSES_RULES", "OpenAIResponsesValidator", "responses_clues", "validate_responses"]
 
@@ -107,6 +108,7 @@ def validate_responses(payload: Any, out: Collector) -> None:
             f"the request body is {show(payload)}; send a JSON object with an `input` array",
         )
         return
+    check_tools(payload, "responses", out)
     instructions = payload.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         out.add(

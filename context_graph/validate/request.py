@@ -22,6 +22,7 @@ from context_graph.errors import ConfigurationError
 from context_graph.validate.common import COMMON_RULES, Collector, Violation, check_finite
 from context_graph.validate.provider import ValidationFormat
 from context_graph.validate.registry import PROVIDER_VALIDATORS
+from context_graph.validate.tool_fields import TOOL_RULES
 
 __all__ = [
     "RULES",
@@ -35,6 +36,7 @@ __all__ = [
 
 def _all_rules() -> dict[str, str]:
     merged = dict(COMMON_RULES)
+    merged.update(TOOL_RULES)
     for validator in PROVIDER_VALIDATORS.values():
         merged.update(validator.rules)
     return dict(sorted(merged.items()))

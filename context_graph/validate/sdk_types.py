@@ -154,23 +154,23 @@ def _check_typeddict(value: Any, td: type, path: str) -> list[str]:
 
 
 def sdk_problems(payload: Any, format: str) -> list[str]:
-    """Where a request body's messages (and Anthropic's `system`) break the SDK types.
+    """Where a request body's messages, `system` and `tools` break the SDK types.
 
     Args:
         payload: A rendered request body (`RenderResult.payload`).
-        format: `openai`, `anthropic` or `responses`; `gemini` is not checked (no SDK
-            types here).
+        format: `openai`, `anthropic`, `responses` or `gemini`; of a Gemini body only
+            the `tools` field is checked (against `google.genai.types.Tool`).
 
     Raises:
         ValueError: an unknown format.
         ImportError: the provider's SDK is not installed.
     """
-    if format == "gemini":
-        return []  # no Gemini SDK is installed for the tests
     if not isinstance(payload, dict):
         return [f"$: expected an object, got {type(payload).__name__}"]
+    if format == "gemini":
+        return _gemini_tool_problems(payload.get("tools"))
     if format == "responses":
-        return _responses_problems(payload)
+        return _responses_problems(payload) + _tool_problems(payload, format)
     problems: list[str] = []
     messages = payload.get("messages")
     if not isinstance(messages, list):
@@ -192,6 +192,47 @@ def sdk_problems(payload: Any, format: str) -> list[str]:
         raise ValueError(msg)
     for i, message in enumerate(messages):
         problems += _check(message, message_type, f"messages[{i}]")
+    return problems + _tool_problems(payload, format)
+
+
+def _tool_problems(payload: dict[str, Any], format: str) -> list[str]:
+    """The `tools` field against the type the SDK's create params give it."""
+    if "tools" not in payload:
+        return []
+    base: Any
+    if format == "openai":
+        from openai.types.chat import completion_create_params
+
+        base = completion_create_params.CompletionCreateParamsBase
+    elif format == "anthropic":
+        from anthropic.types import message_create_params
+
+        base = message_create_params.MessageCreateParamsBase
+    else:
+        from openai.types.responses import response_create_params
+
+        base = response_create_params.ResponseCreateParamsBase
+    hint = typing.get_type_hints(base, include_extras=True)["tools"]
+    return _check(payload["tools"], hint, "tools")
+
+
+def _gemini_tool_problems(tools: Any) -> list[str]:
+    """Each Gemini tool against `google.genai.types.Tool` (which forbids unknown keys)."""
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        return ["tools: expected an array"]
+    from google.genai import types
+    from pydantic import ValidationError
+
+    problems: list[str] = []
+    for i, tool in enumerate(tools):
+        try:
+            types.Tool.model_validate(tool)
+        except ValidationError as exc:
+            problems += [
+                f"tools[{i}].{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+            ]
     return problems
 
 

@@ -129,6 +129,7 @@ def _add_render(commands: _Commands) -> None:
     )
     render.add_argument("-o", "--output", type=Path, help="write the JSON here")
     _add_breakpoints(render)
+    _add_tools(render)
     _add_json(render, "errors as a JSON object on stdout; the summary as JSON on stderr")
 
 
@@ -150,6 +151,7 @@ def _add_replay(commands: _Commands) -> None:
     replay.add_argument("--report", type=Path, help="write the JSON report here")
     replay.add_argument("-o", "--output", type=Path, help="write the last request here")
     _add_breakpoints(replay)
+    _add_tools(replay)
     _add_json(replay, "print the totals as JSON; errors as a JSON object on stdout")
 
 
@@ -223,6 +225,19 @@ def _add_breakpoints(command: argparse.ArgumentParser) -> None:
         "--cache-breakpoints",
         action="store_true",
         help="mark Anthropic prompt-cache breakpoints (anthropic only)",
+    )
+
+
+def _add_tools(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--tools",
+        type=Path,
+        metavar="FILE.json",
+        help=(
+            "tool definitions every request carries and counts inside the budget: a JSON "
+            "array of OpenAI, Anthropic or Gemini function tools (or an object with one "
+            "in `tools`, such as a recorded request body)"
+        ),
     )
 
 

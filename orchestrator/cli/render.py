@@ -18,9 +18,16 @@ from dataclasses import dataclass
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent
 from context_graph.render import Renderer, RenderResult
+from context_graph.render.tools import ToolSpec
 from orchestrator.cli.errors import EXIT_OK
 from orchestrator.cli.progress import Progress
-from orchestrator.cli.session import check_outputs, choose_profile, load, write_text
+from orchestrator.cli.session import (
+    check_outputs,
+    choose_profile,
+    load,
+    load_tools,
+    write_text,
+)
 from orchestrator.manager import ContextManager
 from orchestrator.working.buffer import AuditEntry
 
@@ -42,10 +49,13 @@ class _Rendered:
 def run_render(args: argparse.Namespace, progress: Progress) -> int:
     """Render the session; the body to stdout or `-o`, one summary line to stderr."""
     check_outputs(o=args.output)
+    tools = load_tools(args.tools)
     # The renderer or the manager is made before the session is read, so that a bad
     # option (breakpoints with another format, a broken profile) fails at once.
     if args.no_compact:
-        renderer = Renderer(format=args.provider, cache_breakpoints=args.cache_breakpoints)
+        renderer = Renderer(
+            format=args.provider, cache_breakpoints=args.cache_breakpoints, tools=tools
+        )
         rendered = _render_pristine(renderer, _events(args, progress), args.budget, progress)
     else:
         profile = choose_profile(args.profile)
@@ -53,9 +63,10 @@ def run_render(args: argparse.Namespace, progress: Progress) -> int:
             format=args.provider,
             budget=args.budget,
             cache_breakpoints=args.cache_breakpoints,
+            tools=tools,
             **profile.manager_options(),
         )
-        rendered = _render_managed(manager, _events(args, progress), profile.name, progress)
+        rendered = _render_managed(manager, _events(args, progress), profile.name, progress, tools)
     progress.close()
     text = rendered.result.to_json(indent=2) + "\n"
     if args.output is not None:
@@ -85,14 +96,18 @@ def _render_pristine(
 
 
 def _render_managed(
-    manager: ContextManager, events: Sequence[AgentEvent], profile: str, progress: Progress
+    manager: ContextManager,
+    events: Sequence[AgentEvent],
+    profile: str,
+    progress: Progress,
+    tools: Sequence[ToolSpec],
 ) -> _Rendered:
     """The manager's render: compacted by the profile's pipeline until it fits."""
     manager.ingest(events)
     progress.phase("compacting and rendering...")
     manager.bus.connect("proposal_applied", _count_edits(progress))
     result = manager.render_sync()
-    before = Renderer(format=result.format).render(manager.raw).tokens
+    before = Renderer(format=result.format, tools=tools).render(manager.raw).tokens
     return _Rendered(result, before, manager.working.audit(), profile)
 
 

@@ -8,7 +8,13 @@ import sys
 
 from orchestrator.cli.errors import EXIT_OK, EXIT_OVER_BUDGET
 from orchestrator.cli.progress import Progress
-from orchestrator.cli.session import check_outputs, choose_profile, load, write_text
+from orchestrator.cli.session import (
+    check_outputs,
+    choose_profile,
+    load,
+    load_tools,
+    write_text,
+)
 from orchestrator.manager import ContextManager
 from orchestrator.replay import ReplayReport, replay
 
@@ -18,11 +24,13 @@ __all__ = ["run_replay"]
 def run_replay(args: argparse.Namespace, progress: Progress) -> int:
     """Replay; print the totals; exit 3 when any call could not meet the budget."""
     check_outputs(report=args.report, o=args.output)
+    tools = load_tools(args.tools)
     profile = choose_profile(args.profile)
     manager = ContextManager(
         format=args.provider,
         budget=args.budget,
         cache_breakpoints=args.cache_breakpoints,
+        tools=tools,
         **profile.manager_options(),
     )
     loaded = load(args, progress)
@@ -33,6 +41,7 @@ def run_replay(args: argparse.Namespace, progress: Progress) -> int:
         budget=args.budget,
         format=args.provider,
         manager=manager,
+        tools=tools,
         on_progress=lambda done, total: progress.count(done, total, "events"),
     )
     progress.close()

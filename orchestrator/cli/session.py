@@ -7,18 +7,20 @@ results fails at once, having written nothing.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from context_graph.errors import IngestError, SourceLocation
+from context_graph.errors import ConfigurationError, IngestError, SourceLocation
 from context_graph.examples import EXAMPLE_SESSION
 from context_graph.importers import ImportedSession, load_sessions, select_session
+from context_graph.render.tools import ToolSpec, read_tools
 from orchestrator.cli.errors import UsageError
 from orchestrator.cli.progress import Progress
 from orchestrator.profiles import PROFILES, Profile, get_profile, load_profile
 
-__all__ = ["Loaded", "check_outputs", "choose_profile", "load", "write_text"]
+__all__ = ["Loaded", "check_outputs", "choose_profile", "load", "load_tools", "write_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +104,36 @@ def check_outputs(**options: Path | None) -> None:
             raise UsageError(f"{flag} {path}", f"{folder} is a file, not a folder")
         if path.is_dir():
             raise UsageError(f"{flag} {path}", "is a folder; give the path of a file to write")
+
+
+def load_tools(path: Path | None) -> tuple[ToolSpec, ...]:
+    """The tool definitions of a `--tools` file (none without one).
+
+    The file holds a JSON array of tools, or an object with one under `tools` (a
+    recorded request body, or a Gemini-style holder).
+
+    Raises:
+        UsageError: the file cannot be read, is not JSON, holds no tool list, or a tool
+            in it does not read (the message names which and why).
+    """
+    if path is None:
+        return ()
+    where = f"--tools {path}"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(where, f"cannot read: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(where, f"is not a JSON file ({exc})") from None
+    if isinstance(data, dict) and isinstance(data.get("tools"), list):
+        data = data["tools"]
+    if not isinstance(data, list):
+        reason = "expected a JSON array of tool definitions, or an object with one in `tools`"
+        raise UsageError(where, reason)
+    try:
+        return read_tools(data)
+    except ConfigurationError as exc:
+        raise UsageError(where, str(exc)) from None
 
 
 def write_text(path: Path, text: str, option: str) -> None:

@@ -596,6 +596,32 @@ GOLDEN = [
         0,
         "contents[0].parts[0].inlineData",
     ),
+    # --- the tools field (every format) ---
+    Golden("openai", oa(OA_USER) | {"tools": {"name": "f"}}, "tools_invalid", None, "tools"),
+    Golden(
+        "anthropic",
+        an(AN_USER, tools=[{"name": "has space", "input_schema": {"type": "object"}}]),
+        "tool_name_invalid",
+        None,
+        "tools[0].name",
+    ),
+    Golden(
+        "responses",
+        {
+            "input": "hi",
+            "tools": [{"type": "function", "name": "f", "parameters": [], "strict": None}],
+        },
+        "tool_schema_invalid",
+        None,
+        "tools[0].parameters",
+    ),
+    Golden(
+        "gemini",
+        gm(GM_USER, tools=[{"functionDeclarations": [{"name": "f"}, {"name": "f"}]}]),
+        "duplicate_tool_name",
+        None,
+        "tools[0].functionDeclarations[1].name",
+    ),
 ]
 
 
