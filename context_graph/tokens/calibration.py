@@ -40,17 +40,20 @@ class FormatOverhead:
     preamble: Anthropic documents a few hundred tokens of system prompt for it)."""
 
 
+# OpenAI's two APIs are counted alike: no figure of its own was measured for Responses.
+_OPENAI = FormatOverhead(
+    per_message=3,
+    per_tool_call=8,
+    per_tool_result=4,
+    per_request=3,
+    per_tool=8,
+    per_tools=12,
+)
+
 #: Each provider format's overhead (read-only).
 FORMAT_OVERHEADS: Mapping[str, FormatOverhead] = MappingProxyType(
     {
-        "openai": FormatOverhead(
-            per_message=3,
-            per_tool_call=8,
-            per_tool_result=4,
-            per_request=3,
-            per_tool=8,
-            per_tools=12,
-        ),
+        "openai": _OPENAI,
         "anthropic": FormatOverhead(
             per_message=4,
             per_tool_call=12,
@@ -67,14 +70,7 @@ FORMAT_OVERHEADS: Mapping[str, FormatOverhead] = MappingProxyType(
             per_tool=8,
             per_tools=8,
         ),
-        "responses": FormatOverhead(
-            per_message=3,
-            per_tool_call=8,
-            per_tool_result=4,
-            per_request=3,
-            per_tool=8,
-            per_tools=12,
-        ),
+        "responses": _OPENAI,
     }
 )
 
