@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.compare.facts import strings_in
+from benchmarks.compare.plots import matplotlib_available
 from benchmarks.compare.sessions import session_files
 from context_graph import (
     AgentEvent,
@@ -284,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         "--budget-ratio", type=float, default=0.5, help="budget as a share of the final size"
     )
     args = parser.parse_args(argv)
+    if args.plot and not matplotlib_available():
+        # Checked before the replay, which takes minutes: the plot is the last step.
+        parser.error("--plot needs matplotlib, which is not installed (pip install '.[bench]')")
     trace = args.trace or longest_session(args.traces)[0]
     ours, theirs, events, budget = run(trace, budget_ratio=args.budget_ratio)
     print(report(ours, theirs, events, budget, trace))

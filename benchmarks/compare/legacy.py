@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from benchmarks import distill_retention, ingest, processors, render
+from benchmarks.compare.plots import matplotlib_available
 
 # The ingest table: the largest session, plus two with shorter messages.
 INGEST_EXTRA = (
@@ -77,8 +78,11 @@ def ingest_section(traces: Path, progress: Callable[[str], None]) -> str:
 def render_section(
     traces: Path, image: Path, image_ref: str, progress: Callable[[str], None]
 ) -> str:
-    progress("render benchmark at 50% (with the plot)")
-    half = _captured(render.main, ["--traces", str(traces), "--plot", str(image)])
+    plotted = matplotlib_available()
+    progress("render benchmark at 50%" + (" (with the plot)" if plotted else ""))
+    half = _captured(
+        render.main, ["--traces", str(traces), *(["--plot", str(image)] if plotted else [])]
+    )
     progress("render benchmark at 75%")
     three_quarters = _captured(render.main, ["--traces", str(traces), "--budget-ratio", "0.75"])
     return "\n".join(
@@ -119,7 +123,9 @@ def render_section(
             "Compacting inside a tool loop is the processors' job: the comparison above runs "
             "them through `ContextManager`.",
             "",
-            f"![time per render, both contenders]({image_ref})",
+            f"![time per render, both contenders]({image_ref})"
+            if plotted
+            else "(No plot: matplotlib is not installed; `pip install '.[bench]'` draws it.)",
         ]
     )
 
