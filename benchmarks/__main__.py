@@ -21,7 +21,12 @@ from pathlib import Path
 from benchmarks.compare.compaction import compare_compactions
 from benchmarks.compare.contenders import ContenderSpec, context_graph_specs
 from benchmarks.compare.hotspots import hotspots
-from benchmarks.compare.legacy import ingest_section, processors_section, render_section
+from benchmarks.compare.legacy import (
+    ingest_section,
+    long_session_section,
+    processors_section,
+    render_section,
+)
 from benchmarks.compare.openhands_peer import openhands_specs
 from benchmarks.compare.page import Measured, build_page
 from benchmarks.compare.plots import matplotlib_available, plot_family
@@ -93,6 +98,7 @@ def _tail(traces: Path, out: Path) -> list[str]:
     return [
         ingest_section(traces, progress),
         render_section(traces, image, f"img/{image.name}", progress),
+        long_session_section(traces, progress),
         processors_section(traces, progress),
     ]
 

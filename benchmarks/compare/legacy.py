@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from benchmarks import distill_retention, ingest, processors, render
+from benchmarks import distill_retention, ingest, long_session, processors, render
 from benchmarks.compare.plots import matplotlib_available
 
 # The ingest table: the largest session, plus two with shorter messages.
@@ -165,5 +165,30 @@ def processors_section(traces: Path, progress: Callable[[str], None]) -> str:
             "docs/processors/distill.md):",
             "",
             "\n\n".join(distill[:2]),
+        ]
+    )
+
+
+def long_session_section(traces: Path, progress: Callable[[str], None]) -> str:
+    progress("long-session benchmark (about 3M tokens)")
+    table = _captured(long_session.main, ["--traces", str(traces)])
+    return "\n".join(
+        [
+            "## Time per call on a long session, against LangChain `trim_messages`",
+            "",
+            "```bash",
+            "python -m benchmarks.long_session                 # about 3M tokens, 200k budget",
+            "python -m benchmarks.long_session --tokens 10M    # the long version",
+            "```",
+            "",
+            "The script stitches one long coding session out of the shared ones (the main "
+            "sessions of the coding families, taken in turn from each family, largest first; "
+            "rounds of them repeated until the raw history holds the asked size) and replays "
+            "it for context-graph's coding profile and for `trim_messages` with a counter "
+            "cached per message, each in a process of its own. A call's time is feeding the "
+            "events since the previous call plus the request. Every 50th request and the last "
+            "are checked by our validator and counted against the budget.",
+            "",
+            table,
         ]
     )

@@ -1,0 +1,354 @@
+"""Time per call as a long session grows: context-graph against LangChain `trim_messages`.
+
+What users feel on a long session is the time each call takes as the history grows, so
+this benchmark stitches one long coding session out of the real ones in ../shared/traces
+and replays it for each contender (the harness of `benchmarks.compare`, so both hold
+what an agent would and both count with the same cl100k_base counter, cached per
+message or node):
+
+- the tasks: the main (not sub-agent) sessions of the coding families, taken in turn
+  from each family, largest first, `--tasks` of them (14 by default);
+- a round is every task once, in that order; rounds repeat until the raw history holds
+  `--tokens` tokens (3M by default; `--tokens 10M` for the long version). The first
+  task's system prompt opens the session; the other system prompts and the recorded
+  compactions (another tool's, which would stand for all that came before) are left out;
+- a call is a point where the recorded agent called its model (right before each
+  assistant turn, and after the last event). The time of a call is the time of feeding
+  the events since the previous call plus the time of the request itself.
+
+Reported per contender, in one run: total time, the mean call time of each quarter of
+the calls, p50 / p99 / max, peak memory growth of the replay (each contender replays in
+a process of its own, so one's memory is not counted against the other), and requests
+over the budget or invalid by our validator (every 50th call and the last are checked,
+so that checking does not dominate the run). The targets: total <= 0.5x trim_messages,
+and the mean call time of the last quarter <= 1.3x the first.
+
+    python -m benchmarks.long_session                    # ~3M tokens, 200k budget
+    python -m benchmarks.long_session --tokens 10M
+    python -m benchmarks.long_session --tokens 200k --tasks 4 --budget 20000 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import multiprocessing
+import resource
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from queue import Empty
+from typing import Any
+
+from benchmarks.compare.contenders import ContenderSpec, context_graph_specs
+from benchmarks.compare.sessions import Session, discover
+from context_graph import AgentEvent, Compaction, SystemPrompt, TiktokenCounter
+from context_graph.graph.node_tokens import NodeTokenCache
+from context_graph.render import count_payload
+from context_graph.validate.request import validate
+from orchestrator.replay import model_call_points
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_TRACES = ROOT.parent / "shared" / "traces"
+CODING_FAMILIES = (
+    "claude_code",
+    "codex_cli",
+    "gemini_cli",
+    "mini_swe_agent_deepseek",
+    "openhands_claude35_swebench_verified",
+    "swe_agent",
+)
+CHECK_EVERY = 50
+TARGET_TOTAL_RATIO = 0.5
+TARGET_GROWTH = 1.3
+
+
+@dataclass(frozen=True)
+class Stitched:
+    """The long session: its events, where the model was called, and what it is made of."""
+
+    events: list[AgentEvent]
+    calls: list[int]
+    """How many events had been fed at each call, in order."""
+    tasks: list[str]
+    rounds: int
+    raw_tokens: int
+    """The raw size: the sum of the tasks' raw sizes, times the rounds."""
+
+
+@dataclass(frozen=True)
+class Timings:
+    """One contender's replay of the stitched session."""
+
+    name: str
+    calls: int
+    total_s: float
+    quarter_means_ms: list[float]
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    peak_memory_mb: float
+    """Growth of the peak resident set over the replay (the events were loaded before)."""
+    refused: int
+    over_budget: int
+    invalid: int
+    checked: int
+
+    @property
+    def growth(self) -> float:
+        """The last quarter's mean call time over the first quarter's."""
+        first, last = self.quarter_means_ms[0], self.quarter_means_ms[-1]
+        return last / first if first else math.inf
+
+
+def pick_tasks(sessions: Sequence[Session], count: int) -> list[Session]:
+    """`count` main coding sessions, taken in turn from each family, largest first."""
+    queues = {
+        family: sorted(
+            (s for s in sessions if s.family == family and not s.subagent and len(s.calls) > 1),
+            key=lambda s: (-s.raw_tokens, s.source, s.label),
+        )
+        for family in CODING_FAMILIES
+    }
+    picked: list[Session] = []
+    while len(picked) < count and any(queues.values()):
+        for family in CODING_FAMILIES:
+            if queues[family] and len(picked) < count:
+                picked.append(queues[family].pop(0))
+    if not picked:
+        msg = "no coding sessions found; pass --traces DIR (see ../shared/traces/README.md)"
+        raise SystemExit(msg)
+    return picked
+
+
+def stitch(tasks: Sequence[Session], tokens: int) -> Stitched:
+    """Repeat the tasks, in order, until the raw history holds about `tokens` tokens."""
+    per_round = sum(task.raw_tokens for task in tasks)
+    rounds = max(1, math.ceil(tokens / per_round))
+    events: list[AgentEvent] = []
+    opening = next((e for e in tasks[0].events if isinstance(e, SystemPrompt)), None)
+    if opening is not None:
+        events.append(opening)
+    for _ in range(rounds):
+        for task in tasks:
+            # A call id may repeat once the earlier call was answered, so the tasks'
+            # own ids stay as recorded across rounds.
+            events.extend(e for e in task.events if not isinstance(e, SystemPrompt | Compaction))
+    return Stitched(
+        events=events,
+        calls=sorted(model_call_points(events)),
+        tasks=[f"{t.family}/{t.label}" for t in tasks],
+        rounds=rounds,
+        raw_tokens=per_round * rounds,
+    )
+
+
+def _resident_kb() -> int:
+    """The resident set now, in KiB (Linux), else the peak so far."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _peak_kb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+async def _replay(spec: ContenderSpec, stitched: Stitched, budget: int) -> Timings:
+    counter = TiktokenCounter()
+    cache = NodeTokenCache(counter)
+    contender = spec.make(budget, counter)
+    items = contender.prepare(stitched.events)
+    start_kb = _resident_kb()
+    times_ns: list[int] = []
+    refused = over = invalid = checked = 0
+    fed = 0
+    last = len(stitched.calls) - 1
+    for number, point in enumerate(stitched.calls):
+        started = time.perf_counter_ns()
+        for item in items[fed:point]:
+            await contender.feed(item)
+        fed = point
+        await contender.tune(budget)
+        native = await contender.request(budget)
+        times_ns.append(time.perf_counter_ns() - started)
+        if native is None:
+            refused += 1
+        elif number % CHECK_EVERY == 0 or number == last:
+            payload = contender.payload(native)
+            checked += 1
+            invalid += bool(validate(payload, "openai"))
+            over += count_payload(payload, "openai", cache) > budget
+    peak_mb = max(0, _peak_kb() - start_kb) / 1024
+    return _timings(spec.name, times_ns, peak_mb, refused, over, invalid, checked)
+
+
+def _timings(
+    name: str,
+    times_ns: list[int],
+    peak_mb: float,
+    refused: int,
+    over: int,
+    invalid: int,
+    checked: int,
+) -> Timings:
+    ms = [t / 1e6 for t in times_ns]
+    quarter = max(1, len(ms) // 4)
+    quarters = [ms[i * quarter : (i + 1) * quarter] for i in range(3)] + [ms[3 * quarter :]]
+    ordered = sorted(ms)
+
+    def pct(share: float) -> float:
+        return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+    return Timings(
+        name=name,
+        calls=len(ms),
+        total_s=sum(ms) / 1e3,
+        quarter_means_ms=[sum(q) / len(q) if q else 0.0 for q in quarters],
+        p50_ms=pct(0.5),
+        p99_ms=pct(0.99),
+        max_ms=ordered[-1],
+        peak_memory_mb=peak_mb,
+        refused=refused,
+        over_budget=over,
+        invalid=invalid,
+        checked=checked,
+    )
+
+
+def _child(spec: ContenderSpec, stitched: Stitched, budget: int, queue: Any) -> None:
+    queue.put(asdict(asyncio.run(_replay(spec, stitched, budget))))
+
+
+def replay_isolated(spec: ContenderSpec, stitched: Stitched, budget: int) -> Timings:
+    """Replay in a forked process of its own, so each peak memory is its own."""
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    process = context.Process(target=_child, args=(spec, stitched, budget, queue))
+    process.start()
+    while True:
+        try:
+            result = queue.get(timeout=1.0)
+        except Empty:
+            if process.is_alive():
+                continue
+            # The child died before it could report (its traceback went to stderr).
+            msg = f"the replay of {spec.name} exited with {process.exitcode} before reporting"
+            raise RuntimeError(msg) from None
+        break
+    process.join()
+    return Timings(**result)
+
+
+def contenders() -> list[ContenderSpec]:
+    """context-graph's coding profile and, when langchain-core is installed, trim_messages."""
+    specs = [s for s in context_graph_specs() if s.name == "context-graph coding"]
+    try:
+        from benchmarks.compare.langchain_peer import langchain_specs
+    except ImportError:
+        return specs
+    try:
+        return specs + langchain_specs()
+    except ImportError:
+        return specs
+
+
+def report(stitched: Stitched, budget: int, results: Sequence[Timings]) -> str:
+    """The Markdown tables and the targets of one run."""
+    lines = [
+        f"Stitched session: {len(stitched.tasks)} tasks x {stitched.rounds} rounds, "
+        f"{len(stitched.events):,} events, {len(stitched.calls):,} calls, "
+        f"{stitched.raw_tokens:,} raw tokens; budget {budget:,} tokens.",
+        "",
+        "| contender | total | mean per call by quarter (ms) | p50 | p99 | max "
+        "| peak memory | refused | over budget / invalid (of checked) |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        quarters = " -> ".join(f"{q:.2f}" for q in r.quarter_means_ms)
+        lines.append(
+            f"| {r.name} | {r.total_s:.1f} s | {quarters} | {r.p50_ms:.2f} ms "
+            f"| {r.p99_ms:.2f} ms | {r.max_ms:.1f} ms | {r.peak_memory_mb:.0f} MB "
+            f"| {r.refused} | {r.over_budget} / {r.invalid} (of {r.checked}) |"
+        )
+    lines += ["", *targets(results)]
+    return "\n".join(lines)
+
+
+def targets(results: Sequence[Timings]) -> list[str]:
+    """Each target, met or not, for this run."""
+    ours = next((r for r in results if r.name.startswith("context-graph")), None)
+    theirs = next((r for r in results if r.name.startswith("langchain")), None)
+    rows = ["| target | measured | met |", "|---|---:|---|"]
+    if ours is not None and theirs is not None and theirs.total_s:
+        ratio = ours.total_s / theirs.total_s
+        rows.append(
+            f"| total <= {TARGET_TOTAL_RATIO}x trim_messages | {ratio:.2f}x "
+            f"| {'yes' if ratio <= TARGET_TOTAL_RATIO else 'no'} |"
+        )
+    if ours is not None:
+        rows.append(
+            f"| last quarter's mean call <= {TARGET_GROWTH}x the first | {ours.growth:.2f}x "
+            f"| {'yes' if ours.growth <= TARGET_GROWTH else 'no'} |"
+        )
+    return rows
+
+
+def _size(text: str) -> int:
+    """`3M`, `200k` or `3000000` as a number of tokens."""
+    scale = {"k": 1_000, "m": 1_000_000}.get(text[-1:].lower(), 1)
+    number = text[:-1] if scale != 1 else text
+    try:
+        value = int(float(number) * scale)
+    except ValueError:
+        msg = f"not a token count: {text!r} (e.g. 3M, 200k, 500000)"
+        raise argparse.ArgumentTypeError(msg) from None
+    if value <= 0:
+        msg = f"a token count must be positive: {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
+    parser.add_argument("--tokens", type=_size, default=3_000_000, help="raw size (3M, 10M)")
+    parser.add_argument("--tasks", type=int, default=14, help="coding sessions per round")
+    parser.add_argument("--budget", type=_size, default=200_000, help="token budget per call")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+    if args.tasks < 1:
+        parser.error("--tasks must be at least 1")
+    sessions = [s for family in CODING_FAMILIES for s in discover(args.traces, only=family)]
+    stitched = stitch(pick_tasks(sessions, args.tasks), args.tokens)
+    print(
+        f"replaying {len(stitched.calls):,} calls ({stitched.raw_tokens:,} tokens)",
+        file=sys.stderr,
+        flush=True,
+    )
+    results = [replay_isolated(spec, stitched, args.budget) for spec in contenders()]
+    print(report(stitched, args.budget, results))
+    if args.json:
+        figures = {
+            "tasks": stitched.tasks,
+            "rounds": stitched.rounds,
+            "events": len(stitched.events),
+            "calls": len(stitched.calls),
+            "raw_tokens": stitched.raw_tokens,
+            "budget": args.budget,
+            "contenders": [asdict(r) | {"growth": r.growth} for r in results],
+        }
+        args.json.write_text(json.dumps(figures, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

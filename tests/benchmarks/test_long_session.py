@@ -1,0 +1,135 @@
+"""The long-session benchmark: how it stitches the session, and that it replays (untimed)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from benchmarks import long_session
+from benchmarks.compare.contenders import Contender, ContenderSpec
+from benchmarks.compare.sessions import Session, discover
+from context_graph import AssistantTurn, Compaction, SystemPrompt, TokenCounter, UserTurn
+
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+needs_traces = pytest.mark.skipif(
+    not (TRACES / "swe_agent").is_dir(), reason="shared traces not present"
+)
+
+
+def _session(family: str, label: str, raw: int, *, subagent: bool = False) -> Session:
+    events = [
+        SystemPrompt(content=f"system of {label}"),
+        UserTurn(content=f"task {label}"),
+        AssistantTurn(content="looking"),
+        Compaction(content="an earlier summary"),
+        UserTurn(content="go on"),
+        AssistantTurn(content="done"),
+    ]
+    return Session(
+        family=family,
+        label=label,
+        source=f"{family}/{label}.json",
+        events=list(events),
+        facts=[],
+        subagent=subagent,
+        raw_tokens=raw,
+        calls=frozenset({2, 5, 6}),
+    )
+
+
+class TestStitching:
+    """Tasks are taken in turn from each coding family and repeated to the asked size."""
+
+    def test_tasks_alternate_between_families_largest_first(self) -> None:
+        """Each family gives its largest main session before any family gives a second."""
+        sessions = [
+            _session("swe_agent", "small", 10),
+            _session("swe_agent", "large", 90),
+            _session("claude_code", "only", 50),
+            _session("claude_code", "helper", 500, subagent=True),
+            _session("tau_bench_gpt4o_airline", "not coding", 999),
+        ]
+        picked = long_session.pick_tasks(sessions, 3)
+        assert [s.label for s in picked] == ["only", "large", "small"]
+
+    def test_no_coding_session_is_a_clear_exit(self) -> None:
+        """Without any coding session the benchmark says where to point it."""
+        with pytest.raises(SystemExit, match="--traces"):
+            long_session.pick_tasks([_session("tau_bench_gpt4o_airline", "x", 5)], 2)
+
+    def test_rounds_reach_the_size_with_one_system_prompt_and_no_compaction(self) -> None:
+        """Rounds repeat until the raw size is reached; only the first system prompt stays."""
+        tasks = [_session("swe_agent", "a", 100), _session("claude_code", "b", 50)]
+        stitched = long_session.stitch(tasks, 1_000)
+        assert stitched.rounds == 7 and stitched.raw_tokens == 1_050
+        assert sum(isinstance(e, SystemPrompt) for e in stitched.events) == 1
+        assert not any(isinstance(e, Compaction) for e in stitched.events)
+        assert len(stitched.events) == 1 + 7 * 2 * 4
+        assert stitched.calls[-1] == len(stitched.events)
+        assert all(isinstance(stitched.events[i], AssistantTurn) for i in stitched.calls[:-1])
+
+
+class TestSizes:
+    """`--tokens` and `--budget` read 3M, 200k or a plain number."""
+
+    @pytest.mark.parametrize(
+        ("text", "value"), [("3M", 3_000_000), ("200k", 200_000), ("1.5m", 1_500_000), ("42", 42)]
+    )
+    def test_sizes_read(self, text: str, value: int) -> None:
+        """Suffixes scale the number."""
+        assert long_session._size(text) == value
+
+    @pytest.mark.parametrize("text", ["", "M", "three", "-5k", "0"])
+    def test_bad_sizes_are_refused(self, text: str) -> None:
+        """A size that does not read, or is not positive, is an argparse error."""
+        with pytest.raises(argparse.ArgumentTypeError):
+            long_session._size(text)
+
+
+def _failing(budget: int, counter: TokenCounter) -> Contender:
+    raise RuntimeError("this contender cannot start")
+
+
+@needs_traces
+class TestReplay:
+    """Both contenders replay a small stitched session; a dead replay is an error."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def stitched(cls) -> long_session.Stitched:
+        sessions = discover(TRACES, only="swe_agent")
+        return long_session.stitch(long_session.pick_tasks(sessions, 2), 60_000)
+
+    def test_every_call_is_timed_and_ours_are_valid(self, stitched: long_session.Stitched) -> None:
+        """One time per call for each contender; ours are never invalid or over budget."""
+        results = [
+            asyncio.run(long_session._replay(spec, stitched, 8_000))
+            for spec in long_session.contenders()
+        ]
+        assert [r.name for r in results] == ["context-graph coding", "langchain trim_messages"]
+        for result in results:
+            assert result.calls == len(stitched.calls)
+            assert result.checked >= 1
+            assert len(result.quarter_means_ms) == 4
+            assert result.p50_ms <= result.p99_ms <= result.max_ms
+        ours = results[0]
+        assert ours.invalid == 0 and ours.over_budget == 0
+        table = long_session.report(stitched, 8_000, results)
+        assert "| context-graph coding |" in table and "| total <= 0.5x" in table
+
+    def test_isolated_replay_reports_back(self, stitched: long_session.Stitched) -> None:
+        """A replay in its own process returns the same count of calls."""
+        spec = long_session.contenders()[0]
+        result = long_session.replay_isolated(spec, stitched, 8_000)
+        assert result.calls == len(stitched.calls)
+
+    def test_a_replay_that_dies_is_an_error_not_a_hang(
+        self, stitched: long_session.Stitched
+    ) -> None:
+        """A child that fails before reporting raises instead of waiting forever."""
+        spec = ContenderSpec(name="broken", family="test", make=_failing, settings="")
+        with pytest.raises(RuntimeError, match="broken exited"):
+            long_session.replay_isolated(spec, stitched, 8_000)
