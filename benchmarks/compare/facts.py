@@ -10,7 +10,7 @@ Code's) replaces what came before it, for the agent and for every contender alik
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,13 +115,16 @@ class MessageFacts:
     entities: frozenset[str]
     """The entities of the session's universe found verbatim in the message's strings."""
     sdk_problems: tuple[str, ...]
+    tokens: int = 0
+    """The message's tokens inside a request (what a cached prefix of it saves)."""
 
 
 class MessageLedger:
     """Caches `MessageFacts` by message, for one session (messages repeat across calls)."""
 
-    def __init__(self, universe: Sequence[str]) -> None:
+    def __init__(self, universe: Sequence[str], count: Callable[[Any], int] | None = None) -> None:
         self._universe = tuple(universe)
+        self._count = count
         self._by_key: dict[str, MessageFacts] = {}
 
     def facts(self, message: Any) -> MessageFacts:
@@ -130,6 +133,7 @@ class MessageLedger:
         if known is None:
             text = "\n".join(strings_in(message, []))
             found = frozenset(e for e in self._universe if e in text)
-            known = MessageFacts(key, found, tuple(message_problems(message)))
+            tokens = 0 if self._count is None else self._count(message)
+            known = MessageFacts(key, found, tuple(message_problems(message)), tokens)
             self._by_key[key] = known
         return known

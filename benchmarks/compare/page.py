@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from benchmarks.compare import report
+from benchmarks.compare import dollars, report
 from benchmarks.compare.compaction import CompactionRow
 from benchmarks.compare.contenders import ContenderSpec
 from benchmarks.compare.facts import KINDS
@@ -407,9 +407,20 @@ def _compaction(m: Measured) -> list[str]:
     ]
 
 
+def _dollars(m: Measured) -> list[str]:
+    return dollars.dollars_section(m.runs, [spec.name for spec in m.specs], m.budgets)
+
+
 def build_page(m: Measured, tail: Sequence[str]) -> str:
     """The whole page; `tail` are the other benchmarks' sections."""
-    lines = [*_header(m), *_method(m), *_results(m), *_targets(m), *_compaction(m)]
+    lines = [
+        *_header(m),
+        *_method(m),
+        *_results(m),
+        *_dollars(m),
+        *_targets(m),
+        *_compaction(m),
+    ]
     if m.notes:
         lines += ["### Notes on this run", "", *(f"- {note}" for note in m.notes), ""]
     body = "\n".join(lines).rstrip() + "\n"

@@ -56,6 +56,9 @@ class CallRow:
     """The rule codes of our validator the request breaks, each once."""
     by_kind: tuple[tuple[int, int], ...] = ()
     """(reference, kept) for each of `facts.KINDS`: user turns, tool errors, gold facts."""
+    reused_tokens: int = 0
+    """Tokens of the leading messages equal to the previous request's: what a provider's
+    prompt cache can serve (see `benchmarks.compare.dollars`)."""
 
     @property
     def refused(self) -> bool:
@@ -112,6 +115,7 @@ def setup(session: Session, counter: TiktokenCounter) -> SessionSetup:
     refs = references(session.events, session.calls, session.facts)
     graph = ContextGraph(counter=counter)
     renderer = Renderer(format="openai")
+    cache = NodeTokenCache(counter)
     raw: dict[int, int] = {}
     texts: list[str] = []
     for fed, event in enumerate(session.events, start=1):
@@ -126,9 +130,18 @@ def setup(session: Session, counter: TiktokenCounter) -> SessionSetup:
         _floor(texts),
         sum(map(len, texts)),
         _task_tokens(session, counter),
-        MessageLedger(refs.universe),
-        NodeTokenCache(counter),
+        MessageLedger(refs.universe, _message_counter(cache)),
+        cache,
     )
+
+
+def _message_counter(cache: NodeTokenCache) -> Callable[[Any], int]:
+    """One message's tokens inside an OpenAI request (the request's priming left out)."""
+
+    def count(message: Any) -> int:
+        return count_payload({"messages": [message]}, "openai", cache) - _PRIMING
+
+    return count
 
 
 def _task_tokens(session: Session, counter: TiktokenCounter) -> int:
@@ -151,6 +164,20 @@ def _floor(texts: list[str]) -> int:
         elapsed = time.perf_counter_ns() - start
         best = elapsed if best is None else min(best, elapsed)
     return best or 0
+
+
+_PRIMING = 3
+"""Tokens OpenAI counts once per request for the reply's priming (as the renderer does)."""
+
+
+def _shared_prefix(previous: list[str], current: list[str]) -> int:
+    """How many leading messages `current` shares with `previous`."""
+    shared = 0
+    for before, now in zip(previous, current, strict=False):
+        if before != now:
+            break
+        shared += 1
+    return shared
 
 
 class _Scorer:
@@ -179,6 +206,7 @@ class _Scorer:
             present.update(fact.entities)
         keys = [fact.key for fact in facts]
         previous, self._previous = self._previous, keys
+        shared = _shared_prefix(previous or [], keys)
         tokens = count_payload(payload, "openai", ctx.cache)
         violations = validate(payload, "openai")
         return CallRow(
@@ -195,6 +223,7 @@ class _Scorer:
             time_ns=elapsed,
             rules=tuple(sorted({v.rule for v in violations})),
             by_kind=self._by_kind(reference, reference & present),
+            reused_tokens=sum(fact.tokens for fact in facts[:shared]),
         )
 
     def _by_kind(

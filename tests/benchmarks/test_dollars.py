@@ -1,0 +1,191 @@
+"""Dollars with prompt caching: each provider's rule, and the reused prefix the harness records."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from benchmarks.compare.contenders import ContenderSpec
+from benchmarks.compare.dollars import PRICES, CachePrice, call_dollars, cost_of, dollars_table
+from benchmarks.compare.runner import CallRow, Run, replay, setup
+from benchmarks.compare.sessions import Session
+from context_graph import (
+    AgentEvent,
+    AssistantTurn,
+    SystemPrompt,
+    TiktokenCounter,
+    TokenCounter,
+    ToolCall,
+    ToolResult,
+    UserTurn,
+)
+from context_graph.graph.node_tokens import NodeTokenCache
+from context_graph.render import count_payload
+from orchestrator.replay import model_call_points
+
+ANTHROPIC, OPENAI, GEMINI = PRICES
+PER_TOKEN = {p.provider: p.input_per_million / 1e6 for p in PRICES}
+
+
+def _row(tokens: int | None, reused: int = 0) -> CallRow:
+    return CallRow(
+        fed=1,
+        raw_tokens=0,
+        tokens=tokens,
+        over_budget=False,
+        our_errors=0,
+        sdk_errors=0,
+        reference=0,
+        kept=0,
+        prefix_reused=reused > 0,
+        time_ns=0,
+        reused_tokens=reused,
+    )
+
+
+class TestProviderRules:
+    """Each provider's cache rule, priced by hand."""
+
+    def test_anthropic_reads_the_prefix_and_writes_the_rest(self) -> None:
+        """A reused prefix is read at 0.1x; the rest is written at 1.25x."""
+        dollars, cached = call_dollars(10_000, 8_000, ANTHROPIC)
+        assert cached == 8_000
+        assert dollars == (8_000 * 0.1 + 2_000 * 1.25) * PER_TOKEN["Anthropic"]
+
+    def test_anthropic_short_prompts_are_plain_input(self) -> None:
+        """Under 1,024 tokens nothing is cached or written: plain input."""
+        assert call_dollars(900, 800, ANTHROPIC) == (900 * PER_TOKEN["Anthropic"], 0)
+
+    def test_anthropic_first_long_call_writes_everything(self) -> None:
+        """A long prompt with nothing reused is written to the cache whole."""
+        dollars, cached = call_dollars(5_000, 0, ANTHROPIC)
+        assert cached == 0 and dollars == 5_000 * 1.25 * PER_TOKEN["Anthropic"]
+
+    def test_openai_serves_whole_steps_of_128_from_1024(self) -> None:
+        """OpenAI serves the reused prefix in steps of 128 tokens, from 1,024 on."""
+        dollars, cached = call_dollars(3_000, 1_300, OPENAI)
+        assert cached == 1_280
+        assert dollars == (1_280 * 0.1 + 1_720) * PER_TOKEN["OpenAI"]
+        assert call_dollars(3_000, 1_000, OPENAI)[1] == 0
+
+    def test_gemini_needs_4096_reused_tokens(self) -> None:
+        """Gemini's implicit cache serves nothing under 4,096 reused tokens."""
+        assert call_dollars(6_000, 4_000, GEMINI) == (6_000 * PER_TOKEN["Gemini"], 0)
+        assert call_dollars(6_000, 4_096, GEMINI)[1] == 4_096
+
+    @given(
+        tokens=st.integers(0, 500_000),
+        share=st.floats(0, 1),
+        price=st.sampled_from(PRICES),
+    )
+    def test_never_more_than_uncached_times_the_write_factor(
+        self, tokens: int, share: float, price: CachePrice
+    ) -> None:
+        """A call costs at least the all-cached price and at most every token written."""
+        reused = int(tokens * share)
+        dollars, cached = call_dollars(tokens, reused, price)
+        per = price.input_per_million / 1e6
+        assert 0 <= cached <= reused
+        assert tokens * price.read * per - 1e-9 <= dollars <= tokens * price.write * per + 1e-9
+
+
+class TestBills:
+    """Runs are billed call by call; refused calls cost nothing."""
+
+    def test_refused_calls_are_free_and_hit_share_pools_tokens(self) -> None:
+        """A refusal adds nothing; the hit share is cached over sent tokens."""
+        rows = [_row(2_000), _row(None), _row(3_000, 2_000)]
+        cost = cost_of(rows, OPENAI)
+        assert cost.sent == 5_000 and cost.cached == 1_920
+        assert cost.hit_share == 1_920 / 5_000
+
+    def test_table_has_one_cell_per_provider(self) -> None:
+        """The page's table prices each contender under every provider."""
+        run = Run(contender="x", family="f", session="s", budget_label="50%", budget=1)
+        run.rows = [_row(2_000), _row(3_000, 2_000)]
+        table = dollars_table([run], ["x", "absent"], "50%")
+        lines = table.splitlines()
+        assert lines[2].count("$") == 3 and "(cache 0." in lines[2]
+        assert lines[3] == "| absent | - | - | - |"
+
+
+def _events() -> list[AgentEvent]:
+    return [
+        SystemPrompt(content="You fix bugs. " * 50),
+        UserTurn(content="Fix src/app/main.py."),
+        AssistantTurn(content="Looking.", tool_calls=[ToolCall(id="c1", name="read")]),
+        ToolResult(call_id="c1", content="def main():\n    return 1\n" * 40),
+        AssistantTurn(content="Patching.", tool_calls=[ToolCall(id="c2", name="bash")]),
+        ToolResult(call_id="c2", content="ok " * 300),
+        UserTurn(content="Thanks."),
+        AssistantTurn(content="Done."),
+    ]
+
+
+class _Growing:
+    """Sends every message fed so far, except that call 3 rewrites the first user turn."""
+
+    def __init__(self) -> None:
+        self._messages: list[dict[str, Any]] = []
+        self._calls = 0
+
+    def prepare(self, events: Sequence[AgentEvent]) -> list[Any]:
+        return list(events)
+
+    async def feed(self, item: Any) -> None:
+        self._messages.append({"role": "user", "content": str(item.content)})
+
+    async def tune(self, budget: int) -> None:
+        return None
+
+    async def request(self, budget: int) -> Any | None:
+        self._calls += 1
+        messages = [dict(m) for m in self._messages]
+        if self._calls == 3:
+            messages[1]["content"] = "rewritten"
+        return {"messages": messages}
+
+    def payload(self, native: Any) -> dict[str, Any]:
+        return dict(native)
+
+
+class TestReusedPrefix:
+    """The harness records the tokens of the leading messages equal to the last request's."""
+
+    def test_reused_tokens_are_the_shared_leading_messages(self) -> None:
+        """Growing requests reuse the whole previous one; a rewrite keeps only what precedes it."""
+        counter = TiktokenCounter()
+        events = _events()
+        session = Session(
+            family="made",
+            label="made",
+            source="made.jsonl",
+            events=events,
+            facts=[],
+            subagent=False,
+            raw_tokens=2_000,
+            calls=frozenset(model_call_points(events)),
+        )
+
+        def make(budget: int, counter: TokenCounter) -> _Growing:
+            return _Growing()
+
+        spec = ContenderSpec(name="growing", family="test", make=make, settings="")
+        run = replay(spec, setup(session, counter), "50%", 10_000, counter, memory=False)
+        cache = NodeTokenCache(counter)
+
+        def tokens(messages: list[dict[str, Any]]) -> int:
+            return count_payload({"messages": messages}, "openai", cache) - 3
+
+        fed = sorted(session.calls)
+        texts = [{"role": "user", "content": str(e.content)} for e in events]
+        assert run.rows[0].reused_tokens == 0
+        assert run.rows[1].reused_tokens == tokens(texts[: fed[0]])
+        # Call 3 rewrote the second message: only the first is still shared.
+        assert run.rows[2].reused_tokens == tokens(texts[:1])
+        # Call 4 shares call 3's first message only (its second differs again).
+        assert run.rows[3].reused_tokens == tokens(texts[:1])
+        assert all(row.reused_tokens <= (row.tokens or 0) for row in run.rows)
