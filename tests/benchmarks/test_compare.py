@@ -110,8 +110,10 @@ class TestFastMode:
             "### Retention within budget, per session family",
             "### Claude Code's own compaction against ours",
             "### Where the engine time goes",
+            "### Dollars, with prompt caching",
         ):
             assert heading in page
+        assert "| contender | Anthropic (" in page
         assert "| contender | calls | refused | over budget |" in page
         for spec in measured.specs:
             assert f"| {spec.name} | " in page
