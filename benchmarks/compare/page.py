@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from benchmarks.compare import dollars, report
+from benchmarks.compare import dollars, fidelity, report
 from benchmarks.compare.compaction import CompactionRow
 from benchmarks.compare.contenders import ContenderSpec
 from benchmarks.compare.facts import KINDS
@@ -417,6 +417,7 @@ def build_page(m: Measured, tail: Sequence[str]) -> str:
         *_header(m),
         *_method(m),
         *_results(m),
+        *fidelity.probe_section(m.runs, [spec.name for spec in m.specs], m.budgets),
         *_dollars(m),
         *_targets(m),
         *_compaction(m),

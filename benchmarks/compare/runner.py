@@ -19,6 +19,7 @@ import anyio
 
 from benchmarks.compare.contenders import Contender, ContenderSpec
 from benchmarks.compare.facts import KINDS, MessageLedger, References, references
+from benchmarks.compare.probes import PROBE_KINDS, Probes, probes
 from benchmarks.compare.sdk_types import payload_shape_problems
 from benchmarks.compare.sessions import Session
 from benchmarks.compare.tokenizer_clock import TokenizerClock
@@ -59,6 +60,8 @@ class CallRow:
     reused_tokens: int = 0
     """Tokens of the leading messages equal to the previous request's: what a provider's
     prompt cache can serve (see `benchmarks.compare.dollars`)."""
+    probed: tuple[tuple[int, int], ...] = ()
+    """(active, passed) for each of `probes.PROBE_KINDS` (see `benchmarks.compare.probes`)."""
 
     @property
     def refused(self) -> bool:
@@ -108,11 +111,13 @@ class SessionSetup:
     send less."""
     ledger: MessageLedger
     cache: NodeTokenCache
+    probes: Probes
 
 
 def setup(session: Session, counter: TiktokenCounter) -> SessionSetup:
     """Reference sets, raw size at every call, and the tokenize-once floor."""
     refs = references(session.events, session.calls, session.facts)
+    asked = probes(session.events, session.calls)
     graph = ContextGraph(counter=counter)
     renderer = Renderer(format="openai")
     cache = NodeTokenCache(counter)
@@ -130,8 +135,11 @@ def setup(session: Session, counter: TiktokenCounter) -> SessionSetup:
         _floor(texts),
         sum(map(len, texts)),
         _task_tokens(session, counter),
-        MessageLedger(refs.universe, _message_counter(cache)),
+        MessageLedger(
+            tuple(dict.fromkeys([*refs.universe, *asked.universe])), _message_counter(cache)
+        ),
         cache,
+        asked,
     )
 
 
@@ -196,7 +204,19 @@ class _Scorer:
         if native is None:
             by_kind = self._by_kind(reference, frozenset())
             return CallRow(
-                fed, raw, None, False, 0, 0, len(reference), 0, False, elapsed, (), by_kind
+                fed,
+                raw,
+                None,
+                False,
+                0,
+                0,
+                len(reference),
+                0,
+                False,
+                elapsed,
+                (),
+                by_kind,
+                probed=self._probed(fed, frozenset()),
             )
         payload = self._contender.payload(native)
         messages = payload.get("messages") or []
@@ -224,6 +244,17 @@ class _Scorer:
             rules=tuple(sorted({v.rule for v in violations})),
             by_kind=self._by_kind(reference, reference & present),
             reused_tokens=sum(fact.tokens for fact in facts[:shared]),
+            probed=self._probed(fed, present),
+        )
+
+    def _probed(self, fed: int, present: frozenset[str] | set[str]) -> tuple[tuple[int, int], ...]:
+        active = self._ctx.probes.at_call.get(fed, ())
+        return tuple(
+            (
+                sum(1 for p in active if p.kind == kind),
+                sum(1 for p in active if p.kind == kind and p.answer in present),
+            )
+            for kind in PROBE_KINDS
         )
 
     def _by_kind(

@@ -111,6 +111,7 @@ class TestFastMode:
             "### Claude Code's own compaction against ours",
             "### Where the engine time goes",
             "### Dollars, with prompt caching",
+            "### Fidelity probes",
         ):
             assert heading in page
         assert "| contender | Anthropic (" in page

@@ -1,0 +1,184 @@
+"""Fidelity probes: what the generator asks of a session, and how calls are scored."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks.compare.contenders import ContenderSpec
+from benchmarks.compare.fidelity import probe_recall, probe_table
+from benchmarks.compare.probes import LIMIT, PROBE_KINDS, Probe, probes
+from benchmarks.compare.runner import replay, setup
+from benchmarks.compare.sessions import Session
+from context_graph import (
+    AgentEvent,
+    AssistantTurn,
+    Compaction,
+    FileRead,
+    SystemPrompt,
+    TiktokenCounter,
+    TokenCounter,
+    ToolCall,
+    ToolResult,
+    UserTurn,
+)
+from orchestrator.replay import model_call_points
+
+
+def _events() -> list[AgentEvent]:
+    """A session that makes one probe of every kind."""
+    return [
+        SystemPrompt(content="You fix bugs in repo acme/widgets."),
+        UserTurn(content="Fix the parser. You must keep the public API unchanged. Thanks."),
+        AssistantTurn(
+            content="Reading.",
+            tool_calls=[ToolCall(id="c1", name="read", arguments='{"path": "src/parser.py"}')],
+        ),
+        FileRead(call_id="c1", path="src/parser.py", content="parse_tokens_v2 = 4096\n"),
+        AssistantTurn(
+            content="Running the tests.",
+            tool_calls=[ToolCall(id="c2", name="bash", arguments='{"cmd": "pytest -q"}')],
+        ),
+        ToolResult(call_id="c2", content="FAILED test_parse: KeyError 'token'\n", is_error=True),
+        AssistantTurn(
+            content="The helper parse_tokens_v2 matters.\nNext I patch the lookup.",
+            tool_calls=[ToolCall(id="c3", name="bash", arguments='{"cmd": "pytest -q"}')],
+        ),
+        ToolResult(call_id="c3", content="12 passed in 0.31s\n"),
+        AssistantTurn(content="Done: all tests pass now."),
+    ]
+
+
+def _at_end(events: list[AgentEvent]) -> dict[str, list[str]]:
+    asked = probes(events, frozenset({len(events)}))
+    found: dict[str, list[str]] = {kind: [] for kind in PROBE_KINDS}
+    for probe in asked.at_call[len(events)]:
+        found[probe.kind].append(probe.answer)
+    return found
+
+
+class TestGenerator:
+    """Each kind of probe, from a session made to hold one of each."""
+
+    def test_every_kind_is_asked_with_its_answer(self) -> None:
+        """The answers are the value used, the constraint, the file, the error and its fix."""
+        found = _at_end(_events())
+        assert found["constraint"] == ["You must keep the public API unchanged."]
+        assert found["file"] == ["src/parser.py"]
+        assert found["tool_value"] == ["parse_tokens_v2"]
+        assert found["last_error"] == ["FAILED test_parse: KeyError 'token'"]
+        assert found["resolution"] == ["12 passed in 0.31s"]
+        assert found["next_step"] == ["Done: all tests pass now."]
+
+    def test_a_value_the_user_gave_is_not_a_tool_value(self) -> None:
+        """An entity the user or system prompt showed first is not the tool's finding."""
+        found = _at_end(_events())
+        assert "acme/widgets" not in found["tool_value"]
+
+    def test_a_value_is_asked_only_once_the_agent_used_it(self) -> None:
+        """Before the assistant names it, the tool's value is not a probe."""
+        events = _events()
+        asked = probes(events, frozenset({4, len(events)}))
+        assert not [p for p in asked.at_call[4] if p.kind == "tool_value"]
+
+    def test_a_recorded_compaction_ends_earlier_probes(self) -> None:
+        """After another tool's compaction only what came after it is asked."""
+        events = [*_events(), Compaction(content="Summary."), UserTurn(content="Go on now.")]
+        found = _at_end(events)
+        assert all(not answers for answers in found.values())
+
+    def test_short_answers_and_the_limit(self) -> None:
+        """Answers under 8 characters are not asked; at most LIMIT of a kind are made."""
+        many = " ".join(f"You must keep flag_{i:03d} set." for i in range(LIMIT + 5))
+        events: list[AgentEvent] = [UserTurn(content=many + " Never x.")]
+        found = _at_end(events)
+        assert len(found["constraint"]) == LIMIT
+        assert "Never x." not in found["constraint"]
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.lists(st.sampled_from(range(9)), min_size=1, max_size=30))
+    def test_probes_are_deterministic_and_answers_occur_in_the_session(
+        self, picks: list[int]
+    ) -> None:
+        """The same events ask the same probes, and every answer is text of the session."""
+        base = _events()
+        events = [base[i] for i in picks]
+        calls = frozenset(model_call_points(events))
+        first, second = probes(events, calls), probes(events, calls)
+        assert first == second
+        texts = [repr(e.model_dump()) for e in events]
+        for answer in first.universe:
+            assert len(answer) >= 8
+            assert any(answer in text or answer.replace("'", "\\'") in text for text in texts)
+
+
+class _Sends:
+    """Sends a fixed body, answering some of the probes."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self._body = body
+
+    def prepare(self, events: Sequence[AgentEvent]) -> list[Any]:
+        return list(events)
+
+    async def feed(self, item: Any) -> None:
+        return None
+
+    async def tune(self, budget: int) -> None:
+        return None
+
+    async def request(self, budget: int) -> Any | None:
+        return self._body
+
+    def payload(self, native: Any) -> dict[str, Any]:
+        return dict(native)
+
+
+class TestScoring:
+    """A call passes the probes whose answers are in its request."""
+
+    def test_recall_counts_answers_present_in_the_request(self) -> None:
+        """Only the constraint and the file are in the body: those two kinds pass."""
+        events = _events()
+        session = Session(
+            family="made",
+            label="made",
+            source="made.jsonl",
+            events=events,
+            facts=[],
+            subagent=False,
+            raw_tokens=2_000,
+            calls=frozenset(model_call_points(events)),
+        )
+        body = {
+            "messages": [
+                {"role": "user", "content": "You must keep the public API unchanged."},
+                {"role": "user", "content": "see src/parser.py"},
+            ]
+        }
+
+        def make(budget: int, counter: TokenCounter) -> _Sends:
+            return _Sends(body)
+
+        spec = ContenderSpec(name="sends", family="test", make=make, settings="")
+        counter = TiktokenCounter()
+        run = replay(spec, setup(session, counter), "50%", 10_000, counter, memory=False)
+        recall = dict(zip(PROBE_KINDS, probe_recall([run], "sends", "50%"), strict=True))
+        calls = len(session.calls)
+        assert recall["constraint"] == (calls, calls)
+        assert recall["file"][1] == recall["file"][0] > 0
+        assert recall["last_error"][0] > 0 and recall["last_error"][1] == 0
+        assert recall["next_step"][1] == 0
+        table = probe_table([run], ["sends", "absent"], "50%")
+        assert "| sends | " in table and "| 1.000 |" in table.replace(" 1.000 ", " 1.000 |", 1)
+        assert (
+            table.splitlines()[-1]
+            == "| absent | " + " | ".join("-" * 1 for _ in PROBE_KINDS) + " |"
+        )
+
+    def test_probe_is_hashable_value(self) -> None:
+        """Probes compare by kind and answer (the generator dedupes on them)."""
+        assert Probe("file", "src/a.py") == Probe("file", "src/a.py")
