@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from context_graph.errors import BudgetExceededError
 from context_graph.graph.events import AgentEvent, AssistantTurn
 from context_graph.render import Renderer
+from context_graph.render.result import RenderResult
 from context_graph.tokens.counting import ProviderFormat
 from context_graph.validate.request import validate
 from orchestrator.manager import ContextManager
@@ -105,11 +106,14 @@ def replay(
     manager: ContextManager | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     tools: Sequence[Any] = (),
+    on_call: Callable[[CallReport, RenderResult | None], None] | None = None,
 ) -> ReplayReport:
     """Feed `events` to a manager and render at every model call; return the report.
 
     `tools` are the tool definitions the recorded agent sent: the raw size counts them,
-    and a manager made here sends them (a given `manager` sends its own).
+    and a manager made here sends them (a given `manager` sends its own). `on_call`, when
+    given, sees each call's report and what was rendered (`None` when refused), right
+    after the call (`orchestrator.report.ReplayRecorder` keeps them for the HTML report).
     """
     manager = manager or ContextManager(format=format, budget=budget, tools=tools)
     points = model_call_points(events)
@@ -126,6 +130,7 @@ def replay(
             continue
         raw = raw_renderer.render(manager.raw).tokens
         rendered: int | None = None
+        result: RenderResult | None = None
         error: str | None = None
         errors: list[str] = []
         current: list[str] | None = None
@@ -156,6 +161,8 @@ def replay(
                 error=error,
             )
         )
+        if on_call is not None:
+            on_call(calls[-1], result)
         previous = current if current is not None else previous
     later = calls[1:]
     return ReplayReport(

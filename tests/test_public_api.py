@@ -28,6 +28,7 @@ SUBSYSTEMS = (
     "context_graph.tokens",
     "context_graph.validate",
     "orchestrator.cli",
+    "orchestrator.report",
     "orchestrator.compaction",
     "orchestrator.persistence",
     "orchestrator.working",

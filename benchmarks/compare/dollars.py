@@ -1,24 +1,11 @@
 """Dollars per session with each provider's prompt caching, from the replayed requests.
 
-Every provider bills a request's input by what its prompt cache could serve: the leading
-part equal to a recent request's. The harness records, per call, the tokens of the
-leading messages equal to the previous request's (`CallRow.reused_tokens`); each price
-below turns that into dollars:
-
-- **Anthropic**, the whole prompt cached at every call (a breakpoint on the last
-  message): the reused prefix is a cache read (0.1x the input price), the rest is a
-  cache write (1.25x, the five-minute cache), once the prompt is long enough to be
-  cached at all (1,024 tokens), else plain input.
-- **OpenAI**, automatic caching: a prefix of at least 1,024 tokens is served in steps
-  of 128 tokens at the cached-input price (0.1x); no write surcharge.
-- **Gemini**, implicit caching: a reused prefix of at least 4,096 tokens (Gemini 3
-  models) is billed at 0.1x; no write surcharge, no storage for implicit caches.
-
-Only input is priced: every contender answers the same recorded turns, so output costs
-the same for all. A refused call sends nothing and costs nothing (the refused column
-says how many). The multipliers and thresholds are the providers' published rules as
-of 2026; the input prices are one current model of each, per million tokens, and only
-scale the totals: the ratios between contenders do not depend on them.
+The harness records, per call, the tokens of the leading messages equal to the previous
+request's (`CallRow.reused_tokens`); `orchestrator.report.cost` prices a request from
+that under each provider's caching rules (Anthropic's reads and writes, OpenAI's cached
+input, Gemini's implicit caching; see there). Only input is priced: every contender
+answers the same recorded turns, so output costs the same for all. A refused call sends
+nothing and costs nothing (the refused column says how many).
 """
 
 from __future__ import annotations
@@ -27,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from benchmarks.compare.runner import CallRow, Run
+from orchestrator.report.cost import PRICES, CachePrice, call_dollars
 
 __all__ = [
     "PRICES",
@@ -37,42 +25,6 @@ __all__ = [
     "dollars_section",
     "dollars_table",
 ]
-
-
-@dataclass(frozen=True)
-class CachePrice:
-    """How one provider bills a request's input with its prompt cache."""
-
-    provider: str
-    model: str
-    input_per_million: float
-    read: float
-    """Price of a cached token, as a multiple of the input price."""
-    write: float
-    """Price of a token written to the cache, as a multiple (1.0: no surcharge)."""
-    minimum: int
-    """The shortest prefix the cache serves (and, with a surcharge, writes)."""
-    step: int = 1
-    """Cached prefixes are served in multiples of this many tokens."""
-
-
-PRICES: tuple[CachePrice, ...] = (
-    CachePrice("Anthropic", "Claude Sonnet 4.5", 3.00, read=0.1, write=1.25, minimum=1024),
-    CachePrice("OpenAI", "GPT-5.4", 2.50, read=0.1, write=1.0, minimum=1024, step=128),
-    CachePrice("Gemini", "Gemini 3 Pro", 2.00, read=0.1, write=1.0, minimum=4096),
-)
-
-
-def call_dollars(tokens: int, reused: int, price: CachePrice) -> tuple[float, int]:
-    """The input dollars of one request of `tokens`, `reused` of them leading the previous
-    request; and how many tokens the cache served."""
-    cached = 0
-    if reused >= price.minimum:
-        cached = reused - reused % price.step
-    fresh = tokens - cached
-    written = fresh if tokens >= price.minimum else 0
-    units = cached * price.read + written * price.write + (fresh - written)
-    return units * price.input_per_million / 1e6, cached
 
 
 @dataclass(frozen=True)

@@ -140,7 +140,9 @@ def _add_replay(commands: _Commands) -> None:
         description=(
             "Feed a recorded session event by event to a ContextManager and, before each "
             "assistant turn (where the agent called its model), render as the agent would "
-            "have. Prints totals; --report writes per-call figures as JSON; -o writes the "
+            "have. Prints totals; --report writes per-call figures as JSON; --html a page "
+            "to look at (the sawtooth, each compaction, cache hits and cost, and every "
+            "request with its compacted pieces expandable); -o writes the "
             "last request. Exit 3 when any call could not meet the budget (the report is "
             "still written). With no TRACE, replays the bundled example session."
         ),
@@ -149,6 +151,9 @@ def _add_replay(commands: _Commands) -> None:
     _add_budget_and_format(replay)
     _add_profile(replay)
     replay.add_argument("--report", type=Path, help="write the JSON report here")
+    replay.add_argument(
+        "--html", type=Path, help="write a self-contained HTML report here (opens offline)"
+    )
     replay.add_argument("-o", "--output", type=Path, help="write the last request here")
     _add_breakpoints(replay)
     _add_tools(replay)

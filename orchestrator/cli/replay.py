@@ -17,13 +17,15 @@ from orchestrator.cli.session import (
 )
 from orchestrator.manager import ContextManager
 from orchestrator.replay import ReplayReport, replay
+from orchestrator.report.page import render_html
+from orchestrator.report.recorder import ReplayRecorder
 
 __all__ = ["run_replay"]
 
 
 def run_replay(args: argparse.Namespace, progress: Progress) -> int:
     """Replay; print the totals; exit 3 when any call could not meet the budget."""
-    check_outputs(report=args.report, o=args.output)
+    check_outputs(report=args.report, o=args.output, html=args.html)
     tools = load_tools(args.tools)
     profile = choose_profile(args.profile)
     manager = ContextManager(
@@ -36,6 +38,7 @@ def run_replay(args: argparse.Namespace, progress: Progress) -> int:
     loaded = load(args, progress)
     events = loaded.session.events
     progress.phase(f"replaying {len(events):,} events...")
+    recorder = None if args.html is None else ReplayRecorder(manager, args.provider)
     report = replay(
         events,
         budget=args.budget,
@@ -43,8 +46,13 @@ def run_replay(args: argparse.Namespace, progress: Progress) -> int:
         manager=manager,
         tools=tools,
         on_progress=lambda done, total: progress.count(done, total, "events"),
+        on_call=recorder,
     )
     progress.close()
+    if recorder is not None:
+        name = loaded.trace.name
+        title = f"{name} at {report.budget:,} tokens" if report.budget else name
+        write_text(args.html, render_html(recorder.recording, title), "--html")
     if args.report is not None:
         write_text(args.report, report.model_dump_json(indent=2) + "\n", "--report")
     if args.output is not None and report.last_request is not None:

@@ -1,0 +1,27 @@
+"""The replay report a person can look at: one self-contained HTML file.
+
+`ReplayRecorder` watches a replay (`orchestrator.replay.replay(..., on_call=recorder)`)
+and keeps, call by call, the request sent (its messages stored once however many calls
+repeat them), what each compaction did and the original of every compacted piece;
+`write_html` turns the recording into a page that works offline: the sawtooth of raw
+against sent tokens, where each compaction happened, the prompt cache's hits and the
+input cost, and every request with its compacted pieces expandable to their originals.
+
+    context-graph replay --budget 8000 --html report.html
+"""
+
+from __future__ import annotations
+
+from orchestrator.report.cost import PRICES, CachePrice, call_dollars, price_for
+from orchestrator.report.page import write_html
+from orchestrator.report.recorder import Recording, ReplayRecorder
+
+__all__ = [
+    "PRICES",
+    "CachePrice",
+    "Recording",
+    "ReplayRecorder",
+    "call_dollars",
+    "price_for",
+    "write_html",
+]
