@@ -8,16 +8,21 @@ A contender is made fresh for each (session, budget). The harness then:
 3. at each model call, `tune(budget)` (not timed; only the AutoGen contenders use it, to
    pick their message-count setting), then `request(budget)` (timed) for the native
    result, `None` when the engine refuses;
-4. `payload(native)` (not timed): the OpenAI Chat Completions body it would send.
+4. `payload(native)` (not timed): the OpenAI Chat Completions body it would send;
+5. when the contender has it, `expansions(native)` (not timed): for each id the request
+   names for `context_expand`, the text that one call would bring back. A fact missing
+   from the request but inside one of them is *recoverable*.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from context_graph import AgentEvent, BudgetExceededError, TokenCounter
+from context_graph.errors import UnknownNodeError
 from orchestrator import ContextManager, get_profile
 
 
@@ -57,12 +62,17 @@ class ContenderSpec:
         return self.family == "context-graph"
 
 
+_NAMED_ID = re.compile(r"context_expand with id (\S+?)(?=[\s\]]|$)")
+"""How a placeholder names the id to pass `context_expand` (with `agent_tools` on)."""
+
+
 class ContextGraphContender:
     """`orchestrator.ContextManager` with a built-in profile, rendering OpenAI bodies."""
 
-    def __init__(self, profile: str, budget: int, counter: TokenCounter) -> None:
-        options = get_profile(profile).manager_options()
+    def __init__(self, profile: str, budget: int, counter: TokenCounter, **extra: Any) -> None:
+        options = get_profile(profile).manager_options() | extra
         self._manager = ContextManager(format="openai", budget=budget, counter=counter, **options)
+        self._expanded: dict[str, str] = {}
 
     def prepare(self, events: Sequence[AgentEvent]) -> list[Any]:
         return list(events)
@@ -82,6 +92,30 @@ class ContextGraphContender:
     def payload(self, native: Any) -> dict[str, Any]:
         body: dict[str, Any] = native.payload
         return body
+
+    def expansions(self, native: Any) -> dict[str, str]:
+        """What one `context_expand` call would bring back, for each id the request names."""
+        found: dict[str, str] = {}
+        for text in _texts(native.payload):
+            for node_id in _NAMED_ID.findall(text):
+                if node_id not in self._expanded:
+                    try:
+                        nodes = self._manager.expand(node_id)
+                    except UnknownNodeError:
+                        nodes = ()
+                    self._expanded[node_id] = "\n".join(node.text for node in nodes)
+                found[node_id] = self._expanded[node_id]
+        return found
+
+
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _texts(item)]
+    if isinstance(value, list):
+        return [t for item in value for t in _texts(item)]
+    return []
 
 
 PROFILES: tuple[str, ...] = ("coding", "service", "chat")

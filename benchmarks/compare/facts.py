@@ -127,6 +127,10 @@ class MessageLedger:
         self._count = count
         self._by_key: dict[str, MessageFacts] = {}
 
+    def entities_in(self, text: str) -> frozenset[str]:
+        """The universe's entities found verbatim in `text` (not cached: texts vary)."""
+        return frozenset(e for e in self._universe if e in text)
+
     def facts(self, message: Any) -> MessageFacts:
         key = json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
         known = self._by_key.get(key)

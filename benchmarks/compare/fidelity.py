@@ -7,35 +7,56 @@ from collections.abc import Sequence
 from benchmarks.compare.probes import LIMIT, PROBE_KINDS
 from benchmarks.compare.runner import Run
 
-__all__ = ["probe_recall", "probe_section", "probe_table"]
+__all__ = ["probe_recall", "probe_section", "probe_table", "reach"]
 
 
-def probe_recall(runs: Sequence[Run], name: str, label: str) -> list[tuple[int, int]]:
-    """(active, passed) per probe kind, pooled over every answered call of `name` at `label`."""
-    totals = [[0, 0] for _ in PROBE_KINDS]
-    for run in runs:
-        if run.contender != name or run.budget_label != label or run.error:
-            continue
+def probe_recall(runs: Sequence[Run], name: str, label: str) -> list[tuple[int, int, int]]:
+    """(active, passed, recoverable) per probe kind, pooled over every call of `name` at
+    `label`."""
+    totals = [[0, 0, 0] for _ in PROBE_KINDS]
+    for run in _chosen(runs, name, label):
         for row in run.rows:
-            for index, (active, passed) in enumerate(row.probed):
-                totals[index][0] += active
-                totals[index][1] += passed
-    return [(active, passed) for active, passed in totals]
+            for index, counts in enumerate(row.probed):
+                for slot, count in enumerate(counts):
+                    totals[index][slot] += count
+    return [(active, passed, back) for active, passed, back in totals]
+
+
+def _chosen(runs: Sequence[Run], name: str, label: str) -> list[Run]:
+    return [r for r in runs if r.contender == name and r.budget_label == label and not r.error]
+
+
+def reach(runs: Sequence[Run], name: str, label: str) -> tuple[int, int, int]:
+    """(reference entities, kept, recoverable) pooled over every call of `name` at `label`."""
+    rows = [row for run in _chosen(runs, name, label) for row in run.rows]
+    return (
+        sum(row.reference for row in rows),
+        sum(row.kept for row in rows),
+        sum(row.recoverable for row in rows),
+    )
 
 
 def probe_table(runs: Sequence[Run], names: Sequence[str], label: str) -> str:
     """One row per contender: the share of active probes that passed, per kind."""
     rows = [
-        "| contender | " + " | ".join(f"`{kind}`" for kind in PROBE_KINDS) + " |",
-        "|---|" + "---:|" * len(PROBE_KINDS),
+        "| contender | " + " | ".join(f"`{kind}`" for kind in PROBE_KINDS) + " | reference facts |",
+        "|---|" + "---:|" * (len(PROBE_KINDS) + 1),
     ]
     for name in names:
         cells = [
-            f"{passed / active:.3f}" if active else "-"
-            for active, passed in probe_recall(runs, name, label)
+            _cell(active, passed, back) for active, passed, back in probe_recall(runs, name, label)
         ]
-        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+        reference, kept, back = reach(runs, name, label)
+        rows.append(f"| {name} | " + " | ".join(cells) + f" | {_cell(reference, kept, back)} |")
     return "\n".join(rows)
+
+
+def _cell(total: int, present: int, recoverable: int) -> str:
+    """`0.812` (in the request), `0.812 + 0.104` when one expand call brings back more."""
+    if not total:
+        return "-"
+    shown = f"{present / total:.3f}"
+    return f"{shown} + {recoverable / total:.3f}" if recoverable else shown
 
 
 def probe_section(runs: Sequence[Run], names: Sequence[str], budgets: Sequence[str]) -> list[str]:
@@ -51,7 +72,11 @@ def probe_section(runs: Sequence[Run], names: Sequence[str], budgets: Sequence[s
         "(`resolution`), and the step the agent said comes next (`next_step`). At a call "
         "a probe passes when its answer is in the request verbatim; the share is pooled "
         f"over every call at which the probe was active (at most {LIMIT} of a kind per "
-        "session). A refused call passes none.",
+        "session). A refused call passes none. Where a share reads `a + b`, `b` is the "
+        "share not in the request but recoverable: inside what one `context_expand` call "
+        "on an id the request names brings back (only a contender with agent tools names "
+        "ids). The last column is the same for the retention benchmark's reference facts "
+        "(the entities of user turns, tool errors and gold facts).",
         "",
     ]
     for label in budgets:

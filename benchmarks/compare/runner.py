@@ -60,8 +60,12 @@ class CallRow:
     reused_tokens: int = 0
     """Tokens of the leading messages equal to the previous request's: what a provider's
     prompt cache can serve (see `benchmarks.compare.dollars`)."""
-    probed: tuple[tuple[int, int], ...] = ()
-    """(active, passed) for each of `probes.PROBE_KINDS` (see `benchmarks.compare.probes`)."""
+    probed: tuple[tuple[int, int, int], ...] = ()
+    """(active, passed, recoverable) for each of `probes.PROBE_KINDS` (see
+    `benchmarks.compare.probes`)."""
+    recoverable: int = 0
+    """Of the reference entities not in the request, the ones a single `context_expand`
+    call on an id the request names would bring back (`Contender.expansions`)."""
 
     @property
     def refused(self) -> bool:
@@ -216,7 +220,7 @@ class _Scorer:
                 elapsed,
                 (),
                 by_kind,
-                probed=self._probed(fed, frozenset()),
+                probed=self._probed(fed, frozenset(), frozenset()),
             )
         payload = self._contender.payload(native)
         messages = payload.get("messages") or []
@@ -227,6 +231,7 @@ class _Scorer:
         keys = [fact.key for fact in facts]
         previous, self._previous = self._previous, keys
         shared = _shared_prefix(previous or [], keys)
+        reachable = self._reachable(native)
         tokens = count_payload(payload, "openai", ctx.cache)
         violations = validate(payload, "openai")
         return CallRow(
@@ -244,18 +249,36 @@ class _Scorer:
             rules=tuple(sorted({v.rule for v in violations})),
             by_kind=self._by_kind(reference, reference & present),
             reused_tokens=sum(fact.tokens for fact in facts[:shared]),
-            probed=self._probed(fed, present),
+            probed=self._probed(fed, present, reachable),
+            recoverable=len((reference - present) & reachable),
         )
 
-    def _probed(self, fed: int, present: frozenset[str] | set[str]) -> tuple[tuple[int, int], ...]:
+    def _reachable(self, native: Any) -> frozenset[str]:
+        """The entities one `context_expand` call on a named id would bring back."""
+        expansions = getattr(self._contender, "expansions", None)
+        if expansions is None:
+            return frozenset()
+        found: set[str] = set()
+        for text in expansions(native).values():
+            found |= self._ctx.ledger.entities_in(text)
+        return frozenset(found)
+
+    def _probed(
+        self, fed: int, present: frozenset[str] | set[str], reachable: frozenset[str]
+    ) -> tuple[tuple[int, int, int], ...]:
         active = self._ctx.probes.at_call.get(fed, ())
-        return tuple(
-            (
-                sum(1 for p in active if p.kind == kind),
-                sum(1 for p in active if p.kind == kind and p.answer in present),
+        rows = []
+        for kind in PROBE_KINDS:
+            mine = [p.answer for p in active if p.kind == kind]
+            passed = [a for a in mine if a in present]
+            rows.append(
+                (
+                    len(mine),
+                    len(passed),
+                    sum(1 for a in mine if a not in present and a in reachable),
+                )
             )
-            for kind in PROBE_KINDS
-        )
+        return tuple(rows)
 
     def _by_kind(
         self, reference: frozenset[str], kept: frozenset[str] | set[str]

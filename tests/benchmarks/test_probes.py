@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.compare.contenders import ContenderSpec
-from benchmarks.compare.fidelity import probe_recall, probe_table
+from benchmarks.compare.fidelity import probe_recall, probe_table, reach
 from benchmarks.compare.probes import LIMIT, PROBE_KINDS, Probe, probes
 from benchmarks.compare.runner import replay, setup
 from benchmarks.compare.sessions import Session
@@ -168,16 +168,49 @@ class TestScoring:
         run = replay(spec, setup(session, counter), "50%", 10_000, counter, memory=False)
         recall = dict(zip(PROBE_KINDS, probe_recall([run], "sends", "50%"), strict=True))
         calls = len(session.calls)
-        assert recall["constraint"] == (calls, calls)
+        assert recall["constraint"] == (calls, calls, 0)
         assert recall["file"][1] == recall["file"][0] > 0
         assert recall["last_error"][0] > 0 and recall["last_error"][1] == 0
         assert recall["next_step"][1] == 0
+        assert all(back == 0 for _, _, back in recall.values())
         table = probe_table([run], ["sends", "absent"], "50%")
-        assert "| sends | " in table and "| 1.000 |" in table.replace(" 1.000 ", " 1.000 |", 1)
-        assert (
-            table.splitlines()[-1]
-            == "| absent | " + " | ".join("-" * 1 for _ in PROBE_KINDS) + " |"
+        sends, absent = table.splitlines()[2:]
+        assert sends.startswith("| sends | 0.000 | 1.000 | 1.000 | 0.000 |")
+        assert absent == "| absent |" + " - |" * (len(PROBE_KINDS) + 1)
+
+    def test_an_answer_one_expand_away_is_recoverable(self) -> None:
+        """A missing answer inside what a named id expands to counts as recoverable."""
+        events = _events()
+        session = Session(
+            family="made",
+            label="made",
+            source="made.jsonl",
+            events=events,
+            facts=[],
+            subagent=False,
+            raw_tokens=2_000,
+            calls=frozenset(model_call_points(events)),
         )
+        body = {"messages": [{"role": "user", "content": "[call context_expand with id n1]"}]}
+
+        class Expands(_Sends):
+            def expansions(self, native: Any) -> dict[str, str]:
+                return {"n1": "FAILED test_parse: KeyError 'token'\nFix the parser."}
+
+        def make(budget: int, counter: TokenCounter) -> Expands:
+            return Expands(body)
+
+        spec = ContenderSpec(name="expands", family="test", make=make, settings="")
+        counter = TiktokenCounter()
+        run = replay(spec, setup(session, counter), "50%", 10_000, counter, memory=False)
+        recall = dict(zip(PROBE_KINDS, probe_recall([run], "expands", "50%"), strict=True))
+        active, passed, back = recall["last_error"]
+        assert active > 0 and passed == 0 and back == active
+        assert recall["constraint"][2] == 0
+        reference, kept, recoverable = reach([run], "expands", "50%")
+        assert kept == 0 and 0 < recoverable <= reference
+        row = probe_table([run], ["expands"], "50%").splitlines()[-1]
+        assert " 0.000 + 1.000 " in row
 
     def test_probe_is_hashable_value(self) -> None:
         """Probes compare by kind and answer (the generator dedupes on them)."""
