@@ -286,16 +286,6 @@ def judge(
                 verdicts.append(
                     Verdict("prefix stability >= 0.9", "50%", name, stable >= 0.9, f"{stable:.2f}")
                 )
-            ratio = s.time_ratio
-            verdicts.append(
-                Verdict(
-                    "engine time <= 2x floor",
-                    s.budget_label,
-                    name,
-                    ratio is not None and ratio <= 2,
-                    f"{share(ratio, 1)}x",
-                )
-            )
     return verdicts
 
 
