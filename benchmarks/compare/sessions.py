@@ -45,6 +45,22 @@ class Session:
     calls: frozenset[int] = field(default_factory=frozenset)
     """How many events had been fed at each model call (`model_call_points`)."""
 
+    @classmethod
+    def made(
+        cls, events: Sequence[AgentEvent], facts: Sequence[str] = (), raw_tokens: int = 2_000
+    ) -> Session:
+        """A session built in code (the tests' small sessions), called where it would be."""
+        return cls(
+            family="made",
+            label="made",
+            source="made.jsonl",
+            events=list(events),
+            facts=list(facts),
+            subagent=False,
+            raw_tokens=raw_tokens,
+            calls=frozenset(model_call_points(events)),
+        )
+
     @property
     def has_compaction(self) -> bool:
         return any(isinstance(e, Compaction) for e in self.events)

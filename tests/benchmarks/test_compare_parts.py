@@ -57,16 +57,7 @@ def _events() -> list[AgentEvent]:
 
 
 def _session(events: list[AgentEvent], facts: Sequence[str] = ()) -> Session:
-    return Session(
-        family="made",
-        label="made",
-        source="made.jsonl",
-        events=events,
-        facts=list(facts),
-        subagent=False,
-        raw_tokens=2_000,
-        calls=frozenset(model_call_points(events)),
-    )
+    return Session.made(events, facts)
 
 
 class TestReferences:

@@ -24,7 +24,6 @@ from context_graph import (
 )
 from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.render import count_payload
-from orchestrator.replay import model_call_points
 
 ANTHROPIC, OPENAI, GEMINI = PRICES
 PER_TOKEN = {p.provider: p.input_per_million / 1e6 for p in PRICES}
@@ -159,16 +158,7 @@ class TestReusedPrefix:
         """Growing requests reuse the whole previous one; a rewrite keeps only what precedes it."""
         counter = TiktokenCounter()
         events = _events()
-        session = Session(
-            family="made",
-            label="made",
-            source="made.jsonl",
-            events=events,
-            facts=[],
-            subagent=False,
-            raw_tokens=2_000,
-            calls=frozenset(model_call_points(events)),
-        )
+        session = Session.made(events)
 
         def make(budget: int, counter: TokenCounter) -> _Growing:
             return _Growing()

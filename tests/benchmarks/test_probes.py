@@ -143,16 +143,7 @@ class TestScoring:
     def test_recall_counts_answers_present_in_the_request(self) -> None:
         """Only the constraint and the file are in the body: those two kinds pass."""
         events = _events()
-        session = Session(
-            family="made",
-            label="made",
-            source="made.jsonl",
-            events=events,
-            facts=[],
-            subagent=False,
-            raw_tokens=2_000,
-            calls=frozenset(model_call_points(events)),
-        )
+        session = Session.made(events)
         body = {
             "messages": [
                 {"role": "user", "content": "You must keep the public API unchanged."},
@@ -181,16 +172,7 @@ class TestScoring:
     def test_an_answer_one_expand_away_is_recoverable(self) -> None:
         """A missing answer inside what a named id expands to counts as recoverable."""
         events = _events()
-        session = Session(
-            family="made",
-            label="made",
-            source="made.jsonl",
-            events=events,
-            facts=[],
-            subagent=False,
-            raw_tokens=2_000,
-            calls=frozenset(model_call_points(events)),
-        )
+        session = Session.made(events)
         body = {"messages": [{"role": "user", "content": "[call context_expand with id n1]"}]}
 
         class Expands(_Sends):
