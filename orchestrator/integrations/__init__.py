@@ -1,0 +1,1 @@
+"""Framework integrations, each an optional extra imported lazily from its own module."""
