@@ -278,6 +278,11 @@ class ContextManager(EventAdders):
         return self._bus
 
     @property
+    def budget(self) -> int | None:
+        """The default token budget of a render (`None`: no limit)."""
+        return self._options.budget
+
+    @property
     def store(self) -> SessionStore | None:
         """The session store the manager writes to (`open`'s file); `None` in memory."""
         return self._store
