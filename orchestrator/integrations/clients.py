@@ -32,11 +32,13 @@ methods raise `StreamingNotSupportedError` instead of bypassing the manager.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from context_graph.errors import ConfigurationError
 from context_graph.graph.events import AgentEvent
+from context_graph.render import RenderResult
+from context_graph.tokens.counting import ProviderFormat
 from orchestrator.integrations.clients_apis import (
     ANTHROPIC_MESSAGES,
     GEMINI_CONTENT,
@@ -45,16 +47,45 @@ from orchestrator.integrations.clients_apis import (
     Api,
 )
 
-if TYPE_CHECKING:
-    from orchestrator.manager import ContextManager
-
-__all__ = ["Conversation", "StreamingNotSupportedError", "wrap_client"]
+__all__ = ["Conversation", "Manager", "StreamingNotSupportedError", "wrap_client"]
 
 _C = TypeVar("_C")
 _SUPPORTED = (
     "openai.OpenAI, openai.AsyncOpenAI, anthropic.Anthropic, anthropic.AsyncAnthropic "
     "and google.genai.Client"
 )
+
+
+class Manager(Protocol):
+    """What a managed client needs of its `ContextManager`."""
+
+    def ingest(self, events: Iterable[AgentEvent | dict[str, Any]]) -> tuple[str, ...]:
+        """Add a batch of events, whole or not at all."""
+        ...
+
+    async def render(
+        self,
+        *,
+        format: ProviderFormat | None = None,
+        budget: int | None = None,
+        tools: Sequence[Any] | None = None,
+    ) -> RenderResult:
+        """Compact when due, then render."""
+        ...
+
+    def render_sync(
+        self,
+        *,
+        format: ProviderFormat | None = None,
+        budget: int | None = None,
+        tools: Sequence[Any] | None = None,
+    ) -> RenderResult:
+        """The blocking twin of `render`."""
+        ...
+
+    def report_usage(self, prompt_tokens: int) -> float:
+        """Report the provider's prompt tokens for the last render."""
+        ...
 
 
 class StreamingNotSupportedError(ConfigurationError):
@@ -69,7 +100,7 @@ class Conversation:
         api: The method.
     """
 
-    def __init__(self, manager: ContextManager, api: Api) -> None:
+    def __init__(self, manager: Manager, api: Api) -> None:
         self._manager = manager
         self._api = api
         self._taken = 0
@@ -184,7 +215,7 @@ def _refusal(api: Api, method: str) -> Callable[..., Any]:
     return refuse
 
 
-def _sync(manager: ContextManager, conversation: Conversation, create: Any) -> Any:
+def _sync(manager: Manager, conversation: Conversation, create: Any) -> Any:
     api = conversation.api
 
     def managed(**kwargs: Any) -> Any:
@@ -199,7 +230,7 @@ def _sync(manager: ContextManager, conversation: Conversation, create: Any) -> A
 
 
 def _async(
-    manager: ContextManager, conversation: Conversation, create: Callable[..., Awaitable[Any]]
+    manager: Manager, conversation: Conversation, create: Callable[..., Awaitable[Any]]
 ) -> Any:
     api = conversation.api
 
@@ -214,7 +245,7 @@ def _async(
     return managed
 
 
-def _openai(manager: ContextManager, client: Any, *, is_async: bool) -> _Managed:
+def _openai(manager: Manager, client: Any, *, is_async: bool) -> _Managed:
     make = _async if is_async else _sync
     chat, responses = Conversation(manager, OPENAI_CHAT), Conversation(manager, OPENAI_RESPONSES)
     completions = client.chat.completions
@@ -244,7 +275,7 @@ def _openai(manager: ContextManager, client: Any, *, is_async: bool) -> _Managed
     )
 
 
-def _anthropic(manager: ContextManager, client: Any, *, is_async: bool) -> _Managed:
+def _anthropic(manager: Manager, client: Any, *, is_async: bool) -> _Managed:
     make = _async if is_async else _sync
     conversation = Conversation(manager, ANTHROPIC_MESSAGES)
     messages = client.messages
@@ -255,7 +286,7 @@ def _anthropic(manager: ContextManager, client: Any, *, is_async: bool) -> _Mana
     return _Managed(client, {"messages": _Managed(messages, overrides)})
 
 
-def _gemini(manager: ContextManager, client: Any) -> _Managed:
+def _gemini(manager: Manager, client: Any) -> _Managed:
     # One conversation: the blocking and the `aio` methods are one client's.
     conversation = Conversation(manager, GEMINI_CONTENT)
     stream = _refusal(GEMINI_CONTENT, "models.generate_content_stream")
@@ -276,7 +307,7 @@ def _gemini(manager: ContextManager, client: Any) -> _Managed:
     return _Managed(client, {"models": models, "aio": _Managed(client.aio, {"models": aio_models})})
 
 
-def wrap_client(manager: ContextManager, client: _C) -> _C:
+def wrap_client(manager: Manager, client: _C) -> _C:
     """`client` with its model calls managed by `manager` (see the module docstring).
 
     Raises:

@@ -29,6 +29,7 @@ __all__ = [
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
     "Api",
+    "Reply",
     "plain",
 ]
 
