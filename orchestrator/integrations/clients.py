@@ -195,7 +195,9 @@ class _Managed:
         return f"<managed {self._target!r}>"
 
 
-def _refuse_stream(api: Api, kwargs: Mapping[str, Any]) -> None:
+def _refuse(api: Api, kwargs: Mapping[str, Any]) -> None:
+    """Refuse what a managed call cannot do: stream, or continue server-side history."""
+    api.refuse_server_state(kwargs)
     if kwargs.get("stream") is True:
         msg = (
             f"{api.name}(stream=True) on a managed client: streaming is not managed; call "
@@ -219,7 +221,7 @@ def _sync(manager: Manager, conversation: Conversation, create: Any) -> Any:
     api = conversation.api
 
     def managed(**kwargs: Any) -> Any:
-        _refuse_stream(api, kwargs)
+        _refuse(api, kwargs)
         conversation.take(kwargs)
         result = manager.render_sync(format=api.format, tools=api.read_tools(kwargs))
         response = create(**api.write(dict(kwargs), result.payload))
@@ -235,7 +237,7 @@ def _async(
     api = conversation.api
 
     async def managed(**kwargs: Any) -> Any:
-        _refuse_stream(api, kwargs)
+        _refuse(api, kwargs)
         conversation.take(kwargs)
         result = await manager.render(format=api.format, tools=api.read_tools(kwargs))
         response = await create(**api.write(dict(kwargs), result.payload))

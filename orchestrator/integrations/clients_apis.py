@@ -77,6 +77,8 @@ class Api:
         write: The call's arguments with the rendered payload in place of its own.
         read_reply: The reply of a response.
         source: The importer's input for a system prompt and conversation items.
+        server_state: Arguments that point at history kept on the provider's servers,
+            which the manager's render would duplicate: refused.
     """
 
     name: str
@@ -90,6 +92,17 @@ class Api:
     write: Callable[[dict[str, Any], Mapping[str, Any]], dict[str, Any]]
     read_reply: Callable[[Any], Reply]
     source: Callable[[Any, list[Any]], dict[str, Any]]
+    server_state: tuple[str, ...] = ()
+
+    def refuse_server_state(self, kwargs: Mapping[str, Any]) -> None:
+        """Raise `ConfigurationError` if the call continues history kept on the servers."""
+        for key in self.server_state:
+            if _given(kwargs.get(key)):
+                msg = (
+                    f"{self.name}({key}=...) on a managed client: the manager sends the whole "
+                    f"history itself; leave out `{key}` (the history would be sent twice)"
+                )
+                raise ConfigurationError(msg)
 
     def events(self, system: Any, items: list[Any]) -> list[AgentEvent]:
         """The events of a system prompt (or `None`) and conversation items, in order."""
@@ -213,6 +226,7 @@ OPENAI_RESPONSES = Api(
     write=_replace("input", "instructions", "tools"),
     read_reply=_responses_reply,
     source=_responses_source,
+    server_state=("previous_response_id", "conversation"),
 )
 
 

@@ -10,10 +10,14 @@ import openai
 import pytest
 from google import genai
 from google.genai import types
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from context_graph.errors import ConfigurationError
+from context_graph.importers import load_graph
 from orchestrator import ContextManager
-from orchestrator.integrations.clients import StreamingNotSupportedError
+from orchestrator.integrations.clients import Conversation, StreamingNotSupportedError
+from orchestrator.integrations.clients_apis import OPENAI_CHAT, plain
 
 BUDGET = 6_000
 BIG = "\n".join(f"row {i}: worker-{i % 7} handled batch {i * 37} status=ok" for i in range(250))
@@ -244,6 +248,14 @@ class TestRefusals:
             client.chat.completions.create(model="m", messages=[], stream=True)
         assert server.requests == []
 
+    def test_server_side_history_is_refused(self, provider_server: Any) -> None:
+        """`previous_response_id` would send the history twice: refused before sending."""
+        server = provider_server("responses")
+        client = ContextManager(format="responses").wrap(openai_client(server))
+        with pytest.raises(ConfigurationError, match="previous_response_id"):
+            client.responses.create(model="m", input="hi", previous_response_id="resp_1")
+        assert server.requests == []
+
     def test_stream_methods_are_refused(self, provider_server: Any) -> None:
         """The SDKs' streaming helpers do not bypass the manager: they raise."""
         server = provider_server("gemini")
@@ -266,3 +278,58 @@ class TestRefusals:
         client = ContextManager().wrap(bare)
         assert client.models is bare.models
         assert client.chat.completions.with_raw_response is bare.chat.completions.with_raw_response
+
+
+def _completion(turn: int, calls: int) -> Any:
+    """A `ChatCompletion` with `calls` tool calls (a text answer when none)."""
+    from openai.types.chat import ChatCompletion
+
+    message: dict[str, Any] = {"role": "assistant", "content": None if calls else f"answer {turn}"}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": f"c{turn}_{k}",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": json.dumps({"path": f"{turn}/{k}"})},
+            }
+            for k in range(calls)
+        ]
+    return ChatCompletion.model_validate(
+        {
+            "id": f"cc{turn}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55},
+        }
+    )
+
+
+class TestConversation:
+    @settings(max_examples=40)
+    @given(
+        steps=st.lists(
+            st.tuples(st.integers(0, 2), st.integers(0, 2), st.booleans()), min_size=1, max_size=6
+        )
+    )
+    def test_the_record_is_the_loops_conversation_read_once(
+        self, steps: list[tuple[int, int, bool]]
+    ) -> None:
+        """Whatever the loop's shape, the manager holds its whole conversation, each item once."""
+        manager = ContextManager(format="openai")
+        conversation = Conversation(manager, OPENAI_CHAT)
+        messages: list[Any] = [{"role": "user", "content": "start"}]
+        for turn, (calls, users, as_dict) in enumerate(steps):
+            conversation.take({"messages": messages})
+            manager.render_sync()
+            response = _completion(turn, calls)
+            conversation.give(response)
+            message = response.choices[0].message
+            messages.append(message.model_dump(exclude_none=True) if as_dict else message)
+            for k in range(calls):
+                messages.append({"role": "tool", "tool_call_id": f"c{turn}_{k}", "content": "out"})
+            messages += [{"role": "user", "content": f"more {turn}.{u}"} for u in range(users)]
+        conversation.take({"messages": messages})
+        expected = load_graph({"messages": plain(messages)}, format="openai")
+        assert [(n.kind, n.content) for n in manager.raw] == [(n.kind, n.content) for n in expected]

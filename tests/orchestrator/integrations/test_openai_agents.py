@@ -14,6 +14,7 @@ from agents import Agent, OpenAIResponsesModel, Runner, function_tool
 from openai import AsyncOpenAI
 
 from context_graph.errors import ConfigurationError, GraphError
+from context_graph.render import count_payload
 from orchestrator import ContextManager
 from orchestrator.integrations.openai_agents import ContextSession
 
@@ -246,8 +247,78 @@ class TestSession:
         assert await session.get_items() == []
         assert len(manager.raw) == 0
 
+    async def test_input_the_session_lacks_is_ingested_once(self) -> None:
+        """Input items the filter took in first are not ingested again when the Runner adds them."""
+        from agents.run_config import CallModelData, ModelInputData
+
+        manager = ContextManager(format="responses")
+        session = ContextSession(manager)
+        first = [{"role": "user", "content": "hi"}]
+        await session.add_items(first)
+        extra = [
+            {"type": "function_call", "call_id": "c1", "name": "read_file", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "x"},
+        ]
+        agent = Agent(name="a", instructions="Be careful.", tools=[read_file])
+        data = CallModelData(
+            ModelInputData(input=[*first, *extra], instructions="Be careful."), agent, None
+        )
+        filtered = await session.filter(data)
+        assert [i["type"] for i in filtered.input] == [
+            "message",
+            "function_call",
+            "function_call_output",
+        ]
+        assert filtered.instructions == "Be careful."
+        await session.add_items(extra)
+        assert [n.kind for n in manager.raw] == ["user", "assistant", "tool_call", "tool_result"]
+        assert await session.get_items() == [*first, *extra]
+
     def test_missing_sdk_names_the_extra(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Without the Agents SDK, the error names the install command."""
         monkeypatch.setitem(sys.modules, "agents", None)
         with pytest.raises(ConfigurationError, match=r"context-graph\[openai-agents\]"):
             ContextSession(ContextManager(format="responses"))
+
+
+class TestScriptedModel:
+    async def test_filter_renders_for_the_sdks_own_fake_model(self) -> None:
+        """With the SDK's `ScriptedModel`: inputs fit the budget and keep reasoning verbatim."""
+        from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+        from agents.usage import Usage
+        from openai.types.responses import ResponseReasoningItem
+        from openai.types.responses.response_reasoning_item import Summary
+
+        steps = []
+        for n in range(1, 8):
+            reasoning = ResponseReasoningItem(
+                id=f"rs_{n}",
+                type="reasoning",
+                summary=[Summary(type="summary_text", text=f"plan {n}")],
+                encrypted_content=f"enc-{n}",
+            )
+            call = function_call("read_file", {"path": f"f{n}"}, call_id=f"c{n}")
+            steps.append(ModelStep(output=[reasoning, call], usage=Usage(input_tokens=900)))
+        steps.append(ModelStep(output=[assistant_message(ANSWER)], usage=Usage(input_tokens=900)))
+        model = ScriptedModel(steps)
+        manager = ContextManager(format="responses", budget=3_000)
+        seen: list[Any] = []
+        manager.bus.connect("usage_reported", lambda sender, **kw: seen.append(kw["usage"]))
+        session = ContextSession(manager)
+        agent = Agent(name="coder", instructions="Be careful.", tools=[read_file], model=model)
+        result = await Runner.run(
+            agent, "go", session=session, run_config=session.run_config(), hooks=session.hooks()
+        )
+        assert result.final_output == ANSWER
+        cache = manager.raw.token_cache
+        for call in model.calls:
+            body = {"instructions": call.system_instructions, "input": call.input}
+            assert count_payload(body, "responses", cache) <= 3_000
+        last = model.calls[-1].input
+        assert last[-3] == {
+            "type": "reasoning",
+            "id": "rs_7",
+            "summary": [{"type": "summary_text", "text": "plan 7"}],
+            "encrypted_content": "enc-7",
+        }
+        assert [u["prompt_tokens"] for u in seen] == [900] * len(model.calls)
