@@ -17,8 +17,9 @@ Every other attribute is the client's own, unmanaged. A managed call:
    and ingests the items after that. The reply is recognised where the loop appended it
    (the model's items right after the previous call's conversation) and skipped, since
    it was ingested when it arrived. A system prompt is ingested when it differs from the
-   previous call's. A conversation shorter than the one taken in is refused
-   (`ConfigurationError`): the engine's record is append-only.
+   previous call's. A conversation that does not start with the one taken in (shorter,
+   or with an item changed) is refused (`ConfigurationError`): the engine's record is
+   append-only.
 2. renders the managed history in the method's format, under the manager's budget, with
    the call's `tools` (or the manager's own when the call has none), and sends that in
    place of the caller's conversation, system prompt and tools; every other argument
@@ -32,6 +33,7 @@ methods raise `StreamingNotSupportedError` instead of bypassing the manager.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -103,8 +105,8 @@ class Conversation:
     def __init__(self, manager: Manager, api: Api) -> None:
         self._manager = manager
         self._api = api
-        self._taken = 0
-        """The caller's items accounted for: those of the last call."""
+        self._keys: list[str] = []
+        """The caller's items taken in (those of the last call), as JSON."""
         self._reply: list[Any] = []
         """The last reply, as the items a loop appends."""
         self._reply_due = False
@@ -120,22 +122,27 @@ class Conversation:
         """Ingest what is new in a call's conversation and system prompt.
 
         Raises:
-            ConfigurationError: the conversation is not a list, or is shorter than the one
-                the last call passed.
+            ConfigurationError: the conversation is not a list, or does not start with the
+                one the last call passed.
             IngestError: a new item is malformed; nothing was ingested.
         """
         api = self._api
         history = api.read_history(kwargs)
         system = api.read_system(kwargs)
-        if len(history) < self._taken:
+        keys = [json.dumps(item, sort_keys=True) for item in history]
+        if keys[: len(self._keys)] != self._keys:
+            changed = next(
+                (i for i, (a, b) in enumerate(zip(keys, self._keys, strict=False)) if a != b),
+                len(keys),
+            )
             msg = (
-                f"{api.name}: `{api.history_key}` holds {len(history)} items, fewer than the "
-                f"{self._taken} this managed client already took in; pass the whole "
+                f"{api.name}: `{api.history_key}[{changed}]` is not the item this managed "
+                f"client took in there ({len(self._keys)} items so far); pass the whole "
                 "conversation, extended, on every call (the record is append-only: start a "
                 "new manager for a rewritten history)"
             )
             raise ConfigurationError(msg)
-        start = self._taken + self._appended_reply(history)
+        start = len(self._keys) + self._appended_reply(history)
         events = api.events(
             system if system != self._system else None, [*self._reply, *history[start:]]
         )
@@ -144,7 +151,7 @@ class Conversation:
         fresh = [e for e in events if _after(e, skip)]
         if fresh:
             self._manager.ingest(fresh)
-        self._taken, self._system, self._reply_due = len(history), system, False
+        self._keys, self._system, self._reply_due = keys, system, False
 
     def _appended_reply(self, history: list[Any]) -> int:
         """How many items of the last reply the caller appended where they belong."""
@@ -153,8 +160,8 @@ class Conversation:
         count = 0
         while (
             count < len(self._reply)
-            and self._taken + count < len(history)
-            and self._api.is_model(history[self._taken + count])
+            and len(self._keys) + count < len(history)
+            and self._api.is_model(history[len(self._keys) + count])
         ):
             count += 1
         return count

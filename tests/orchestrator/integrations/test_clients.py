@@ -208,8 +208,17 @@ class TestTakingIn:
         client = manager.wrap(openai_client(server))
         messages: list[Any] = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
         client.chat.completions.create(model="m", messages=messages)
-        with pytest.raises(ConfigurationError, match="fewer than the 2"):
+        with pytest.raises(ConfigurationError, match=r"`messages\[1\]` is not the item"):
             client.chat.completions.create(model="m", messages=messages[:1])
+        assert len(server.requests) == 1
+
+    def test_a_changed_item_is_refused(self, provider_server: Any) -> None:
+        """A call whose conversation is only the new prompt is refused, not read as old."""
+        server = provider_server("responses")
+        client = ContextManager(format="responses").wrap(openai_client(server))
+        client.responses.create(model="m", input="first question")
+        with pytest.raises(ConfigurationError, match=r"`input\[0\]` is not the item"):
+            client.responses.create(model="m", input="second question")
         assert len(server.requests) == 1
 
     def test_a_changed_system_prompt_is_ingested(self, provider_server: Any) -> None:
