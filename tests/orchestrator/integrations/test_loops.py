@@ -151,6 +151,25 @@ class TestLoops:
         assert stats.raw_tokens > 4 * BUDGET  # the logs could not all have been sent
         assert stats.proposals_applied > 0
 
+    def test_the_same_loop_unmanaged_is_refused(
+        self,
+        workspace: Path,
+        offline: None,
+        provider_server: Any,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """Without the wrap (the one changed line undone) the loop outgrows the window."""
+        import openai
+
+        server = provider_server("openai", respond=respond_with_reads(), limit=BUDGET)
+        point_at("openai", server.url, monkeypatch)
+        code = sections()["OpenAI Chat Completions"]
+        bare = code.replace("manager.wrap(OpenAI())", "OpenAI()")
+        assert bare != code
+        with pytest.raises(openai.BadRequestError, match="over the 8000-token limit"):
+            run_block(bare)
+        assert 0 < len(server.requests) < TURNS
+
 
 class TestLiteLLM:
     # LiteLLM leaves an event loop and sockets of its own unclosed at exit.

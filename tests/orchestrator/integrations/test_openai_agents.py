@@ -187,6 +187,12 @@ class TestRun:
 
 
 class TestSession:
+    def test_is_an_sdk_session(self) -> None:
+        """The SDK's runtime-checkable `Session` protocol recognises the session."""
+        from agents.memory import Session
+
+        assert isinstance(ContextSession(ContextManager(format="responses")), Session)
+
     async def test_get_items_returns_items_as_added(self) -> None:
         """Items come back exactly as added, the latest `limit` when asked."""
         session = ContextSession(ContextManager(format="responses"))
