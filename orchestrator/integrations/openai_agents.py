@@ -26,7 +26,7 @@ server-side conversation, is best-effort and goes on without it); start a new se
 on a new manager instead.
 
 The SDK is imported lazily; without it, `ContextSession` raises `ConfigurationError`
-naming `pip install 'context-graph[openai-agents]'`.
+naming `pip install '.[openai-agents]'` (in the checkout).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ __all__ = ["ITEMS_KEY", "ContextSession"]
 
 #: The `meta` key of the node that keeps its batch's items verbatim.
 ITEMS_KEY = "openai_agents_items"
-_INSTALL = "pip install 'context-graph[openai-agents]'"
+_INSTALL = "`pip install '.[openai-agents]'` in the checkout (or `pip install openai-agents`)"
 
 
 def _require_sdk() -> None:

@@ -283,7 +283,7 @@ class TestSession:
     def test_missing_sdk_names_the_extra(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Without the Agents SDK, the error names the install command."""
         monkeypatch.setitem(sys.modules, "agents", None)
-        with pytest.raises(ConfigurationError, match=r"context-graph\[openai-agents\]"):
+        with pytest.raises(ConfigurationError, match=r"pip install .\.\[openai-agents\]."):
             ContextSession(ContextManager(format="responses"))
 
 
