@@ -33,7 +33,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import anyio
 from pydantic import BaseModel, ConfigDict
@@ -72,6 +72,8 @@ from processors.base import Processor, Summarizer
 from processors.redact import SecretRedactor
 
 __all__ = ["ContextManager", "ManagerStats", "default_pipeline"]
+
+_Client = TypeVar("_Client")
 
 
 class ManagerStats(BaseModel):
@@ -274,6 +276,11 @@ class ContextManager(EventAdders):
     def bus(self) -> EventBus:
         """The signals to observe the manager with (`bus.connect(name, receiver)`)."""
         return self._bus
+
+    @property
+    def budget(self) -> int | None:
+        """The default token budget of a render (`None`: no limit)."""
+        return self._options.budget
 
     @property
     def store(self) -> SessionStore | None:
@@ -519,6 +526,19 @@ class ContextManager(EventAdders):
         self._bus.emit("usage_reported", usage=usage, factor=factor)
         self._keeper.save()
         return factor
+
+    def wrap(self, client: _Client) -> _Client:
+        """`client` with its model calls managed by this manager (one changed line in a loop).
+
+        Takes `openai.OpenAI` / `AsyncOpenAI`, `anthropic.Anthropic` / `AsyncAnthropic` or
+        google-genai's `Client`; see `orchestrator.integrations.clients` for what a call does.
+
+        Raises:
+            ConfigurationError: `client` is none of those.
+        """
+        from orchestrator.integrations.clients import wrap_client
+
+        return wrap_client(self, client)
 
     # -- life cycle ----------------------------------------------------------------------
 

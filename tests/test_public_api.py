@@ -139,6 +139,23 @@ class TestToolDefinitions:
         assert {"context_graph.render.ToolSpec", "context_graph.render.read_tools"} <= documented
 
 
+class TestIntegrations:
+    def test_managed_clients_and_agents_session_are_documented(self) -> None:
+        """`ContextManager.wrap` and the Agents SDK session are on docs/api.md and resolve."""
+        documented = set(_documented())
+        names = {
+            "orchestrator.integrations.clients.Manager",
+            "orchestrator.integrations.clients.StreamingNotSupportedError",
+            "orchestrator.integrations.clients.wrap_client",
+            "orchestrator.integrations.openai_agents.ContextSession",
+        }
+        assert names <= documented
+        assert all(callable(_resolve(name)) for name in names)
+        from orchestrator import ContextManager
+
+        assert callable(ContextManager.wrap)
+
+
 class TestTopLevel:
     @pytest.mark.parametrize("package", PACKAGES)
     def test_all_is_exactly_what_the_api_page_lists(self, package: str) -> None:
