@@ -239,10 +239,14 @@ class ContextMiddleware(AgentMiddleware):
         return request.override(messages=messages)
 
     def _report(self, thread: _Thread, system_tokens: int, response: ModelResponse[Any]) -> None:
+        """Report the history's share of the provider's count (the system message is not ours)."""
+        rendered = thread.manager.stats().last_render_tokens or 0
         for message in response.result:
             usage = message.usage_metadata if isinstance(message, AIMessage) else None
-            if usage and usage.get("input_tokens", 0) > system_tokens:
-                thread.manager.report_usage(int(usage["input_tokens"]) - system_tokens)
+            reported = int(usage.get("input_tokens", 0)) if usage else 0
+            share = reported * rendered // (rendered + system_tokens) if rendered else 0
+            if share > 0:
+                thread.manager.report_usage(share)
                 return
 
 

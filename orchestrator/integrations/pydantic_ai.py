@@ -168,11 +168,12 @@ class ContextHistory:
                     "`directory`) for the whole conversation"
                 )
                 raise ConfigurationError(msg)
-        usage = _latest_input_tokens([m for _, m in new]) - self._instructions_tokens(
-            manager, messages
-        )
-        if usage > 0 and conversation in self._rendered:
-            manager.report_usage(usage)
+        reported = _latest_input_tokens([m for _, m in new])
+        rendered = manager.stats().last_render_tokens or 0
+        if reported and rendered and conversation in self._rendered:
+            # The provider counted the instructions too; the history's share is ours.
+            extra = self._instructions_tokens(manager, messages)
+            manager.report_usage(max(1, reported * rendered // (rendered + extra)))
         if new:
             manager.ingest(to_events(new))
 
