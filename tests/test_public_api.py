@@ -29,6 +29,7 @@ SUBSYSTEMS = (
     "context_graph.validate",
     "orchestrator.cli",
     "orchestrator.compaction",
+    "orchestrator.integrations",
     "orchestrator.persistence",
     "orchestrator.working",
     "processors.distill",

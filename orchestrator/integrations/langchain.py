@@ -49,7 +49,7 @@ from orchestrator.integrations.langchain_messages import (
     to_events,
 )
 
-__all__ = ["ContextMiddleware"]
+__all__ = ["DEFAULT_THREAD", "ContextMiddleware"]
 
 #: The thread of a call made outside a LangGraph thread (no `thread_id` configured).
 DEFAULT_THREAD = "default"

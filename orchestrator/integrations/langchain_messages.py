@@ -15,18 +15,33 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import (
-    AIMessage,
-    AnyMessage,
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-)
+from context_graph.errors import ConfigurationError, IngestError, SourceLocation
 
-from context_graph.errors import IngestError, SourceLocation
+try:
+    from langchain_core.messages import (
+        AIMessage,
+        AnyMessage,
+        BaseMessage,
+        HumanMessage,
+        SystemMessage,
+        ToolMessage,
+    )
+except ImportError as exc:  # pragma: no cover - the extra is installed in the test environment
+    _msg = (
+        "orchestrator.integrations needs LangChain for its LangChain modules: "
+        "`pip install 'context-graph[langchain]'` (or `pip install langchain langgraph`)"
+    )
+    raise ConfigurationError(_msg) from exc
 
-__all__ = ["ID_KEY", "fingerprint", "from_payload", "message_key", "text_of", "to_events"]
+__all__ = [
+    "HASH_KEY",
+    "ID_KEY",
+    "fingerprint",
+    "from_payload",
+    "message_key",
+    "text_of",
+    "to_events",
+]
 
 #: The `meta` key of the node an ingested message became, holding its key (`message_key`).
 ID_KEY = "langchain_id"

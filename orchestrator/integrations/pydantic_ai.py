@@ -42,7 +42,7 @@ except ImportError as exc:  # pragma: no cover - the extra is installed in the t
 
 from orchestrator.integrations.pydantic_ai_messages import from_payload, mark_of, to_events
 
-__all__ = ["ContextHistory"]
+__all__ = ["DEFAULT_CONVERSATION", "ContextHistory"]
 
 #: The conversation of a run without a `conversation_id`.
 DEFAULT_CONVERSATION = "default"

@@ -17,25 +17,32 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic_ai.messages import (
-    BaseToolReturnPart,
-    BinaryContent,
-    ImageUrl,
-    ModelMessage,
-    ModelRequest,
-    ModelRequestPart,
-    ModelResponse,
-    ModelResponsePart,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from context_graph.errors import ConfigurationError, IngestError, SourceLocation
 
-from context_graph.errors import IngestError, SourceLocation
+try:
+    from pydantic_ai.messages import (
+        BaseToolReturnPart,
+        BinaryContent,
+        ImageUrl,
+        ModelMessage,
+        ModelRequest,
+        ModelRequestPart,
+        ModelResponse,
+        ModelResponsePart,
+        RetryPromptPart,
+        SystemPromptPart,
+        TextPart,
+        ThinkingPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+except ImportError as exc:  # pragma: no cover - the extra is installed in the test environment
+    _msg = (
+        "orchestrator.integrations needs pydantic-ai for its pydantic-ai modules: "
+        "`pip install 'context-graph[pydantic-ai]'` (or `pip install pydantic-ai-slim`)"
+    )
+    raise ConfigurationError(_msg) from exc
 
 __all__ = ["MARK", "from_payload", "mark_of", "to_events"]
 
