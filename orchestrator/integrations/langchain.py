@@ -95,8 +95,8 @@ class ContextMiddleware(AgentMiddleware):
         directory: Keep each thread's session in `<directory>/<thread>.sqlite`.
         factory: Builds the manager of a thread (given its id) instead, in the `openai`
             format; exclusive with `directory` and the manager options.
-        **options: `ContextManager` options (`budget=`, `profile=`, ...); the format is
-            always `openai`.
+        **options: `ContextManager` options (`profile=`, `pipeline=`, ...); the format
+            is always `openai`.
 
     Raises:
         ConfigurationError: `factory` given with other options, `format` other than
