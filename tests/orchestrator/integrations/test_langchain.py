@@ -185,6 +185,39 @@ class TestThirtyTurnLoop:
         assert len(factors) == 4
         assert 1.0 < factors[0] < factors[-1] <= 1.25
 
+    def test_stream_goes_through_the_middleware(self) -> None:
+        """`stream` runs the same hooks as `invoke`: the requests fit."""
+        model = ScriptedChatModel()
+        agent = _agent(model, [ContextMiddleware(budget=BUDGET)])
+        chunks = list(agent.stream(_ask(), _config(), stream_mode="values"))
+        assert len(chunks[-1]["messages"]) == 2 * TURNS + 2
+        _assert_requests_fit(model)
+
+    def test_thinking_reaches_the_model_with_its_signature(self) -> None:
+        """An AI message the engine left alone is sent as the same object, thinking and all."""
+        middleware = ContextMiddleware(budget=2_000)
+        thinking = {"type": "thinking", "thinking": "Read the log first.", "signature": "sig-9"}
+        call = {"id": "c1", "name": "read_log", "args": {"n": 1}}
+        reply = AIMessage(
+            content=[thinking, {"type": "text", "text": "Reading."}], tool_calls=[call]
+        )
+        history: list[Any] = [
+            HumanMessage("Why?", id="h1"),
+            reply.model_copy(update={"id": "a1"}),
+            ToolMessage(_log(1), tool_call_id="c1", id="t1"),
+        ]
+        sent: list[BaseMessage] = []
+
+        def handler(request: ModelRequest[Any]) -> ModelResponse[Any]:
+            sent.extend(request.messages)
+            return ModelResponse(result=[AIMessage(content="ok")])
+
+        middleware.wrap_model_call(
+            ModelRequest(model=ScriptedChatModel(), messages=history), handler
+        )
+        assert sent[1] is history[1]
+        assert isinstance(sent[2], ToolMessage) and len(sent[2].content) < len(_log(1)) // 2
+
     def test_threads_have_their_own_manager(self) -> None:
         """Two LangGraph threads are two records."""
         model = ScriptedChatModel(turns=1)

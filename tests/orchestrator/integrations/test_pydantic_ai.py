@@ -187,6 +187,36 @@ class TestThirtyTurnLoop:
         assert factors and all(1.0 < f <= 1.25 for f in factors)
 
 
+class TestThinking:
+    """A model's thinking survives the processor."""
+
+    def test_a_signed_thinking_part_is_sent_back_as_it_was(self) -> None:
+        """The `ThinkingPart` of an earlier response reaches the next request, signature kept."""
+        seen: list[list[ModelMessage]] = []
+
+        def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            seen.append(list(messages))
+            if len(seen) == 1:
+                thinking = ThinkingPart("Read it.", signature="sig-9", provider_name="anthropic")
+                call = ToolCallPart("read_log", {"n": 1}, tool_call_id="c1")
+                return ModelResponse(parts=[thinking, call])
+            return ModelResponse(parts=[TextPart("done")])
+
+        agent = Agent(
+            FunctionModel(answer), capabilities=[ContextHistory(budget=BUDGET).capability()]
+        )
+
+        @agent.tool_plain
+        def read_log(n: int) -> str:
+            """Read build log number n."""
+            return "ok"
+
+        agent.run_sync("Why?")
+        (response,) = [m for m in seen[1] if isinstance(m, ModelResponse)]
+        (thinking,) = [p for p in response.parts if isinstance(p, ThinkingPart)]
+        assert (thinking.content, thinking.signature) == ("Read it.", "sig-9")
+
+
 class TestWriteBack:
     """pydantic-ai keeps the processed history; nothing is compacted twice or lost."""
 
