@@ -11,7 +11,7 @@ state's. The state itself keeps every message as it was: the engine's record and
 LangGraph checkpoint both hold the whole conversation. The answer's `usage_metadata`
 (`input_tokens`) is reported to the manager, which learns how the provider counts.
 
-Needs the `langchain` extra (`pip install 'context-graph[langchain]'`).
+Needs the `langchain` extra (`pip install '.[langchain]'` in the context-graph checkout).
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ try:
     from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
     from langchain_core.utils.function_calling import convert_to_openai_tool
     from langgraph.config import get_config
-except ImportError as exc:  # pragma: no cover - the extra is installed in the test environment
+except ImportError as exc:  # the extra is not installed
     _msg = (
         "orchestrator.integrations.langchain needs LangChain v1 and LangGraph: "
-        "`pip install 'context-graph[langchain]'` (or `pip install langchain langgraph`)"
+        "in the context-graph checkout, `pip install '.[langchain]'` "
+        "(or `pip install langchain langgraph`)"
     )
     raise ConfigurationError(_msg) from exc
 

@@ -26,10 +26,11 @@ try:
         SystemMessage,
         ToolMessage,
     )
-except ImportError as exc:  # pragma: no cover - the extra is installed in the test environment
+except ImportError as exc:  # the extra is not installed
     _msg = (
         "orchestrator.integrations needs LangChain for its LangChain modules: "
-        "`pip install 'context-graph[langchain]'` (or `pip install langchain langgraph`)"
+        "in the context-graph checkout, `pip install '.[langchain]'` "
+        "(or `pip install langchain langgraph`)"
     )
     raise ConfigurationError(_msg) from exc
 

@@ -14,7 +14,7 @@ marked message is never ingested again (nothing is compacted twice) while every
 message of pydantic-ai's own is ingested once (nothing is lost: the engine's record,
 `history.manager(conversation_id).raw`, holds the whole conversation).
 
-Needs the `pydantic-ai` extra (`pip install 'context-graph[pydantic-ai]'`).
+Needs the `pydantic-ai` extra (`pip install '.[pydantic-ai]'` in the context-graph checkout).
 """
 
 from __future__ import annotations
@@ -33,10 +33,11 @@ try:
     from pydantic_ai import RunContext
     from pydantic_ai.capabilities import ProcessHistory
     from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
-except ImportError as exc:  # pragma: no cover - the extra is installed in the test environment
+except ImportError as exc:  # the extra is not installed
     _msg = (
         "orchestrator.integrations.pydantic_ai needs pydantic-ai: "
-        "`pip install 'context-graph[pydantic-ai]'` (or `pip install pydantic-ai-slim`)"
+        "in the context-graph checkout, `pip install '.[pydantic-ai]'` "
+        "(or `pip install pydantic-ai-slim`)"
     )
     raise ConfigurationError(_msg) from exc
 

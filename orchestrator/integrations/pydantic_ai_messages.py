@@ -37,10 +37,11 @@ try:
         ToolReturnPart,
         UserPromptPart,
     )
-except ImportError as exc:  # pragma: no cover - the extra is installed in the test environment
+except ImportError as exc:  # the extra is not installed
     _msg = (
         "orchestrator.integrations needs pydantic-ai for its pydantic-ai modules: "
-        "`pip install 'context-graph[pydantic-ai]'` (or `pip install pydantic-ai-slim`)"
+        "in the context-graph checkout, `pip install '.[pydantic-ai]'` "
+        "(or `pip install pydantic-ai-slim`)"
     )
     raise ConfigurationError(_msg) from exc
 

@@ -434,5 +434,5 @@ class TestOptions:
         spec = importlib.util.spec_from_file_location("probe_langchain", integration.__file__)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
-        with pytest.raises(ConfigurationError, match=r"pip install 'context-graph\[langchain\]'"):
+        with pytest.raises(ConfigurationError, match=r"pip install '\.\[langchain\]'"):
             spec.loader.exec_module(module)

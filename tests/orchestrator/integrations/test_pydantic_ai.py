@@ -400,5 +400,5 @@ class TestOptions:
         spec = importlib.util.spec_from_file_location("probe_pydantic_ai", integration.__file__)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
-        with pytest.raises(ConfigurationError, match=r"pip install 'context-graph\[pydantic-ai\]'"):
+        with pytest.raises(ConfigurationError, match=r"pip install '\.\[pydantic-ai\]'"):
             spec.loader.exec_module(module)
