@@ -30,6 +30,7 @@ SUBSYSTEMS = (
     "orchestrator.cli",
     "orchestrator.report",
     "orchestrator.compaction",
+    "orchestrator.integrations",
     "orchestrator.persistence",
     "orchestrator.working",
     "processors.distill",

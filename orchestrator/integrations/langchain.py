@@ -1,0 +1,288 @@
+"""LangChain v1 / LangGraph: an `AgentMiddleware` that renders each model call through the engine.
+
+```python
+agent = create_agent(model, tools, middleware=[ContextMiddleware(budget=16_000)])
+```
+
+Before each model call the middleware ingests the messages of the agent's state it has
+not seen yet (by message id), lets the `ContextManager` of the thread compact and render
+the history under the budget, and sends the model the rendered messages instead of the
+state's. The state itself keeps every message as it was: the engine's record and the
+LangGraph checkpoint both hold the whole conversation. The answer's `usage_metadata`
+(`input_tokens`) is reported to the manager, which learns how the provider counts.
+
+Needs the `langchain` extra (`pip install '.[langchain]'` in the context-graph checkout).
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from context_graph.errors import ConfigurationError
+from context_graph.render import RenderResult, count_payload
+from orchestrator.manager import ContextManager
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+    from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from langgraph.config import get_config
+except ImportError as exc:  # the extra is not installed
+    _msg = (
+        "orchestrator.integrations.langchain needs LangChain v1 and LangGraph: "
+        "in the context-graph checkout, `pip install '.[langchain]'` "
+        "(or `pip install langchain langgraph`)"
+    )
+    raise ConfigurationError(_msg) from exc
+
+from orchestrator.integrations.langchain_messages import (
+    HASH_KEY,
+    ID_KEY,
+    fingerprint,
+    from_payload,
+    message_key,
+    text_of,
+    to_events,
+)
+
+__all__ = ["DEFAULT_THREAD", "ContextMiddleware"]
+
+#: The thread of a call made outside a LangGraph thread (no `thread_id` configured).
+DEFAULT_THREAD = "default"
+
+
+@dataclass
+class _Thread:
+    """One thread's manager and what of the state it has ingested (key -> fingerprint)."""
+
+    manager: ContextManager
+    seen: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, manager: ContextManager) -> _Thread:
+        """Read what an existing record (a resumed session) already holds."""
+        seen: dict[str, str] = {}
+        for node in manager.raw:
+            key, digest = node.meta.get(ID_KEY), node.meta.get(HASH_KEY)
+            if isinstance(key, str) and isinstance(digest, str):
+                seen[key] = digest
+        return cls(manager, seen)
+
+
+class ContextMiddleware(AgentMiddleware):
+    """Renders every model request of a LangChain agent through a `ContextManager`.
+
+    One manager per LangGraph thread (`config={"configurable": {"thread_id": ...}}`). With
+    `directory=` each thread's session is a SQLite file there, so a thread resumed from
+    the checkpointer in a new process continues the engine's record where it stopped.
+
+    Messages are ingested once, by id. When a message the engine has ingested is later
+    edited or removed from the state (a `RemoveMessage`, another middleware rewriting the
+    history), the thread's record is rebuilt from the state as it now is: the engine's
+    record is append-only, and the state is the truth.
+
+    The request is budgeted as an OpenAI chat request, tool definitions and the system
+    message included; the provider's own count comes back through `usage_metadata`.
+
+    Args:
+        budget: The token budget of a whole request (system message and tools
+            included); with `factory`, `None` leaves it to the manager's own budget,
+            which then does not count the system message.
+        directory: Keep each thread's session in `<directory>/<thread>.sqlite`.
+        factory: Builds the manager of a thread (given its id) instead, in the `openai`
+            format; exclusive with `directory` and the manager options.
+        **options: `ContextManager` options (`profile=`, `pipeline=`, ...); the format
+            is always `openai`.
+
+    Raises:
+        ConfigurationError: `factory` given with other options, `format` other than
+            `openai`, or a `directory` that does not exist.
+    """
+
+    def __init__(
+        self,
+        *,
+        budget: int | None = None,
+        directory: str | os.PathLike[str] | None = None,
+        factory: Callable[[str], ContextManager] | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__()
+        if factory is not None and (options or directory is not None):
+            msg = "ContextMiddleware: pass either `factory` or manager options, not both"
+            raise ConfigurationError(msg)
+        if factory is None and options.setdefault("format", "openai") != "openai":
+            msg = f"ContextMiddleware renders OpenAI chat messages; `format={options['format']!r}`"
+            raise ConfigurationError(msg)
+        self._directory = None if directory is None else Path(directory)
+        if self._directory is not None and not self._directory.is_dir():
+            msg = f"ContextMiddleware: `directory` {str(self._directory)!r} is not a directory"
+            raise ConfigurationError(msg)
+        if factory is None:
+            ContextManager(budget=budget, **options)  # checks the options now, not at a call
+        self._budget_total = budget
+        self._factory = factory
+        self._options = options
+        self._threads: dict[str, _Thread] = {}
+
+    # -- what the user reads -------------------------------------------------------------
+
+    def manager(self, thread_id: str = DEFAULT_THREAD) -> ContextManager:
+        """The manager of a thread (made, or resumed from `directory`, on first use)."""
+        thread = self._threads.get(thread_id)
+        if thread is None:
+            thread = self._threads[thread_id] = _Thread.of(self._open(thread_id))
+        return thread.manager
+
+    def close(self) -> None:
+        """Close every thread's manager (and session file)."""
+        for thread in self._threads.values():
+            thread.manager.close()
+        self._threads.clear()
+
+    # -- the hooks -----------------------------------------------------------------------
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        """Send the rendered history instead of the state's messages."""
+        thread, system = self._sync(request)
+        tools = _tools(request)
+        result = thread.manager.render_sync(budget=self._budget(system), tools=tools)
+        response = handler(self._rewritten(request, result))
+        self._report(thread, system, response)
+        return response
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        """The async twin of `wrap_model_call`."""
+        thread, system = self._sync(request)
+        tools = _tools(request)
+        result = await thread.manager.render(budget=self._budget(system), tools=tools)
+        response = await handler(self._rewritten(request, result))
+        self._report(thread, system, response)
+        return response
+
+    # -- the steps -----------------------------------------------------------------------
+
+    def _open(self, thread_id: str) -> ContextManager:
+        if self._factory is not None:
+            return self._factory(thread_id)
+        options = {"budget": self._budget_total, **self._options}
+        if self._directory is None:
+            return ContextManager(**options)
+        return ContextManager.open(self._path(self._directory, thread_id), **options)
+
+    def _path(self, directory: Path, thread_id: str) -> Path:
+        return directory / f"{urllib.parse.quote(thread_id, safe='')}.sqlite"
+
+    def _sync(self, request: ModelRequest[Any]) -> tuple[_Thread, int]:
+        """Ingest what is new in the request's messages; the thread and its system's tokens."""
+        thread_id = _thread_id(request)
+        self.manager(thread_id)
+        thread = self._threads[thread_id]
+        new = _new_messages(thread, request.messages)
+        if new is None:
+            thread = self._rebuild(thread_id)
+            new = list(enumerate(request.messages))
+        if new:
+            start = new[0][0]
+            events = to_events([message for _, message in new], start)
+            thread.manager.ingest(events)
+            thread.seen.update((message_key(m), fingerprint(m)) for _, m in new)
+        return thread, self._system_tokens(thread, request.system_message)
+
+    def _rebuild(self, thread_id: str) -> _Thread:
+        """A fresh record for a thread whose state no longer extends what was ingested."""
+        old = self._threads.pop(thread_id)
+        old.manager.close()
+        if self._factory is None and self._directory is not None:
+            path = self._path(self._directory, thread_id)
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        thread = self._threads[thread_id] = _Thread.of(self._open(thread_id))
+        if thread.seen:
+            msg = (
+                f"thread {thread_id!r}: the state's messages no longer extend the engine's "
+                "record, and the factory reopened the same record; have it start a new one"
+            )
+            raise ConfigurationError(msg)
+        return thread
+
+    def _system_tokens(self, thread: _Thread, system: SystemMessage | None) -> int:
+        """What the system message adds to the request (it is sent as is, not ingested)."""
+        if system is None:
+            return 0
+        message = {"role": "system", "content": text_of(system.content)}
+        counter = thread.manager.raw.token_cache
+        return count_payload({"messages": [message]}, "openai", counter) - count_payload(
+            {"messages": []}, "openai", counter
+        )
+
+    def _budget(self, system_tokens: int) -> int | None:
+        """The room the rendered history has next to the system message."""
+        if self._budget_total is None:
+            return None  # the manager's own budget, if it has one
+        return max(1, self._budget_total - system_tokens)
+
+    def _rewritten(self, request: ModelRequest[Any], result: RenderResult) -> ModelRequest[Any]:
+        messages = from_payload(result.payload["messages"], request.messages)
+        return request.override(messages=messages)
+
+    def _report(self, thread: _Thread, system_tokens: int, response: ModelResponse[Any]) -> None:
+        """Report the history's share of the provider's count (the system message is not ours)."""
+        rendered = thread.manager.stats().last_render_tokens or 0
+        for message in response.result:
+            usage = message.usage_metadata if isinstance(message, AIMessage) else None
+            reported = int(usage.get("input_tokens", 0)) if usage else 0
+            share = reported * rendered // (rendered + system_tokens) if rendered else 0
+            if share > 0:
+                thread.manager.report_usage(share)
+                return
+
+
+def _thread_id(request: ModelRequest[Any]) -> str:
+    info = request.runtime.execution_info if request.runtime is not None else None
+    if info is not None and info.thread_id:
+        return str(info.thread_id)
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # called outside a LangGraph run
+        return DEFAULT_THREAD
+    return str(configurable.get("thread_id") or DEFAULT_THREAD)
+
+
+def _new_messages(
+    thread: _Thread, messages: Sequence[AnyMessage]
+) -> list[tuple[int, BaseMessage]] | None:
+    """The messages not ingested yet, with their index; `None` when the state was rewritten.
+
+    The state must hold every ingested message, unchanged, before any new one.
+    """
+    seen = thread.seen
+    held = 0
+    for index, message in enumerate(messages):
+        digest = seen.get(message_key(message))
+        if digest is None:
+            rest = messages[index:]
+            if held != len(seen) or any(message_key(m) in seen for m in rest):
+                return None
+            return list(enumerate(rest, start=index))
+        if digest != fingerprint(message):
+            return None
+        held += 1
+    return [] if held == len(seen) else None
+
+
+def _tools(request: ModelRequest[Any]) -> list[dict[str, Any]]:
+    return [convert_to_openai_tool(tool) for tool in request.tools]

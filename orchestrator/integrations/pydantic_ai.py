@@ -1,0 +1,231 @@
+"""pydantic-ai: a history processor that renders each model request through the engine.
+
+```python
+history = ContextHistory(budget=16_000)
+agent = Agent(model, capabilities=[history.capability()])
+```
+
+Before each model request the processor ingests the messages of the history it has not
+seen, lets the conversation's `ContextManager` compact and render it under the budget,
+and returns the rendered history. pydantic-ai keeps what a history processor returns as
+the run's history (`result.all_messages()`), and hands it back on the next request and
+the next run. Every message the processor returns is marked in its `metadata`, so a
+marked message is never ingested again (nothing is compacted twice) while every
+message of pydantic-ai's own is ingested once (nothing is lost: the engine's record,
+`history.manager(conversation_id).raw`, holds the whole conversation).
+
+Needs the `pydantic-ai` extra (`pip install '.[pydantic-ai]'` in the context-graph checkout).
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from context_graph.errors import ConfigurationError
+from context_graph.render import count_payload
+from orchestrator.manager import ContextManager
+
+try:
+    from pydantic_ai import RunContext
+    from pydantic_ai.capabilities import ProcessHistory
+    from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
+except ImportError as exc:  # the extra is not installed
+    _msg = (
+        "orchestrator.integrations.pydantic_ai needs pydantic-ai: "
+        "in the context-graph checkout, `pip install '.[pydantic-ai]'` "
+        "(or `pip install pydantic-ai-slim`)"
+    )
+    raise ConfigurationError(_msg) from exc
+
+from orchestrator.integrations.pydantic_ai_messages import from_payload, mark_of, to_events
+
+__all__ = ["DEFAULT_CONVERSATION", "ContextHistory"]
+
+#: The conversation of a run without a `conversation_id`.
+DEFAULT_CONVERSATION = "default"
+
+
+class ContextHistory:
+    """A pydantic-ai history processor backed by one `ContextManager` per conversation.
+
+    Use it as `capabilities=[history.capability()]` (pydantic-ai's `ProcessHistory`) or
+    call it directly as `processor(ctx, messages)`. Conversations are told apart by
+    pydantic-ai's `conversation_id` (inherited from `message_history`); with
+    `directory=` each one's session is a SQLite file there, so a new process given the
+    stored history continues the engine's record.
+
+    The request is budgeted as an OpenAI chat request, with the agent's tool
+    definitions and its latest `instructions`; the provider's count comes back with each
+    response's `usage.input_tokens`.
+
+    Args:
+        budget: The token budget of a whole request.
+        directory: Keep each conversation's session in `<directory>/<id>.sqlite`.
+        factory: Builds the manager of a conversation (given its id) instead, in the
+            `openai` format; exclusive with `directory` and the manager options.
+        **options: `ContextManager` options (`profile=`, `pipeline=`, ...).
+
+    Raises:
+        ConfigurationError: `factory` with other options, a `format` other than
+            `openai`, or a `directory` that does not exist.
+    """
+
+    def __init__(
+        self,
+        *,
+        budget: int | None = None,
+        directory: str | os.PathLike[str] | None = None,
+        factory: Callable[[str], ContextManager] | None = None,
+        **options: Any,
+    ) -> None:
+        if factory is not None and (options or directory is not None):
+            msg = "ContextHistory: pass either `factory` or manager options, not both"
+            raise ConfigurationError(msg)
+        if factory is None and options.setdefault("format", "openai") != "openai":
+            msg = f"ContextHistory renders OpenAI chat messages; `format={options['format']!r}`"
+            raise ConfigurationError(msg)
+        self._directory = None if directory is None else Path(directory)
+        if self._directory is not None and not self._directory.is_dir():
+            msg = f"ContextHistory: `directory` {str(self._directory)!r} is not a directory"
+            raise ConfigurationError(msg)
+        if factory is None:
+            ContextManager(budget=budget, **options)  # checks the options now, not at a call
+        self._budget = budget
+        self._factory = factory
+        self._options = options
+        self._managers: dict[str, ContextManager] = {}
+        self._rendered: set[str] = set()
+
+    def capability(self) -> ProcessHistory[Any]:
+        """This processor as pydantic-ai's `ProcessHistory` capability."""
+        return ProcessHistory(self)
+
+    def manager(self, conversation_id: str = DEFAULT_CONVERSATION) -> ContextManager:
+        """The manager of a conversation (made, or resumed from `directory`, on first use)."""
+        manager = self._managers.get(conversation_id)
+        if manager is None:
+            manager = self._managers[conversation_id] = self._open(conversation_id)
+        return manager
+
+    def close(self) -> None:
+        """Close every conversation's manager (and session file)."""
+        for manager in self._managers.values():
+            manager.close()
+        self._managers.clear()
+
+    async def __call__(
+        self, ctx: RunContext[Any], messages: list[ModelMessage]
+    ) -> list[ModelMessage]:
+        """The history to send: what is new ingested, the rest rendered by the engine.
+
+        Raises:
+            ConfigurationError: the history holds messages another processor (or a
+                record this one no longer has) rendered.
+            IngestError: a message the engine cannot read (nothing is ingested).
+        """
+        conversation = ctx.conversation_id or DEFAULT_CONVERSATION
+        manager = self.manager(conversation)
+        self._sync(conversation, manager, messages)
+        tools = _tools(ctx)
+        budget = self._room(manager, messages)
+        result = await manager.render(budget=budget, tools=tools)
+        self._rendered.add(conversation)
+        return from_payload(
+            result.payload["messages"],
+            messages,
+            token=_token(manager),
+            conversation_id=ctx.conversation_id,
+        )
+
+    # -- the steps -----------------------------------------------------------------------
+
+    def _open(self, conversation_id: str) -> ContextManager:
+        if self._factory is not None:
+            return self._factory(conversation_id)
+        options = {"budget": self._budget, **self._options}
+        if self._directory is None:
+            return ContextManager(**options)
+        name = f"{urllib.parse.quote(conversation_id, safe='')}.sqlite"
+        return ContextManager.open(self._directory / name, **options)
+
+    def _sync(
+        self, conversation: str, manager: ContextManager, messages: list[ModelMessage]
+    ) -> None:
+        """Report the latest response's usage, then ingest the messages not marked as ours."""
+        token = _token(manager) if len(manager.raw) else None
+        new = []
+        for index, message in enumerate(messages):
+            mark = mark_of(message)
+            if mark is None:
+                new.append((index, message))
+            elif mark != token:
+                msg = (
+                    f"message {index} of the history was rendered from another record than "
+                    f"conversation {conversation!r} has; use the same ContextHistory (or its "
+                    "`directory`) for the whole conversation"
+                )
+                raise ConfigurationError(msg)
+        reported = _latest_input_tokens([m for _, m in new])
+        rendered = manager.stats().last_render_tokens or 0
+        if reported and rendered and conversation in self._rendered:
+            # The provider counted the instructions too; the history's share is ours.
+            extra = self._instructions_tokens(manager, messages)
+            manager.report_usage(max(1, reported * rendered // (rendered + extra)))
+        if new:
+            manager.ingest(to_events(new))
+
+    def _room(self, manager: ContextManager, messages: list[ModelMessage]) -> int | None:
+        """The budget less the instructions pydantic-ai sends beside the history."""
+        if self._budget is None:
+            return None
+        return max(1, self._budget - self._instructions_tokens(manager, messages))
+
+    def _instructions_tokens(self, manager: ContextManager, messages: list[ModelMessage]) -> int:
+        """What the latest `instructions` add to a request (sent as a system message)."""
+        instructions = next(
+            (
+                m.instructions
+                for m in reversed(messages)
+                if isinstance(m, ModelRequest) and m.instructions
+            ),
+            None,
+        )
+        if not instructions:
+            return 0
+        counter = manager.raw.token_cache
+        system = {"messages": [{"role": "system", "content": instructions}]}
+        return count_payload(system, "openai", counter) - count_payload(
+            {"messages": []}, "openai", counter
+        )
+
+
+def _token(manager: ContextManager) -> str:
+    """What marks the messages rendered from this record: the id of its first node."""
+    return next(iter(manager.raw)).id
+
+
+def _latest_input_tokens(messages: list[ModelMessage]) -> int:
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            return int(message.usage.input_tokens or 0)
+    return 0
+
+
+def _tools(ctx: RunContext[Any]) -> list[dict[str, Any]] | None:
+    if ctx.tool_manager is None:
+        return None
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description or "",
+                "parameters": tool.parameters_json_schema,
+            },
+        }
+        for tool in ctx.tool_manager.tool_defs
+    ]
