@@ -145,7 +145,7 @@ def _check_compaction(i: int, path: str, block: dict[Any, Any], out: Collector) 
     content = block.get("content")
     if content is not None and not nonempty_str(content):
         out.add(
-            "compaction_invalid",
+            "compaction_block_invalid",
             f"{path}.content",
             i,
             f"compaction `content` is {show(content)}; send the summary text the API "
@@ -155,7 +155,7 @@ def _check_compaction(i: int, path: str, block: dict[Any, Any], out: Collector) 
         value = block.get(key)
         if value is not None and not isinstance(value, str):
             out.add(
-                "compaction_invalid",
+                "compaction_block_invalid",
                 f"{path}.{key}",
                 i,
                 f"compaction `{key}` is {show(value)}; send it back as received (a string)",

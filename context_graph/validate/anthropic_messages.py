@@ -44,7 +44,7 @@ ANTHROPIC_RULES: Mapping[str, str] = MappingProxyType(
         "thinking_signature_missing": "A thinking block has no string `signature`.",
         "redacted_thinking_data_missing": "A redacted_thinking block has no string `data`.",
         "thinking_not_first": "A thinking block follows text or tool_use in its message.",
-        "compaction_invalid": "A compaction block's `content` is neither a non-empty string "
+        "compaction_block_invalid": "A compaction block's `content` is neither a non-empty string "
         "nor null, or an opaque field (`encrypted_content`, `signature`) is not a string.",
         "compaction_not_first": "A compaction block follows another kind of block in its "
         "assistant message (the API returns it first, standing for what came before).",
