@@ -83,7 +83,7 @@ class TestNativeCompactionModel:
 
     def test_an_unknown_provider_is_refused(self) -> None:
         """Only the two providers whose artifacts are understood are accepted."""
-        with pytest.raises(IngestError, match="native.provider"):
+        with pytest.raises(IngestError, match=r"native\.provider"):
             coerce_events([_event("gemini", ITEM)])
 
 
@@ -124,6 +124,6 @@ class TestIngest:
         graph = ContextGraph(counter=WordCounter())
         huge = {"type": "compaction", "encrypted_content": "x" * (MAX_STRING + 1)}
         batch = [UserTurn(content="hi"), *coerce_events([_event("responses", huge)])]
-        with pytest.raises(IngestError, match="native.item.encrypted_content"):
+        with pytest.raises(IngestError, match=r"native\.item\.encrypted_content"):
             graph.ingest(batch)
         assert len(graph) == 0

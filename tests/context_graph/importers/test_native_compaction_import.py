@@ -34,7 +34,10 @@ ANTHROPIC_MESSAGES: list[dict[str, Any]] = [
         "role": "assistant",
         "content": [{"type": "tool_use", "id": "toolu_1", "name": "read", "input": {"p": "a"}}],
     },
-    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}]},
+    {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}],
+    },
     {"role": "assistant", "content": [BLOCK, {"type": "text", "text": "Fixed it."}]},
     {"role": "user", "content": "thanks"},
 ]
@@ -167,7 +170,10 @@ class TestResponses:
 HOSTILE_ANTHROPIC = [
     ({"type": "compaction", "content": 5}, "messages[1].content[0].content"),
     ({"type": "compaction", "content": ""}, "messages[1].content[0].content"),
-    ({"type": "compaction", "content": "s", "signature": ["x"]}, "messages[1].content[0].signature"),
+    (
+        {"type": "compaction", "content": "s", "signature": ["x"]},
+        "messages[1].content[0].signature",
+    ),
     ({"type": "compaction", "content": "s", "surprise": 1}, "messages[1].content[0].surprise"),
     (
         {"type": "compaction", "content": "s" * (MAX_STRING + 1)},
