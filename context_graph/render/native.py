@@ -20,8 +20,10 @@ __all__ = ["ForeignCompaction", "ForeignCompactionReason", "foreign_native", "re
 
 ForeignCompactionReason: TypeAlias = Literal["pristine_record", "no_pristine_record"]
 """Why a foreign compaction was not sent: `pristine_record`, the nodes it stands for were
-rendered in its place; `no_pristine_record`, nothing earlier was left to render, so what
-it says was sent instead (its readable summary, or a note when it has none)."""
+rendered in its place (as the view holds them: the engine's own compaction may have
+summarized them, and it with them); `no_pristine_record`, nothing earlier was left to
+render, so what it says was sent instead (its readable summary, or a note when it has
+none)."""
 
 
 @dataclass(frozen=True, slots=True)
