@@ -8,8 +8,8 @@ it verbatim (`context_graph.graph.native`). A malformed one is refused with an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 from pydantic import JsonValue, ValidationError
 
@@ -19,7 +19,7 @@ from context_graph.graph.events import Compaction
 from context_graph.graph.json_limits import check_json_value
 from context_graph.graph.native import NativeCompaction, NativeProvider, readable_text
 
-__all__ = ["ORIGINS", "native_compaction"]
+__all__ = ["ORIGINS", "anthropic_compactions", "native_compaction"]
 
 #: The `origin` of each provider's compaction.
 ORIGINS: Mapping[str, str] = {"anthropic": "anthropic", "responses": "openai_responses"}
@@ -62,3 +62,35 @@ def native_compaction(
         meta=dict(meta or {}),
         source=where,
     )
+
+
+_Block = TypeVar("_Block", bound=tuple[Mapping[str, Any], SourceLocation])
+
+
+def anthropic_compactions(blocks: Sequence[_Block]) -> tuple[list[Compaction], list[_Block]]:
+    """The `compaction` blocks a message's located blocks open with, as events; the rest.
+
+    The API puts the block first in the reply that compacted; one anywhere else is
+    refused (what it stands for would be ambiguous). A block with null `content` is a
+    compaction that failed, which the API treats as a no-op: it stands for nothing and
+    is left out.
+
+    Raises:
+        IngestError: a block is malformed, or comes after another kind of block.
+    """
+    events: list[Compaction] = []
+    lead = 0
+    while lead < len(blocks) and blocks[lead][0].get("type") == "compaction":
+        block, at = blocks[lead]
+        event = native_compaction("anthropic", block, at)
+        if event.content:
+            events.append(event)
+        lead += 1
+    for block, at in blocks[lead:]:
+        if block.get("type") == "compaction":
+            msg = (
+                "a `compaction` block must come first in its assistant message, before any "
+                "other block, as the API returns it"
+            )
+            raise IngestError(msg, at.with_path("type"))
+    return events, list(blocks[lead:])

@@ -39,7 +39,7 @@ from context_graph.importers._base import (
     expect_mapping,
     expect_str,
 )
-from context_graph.importers._native import native_compaction
+from context_graph.importers._native import anthropic_compactions
 
 __all__ = [
     "ROLES",
@@ -266,34 +266,14 @@ def leading_compactions(
 ) -> tuple[list[AgentEvent], list[LocatedBlock]] | None:
     """The `compaction` blocks an assistant message opens with, as events, and the rest.
 
-    None when the message has no `compaction` block.
-
-    The API puts the block first in the reply that compacted; one anywhere else is
-    refused (what it stands for would be ambiguous). A block with null `content` is a
-    compaction that failed, which the API treats as a no-op: it stands for nothing and
-    is left out.
+    None when the message has no `compaction` block (see `anthropic_compactions`).
     """
     if not isinstance(content, list) or not any(
         isinstance(b, Mapping) and b.get("type") == "compaction" for b in content
     ):
         return None
-    blocks = _blocks(content, where)
-    events: list[AgentEvent] = []
-    lead = 0
-    while lead < len(blocks) and blocks[lead][0].get("type") == "compaction":
-        block, at = blocks[lead]
-        event = native_compaction("anthropic", block, at)
-        if event.content:
-            events.append(event)
-        lead += 1
-    for block, at in blocks[lead:]:
-        if block.get("type") == "compaction":
-            msg = (
-                "a `compaction` block must come first in its assistant message, before any "
-                "other block, as the API returns it"
-            )
-            raise IngestError(msg, at.with_path("type"))
-    return events, blocks[lead:]
+    events, rest = anthropic_compactions(_blocks(content, where))
+    return list(events), rest
 
 
 def user_content(
