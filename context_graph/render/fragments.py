@@ -90,7 +90,11 @@ class FragmentCache:
             if fragment is None or fragment.source_unit is not unit:
                 fragment = self._make(source, unit, cache)
             fresh[unit.head] = fragment
-            native = foreign_native(source[unit.head], self._provider.format)
+            native = (
+                foreign_native(source[unit.head], self._provider.format)
+                if unit.kind == "summary"
+                else None
+            )
             if native is not None:
                 # Covered by a later summary (the engine's own compaction, say), it is
                 # set aside all the same: what stands for it is rendered.
