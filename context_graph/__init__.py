@@ -59,6 +59,7 @@ from context_graph.graph.events import (
     ToolResult,
     UserTurn,
 )
+from context_graph.graph.native import NativeCompaction
 from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import (
     AnswerNode,
@@ -109,6 +110,7 @@ __all__ = [
     "ImagePart",
     "IngestError",
     "InvariantViolation",
+    "NativeCompaction",
     "Node",
     "NodeKind",
     "NodeTokenCache",

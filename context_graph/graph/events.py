@@ -29,6 +29,7 @@ from pydantic_core import PydanticCustomError
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.graph.call_shapes import call_fields, number_gemini_calls, plain, shape_error
 from context_graph.graph.content import ContentPart, ProviderSignature, TextPart
+from context_graph.graph.native import NativeCompaction
 from context_graph.graph.nodes import TriggerSpec
 
 __all__ = [
@@ -250,13 +251,22 @@ class Note(_EventBase):
 
 
 class Compaction(_EventBase):
-    """A compaction summary written by another tool; it abstracts everything before it."""
+    """A compaction summary written by another tool; it abstracts everything before it.
+
+    A provider's own compaction (an Anthropic `compaction` block, a Responses
+    `compaction` item) carries the artifact in `native`: it is sent back verbatim to that
+    provider, and any other renders the nodes it stands for instead
+    (`context_graph.graph.native`). Its `content` is the readable summary, if any.
+    """
 
     type: Literal["compaction"] = "compaction"
     content: Content
-    """The summary text."""
+    """The summary text (empty for an opaque native artifact)."""
     origin: str = "external"
     """Who wrote it, e.g. `claude_code`."""
+    native: NativeCompaction | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The provider's own artifact, verbatim; left out of the JSON when absent, so other
+    compactions keep the ids they always had."""
 
 
 AgentEvent: TypeAlias = Annotated[

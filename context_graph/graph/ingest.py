@@ -125,6 +125,9 @@ class _Planner:
         check_json_value(
             dict(event.meta), path="meta", location=event.source or SourceLocation(index=index)
         )
+        if isinstance(event, Compaction) and event.native is not None:
+            where = event.source or SourceLocation(index=index)
+            check_json_value(dict(event.native.item), path="native.item", location=where)
         try:
             self._dispatch(event)
         except IngestError as exc:
@@ -301,6 +304,7 @@ class _Planner:
             id=self.node_id("summary", event),
             content=event.content,
             origin=event.origin,
+            native=event.native,
             abstracts=tuple(earlier),
             **self.common(event),
         )

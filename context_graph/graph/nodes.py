@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field
 from pydantic import field_validator as _field_validator
 
 from context_graph.graph.content import ContentPart, ProviderSignature, TextPart
+from context_graph.graph.native import NativeCompaction
 
 __all__ = [
     "ANSWER_KINDS",
@@ -276,6 +277,9 @@ class SummaryNode(Node):
     kind: Literal["summary"] = "summary"
     origin: str | None = None
     """Who wrote it: a processor's name, or e.g. `claude_code` for an imported compaction."""
+    native: NativeCompaction | None = Field(default=None, exclude_if=lambda v: v is None)
+    """A provider's own compaction artifact, verbatim (`context_graph.graph.native`): sent
+    back to that provider only; every other renders what the node stands for instead."""
 
 
 class NoteNode(Node):

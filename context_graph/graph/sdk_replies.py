@@ -36,14 +36,14 @@ from context_graph.graph.content import (
     TextPart,
     ThinkingPart,
 )
-from context_graph.graph.events import AssistantTurn, make_event
+from context_graph.graph.events import AgentEvent, AssistantTurn, Compaction, make_event
 
 __all__ = ["Provider", "Reply", "is_reply", "read_message", "read_response"]
 
 Provider: TypeAlias = Literal["openai", "anthropic", "gemini"]
 
 _PARTS = (TextPart, ImagePart, DocumentPart, ThinkingPart, RedactedThinkingPart, ReasoningPart)
-_ANTHROPIC_BLOCKS = frozenset({"tool_use", "thinking", "redacted_thinking"})
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "thinking", "redacted_thinking", "compaction"})
 _RESPONSE_KEYS = ("choices", "candidates")
 _EXPECTED = (
     "expected an OpenAI `ChatCompletion` (with `choices`), an Anthropic `Message` "
@@ -65,6 +65,20 @@ class Reply:
     provider: Provider
     turn: AssistantTurn
     prompt_tokens: int | None
+    compactions: tuple[Compaction, ...] = ()
+    """The provider's own compactions the reply opened with (an Anthropic message's
+    `compaction` blocks), each standing for everything before it."""
+
+    @property
+    def events(self) -> tuple[AgentEvent, ...]:
+        """What to ingest, in order: the compactions, then the turn.
+
+        The turn is left out when the reply paused after compacting and holds nothing else.
+        """
+        turn = self.turn
+        if self.compactions and not (turn.content or turn.tool_calls):
+            return self.compactions
+        return (*self.compactions, turn)
 
 
 def is_reply(value: object) -> bool:
@@ -86,6 +100,12 @@ def read_message(message: object, **fields: Any) -> AssistantTurn:
     """
     data = _data(message, SourceLocation())
     kind = _message_kind(data)
+    if kind == "anthropic" and _compactions(data, SourceLocation()):
+        msg = (
+            "this message opens with a `compaction` block, which is an event of its own: "
+            "ingest `read_response(message).events` instead (the compactions, then the turn)"
+        )
+        raise IngestError(msg, SourceLocation(path="content[0]"))
     if kind is None:
         if any(k in data for k in _RESPONSE_KEYS):
             msg = (
@@ -134,7 +154,8 @@ def read_response(response: object, **fields: Any) -> Reply:
         keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
         counts = [_tokens(data, ("usage", key), top) for key in keys]
         usage = None if counts[0] is None else sum(c or 0 for c in counts)
-        return Reply("anthropic", _turn("anthropic", data, top, {}, fields), usage)
+        turn = _turn("anthropic", data, top, {}, fields)
+        return Reply("anthropic", turn, usage, _compactions(data, top))
     msg = f"unrecognized response (keys: {_keys(data)}); {_EXPECTED}"
     raise IngestError(msg)
 
@@ -179,7 +200,11 @@ def _turn(
             events = openai.message_to_events(data, where, openai.ConversionState())
             turn = next(e for e in events if isinstance(e, AssistantTurn))  # the only one
         else:
-            parts, calls = anthropic.assistant_content(data.get("content"), where)
+            found = anthropic.leading_compactions(data.get("content"), where)
+            if found is None:
+                parts, calls = anthropic.assistant_content(data.get("content"), where)
+            else:  # the compactions are events of their own (`Reply.compactions`)
+                parts, calls = anthropic.assistant_blocks(found[1])
             turn = AssistantTurn(content=tuple(parts), tool_calls=tuple(calls))
             ids = {"message_id": _text(data, "id", where), "model": _text(data, "model", where)}
     values: dict[str, Any] = {
@@ -193,6 +218,16 @@ def _turn(
     if isinstance(meta, Mapping):
         values["meta"] = {**turn.meta, **meta}
     return make_event(AssistantTurn, **values)
+
+
+def _compactions(data: Mapping[str, Any], where: SourceLocation) -> tuple[Compaction, ...]:
+    """An Anthropic message's leading `compaction` blocks, as events."""
+    from context_graph.importers import anthropic
+
+    found = anthropic.leading_compactions(data.get("content"), where)
+    if found is None:
+        return ()
+    return tuple(e for e in found[0] if isinstance(e, Compaction))
 
 
 # --- checked access -------------------------------------------------------------------------

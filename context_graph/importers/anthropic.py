@@ -5,6 +5,9 @@ kept byte for byte) and `redacted_thinking` become parts of a turn; `tool_use` b
 `ToolCall` whose arguments are the JSON text of its `input`; `tool_result` becomes a
 `ToolResult` (string or block content, `is_error`). A user message that mixes results
 with other blocks gives its `ToolResult` events first, then one `UserTurn` with the rest.
+The `compaction` blocks an assistant message opens with (the `compact_20260112`
+context-management edit fired) each become a `Compaction` event carrying the block
+verbatim, before the turn made of the rest (`context_graph.graph.native`).
 
 Claude Code records hold Anthropic messages too; its importer converts them with
 `assistant_content`, `user_content` and `tool_result_event`.
@@ -36,10 +39,13 @@ from context_graph.importers._base import (
     expect_mapping,
     expect_str,
 )
+from context_graph.importers._native import anthropic_compactions
 
 __all__ = [
     "ROLES",
+    "assistant_blocks",
     "assistant_content",
+    "leading_compactions",
     "message_to_events",
     "messages_to_events",
     "sniff",
@@ -59,7 +65,7 @@ _USER_BLOCKS = Names({"text", "image", "document", "tool_result"})
 _RESULT_BLOCKS = Names({"text", "image", "document"})
 # Block types that only Anthropic payloads have (OpenAI says `image_url`, not `image`).
 _OWN_BLOCKS = Names(
-    {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document", "compaction"}
 )
 # Keys that mark a payload or a message as another format's.
 _FOREIGN_KEYS = frozenset({"contents", "response", "history", "simulations", "trajectory_format"})
@@ -196,9 +202,18 @@ def message_to_events(message: Any, where: SourceLocation, known: set[str]) -> l
         )
         raise IngestError(msg, where.with_path("role"))
     if role == "assistant":
-        parts, calls = assistant_content(body.get("content"), where)
+        compacted = leading_compactions(body.get("content"), where)
+        if compacted is None:
+            parts, calls = assistant_content(body.get("content"), where)
+            compactions: list[AgentEvent] = []
+        else:
+            compactions, blocks = compacted
+            if not blocks:  # the reply paused after compacting
+                return compactions
+            parts, calls = assistant_blocks(blocks)
         known.update(call.id for call in calls)
-        return [AssistantTurn(content=tuple(parts), tool_calls=tuple(calls), source=where)]
+        turn = AssistantTurn(content=tuple(parts), tool_calls=tuple(calls), source=where)
+        return [*compactions, turn]
     results, parts = user_content(body.get("content"), where)
     events: list[AgentEvent] = [tool_result_event(block, at, known) for block, at in results]
     if parts or not results:
@@ -220,9 +235,18 @@ def assistant_content(
     """
     if isinstance(content, str):
         return [TextPart(text=content)], []
+    return assistant_blocks(_blocks(content, where))
+
+
+def assistant_blocks(blocks: list[LocatedBlock]) -> tuple[list[ContentPart], list[ToolCall]]:
+    """`assistant_content` of blocks already read, each with its place.
+
+    Raises:
+        IngestError: as `assistant_content`.
+    """
     parts: list[ContentPart] = []
     calls: list[ToolCall] = []
-    for block, at in _blocks(content, where):
+    for block, at in blocks:
         kind = block.get("type")
         if kind == "tool_use":
             call = _tool_call(block, at)
@@ -235,6 +259,21 @@ def assistant_content(
         else:
             raise _misplaced(kind, "an assistant message", _ASSISTANT_BLOCKS, at)
     return parts, calls
+
+
+def leading_compactions(
+    content: Any, where: SourceLocation
+) -> tuple[list[AgentEvent], list[LocatedBlock]] | None:
+    """The `compaction` blocks an assistant message opens with, as events, and the rest.
+
+    None when the message has no `compaction` block (see `anthropic_compactions`).
+    """
+    if not isinstance(content, list) or not any(
+        isinstance(b, Mapping) and b.get("type") == "compaction" for b in content
+    ):
+        return None
+    events, rest = anthropic_compactions(_blocks(content, where))
+    return list(events), rest
 
 
 def user_content(

@@ -17,9 +17,12 @@ Items map to events (`ItemReader`, which the Codex CLI importer shares):
   `meta["responses_type"] == "custom_tool_call"`.
 - `function_call_output` / `custom_tool_call_output` become `ToolResult`s (the latter with
   `meta["responses_type"] == "custom_tool_call_output"`); an output must follow its call.
+- A `compaction` item (the `responses.compact` endpoint's, or server-side compaction's)
+  becomes a `Compaction` event carrying the item verbatim, standing for every item before
+  it (`context_graph.graph.native`).
 - Items that carry nothing the model reads back (`web_search_call`, `file_search_call`,
-  MCP and other built-in tool items, `compaction`) are kept, as received, in the assistant
-  turn's `meta["responses_items"]`: a `Note` would be pinned into every request's system
+  MCP and other built-in tool items) are kept, as received, in the assistant turn's
+  `meta["responses_items"]`: a `Note` would be pinned into every request's system
   prompt, text the model never saw there.
 
 A `previous_response_id`, a `conversation` or an `item_reference` points at history kept
@@ -58,6 +61,7 @@ from context_graph.importers._base import (
     expect_mapping,
     expect_str,
 )
+from context_graph.importers._native import native_compaction
 from context_graph.importers._responses_content import content_parts, optional_str, plain_json
 
 __all__ = [
@@ -73,7 +77,7 @@ __all__ = [
 OTHER_ITEMS: frozenset[str] = Names(
     """
     additional_tools apply_patch_call apply_patch_call_output code_interpreter_call
-    compaction compaction_summary compaction_trigger computer_call computer_call_output
+    compaction_summary compaction_trigger computer_call computer_call_output
     configuration_update file_search_call image_generation_call local_shell_call
     local_shell_call_output mcp_approval_request mcp_approval_response mcp_call
     mcp_list_tools program program_output shell_call shell_call_output tool_search_call
@@ -82,7 +86,7 @@ OTHER_ITEMS: frozenset[str] = Names(
 )
 _CONTENT_ITEMS = Names(
     "message reasoning function_call function_call_output custom_tool_call "
-    "custom_tool_call_output".split()
+    "custom_tool_call_output compaction".split()
 )
 _ITEMS = Names(
     {
@@ -280,6 +284,10 @@ class ItemReader:
             raise IngestError(msg, where.with_path("id"))
         if kind == "message":
             self._message(item, where, timestamp)
+        elif kind == "compaction":
+            event = native_compaction("responses", item, where, timestamp=timestamp)
+            self.flush()
+            self.events.append(event)
         elif kind in ("function_call_output", "custom_tool_call_output"):
             self._output(item, where, timestamp, custom=kind == "custom_tool_call_output")
         else:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from context_graph.render.fit import marker_text
+from context_graph.render.native import ForeignCompaction
 from context_graph.render.provider import (
     EMPTY_USER_TEXT,
     LEADING_USER_TEXT,
@@ -44,6 +45,7 @@ __all__ = [
     "PROVIDER_RENDERERS",
     "AssemblyStats",
     "CacheMarking",
+    "ForeignCompaction",
     "ProviderRenderer",
     "RenderResult",
     "RenderSource",

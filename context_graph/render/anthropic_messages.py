@@ -65,6 +65,9 @@ def system_blocks(parts: Sequence[ContentPart]) -> list[Block]:
 
 def unit_messages(unit: UnitTurns) -> list[Message]:
     """The messages of one unit, standing alone (not yet merged with neighbours)."""
+    if unit.native is not None and unit.native.provider == "anthropic":
+        # The API's own compaction block, in the assistant message it opened.
+        return [{"role": "assistant", "content": [dict(unit.native.item)]}]
     out: list[Message] = []
     for turn in unit.turns:
         content = _assistant_blocks(turn) if turn.role == "assistant" else _user_blocks(turn)
@@ -148,11 +151,18 @@ def _document_source(part: DocumentPart) -> dict[str, Any]:
 
 
 def _thinking_first(blocks: list[Block]) -> list[Block]:
-    """Thinking blocks lead their message; the rest keep their order."""
+    """Thinking blocks lead their message, the rest keep their order.
+
+    A compaction block that opens the message stays first, as the API returned it.
+    """
     thinking = [b for b in blocks if b["type"] in _THINKING]
     if not thinking:
         return blocks
-    return thinking + [b for b in blocks if b["type"] not in _THINKING]
+    lead = 0
+    while lead < len(blocks) and blocks[lead]["type"] == "compaction":
+        lead += 1
+    rest = [b for b in blocks[lead:] if b["type"] not in _THINKING]
+    return blocks[:lead] + thinking + rest
 
 
 # --- assembling ---------------------------------------------------------------------------
@@ -322,6 +332,13 @@ def _block_tokens(block: Block, cache: NodeTokenCache) -> int:
         return cache.count_text(block["thinking"])
     if kind == "redacted_thinking":
         return cache.count_text(block["data"])
+    if kind == "compaction":
+        # Sent back verbatim: its summary and opaque fields count by their size.
+        texts = [block.get(key) for key in ("content", "encrypted_content")]
+        changes = block.get("tool_changes")
+        if changes:
+            texts.append(json.dumps(changes, ensure_ascii=False))
+        return sum(cache.count_text(t) for t in texts if isinstance(t, str))
     if kind == "tool_use":
         arguments = json.dumps(block["input"], ensure_ascii=False)
         return (

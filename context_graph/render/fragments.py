@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from context_graph.graph.content import ContentPart
+from context_graph.graph.native import NativeCompaction
 from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import SIGNED_SECRETS, Node
 from context_graph.graph.units import Unit
 from context_graph.render.fit import FitUnit
+from context_graph.render.native import ForeignCompaction, foreign_native, reason_for
 from context_graph.render.provider import Message, ProviderRenderer
 from context_graph.render.turns import RenderSource, UnitTurns, call_id_for, unit_turns
 
@@ -52,6 +54,9 @@ class Fragments:
     """The system prompt's parts, gathered from the system and note units."""
     system_key: tuple[str, ...]
     """The head ids of the units the system prompt comes from."""
+    foreign: tuple[ForeignCompaction, ...] = ()
+    """Other providers' compactions the format cannot read, oldest first, and what was
+    rendered in their place (`context_graph.render.native`)."""
 
 
 class FragmentCache:
@@ -76,13 +81,32 @@ class FragmentCache:
         # nodes (the system prompt, notes) stay whatever a summary claims.
         abstracted: set[str] = set()
         followed: set[str] = set()
+        # Another provider's compaction covers nothing here: what it stands for is
+        # rendered instead, and it is sent (as text) only where nothing earlier is left.
+        foreign: list[tuple[int, str, NativeCompaction]] = []
+        own_summaries: list[str] = []
         for unit in reversed(source.units()):
             fragment = self._by_head.get(unit.head)
             if fragment is None or fragment.source_unit is not unit:
                 fragment = self._make(source, unit, cache)
             fresh[unit.head] = fragment
+            native = (
+                foreign_native(source[unit.head], self._provider.format)
+                if unit.kind == "summary"
+                else None
+            )
+            if native is not None:
+                # Covered by a later summary (the engine's own compaction, say), it is
+                # set aside all the same: what stands for it is rendered.
+                position = -1 if unit.head in abstracted else len(fragments)
+                foreign.append((position, unit.head, native))
+                if position >= 0:
+                    fragments.append(fragment)
+                continue
             if unit.kind == "summary":
                 _cover(source, source[unit.head], abstracted, followed)
+                if source[unit.head].seq is None:
+                    own_summaries.append(unit.head)
             elif abstracted and not fragment.unit.pinned and abstracted.issuperset(unit.node_ids):
                 continue
             if fragment.unit.system:
@@ -92,10 +116,21 @@ class FragmentCache:
                 fragments.append(fragment)
         # Keep only what the latest render used, so the cache cannot grow without bound.
         self._by_head = fresh
+        seen = {head for _, head, _ in foreign}
+        foreign.extend(
+            (-1, node.id, native)
+            for node, native in _covered_foreign(
+                source, [*followed, *own_summaries], self._provider.format
+            )
+            if node.id not in seen
+        )
+        if len(foreign) > 1:
+            foreign.sort(key=lambda entry: source[entry[1]].seq or 0, reverse=True)
+        reports = _set_aside(fragments, foreign)
         fragments.reverse()
         system.reverse()
         system_heads.reverse()
-        return Fragments(fragments, system, tuple(system_heads))
+        return Fragments(fragments, system, tuple(system_heads), reports)
 
     def _make(self, source: RenderSource, unit: Unit, cache: NodeTokenCache) -> Fragment:
         provider = self._provider
@@ -109,6 +144,58 @@ class FragmentCache:
         )
         fit = FitUnit(cost, turns.kind, turns.pinned)
         return Fragment(unit, turns, messages, cost, fit, calls, _signed_secrets(source, unit))
+
+
+def _covered_foreign(
+    source: RenderSource, summaries: list[str], format: str
+) -> list[tuple[Node, NativeCompaction]]:
+    """Foreign compactions that summaries stand for, so that no unit of their own shows.
+
+    `summaries` are the imported compactions a walk followed (a chain holds every one)
+    and the processor summaries it met, whose abstracted summaries are searched in turn.
+    """
+    found: list[tuple[Node, NativeCompaction]] = []
+    stack = list(summaries)
+    visited: set[str] = set()
+    while stack:
+        node = source[stack.pop()]
+        if node.id in visited:
+            continue
+        visited.add(node.id)
+        native = foreign_native(node, format)
+        if native is not None:
+            found.append((node, native))
+        elif node.seq is None:
+            stack.extend(i for i in node.abstracts if source[i].kind == "summary")
+    return found
+
+
+def _set_aside(
+    newest_first: list[Fragment], foreign: list[tuple[int, str, NativeCompaction]]
+) -> tuple[ForeignCompaction, ...]:
+    """Leave out each foreign compaction with an earlier record; report every one.
+
+    `newest_first` holds the fragments in reverse order, and `foreign` the position there
+    of each foreign compaction (-1 for one a later summary covers, which is not among
+    them): one with any other fragment after it (earlier in the history) is left out,
+    the rest are sent as the text their turns hold.
+    """
+    if not foreign:
+        return ()
+    positions = {position for position, _, _ in foreign}
+    reports: list[ForeignCompaction] = []
+    leave_out: set[int] = set()
+    for position, head, native in foreign:
+        if position < 0:  # covered: not among the fragments
+            reports.append(reason_for(head, native, earlier=True))
+            continue
+        earlier = any(i not in positions for i in range(position + 1, len(newest_first)))
+        if earlier:
+            leave_out.add(position)
+        reports.append(reason_for(head, native, earlier=earlier))
+    newest_first[:] = [f for i, f in enumerate(newest_first) if i not in leave_out]
+    reports.reverse()
+    return tuple(reports)
 
 
 def _cover(source: RenderSource, summary: Node, covered: set[str], followed: set[str]) -> None:

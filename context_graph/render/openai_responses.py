@@ -47,6 +47,8 @@ __all__ = [
 
 Item = dict[str, Any]
 _OVERHEAD = FORMAT_OVERHEADS["responses"]
+#: The keys of a `compaction` input item (the output item has `created_by` too).
+_COMPACTION_KEYS = ("type", "id", "encrypted_content")
 #: Items that answer a reasoning item: what the model produced after reasoning.
 _AFTER_REASONING = frozenset({"message", "function_call", "custom_tool_call"})
 
@@ -60,6 +62,11 @@ def instruction_parts(parts: Sequence[ContentPart]) -> list[Item]:
 
 def unit_messages(unit: UnitTurns) -> list[Item]:
     """The input items of one unit, standing alone."""
+    if unit.native is not None and unit.native.provider == "responses":
+        # The API's own compaction item, as it gave it; `created_by` is an output field
+        # the input item does not take.
+        item = unit.native.item
+        return [{k: v for k, v in item.items() if k in _COMPACTION_KEYS and v is not None}]
     out: list[Item] = []
     for turn in unit.turns:
         if turn.role == "assistant":
@@ -266,6 +273,11 @@ def _item_tokens(item: Item, cache: NodeTokenCache) -> int:
         )
     if kind in ("function_call_output", "custom_tool_call_output"):
         return _OVERHEAD.per_message + _OVERHEAD.per_tool_result + cache.count_text(item["output"])
+    if kind == "compaction":
+        encrypted = item.get("encrypted_content")
+        return _OVERHEAD.per_message + (
+            cache.count_text(encrypted) if isinstance(encrypted, str) else 0
+        )
     if kind == "reasoning":
         texts = [s["text"] for s in item.get("summary", ())]
         encrypted = item.get("encrypted_content")

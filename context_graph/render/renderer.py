@@ -20,6 +20,7 @@ from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.render.breakpoints import CacheBreakpoints
 from context_graph.render.fit import droppable_units, fewest_drops, marker_text
 from context_graph.render.fragments import Fragment, FragmentCache, signed_secrets_kept
+from context_graph.render.native import ForeignCompaction
 from context_graph.render.provider import (
     LEADING_USER_TEXT,
     AssemblyStats,
@@ -68,6 +69,8 @@ class _Base:
     system_key: tuple[str, ...]
     attempts: dict[tuple[str, int], _Attempt]
     """Assemblies by tool set and how many droppable units they leave out."""
+    foreign: tuple[ForeignCompaction, ...] = ()
+    """Other providers' compactions the render could not send (`Fragments.foreign`)."""
 
 
 class Renderer:
@@ -271,7 +274,14 @@ class Renderer:
             return base
         made = self._fragments.fragments_of(source, cache)
         base = _Base(
-            source, source.version, cache, made.fragments, made.system, made.system_key, {}
+            source,
+            source.version,
+            cache,
+            made.fragments,
+            made.system,
+            made.system_key,
+            {},
+            made.foreign,
         )
         self._base = base
         return base
@@ -327,6 +337,7 @@ class Renderer:
             dropped=tuple(fragments[i].unit.head for i in chosen.dropped),
             call_ids=MappingProxyType(chosen.call_ids),
             signed_secrets=signed_secrets_kept(fragments, chosen.dropped),
+            foreign_compactions=base.foreign,
         )
 
     def _drop_count(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context_graph.graph.node_tokens import NodeTokenCache
+from context_graph.render.native import ForeignCompaction
 from context_graph.render.registry import PROVIDER_RENDERERS
 from context_graph.tokens.counting import ProviderFormat, TokenCounter
 
@@ -32,6 +33,11 @@ class RenderResult:
         signed_secrets: Secrets by type that a redactor had to leave inside signed
             thinking blocks of the units this request carries (a signed block cannot be
             edited; it goes only to the provider that signed it). Empty when none.
+        foreign_compactions: Other providers' own compactions (an Anthropic
+            `compaction` block, a Responses `compaction` item) that this format cannot
+            read, oldest first, each with what was sent in its place: the nodes it
+            stands for, or, with no earlier record, its readable summary or a note.
+            Empty when none (a provider's own compaction goes back verbatim).
     """
 
     payload: dict[str, Any]
@@ -43,6 +49,7 @@ class RenderResult:
     dropped: tuple[str, ...]
     call_ids: Mapping[str, str] = field(default_factory=dict)
     signed_secrets: Mapping[str, int] = field(default_factory=dict)
+    foreign_compactions: tuple[ForeignCompaction, ...] = ()
 
     def to_json(self, *, indent: int | None = None) -> str:
         """The payload as JSON text, byte-stable for the same result."""

@@ -18,6 +18,7 @@ from pydantic import JsonValue
 from context_graph.graph.anchors import SUMMARY_HEADER
 from context_graph.graph.call_ids import provider_call_id
 from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart, ThinkingPart
+from context_graph.graph.native import NativeCompaction, opaque_note, readable_text
 from context_graph.graph.nodes import (
     AnswerNode,
     AssistantNode,
@@ -33,6 +34,7 @@ from context_graph.graph.units import Unit
 
 __all__ = [
     "MISSING_RESULT_TEXT",
+    "NATIVE_SUMMARY_HEADER",
     "Call",
     "RenderSource",
     "Result",
@@ -45,6 +47,9 @@ __all__ = [
     "sendable",
     "unit_turns",
 ]
+
+#: The line over the readable text of another provider's compaction, sent in its place.
+NATIVE_SUMMARY_HEADER = "[summary of the conversation before this point, written by the provider]"
 
 #: The content of the placeholder result sent for a call that never got one.
 MISSING_RESULT_TEXT = (
@@ -149,6 +154,9 @@ class UnitTurns:
     system: tuple[ContentPart, ...]
     pinned: bool
     kind: str
+    native: NativeCompaction | None = None
+    """A provider's own compaction the unit is: its provider's renderer sends this
+    verbatim in place of `turns`, which say in text what any other provider can read."""
 
 
 def unit_turns(source: RenderSource, unit: Unit) -> UnitTurns:
@@ -162,8 +170,9 @@ def unit_turns(source: RenderSource, unit: Unit) -> UnitTurns:
     if isinstance(head, AssistantNode):
         turns = _assistant_turns(source, head, nodes[1:])
         return UnitTurns(unit.head, key, turns, (), pinned, head.kind)
+    native = head.native if isinstance(head, SummaryNode) else None
     return UnitTurns(
-        unit.head, key, (Turn("user", sendable(_user_parts(head))),), (), pinned, unit.kind
+        unit.head, key, (Turn("user", sendable(_user_parts(head))),), (), pinned, unit.kind, native
     )
 
 
@@ -224,6 +233,8 @@ def _summary_parts(node: SummaryNode) -> tuple[ContentPart, ...]:
     the header would claim it was context-graph's, and a replayed session should send
     what the original tool sent.
     """
+    if node.native is not None:
+        return _native_parts(node.native)
     if node.seq is not None:
         return node.content
     first, *rest = node.content or (TextPart(text=""),)
@@ -231,6 +242,14 @@ def _summary_parts(node: SummaryNode) -> tuple[ContentPart, ...]:
         text = f"{SUMMARY_HEADER}\n\n{first.text}" if first.text else SUMMARY_HEADER
         return (TextPart(text=text), *rest)
     return (TextPart(text=SUMMARY_HEADER), first, *rest)
+
+
+def _native_parts(native: NativeCompaction) -> tuple[ContentPart, ...]:
+    """What a provider that cannot read `native` is sent when nothing earlier is left."""
+    text = readable_text(native)
+    if text is None:
+        return (TextPart(text=opaque_note(native)),)
+    return (TextPart(text=f"{NATIVE_SUMMARY_HEADER}\n\n{text}"),)
 
 
 def _assistant_turns(

@@ -21,9 +21,19 @@ from context_graph.validate.common import (
 __all__ = ["check_block", "check_text"]
 
 _BLOCKS = frozenset(
-    {"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"}
+    {
+        "text",
+        "image",
+        "document",
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "redacted_thinking",
+        "compaction",
+    }
 )
 _ONLY_IN = {
+    "compaction": "assistant",
     "tool_use": "assistant",
     "thinking": "assistant",
     "redacted_thinking": "assistant",
@@ -102,6 +112,8 @@ def _check_block_fields(
     elif kind == "tool_result":
         _check_id(i, f"{path}.tool_use_id", block.get("tool_use_id"), out)
         _check_result_content(i, path, block, out)
+    elif kind == "compaction":
+        _check_compaction(i, path, block, out)
     elif kind == "thinking":
         if not isinstance(block.get("thinking"), str):
             out.add(
@@ -126,6 +138,28 @@ def _check_block_fields(
             "a redacted_thinking block needs the opaque string `data` the API returned; resend "
             "it unchanged",
         )
+
+
+def _check_compaction(i: int, path: str, block: dict[Any, Any], out: Collector) -> None:
+    """A compaction block as the API returned it: summary text or null, opaque strings."""
+    content = block.get("content")
+    if content is not None and not nonempty_str(content):
+        out.add(
+            "compaction_block_invalid",
+            f"{path}.content",
+            i,
+            f"compaction `content` is {show(content)}; send the summary text the API "
+            "returned, or null",
+        )
+    for key in ("encrypted_content", "signature"):
+        value = block.get(key)
+        if value is not None and not isinstance(value, str):
+            out.add(
+                "compaction_block_invalid",
+                f"{path}.{key}",
+                i,
+                f"compaction `{key}` is {show(value)}; send it back as received (a string)",
+            )
 
 
 def check_text(i: int | None, path: str, block: dict[Any, Any], out: Collector) -> None:

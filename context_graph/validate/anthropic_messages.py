@@ -44,6 +44,10 @@ ANTHROPIC_RULES: Mapping[str, str] = MappingProxyType(
         "thinking_signature_missing": "A thinking block has no string `signature`.",
         "redacted_thinking_data_missing": "A redacted_thinking block has no string `data`.",
         "thinking_not_first": "A thinking block follows text or tool_use in its message.",
+        "compaction_block_invalid": "A compaction block's `content` is neither a non-empty string "
+        "nor null, or an opaque field (`encrypted_content`, `signature`) is not a string.",
+        "compaction_not_first": "A compaction block follows another kind of block in its "
+        "assistant message (the API returns it first, standing for what came before).",
         "thinking_block_last": "The final assistant message ends with a thinking block.",
         "thinking_block_missing": "With thinking enabled, the assistant message of the open tool "
         "loop does not start with a thinking block.",
@@ -232,7 +236,19 @@ def _check_order(msg: Msg, out: Collector) -> None:
         return
     rule = "tool_result_not_first" if msg.role == "user" else "thinking_not_first"
     seen_other = False
+    opening = True  # compaction blocks open an assistant message, before its thinking
     for path, block in msg.blocks:
+        if block["type"] == "compaction" and msg.role == "assistant":
+            if not opening:
+                out.add(
+                    "compaction_not_first",
+                    f"{path}.type",
+                    msg.index,
+                    "a compaction block follows another kind of block; send it first in "
+                    "its message, as the API returned it",
+                )
+            continue
+        opening = False
         if block["type"] not in lead:
             seen_other = True
         elif seen_other:

@@ -176,8 +176,10 @@ def check_thinking(config: Any, msgs: list[Msg], out: Collector) -> None:
             )
     if mode == "enabled" and len(msgs) >= 2 and _results(last) and _tool_uses(msgs[-2]):
         loop = msgs[-2]
-        if not loop.blocks or loop.blocks[0][1]["type"] not in THINKING:
-            first = loop.blocks[0][0] if loop.blocks else f"messages[{loop.index}].content"
+        # A compaction block opens the message it came in, before the thinking.
+        blocks = [b for b in loop.blocks if b[1]["type"] != "compaction"]
+        if not blocks or blocks[0][1]["type"] not in THINKING:
+            first = blocks[0][0] if blocks else f"messages[{loop.index}].content"
             out.add(
                 "thinking_block_missing",
                 first,

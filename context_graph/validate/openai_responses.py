@@ -27,6 +27,7 @@ from context_graph.validate.common import (
 from context_graph.validate.openai_responses_items import (
     ITEM_FIELDS,
     check_call_id,
+    check_compaction,
     check_message,
     check_output,
     check_reasoning,
@@ -50,6 +51,8 @@ RESPONSES_RULES: Mapping[str, str] = MappingProxyType(
         "its `summary` is not an array of `summary_text` parts.",
         "reasoning_not_followed": "A `reasoning` item is not followed by the assistant message "
         "or call it led to.",
+        "compaction_invalid": "A `compaction` item lacks a non-empty string `encrypted_content` "
+        "(at most 10,485,760 characters), or its `id` is not a string.",
     }
 )
 
@@ -73,7 +76,6 @@ _UNCHECKED_ITEMS = frozenset(
         "mcp_approval_request",
         "mcp_approval_response",
         "mcp_call",
-        "compaction",
         "tool_search_call",
         "tool_search_output",
     }
@@ -196,6 +198,9 @@ def _check_item(i: int, item: Any, calls: dict[str, _Call], out: Collector) -> s
     if kind == "reasoning":
         check_reasoning(i, item, out)
         return "reasoning"
+    if kind == "compaction":
+        check_compaction(i, item, out)
+        return kind
     if kind in _CALLS:
         _check_call(i, kind, item, calls, out)
         return kind
@@ -208,7 +213,8 @@ def _check_item(i: int, item: Any, calls: dict[str, _Call], out: Collector) -> s
             f"{path}.type",
             i,
             f"item type {show(kind)} is unknown; use message, function_call, "
-            "function_call_output, custom_tool_call, custom_tool_call_output or reasoning",
+            "function_call_output, custom_tool_call, custom_tool_call_output, reasoning or "
+            "compaction",
         )
         return None
     return kind

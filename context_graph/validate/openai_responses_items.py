@@ -24,7 +24,9 @@ from context_graph.validate.common import (
 __all__ = [
     "ITEM_FIELDS",
     "MAX_CALL_ID",
+    "MAX_ENCRYPTED_CONTENT",
     "check_call_id",
+    "check_compaction",
     "check_message",
     "check_output",
     "check_reasoning",
@@ -32,6 +34,8 @@ __all__ = [
 
 #: The Responses API refuses a longer `call_id` (`string_above_max_length`).
 MAX_CALL_ID = 64
+#: The Responses API refuses a longer `encrypted_content` (`string_above_max_length`).
+MAX_ENCRYPTED_CONTENT = 10_485_760
 
 #: The keys each checked item type accepts.
 ITEM_FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
@@ -48,6 +52,7 @@ ITEM_FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
         ),
         "custom_tool_call_output": frozenset({"type", "call_id", "output", "id", "caller"}),
         "reasoning": frozenset({"type", "id", "summary", "content", "encrypted_content", "status"}),
+        "compaction": frozenset({"type", "id", "encrypted_content"}),
     }
 )
 
@@ -256,3 +261,29 @@ def check_reasoning(i: int, item: dict[Any, Any], out: Collector) -> None:
                 i,
                 'a summary part is `{"type": "summary_text", "text": string}`',
             )
+
+
+def check_compaction(i: int, item: dict[Any, Any], out: Collector) -> None:
+    """A `compaction` item: its opaque `encrypted_content`, sent back as received."""
+    path = f"input[{i}]"
+    check_keys(item, ITEM_FIELDS["compaction"], path, i, out)
+    encrypted = item.get("encrypted_content")
+    if not nonempty_str(encrypted):
+        out.add(
+            "compaction_invalid",
+            f"{path}.encrypted_content",
+            i,
+            f"`encrypted_content` is {show(encrypted)}; send the compaction item back as the "
+            "API returned it",
+        )
+    elif len(encrypted) > MAX_ENCRYPTED_CONTENT:
+        out.add(
+            "compaction_invalid",
+            f"{path}.encrypted_content",
+            i,
+            f"`encrypted_content` has {len(encrypted):,} characters, over the API's "
+            f"{MAX_ENCRYPTED_CONTENT:,}; compact again, or render this history elsewhere",
+        )
+    rid = item.get("id")
+    if rid is not None and not isinstance(rid, str):
+        out.add("compaction_invalid", f"{path}.id", i, f"`id` is {show(rid)}; make it a string")

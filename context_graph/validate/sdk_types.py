@@ -191,8 +191,24 @@ def sdk_problems(payload: Any, format: str) -> list[str]:
         msg = f"unknown format {format!r}"
         raise ValueError(msg)
     for i, message in enumerate(messages):
-        problems += _check(message, message_type, f"messages[{i}]")
+        problems += _check(message, _beta_if_compacted(message, message_type), f"messages[{i}]")
     return problems + _tool_problems(payload, format)
+
+
+def _beta_if_compacted(message: Any, message_type: Any) -> Any:
+    """Anthropic's beta message type for a message holding a `compaction` block.
+
+    Compaction blocks (the `compact_20260112` context-management edit) are typed only
+    among the SDK's beta types, which the request carrying them uses.
+    """
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list) or not any(
+        isinstance(b, dict) and b.get("type") == "compaction" for b in content
+    ):
+        return message_type
+    from anthropic.types.beta import BetaMessageParam
+
+    return BetaMessageParam
 
 
 def _tool_problems(payload: dict[str, Any], format: str) -> list[str]:

@@ -329,7 +329,10 @@ class Projector:
         hidden: set[str] = set()
         for unit in reversed(units):
             if unit.kind == "summary":
-                covered.update(graph[unit.head].abstracts)
+                # A provider's own compaction covers only in its own format, which the
+                # renderer knows and the view does not: the renderer decides.
+                if getattr(graph[unit.head], "native", None) is None:
+                    covered.update(graph[unit.head].abstracts)
             elif (
                 covered
                 and covered.issuperset(unit.node_ids)

@@ -346,6 +346,38 @@ GOLDEN = [
     ),
     Golden(
         "anthropic",
+        an(AN_USER, an_asst({"type": "compaction", "content": ""}, an_text("a")), AN_USER),
+        "compaction_block_invalid",
+        1,
+        "messages[1].content[0].content",
+    ),
+    Golden(
+        "anthropic",
+        an(
+            AN_USER,
+            an_asst({"type": "compaction", "content": "s", "signature": 3}, an_text("a")),
+            AN_USER,
+        ),
+        "compaction_block_invalid",
+        1,
+        "messages[1].content[0].signature",
+    ),
+    Golden(
+        "anthropic",
+        an(AN_USER, an_asst(an_text("a"), {"type": "compaction", "content": "s"}), AN_USER),
+        "compaction_not_first",
+        1,
+        "messages[1].content[1].type",
+    ),
+    Golden(
+        "anthropic",
+        an(an_user({"type": "compaction", "content": "s"}), AN_ASSISTANT, AN_USER),
+        "part_not_allowed_for_role",
+        0,
+        "messages[0].content[0].type",
+    ),
+    Golden(
+        "anthropic",
         an(AN_USER, an_asst(AN_THINK)),
         "thinking_block_last",
         1,
@@ -736,6 +768,16 @@ AN_VALID = [
         thinking={"type": "enabled", "budget_tokens": 2048},
     ),
     an(AN_USER, {"role": "assistant", "content": ""}),
+    an(
+        AN_USER,
+        an_asst(
+            {"type": "compaction", "content": "Earlier: the user asked for X.", "signature": "s"},
+            AN_THINK,
+            an_use("toolu_1"),
+        ),
+        an_user(an_result("toolu_1")),
+        thinking={"type": "enabled", "budget_tokens": 1024},
+    ),
     an(
         AN_USER,
         an_asst(AN_THINK, an_use("toolu_1")),

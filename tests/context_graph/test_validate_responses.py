@@ -126,6 +126,30 @@ GOLDEN = [
     Golden(
         body(USER, {"type": "reasoning", "summary": []}, SAID), "reasoning_invalid", 1, "input[1]"
     ),
+    Golden(
+        body(USER, {"type": "compaction", "encrypted_content": ""}),
+        "compaction_invalid",
+        1,
+        "input[1].encrypted_content",
+    ),
+    Golden(
+        body(USER, {"type": "compaction", "encrypted_content": "x" * 10_485_761}),
+        "compaction_invalid",
+        1,
+        "input[1].encrypted_content",
+    ),
+    Golden(
+        body(USER, {"type": "compaction", "id": 5, "encrypted_content": "gAAA"}),
+        "compaction_invalid",
+        1,
+        "input[1].id",
+    ),
+    Golden(
+        body(USER, {"type": "compaction", "encrypted_content": "gAAA", "created_by": "x"}),
+        "unknown_field",
+        1,
+        "input[1].created_by",
+    ),
     Golden(body(USER, REASONING), "reasoning_not_followed", 1, "input[1]"),
     Golden(body(USER, REASONING, USER), "reasoning_not_followed", 1, "input[1]"),
     Golden(body(USER, call()), "tool_call_unanswered", 1, "input[1]"),
@@ -199,6 +223,7 @@ VALID = [
     ),
     body(USER, REASONING, REASONING | {"id": "rs_2"}, call(), output()),
     body(USER, REASONING, {"type": "local_shell_call", "id": "lsh_1"}),
+    body({"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA"}, USER),
 ]
 
 
