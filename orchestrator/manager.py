@@ -328,7 +328,8 @@ class ContextManager(EventAdders):
     def add_response(self, response: object, **fields: Any) -> tuple[str, ...]:
         """Add the assistant turn of a provider's whole response; return the new node ids.
 
-        Takes an OpenAI `ChatCompletion` (`choices[0].message`), an Anthropic `Message` or
+        A compaction block the response carries (Anthropic's context management) is
+        added first, as a summary of what came before (`Compaction.native`). Takes an OpenAI `ChatCompletion` (`choices[0].message`), an Anthropic `Message` or
         a Gemini `GenerateContentResponse` (`candidates[0].content`), as the SDK's object
         or its dict. When a render came before, the response's prompt tokens are reported
         for calibration (`report_usage`): the response answers that request.
@@ -342,7 +343,8 @@ class ContextManager(EventAdders):
                 is expected); nothing was added or reported.
         """
         reply = read_response(response, **fields)
-        ids = self.ingest((reply.turn,))
+        # A reply's events: the compactions it carries (Anthropic's), then the turn.
+        ids = self.ingest(reply.events)
         if reply.prompt_tokens and self._state.last is not None:
             self.report_usage(reply.prompt_tokens)
         return ids

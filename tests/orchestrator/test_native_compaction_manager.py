@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from anthropic.types.beta import BetaMessage
 
 from context_graph.graph.events import AgentEvent
@@ -113,10 +112,6 @@ class TestRender:
             "content": [BLOCK, {"type": "text", "text": "Done."}],
         }
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="manager.add_response ingests `reply.turn` alone; it needs `reply.events`",
-    )
     def test_add_response_keeps_the_compaction(self) -> None:
         """`add_response` of a reply that compacted ingests its compaction too."""
         manager = ContextManager(format="anthropic", counter=WordCounter())
