@@ -1,0 +1,175 @@
+"""Reaching a PostgreSQL server: the location's parts, the driver, the pools, the errors.
+
+A location is a libpq URL naming the database, and the session inside it either as
+the URL's fragment (`postgresql://db/agents#ticket-4711`) or given apart (`session=`).
+The driver (psycopg 3 and psycopg_pool, the `[postgres]` extra) is imported only when a
+PostgreSQL location is opened. Stores of one process share a pool per database, so a
+worker serving many sessions holds a few connections, not one per session; a
+connection is taken for one transaction at a time and checked before it is handed out
+(one the server dropped is replaced). A failure to reach the server is
+`StoreUnavailableError`; any other refusal of the server is `StoreError`, both naming
+the location with its password masked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from context_graph.errors import ConfigurationError, StoreError, StoreUnavailableError
+
+__all__ = [
+    "PoolShare",
+    "PostgresLocation",
+    "load_driver",
+    "parse_location",
+    "redacted",
+    "rollback",
+    "translate",
+]
+
+_INSTALL = "pip install '.[postgres]'  (or: pip install 'context-graph[postgres]')"
+# A session name is text a person can read in a URL and a message.
+_SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}$")
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresLocation:
+    """A session in a PostgreSQL database.
+
+    Attributes:
+        conninfo: The URL without the fragment, as libpq takes it (with the password).
+        session: The session's name.
+        display: The URL with the password masked and the session as fragment.
+    """
+
+    conninfo: str
+    session: str
+    display: str
+
+
+def redacted(url: str) -> str:
+    """`url` without the password of its user part, which must not reach a message."""
+    return re.sub(r"^([^:/]+://[^:/@]*):[^@/]*@", r"\1:***@", url)
+
+
+def parse_location(url: str, session: str | None) -> PostgresLocation:
+    """Split a PostgreSQL location into what the driver takes and the session's name.
+
+    Raises:
+        ConfigurationError: no session is named, it is named twice differently, or the
+            name is not 1-200 letters, digits and `._:@/-` (starting with a letter or digit).
+    """
+    conninfo, _, fragment = url.partition("#")
+    named = session if session is not None else fragment
+    shown = redacted(conninfo)
+    if fragment and session is not None and fragment != session:
+        msg = (
+            f"session store {shown!r}: the URL names session {fragment!r} and "
+            f"session={session!r} another; name it once"
+        )
+        raise ConfigurationError(msg)
+    if not named:
+        msg = (
+            f"session store {shown!r}: a database holds many sessions; name one, as the "
+            "URL's fragment (`...#my-session`) or with session='my-session'"
+        )
+        raise ConfigurationError(msg)
+    if not _SESSION.match(named):
+        msg = (
+            f"session store {shown!r}: session name {named!r} is not 1-200 letters, "
+            "digits and `._:@/-` starting with a letter or a digit"
+        )
+        raise ConfigurationError(msg)
+    return PostgresLocation(conninfo, named, f"{shown}#{named}")
+
+
+def load_driver() -> tuple[ModuleType, ModuleType]:
+    """The driver's two modules, `psycopg` and `psycopg_pool`, imported now.
+
+    Raises:
+        ConfigurationError: the `[postgres]` extra is not installed (names the command).
+    """
+    # Imported here, on first use: the extra is optional, and SQLite users lack it.
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:
+        msg = (
+            f"a PostgreSQL session store needs psycopg 3 and psycopg_pool ({exc.name} is "
+            f"missing); install the extra: {_INSTALL}"
+        )
+        raise ConfigurationError(msg) from exc
+    return psycopg, psycopg_pool
+
+
+class PoolShare:
+    """The pools of one process, one per database, shared by its stores and refcounted."""
+
+    _lock = threading.Lock()
+    _pools: dict[tuple[str, float], tuple[Any, int]] = {}  # noqa: RUF012  (process-wide)
+
+    @classmethod
+    def take(cls, conninfo: str, timeout: float) -> Any:
+        """The pool for `conninfo` (opened on first use); give it back with `give_back`."""
+        _, pool_module = load_driver()
+        key = (conninfo, timeout)
+        with cls._lock:
+            pool, users = cls._pools.get(key, (None, 0))
+            if pool is None:
+                pool = pool_module.ConnectionPool(
+                    conninfo,
+                    kwargs={"autocommit": True, "application_name": "context-graph"},
+                    min_size=1,
+                    max_size=4,
+                    timeout=timeout,
+                    reconnect_timeout=max(timeout, 5.0),
+                    check=pool_module.ConnectionPool.check_connection,
+                    open=False,
+                )
+                pool.open(wait=False)
+            cls._pools[key] = (pool, users + 1)
+            return pool
+
+    @classmethod
+    def give_back(cls, conninfo: str, timeout: float) -> None:
+        """One store is done with the pool; the last one closes it."""
+        key = (conninfo, timeout)
+        with cls._lock:
+            pool, users = cls._pools.pop(key, (None, 0))
+            if pool is None:
+                return
+            if users > 1:
+                cls._pools[key] = (pool, users - 1)
+                return
+        pool.close()
+
+
+def translate(exc: BaseException, location: str, doing: str) -> BaseException:
+    """The store error for a driver error met while `doing` (other errors unchanged)."""
+    psycopg, pool_module = load_driver()
+    if isinstance(exc, (psycopg.OperationalError, pool_module.PoolTimeout)):
+        msg = (
+            f"the database server cannot be reached while {doing} ({_first_line(exc)}); "
+            "nothing of it was half-written: retry once the server is back"
+        )
+        return StoreUnavailableError(location, msg)
+    if isinstance(exc, psycopg.Error):
+        return StoreError(location, f"the database refused {doing}: {_first_line(exc)}")
+    return exc
+
+
+def rollback(connection: Any) -> None:
+    """End the connection's transaction, if it still has one (a broken one has none)."""
+    with contextlib.suppress(Exception):
+        if not connection.closed and connection.info.transaction_status != 0:
+            connection.execute("ROLLBACK")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
