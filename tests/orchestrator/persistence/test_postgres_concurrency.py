@@ -1,0 +1,180 @@
+"""Many writers on one PostgreSQL session: conflicts, refresh, the lease, waiting."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from context_graph import UserTurn
+from context_graph.errors import StoreConflictError, StoreError
+from context_graph.render import Renderer
+from context_graph.testing import WordCounter, graph_snapshot
+from orchestrator import ContextManager
+from orchestrator.persistence import PostgresStore, RestoredSession, open_store
+from processors.base import Drop, Proposal
+
+_CLOCK = lambda: 1_700_000_000.0  # noqa: E731  (a fixed clock for the audit log)
+
+
+@pytest.fixture(name="pair")
+def pair_fixture(postgres: Any) -> Iterator[list[tuple[PostgresStore, RestoredSession]]]:
+    """Two writable stores (two workers) on one fresh session, both restored."""
+    location = postgres.location("c")
+    stores = [open_store(location, counter=WordCounter(), durable=False) for _ in range(2)]
+    pairs = []
+    for store in stores:
+        assert isinstance(store, PostgresStore)
+        pairs.append((store, store.restore(clock=_CLOCK)))
+    yield pairs
+    for store in stores:
+        store.close()
+
+
+def _seen(session: RestoredSession) -> tuple[Any, ...]:
+    return (
+        graph_snapshot(session.raw),
+        session.working.audit(),
+        Renderer(format="openai").render(session.working).payload,
+    )
+
+
+def _drop_first(session: RestoredSession) -> Proposal:
+    view = session.working.snapshot()
+    unit = next(u for u in view.units() if u.kind == "user")
+    return Proposal(
+        processor="dropper",
+        edits=(Drop(targets=unit.node_ids),),
+        tokens_before=sum(view.tokens(t) for t in unit.node_ids),
+        base_version=view.version,
+    )
+
+
+class TestConflicts:
+    def test_an_append_from_an_older_view_is_refused_and_changes_nothing(
+        self, pair: list[tuple[PostgresStore, RestoredSession]]
+    ) -> None:
+        """B appends after A did: `StoreConflictError`, B's memory and the log unchanged."""
+        (store_a, a), (store_b, b) = pair
+        a.raw.add_user("from A")
+        before = _seen(b)
+        with pytest.raises(StoreConflictError, match="refresh") as refused:
+            b.raw.add_user("from B")
+        assert (refused.value.expected, refused.value.found) == (0, 1)
+        assert _seen(b) == before
+        assert [entry.seq for entry in store_a.journal()] == [1]
+
+    def test_refresh_brings_the_new_entries_in_and_the_retry_lands(
+        self, pair: list[tuple[PostgresStore, RestoredSession]]
+    ) -> None:
+        """After refresh B holds A's entries, its retry lands, and both views agree."""
+        (store_a, a), (store_b, b) = pair
+        a.raw.add_user("from A")
+        a.raw.add_assistant("A answers")
+        with pytest.raises(StoreConflictError):
+            b.raw.add_user("from B")
+        assert store_b.refresh().entries == 2
+        b.raw.add_user("from B")
+        b.working.apply(_drop_first(b))
+        assert store_a.refresh().entries == 2
+        assert _seen(a) == _seen(b)
+        with contextlib.closing(open_store(store_a.location, counter=WordCounter())) as fresh:
+            assert _seen(fresh.restore(clock=_CLOCK)) == _seen(a)
+
+    def test_an_apply_from_an_older_view_is_refused(
+        self, pair: list[tuple[PostgresStore, RestoredSession]]
+    ) -> None:
+        """A proposal applied from a stale view is a conflict; the audit log is unchanged."""
+        (_, a), (store_b, b) = pair
+        a.raw.add_user("one")
+        store_b.refresh()
+        a.raw.add_user("two")
+        with pytest.raises(StoreConflictError):
+            b.working.apply(_drop_first(b))
+        assert b.working.audit() == ()
+
+    def test_refresh_without_news_brings_nothing(
+        self, pair: list[tuple[PostgresStore, RestoredSession]]
+    ) -> None:
+        """A refresh with nothing new replays nothing and reports no state."""
+        (store_a, a), _ = pair
+        a.raw.add_user("one")
+        assert (store_a.refresh().entries, store_a.refresh().state) == (0, None)
+
+    def test_managers_refresh_and_retry(self, postgres: Any) -> None:
+        """Two managers on one session: the stale one refreshes, retries, renders the same."""
+        location = postgres.location("m")
+        first = ContextManager.open(location, counter=WordCounter(), durable=False)
+        second = ContextManager.open(location, counter=WordCounter(), durable=False)
+        try:
+            first.add_user("from the first worker")
+            with pytest.raises(StoreConflictError):
+                second.add_user("from the second worker")
+            assert second.refresh() == 1
+            second.add_user("from the second worker")
+            assert first.refresh() == 1
+            assert first.render_sync().payload == second.render_sync().payload
+        finally:
+            first.close()
+            second.close()
+
+
+class TestLease:
+    def test_one_worker_holds_the_lease_at_a_time(
+        self, pair: list[tuple[PostgresStore, RestoredSession]]
+    ) -> None:
+        """While A holds the lease, B's attempt is refused, naming the holder."""
+        (store_a, _), (store_b, _) = pair
+        with store_a.lease(holder="compactor-a") as lease:
+            with pytest.raises(StoreConflictError, match="compactor-a"), store_b.lease():
+                pass
+        with store_b.lease(holder="compactor-b") as later:
+            assert later.token > lease.token
+
+    def test_a_stale_compactors_result_is_refused(
+        self, pair: list[tuple[PostgresStore, RestoredSession]], postgres: Any
+    ) -> None:
+        """A lease that expired and was taken over: its holder's compaction writes nothing."""
+        (store_a, a), (store_b, b) = pair
+        a.raw.add_user("one")
+        store_b.refresh()
+        with store_a.lease(holder="slow") as stale:
+            postgres.execute(
+                "UPDATE cg_sessions SET lease_until = now() - interval '1 second'"
+                " WHERE lease_holder = 'slow'"
+            )
+            with store_b.lease(holder="fast") as fresh:
+                assert fresh.token == stale.token + 1
+                with pytest.raises(StoreConflictError, match="taken over"), store_a.atomic():
+                    a.working.apply(_drop_first(a))
+        assert [entry.kind for entry in store_b.journal()] == ["events"]
+        with pytest.raises(StoreError, match="ahead"):
+            a.raw.add_user("two")
+        b.working.apply(_drop_first(b))  # the worker holding the lease goes on
+
+
+class TestWaiting:
+    def test_a_waiter_wakes_on_another_workers_append(
+        self, pair: list[tuple[PostgresStore, RestoredSession]]
+    ) -> None:
+        """`wait` returns once B's append commits (NOTIFY), well before its timeout."""
+        (_, a), (store_b, _) = pair
+        woke: list[bool] = []
+        listening = threading.Thread(target=lambda: woke.append(store_b.wait(timeout=30)))
+        listening.start()
+        a.raw.ingest([UserTurn(content="news")])
+        listening.join(timeout=30)
+        assert woke == [True]
+        assert store_b.refresh().entries == 1
+
+    def test_a_wait_with_nothing_new_ends_at_its_timeout(
+        self, pair: list[tuple[PostgresStore, RestoredSession]]
+    ) -> None:
+        """Without appends, `wait` gives up after its timeout and says so."""
+        (_, a), (store_b, _) = pair
+        a.raw.add_user("seen")
+        store_b.refresh()
+        assert store_b.wait(timeout=0.3, poll=0.1) is False
