@@ -205,6 +205,20 @@ class PostgresStore:
         with self._writing(None, encode_state(values), applied=True):
             pass
 
+    def append_entry(self, entry: JournalEntry) -> None:
+        """Append one decoded entry as it is, without replaying it (a copy of a session).
+
+        Raises:
+            StoreConflictError: another writer appended first; nothing written.
+            StoreError: the store cannot be written (see the class).
+        """
+        if entry.kind == "events":
+            body = encode_events(entry.events)
+        else:
+            body = encode_applied(entry.proposals, entry.audit)
+        with self._writing((entry.kind, body), [], applied=False):
+            pass
+
     def journaling_events(
         self, events: Iterable[AgentEvent | Mapping[str, Any]]
     ) -> AbstractContextManager[None]:

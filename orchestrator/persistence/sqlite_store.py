@@ -219,6 +219,17 @@ class SQLiteStore:
         with self.journaling_proposals(proposals, audit, state=state, applied=True):
             pass
 
+    def append_entry(self, entry: JournalEntry) -> None:
+        """Append one decoded entry as it is, without replaying it (a copy of a session).
+
+        Raises:
+            StoreError: the store cannot be written (see the class).
+        """
+        if entry.kind == "events":
+            self.append_events(entry.events)
+        else:
+            self.append_proposals(entry.proposals, entry.audit)
+
     def put_state(self, key: str, value: JsonValue) -> None:
         """Keep `value` as the latest state under `key` (JSON: dicts, lists, scalars).
 

@@ -58,7 +58,7 @@ class TestConflicts:
         self, pair: list[tuple[PostgresStore, RestoredSession]]
     ) -> None:
         """B appends after A did: `StoreConflictError`, B's memory and the log unchanged."""
-        (store_a, a), (store_b, b) = pair
+        (store_a, a), (_, b) = pair
         a.raw.add_user("from A")
         before = _seen(b)
         with pytest.raises(StoreConflictError, match="refresh") as refused:
