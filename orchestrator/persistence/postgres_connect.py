@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -29,6 +30,7 @@ __all__ = [
     "parse_location",
     "redacted",
     "rollback",
+    "run_on",
     "translate",
 ]
 
@@ -161,6 +163,29 @@ def translate(exc: BaseException, location: str, doing: str) -> BaseException:
     if isinstance(exc, psycopg.Error):
         return StoreError(location, f"the database refused {doing}: {_first_line(exc)}")
     return exc
+
+
+def run_on(pool: Any, location: str, doing: str, action: Callable[[Any], Any]) -> Any:
+    """`action(connection)` on a connection of `pool`, the driver's errors translated.
+
+    Raises:
+        StoreUnavailableError: no connection came, or the server went away.
+        StoreError: the server refused a statement.
+    """
+    try:
+        connection = pool.getconn()
+    except Exception as exc:
+        raise translate(exc, location, doing) from exc
+    try:
+        return action(connection)
+    except Exception as exc:
+        rollback(connection)
+        translated = translate(exc, location, doing)
+        if translated is exc:
+            raise
+        raise translated from exc
+    finally:
+        pool.putconn(connection)
 
 
 def rollback(connection: Any) -> None:

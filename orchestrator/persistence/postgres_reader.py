@@ -17,9 +17,10 @@ from pydantic import JsonValue
 from context_graph.errors import StoreError
 from orchestrator.persistence.codec import JournalEntry, decode_entry
 from orchestrator.persistence.postgres_connect import rollback
+from orchestrator.persistence.postgres_schema import migrate
 from orchestrator.persistence.schema import decode_state
 
-__all__ = ["LogSnapshot", "find_session", "read_log"]
+__all__ = ["LogSnapshot", "open_session", "read_log"]
 
 _SELECT_LOG = (
     "SELECT l.seq, l.kind, c.body, l.checksum FROM cg_log l"
@@ -56,15 +57,17 @@ class LogSnapshot:
             yield decode_entry(self.location, seq, kind, body.encode("utf-8"), digest)
 
 
-def find_session(
+def open_session(
     connection: Any, location: str, name: str, counter: str, *, read_only: bool
 ) -> int:
-    """The session's row id, the row made first for a writable open of a new session.
+    """Migrate the database, then the session's row id (made for a new writable one).
 
     Raises:
+        StoreFormatError: the database's schema is newer than this version knows.
         StoreError: a read-only open of a session the database lacks, or a session
             recorded with another token counter.
     """
+    migrate(connection, location)
     if not read_only:
         connection.execute(
             "INSERT INTO cg_sessions (name, counter, created_by) VALUES (%s, %s, %s)"

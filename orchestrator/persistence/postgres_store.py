@@ -36,15 +36,9 @@ from context_graph.graph.events import AgentEvent, coerce_events
 from context_graph.tokens.counting import TokenCounter, default_counter
 from orchestrator.persistence.codec import JournalEntry, check_audit, encode_applied, encode_events
 from orchestrator.persistence.journal import GraphJournal
-from orchestrator.persistence.postgres_connect import (
-    PoolShare,
-    parse_location,
-    rollback,
-    translate,
-)
+from orchestrator.persistence.postgres_connect import PoolShare, parse_location, run_on, translate
 from orchestrator.persistence.postgres_lease import Lease, acquire_lease, release_lease
-from orchestrator.persistence.postgres_reader import LogSnapshot, find_session, read_log
-from orchestrator.persistence.postgres_schema import migrate
+from orchestrator.persistence.postgres_reader import LogSnapshot, open_session, read_log
 from orchestrator.persistence.postgres_watch import wait_for_entries
 from orchestrator.persistence.postgres_writer import LogWriter
 from orchestrator.persistence.protocol import Refreshed, RestoredSession
@@ -118,7 +112,14 @@ class PostgresStore:
         counter = counter if counter is not None else default_counter()
         pool = PoolShare.take(where.conninfo, timeout)
         try:
-            session_id = _prepare(pool, where.display, where.session, counter.name, read_only)
+            session_id = run_on(
+                pool,
+                where.display,
+                "opening the session",
+                lambda conn: open_session(
+                    conn, where.display, where.session, counter.name, read_only=read_only
+                ),
+            )
         except BaseException:
             PoolShare.give_back(where.conninfo, timeout)
             raise
@@ -381,21 +382,7 @@ class PostgresStore:
             return snapshot
 
     def _run(self, doing: str, action: Callable[[Any], Any]) -> Any:
-        """`action(connection)` on a pooled connection, the driver's errors translated."""
-        try:
-            connection = self._pool.getconn()
-        except Exception as exc:
-            raise translate(exc, self._location, doing) from exc
-        try:
-            return action(connection)
-        except Exception as exc:
-            rollback(connection)
-            translated = translate(exc, self._location, doing)
-            if translated is exc:
-                raise
-            raise translated from exc
-        finally:
-            self._pool.putconn(connection)
+        return run_on(self._pool, self._location, doing, action)
 
     # -- restoring ---------------------------------------------------------------------
 
@@ -448,34 +435,14 @@ class PostgresStore:
                 raise StoreError(self._location, msg)
             session, clock = self._live
             snapshot = self._read(after=self._writer.head, with_state=True)
-            replayed = 0
             self._replaying = True
             try:
                 for entry in snapshot.entries():
                     replay_entry(self._location, entry, session.raw, session.working, clock)
                     self._writer.head = entry.seq
-                    replayed += 1
             finally:
                 self._replaying = False
+            replayed = len(snapshot.rows)
             changed = snapshot.versions != self._versions
             self._versions = snapshot.versions
             return Refreshed(replayed, snapshot.state if changed or replayed else None)
-
-
-def _prepare(pool: Any, location: str, name: str, counter: str, read_only: bool) -> int:
-    """Migrate the database and find (or make) the session; its row id."""
-    try:
-        connection = pool.getconn()
-    except Exception as exc:
-        raise translate(exc, location, "connecting") from exc
-    try:
-        migrate(connection, location)
-        return find_session(connection, location, name, counter, read_only=read_only)
-    except Exception as exc:
-        rollback(connection)
-        translated = translate(exc, location, "opening the session")
-        if translated is exc:
-            raise
-        raise translated from exc
-    finally:
-        pool.putconn(connection)
