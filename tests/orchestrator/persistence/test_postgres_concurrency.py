@@ -12,9 +12,10 @@ import pytest
 from context_graph import UserTurn
 from context_graph.errors import StoreConflictError, StoreError
 from context_graph.render import Renderer
-from context_graph.testing import WordCounter, graph_snapshot
+from context_graph.testing import ScriptedSummarizer, WordCounter, graph_snapshot
 from orchestrator import ContextManager
 from orchestrator.persistence import PostgresStore, RestoredSession, open_store
+from processors import HistorySummarizer
 from processors.base import Drop, Proposal
 
 _CLOCK = lambda: 1_700_000_000.0  # noqa: E731  (a fixed clock for the audit log)
@@ -178,3 +179,76 @@ class TestWaiting:
         a.raw.add_user("seen")
         store_b.refresh()
         assert store_b.wait(timeout=0.3, poll=0.1) is False
+
+
+def _fill(manager: ContextManager) -> None:
+    manager.add_system("You are a careful coding agent.")
+    manager.add_user("Fix the failing test.")
+    for step in range(4):
+        manager.add_assistant(
+            f"Running the tests, step {step}.",
+            tool_calls=[{"id": f"call_{step}", "name": "bash", "arguments": {"cmd": "pytest"}}],
+        )
+        manager.add_tool_result(f"call_{step}", "\n".join(f"line {j} ok" for j in range(200)))
+        manager.add_user(f"Go on with step {step + 1}.")
+
+
+class TestManagerCompaction:
+    async def test_a_compaction_under_a_lost_lease_keeps_nothing(self, postgres: Any) -> None:
+        """A manager compacting after its lease was taken over: refused, the log unchanged."""
+        location = postgres.location("lm")
+
+        def manager() -> ContextManager:
+            summarizer = ScriptedSummarizer(["The tests ran four times; all ok."] * 4)
+            return ContextManager.open(
+                location,
+                counter=WordCounter(),
+                durable=False,
+                summarizer=summarizer,
+                pipeline=[HistorySummarizer()],
+            )
+
+        slow, fast = manager(), manager()
+        try:
+            _fill(slow)
+            fast.refresh()
+            slow_store, fast_store = slow.store, fast.store
+            assert isinstance(slow_store, PostgresStore) and isinstance(fast_store, PostgresStore)
+            entries = len(list(fast_store.journal()))
+            with slow_store.lease(holder="slow"):
+                postgres.execute(
+                    "UPDATE cg_sessions SET lease_until = now() - interval '1 second'"
+                    " WHERE lease_holder = 'slow'"
+                )
+                with fast_store.lease(holder="fast"):
+                    with pytest.raises(StoreConflictError, match="taken over"):
+                        await slow.compact()
+                    assert len(list(fast_store.journal())) == entries
+                    run = await fast.compact()  # the lease holder's run lands
+            assert run.applied == 1
+            assert [e.kind for e in fast_store.journal()][entries:] == ["proposals"]
+        finally:
+            slow.close()
+            fast.close()
+
+    async def test_a_compaction_from_a_current_view_lands_for_everyone(self, postgres: Any) -> None:
+        """A run under the lease lands; another worker's refresh renders what it renders."""
+        location = postgres.location("lc")
+        summarizer = ScriptedSummarizer(["The tests ran four times; all ok."] * 4)
+        options: dict[str, Any] = {"counter": WordCounter(), "durable": False}
+        worker = ContextManager.open(location, **options)
+        compactor = ContextManager.open(
+            location, summarizer=summarizer, pipeline=[HistorySummarizer()], **options
+        )
+        try:
+            _fill(worker)
+            compactor.refresh()
+            store = compactor.store
+            assert isinstance(store, PostgresStore)
+            with store.lease(holder="compactor"):
+                assert (await compactor.compact()).applied == 1
+            assert worker.refresh() == 1
+            assert (await worker.render()).payload == (await compactor.render()).payload
+        finally:
+            worker.close()
+            compactor.close()

@@ -443,6 +443,24 @@ class TestRefusals:
         assert reopen().restore(clock=_clock()).state == {}
 
 
+class TestRefresh:
+    def test_a_stores_own_writes_are_not_brought_in_again(self, reopen: Opener) -> None:
+        """After its own ingests, applies and state, `refresh` replays nothing."""
+        store, live = _recorded(reopen)
+        store.put_states({"k": 1})
+        before = _observed(live)
+        assert store.refresh().entries == 0
+        assert _observed(live) == before
+
+    def test_a_closed_store_refuses_to_refresh(self, reopen: Opener) -> None:
+        """`refresh` after `close` raises `StoreError` naming the store."""
+        store, _ = _recorded(reopen)
+        store.close()
+        with pytest.raises(StoreError, match="closed") as refused:
+            store.refresh()
+        assert store.location in str(refused.value)
+
+
 class TestAtomic:
     def test_a_block_lands_whole_when_it_ends(self, reopen: Opener) -> None:
         """Inside `atomic` nothing is seen by a reader; at its end all of it is."""
