@@ -5,8 +5,10 @@ the URL's fragment (`postgresql://db/agents#ticket-4711`) or given apart (`sessi
 The driver (psycopg 3 and psycopg_pool, the `[postgres]` extra) is imported only when a
 PostgreSQL location is opened. Stores of one process share a pool per database, so a
 worker serving many sessions holds a few connections, not one per session; a
-connection is taken for one transaction at a time and checked before it is handed out
-(one the server dropped is replaced). A failure to reach the server is
+connection is taken for one transaction at a time. One the server dropped fails the
+call it is used for (`StoreUnavailableError`, before anything is written) and is
+replaced when it goes back to the pool; checking each one before use would cost a
+round trip per transaction. A failure to reach the server is
 `StoreUnavailableError`; any other refusal of the server is `StoreError`, both naming
 the location with its password masked.
 """
@@ -26,6 +28,7 @@ from context_graph.errors import ConfigurationError, StoreError, StoreUnavailabl
 __all__ = [
     "PoolShare",
     "PostgresLocation",
+    "begin",
     "load_driver",
     "parse_location",
     "redacted",
@@ -130,7 +133,6 @@ class PoolShare:
                     max_size=4,
                     timeout=timeout,
                     reconnect_timeout=max(timeout, 5.0),
-                    check=pool_module.ConnectionPool.check_connection,
                     open=False,
                 )
                 pool.open(wait=False)
@@ -165,19 +167,50 @@ def translate(exc: BaseException, location: str, doing: str) -> BaseException:
     return exc
 
 
+def begin(pool: Any, statement: str = "BEGIN") -> Any:
+    """A connection of `pool` with a transaction begun on it by `statement`.
+
+    A connection the server dropped while it sat in the pool (a restart, a terminated
+    backend) fails its first statement. Nothing of a transaction was sent yet, so it
+    goes back to the pool, which discards it, and the transaction begins on another.
+
+    Raises:
+        psycopg.Error, psycopg_pool.PoolTimeout: the caller translates them.
+    """
+    psycopg, _ = load_driver()
+    connection = pool.getconn()
+    try:
+        connection.execute(statement)
+    except psycopg.OperationalError:
+        pool.putconn(connection)
+        connection = pool.getconn()
+        try:
+            connection.execute(statement)
+        except BaseException:
+            pool.putconn(connection)
+            raise
+    return connection
+
+
 def run_on(pool: Any, location: str, doing: str, action: Callable[[Any], Any]) -> Any:
-    """`action(connection)` on a connection of `pool`, the driver's errors translated.
+    """`action(connection)` in one transaction on `pool`, the driver's errors translated.
+
+    The transaction is begun (`begin`) before `action` runs and committed after it,
+    unless `action` ended it itself.
 
     Raises:
         StoreUnavailableError: no connection came, or the server went away.
         StoreError: the server refused a statement.
     """
     try:
-        connection = pool.getconn()
+        connection = begin(pool)
     except Exception as exc:
         raise translate(exc, location, doing) from exc
     try:
-        return action(connection)
+        result = action(connection)
+        if connection.info.transaction_status != 0:  # not idle: still in the transaction
+            connection.execute("COMMIT")
+        return result
     except Exception as exc:
         rollback(connection)
         translated = translate(exc, location, doing)

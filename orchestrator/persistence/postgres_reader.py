@@ -16,7 +16,6 @@ from pydantic import JsonValue
 
 from context_graph.errors import StoreError
 from orchestrator.persistence.codec import JournalEntry, decode_entry
-from orchestrator.persistence.postgres_connect import rollback
 from orchestrator.persistence.postgres_schema import migrate
 from orchestrator.persistence.schema import decode_state
 
@@ -62,6 +61,8 @@ def open_session(
 ) -> int:
     """Migrate the database, then the session's row id (made for a new writable one).
 
+    Runs in the transaction `connection` has begun (`run_on`); the migration commits it.
+
     Raises:
         StoreFormatError: the database's schema is newer than this version knows.
         StoreError: a read-only open of a session the database lacks, or a session
@@ -95,27 +96,25 @@ def read_log(
 ) -> LogSnapshot:
     """The session's entries after `after` (and its state, if asked), in one snapshot.
 
+    Runs first in the transaction `connection` has begun (`run_on`).
+
     Raises:
         StoreCorruptError: a state value is not JSON.
         psycopg.Error: the server failed (the caller translates it).
     """
-    connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-    try:
-        found = connection.execute(
-            "SELECT head FROM cg_sessions WHERE id = %s", (session_id,)
-        ).fetchone()
-        rows = connection.execute(_SELECT_LOG, (session_id, after)).fetchall()
-        states = (
-            connection.execute(
-                "SELECT key, value, version FROM cg_state WHERE session_id = %s", (session_id,)
-            ).fetchall()
-            if with_state
-            else []
-        )
-        connection.execute("COMMIT")
-    except BaseException:
-        rollback(connection)
-        raise
+    # One snapshot for the head, the log and the state, while writers go on.
+    connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    found = connection.execute(
+        "SELECT head FROM cg_sessions WHERE id = %s", (session_id,)
+    ).fetchone()
+    rows = connection.execute(_SELECT_LOG, (session_id, after)).fetchall()
+    states = (
+        connection.execute(
+            "SELECT key, value, version FROM cg_state WHERE session_id = %s", (session_id,)
+        ).fetchall()
+        if with_state
+        else []
+    )
     if found is None:
         raise StoreError(location, "the session was deleted from the database")
     state = {key: decode_state(location, key, value.encode("utf-8")) for key, value, _ in states}

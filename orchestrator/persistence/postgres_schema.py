@@ -55,7 +55,7 @@ def migrate(connection: Any, location: str) -> int:
     """Bring the database's schema to `SCHEMA_VERSION`, creating it in an empty one.
 
     Args:
-        connection: An autocommit psycopg connection.
+        connection: A psycopg connection in a transaction this commits.
         location: The store, for messages.
 
     Returns:
@@ -65,7 +65,6 @@ def migrate(connection: Any, location: str) -> int:
         StoreFormatError: the database's schema is newer than this version knows.
         psycopg.Error: the server refused a statement (the caller translates it).
     """
-    connection.execute("BEGIN")
     try:
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
         connection.execute(

@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 
 from context_graph.errors import StoreConflictError, StoreError
 from orchestrator.persistence.codec import checksum
-from orchestrator.persistence.postgres_connect import rollback, translate
+from orchestrator.persistence.postgres_connect import begin, rollback, translate
 from orchestrator.persistence.sqlite_writer import Entry
 
 __all__ = ["CHANNEL", "LogWriter", "digest"]
@@ -41,7 +41,8 @@ _INSERT_ENTRY = (
     "INSERT INTO cg_log (session_id, seq, kind, digest, checksum, written)"
     " VALUES (%s, %s, %s, %s, %s, %s)"
 )
-_MOVE_HEAD = "UPDATE cg_sessions SET head = %s WHERE id = %s"
+# The notification is sent when the transaction commits, and only then.
+_MOVE_HEAD = "UPDATE cg_sessions SET head = %s WHERE id = %s RETURNING pg_notify(%s, %s)"
 _UPSERT_STATE = (
     "INSERT INTO cg_state (session_id, key, value, version) VALUES (%s, %s, %s, 1)"
     " ON CONFLICT (session_id, key) DO UPDATE SET value = EXCLUDED.value,"
@@ -162,7 +163,7 @@ class LogWriter:
         """A transaction holding the entries; the caller calls the commit it is given."""
         gap = gap and bool(entries)
         try:
-            connection = self._pool.getconn()
+            connection = begin(self._pool)
         except Exception as exc:
             self._abort(None, exc, gap=gap, doing="taking a connection")
         try:
@@ -188,7 +189,6 @@ class LogWriter:
             self._pool.putconn(connection)
 
     def _insert(self, connection: Any, entries: list[Entry], state: list[tuple[str, str]]) -> int:
-        connection.execute("BEGIN")
         if not self._durable:
             connection.execute("SET LOCAL synchronous_commit = off")
         row = connection.execute(_LOCK_SESSION, (self._session,)).fetchone()
@@ -211,18 +211,20 @@ class LogWriter:
         now = time.time()
         bodies = {digest(body): body for _, body in entries}
         with connection.cursor() as cursor:
-            # Sorted: two transactions insert shared content in one order, never deadlock.
-            cursor.executemany(_INSERT_CONTENT, sorted(bodies.items()))
-            rows = [
-                (self._session, head + n, kind, digest(body), checksum(body), now)
-                for n, (kind, body) in enumerate(entries, start=1)
-            ]
-            cursor.executemany(_INSERT_ENTRY, rows)
-            cursor.executemany(_UPSERT_STATE, [(self._session, k, v) for k, v in state])
+            if entries:
+                # Sorted: two transactions insert shared content in one order, no deadlock.
+                cursor.executemany(_INSERT_CONTENT, sorted(bodies.items()))
+                rows = [
+                    (self._session, head + n, kind, digest(body), checksum(body), now)
+                    for n, (kind, body) in enumerate(entries, start=1)
+                ]
+                cursor.executemany(_INSERT_ENTRY, rows)
+            if state:
+                cursor.executemany(_UPSERT_STATE, [(self._session, k, v) for k, v in state])
         if entries:
             head += len(entries)
-            connection.execute(_MOVE_HEAD, (head, self._session))
-            connection.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{self._session}:{head}"))
+            note = f"{self._session}:{head}"
+            connection.execute(_MOVE_HEAD, (head, self._session, CHANNEL, note))
         return head if entries else self.head
 
     def _abort(self, connection: Any, exc: BaseException, *, gap: bool, doing: str) -> NoReturn:
