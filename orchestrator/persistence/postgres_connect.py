@@ -38,6 +38,8 @@ __all__ = [
 ]
 
 _INSTALL = "pip install '.[postgres]'  (or: pip install 'context-graph[postgres]')"
+# Connections a process keeps per database, shared by all its stores.
+_POOL_SIZE = 4
 # A session name is text a person can read in a URL and a message.
 _SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}$")
 
@@ -130,7 +132,7 @@ class PoolShare:
                     conninfo,
                     kwargs={"autocommit": True, "application_name": "context-graph"},
                     min_size=1,
-                    max_size=4,
+                    max_size=_POOL_SIZE,
                     timeout=timeout,
                     reconnect_timeout=max(timeout, 5.0),
                     open=False,
@@ -172,23 +174,28 @@ def begin(pool: Any, statement: str = "BEGIN") -> Any:
 
     A connection the server dropped while it sat in the pool (a restart, a terminated
     backend) fails its first statement. Nothing of a transaction was sent yet, so it
-    goes back to the pool, which discards it, and the transaction begins on another.
+    goes back to the pool, which discards it, and the transaction begins on another
+    (after a restart every pooled connection is such a one).
 
     Raises:
         psycopg.Error, psycopg_pool.PoolTimeout: the caller translates them.
     """
     psycopg, _ = load_driver()
-    connection = pool.getconn()
-    try:
-        connection.execute(statement)
-    except psycopg.OperationalError:
-        pool.putconn(connection)
+    # Every connection in the pool may be a dropped one: one more try than it holds.
+    for _ in range(_POOL_SIZE):
         connection = pool.getconn()
         try:
             connection.execute(statement)
-        except BaseException:
+        except psycopg.OperationalError:
             pool.putconn(connection)
-            raise
+            continue
+        return connection
+    connection = pool.getconn()
+    try:
+        connection.execute(statement)
+    except BaseException:
+        pool.putconn(connection)
+        raise
     return connection
 
 
