@@ -425,13 +425,18 @@ class PostgresStore:
 
         Raises:
             StoreCorruptError: a new entry does not decode or replay (names it).
-            StoreError: the session was not restored from this writable store, or
-                memory is ahead of the log, or the store is closed.
+            StoreError: the session was not restored from this writable store, an
+                atomic block is open, memory is ahead of the log, or the store is closed.
         """
         with self._order:
             self._writable()
             if self._live is None:
                 msg = "refresh() needs the session restored from this store; call restore()"
+                raise StoreError(self._location, msg)
+            if self._writer.queued:
+                # Memory holds the block's unwritten changes: others' entries would
+                # replay on top of them, in an order the log never had.
+                msg = "refresh() inside an atomic() block; refresh before the block begins"
                 raise StoreError(self._location, msg)
             session, clock = self._live
             snapshot = self._read(after=self._writer.head, with_state=True)

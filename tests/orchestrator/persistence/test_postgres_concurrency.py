@@ -105,6 +105,17 @@ class TestConflicts:
         a.raw.add_user("one")
         assert (store_a.refresh().entries, store_a.refresh().state) == (0, None)
 
+    def test_refresh_inside_an_atomic_block_is_refused(
+        self, pair: list[tuple[PostgresStore, RestoredSession]]
+    ) -> None:
+        """Others' entries are not replayed on top of a block's unwritten changes."""
+        (_, a), (store_b, b) = pair
+        a.raw.add_user("from A")
+        with store_b.atomic():
+            with pytest.raises(StoreError, match="inside an atomic"):
+                store_b.refresh()
+        assert len(b.raw) == 0
+
     def test_managers_refresh_and_retry(self, postgres: Any) -> None:
         """Two managers on one session: the stale one refreshes, retries, renders the same."""
         location = postgres.location("m")
