@@ -16,6 +16,7 @@ the location with its password masked.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -115,10 +116,26 @@ def load_driver() -> tuple[ModuleType, ModuleType]:
 
 
 class PoolShare:
-    """The pools of one process, one per database, shared by its stores and refcounted."""
+    """The pools of one process, one per database, shared by its stores and refcounted.
+
+    A forked child starts with none: the parent's connections are the parent's (two
+    processes on one socket would interleave their statements), so the child's stores
+    open pools of their own.
+    """
 
     _lock = threading.Lock()
     _pools: dict[tuple[str, float], tuple[Any, int]] = {}  # noqa: RUF012  (process-wide)
+
+    # The parent's pools, kept from the garbage collector in a forked child: freeing a
+    # connection ends it on the server, under the parent's feet.
+    _parents: list[Any] = []  # noqa: RUF012  (process-wide)
+
+    @classmethod
+    def forget(cls) -> None:
+        """Set every pool aside unclosed (in a forked child: they are the parent's)."""
+        cls._parents.extend(pool for pool, _ in cls._pools.values())
+        cls._lock = threading.Lock()
+        cls._pools = {}
 
     @classmethod
     def take(cls, conninfo: str, timeout: float) -> Any:
@@ -153,6 +170,9 @@ class PoolShare:
                 cls._pools[key] = (pool, users - 1)
                 return
         pool.close()
+
+
+os.register_at_fork(after_in_child=PoolShare.forget)
 
 
 def translate(exc: BaseException, location: str, doing: str) -> BaseException:

@@ -165,3 +165,33 @@ def _query(url: str, sql: str) -> list[tuple[Any, ...]]:
     with psycopg.connect(url, autocommit=True) as conn:
         cursor = conn.execute(sql.encode())
         return list(cursor.fetchall()) if cursor.description else []
+
+
+class TestFork:
+    def test_a_forked_child_opens_its_own_connections(self, postgres: Any) -> None:
+        """A child forked while the parent's store is open writes through pools of its own."""
+        import os
+
+        location = postgres.location("fork")
+        count = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'context-graph'"
+        with contextlib.closing(_open(location)) as parent:
+            parent.restore(clock=_CLOCK).raw.add_user("from the parent")
+            before = postgres.execute(count)[0][0]
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child
+                code = 1
+                with contextlib.suppress(BaseException):
+                    child = _open(location)
+                    session = child.restore(clock=_CLOCK)
+                    session.raw.add_user("from the child")
+                    # The child's statements went over a connection of its own.
+                    code = 0 if postgres.execute(count)[0][0] > before else 2
+                    child.close()
+                os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 0
+            assert parent.refresh().entries == 1
+            parent.journal()  # the parent's pooled connections still work
+        with contextlib.closing(_open(location, read_only=True)) as reader:
+            texts = [node.text for node in reader.restore(clock=_CLOCK).raw]
+        assert texts == ["from the parent", "from the child"]
