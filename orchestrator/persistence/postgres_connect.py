@@ -126,8 +126,8 @@ class PoolShare:
     _lock = threading.Lock()
     _pools: dict[tuple[str, float], tuple[Any, int]] = {}  # noqa: RUF012  (process-wide)
 
-    # The parent's pools, kept from the garbage collector in a forked child: freeing a
-    # connection ends it on the server, under the parent's feet.
+    # The parent's pools in a forked child, set aside and never closed there: closing
+    # one would end the parent's connections on the server.
     _parents: list[Any] = []  # noqa: RUF012  (process-wide)
 
     @classmethod
