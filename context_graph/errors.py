@@ -16,7 +16,9 @@ ContextGraphError
 └── StoreError                        a session file that cannot be opened or written (.path)
     ├── StoreLockedError              another store holds the file for writing (.pid)
     ├── StoreFormatError (ValueError) not a session store that this version can read
-    └── StoreCorruptError (ValueError) a journal entry that does not decode or replay (.seq)
+    ├── StoreCorruptError (ValueError) a journal entry that does not decode or replay (.seq)
+    ├── StoreConflictError            another writer moved the session on first (.expected, .found)
+    └── StoreUnavailableError         the database server cannot be reached now; retry later
 ```
 
 Every error that refers to input names the place: the file, the line and the message
@@ -38,10 +40,12 @@ __all__ = [
     "InvariantViolation",
     "ProcessorError",
     "SourceLocation",
+    "StoreConflictError",
     "StoreCorruptError",
     "StoreError",
     "StoreFormatError",
     "StoreLockedError",
+    "StoreUnavailableError",
     "SummarizerError",
     "TokenizerError",
     "UnknownNodeError",
@@ -223,3 +227,27 @@ class StoreCorruptError(StoreError, ValueError):
     def __init__(self, path: str, message: str, *, seq: int | None = None) -> None:
         self.seq = seq
         super().__init__(path, message if seq is None else f"journal entry {seq}: {message}")
+
+
+class StoreConflictError(StoreError):
+    """Another writer moved the shared session on first; nothing of this write was kept.
+
+    Raised for an append made from an older view of the session's log (refresh, then
+    retry), and for a compaction whose lease was taken over by another worker.
+
+    Attributes:
+        expected: The log position (or fencing token) this writer wrote from.
+        found: The one the store holds.
+    """
+
+    def __init__(self, path: str, message: str, *, expected: int, found: int) -> None:
+        self.expected = expected
+        self.found = found
+        super().__init__(path, message)
+
+
+class StoreUnavailableError(StoreError):
+    """The database server cannot be reached now (down, restarting, connection dropped).
+
+    Nothing half-written is left behind: a write either landed whole or not at all.
+    """

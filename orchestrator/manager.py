@@ -223,7 +223,12 @@ class ContextManager(EventAdders):
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str], *, durable: bool = True, **options: Any
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        durable: bool = True,
+        session: str | None = None,
+        **options: Any,
     ) -> ContextManager:
         """A manager whose session lives in the SQLite file `path`, resumed if it exists.
 
@@ -239,6 +244,8 @@ class ContextManager(EventAdders):
                 is refused with `ConfigurationError` before anything is written.
             durable: Sync every write to disk; `False` survives a crash of the process
                 but may lose the last writes on a power cut.
+            session: The session's name in a database (`postgresql://...`); see
+                `open_store`.
             **options: The constructor's options. The processors, triggers and budget
                 are not stored: pass the same ones when you reopen.
 
@@ -253,7 +260,7 @@ class ContextManager(EventAdders):
         """
         # Checked before the file is touched: a bad option creates no session file.
         counter = resolve_options(**options).counter
-        store = open_store(path, counter=counter, durable=durable)
+        store = open_store(path, counter=counter, durable=durable, session=session)
         try:
             return cls(store=store, **options)
         except BaseException:
@@ -286,6 +293,13 @@ class ContextManager(EventAdders):
     def store(self) -> SessionStore | None:
         """The session store the manager writes to (`open`'s file); `None` in memory."""
         return self._store
+
+    def refresh(self) -> int:
+        """Bring in what other workers appended to a shared session; how many entries.
+
+        Call it after `StoreConflictError`, then retry (see `StateKeeper.refresh`).
+        """
+        return self._keeper.refresh()
 
     def expand(self, node_id: str) -> tuple[Node, ...]:
         """The original pristine nodes behind any node (a summary, a masked copy)."""

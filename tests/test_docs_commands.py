@@ -105,6 +105,10 @@ def _check_argv(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
         commands = _subcommands(parser)
         assert argv[0] in commands, f"`{shown}`: no subcommand {argv[0]!r} in {sorted(commands)}"
         known |= _flags(commands[argv[0]])
+        # A subcommand of its own (`store copy`): its flags count too.
+        nested = _subcommands(commands[argv[0]])
+        if len(argv) > 1 and argv[1] in nested:
+            known |= _flags(nested[argv[1]])
     for token in argv:
         flag = token.split("=", 1)[0]
         assert not token.startswith("-") or flag in known, f"`{shown}`: the CLI has no flag {flag}"

@@ -31,6 +31,7 @@ from orchestrator.cli.parser import build_parser
 from orchestrator.cli.progress import Progress
 from orchestrator.cli.render import run_render
 from orchestrator.cli.replay import run_replay
+from orchestrator.cli.store import run_store
 
 __all__ = ["main"]
 
@@ -41,6 +42,7 @@ _COMMANDS: dict[str, Command] = {
     "inspect": run_inspect,
     "render": run_render,
     "replay": run_replay,
+    "store": run_store,
 }
 
 

@@ -87,6 +87,7 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     _add_render(commands)
     _add_replay(commands)
     _add_check(commands)
+    _add_store(commands)
     for sub in commands.choices.values():
         if isinstance(sub, _Parser):
             sub.json_errors = parser.json_errors
@@ -180,6 +181,35 @@ def _add_check(commands: _Commands) -> None:
     )
     check.add_argument("--budget", type=parse_budget, help="also check the size against this")
     _add_json(check, "print violations as JSON; errors as a JSON object on stdout")
+
+
+def _add_store(commands: _Commands) -> None:
+    store = commands.add_parser(
+        "store",
+        help="work on stored sessions (copy one between SQLite and PostgreSQL)",
+        description="Work on sessions kept by ContextManager.open.",
+    )
+    actions = store.add_subparsers(
+        dest="action", required=True, metavar="ACTION", parser_class=_Parser
+    )
+    copy = actions.add_parser(
+        "copy",
+        help="copy a session into a new file or database session",
+        description=(
+            "Copy every journal entry and the state of the session at SOURCE into the "
+            "new session at DESTINATION, as recorded. Each is a SQLite session file or a "
+            "PostgreSQL URL naming the session as its fragment "
+            "(postgresql://host/db#session). DESTINATION must not hold a session yet."
+        ),
+    )
+    copy.add_argument("source", help="session file or postgresql://...#session")
+    copy.add_argument("destination", help="new session file or postgresql://...#session")
+    copy.add_argument(
+        "--counter",
+        default="tiktoken:cl100k_base",
+        help="the token counter the session was recorded with (default: %(default)s)",
+    )
+    _add_json(copy, "print what was copied as JSON; errors as a JSON object on stdout")
 
 
 def _add_trace_arguments(command: argparse.ArgumentParser) -> None:

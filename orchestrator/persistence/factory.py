@@ -1,9 +1,9 @@
 """`open_store`: the session store for a location, the backend picked from its form.
 
 A path (text or `os.PathLike`) is a SQLite session file (`SQLiteStore`). A URL names a
-database server; `postgresql://` (and `postgres://`) is the one planned, and is refused
-until its backend exists, as is any other scheme. So the manager and the CLI name a
-location, never a backend.
+database server: `postgresql://` (and `postgres://`) is a session in PostgreSQL
+(`PostgresStore`, named by the URL's fragment or `session=`); any other scheme is
+refused. So the manager and the CLI name a location, never a backend.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import re
 
 from context_graph.errors import ConfigurationError
 from context_graph.tokens.counting import TokenCounter
+from orchestrator.persistence.postgres_connect import redacted
+from orchestrator.persistence.postgres_store import PostgresStore
 from orchestrator.persistence.protocol import SessionStore
 from orchestrator.persistence.sqlite_store import SQLiteStore
 
@@ -29,6 +31,7 @@ def open_store(
     counter: TokenCounter | None = None,
     read_only: bool = False,
     durable: bool = True,
+    session: str | None = None,
 ) -> SessionStore:
     """Open the session kept at `location`, creating it when it does not exist.
 
@@ -39,29 +42,37 @@ def open_store(
         read_only: Read only; every write is refused, and no writer is kept out.
         durable: Make every write survive a power cut; `False` survives a crash of the
             process but may lose the last writes on a power cut.
+        session: The session's name inside a database (a URL's fragment may name it
+            instead); a file holds one session and takes none.
 
     Raises:
-        ConfigurationError: `location` is a URL of a backend this version does not have.
-        StoreError: the store cannot be opened (see `SQLiteStore.open` for a file).
+        ConfigurationError: `location` is a URL of a backend this version does not have,
+            a database URL names no session, a file is given a session name, or the
+            `[postgres]` extra is missing.
+        StoreError: the store cannot be opened (see `SQLiteStore.open` for a file,
+            `PostgresStore.open` for a database).
     """
     if isinstance(location, str):
         url = _URL.match(location)
         if url is not None:
             scheme = url["scheme"].lower()
             if scheme in _POSTGRESQL:
-                msg = (
-                    f"session store {_redacted(location)!r}: the PostgreSQL backend is not "
-                    "available yet; give the path of a SQLite session file"
+                return PostgresStore.open(
+                    location,
+                    session=session,
+                    counter=counter,
+                    read_only=read_only,
+                    durable=durable,
                 )
-                raise ConfigurationError(msg)
             msg = (
-                f"session store {_redacted(location)!r}: no backend reads `{scheme}://` "
-                "URLs; give the path of a SQLite session file"
+                f"session store {redacted(location)!r}: no backend reads `{scheme}://` "
+                "URLs; give a PostgreSQL URL or the path of a SQLite session file"
             )
             raise ConfigurationError(msg)
+    if session is not None:
+        msg = (
+            f"session store {os.fspath(location)!r}: a session file holds one session, so "
+            f"session={session!r} does not apply; give a PostgreSQL URL to name sessions"
+        )
+        raise ConfigurationError(msg)
     return SQLiteStore.open(location, counter=counter, read_only=read_only, durable=durable)
-
-
-def _redacted(url: str) -> str:
-    """`url` without the password of its user part, which must not reach a message."""
-    return re.sub(r"^([^:/]+://[^:/@]*):[^@/]*@", r"\1:***@", url)

@@ -151,6 +151,29 @@ class StateKeeper:
         self.save()
         store.close()
 
+    def refresh(self) -> int:
+        """Replay what other writers appended to the store, and load its state if it moved.
+
+        With a store several workers write (`PostgresStore`), an ingest or a compaction
+        made from an older view raises `StoreConflictError` and changes nothing; this
+        brings the newer entries into the graphs and the newer state into the record,
+        so the caller can retry. The stored state wins over this worker's unsaved one.
+
+        Returns:
+            How many entries were replayed (0 without a store).
+
+        Raises:
+            StoreCorruptError: a new entry or the state does not load.
+            StoreError: the store is closed, or memory is ahead of it (reopen).
+        """
+        store = self._store
+        if store is None:
+            return 0
+        refreshed = store.refresh()
+        if refreshed.state is not None:
+            self.load(refreshed.state)
+        return refreshed.entries
+
     def load(self, values: Mapping[str, JsonValue]) -> None:
         """Fill the record from a restored session's state (missing keys: defaults).
 

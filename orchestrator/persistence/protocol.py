@@ -5,8 +5,9 @@ writes its own state by key (`put_states`), groups the writes of one compaction 
 (`atomic`) and closes the store with itself. Everything the graphs change is journaled
 by the graphs `restore` handed out, which hold the store's journal (an `IngestJournal`
 and an `ApplyJournal`), so the manager never writes an entry itself. A backend (the
-SQLite file of `SQLiteStore`; a database server) implements these six members, and the
-manager holds one and never subclasses it.
+SQLite file of `SQLiteStore`; a database server) implements these seven members, and
+the manager holds one and never subclasses it. `refresh` matters where several workers
+write one session (`PostgresStore`): it brings in what the others appended.
 
 The contract a backend meets (`tests/orchestrator/persistence/test_store_contract.py` checks it for
 every backend):
@@ -39,7 +40,7 @@ from pydantic import JsonValue
 from context_graph.graph.context_graph import ContextGraph
 from orchestrator.working.buffer import WorkingGraph
 
-__all__ = ["RestoredSession", "SessionStore"]
+__all__ = ["Refreshed", "RestoredSession", "SessionStore"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,20 @@ class RestoredSession:
     working: WorkingGraph
     state: dict[str, JsonValue]
     entries: int
+
+
+@dataclass(frozen=True, slots=True)
+class Refreshed:
+    """What `SessionStore.refresh` brought into the restored session.
+
+    Attributes:
+        entries: How many entries other writers appended were replayed.
+        state: The stored state, when it changed since this store last read or wrote
+            it (`None`: it did not).
+    """
+
+    entries: int
+    state: dict[str, JsonValue] | None
 
 
 class SessionStore(Protocol):
@@ -117,6 +132,17 @@ class SessionStore(Protocol):
         Raises:
             StoreError: what the block wrote cannot be kept; memory is then ahead of
                 the store and every later write is refused.
+        """
+
+    def refresh(self) -> Refreshed:
+        """Replay into the restored session the entries other writers appended since.
+
+        A store only this process writes has nothing to bring in (0 entries).
+
+        Raises:
+            StoreCorruptError: a new entry does not load or replay (names it).
+            StoreError: the session was not restored from this store, memory is ahead of
+                the store, or the store is closed.
         """
 
     def close(self) -> None:

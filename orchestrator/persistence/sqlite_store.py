@@ -44,7 +44,7 @@ from context_graph.tokens.counting import TokenCounter, default_counter
 from orchestrator.persistence.codec import JournalEntry, check_audit, encode_applied, encode_events
 from orchestrator.persistence.journal import GraphJournal
 from orchestrator.persistence.lock import WriterLock
-from orchestrator.persistence.protocol import RestoredSession
+from orchestrator.persistence.protocol import Refreshed, RestoredSession
 from orchestrator.persistence.restore import replay
 from orchestrator.persistence.schema import SCHEMA_VERSION, encode_state
 from orchestrator.persistence.sqlite_file import open_file
@@ -218,6 +218,17 @@ class SQLiteStore:
         """
         with self.journaling_proposals(proposals, audit, state=state, applied=True):
             pass
+
+    def append_entry(self, entry: JournalEntry) -> None:
+        """Append one decoded entry as it is, without replaying it (a copy of a session).
+
+        Raises:
+            StoreError: the store cannot be written (see the class).
+        """
+        if entry.kind == "events":
+            self.append_events(entry.events)
+        else:
+            self.append_proposals(entry.proposals, entry.audit)
 
     def put_state(self, key: str, value: JsonValue) -> None:
         """Keep `value` as the latest state under `key` (JSON: dicts, lists, scalars).
@@ -397,3 +408,13 @@ class SQLiteStore:
                 journal.start()
                 self._journal = journal
         return session
+
+    def refresh(self) -> Refreshed:
+        """Nothing to bring in: the writer lock keeps every other writer out of the file.
+
+        Raises:
+            StoreError: the store is closed.
+        """
+        if self._conn is None:
+            raise StoreError(str(self._path), "the store is closed")
+        return Refreshed(0, None)

@@ -262,15 +262,15 @@ class TestBadFiles:
             ContextManager.open(path, budget=-1)
         assert not path.exists()
 
-    def test_a_database_url_of_a_missing_backend_is_refused_by_name(
+    def test_a_database_url_naming_no_session_is_refused_by_name(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """`open` takes a store location: a PostgreSQL URL is refused as not available yet,
-        its password kept out of the message, and no file is made under that name."""
+        """`open` takes a store location: a PostgreSQL URL without a session is refused
+        before connecting, its password kept out of the message, and no file is made."""
         from context_graph.errors import ConfigurationError
 
         monkeypatch.chdir(tmp_path)
-        with pytest.raises(ConfigurationError, match="PostgreSQL backend is not available") as info:
+        with pytest.raises(ConfigurationError, match="name one") as info:
             ContextManager.open("postgresql://agent:hunter2@localhost/sessions")
         assert "hunter2" not in str(info.value)
         assert list(tmp_path.iterdir()) == []

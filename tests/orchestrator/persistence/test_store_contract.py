@@ -3,7 +3,9 @@
 Each test names a guarantee of `orchestrator.persistence.protocol` and checks it through
 the protocol's members and the restored graphs only, so a second backend (PostgreSQL,
 issue 19) runs the same tests by adding a `Backend` to `BACKENDS`: a way to make fresh
-locations, and two faults to inject.
+locations, and two faults to inject. PostgreSQL's faults are the server's own: a trigger
+that refuses the next log row as it is inserted, and a deferred constraint trigger that
+refuses it at COMMIT, each armed for one row by a sequence (which no rollback undoes).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import sqlite3
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,13 @@ from context_graph.errors import (
 from context_graph.graph.nodes import SummaryNode, TextPart
 from context_graph.render import Renderer
 from context_graph.testing import WordCounter, graph_snapshot
-from orchestrator.persistence import RestoredSession, SessionStore, SQLiteStore, open_store
+from orchestrator.persistence import (
+    PostgresStore,
+    RestoredSession,
+    SessionStore,
+    SQLiteStore,
+    open_store,
+)
 from orchestrator.working.buffer import WorkingGraph
 from processors.base import Abstract, Drop, Proposal
 
@@ -53,6 +61,42 @@ def _sqlite_fault(action: int, argument: str) -> Callable[[SessionStore], None]:
     return inject
 
 
+_PG_FAULTS = """
+CREATE SEQUENCE IF NOT EXISTS cg_fault_write;
+CREATE SEQUENCE IF NOT EXISTS cg_fault_commit;
+CREATE TABLE IF NOT EXISTS cg_fault (session text, kind text, tick bigint);
+CREATE OR REPLACE FUNCTION cg_fault_fire() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE current_tick bigint := nextval('cg_fault_' || TG_ARGV[0]);
+BEGIN
+  IF EXISTS (SELECT 1 FROM cg_fault f JOIN cg_sessions s ON s.name = f.session
+             WHERE s.id = NEW.session_id AND f.kind = TG_ARGV[0] AND f.tick = current_tick) THEN
+    RAISE EXCEPTION 'injected % fault', TG_ARGV[0];
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE OR REPLACE TRIGGER cg_fault_write BEFORE INSERT ON cg_log
+  FOR EACH ROW EXECUTE FUNCTION cg_fault_fire('write');
+DROP TRIGGER IF EXISTS cg_fault_commit ON cg_log;
+CREATE CONSTRAINT TRIGGER cg_fault_commit AFTER INSERT ON cg_log
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION cg_fault_fire('commit');
+"""
+
+
+def _pg_fault(server: Any, kind: str) -> Callable[[SessionStore], None]:
+    """Make the next log row the store inserts fail (`write`) or fail at COMMIT (`commit`)."""
+
+    def inject(store: SessionStore) -> None:
+        assert isinstance(store, PostgresStore)
+        server.execute(_PG_FAULTS)
+        server.execute(
+            "INSERT INTO cg_fault SELECT %s, %s, CASE WHEN is_called THEN last_value + 1"
+            f" ELSE last_value END FROM cg_fault_{kind}",
+            (store.session, kind),
+        )
+
+    return inject
+
+
 @dataclass(frozen=True)
 class Backend:
     """How the contract reaches one backend."""
@@ -64,6 +108,8 @@ class Backend:
     """Make the next entry's write fail before anything of it is kept."""
     fail_next_commit: Callable[[SessionStore], None]
     """Make the next write fail as it is kept, after memory moved on."""
+    server: bool = False
+    """The three above are bound to the session's PostgreSQL server (`postgres`)."""
 
 
 BACKENDS = [
@@ -73,14 +119,23 @@ BACKENDS = [
         _sqlite_fault(sqlite3.SQLITE_INSERT, "journal"),
         _sqlite_fault(sqlite3.SQLITE_TRANSACTION, "COMMIT"),
     ),
+    Backend("postgres", str, lambda _: None, lambda _: None, server=True),
 ]
 Opener = Callable[..., SessionStore]
 
 
-@pytest.fixture(name="backend", params=BACKENDS, ids=lambda backend: backend.name)
+@pytest.fixture(name="backend", params=BACKENDS, ids=lambda backend: backend.name, scope="session")
 def backend_fixture(request: pytest.FixtureRequest) -> Backend:
     backend: Backend = request.param
-    return backend
+    if not backend.server:
+        return backend
+    server = request.getfixturevalue("postgres")
+    return replace(
+        backend,
+        location=lambda _: server.location(),
+        fail_next_write=_pg_fault(server, "write"),
+        fail_next_commit=_pg_fault(server, "commit"),
+    )
 
 
 @pytest.fixture(name="reopen")
@@ -388,6 +443,24 @@ class TestRefusals:
         assert reopen().restore(clock=_clock()).state == {}
 
 
+class TestRefresh:
+    def test_a_stores_own_writes_are_not_brought_in_again(self, reopen: Opener) -> None:
+        """After its own ingests, applies and state, `refresh` replays nothing."""
+        store, live = _recorded(reopen)
+        store.put_states({"k": 1})
+        before = _observed(live)
+        assert store.refresh().entries == 0
+        assert _observed(live) == before
+
+    def test_a_closed_store_refuses_to_refresh(self, reopen: Opener) -> None:
+        """`refresh` after `close` raises `StoreError` naming the store."""
+        store, _ = _recorded(reopen)
+        store.close()
+        with pytest.raises(StoreError, match="closed") as refused:
+            store.refresh()
+        assert store.location in str(refused.value)
+
+
 class TestAtomic:
     def test_a_block_lands_whole_when_it_ends(self, reopen: Opener) -> None:
         """Inside `atomic` nothing is seen by a reader; at its end all of it is."""
@@ -429,7 +502,6 @@ _STEPS = st.lists(
 )
 
 
-@pytest.mark.parametrize("backend", BACKENDS, ids=lambda backend: backend.name)
 @settings(max_examples=25, deadline=None)
 @given(steps=_STEPS)
 def test_any_session_restores_to_what_memory_holds(backend: Backend, steps: list[str]) -> None:

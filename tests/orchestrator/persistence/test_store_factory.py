@@ -1,4 +1,4 @@
-"""`open_store`: a location picks its backend, and a backend not built yet is named."""
+"""`open_store`: a location picks its backend; what it cannot open is named."""
 
 from __future__ import annotations
 
@@ -44,13 +44,19 @@ class TestOpenStore:
             "POSTGRESQL://localhost/sessions",
         ],
     )
-    def test_a_postgresql_url_says_the_backend_is_not_available_yet(
+    def test_a_postgresql_url_without_a_session_is_refused_before_connecting(
         self, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """A PostgreSQL URL is a `ConfigurationError` naming it; no file is made for it."""
+        """A database holds many sessions: a URL naming none is refused; no file is made."""
         monkeypatch.chdir(tmp_path)
-        with pytest.raises(ConfigurationError, match="PostgreSQL backend is not available yet"):
+        with pytest.raises(ConfigurationError, match="name one"):
             open_store(url)
+        assert list(tmp_path.iterdir()) == []
+
+    def test_a_session_name_for_a_file_is_refused(self, tmp_path: Path) -> None:
+        """A file holds one session, so `session=` with a path is a mistake, named."""
+        with pytest.raises(ConfigurationError, match="holds one session"):
+            open_store(tmp_path / "session.db", session="s1")
         assert list(tmp_path.iterdir()) == []
 
     def test_a_url_keeps_its_password_out_of_the_message(self) -> None:
