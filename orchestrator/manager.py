@@ -343,10 +343,11 @@ class ContextManager(EventAdders):
         """Add the assistant turn of a provider's whole response; return the new node ids.
 
         A compaction block the response carries (Anthropic's context management) is
-        added first, as a summary of what came before (`Compaction.native`). Takes an OpenAI `ChatCompletion` (`choices[0].message`), an Anthropic `Message` or
-        a Gemini `GenerateContentResponse` (`candidates[0].content`), as the SDK's object
-        or its dict. When a render came before, the response's prompt tokens are reported
-        for calibration (`report_usage`): the response answers that request.
+        added first, as a summary of what came before (`Compaction.native`). Takes an
+        OpenAI `ChatCompletion` (`choices[0].message`), an Anthropic `Message` or a Gemini
+        `GenerateContentResponse` (`candidates[0].content`), as the SDK's object or its
+        dict. When a render came before, the response's prompt tokens are reported for
+        calibration (`report_usage`): the response answers that request.
 
         Args:
             response: The response.
