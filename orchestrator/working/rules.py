@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from context_graph.graph.nodes import AnswerNode, Node, ToolCallNode
 from orchestrator.working.view import WorkingView
-from processors.base import Abstract, Drop, Proposal, Replace
+from processors.base import Abstract, Drop, Proposal, Replace, Restore
 
 __all__ = [
     "Change",
@@ -22,6 +22,8 @@ __all__ = [
     "lineage_consistent",
     "pairs_kept",
     "pinned_untouched",
+    "restores_checked",
+    "restores_whole",
     "safety_replaces_only",
     "summaries_checked",
     "targets_current",
@@ -38,7 +40,7 @@ class Change:
     """One edit, flattened: its position, what it removes and what it adds."""
 
     index: int
-    edit: Replace | Abstract | Drop
+    edit: Replace | Abstract | Drop | Restore
     targets: tuple[str, ...]
     added: Node | None
 
@@ -51,9 +53,15 @@ def changes_of(proposal: Proposal) -> list[Change]:
             changes.append(Change(index, edit, (edit.target,), edit.replacement))
         elif isinstance(edit, Abstract):
             changes.append(Change(index, edit, edit.targets, edit.summary))
+        elif isinstance(edit, Restore):
+            changes.append(Change(index, edit, (edit.target,), None))
         else:
             changes.append(Change(index, edit, edit.targets, None))
     return changes
+
+
+def _restoring(change: Change) -> bool:
+    return isinstance(change.edit, Restore)
 
 
 def _say(rule: str, subject: str, problem: str, fix: str) -> str:
@@ -86,6 +94,8 @@ def targets_current(
                 "name the nodes it covers, or leave the edit out",
             )
         for target in change.targets:
+            if _restoring(change) and target in state.overlay.dropped:
+                continue  # a restore brings a dropped node back
             if not state.is_current(target):
                 yield _stale(target, state, base)
 
@@ -117,6 +127,8 @@ def whole_units(changes: Sequence[Change], state: WorkingView) -> Iterator[str]:
     """Breaks of `whole_units`: part of a unit edited, a run with a gap, a kind changed."""
     rule = "whole_units"
     for change in changes:
+        if _restoring(change):
+            continue  # restores_whole checks what comes back
         current = [t for t in change.targets if state.is_current(t)]
         added = change.added
         if isinstance(change.edit, Replace):
@@ -200,6 +212,8 @@ def pinned_untouched(
 ) -> Iterator[str]:
     """Breaks of `pinned_untouched`: a pinned or protected node targeted."""
     for change in changes:
+        if _restoring(change):
+            continue  # restores_checked refuses a redacted target
         for target in change.targets:
             node = state.get(target)
             pinned = node is not None and node.pinned and not safety
@@ -224,8 +238,7 @@ def tokens_reduced(
         fix = "skip an empty proposal (Proposal.empty) instead of applying it"
         yield _say(rule, subject, "has no edits, so it saves nothing", fix)
         return
-    removed = [t for c in changes for t in c.targets]
-    added = [c.added for c in changes if c.added is not None]
+    removed, added = _removed_added(changes, state)
     if any(t not in state for t in removed):
         return  # targets_current names them; their tokens cannot be counted
     count = state.token_cache.count_node
@@ -243,13 +256,104 @@ def tokens_reduced(
             f"claims tokens_after={proposal.tokens_after}, but {_ids(added_ids)} count {after}"
         )
         yield _say(rule, subject, problem, fix)
-    if after >= before and proposal.purpose != "safety":
+    if after >= before and proposal.purpose not in ("safety", "restore"):
         yield _say(
             rule,
             f"{subject} on {_ids(removed)}",
             f"adds {after} tokens for the {before} it removes",
             "propose only edits that make the context smaller",
         )
+
+
+def _removed_added(changes: Sequence[Change], state: WorkingView) -> tuple[list[str], list[Node]]:
+    """The ids the edits take out of the view, and the nodes they put in."""
+    removed: list[str] = []
+    added: list[Node] = []
+    for change in changes:
+        if not _restoring(change):
+            removed.extend(change.targets)
+            if change.added is not None:
+                added.append(change.added)
+            continue
+        target = change.targets[0]
+        if target not in state:
+            removed.append(target)  # unknown: targets_current names it
+            continue
+        undone, bases = state.overlay.undone_by(target)
+        removed.extend(i for i in undone if state.is_current(i))
+        added.extend(state[i] for i in bases)
+    return removed, added
+
+
+def restores_checked(
+    proposal: Proposal, changes: Sequence[Change], state: WorkingView
+) -> Iterator[str]:
+    """Breaks of `restores_checked`: a restore mixed with compaction, or of a wrong target."""
+    rule, subject = "restores_checked", f"proposal from `{proposal.processor}`"
+    restoring = proposal.purpose == "restore"
+    for change in changes:
+        if _restoring(change) != restoring:
+            what = "a restore" if restoring else f"a {proposal.purpose} proposal"
+            yield _say(
+                rule,
+                subject,
+                f"is {what} but edit {change.index} is a {change.edit.op}",
+                "put restores alone in a proposal of purpose 'restore'",
+            )
+            continue
+        if not restoring:
+            continue
+        target = change.targets[0]
+        overlay = state.overlay
+        if target in overlay.kept:
+            yield _say(
+                rule,
+                f"node `{target}`",
+                "is a redacted copy: restoring it would bring a secret back",
+                "restore only compacted pieces; a redaction stays",
+            )
+        elif target in overlay.derived and not (
+            state.is_current(target) or target in overlay.dropped
+        ):
+            yield _say(
+                rule,
+                f"node `{target}`",
+                "is not in the view: something that stands for it now is",
+                "restore the node that stands in the view (Overlay.resolve)",
+            )
+        elif target not in overlay.derived and target not in overlay.dropped and target in state:
+            yield _say(
+                rule,
+                f"node `{target}`",
+                "is a pristine node that nothing compacted away",
+                "restore a replacement, a summary or a dropped node",
+            )
+
+
+def restores_whole(
+    changes: Sequence[Change], before: WorkingView, after: WorkingView
+) -> Iterator[str]:
+    """Breaks of `restores_checked` in the view after: a unit that came back in part."""
+    pristine = before.pristine
+    seen: set[str] = set()
+    for change in changes:
+        if not _restoring(change):
+            continue
+        for base in before.overlay.undone_by(change.targets[0])[1]:
+            for root in before.roots(base):
+                unit = pristine.unit_of(root)
+                if unit.head in seen:
+                    continue
+                seen.add(unit.head)
+                missing = [m for m in unit.node_ids if _standing(m, after)[0] != "current"]
+                if missing:
+                    yield _say(
+                        "restores_checked",
+                        f"restore of `{change.targets[0]}`",
+                        f"brings back part of unit `{unit.head}`: {_ids(missing)} would stay "
+                        "out of the view",
+                        "restore every compacted piece of the unit in one proposal",
+                    )
 
 
 def safety_replaces_only(proposal: Proposal) -> Iterator[str]:
@@ -364,7 +468,12 @@ def _unencodable(text: str) -> str | None:
 def pairs_kept(changes: Sequence[Change], before: WorkingView, after: WorkingView) -> Iterator[str]:
     """Breaks of `calls_paired` in the view after: a call and its answer split apart."""
     pairs: dict[tuple[str, str], None] = {}
-    for target in (t for change in changes for t in change.targets):
+    for change in changes:
+        if _restoring(change) and change.targets[0] in before:
+            # What comes back is paired in the view after, where it stands again.
+            for base in before.overlay.undone_by(change.targets[0])[1]:
+                _pair_of(base, after, pairs)
+    for target in (t for change in changes if not _restoring(change) for t in change.targets):
         node = before[target]
         partner = before.answer_to(target) if isinstance(node, ToolCallNode) else None
         if partner is not None:
@@ -390,6 +499,19 @@ def pairs_kept(changes: Sequence[Change], before: WorkingView, after: WorkingVie
             f"{answer_now[0]} as `{answer_now[1]}`",
             "edit a call and its answer together (drop or abstract their whole unit)",
         )
+
+
+def _pair_of(node_id: str, view: WorkingView, pairs: dict[tuple[str, str], None]) -> None:
+    """Add the call-answer pair `node_id` is part of in `view` (if any) to `pairs`."""
+    node = view[node_id]
+    if isinstance(node, ToolCallNode):
+        partner = view.answer_to(node_id) if view.is_current(node_id) else None
+        if partner is not None:
+            pairs[(node_id, partner.id)] = None
+    elif isinstance(node, AnswerNode):
+        caller = view.call_of(node_id) if view.is_current(node_id) else None
+        if caller is not None:
+            pairs[(caller.id, node_id)] = None
 
 
 def _standing(node_id: str, view: WorkingView) -> tuple[str, str]:

@@ -132,7 +132,8 @@ class WorkingView(GraphView):
     def with_proposal(self, proposal: Proposal) -> WorkingView:
         """The view with `proposal` applied, unchecked (`WorkingGraph.apply` checks first)."""
         version = self.version + 1
-        overlay = self._overlay.with_edits(proposal.edits, version)
+        safety = proposal.purpose == "safety"
+        overlay = self._overlay.with_edits(proposal.edits, version, safety=safety)
         frozen = self._frozen
         if frozen is not None:
             frozen = _Frozen(frozen.limit, version, frozen.turns)
