@@ -52,7 +52,6 @@ AGENT_TOOLS: Final[dict[str, ToolSpec]] = {
                 }
             },
             "required": ["id"],
-            "additionalProperties": False,
         },
     ),
     COMPACT_TOOL: ToolSpec(
@@ -71,7 +70,6 @@ AGENT_TOOLS: Final[dict[str, ToolSpec]] = {
                     "maxLength": MAX_INSTRUCTIONS_CHARS,
                 }
             },
-            "additionalProperties": False,
         },
     ),
 }
