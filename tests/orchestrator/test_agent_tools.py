@@ -179,7 +179,7 @@ class TestConfiguration:
         self, make: Callable[..., ContextManager]
     ) -> None:
         """`handle_tool_call_sync` inside an event loop says to await the async one."""
-        with pytest.raises(RuntimeError, match="await manager.handle_tool_call"):
+        with pytest.raises(RuntimeError, match=r"await manager\.handle_tool_call"):
             make().handle_tool_call_sync("context_expand", {"id": "x"})
 
 
