@@ -70,6 +70,9 @@ def plan_restore(view: WorkingView, node_id: str) -> RestorePlan | Refusal:
             "names (`call context_expand with id <id> ...`)"
         )
     overlay = view.overlay
+    if node_id in overlay.undone:
+        # Taken away by an earlier restore: what stands for its originals now counts.
+        node_id = view.roots(node_id)[0]
     now, _ = overlay.resolve(node_id)
     if now in overlay.dropped:
         targets = _dropped_with(view, now)

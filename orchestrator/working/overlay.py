@@ -36,6 +36,8 @@ class Overlay:
         applied: How many proposals were applied.
         kept: Derived nodes a `safety` edit made (redacted copies): a restore stops at
             them, so that what was redacted never comes back.
+        undone: The derived nodes a restore took away, by id: still explained (the audit
+            log names them), no longer in use, so a later edit may make one again.
     """
 
     derived: Mapping[str, Node] = field(default_factory=_frozen_map)
@@ -45,6 +47,12 @@ class Overlay:
     left_at: Mapping[str, int] = field(default_factory=_frozen_map)
     applied: int = 0
     kept: frozenset[str] = frozenset()
+    undone: Mapping[str, Node] = field(default_factory=_frozen_map)
+
+    def node(self, node_id: str) -> Node | None:
+        """A node an edit added, in use or undone by a restore (`None`: no such node)."""
+        found = self.derived.get(node_id)
+        return found if found is not None else self.undone.get(node_id)
 
     def resolve(self, node_id: str) -> tuple[str, bool]:
         """The node that stands for `node_id` now, and whether a summary is on the way."""
@@ -116,7 +124,10 @@ class Overlay:
         dropped = set(self.dropped)
         left_at = dict(self.left_at)
         kept = set(self.kept)
+        undone_nodes = dict(self.undone)
         for edit in edits:
+            for added in _added(edit):
+                undone_nodes.pop(added, None)
             if isinstance(edit, Replace):
                 derived[edit.replacement.id] = edit.replacement
                 replaced_by[edit.target] = edit.replacement.id
@@ -141,7 +152,7 @@ class Overlay:
                     left_at.pop(node_id, None)
                     dropped.discard(node_id)
                 for node_id in undone:
-                    derived.pop(node_id, None)
+                    undone_nodes[node_id] = derived.pop(node_id)
         return Overlay(
             derived=MappingProxyType(derived),
             replaced_by=MappingProxyType(replaced_by),
@@ -150,4 +161,13 @@ class Overlay:
             left_at=MappingProxyType(left_at),
             applied=self.applied + 1,
             kept=frozenset(kept),
+            undone=MappingProxyType(undone_nodes),
         )
+
+
+def _added(edit: Edit) -> tuple[str, ...]:
+    if isinstance(edit, Replace):
+        return (edit.replacement.id,)
+    if isinstance(edit, Abstract):
+        return (edit.summary.id,)
+    return ()

@@ -312,6 +312,13 @@ def restores_checked(
                 "is a redacted copy: restoring it would bring a secret back",
                 "restore only compacted pieces; a redaction stays",
             )
+        elif target in overlay.undone:
+            yield _say(
+                rule,
+                f"node `{target}`",
+                "was restored already: what it stood for is back in the view",
+                "leave the edit out",
+            )
         elif target in overlay.derived and not (
             state.is_current(target) or target in overlay.dropped
         ):
