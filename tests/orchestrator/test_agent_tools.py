@@ -318,6 +318,35 @@ class TestModelMistakes:
         )
 
 
+class TestRedaction:
+    """What was redacted for safety never comes back through context_expand."""
+
+    async def test_a_masked_redacted_output_comes_back_redacted(
+        self, make: Callable[..., ContextManager]
+    ) -> None:
+        """The restore stops at the redacted copy; the secret stays out of every request."""
+        secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+        manager = make(redact_secrets=True)
+        manager.add_system("You are a careful coding agent.")
+        manager.add_user("Deploy it.")
+        manager.add_assistant("Reading.", tool_calls=[{"id": "c0", "name": "bash"}])
+        output = manager.add_tool_result("c0", f"{_log(0)}\ntoken {secret}")
+        manager.add_user("Go on.")
+        await manager.render()  # redacts the output
+        await manager.compact()  # masks the redacted copy
+        first = (await manager.render()).payload
+        assert secret not in json.dumps(first)
+        named = named_ids(first)
+        assert len(named) == 1
+        assert manager.working.view.roots(named[0]) == (output,)
+        result = await manager.handle_tool_call("context_expand", {"id": named[0]})
+        assert "restored" in result
+        second = json.dumps((await manager.render()).payload)
+        assert secret not in second
+        assert "line 5 of run 0" in second
+        assert not manager.working.is_current(output)  # its redacted copy stands
+
+
 class TestBudget:
     """A restore must fit under the budget beside what every request keeps."""
 
