@@ -233,6 +233,10 @@ class Restore(BaseModel):
     op: Literal["restore"] = "restore"
     target: str
     """The id of the derived node to take out of the view, or of a dropped node."""
+    whole: bool = True
+    """Undo every compaction below `target` (`True`), or only `target` itself: what it
+    was made from comes back as it stood then (a summary's units with their outputs
+    still masked, say), a smaller piece when the whole does not fit."""
 
 
 Edit: TypeAlias = Annotated[Replace | Abstract | Drop | Restore, Field(discriminator="op")]

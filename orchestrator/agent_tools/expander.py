@@ -37,32 +37,38 @@ class RestorePlan:
     """The ids that come back into the view (pristine nodes, or redacted copies)."""
     units: int
     """How many pristine units they belong to."""
+    compacted: int = 0
+    """How many of `restored` are still compacted pieces (a restore of one level)."""
 
 
 def restore_proposal(
-    view: WorkingView, targets: Sequence[str], processor: str = EXPAND_TOOL
+    view: WorkingView, targets: Sequence[str], processor: str = EXPAND_TOOL, *, whole: bool = True
 ) -> Proposal:
-    """The `restore` proposal undoing `targets`, with exact token counts (unchecked)."""
+    """The `restore` proposal undoing `targets`, with exact token counts (unchecked).
+
+    `whole=False` undoes only the targets themselves (`Restore.whole`).
+    """
     before = after = 0
     count = view.token_cache.count_node
     restored: list[str] = []
     for target in targets:
-        undone, bases = view.overlay.undone_by(target)
+        undone, bases = view.overlay.undone_by(target, whole=whole)
         before += sum(count(view[i]) for i in undone if view.is_current(i))
         after += sum(count(view[i]) for i in bases)
         restored.extend(bases)
     return Proposal(
         processor=processor,
-        edits=tuple(Restore(target=target) for target in targets),
+        edits=tuple(Restore(target=target, whole=whole) for target in targets),
         tokens_before=before,
         tokens_after=after,
         base_version=view.version,
-        note=f"restored {len(restored)} node(s) behind {', '.join(targets)}",
+        note=f"restored {len(restored)} node(s) behind {', '.join(targets)}"
+        + ("" if whole else " (one level)"),
         purpose="restore",
     )
 
 
-def plan_restore(view: WorkingView, node_id: str) -> RestorePlan | Refusal:
+def plan_restore(view: WorkingView, node_id: str, *, whole: bool = True) -> RestorePlan | Refusal:
     """The restore of what `node_id` stands for in `view`, or why there is none."""
     if node_id not in view:
         return Refusal(
@@ -86,11 +92,12 @@ def plan_restore(view: WorkingView, node_id: str) -> RestorePlan | Refusal:
         return Refusal(f"{EXPAND_TOOL}: {shown(node_id)} is {what} already; nothing to restore")
     else:
         targets = (now,)
-    proposal = restore_proposal(view, targets)
-    restored = tuple(i for t in targets for i in overlay.undone_by(t)[1])
+    proposal = restore_proposal(view, targets, whole=whole)
+    restored = tuple(i for t in targets for i in overlay.undone_by(t, whole=whole)[1])
     pristine = view.pristine
     heads = {pristine.unit_of(root).head for i in restored for root in view.roots(i)}
-    return RestorePlan(proposal, restored, len(heads))
+    compacted = sum(i in overlay.derived and i not in overlay.kept for i in restored)
+    return RestorePlan(proposal, restored, len(heads), compacted)
 
 
 def _dropped_with(view: WorkingView, dropped: str) -> tuple[str, ...]:
@@ -134,13 +141,33 @@ class Expander:
         self._renderers = renderers
 
     def expand(self, node_id: str) -> str:
-        """Restore what `node_id` stands for; the tool result the model reads."""
-        plan = plan_restore(self._working.view, node_id)
+        """Restore what `node_id` stands for; the tool result the model reads.
+
+        When the whole does not fit but what a summary was made from does (its units
+        with their outputs still compacted), that comes back instead, and the result
+        says so: each piece still compacted names its own id.
+        """
+        view = self._working.view
+        plan = plan_restore(view, node_id)
         if isinstance(plan, Refusal):
             return plan.text
-        too_big = self._too_big(node_id, plan)
-        if too_big is not None:
-            return too_big
+        short = self._shortfall(plan)
+        if short is None:
+            return self._apply(node_id, plan)
+        smaller = plan_restore(view, node_id, whole=False)
+        if isinstance(smaller, RestorePlan) and smaller.compacted and not self._shortfall(smaller):
+            size, room = short
+            done = self._apply(node_id, smaller)
+            if not done.startswith(f"{EXPAND_TOOL}: restored"):
+                return done
+            return (
+                f"{done}. The whole would take {size:,} tokens and {room:,} are free, so it "
+                f"came back one level: {smaller.compacted} piece(s) in it are still "
+                "compacted; each names the id to expand it"
+            )
+        return self._refusal(node_id, plan, *short)
+
+    def _apply(self, node_id: str, plan: RestorePlan) -> str:
         proposal = plan.proposal
         with self._keeper.atomic():
             try:
@@ -163,8 +190,8 @@ class Expander:
             f"the next request on{kept}"
         )
 
-    def _too_big(self, node_id: str, plan: RestorePlan) -> str | None:
-        """Why the restored content cannot fit under the render budget (`None`: it can)."""
+    def _shortfall(self, plan: RestorePlan) -> tuple[int, int] | None:
+        """`(size, room)` when the restored content cannot fit the budget; else `None`."""
         budget = self._options.budget
         if budget is None:
             return None
@@ -177,15 +204,16 @@ class Expander:
             floor = exc.required
         calibrator = self._state.calibrator
         grows = plan.proposal.tokens_after
-        needed = calibrator.apply(floor + grows)
-        if needed <= budget:
+        if calibrator.apply(floor + grows) <= budget:
             return None
-        room = max(0, budget - calibrator.apply(floor))
-        size = calibrator.apply(grows)
+        return calibrator.apply(grows), max(0, budget - calibrator.apply(floor))
+
+    def _refusal(self, node_id: str, plan: RestorePlan, size: int, room: int) -> str:
+        budget = self._options.budget or 0
         if plan.units > 1:
             advice = (
                 f"a summary comes back whole, and its {plan.units} turns do not fit; work "
-                "from the summary, or ask for a single masked output id instead"
+                "from the summary, or make room first (fewer outputs in view)"
             )
         else:
             advice = (

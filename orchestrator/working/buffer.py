@@ -78,7 +78,7 @@ def _entry(proposal: Proposal, before: WorkingView, version: int, now: float) ->
     added: list[str] = []
     for edit in proposal.edits:
         if isinstance(edit, Restore):
-            undone, bases = before.overlay.undone_by(edit.target)
+            undone, bases = before.overlay.undone_by(edit.target, whole=edit.whole)
             removed.extend(i for i in undone if before.is_current(i))
             added.extend(bases)  # lineage order: transcript order
             continue

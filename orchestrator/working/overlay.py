@@ -88,12 +88,15 @@ class Overlay:
                 return None
         return frozenset(targets)
 
-    def undone_by(self, target: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def undone_by(
+        self, target: str, *, whole: bool = True
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """What `Restore(target)` undoes: the derived nodes it takes away, and the bases.
 
         The bases are the nodes that come back: the pristine nodes below `target` (and
         the redacted copies, `kept`, where a safety edit stands between), in the order
-        the lineage names them. A pristine `target` (a dropped one) is its own base.
+        the lineage names them; with `whole=False`, what `target` was made from. A
+        pristine `target` (a dropped one) is its own base.
         """
         undone: list[str] = []
         bases: list[str] = []
@@ -105,7 +108,7 @@ class Overlay:
                 continue
             seen.add(node_id)
             node = self.derived.get(node_id)
-            if node is None or node_id in self.kept:
+            if node is None or node_id in self.kept or (undone and not whole):
                 bases.append(node_id)
                 continue
             undone.append(node_id)
@@ -143,7 +146,7 @@ class Overlay:
                 dropped.update(edit.targets)
                 left_at.update(dict.fromkeys(edit.targets, version))
             else:
-                undone, bases = self.undone_by(edit.target)
+                undone, bases = self.undone_by(edit.target, whole=edit.whole)
                 # Undone as if never made: a later compaction may make the same node
                 # again (same content, same id) once the restored content is released.
                 for node_id in (*undone, *bases):

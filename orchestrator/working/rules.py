@@ -64,6 +64,12 @@ def _restoring(change: Change) -> bool:
     return isinstance(change.edit, Restore)
 
 
+def _undone(change: Change, state: WorkingView) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a restore change undoes in `state` (`Overlay.undone_by`)."""
+    whole = change.edit.whole if isinstance(change.edit, Restore) else True
+    return state.overlay.undone_by(change.targets[0], whole=whole)
+
+
 def _say(rule: str, subject: str, problem: str, fix: str) -> str:
     return f"{rule}: {subject} {problem}; fix: {fix}"
 
@@ -279,7 +285,7 @@ def _removed_added(changes: Sequence[Change], state: WorkingView) -> tuple[list[
         if target not in state:
             removed.append(target)  # unknown: targets_current names it
             continue
-        undone, bases = state.overlay.undone_by(target)
+        undone, bases = _undone(change, state)
         removed.extend(i for i in undone if state.is_current(i))
         added.extend(state[i] for i in bases)
     return removed, added
@@ -346,7 +352,7 @@ def restores_whole(
     for change in changes:
         if not _restoring(change):
             continue
-        for base in before.overlay.undone_by(change.targets[0])[1]:
+        for base in _undone(change, before)[1]:
             for root in before.roots(base):
                 unit = pristine.unit_of(root)
                 if unit.head in seen:
@@ -478,7 +484,7 @@ def pairs_kept(changes: Sequence[Change], before: WorkingView, after: WorkingVie
     for change in changes:
         if _restoring(change) and change.targets[0] in before:
             # What comes back is paired in the view after, where it stands again.
-            for base in before.overlay.undone_by(change.targets[0])[1]:
+            for base in _undone(change, before)[1]:
                 _pair_of(base, after, pairs)
     for target in (t for change in changes if not _restoring(change) for t in change.targets):
         node = before[target]

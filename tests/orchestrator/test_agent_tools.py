@@ -364,6 +364,27 @@ class TestBudget:
         assert manager.working.audit() == audit
         assert not manager.working.is_current(outputs[0])
 
+    async def test_a_summary_too_big_comes_back_one_level(
+        self, make: Callable[..., ContextManager]
+    ) -> None:
+        """What a summary was made from comes back (outputs still masked) when the whole cannot."""
+        manager = make(
+            budget=3_000, pipeline=[ObservationMasker(keep_turns=1), HistorySummarizer()]
+        )
+        outputs = fill(manager, steps=6)
+        await manager.compact()
+        ids = named_ids((await manager.render()).payload)
+        assert len(ids) == 1  # the summary's
+        summarized = [o for o in outputs if not manager.working.is_current(o)]
+        result = await manager.handle_tool_call("context_expand", {"id": ids[0]})
+        assert result.startswith("context_expand: restored")
+        assert "came back one level" in result
+        after = await manager.render()
+        assert after.tokens <= 3_000
+        named = named_ids(after.payload)
+        assert set(summarized) & set(named)  # each masked output names its own id
+        assert validate(after.payload, "openai") == []
+
     def test_what_fits_stays_under_the_budget(self, make: Callable[..., ContextManager]) -> None:
         """After a restore that fits, the next request is within the budget."""
         manager = make(budget=3_000)

@@ -126,6 +126,18 @@ class TestRestore:
         assert [u.node_ids for u in working.units()] == before
         assert summary in working.view.overlay.undone
 
+    def test_one_level_brings_back_what_a_summary_was_made_from(self, graph: ContextGraph) -> None:
+        """`whole=False` undoes the summary only: its masked member stands masked again."""
+        working = WorkingGraph(graph)
+        masked = _mask(working, _result(graph, 0))
+        units = working.units()
+        summary = _summarize(working, [*units[2].node_ids, *units[3].node_ids])
+        proposal = restore_proposal(working.view, (summary,), whole=False)
+        working.apply(proposal)
+        assert working.is_current(masked)
+        assert not working.is_current(_result(graph, 0))
+        assert working.units() == working.view.fresh_copy().units()
+
     def test_the_projection_after_a_restore_is_the_fresh_one(self, graph: ContextGraph) -> None:
         """What the view keeps up to date equals projecting it from scratch."""
         working = WorkingGraph(graph)
