@@ -17,7 +17,7 @@ from context_graph.tokens.counting import ProviderFormat
 from context_graph.validate import validate
 from context_graph.validate.sdk_types import sdk_problems
 from orchestrator.manager import ContextManager
-from processors import HistorySummarizer, ObservationMasker, ToolOutputTruncator
+from processors import Distiller, HistorySummarizer, ObservationMasker, ToolOutputTruncator
 
 NAMED = re.compile(r"call context_expand with id ([^\s\]]+) to restore")
 
@@ -482,19 +482,46 @@ class TestPersistence:
 class TestHints:
     """With the tool on, every compacted piece names the exact id to pass."""
 
-    def test_truncated_output_names_its_id(self, make: Callable[..., ContextManager]) -> None:
+    async def test_truncated_output_names_its_id(self, make: Callable[..., ContextManager]) -> None:
         """A truncated copy ends with the hint naming the output it came from."""
         manager = make(budget=None, pipeline=[ToolOutputTruncator(max_tokens=200)])
         outputs = fill(manager, steps=1)
         manager.add_user("and")
         manager.add_user("and again")
-        import anyio
-
-        anyio.run(manager.compact)
+        await manager.compact()
         copy, _ = manager.working.view.overlay.resolve(outputs[0])
         assert manager.working[copy].text.endswith(
             f"[call context_expand with id {outputs[0]} to restore the whole output]"
         )
+
+    async def test_distilled_output_names_its_id(self, make: Callable[..., ContextManager]) -> None:
+        """A distillate ends with the hint naming the output it came from."""
+        manager = make(budget=None, pipeline=[Distiller(level="heavy")])
+        outputs = fill(manager, steps=1)
+        await manager.compact()
+        copy, _ = manager.working.view.overlay.resolve(outputs[0])
+        assert copy != outputs[0]
+        assert manager.working[copy].text.endswith(
+            f"[call context_expand with id {outputs[0]} to restore the whole output]"
+        )
+        assert "restored" in await manager.handle_tool_call("context_expand", {"id": outputs[0]})
+
+    async def test_a_summary_names_an_id_that_restores_it(
+        self, make: Callable[..., ContextManager]
+    ) -> None:
+        """The summary's hint names the first node it abstracts, which resolves to it."""
+        manager = make(budget=None, pipeline=[HistorySummarizer()])
+        fill(manager, steps=4, lines=20)
+        await manager.compact()
+        summary = next(
+            i for i in manager.working.current_ids() if manager.working[i].kind == "summary"
+        )
+        node = manager.working[summary]
+        assert node.text.endswith(
+            f"[call context_expand with id {node.abstracts[0]} to restore the turns this "
+            "summary stands for]"
+        )
+        assert manager.working.view.overlay.resolve(node.abstracts[0])[0] == summary
 
     def test_the_mask_placeholder_without_the_tool_is_unchanged(self) -> None:
         """Off, the placeholder keeps its old wording (`expand node <id>`)."""
