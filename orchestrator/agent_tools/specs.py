@@ -8,7 +8,8 @@ user's own tools.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
 
 from context_graph.errors import ConfigurationError
@@ -34,45 +35,47 @@ MAX_ID_CHARS: Final = 512
 MAX_INSTRUCTIONS_CHARS: Final = 4_000
 
 #: Every agent tool by name, as the request carries it.
-AGENT_TOOLS: Final[dict[str, ToolSpec]] = {
-    EXPAND_TOOL: ToolSpec(
-        name=EXPAND_TOOL,
-        description=(
-            "Restore content that was compacted to fit the context window: a masked, "
-            "truncated, distilled or summarized piece names the id to pass. The original "
-            "is back in the following requests."
-        ),
-        parameters={
-            "type": "object",
-            "properties": {
-                "id": {
-                    "type": "string",
-                    "description": "The id the placeholder names.",
-                    "maxLength": MAX_ID_CHARS,
-                }
+AGENT_TOOLS: Final[Mapping[str, ToolSpec]] = MappingProxyType(
+    {
+        EXPAND_TOOL: ToolSpec(
+            name=EXPAND_TOOL,
+            description=(
+                "Restore content that was compacted to fit the context window: a masked, "
+                "truncated, distilled or summarized piece names the id to pass. The original "
+                "is back in the following requests."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "id": {
+                        "type": "string",
+                        "description": "The id the placeholder names.",
+                        "maxLength": MAX_ID_CHARS,
+                    }
+                },
+                "required": ["id"],
             },
-            "required": ["id"],
-        },
-    ),
-    COMPACT_TOOL: ToolSpec(
-        name=COMPACT_TOOL,
-        description=(
-            "Compact the context window now (old tool outputs masked, earlier turns "
-            "summarized) to make room; everything compacted can be restored with "
-            "context_expand."
         ),
-        parameters={
-            "type": "object",
-            "properties": {
-                "instructions": {
-                    "type": "string",
-                    "description": "What the summary must keep, e.g. 'the DB schema'.",
-                    "maxLength": MAX_INSTRUCTIONS_CHARS,
-                }
+        COMPACT_TOOL: ToolSpec(
+            name=COMPACT_TOOL,
+            description=(
+                "Compact the context window now (old tool outputs masked, earlier turns "
+                "summarized) to make room; everything compacted can be restored with "
+                "context_expand."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "instructions": {
+                        "type": "string",
+                        "description": "What the summary must keep, e.g. 'the DB schema'.",
+                        "maxLength": MAX_INSTRUCTIONS_CHARS,
+                    }
+                },
             },
-        },
-    ),
-}
+        ),
+    }
+)
 
 _SHORT = {"expand": EXPAND_TOOL, "compact": COMPACT_TOOL}
 
