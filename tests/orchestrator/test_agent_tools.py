@@ -11,12 +11,16 @@ from typing import Any
 import pytest
 
 from context_graph.errors import ConfigurationError
+from context_graph.examples import EXAMPLE_SESSION
+from context_graph.importers import load_sessions
 from context_graph.render import FORMATS
 from context_graph.testing import WordCounter
 from context_graph.tokens.counting import ProviderFormat
 from context_graph.validate import validate
 from context_graph.validate.sdk_types import sdk_problems
+from orchestrator.cli import main
 from orchestrator.manager import ContextManager
+from orchestrator.replay import replay
 from processors import Distiller, HistorySummarizer, ObservationMasker, ToolOutputTruncator
 
 NAMED = re.compile(r"call context_expand with id ([^\s\]]+) to restore")
@@ -477,6 +481,39 @@ class TestPersistence:
             assert again.working.is_current(outputs[0])  # still pinned
         finally:
             again.close()
+
+
+class TestReplay:
+    """`replay(agent_tools=True)` and `context-graph replay --agent-tools`."""
+
+    def test_replay_sends_the_tool_and_names_ids(self) -> None:
+        """Every replayed request is valid with the tool in it, and compacted pieces name ids."""
+        events = load_sessions(EXAMPLE_SESSION)[0].events
+        report = replay(events, budget=4_000, agent_tools=True)
+        assert report.calls
+        assert report.invalid_calls == 0
+        assert report.last_request is not None
+        assert tool_names(report.last_request, "openai") == ["context_expand"]
+        assert named_ids(report.last_request)
+
+    def test_cli_flag(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """`replay --agent-tools` writes a last request carrying context_expand."""
+        out = tmp_path / "last.json"
+        code = main(["replay", "--agent-tools", "--budget", "4000", "-o", str(out)])
+        _, err = capsys.readouterr()
+        assert code == 0, err
+        body = json.loads(out.read_text(encoding="utf-8"))
+        assert tool_names(body, "openai") == ["context_expand"]
+        assert validate(body, "openai") == []
+
+    def test_cli_without_the_flag_sends_no_agent_tool(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Without the flag the request is as before: no tools field."""
+        out = tmp_path / "last.json"
+        assert main(["replay", "--budget", "4000", "-o", str(out)]) == 0
+        capsys.readouterr()
+        assert "tools" not in json.loads(out.read_text(encoding="utf-8"))
 
 
 class TestHints:
