@@ -47,9 +47,9 @@ from context_graph.graph.nodes import Node
 from context_graph.graph.sdk_replies import read_response
 from context_graph.render import Renderer, RenderResult
 from context_graph.tokens.counting import ProviderFormat, TokenCounter
-from orchestrator.agent_tools.calls import AgentCall, Refusal, read_call
 from orchestrator.agent_tools.expander import Expander
-from orchestrator.agent_tools.specs import COMPACT_TOOL, EXPAND_TOOL, agent_tool_specs
+from orchestrator.agent_tools.runner import AgentToolRunner
+from orchestrator.agent_tools.specs import agent_tool_specs
 from orchestrator.bus import EventBus
 from orchestrator.compaction.background import BackgroundRunner
 from orchestrator.compaction.compactor import Compactor
@@ -233,8 +233,11 @@ class ContextManager(EventAdders):
             self._working, self._bus, options, self._state, self._keeper, self._screen
         )
         self._background = BackgroundRunner(self._compactor, self._renderers, options)
-        self._expander = Expander(
+        expander = Expander(
             self._working, self._state, self._keeper, self._bus, options, self._renderers
+        )
+        self._tools = AgentToolRunner(
+            options.agent_tools, expander, self.compact, self._compactor.slot, self._working
         )
 
     @classmethod
@@ -553,20 +556,7 @@ class ContextManager(EventAdders):
             ConfigurationError: the manager has no agent tools (`agent_tools=`), or
                 `name` / `arguments` are of a type no SDK hands over.
         """
-        call = self._read_call(name, arguments, "handle_tool_call")
-        if isinstance(call, Refusal):
-            return call.text
-        if call.name == EXPAND_TOOL:
-            await self._compactor.slot.wait()  # a background run lands first
-            return self._expander.expand(call.arguments["id"])
-        before = self._working.total_tokens
-        run = await self.compact(call.arguments.get("instructions"))
-        after = self._working.total_tokens
-        return (
-            f"{COMPACT_TOOL}: {run.applied} edit(s) applied, the context went from "
-            f"{before:,} to {after:,} tokens"
-            + ("; cut short by the time limit" if run.timed_out else "")
-        )
+        return await self._tools.run(self._tools.read(name, arguments, "handle_tool_call"))
 
     def handle_tool_call_sync(
         self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None
@@ -580,26 +570,14 @@ class ContextManager(EventAdders):
         try:
             anyio.get_current_task()
         except anyio.NoEventLoopError:
-            call = self._read_call(name, arguments, "handle_tool_call_sync")
-            if isinstance(call, Refusal):
-                return call.text
-            if call.name == EXPAND_TOOL:
-                return self._expander.expand(call.arguments["id"])
-            return anyio.run(functools.partial(self.handle_tool_call, name, arguments))
+            call = self._tools.read(name, arguments, "handle_tool_call_sync")
+            done = self._tools.run_inline(call)
+            return done if done is not None else anyio.run(self._tools.run, call)
         msg = (
             "handle_tool_call_sync() was called inside a running event loop; "
             "use `await manager.handle_tool_call(...)` there instead"
         )
         raise RuntimeError(msg)
-
-    def _read_call(self, name: object, arguments: object, where: str) -> AgentCall | Refusal:
-        if not self._options.agent_tools:
-            msg = (
-                f"{where}: this manager has no agent tools; make it with "
-                "ContextManager(agent_tools=True) (or ('expand', 'compact'))"
-            )
-            raise ConfigurationError(msg)
-        return read_call(name, arguments, self._options.agent_tools)
 
     def report_usage(self, prompt_tokens: int) -> float:
         """Report the provider's prompt tokens for the last render; return the new factor.

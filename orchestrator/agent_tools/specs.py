@@ -93,7 +93,7 @@ def agent_tool_specs(value: object, user_tools: Sequence[ToolSpec]) -> tuple[Too
     if value is None or value is False:
         return ()
     if value is True:
-        names = {EXPAND_TOOL}
+        names: set[str] = {EXPAND_TOOL}
     elif isinstance(value, str | bytes) or not isinstance(value, Sequence | frozenset | set):
         msg = (
             "ContextManager: `agent_tools` must be True, False or a list of names such as "
@@ -104,7 +104,7 @@ def agent_tool_specs(value: object, user_tools: Sequence[ToolSpec]) -> tuple[Too
         names = set()
         for item in value:
             name = _SHORT.get(item, item) if isinstance(item, str) else None
-            if name not in AGENT_TOOLS:
+            if name is None or name not in AGENT_TOOLS:
                 known = ", ".join(repr(n) for n in (*_SHORT, *AGENT_TOOLS))
                 msg = f"ContextManager: `agent_tools` names {item!r}; use some of {known}"
                 raise ConfigurationError(msg)

@@ -55,14 +55,13 @@ from collections.abc import Collection, Mapping
 from types import MappingProxyType
 
 from context_graph.errors import InvariantViolation
+from orchestrator.working.restore_rules import restores_checked, restores_whole
 from orchestrator.working.rules import (
     calls_keep_ids,
     changes_of,
     lineage_consistent,
     pairs_kept,
     pinned_untouched,
-    restores_checked,
-    restores_whole,
     safety_replaces_only,
     summaries_checked,
     targets_current,

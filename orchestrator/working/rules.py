@@ -1,7 +1,8 @@
 """How each rule of `orchestrator.working.invariants.RULES` is checked.
 
 One generator per rule (`calls_paired` has two: the ids a replacement keeps, and the
-pairs the view after the edits keeps), each yielding one message per break. A message
+pairs the view after the edits keeps), each yielding one message per break; the rule of
+restores is checked in `orchestrator.working.restore_rules`. A message
 names the rule, the node and the fix: `"<rule>: <subject> <problem>; fix: <fix>"`.
 """
 
@@ -22,13 +23,14 @@ __all__ = [
     "lineage_consistent",
     "pairs_kept",
     "pinned_untouched",
-    "restores_checked",
-    "restores_whole",
+    "restored_pairs",
+    "restoring",
     "safety_replaces_only",
     "summaries_checked",
     "targets_current",
     "text_encodable",
     "tokens_reduced",
+    "undone_of",
     "whole_units",
 ]
 
@@ -60,14 +62,32 @@ def changes_of(proposal: Proposal) -> list[Change]:
     return changes
 
 
-def _restoring(change: Change) -> bool:
+def restoring(change: Change) -> bool:
+    """Whether `change` is a `Restore` (`orchestrator.working.restore_rules` checks those)."""
     return isinstance(change.edit, Restore)
 
 
-def _undone(change: Change, state: WorkingView) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """What a restore change undoes in `state` (`Overlay.undone_by`)."""
+def undone_of(change: Change, state: WorkingView) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a restore change undoes in `state`: `Overlay.undone_by` of its target."""
     whole = change.edit.whole if isinstance(change.edit, Restore) else True
     return state.overlay.undone_by(change.targets[0], whole=whole)
+
+
+def restored_pairs(
+    changes: Sequence[Change], before: WorkingView, after: WorkingView
+) -> Iterator[tuple[str, str]]:
+    """The call-answer pairs of what the restores among `changes` bring back, in `after`."""
+    for change in changes:
+        if not restoring(change) or change.targets[0] not in before:
+            continue
+        for base in undone_of(change, before)[1]:
+            node = after[base]
+            if not after.is_current(base):
+                continue
+            if isinstance(node, ToolCallNode) and (answer := after.answer_to(base)) is not None:
+                yield base, answer.id
+            elif isinstance(node, AnswerNode) and (call := after.call_of(base)) is not None:
+                yield call.id, base
 
 
 def _say(rule: str, subject: str, problem: str, fix: str) -> str:
@@ -100,7 +120,7 @@ def targets_current(
                 "name the nodes it covers, or leave the edit out",
             )
         for target in change.targets:
-            if _restoring(change) and target in state.overlay.dropped:
+            if restoring(change) and target in state.overlay.dropped:
                 continue  # a restore brings a dropped node back
             if not state.is_current(target):
                 yield _stale(target, state, base)
@@ -133,7 +153,7 @@ def whole_units(changes: Sequence[Change], state: WorkingView) -> Iterator[str]:
     """Breaks of `whole_units`: part of a unit edited, a run with a gap, a kind changed."""
     rule = "whole_units"
     for change in changes:
-        if _restoring(change):
+        if restoring(change):
             continue  # restores_whole checks what comes back
         current = [t for t in change.targets if state.is_current(t)]
         added = change.added
@@ -218,7 +238,7 @@ def pinned_untouched(
 ) -> Iterator[str]:
     """Breaks of `pinned_untouched`: a pinned or protected node targeted."""
     for change in changes:
-        if _restoring(change):
+        if restoring(change):
             continue  # restores_checked refuses a redacted target
         for target in change.targets:
             node = state.get(target)
@@ -276,7 +296,7 @@ def _removed_added(changes: Sequence[Change], state: WorkingView) -> tuple[list[
     removed: list[str] = []
     added: list[Node] = []
     for change in changes:
-        if not _restoring(change):
+        if not restoring(change):
             removed.extend(change.targets)
             if change.added is not None:
                 added.append(change.added)
@@ -285,88 +305,10 @@ def _removed_added(changes: Sequence[Change], state: WorkingView) -> tuple[list[
         if target not in state:
             removed.append(target)  # unknown: targets_current names it
             continue
-        undone, bases = _undone(change, state)
+        undone, bases = undone_of(change, state)
         removed.extend(i for i in undone if state.is_current(i))
         added.extend(state[i] for i in bases)
     return removed, added
-
-
-def restores_checked(
-    proposal: Proposal, changes: Sequence[Change], state: WorkingView
-) -> Iterator[str]:
-    """Breaks of `restores_checked`: a restore mixed with compaction, or of a wrong target."""
-    rule, subject = "restores_checked", f"proposal from `{proposal.processor}`"
-    restoring = proposal.purpose == "restore"
-    for change in changes:
-        if _restoring(change) != restoring:
-            what = "a restore" if restoring else f"a {proposal.purpose} proposal"
-            yield _say(
-                rule,
-                subject,
-                f"is {what} but edit {change.index} is a {change.edit.op}",
-                "put restores alone in a proposal of purpose 'restore'",
-            )
-            continue
-        if not restoring:
-            continue
-        target = change.targets[0]
-        overlay = state.overlay
-        if target in overlay.kept:
-            yield _say(
-                rule,
-                f"node `{target}`",
-                "is a redacted copy: restoring it would bring a secret back",
-                "restore only compacted pieces; a redaction stays",
-            )
-        elif target in overlay.undone:
-            yield _say(
-                rule,
-                f"node `{target}`",
-                "was restored already: what it stood for is back in the view",
-                "leave the edit out",
-            )
-        elif target in overlay.derived and not (
-            state.is_current(target) or target in overlay.dropped
-        ):
-            yield _say(
-                rule,
-                f"node `{target}`",
-                "is not in the view: something that stands for it now is",
-                "restore the node that stands in the view (Overlay.resolve)",
-            )
-        elif target not in overlay.derived and target not in overlay.dropped and target in state:
-            yield _say(
-                rule,
-                f"node `{target}`",
-                "is a pristine node that nothing compacted away",
-                "restore a replacement, a summary or a dropped node",
-            )
-
-
-def restores_whole(
-    changes: Sequence[Change], before: WorkingView, after: WorkingView
-) -> Iterator[str]:
-    """Breaks of `restores_checked` in the view after: a unit that came back in part."""
-    pristine = before.pristine
-    seen: set[str] = set()
-    for change in changes:
-        if not _restoring(change):
-            continue
-        for base in _undone(change, before)[1]:
-            for root in before.roots(base):
-                unit = pristine.unit_of(root)
-                if unit.head in seen:
-                    continue
-                seen.add(unit.head)
-                missing = [m for m in unit.node_ids if _standing(m, after)[0] != "current"]
-                if missing:
-                    yield _say(
-                        "restores_checked",
-                        f"restore of `{change.targets[0]}`",
-                        f"brings back part of unit `{unit.head}`: {_ids(missing)} would stay "
-                        "out of the view",
-                        "restore every compacted piece of the unit in one proposal",
-                    )
 
 
 def safety_replaces_only(proposal: Proposal) -> Iterator[str]:
@@ -480,13 +422,9 @@ def _unencodable(text: str) -> str | None:
 
 def pairs_kept(changes: Sequence[Change], before: WorkingView, after: WorkingView) -> Iterator[str]:
     """Breaks of `calls_paired` in the view after: a call and its answer split apart."""
-    pairs: dict[tuple[str, str], None] = {}
-    for change in changes:
-        if _restoring(change) and change.targets[0] in before:
-            # What comes back is paired in the view after, where it stands again.
-            for base in _undone(change, before)[1]:
-                _pair_of(base, after, pairs)
-    for target in (t for change in changes if not _restoring(change) for t in change.targets):
+    # What a restore brings back is paired in the view after, where it stands again.
+    pairs: dict[tuple[str, str], None] = dict.fromkeys(restored_pairs(changes, before, after))
+    for target in (t for change in changes if not restoring(change) for t in change.targets):
         node = before[target]
         partner = before.answer_to(target) if isinstance(node, ToolCallNode) else None
         if partner is not None:
@@ -512,19 +450,6 @@ def pairs_kept(changes: Sequence[Change], before: WorkingView, after: WorkingVie
             f"{answer_now[0]} as `{answer_now[1]}`",
             "edit a call and its answer together (drop or abstract their whole unit)",
         )
-
-
-def _pair_of(node_id: str, view: WorkingView, pairs: dict[tuple[str, str], None]) -> None:
-    """Add the call-answer pair `node_id` is part of in `view` (if any) to `pairs`."""
-    node = view[node_id]
-    if isinstance(node, ToolCallNode):
-        partner = view.answer_to(node_id) if view.is_current(node_id) else None
-        if partner is not None:
-            pairs[(node_id, partner.id)] = None
-    elif isinstance(node, AnswerNode):
-        caller = view.call_of(node_id) if view.is_current(node_id) else None
-        if caller is not None:
-            pairs[(caller.id, node_id)] = None
 
 
 def _standing(node_id: str, view: WorkingView) -> tuple[str, str]:
