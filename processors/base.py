@@ -1,8 +1,9 @@
 """The processor contract: targets and a context in, a proposal out, nothing mutated.
 
 A processor reads target nodes (read-only) and a `ProcessorContext`, and returns a
-`Proposal`: a list of edits (replace one node, abstract several into one, drop some),
-each new node carrying its lineage, plus the tokens the edits save. It never changes
+`Proposal`: a list of edits (replace one node, abstract several into one, drop some;
+or, only for `context_expand`, restore what a compacted piece stands for), each new
+node carrying its lineage, plus the tokens the edits save. It never changes
 the graph: the orchestrator checks a proposal against the invariants and applies it,
 or rejects it whole.
 

@@ -6,7 +6,10 @@ placeholder names, or the derived node's own) and builds a `restore` proposal: o
 so no unit comes back in part. `Expander` checks that the content fits under the render
 budget, applies the proposal through the invariant checker (the audit log and the
 session journal record it like any edit) and pins what came back for
-`expand_pin_turns` user turns, so compaction does not take it again at once.
+`expand_pin_turns` user turns, so compaction does not take it again at once. When the
+whole does not fit, one level (`Restore.whole=False`: a summary's units with their
+outputs still compacted, each naming its own id) comes back if that fits; else the
+call is refused with the sizes.
 """
 
 from __future__ import annotations
