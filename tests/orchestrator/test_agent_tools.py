@@ -217,6 +217,17 @@ class TestScriptedModel:
         assert validate(second.payload, fmt) == []
         assert sdk_problems(second.payload, fmt) == []
 
+    async def test_inside_async_with(self, make: Callable[..., ContextManager]) -> None:
+        """With background compaction on, an expand waits for the run and then restores."""
+        manager = make()
+        outputs = fill(manager)
+        async with manager:
+            await manager.render()
+            result = await manager.handle_tool_call("context_expand", {"id": outputs[0]})
+            assert result.startswith("context_expand: restored")
+            assert manager.working.is_current(outputs[0])
+            assert (await manager.render()).tokens <= 4_000
+
     def test_the_derived_id_works_too(self, make: Callable[..., ContextManager]) -> None:
         """The masked copy's own id restores the same original."""
         manager = make()
