@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from context_graph.errors import BudgetExceededError, InvariantViolation
+from context_graph.render import Renderer
 from orchestrator.agent_tools.calls import Refusal, shown
 from orchestrator.agent_tools.specs import EXPAND_TOOL
 from orchestrator.bus import EventBus
@@ -198,10 +199,13 @@ class Expander:
         budget = self._options.budget
         if budget is None:
             return None
-        renderer = self._renderers.get(self._options.format)
+        # A renderer of its own: the manager's keep state from one render to the next
+        # (kept drops, the cache marks of the previous assembly) that this must not move.
+        renderer = Renderer(
+            format=self._options.format, tools=self._renderers.get(self._options.format).tools
+        )
         try:
-            # Budget 0 fails at once with the floor's size, leaving the renderer's state
-            # (its kept drops) as it was.
+            # Budget 0 fails at once with the floor's size.
             floor = renderer.render(self._working, budget=0).tokens
         except BudgetExceededError as exc:
             floor = exc.required

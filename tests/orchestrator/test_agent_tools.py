@@ -400,6 +400,22 @@ class TestBudget:
         assert set(summarized) & set(named)  # each masked output names its own id
         assert validate(after.payload, "openai") == []
 
+    def test_a_refused_call_leaves_the_next_request_as_it_would_be(
+        self, make: Callable[..., ContextManager]
+    ) -> None:
+        """Measuring the room moves no renderer state (kept drops, cache marks)."""
+        bodies = []
+        for call in (False, True):
+            manager = make(format="anthropic", cache_breakpoints=True, budget=2_500, compact_to=1.0)
+            outputs = fill(manager, steps=3, lines=600)
+            manager.render_sync()
+            if call:
+                result = manager.handle_tool_call_sync("context_expand", {"id": outputs[0]})
+                assert result.startswith("context_expand refused:")
+            manager.add_user("Next.")
+            bodies.append(manager.render_sync().payload)
+        assert bodies[0] == bodies[1]
+
     def test_what_fits_stays_under_the_budget(self, make: Callable[..., ContextManager]) -> None:
         """After a restore that fits, the next request is within the budget."""
         manager = make(budget=3_000)
