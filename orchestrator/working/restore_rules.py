@@ -80,6 +80,17 @@ def restores_whole(
         if not restoring(change):
             continue
         for base in undone_of(change, before)[1]:
+            node = before.overlay.node(base)
+            if node is not None and node.kind == "summary":
+                # A summary that comes back (one level) stands as a unit of its own.
+                if not after.is_current(base):
+                    yield _say(
+                        "restores_checked",
+                        f"restore of `{change.targets[0]}`",
+                        f"brings back summary `{base}`, which would not stand in the view",
+                        "restore the node that stands in the view",
+                    )
+                continue
             for root in before.roots(base):
                 unit = pristine.unit_of(root)
                 if unit.head in seen:

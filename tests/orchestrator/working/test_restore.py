@@ -55,10 +55,10 @@ def _mask(working: WorkingGraph, node_id: str, text: str = "[masked]") -> str:
     return copy.id
 
 
-def _summarize(working: WorkingGraph, ids: Sequence[str]) -> str:
+def _summarize(working: WorkingGraph, ids: Sequence[str], name: str = "summary-1") -> str:
     view = working.snapshot()
     node = SummaryNode(
-        id="summary-1",
+        id=name,
         content=(TextPart(text="did things"),),
         abstracts=tuple(ids),
         meta={"checked": True},
@@ -136,6 +136,22 @@ class TestRestore:
         working.apply(proposal)
         assert working.is_current(masked)
         assert not working.is_current(_result(graph, 0))
+        assert working.units() == working.view.fresh_copy().units()
+
+    def test_one_level_of_a_rolled_summary_brings_the_earlier_summary_back(
+        self, graph: ContextGraph
+    ) -> None:
+        """A summary of a summary, restored one level, shows the earlier summary again."""
+        working = WorkingGraph(graph)
+        units = working.units()
+        inner = _summarize(working, [*units[2].node_ids, *units[3].node_ids])
+        units = working.units()
+        outer_ids = [i for unit in units[2:5] for i in unit.node_ids]
+        assert outer_ids[0] == inner
+        outer = _summarize(working, outer_ids, "summary-2")
+        working.apply(restore_proposal(working.view, (outer,), whole=False))
+        assert working.is_current(inner)
+        assert not working.is_current(outer)
         assert working.units() == working.view.fresh_copy().units()
 
     def test_the_projection_after_a_restore_is_the_fresh_one(self, graph: ContextGraph) -> None:
