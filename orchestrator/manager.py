@@ -47,6 +47,9 @@ from context_graph.graph.nodes import Node
 from context_graph.graph.sdk_replies import read_response
 from context_graph.render import Renderer, RenderResult
 from context_graph.tokens.counting import ProviderFormat, TokenCounter
+from orchestrator.agent_tools.expander import Expander
+from orchestrator.agent_tools.runner import AgentToolRunner
+from orchestrator.agent_tools.specs import agent_tool_specs
 from orchestrator.bus import EventBus
 from orchestrator.compaction.background import BackgroundRunner
 from orchestrator.compaction.compactor import Compactor
@@ -152,6 +155,14 @@ class ContextManager(EventAdders):
             `render(tools=...)` sends another set for one call.
         store: A `SessionStore` to resume the session from and keep it in (`open`
             gives the SQLite one); restored here, closed with the manager (`close`).
+        agent_tools: Tools the model can call, added after `tools` to every request
+            and run by `handle_tool_call`: `True` for `context_expand` (bring back the
+            content a placeholder names by its id), or a list of names, `("expand",
+            "compact")` to add `context_compact` (compact now). With `context_expand`
+            every masked, truncated, distilled or summarized piece names the id to pass.
+            A tool of `tools` may not take one of their names.
+        expand_pin_turns: User turns for which compaction leaves what `context_expand`
+            restored alone (0: it may take it again at once).
 
     Raises:
         ConfigurationError: an option is invalid.
@@ -178,6 +189,8 @@ class ContextManager(EventAdders):
         clock: Callable[[], float] = time.time,
         store: SessionStore | None = None,
         tools: Sequence[Any] | None = None,
+        agent_tools: bool | Sequence[str] = False,
+        expand_pin_turns: int = 3,
     ) -> None:
         self._options = options = resolve_options(
             format=format,
@@ -196,6 +209,8 @@ class ContextManager(EventAdders):
             cache_breakpoints=cache_breakpoints,
             clock=clock,
             tools=tools,
+            agent_tools=agent_tools,
+            expand_pin_turns=expand_pin_turns,
         )
         session = None if store is None else store.restore(clock=options.clock)
         if session is None:
@@ -220,6 +235,12 @@ class ContextManager(EventAdders):
             self._working, self._bus, options, self._state, self._keeper, self._screen
         )
         self._background = BackgroundRunner(self._compactor, self._renderers, options)
+        expander = Expander(
+            self._working, self._state, self._keeper, self._bus, options, self._renderers
+        )
+        self._tools = AgentToolRunner(
+            options.agent_tools, expander, self.compact, self._compactor.slot, self._working
+        )
 
     @classmethod
     def open(
@@ -418,9 +439,15 @@ class ContextManager(EventAdders):
             ConfigurationError: an unknown format, a budget that is not positive, or a
                 tool definition that does not read.
         """
-        specs = None if tools is None else check_tools(tools, "render")
+        specs = None if tools is None else self._call_tools(tools, "render")
         with self._renderers.tools_for_call(specs):
             return await self._render(format, budget)
+
+    def _call_tools(self, tools: Sequence[Any], where: str) -> tuple[Any, ...]:
+        """One call's tool set: `tools`, then the agent tools (`agent_tools`)."""
+        specs = check_tools(tools, where)
+        agents = agent_tool_specs(self._options.agent_tools or False, specs)
+        return (*specs, *agents)
 
     async def _render(self, format: ProviderFormat | None, budget: int | None) -> RenderResult:
         fmt, limit = self._render_options(format, budget)
@@ -485,7 +512,7 @@ class ContextManager(EventAdders):
         try:
             anyio.get_current_task()
         except anyio.NoEventLoopError:
-            specs = None if tools is None else check_tools(tools, "render_sync")
+            specs = None if tools is None else self._call_tools(tools, "render_sync")
             with self._renderers.tools_for_call(specs):
                 return self._render_blocking(format, budget)
         msg = (
@@ -520,6 +547,61 @@ class ContextManager(EventAdders):
             What the run did: stages run, proposals applied and rejected.
         """
         return await self._compactor.compact(self._options.budget, instructions)
+
+    # -- tools the model calls (agent_tools) ---------------------------------------------
+
+    @property
+    def agent_tools(self) -> tuple[str, ...]:
+        """The names of the tools this manager adds to each request and runs itself."""
+        return self._options.agent_tools
+
+    async def handle_tool_call(
+        self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None
+    ) -> str:
+        """Run a call the model made to an agent tool; return the tool result's text.
+
+        Send the text back as the call's result (and ingest it, as any tool result).
+        A mistake of the model (a tool this manager lacks, arguments that are not JSON,
+        a missing, oversized or unknown id, content too big for the budget) is answered
+        with text saying what was wrong and what to pass; nothing changes then.
+
+        `context_expand` restores what the id stands for (the id a placeholder names,
+        or the derived node's own) as a `restore` proposal through the invariant
+        checker, pins it for `expand_pin_turns` user turns and keeps it in the session
+        store; it must fit under the default budget beside what every request keeps.
+        `context_compact` runs `compact(instructions)`.
+
+        Args:
+            name: The tool's name, as the model called it.
+            arguments: Its arguments: the JSON text (OpenAI) or the mapping (Anthropic,
+                Gemini) the SDK hands over; `None` for none.
+
+        Raises:
+            ConfigurationError: the manager has no agent tools (`agent_tools=`), or
+                `name` / `arguments` are of a type no SDK hands over.
+        """
+        return await self._tools.run(self._tools.read(name, arguments, "handle_tool_call"))
+
+    def handle_tool_call_sync(
+        self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None
+    ) -> str:
+        """The blocking twin of `handle_tool_call`, for code that runs no event loop.
+
+        Raises:
+            ConfigurationError: as `handle_tool_call`.
+            RuntimeError: called from inside a running event loop.
+        """
+        try:
+            anyio.get_current_task()
+        except anyio.NoEventLoopError:
+            call = self._tools.read(name, arguments, "handle_tool_call_sync")
+            done = self._tools.run_inline(call)
+            return done if done is not None else anyio.run(self._tools.run, call)
+        msg = (
+            "handle_tool_call_sync() was called inside a running event loop; "
+            "use `await manager.handle_tool_call(...)` there instead"
+        )
+        raise RuntimeError(msg)
 
     def report_usage(self, prompt_tokens: int) -> float:
         """Report the provider's prompt tokens for the last render; return the new factor.

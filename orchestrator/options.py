@@ -18,6 +18,7 @@ from context_graph.graph.events import AgentEvent
 from context_graph.render import FORMATS
 from context_graph.render.tools import ToolSpec, read_tools
 from context_graph.tokens.counting import ProviderFormat, TokenCounter
+from orchestrator.agent_tools.specs import EXPAND_TOOL, agent_tool_specs, check_pin_turns
 from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.triggers import TriggerConfig
 from orchestrator.profiles import Profile, get_profile, load_profile
@@ -79,7 +80,17 @@ class ManagerOptions:
     clock: Callable[[], float]
     """Seconds since the epoch, for the audit log."""
     tools: tuple[ToolSpec, ...] = ()
-    """The tool definitions every request carries, read once, in the caller's order."""
+    """The tool definitions every request carries, read once: the caller's, in order,
+    then the agent tools."""
+    agent_tools: tuple[str, ...] = ()
+    """The names of the agent tools the manager adds and runs (`context_expand`, ...)."""
+    expand_pin_turns: int = 3
+    """User turns for which compaction leaves what `context_expand` restored alone."""
+
+    @property
+    def expand_hints(self) -> bool:
+        """Whether compacted pieces name the id to pass `context_expand`."""
+        return EXPAND_TOOL in self.agent_tools
 
     @property
     def default_stages(self) -> tuple[Processor, ...]:
@@ -105,6 +116,8 @@ def resolve_options(
     cache_breakpoints: bool = False,
     clock: Callable[[], float] = time.time,
     tools: Sequence[Any] | None = None,
+    agent_tools: object = False,
+    expand_pin_turns: int = 3,
 ) -> ManagerOptions:
     """Check `ContextManager`'s options (its keywords, defaults alike) and freeze them.
 
@@ -135,6 +148,8 @@ def resolve_options(
     foreground = check_timeout(compaction_timeout, "compaction_timeout")
     redactor = check_redactor(redact_secrets)
     specs = check_tools(tools, "ContextManager")
+    agents = agent_tool_specs(agent_tools, specs)
+    pin_turns = check_pin_turns(expand_pin_turns)
     if guards is not None and not isinstance(guards, GuardConfig):
         msg = f"ContextManager: guards must be a GuardConfig, got {type(guards).__name__}"
         raise ConfigurationError(msg)
@@ -152,7 +167,9 @@ def resolve_options(
         redactor=redactor,
         cache_breakpoints=marks,
         clock=clock,
-        tools=specs,
+        tools=(*specs, *agents),
+        agent_tools=tuple(spec.name for spec in agents),
+        expand_pin_turns=pin_turns,
     )
 
 

@@ -106,16 +106,22 @@ def replay(
     manager: ContextManager | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     tools: Sequence[Any] = (),
+    agent_tools: bool | Sequence[str] = False,
     on_call: Callable[[CallReport, RenderResult | None], None] | None = None,
 ) -> ReplayReport:
     """Feed `events` to a manager and render at every model call; return the report.
 
     `tools` are the tool definitions the recorded agent sent: the raw size counts them,
-    and a manager made here sends them (a given `manager` sends its own). `on_call`, when
-    given, sees each call's report and what was rendered (`None` when refused), right
-    after the call (`orchestrator.report.ReplayRecorder` keeps them for the HTML report).
+    and a manager made here sends them (a given `manager` sends its own). `agent_tools`:
+    a manager made here adds the agent tools too (`ContextManager(agent_tools=...)`),
+    counted in every request, with every compacted piece naming its id; the raw size
+    counts only what the agent sent. `on_call`, when given, sees each call's report and
+    what was rendered (`None` when refused), right after the call
+    (`orchestrator.report.ReplayRecorder` keeps them for the HTML report).
     """
-    manager = manager or ContextManager(format=format, budget=budget, tools=tools)
+    manager = manager or ContextManager(
+        format=format, budget=budget, tools=tools, agent_tools=agent_tools
+    )
     points = model_call_points(events)
     raw_renderer = Renderer(format=format, tools=tools)
     calls: list[CallReport] = []

@@ -1,8 +1,9 @@
 """The processor contract: targets and a context in, a proposal out, nothing mutated.
 
 A processor reads target nodes (read-only) and a `ProcessorContext`, and returns a
-`Proposal`: a list of edits (replace one node, abstract several into one, drop some),
-each new node carrying its lineage, plus the tokens the edits save. It never changes
+`Proposal`: a list of edits (replace one node, abstract several into one, drop some;
+or, only for `context_expand`, restore what a compacted piece stands for), each new
+node carrying its lineage, plus the tokens the edits save. It never changes
 the graph: the orchestrator checks a proposal against the invariants and applies it,
 or rejects it whole.
 
@@ -38,6 +39,7 @@ __all__ = [
     "ProcessorContext",
     "Proposal",
     "Replace",
+    "Restore",
     "Summarizer",
     "replace_each",
     "replacement_for",
@@ -150,6 +152,9 @@ class ProcessorContext:
         summarizer: The summarizer to use, if any.
         instructions: Free-text guidance from the user (`compact("focus on the DB")`).
         clock: Seconds since the epoch; injectable for tests.
+        expand_hints: The model can call `context_expand` (the manager's
+            `agent_tools`): a placeholder, truncation, distillate or summary a processor
+            writes names the id to pass it (`expand_hint`).
     """
 
     graph: GraphView
@@ -159,6 +164,7 @@ class ProcessorContext:
     instructions: str | None = None
     clock: Callable[[], float] = field(default=time.time)
     target: int | None = None
+    expand_hints: bool = False
 
     @classmethod
     def for_graph(cls, graph: ContextGraph, **fields: Any) -> ProcessorContext:
@@ -168,6 +174,16 @@ class ProcessorContext:
     def count(self, node: Node) -> int:
         """Content tokens of any node, in the graph or new."""
         return self.tokens.count_node(node)
+
+    def expand_hint(self, node_id: str, what: str = "the original") -> str | None:
+        """The line that tells the model how to get `what` behind `node_id` back.
+
+        `None` unless `expand_hints` is set: without the tool the model has no way to act
+        on it, and what a processor writes stays as it was.
+        """
+        if not self.expand_hints:
+            return None
+        return f"[call context_expand with id {node_id} to restore {what}]"
 
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -204,7 +220,27 @@ class Drop(BaseModel):
     """The ids of the nodes dropped."""
 
 
-Edit: TypeAlias = Annotated[Replace | Abstract | Drop, Field(discriminator="op")]
+class Restore(BaseModel):
+    """Undo the compaction behind `target`: what it stands for shows as it was.
+
+    `target` is a derived node in the view (a replacement or a summary) or a dropped
+    node. Every compaction edit below it is undone, back to the pristine nodes (or to a
+    redacted copy: a `safety` edit is never undone), which come back in their units.
+    Only a proposal of purpose `restore` holds restores, and nothing else: the one kind of
+    proposal that may add tokens (the model asked for the content, `context_expand`).
+    """
+
+    model_config = _FROZEN
+    op: Literal["restore"] = "restore"
+    target: str
+    """The id of the derived node to take out of the view, or of a dropped node."""
+    whole: bool = True
+    """Undo every compaction below `target` (`True`), or only `target` itself: what it
+    was made from comes back as it stood then (a summary's units with their outputs
+    still masked, say), a smaller piece when the whole does not fit."""
+
+
+Edit: TypeAlias = Annotated[Replace | Abstract | Drop | Restore, Field(discriminator="op")]
 
 
 class Proposal(BaseModel):
@@ -223,10 +259,11 @@ class Proposal(BaseModel):
     """The graph version the processor read (stale proposals are rejected or rebased)."""
     note: str = ""
     """A short human explanation (shown in the audit log)."""
-    purpose: Literal["compact", "safety"] = "compact"
+    purpose: Literal["compact", "safety", "restore"] = "compact"
     """Why the edits are made. `safety` edits (secret redaction) only replace nodes;
     they may touch pinned nodes and need not save tokens (a placeholder can be longer
-    than a short password), and every other invariant still holds."""
+    than a short password), and every other invariant still holds. `restore` edits
+    (`Restore` only) bring compacted content back and add tokens."""
 
     @property
     def tokens_saved(self) -> int:

@@ -159,7 +159,9 @@ class ObservationMasker:
         # what the agent needs when it meets the error again: an error's placeholder
         # names them, unless that would not save anything.
         for with_entities in (True, False) if _is_error(node) else (False,):
-            text = _placeholder(node, tokens, reason, with_entities=with_entities)
+            text = _placeholder(
+                node, tokens, reason, with_entities=with_entities, tool=ctx.expand_hints
+            )
             masked = replacement_for(
                 node,
                 [TextPart(text=text)],
@@ -210,7 +212,9 @@ def _is_error(node: Node) -> bool:
     return bool(getattr(node, "is_error", False)) and not isinstance(node, FileNode)
 
 
-def _placeholder(node: Node, tokens: int, reason: Reason, *, with_entities: bool = False) -> str:
+def _placeholder(
+    node: Node, tokens: int, reason: Reason, *, with_entities: bool = False, tool: bool = False
+) -> str:
     """The one-line text that stands in for a masked observation.
 
     Args:
@@ -220,6 +224,7 @@ def _placeholder(node: Node, tokens: int, reason: Reason, *, with_entities: bool
             that a newer copy is in the context).
         with_entities: Also name the critical entities of the text (at most
             `_ERROR_ENTITIES`), for a failed call.
+        tool: The model can call `context_expand`: say so, with the id to pass it.
 
     Returns:
         e.g. `[output of bash masked: 812 lines, 9,340 tokens, exit 1, first error:
@@ -244,7 +249,8 @@ def _placeholder(node: Node, tokens: int, reason: Reason, *, with_entities: bool
             facts.append("mentions " + " ".join(entities))
     if reason == "superseded":
         facts.append("superseded by a later read")
-    return f"[{_label(node)} masked: {', '.join(facts)} — expand node {node.id} to restore]"
+    how = f"call context_expand with id {node.id}" if tool else f"expand node {node.id}"
+    return f"[{_label(node)} masked: {', '.join(facts)} — {how} to restore]"
 
 
 def _exit_code(node: Node) -> int | None:

@@ -27,6 +27,7 @@ SUBSYSTEMS = (
     "context_graph.testing",
     "context_graph.tokens",
     "context_graph.validate",
+    "orchestrator.agent_tools",
     "orchestrator.cli",
     "orchestrator.report",
     "orchestrator.compaction",

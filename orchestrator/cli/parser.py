@@ -158,6 +158,14 @@ def _add_replay(commands: _Commands) -> None:
     replay.add_argument("-o", "--output", type=Path, help="write the last request here")
     _add_breakpoints(replay)
     _add_tools(replay)
+    replay.add_argument(
+        "--agent-tools",
+        action="store_true",
+        help=(
+            "add the context_expand tool to every request (counted in the budget), and "
+            "name in each compacted piece the id to pass it"
+        ),
+    )
     _add_json(replay, "print the totals as JSON; errors as a JSON object on stdout")
 
 

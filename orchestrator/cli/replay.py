@@ -33,6 +33,7 @@ def run_replay(args: argparse.Namespace, progress: Progress) -> int:
         budget=args.budget,
         cache_breakpoints=args.cache_breakpoints,
         tools=tools,
+        agent_tools=args.agent_tools,
         **profile.manager_options(),
     )
     loaded = load(args, progress)

@@ -359,4 +359,6 @@ class Compactor:
             self._options.clock,
             target=target,
             snapshot=self._screen.snapshot,
+            held=self._state.held(self._working.view.turns),
+            expand_hints=self._options.expand_hints,
         )

@@ -105,12 +105,14 @@ KEEP_RECENT_UNITS = 2
 before it, whose results the model is acting on."""
 
 
-def _whole_run(view: WorkingView, units: Sequence[Unit]) -> list[Node]:
-    """The first run of units with no pinned node, as nodes in order."""
+def _whole_run(
+    view: WorkingView, units: Sequence[Unit], held: frozenset[str] = frozenset()
+) -> list[Node]:
+    """The first run of units with no pinned (or `held`) node, as nodes in order."""
     run: list[Node] = []
     for unit in units:
         nodes = [view[node_id] for node_id in unit.node_ids]
-        if any(node.pinned for node in nodes):
+        if any(node.pinned for node in nodes) or not held.isdisjoint(unit.node_ids):
             if run:
                 break
             continue
@@ -118,7 +120,12 @@ def _whole_run(view: WorkingView, units: Sequence[Unit]) -> list[Node]:
     return run
 
 
-def history_targets(view: WorkingView, *, keep_recent: int = KEEP_RECENT_UNITS) -> tuple[Node, ...]:
+def history_targets(
+    view: WorkingView,
+    *,
+    keep_recent: int = KEEP_RECENT_UNITS,
+    held: frozenset[str] = frozenset(),
+) -> tuple[Node, ...]:
     """The oldest run of whole, unpinned units that a summary may stand for.
 
     First the units between the user's first request and the latest user turn (split at
@@ -130,7 +137,8 @@ def history_targets(view: WorkingView, *, keep_recent: int = KEEP_RECENT_UNITS) 
 
     Never taken: the user's first request (or, in a session that starts from another
     tool's compaction summary, that summary), the latest request, the latest user turn,
-    the last `keep_recent` units and every pinned node.
+    the last `keep_recent` units, every pinned node and every unit holding a `held` one
+    (content the model brought back with `context_expand`).
     """
     units = view.units()
     anchors = floor_anchors([unit.kind for unit in units])
@@ -146,7 +154,7 @@ def history_targets(view: WorkingView, *, keep_recent: int = KEEP_RECENT_UNITS) 
             loop += 1
     spans.append(units[loop : max(loop, len(units) - keep_recent)])
     for span in spans:
-        run = _whole_run(view, span)
+        run = _whole_run(view, span, held)
         # A span can hold two summaries (one written before a later user turn, one of
         # the tool loop after it); a summary rolls one earlier summary forward, so the
         # run starts at the newest one.
@@ -163,8 +171,11 @@ def _targets(
     view: WorkingView,
     working: WorkingGraph,
     only: frozenset[str] | None,
+    held: frozenset[str] = frozenset(),
 ) -> tuple[Node, ...]:
     """The stage's targets; with `only`, just the nodes that are or stand for those ids.
+
+    Never one of `held` (`StageSettings.held`).
 
     A node trigger names the nodes that fired; an earlier stage may have replaced one
     (a masked copy), so a node matches when any of its pristine roots is named. A
@@ -173,11 +184,15 @@ def _targets(
     """
     if only is None:
         if isinstance(processor, HistorySummarizer):
-            return history_targets(view)
-        return output_targets(view)
+            return history_targets(view, held=held)
+        return tuple(node for node in output_targets(view) if node.id not in held)
     if isinstance(processor, HistorySummarizer):
         return ()
-    return tuple(node for node in output_targets(view) if stands_for(working, node, only))
+    return tuple(
+        node
+        for node in output_targets(view)
+        if node.id not in held and stands_for(working, node, only)
+    )
 
 
 def stands_for(working: WorkingGraph, node: Node, ids: frozenset[str]) -> bool:
@@ -202,6 +217,11 @@ class StageSettings:
     secrets in it first, `redact_secrets`) holds for every processor of every run, also
     for nodes that arrived while an earlier stage awaited a model.
     """
+    held: frozenset[str] = frozenset()
+    """Nodes no stage may take: what the model restored with `context_expand`, while its
+    pin lasts (`expand_pin_turns`). Checked on apply too, as protected nodes."""
+    expand_hints: bool = False
+    """Processors name the id to pass `context_expand` (`ProcessorContext.expand_hints`)."""
 
 
 async def run_stage(
@@ -223,7 +243,7 @@ async def run_stage(
     snapshot = working.snapshot() if settings.snapshot is None else await settings.snapshot()
     tokens = snapshot.total_tokens
     nothing = StageOutcome(view_tokens=tokens, manual=mode is RunMode.MANUAL)
-    targets = _targets(processor, snapshot, working, only)
+    targets = _targets(processor, snapshot, working, only, settings.held)
     run.stages.append(_name(processor))
     if not targets:
         return nothing
@@ -235,6 +255,7 @@ async def run_stage(
         instructions=settings.instructions,
         clock=settings.clock,
         target=settings.target,
+        expand_hints=settings.expand_hints,
     )
     try:
         proposal = await run_processor(processor, targets, ctx)
@@ -246,7 +267,7 @@ async def run_stage(
         return nothing
     bus.emit("proposal_made", proposal=proposal)
     try:
-        entry = working.apply(proposal)
+        entry = working.apply(proposal, protected=settings.held)
     except InvariantViolation as exc:
         run.rejected += 1
         bus.emit("proposal_rejected", proposal=proposal, reason=str(exc))

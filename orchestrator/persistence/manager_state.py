@@ -4,9 +4,9 @@ The journal (every ingested batch and every applied proposal, in order) is writt
 graphs a `SessionStore` restores, so nothing here records edits. What is kept here is the
 manager's own state, which the journal cannot rebuild: trigger and guard state, counters,
 the calibration factor, firings not handled yet, the nodes already scanned for secrets,
-what the model has not been sent yet and how many units each renderer keeps leaving out
-(`Renderer.kept_drops`). Each key is written only when its value changed, so a turn that
-changes nothing costs no write.
+what the model has not been sent yet, how many units each renderer keeps leaving out
+(`Renderer.kept_drops`) and the pins of what `context_expand` restored. Each key is
+written only when its value changed, so a turn that changes nothing costs no write.
 
 What was not sent is kept as `sent`, the number of pristine nodes the last request
 covered: the nodes ingested after it are the unsent ones (`ManagerState.unsent`), and
@@ -63,10 +63,20 @@ class ManagerState:
     unsent: set[str] = field(default_factory=set)
     """Nodes ingested since the last request was rendered: the model has not seen them
     (the manager: ingest adds, a render clears)."""
+    pins: dict[str, int] = field(default_factory=dict)
+    """Nodes `context_expand` brought back, each with the number of user turns at which
+    compaction may take it again (the agent tools; `held` reads them)."""
     last: RenderResult | None = None
     """The last rendered request (the manager; not stored)."""
     last_timed_out: bool = False
     """A time limit cut short the compaction of the last render (the manager; not stored)."""
+
+    def held(self, turns: int) -> frozenset[str]:
+        """The pinned restored nodes at `turns` user turns; the expired pins are let go."""
+        expired = [node_id for node_id, until in self.pins.items() if turns >= until]
+        for node_id in expired:
+            del self.pins[node_id]
+        return frozenset(self.pins)
 
 
 class StateKeeper:
@@ -114,6 +124,12 @@ class StateKeeper:
             "scanned": list[JsonValue](sorted(state.scanned)),
             "sent": {"nodes": self._pristine_count() - len(state.unsent)},
             "renderers": {fmt: kept for fmt, kept in self._renderers.kept_drops().items()},
+            # Written once there is a pin, and from then on (also empty, once released).
+            **(
+                {"pins": dict[str, JsonValue](sorted(state.pins.items()))}
+                if state.pins or "pins" in self._saved
+                else {}
+            ),
         }
 
     def save(self) -> None:
@@ -213,6 +229,8 @@ class StateKeeper:
             derived = set(self._raw.derived())
             pristine = [node.id for node in self._raw if node.id not in derived]
             state.unsent = set(pristine[sent:])
+        if "pins" in values:
+            state.pins = {str(node_id): int(until) for node_id, until in values["pins"].items()}
         if "renderers" in values:
             for fmt, kept in dict(values["renderers"]).items():
                 self._renderers.get(check_format(fmt, "renderers")).keep_drops(kept)

@@ -38,7 +38,7 @@ from context_graph.graph.units import Unit
 from orchestrator.working.invariants import check_proposal, enforce
 from orchestrator.working.overlay import Overlay
 from orchestrator.working.view import WorkingView
-from processors.base import Abstract, Drop, Proposal, Replace
+from processors.base import Abstract, Drop, Proposal, Replace, Restore
 
 __all__ = ["ApplyJournal", "AuditEntry", "WorkingGraph"]
 
@@ -57,7 +57,8 @@ class AuditEntry(BaseModel):
     added: tuple[str, ...]
     """Ids of the nodes that entered it (replacements and summaries), in order."""
     tokens_saved: int
-    """Content tokens removed minus content tokens added (checked, so always positive)."""
+    """Content tokens removed minus content tokens added (checked: positive, but for a
+    `restore` proposal, which brings content back)."""
     note: str = ""
     """The proposal's own explanation."""
     version: int
@@ -72,10 +73,15 @@ class _State:
     audit: tuple[AuditEntry, ...]
 
 
-def _entry(proposal: Proposal, version: int, now: float) -> AuditEntry:
+def _entry(proposal: Proposal, before: WorkingView, version: int, now: float) -> AuditEntry:
     removed: list[str] = []
     added: list[str] = []
     for edit in proposal.edits:
+        if isinstance(edit, Restore):
+            undone, bases = before.overlay.undone_by(edit.target, whole=edit.whole)
+            removed.extend(i for i in undone if before.is_current(i))
+            added.extend(bases)  # lineage order: transcript order
+            continue
         if isinstance(edit, Replace):
             removed.append(edit.target)
             added.append(edit.replacement.id)
@@ -211,8 +217,9 @@ class WorkingGraph:
             now = self._clock()
             entries: list[AuditEntry] = []
             for proposal in batch:
-                view = enforce(proposal, view, protected=protected)
-                entries.append(_entry(proposal, view.version, now))
+                after = enforce(proposal, view, protected=protected)
+                entries.append(_entry(proposal, view, after.version, now))
+                view = after
             self._swap(_State(view, (*state.audit, *entries)), batch, tuple(entries))
         return tuple(entries)
 

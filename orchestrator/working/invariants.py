@@ -21,6 +21,7 @@ Rules (`RULES`; how each is checked: `orchestrator.working.rules`):
 - `pinned_untouched`: no pinned node, and no node the caller protects, is a target.
 - `tokens_reduced`: the edits remove more content tokens than they add, and the
   proposal's `tokens_before` / `tokens_after` equal the counts by the graph's counter.
+  A `restore` proposal alone may add tokens (its counts must still be right).
 - `safety_replaces_only`: a proposal whose `purpose` is `safety` (secret redaction)
   only replaces nodes. In exchange it may edit pinned nodes (a secret in the system
   prompt must go too, though never a node the caller protects) and need not save
@@ -36,6 +37,12 @@ Rules (`RULES`; how each is checked: `orchestrator.working.rules`):
   which a summarizer can answer with) would be applied in memory and then break every
   request body and the session journal, which are UTF-8.
 
+- `restores_checked`: a `Restore` stands only in a proposal of purpose `restore`, which
+  holds nothing else; its target is a derived node in the view (a replacement or a
+  summary) or a dropped node, never a redacted copy (a secret would come back); and
+  every pristine unit it brings a node of back stands whole in the view after (no
+  unit is half restored).
+
 The summaries contract: `meta["checked"] = True` is set by the summarizer path, and
 only after it has checked the summary it wrote (not empty, shorter than its sources, the
 critical entities of the sources kept). A summary without the mark did not come through
@@ -48,6 +55,7 @@ from collections.abc import Collection, Mapping
 from types import MappingProxyType
 
 from context_graph.errors import InvariantViolation
+from orchestrator.working.restore_rules import restores_checked, restores_whole
 from orchestrator.working.rules import (
     calls_keep_ids,
     changes_of,
@@ -78,6 +86,7 @@ RULES: Mapping[str, str] = MappingProxyType(
         "summaries_checked": "every new summary passed the summarizer's checks",
         "safety_replaces_only": "safety edits (redaction) only replace nodes",
         "text_encodable": "the text of new nodes (and the note) encodes as UTF-8",
+        "restores_checked": "restores stand alone, undo compaction only, bring whole units back",
     }
 )
 
@@ -126,10 +135,11 @@ def _check(
         *lineage_consistent(changes, state),
         *summaries_checked(changes),
         *text_encodable(proposal, changes),
+        *restores_checked(proposal, changes, state),
     ]
     if problems:
         return problems, None
     # Pairing is also checked on the result, so that no mix of edits can split a pair.
     after = state.with_proposal(proposal)
-    problems = list(pairs_kept(changes, state, after))
+    problems = [*pairs_kept(changes, state, after), *restores_whole(changes, state, after)]
     return problems, (None if problems else after)

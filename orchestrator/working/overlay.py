@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from context_graph.graph.nodes import Node
-from processors.base import Abstract, Edit, Replace
+from processors.base import Abstract, Drop, Edit, Replace, Restore
 
 __all__ = ["Overlay"]
 
@@ -34,6 +34,10 @@ class Overlay:
         dropped: Ids of nodes that left the view with nothing in their place.
         left_at: Node id -> the working version at which it left the view.
         applied: How many proposals were applied.
+        kept: Derived nodes a `safety` edit made (redacted copies): a restore stops at
+            them, so that what was redacted never comes back.
+        undone: The derived nodes a restore took away, by id: still explained (the audit
+            log names them), no longer in use, so a later edit may make one again.
     """
 
     derived: Mapping[str, Node] = field(default_factory=_frozen_map)
@@ -42,6 +46,13 @@ class Overlay:
     dropped: frozenset[str] = frozenset()
     left_at: Mapping[str, int] = field(default_factory=_frozen_map)
     applied: int = 0
+    kept: frozenset[str] = frozenset()
+    undone: Mapping[str, Node] = field(default_factory=_frozen_map)
+
+    def node(self, node_id: str) -> Node | None:
+        """A node an edit added, in use or undone by a restore (`None`: no such node)."""
+        found = self.derived.get(node_id)
+        return found if found is not None else self.undone.get(node_id)
 
     def resolve(self, node_id: str) -> tuple[str, bool]:
         """The node that stands for `node_id` now, and whether a summary is on the way."""
@@ -64,6 +75,8 @@ class Overlay:
         """
         targets: set[str] = set()
         for edit in edits:
+            if isinstance(edit, Restore):
+                return None  # nodes come back into the view: project afresh
             if isinstance(edit, Replace):
                 targets.add(edit.target)
             else:
@@ -75,26 +88,74 @@ class Overlay:
                 return None
         return frozenset(targets)
 
-    def with_edits(self, edits: Sequence[Edit], version: int) -> Overlay:
-        """A new overlay with `edits` applied at working version `version` (unchecked)."""
+    def undone_by(
+        self, target: str, *, whole: bool = True
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """What `Restore(target)` undoes: the derived nodes it takes away, and the bases.
+
+        The bases are the nodes that come back: the pristine nodes below `target` (and
+        the redacted copies, `kept`, where a safety edit stands between), in the order
+        the lineage names them; with `whole=False`, what `target` was made from. A
+        pristine `target` (a dropped one) is its own base.
+        """
+        undone: list[str] = []
+        bases: list[str] = []
+        seen: set[str] = set()
+        stack = [target]
+        while stack:
+            node_id = stack.pop()
+            if node_id in seen:
+                continue
+            seen.add(node_id)
+            node = self.derived.get(node_id)
+            if node is None or node_id in self.kept or (undone and not whole):
+                bases.append(node_id)
+                continue
+            undone.append(node_id)
+            lineage = (*((node.replaces,) if node.replaces is not None else ()), *node.abstracts)
+            stack.extend(reversed(lineage))
+        return tuple(undone), tuple(bases)
+
+    def with_edits(self, edits: Sequence[Edit], version: int, *, safety: bool = False) -> Overlay:
+        """A new overlay with `edits` applied at working version `version` (unchecked).
+
+        `safety`: the edits are a safety proposal's, whose replacements a restore keeps.
+        """
         derived = dict(self.derived)
         replaced_by = dict(self.replaced_by)
         abstracted_by = dict(self.abstracted_by)
         dropped = set(self.dropped)
         left_at = dict(self.left_at)
+        kept = set(self.kept)
+        undone_nodes = dict(self.undone)
         for edit in edits:
+            for added in _added(edit):
+                undone_nodes.pop(added, None)
             if isinstance(edit, Replace):
                 derived[edit.replacement.id] = edit.replacement
                 replaced_by[edit.target] = edit.replacement.id
                 left_at[edit.target] = version
+                if safety:
+                    kept.add(edit.replacement.id)
             elif isinstance(edit, Abstract):
                 derived[edit.summary.id] = edit.summary
                 for target in edit.targets:
                     abstracted_by[target] = edit.summary.id
                     left_at[target] = version
-            else:
+            elif isinstance(edit, Drop):
                 dropped.update(edit.targets)
                 left_at.update(dict.fromkeys(edit.targets, version))
+            else:
+                undone, bases = self.undone_by(edit.target, whole=edit.whole)
+                # Undone as if never made: a later compaction may make the same node
+                # again (same content, same id) once the restored content is released.
+                for node_id in (*undone, *bases):
+                    replaced_by.pop(node_id, None)
+                    abstracted_by.pop(node_id, None)
+                    left_at.pop(node_id, None)
+                    dropped.discard(node_id)
+                for node_id in undone:
+                    undone_nodes[node_id] = derived.pop(node_id)
         return Overlay(
             derived=MappingProxyType(derived),
             replaced_by=MappingProxyType(replaced_by),
@@ -102,4 +163,14 @@ class Overlay:
             dropped=frozenset(dropped),
             left_at=MappingProxyType(left_at),
             applied=self.applied + 1,
+            kept=frozenset(kept),
+            undone=MappingProxyType(undone_nodes),
         )
+
+
+def _added(edit: Edit) -> tuple[str, ...]:
+    if isinstance(edit, Replace):
+        return (edit.replacement.id,)
+    if isinstance(edit, Abstract):
+        return (edit.summary.id,)
+    return ()

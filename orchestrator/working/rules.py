@@ -1,7 +1,8 @@
 """How each rule of `orchestrator.working.invariants.RULES` is checked.
 
 One generator per rule (`calls_paired` has two: the ids a replacement keeps, and the
-pairs the view after the edits keeps), each yielding one message per break. A message
+pairs the view after the edits keeps), each yielding one message per break; the rule of
+restores is checked in `orchestrator.working.restore_rules`. A message
 names the rule, the node and the fix: `"<rule>: <subject> <problem>; fix: <fix>"`.
 """
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 from context_graph.graph.nodes import AnswerNode, Node, ToolCallNode
 from orchestrator.working.view import WorkingView
-from processors.base import Abstract, Drop, Proposal, Replace
+from processors.base import Abstract, Drop, Proposal, Replace, Restore
 
 __all__ = [
     "Change",
@@ -22,11 +23,14 @@ __all__ = [
     "lineage_consistent",
     "pairs_kept",
     "pinned_untouched",
+    "restored_pairs",
+    "restoring",
     "safety_replaces_only",
     "summaries_checked",
     "targets_current",
     "text_encodable",
     "tokens_reduced",
+    "undone_of",
     "whole_units",
 ]
 
@@ -38,7 +42,7 @@ class Change:
     """One edit, flattened: its position, what it removes and what it adds."""
 
     index: int
-    edit: Replace | Abstract | Drop
+    edit: Replace | Abstract | Drop | Restore
     targets: tuple[str, ...]
     added: Node | None
 
@@ -51,9 +55,39 @@ def changes_of(proposal: Proposal) -> list[Change]:
             changes.append(Change(index, edit, (edit.target,), edit.replacement))
         elif isinstance(edit, Abstract):
             changes.append(Change(index, edit, edit.targets, edit.summary))
+        elif isinstance(edit, Restore):
+            changes.append(Change(index, edit, (edit.target,), None))
         else:
             changes.append(Change(index, edit, edit.targets, None))
     return changes
+
+
+def restoring(change: Change) -> bool:
+    """Whether `change` is a `Restore` (`orchestrator.working.restore_rules` checks those)."""
+    return isinstance(change.edit, Restore)
+
+
+def undone_of(change: Change, state: WorkingView) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a restore change undoes in `state`: `Overlay.undone_by` of its target."""
+    whole = change.edit.whole if isinstance(change.edit, Restore) else True
+    return state.overlay.undone_by(change.targets[0], whole=whole)
+
+
+def restored_pairs(
+    changes: Sequence[Change], before: WorkingView, after: WorkingView
+) -> Iterator[tuple[str, str]]:
+    """The call-answer pairs of what the restores among `changes` bring back, in `after`."""
+    for change in changes:
+        if not restoring(change) or change.targets[0] not in before:
+            continue
+        for base in undone_of(change, before)[1]:
+            node = after[base]
+            if not after.is_current(base):
+                continue
+            if isinstance(node, ToolCallNode) and (answer := after.answer_to(base)) is not None:
+                yield base, answer.id
+            elif isinstance(node, AnswerNode) and (call := after.call_of(base)) is not None:
+                yield call.id, base
 
 
 def _say(rule: str, subject: str, problem: str, fix: str) -> str:
@@ -86,6 +120,8 @@ def targets_current(
                 "name the nodes it covers, or leave the edit out",
             )
         for target in change.targets:
+            if restoring(change) and target in state.overlay.dropped:
+                continue  # a restore brings a dropped node back
             if not state.is_current(target):
                 yield _stale(target, state, base)
 
@@ -117,6 +153,8 @@ def whole_units(changes: Sequence[Change], state: WorkingView) -> Iterator[str]:
     """Breaks of `whole_units`: part of a unit edited, a run with a gap, a kind changed."""
     rule = "whole_units"
     for change in changes:
+        if restoring(change):
+            continue  # restores_whole checks what comes back
         current = [t for t in change.targets if state.is_current(t)]
         added = change.added
         if isinstance(change.edit, Replace):
@@ -200,6 +238,8 @@ def pinned_untouched(
 ) -> Iterator[str]:
     """Breaks of `pinned_untouched`: a pinned or protected node targeted."""
     for change in changes:
+        if restoring(change):
+            continue  # restores_checked refuses a redacted target
         for target in change.targets:
             node = state.get(target)
             pinned = node is not None and node.pinned and not safety
@@ -224,8 +264,7 @@ def tokens_reduced(
         fix = "skip an empty proposal (Proposal.empty) instead of applying it"
         yield _say(rule, subject, "has no edits, so it saves nothing", fix)
         return
-    removed = [t for c in changes for t in c.targets]
-    added = [c.added for c in changes if c.added is not None]
+    removed, added = _removed_added(changes, state)
     if any(t not in state for t in removed):
         return  # targets_current names them; their tokens cannot be counted
     count = state.token_cache.count_node
@@ -243,13 +282,33 @@ def tokens_reduced(
             f"claims tokens_after={proposal.tokens_after}, but {_ids(added_ids)} count {after}"
         )
         yield _say(rule, subject, problem, fix)
-    if after >= before and proposal.purpose != "safety":
+    if after >= before and proposal.purpose not in ("safety", "restore"):
         yield _say(
             rule,
             f"{subject} on {_ids(removed)}",
             f"adds {after} tokens for the {before} it removes",
             "propose only edits that make the context smaller",
         )
+
+
+def _removed_added(changes: Sequence[Change], state: WorkingView) -> tuple[list[str], list[Node]]:
+    """The ids the edits take out of the view, and the nodes they put in."""
+    removed: list[str] = []
+    added: list[Node] = []
+    for change in changes:
+        if not restoring(change):
+            removed.extend(change.targets)
+            if change.added is not None:
+                added.append(change.added)
+            continue
+        target = change.targets[0]
+        if target not in state:
+            removed.append(target)  # unknown: targets_current names it
+            continue
+        undone, bases = undone_of(change, state)
+        removed.extend(i for i in undone if state.is_current(i))
+        added.extend(state[i] for i in bases)
+    return removed, added
 
 
 def safety_replaces_only(proposal: Proposal) -> Iterator[str]:
@@ -363,8 +422,9 @@ def _unencodable(text: str) -> str | None:
 
 def pairs_kept(changes: Sequence[Change], before: WorkingView, after: WorkingView) -> Iterator[str]:
     """Breaks of `calls_paired` in the view after: a call and its answer split apart."""
-    pairs: dict[tuple[str, str], None] = {}
-    for target in (t for change in changes for t in change.targets):
+    # What a restore brings back is paired in the view after, where it stands again.
+    pairs: dict[tuple[str, str], None] = dict.fromkeys(restored_pairs(changes, before, after))
+    for target in (t for change in changes if not restoring(change) for t in change.targets):
         node = before[target]
         partner = before.answer_to(target) if isinstance(node, ToolCallNode) else None
         if partner is not None:

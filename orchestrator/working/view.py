@@ -132,7 +132,8 @@ class WorkingView(GraphView):
     def with_proposal(self, proposal: Proposal) -> WorkingView:
         """The view with `proposal` applied, unchecked (`WorkingGraph.apply` checks first)."""
         version = self.version + 1
-        overlay = self._overlay.with_edits(proposal.edits, version)
+        safety = proposal.purpose == "safety"
+        overlay = self._overlay.with_edits(proposal.edits, version, safety=safety)
         frozen = self._frozen
         if frozen is not None:
             frozen = _Frozen(frozen.limit, version, frozen.turns)
@@ -155,7 +156,7 @@ class WorkingView(GraphView):
 
     def get(self, node_id: str) -> Node | None:
         """Any node the view can explain (pristine or derived), or `None`."""
-        node = self._overlay.derived.get(node_id)
+        node = self._overlay.node(node_id)
         if node is not None:
             return node
         node = self._graph.get(node_id)
@@ -181,7 +182,7 @@ class WorkingView(GraphView):
 
     def tokens(self, node_id: str) -> int:
         """The content tokens of any node the view can explain."""
-        derived = self._overlay.derived.get(node_id)
+        derived = self._overlay.node(node_id)
         if derived is not None:
             return self._graph.token_cache.count_node(derived)
         self[node_id]  # raises for a node this view cannot explain
@@ -240,8 +241,8 @@ class WorkingView(GraphView):
 
     def _root(self, node: Node) -> str | None:
         """The pristine node a chain of replacements leads back to, if it is one."""
-        derived = self._overlay.derived
-        while node.id in derived:
+        overlay = self._overlay
+        while overlay.node(node.id) is not None:
             if node.replaces is None:
                 return None
             node = self[node.replaces]
@@ -301,7 +302,7 @@ class WorkingView(GraphView):
     def targets(self, node_id: str, kind: Any) -> tuple[str, ...]:
         """Older nodes `node_id` points at by `kind`; a derived node's lineage included."""
         node = self[node_id]
-        if node_id in self._overlay.derived:
+        if self._overlay.node(node_id) is not None:
             return _lineage(node) if kind == "derived_from" else ()
         return self._graph.targets(node_id, kind)
 
@@ -330,7 +331,7 @@ class WorkingView(GraphView):
                 continue
             seen.add(current)
             node = self[current]
-            if current not in self._overlay.derived and node.seq is not None:
+            if self._overlay.node(current) is None and node.seq is not None:
                 found.add(current)
             else:
                 stack.extend(_lineage(node))

@@ -339,9 +339,11 @@ class Distiller:
                 keep=asked,
             ),
         )
-        content = _with_text(node.content, result.text)
+        hint = ctx.expand_hint(node.id, "the whole output")
+        text = result.text if hint is None else f"{result.text}\n{hint}"
+        content = _with_text(node.content, text)
         new = replacement_for(node, content)
-        _count_parts_first(ctx, new, result.text)
+        _count_parts_first(ctx, new, text)
         return new if ctx.count(new) < ctx.count(node) else None
 
 

@@ -249,7 +249,9 @@ class HistorySummarizer:
         verdict = job.check(text)
         if not verdict.ok:
             return self._empty(job.ctx, f"{note}; refused {label} summary: {verdict.reason()}")
-        node = self._node(job, text, label, kind)
+        # The hint follows the checks: it names an id, which is no fact of the history.
+        hint = job.ctx.expand_hint(job.plan.abstract_ids[0], "the turns this summary stands for")
+        node = self._node(job, text if hint is None else f"{text}\n{hint}", label, kind)
         if job.plan.previous is not None:
             note = f"{note}; updates {job.plan.previous.id}"
         return Proposal(

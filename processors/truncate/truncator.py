@@ -235,7 +235,9 @@ class ToolOutputTruncator:
             ctx.tokens.count_pieces(cut.pieces)
         record = {"policy": policy, "format": cut.format, "max_tokens": options.max_tokens}
         meta = {**node.meta, "truncated": record}
-        return replacement_for(node, _with_text(node.content, cut.text), meta=meta)
+        hint = ctx.expand_hint(node.id, "the whole output")
+        text = cut.text if hint is None else f"{cut.text}\n{hint}"
+        return replacement_for(node, _with_text(node.content, text), meta=meta)
 
 
 def _with_text(content: Sequence[ContentPart], text: str) -> list[ContentPart]:

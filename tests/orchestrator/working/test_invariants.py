@@ -467,6 +467,7 @@ class TestEnforce:
             "summaries_checked",
             "safety_replaces_only",
             "text_encodable",
+            "restores_checked",
         ]
 
     def test_the_rules_table_is_read_only(self) -> None:
