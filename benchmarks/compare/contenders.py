@@ -122,12 +122,12 @@ PROFILES: tuple[str, ...] = ("coding", "service", "chat")
 
 
 def context_graph_specs() -> list[ContenderSpec]:
-    """One contender per built-in profile."""
+    """One contender per built-in profile, and the coding profile with agent tools."""
 
-    def maker(profile: str) -> Callable[[int, TokenCounter], Contender]:
-        return lambda budget, counter: ContextGraphContender(profile, budget, counter)
+    def maker(profile: str, **extra: Any) -> Callable[[int, TokenCounter], Contender]:
+        return lambda budget, counter: ContextGraphContender(profile, budget, counter, **extra)
 
-    return [
+    specs = [
         ContenderSpec(
             name=f"context-graph {profile}",
             family="context-graph",
@@ -140,3 +140,17 @@ def context_graph_specs() -> list[ContenderSpec]:
         )
         for profile in PROFILES
     ]
+    # The same engine offering `context_expand`: its tool definition counts inside the
+    # budget and its placeholders name ids, so what is not sent can still be recoverable.
+    specs.append(
+        ContenderSpec(
+            name="context-graph coding + agent tools",
+            family="context-graph",
+            make=maker("coding", agent_tools=True),
+            settings=(
+                "`ContextManager(format='openai', budget=B, agent_tools=True, "
+                "**get_profile('coding').manager_options())`"
+            ),
+        )
+    )
+    return specs

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from benchmarks.__main__ import available_specs
 from benchmarks.compare.autogen_peer import _largest
-from benchmarks.compare.contenders import ContenderSpec
+from benchmarks.compare.contenders import ContenderSpec, context_graph_specs
 from benchmarks.compare.facts import gold_values, references
 from benchmarks.compare.openhands_peer import PLACEHOLDER, ObservationMaskingContender
 from benchmarks.compare.page import _tight_line
@@ -205,6 +205,7 @@ class TestPeers:
             "context-graph coding",
             "context-graph service",
             "context-graph chat",
+            "context-graph coding + agent tools",
         ]
 
     def test_autogen_requests_fit_and_batch_parallel_results(self) -> None:
@@ -257,3 +258,53 @@ class TestTightSessions:
         line = _tight_line([tight, roomy])
         assert line.startswith("2 of the 3 misses are in the 1 sessions")
         assert "over the other 1 sessions prefix stability is 0.75" in line
+
+
+class TestRecoverable:
+    """Ours with agent tools names ids; what one expand of them brings back is recoverable."""
+
+    @staticmethod
+    def _events() -> list[AgentEvent]:
+        events: list[AgentEvent] = [
+            SystemPrompt(content="You fix bugs."),
+            UserTurn(content="Fix the failing tests in src/app."),
+        ]
+        for i in range(10):
+            events.append(
+                AssistantTurn(
+                    content=f"Run {i}.",
+                    tool_calls=[ToolCall(id=f"c{i}", name="bash", arguments='{"cmd": "pytest"}')],
+                )
+            )
+            lines = [f"case_{i}_{k} failed: ValueError code E{i}{k:03d}" for k in range(150)]
+            events.append(ToolResult(call_id=f"c{i}", content="\n".join(lines), is_error=True))
+            events.append(UserTurn(content=f"Keep going with ticket TKT-{i:04d}."))
+        events.append(AssistantTurn(content="Done."))
+        return events
+
+    def test_agent_tools_make_missing_facts_recoverable(self) -> None:
+        """At a tight budget some missing facts are one named expand away; without, none."""
+        specs = {s.name: s for s in context_graph_specs()}
+        counter = TiktokenCounter()
+        session = _session(self._events())
+        with_tools = replay(
+            specs["context-graph coding + agent tools"],
+            setup(session, counter),
+            "50%",
+            3_000,
+            counter,
+            memory=False,
+        )
+        without = replay(
+            specs["context-graph coding"],
+            setup(session, counter),
+            "50%",
+            3_000,
+            counter,
+            memory=False,
+        )
+        assert sum(row.recoverable for row in with_tools.rows) > 0
+        assert sum(row.recoverable for row in without.rows) == 0
+        for row in with_tools.rows:
+            assert row.kept + row.recoverable <= row.reference
+            assert row.our_errors == 0
