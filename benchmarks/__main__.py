@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.compare.compaction import compare_compactions
@@ -93,14 +94,29 @@ def _profile(measured: Measured) -> None:
     measured.hotspot_run = f"{largest.family}/{largest.label} at {label} ({budget:,} tokens)"
 
 
-def _tail(traces: Path, out: Path) -> list[str]:
+def _tail(traces: Path, out: Path) -> tuple[list[str], list[str]]:
+    """The other benchmarks' sections, and a note for each one that failed.
+
+    A section that fails is reported in its place; the page is still written, so that a
+    late failure does not throw away the comparison measured before it.
+    """
     image = out.parent / "img" / "render_time.png"
-    return [
-        ingest_section(traces, progress),
-        render_section(traces, image, f"img/{image.name}", progress),
-        long_session_section(traces, progress),
-        processors_section(traces, progress),
+    sections: list[Callable[[], str]] = [
+        lambda: ingest_section(traces, progress),
+        lambda: render_section(traces, image, f"img/{image.name}", progress),
+        lambda: long_session_section(traces, progress),
+        lambda: processors_section(traces, progress),
     ]
+    written: list[str] = []
+    failed: list[str] = []
+    for section in sections:
+        try:
+            written.append(section())
+        except Exception as exc:
+            note = f"a section of the page failed: {type(exc).__name__}: {exc}"
+            progress(note)
+            failed.append(note)
+    return written, failed
 
 
 def _sessions(traces: Path, *, fast: bool, only: str | None) -> list[Session]:
@@ -153,17 +169,19 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     measured = collect(args.traces, args.out, fast=args.fast, only=args.only)
     tail: list[str] = []
+    failed: list[str] = []
     if args.fast or args.only:
         measured.notes.append(
             "The ingest, render and processor benchmarks run only in the full run "
             "(`python -m benchmarks`)."
         )
     else:
-        tail = _tail(args.traces, args.out)
+        tail, failed = _tail(args.traces, args.out)
+        measured.notes.extend(failed)
     measured.seconds = time.perf_counter() - started
     write(measured, args.out, tail)
     progress(f"wrote {args.out} in {measured.seconds:.0f}s")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from benchmarks.compare.sessions import session_files
 from context_graph import AgentEvent, ContextGraph, TiktokenCounter
 from context_graph.graph.node_tokens import countable_text
 from context_graph.importers import load_sessions
+from context_graph.testing import strict_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TRACES = ROOT.parent / "shared" / "traces"
@@ -89,7 +90,7 @@ def _time_floor(texts: list[list[str]], counter: TiktokenCounter) -> int:
 
 def run(trace: Path, repeat: int = 5) -> IngestResult:
     """Benchmark one trace file's first session; the best of `repeat` runs each."""
-    events = load_sessions(trace)[0].events
+    events = load_sessions(trace, strict=strict_trace(trace))[0].events
     texts = _event_texts(events)
     counter = TiktokenCounter()
     counter.count("warm up")

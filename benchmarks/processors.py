@@ -29,6 +29,7 @@ from context_graph import ContextGraph
 from context_graph.entities import critical_entities
 from context_graph.graph.nodes import AnswerNode, Node
 from context_graph.importers import load_sessions
+from context_graph.testing import strict_trace
 from processors import (
     Abstract,
     HistorySummarizer,
@@ -116,7 +117,7 @@ def run(traces: Path) -> list[Tally]:
     tallies = [Tally(name) for name, _, _ in contenders]
     for path in session_files(traces):
         graph = ContextGraph()
-        graph.ingest(load_sessions(path)[0].events)
+        graph.ingest(load_sessions(path, strict=strict_trace(path))[0].events)
         for tally, (_, processor, pick) in zip(tallies, contenders, strict=True):
             _measure(tally, graph, processor, pick(graph))
     return tallies

@@ -45,6 +45,7 @@ from context_graph import (
 )
 from context_graph.importers import load_sessions
 from context_graph.render import Renderer
+from context_graph.testing import strict_trace
 from context_graph.validate.request import validate
 from orchestrator.replay import model_call_points
 
@@ -76,7 +77,7 @@ def longest_session(traces: Path) -> tuple[Path, int]:
     """The main session (sub-agent transcripts excluded) with the most events."""
     best: tuple[Path, int] | None = None
     for path in session_files(traces):
-        events = len(load_sessions(path)[0].events)
+        events = len(load_sessions(path, strict=strict_trace(path))[0].events)
         if best is None or events > best[1]:
             best = (path, events)
     if best is None:
@@ -177,7 +178,7 @@ def run(trace: Path, *, budget_ratio: float) -> tuple[Contender, Contender, int,
     """Replay `trace`; return both contenders, the number of events and the budget."""
     from langchain_core.messages import convert_to_openai_messages, trim_messages
 
-    events = load_sessions(trace)[0].events
+    events = load_sessions(trace, strict=strict_trace(trace))[0].events
     counter = TiktokenCounter()
     full = ContextGraph(counter=counter)
     full.ingest(events)
