@@ -63,7 +63,6 @@ class Manager(Protocol):
 
     def ingest(self, events: Iterable[AgentEvent | dict[str, Any]]) -> tuple[str, ...]:
         """Add a batch of events, whole or not at all."""
-        ...
 
     async def render(
         self,
@@ -73,7 +72,6 @@ class Manager(Protocol):
         tools: Sequence[Any] | None = None,
     ) -> RenderResult:
         """Compact when due, then render."""
-        ...
 
     def render_sync(
         self,
@@ -83,11 +81,9 @@ class Manager(Protocol):
         tools: Sequence[Any] | None = None,
     ) -> RenderResult:
         """The blocking twin of `render`."""
-        ...
 
     def report_usage(self, prompt_tokens: int) -> float:
         """Report the provider's prompt tokens for the last render."""
-        ...
 
 
 class StreamingNotSupportedError(ConfigurationError):
