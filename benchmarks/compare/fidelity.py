@@ -64,7 +64,7 @@ def probe_section(runs: Sequence[Run], names: Sequence[str], budgets: Sequence[s
     out = [
         "### Fidelity probes",
         "",
-        "Beyond whether an entity is present: per session, deterministic questions of five "
+        "Beyond whether an entity is present: per session, deterministic questions of six "
         "kinds, each with the answer string a request must hold (`benchmarks/compare/"
         "probes.py` documents the generator): a value a tool returned that the agent used "
         "later (`tool_value`), a user constraint (`constraint`), the files touched "
