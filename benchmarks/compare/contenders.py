@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from benchmarks.compare.facts import strings_in
 from context_graph import AgentEvent, BudgetExceededError, TokenCounter
 from context_graph.errors import UnknownNodeError
 from orchestrator import ContextManager, get_profile
@@ -96,7 +97,7 @@ class ContextGraphContender:
     def expansions(self, native: Any) -> dict[str, str]:
         """What one `context_expand` call would bring back, for each id the request names."""
         found: dict[str, str] = {}
-        for text in _texts(native.payload):
+        for text in strings_in(native.payload, []):
             for node_id in _NAMED_ID.findall(text):
                 if node_id not in self._expanded:
                     try:
@@ -106,16 +107,6 @@ class ContextGraphContender:
                     self._expanded[node_id] = "\n".join(node.text for node in nodes)
                 found[node_id] = self._expanded[node_id]
         return found
-
-
-def _texts(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [t for item in value.values() for t in _texts(item)]
-    if isinstance(value, list):
-        return [t for item in value for t in _texts(item)]
-    return []
 
 
 PROFILES: tuple[str, ...] = ("coding", "service", "chat")

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from benchmarks.compare.contenders import ContenderSpec
 from benchmarks.compare.fidelity import probe_recall, probe_table, reach
-from benchmarks.compare.probes import LIMIT, PROBE_KINDS, Probe, probes
+from benchmarks.compare.probes import LIMIT, PROBE_KINDS, probes
 from benchmarks.compare.runner import replay, setup
 from benchmarks.compare.sessions import Session
 from context_graph import (
@@ -193,7 +193,3 @@ class TestScoring:
         assert kept == 0 and 0 < recoverable <= reference
         row = probe_table([run], ["expands"], "50%").splitlines()[-1]
         assert " 0.000 + 1.000 " in row
-
-    def test_probe_is_hashable_value(self) -> None:
-        """Probes compare by kind and answer (the generator dedupes on them)."""
-        assert Probe("file", "src/a.py") == Probe("file", "src/a.py")
