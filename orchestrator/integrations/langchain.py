@@ -25,6 +25,7 @@ from typing import Any
 
 from context_graph.errors import ConfigurationError
 from context_graph.render import RenderResult, count_payload
+from orchestrator.integrations.manager_options import check_manager_options
 from orchestrator.manager import ContextManager
 
 try:
@@ -113,18 +114,9 @@ class ContextMiddleware(AgentMiddleware):
         **options: Any,
     ) -> None:
         super().__init__()
-        if factory is not None and (options or directory is not None):
-            msg = "ContextMiddleware: pass either `factory` or manager options, not both"
-            raise ConfigurationError(msg)
-        if factory is None and options.setdefault("format", "openai") != "openai":
-            msg = f"ContextMiddleware renders OpenAI chat messages; `format={options['format']!r}`"
-            raise ConfigurationError(msg)
-        self._directory = None if directory is None else Path(directory)
-        if self._directory is not None and not self._directory.is_dir():
-            msg = f"ContextMiddleware: `directory` {str(self._directory)!r} is not a directory"
-            raise ConfigurationError(msg)
-        if factory is None:
-            ContextManager(budget=budget, **options)  # checks the options now, not at a call
+        self._directory = check_manager_options(
+            "ContextMiddleware", budget, directory, factory, options
+        )
         self._budget_total = budget
         self._factory = factory
         self._options = options

@@ -22,11 +22,11 @@ from __future__ import annotations
 import os
 import urllib.parse
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from context_graph.errors import ConfigurationError
 from context_graph.render import count_payload
+from orchestrator.integrations.manager_options import check_manager_options
 from orchestrator.manager import ContextManager
 
 try:
@@ -82,18 +82,9 @@ class ContextHistory:
         factory: Callable[[str], ContextManager] | None = None,
         **options: Any,
     ) -> None:
-        if factory is not None and (options or directory is not None):
-            msg = "ContextHistory: pass either `factory` or manager options, not both"
-            raise ConfigurationError(msg)
-        if factory is None and options.setdefault("format", "openai") != "openai":
-            msg = f"ContextHistory renders OpenAI chat messages; `format={options['format']!r}`"
-            raise ConfigurationError(msg)
-        self._directory = None if directory is None else Path(directory)
-        if self._directory is not None and not self._directory.is_dir():
-            msg = f"ContextHistory: `directory` {str(self._directory)!r} is not a directory"
-            raise ConfigurationError(msg)
-        if factory is None:
-            ContextManager(budget=budget, **options)  # checks the options now, not at a call
+        self._directory = check_manager_options(
+            "ContextHistory", budget, directory, factory, options
+        )
         self._budget = budget
         self._factory = factory
         self._options = options
