@@ -69,6 +69,9 @@ class FragmentCache:
     def __init__(self, provider: ProviderRenderer) -> None:
         self._provider = provider
         self._by_head: dict[str, Fragment] = {}
+        # A summary's abstracts never change, and a long session's summaries abstract
+        # thousands of nodes: the summaries among them are found once per summary node.
+        self._nested: dict[str, tuple[Node, tuple[str, ...]]] = {}
 
     def fragments_of(self, source: RenderSource, cache: NodeTokenCache) -> Fragments:
         """The fragments of `source`; only those of the latest call are kept for the next."""
@@ -119,9 +122,7 @@ class FragmentCache:
         seen = {head for _, head, _ in foreign}
         foreign.extend(
             (-1, node.id, native)
-            for node, native in _covered_foreign(
-                source, [*followed, *own_summaries], self._provider.format
-            )
+            for node, native in self._covered_foreign(source, [*followed, *own_summaries])
             if node.id not in seen
         )
         if len(foreign) > 1:
@@ -131,6 +132,37 @@ class FragmentCache:
         system.reverse()
         system_heads.reverse()
         return Fragments(fragments, system, tuple(system_heads), reports)
+
+    def _covered_foreign(
+        self, source: RenderSource, summaries: list[str]
+    ) -> list[tuple[Node, NativeCompaction]]:
+        """Foreign compactions that summaries stand for, so that no unit of their own shows.
+
+        `summaries` are the imported compactions a walk followed (a chain holds every one)
+        and the processor summaries it met, whose abstracted summaries are searched in turn.
+        """
+        found: list[tuple[Node, NativeCompaction]] = []
+        stack = list(summaries)
+        visited: set[str] = set()
+        nested: dict[str, tuple[Node, tuple[str, ...]]] = {}
+        while stack:
+            node = source[stack.pop()]
+            if node.id in visited:
+                continue
+            visited.add(node.id)
+            native = foreign_native(node, self._provider.format)
+            if native is not None:
+                found.append((node, native))
+            elif node.seq is None:
+                known = self._nested.get(node.id)
+                if known is None or known[0] is not node:
+                    inner = tuple(i for i in node.abstracts if source[i].kind == "summary")
+                    known = (node, inner)
+                nested[node.id] = known
+                stack.extend(known[1])
+        # Only what this render walked is kept, so the memo cannot grow without bound.
+        self._nested = nested
+        return found
 
     def _make(self, source: RenderSource, unit: Unit, cache: NodeTokenCache) -> Fragment:
         provider = self._provider
@@ -144,30 +176,6 @@ class FragmentCache:
         )
         fit = FitUnit(cost, turns.kind, turns.pinned)
         return Fragment(unit, turns, messages, cost, fit, calls, _signed_secrets(source, unit))
-
-
-def _covered_foreign(
-    source: RenderSource, summaries: list[str], format: str
-) -> list[tuple[Node, NativeCompaction]]:
-    """Foreign compactions that summaries stand for, so that no unit of their own shows.
-
-    `summaries` are the imported compactions a walk followed (a chain holds every one)
-    and the processor summaries it met, whose abstracted summaries are searched in turn.
-    """
-    found: list[tuple[Node, NativeCompaction]] = []
-    stack = list(summaries)
-    visited: set[str] = set()
-    while stack:
-        node = source[stack.pop()]
-        if node.id in visited:
-            continue
-        visited.add(node.id)
-        native = foreign_native(node, format)
-        if native is not None:
-            found.append((node, native))
-        elif node.seq is None:
-            stack.extend(i for i in node.abstracts if source[i].kind == "summary")
-    return found
 
 
 def _set_aside(

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from context_graph import BudgetExceededError, ContextGraph
 from context_graph.graph.node_tokens import NodeTokenCache
-from context_graph.graph.nodes import Node
+from context_graph.graph.content import TextPart
+from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.graph.units import Unit
 from context_graph.render import FORMATS, Renderer, RenderResult
 from context_graph.testing import WordCounter
@@ -134,3 +135,53 @@ def test_the_budgeted_render_reuses_the_unbudgeted_assembly() -> None:
     fitted = renderer.render(graph, budget=whole.tokens)
     assert fitted.payload is whole.payload
     assert (fitted.budget, fitted.dropped) == (whole.tokens, ())
+
+
+class _Compacted(_Each):
+    """The graph with one processor summary standing for its first `covered` units."""
+
+    def __init__(self, graph: ContextGraph, covered: int, version: int) -> None:
+        super().__init__(graph)
+        self.version = version
+        units = graph.units()
+        hidden = [node_id for unit in units[1 : 1 + covered] for node_id in unit.node_ids]
+        self.summary = SummaryNode(
+            id="summary-x", content=(TextPart(text="what came before"),), abstracts=tuple(hidden)
+        )
+        self._units = (
+            units[0],
+            Unit(self.summary.id, "summary", (self.summary.id,)),
+            *units[1 + covered :],
+        )
+        self.lookups: dict[str, int] = {}
+
+    def units(self) -> tuple[Unit, ...]:
+        return self._units
+
+    def __getitem__(self, node_id: str) -> Node:
+        self.lookups[node_id] = self.lookups.get(node_id, 0) + 1
+        if node_id == self.summary.id:
+            return self.summary
+        return super().__getitem__(node_id)
+
+
+class TestSummariesAcrossVersions:
+    """A summary's abstracted nodes are walked once, not at every new version."""
+
+    def test_a_later_version_does_not_look_up_every_abstracted_node_again(self) -> None:
+        """The summaries among a summary's abstracts are found once per summary node."""
+        graph = ContextGraph(counter=WordCounter())
+        graph.add_system("be brief")
+        for turn in range(40):
+            _grow(graph, turn, 3)
+        renderer = Renderer(format="openai")
+        source = _Compacted(graph, 90, version=1)
+        hidden = source.summary.abstracts
+        renderer.render(source)  # type: ignore[arg-type]
+        first = sum(source.lookups.get(node_id, 0) for node_id in hidden)
+        source.lookups.clear()
+        source.version = 2  # a new event elsewhere: the same summary node again
+        again = renderer.render(source)  # type: ignore[arg-type]
+        assert first >= len(hidden)
+        assert sum(source.lookups.get(node_id, 0) for node_id in hidden) < len(hidden)
+        assert "what came before" in str(again.payload)
