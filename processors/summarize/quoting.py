@@ -9,6 +9,7 @@ it copies from a tool's output as a code span.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = [
@@ -38,6 +39,8 @@ def fence(text: str) -> str:
     return f"{marker}\n{text}\n{marker}"
 
 
+# A brief is rendered again after each item its bound drops, with the same identifiers.
+@functools.lru_cache(maxsize=4096)
 def code_span(text: str) -> str:
     """One line of `text` as an inline code span it cannot close.
 
