@@ -27,7 +27,7 @@ from context_graph.graph.content import ContentPart
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.ids import content_digest
 from context_graph.graph.node_tokens import NodeTokenCache
-from context_graph.graph.nodes import AnyNode, Node, ToolCallNode
+from context_graph.graph.nodes import AnyNode, Node, SummaryNode, ToolCallNode
 from context_graph.graph.units import Unit
 
 __all__ = [
@@ -367,10 +367,17 @@ def replacement_for(original: Node, content: Sequence[ContentPart], **updates: A
     from the original's id and the new content, so the same edit gives the same id in
     any process.
     """
-    payload = [original.id, [part.model_dump(mode="json") for part in content], updates]
+    plain = {
+        name: value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+        for name, value in updates.items()
+    }
+    payload = [original.id, [part.model_dump(mode="json") for part in content], plain]
     digest = content_digest(payload)
-    # A tool call keeps its position: the id a provider is sent is derived from it.
-    seq = original.seq if isinstance(original, ToolCallNode) else None
+    # A tool call keeps its position: the id a provider is sent is derived from it. An
+    # imported compaction keeps it too: its position says what it stands for, and that
+    # it is another tool's summary, not one of ours.
+    kept = isinstance(original, ToolCallNode | SummaryNode)
+    seq = original.seq if kept else None
     fields = {
         "id": f"{original.id}~{digest}",
         "content": tuple(content),

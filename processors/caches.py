@@ -2,10 +2,11 @@
 
 Some answers depend on a text alone and are asked for again at every compaction: the
 critical entities of a text, the paths a shell command touches, whether a tool output
-failed, the entities an agent's turn names. They are memoized for the whole process
-(bounded by entry count). Clearing changes no result; it frees the memory and makes the
-next call pay the first computation again. The benchmarks clear before every replay, so
-that no contender starts with what an earlier replay of the same session computed.
+failed, the entities an agent's turn names, a brief's identifiers as code spans. They
+are memoized for the whole process (bounded by entry count). Clearing changes no
+result; it frees the memory and makes the next call pay the first computation again.
+The benchmarks clear before every replay, so that no contender starts with what an
+earlier replay of the same session computed.
 
 Each package clears its own: `context_graph.caches.clear_caches` the data layer's memos
 (`critical_entities`), the family modules here theirs.
@@ -16,6 +17,7 @@ from __future__ import annotations
 from context_graph import caches as _data_layer
 from processors.distill.references import clear_cache as _clear_references
 from processors.summarize.facts import clear_cache as _clear_facts
+from processors.summarize.quoting import clear_cache as _clear_quoting
 
 __all__ = ["clear_caches"]
 
@@ -25,3 +27,4 @@ def clear_caches() -> None:
     _data_layer.clear_caches()
     _clear_facts()
     _clear_references()
+    _clear_quoting()

@@ -133,7 +133,7 @@ def _check(
         *tokens_reduced(proposal, changes, state),
         *safety_replaces_only(proposal),
         *lineage_consistent(changes, state),
-        *summaries_checked(changes),
+        *summaries_checked(changes, safety=proposal.purpose == "safety"),
         *text_encodable(proposal, changes),
         *restores_checked(proposal, changes, state),
     ]

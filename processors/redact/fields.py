@@ -13,13 +13,16 @@ import binascii
 from collections.abc import Callable, Iterator
 
 from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart, ThinkingPart
-from context_graph.graph.nodes import FileNode, Node, SubagentResultNode
+from context_graph.graph.native import NativeCompaction, readable_text
+from context_graph.graph.nodes import FileNode, Node, SubagentResultNode, SummaryNode
 
 __all__ = [
     "Redact",
     "field_texts",
+    "native_text",
     "part_texts",
     "redact_fields",
+    "redact_native",
     "redact_part",
     "signed_texts",
 ]
@@ -46,10 +49,44 @@ def part_texts(part: ContentPart) -> Iterator[str]:
 
 
 def signed_texts(node: Node) -> Iterator[str]:
-    """The text of every signed thinking block (read by the model, never editable)."""
+    """The text of every signed block (read by the model, never editable).
+
+    Signed thinking, and the summary of an Anthropic compaction block with a signature
+    (the provider refuses a block whose `content` differs from what it signed).
+    """
     for part in node.content:
         if isinstance(part, ThinkingPart) and part.signature is not None:
             yield part.thinking
+    native = _native(node)
+    if native is not None and native.item.get("signature") is not None:
+        text = readable_text(native)
+        if text is not None:
+            yield text
+
+
+def native_text(node: Node) -> str | None:
+    """The readable summary of an unsigned native compaction, which goes back verbatim.
+
+    The node's own content is redacted like any text, but the artifact is what its
+    provider is sent: its summary must be redacted as well, or the secret goes back.
+    """
+    native = _native(node)
+    if native is None or native.item.get("signature") is not None:
+        return None
+    return readable_text(native)
+
+
+def redact_native(node: Node, redact: Redact) -> NativeCompaction | None:
+    """The node's native artifact with its readable summary redacted; None if unchanged."""
+    native = _native(node)
+    text = native_text(node)
+    if native is None or text is None or (new := redact(text)) == text:
+        return None
+    return NativeCompaction(provider=native.provider, item={**native.item, "content": new})
+
+
+def _native(node: Node) -> NativeCompaction | None:
+    return node.native if isinstance(node, SummaryNode) else None
 
 
 def field_texts(node: Node) -> dict[str, str]:

@@ -14,8 +14,10 @@ from context_graph.graph.nodes import SIGNED_SECRETS, Node, ToolCallNode
 from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
 from processors.redact.fields import (
     field_texts,
+    native_text,
     part_texts,
     redact_fields,
+    redact_native,
     redact_part,
     signed_texts,
 )
@@ -178,6 +180,12 @@ class SecretRedactor:
             arguments = self._redact_json(node.arguments, run)
             if arguments != node.arguments:
                 updates["arguments"] = arguments
+        found = run.found.copy()
+        native = redact_native(node, redact_body)
+        if native is not None:
+            updates["native"] = native
+            if native_text(node) in (t for part in node.content for t in part_texts(part)):
+                run.found = found  # the artifact's summary is the node's text: count once
         meta = dict(node.meta)
         redacted = changed or bool(updates)
         if redacted:
@@ -287,6 +295,9 @@ def _texts(node: Node) -> Iterator[str]:
     yield from field_texts(node).values()
     if isinstance(node, ToolCallNode):
         yield node.arguments
+    native = native_text(node)
+    if native is not None:
+        yield native
 
 
 def _signed_in(node: Node, run: _Run) -> Counter[str]:

@@ -14,6 +14,7 @@ import re
 
 __all__ = [
     "OUTPUT_OF",
+    "clear_cache",
     "code_span",
     "fence",
     "find_output_quote",
@@ -53,6 +54,11 @@ def code_span(text: str) -> str:
     edges = (line[:1], line[-1:])
     pad = " " if line.strip() and ("`" in edges or " " in edges) else ""
     return f"{marker}{pad}{line}{pad}{marker}"
+
+
+def clear_cache() -> None:
+    """Forget the memoized code spans (`processors.caches.clear_caches`)."""
+    code_span.cache_clear()
 
 
 def read_span(text: str, start: int) -> tuple[str, int] | None:

@@ -52,6 +52,18 @@ def _compact(graph: ContextGraph) -> tuple[Proposal, Proposal]:
     ctx = ProcessorContext.for_graph(graph)
     summary = anyio.run(HistorySummarizer(timeout=30).propose, old, ctx)
     distilled = anyio.run(Distiller(level="heavy", min_tokens=0).propose, answers, ctx)
+    # The example's brief quotes no tool output; a failed command's error item does.
+    failing = ContextGraph()
+    failing.add_user("run the tests")
+    failing.add_assistant(
+        "Running.", tool_calls=[{"id": "t1", "name": "bash", "arguments": '{"command": "pytest"}'}]
+    )
+    failing.add_tool_result(
+        "t1", "FAILED tests/test_app.py::test_x - KeyError: 'user_id'", is_error=True
+    )
+    failing.add_user("thanks")
+    nodes = list(failing)
+    anyio.run(HistorySummarizer(timeout=30).propose, nodes, ProcessorContext.for_graph(failing))
     return summary, distilled
 
 
@@ -68,6 +80,7 @@ def test_clear_caches_knows_every_memo() -> None:
         "processors.summarize.facts._outcome",
         "processors.summarize.facts._shows_content",
         "processors.distill.references._named",
+        "processors.summarize.quoting.code_span",
     }
 
 

@@ -383,6 +383,12 @@ def _field(name: str, text: str) -> Feed:
             signature = "c2lnbmF0dXJl" if name == "signed_thinking" else None
             manager.add_user("go on")
             manager.add_assistant([ThinkingPart(thinking=text, signature=signature)])
+        elif name == "compaction":
+            manager.ingest([{"type": "compaction", "content": text}])
+        elif name == "native_compaction":
+            block = {"type": "compaction", "content": text}
+            native = {"provider": "anthropic", "item": block}
+            manager.ingest([{"type": "compaction", "content": [], "native": native}])
 
     return feed
 
@@ -402,6 +408,8 @@ _TEXT_FIELDS = [
     "document_title",
     "thinking",
     "signed_thinking",
+    "compaction",
+    "native_compaction",
 ]
 
 
@@ -468,3 +476,76 @@ class TestNothingLeaks:
             for nodes, previous, instructions in summarizer.calls
         ]
         assert not _leaks(secret, given)
+
+
+def _compacted(block: dict[str, Any]) -> list[dict[str, Any]]:
+    """A session that opens with an Anthropic compaction block, then a turn."""
+    return [
+        {"type": "system", "content": "You are a careful agent."},
+        {"type": "compaction", "content": [], "native": {"provider": "anthropic", "item": block}},
+        {"type": "user", "content": "go on"},
+    ]
+
+
+class TestImportedCompactions:
+    """Another tool's compaction is redacted like any text, and its native block too."""
+
+    def test_a_recorded_compaction_with_a_secret_is_redacted(self) -> None:
+        """The redacted copy still stands for what came before, as the other tool's summary."""
+        events = [
+            {"type": "system", "content": "You are a careful agent."},
+            {"type": "user", "content": "early question"},
+            {"type": "assistant", "content": "early answer"},
+            {"type": "compaction", "content": f"The agent used GITHUB_TOKEN={TOKEN}."},
+            {"type": "user", "content": "go on"},
+        ]
+        plain = ContextManager(format="openai")
+        plain.ingest(events)
+        manager = ContextManager(redact_secrets=True, format="openai")
+        manager.ingest(events)
+        sent = manager.render_sync().payload
+        expected = json.loads(
+            json.dumps(plain.render_sync().payload).replace(TOKEN, "[REDACTED:github_token]")
+        )
+        assert sent == expected
+        assert "early question" not in json.dumps(sent)
+
+    def test_an_unsigned_block_goes_back_redacted(self) -> None:
+        """The summary the block sends to Anthropic holds the placeholder, not the secret."""
+        block = {"type": "compaction", "content": f"The agent used GITHUB_TOKEN={TOKEN}."}
+        manager = ContextManager(redact_secrets=True, format="anthropic")
+        manager.ingest(_compacted(block))
+        payload = manager.render_sync().payload
+        assert TOKEN not in json.dumps(payload)
+        (sent,) = [
+            part
+            for message in payload["messages"]
+            if isinstance(message["content"], list)
+            for part in message["content"]
+            if part.get("type") == "compaction"
+        ]
+        assert sent["content"] == "The agent used GITHUB_TOKEN=[REDACTED:github_token]."
+        assert manager.raw[manager.raw.by_kind("summary")[0]].native.item == block  # type: ignore[attr-defined]
+
+    async def test_a_signed_block_is_kept_and_counted(self) -> None:
+        """A signature covers the summary: it goes back unchanged, and the node says so."""
+        block = {"type": "compaction", "content": f"token {TOKEN}", "signature": "c2ln"}
+        graph = ContextGraph(counter=WordCounter())
+        graph.ingest(_compacted(block))
+        summary = graph[graph.by_kind("summary")[0]]
+        proposal = await SecretRedactor().propose([summary], ProcessorContext.for_graph(graph))
+        (edit,) = [e for e in proposal.edits if isinstance(e, Replace)]
+        assert edit.replacement.native == summary.native  # type: ignore[attr-defined]
+        assert edit.replacement.meta[SIGNED_SECRETS] == {"github_token": 1}
+        assert TOKEN not in proposal.note
+
+    async def test_a_secret_is_counted_once(self) -> None:
+        """The block's summary is the node's text as well: one secret, one count."""
+        block = {"type": "compaction", "content": f"DB_PASSWORD={PASSWORD}"}
+        graph = ContextGraph(counter=WordCounter())
+        graph.ingest(_compacted(block))
+        summary = graph[graph.by_kind("summary")[0]]
+        proposal = await SecretRedactor().propose([summary], ProcessorContext.for_graph(graph))
+        (edit,) = [e for e in proposal.edits if isinstance(e, Replace)]
+        assert edit.replacement.meta["redacted"] == {"password": 1}
+        assert PASSWORD not in json.dumps(dict(edit.replacement.native.item))  # type: ignore[attr-defined]
