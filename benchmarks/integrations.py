@@ -110,13 +110,12 @@ def user_lines(page: Path, section: str | None = None) -> int:
         if token.type == tokenize.COMMENT and _MARK.match(token.string)
     }
     for node in ast.walk(ast.parse(code)):
-        names = (
-            [node.module or ""]
-            if isinstance(node, ast.ImportFrom)
-            else [a.name for a in node.names]
-            if isinstance(node, ast.Import)
-            else []
-        )
+        if isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
         if any(name.split(".")[0] in _OURS for name in names) and node.lineno not in marked:
             msg = (
                 f"{page}: line {node.lineno} of the example imports from the library without "

@@ -198,7 +198,7 @@ def _openai_agents(task: Task, url: str, integrated: bool) -> None:
     async def run() -> None:
         async with openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=KEY, max_retries=0) as client:
             model = OpenAIResponsesModel(model=MODEL, openai_client=client)
-            tools = [function_tool(read_log)]
+            tools: list[Any] = [function_tool(read_log)]
             agent = Agent(name="doctor", instructions=SYSTEM, tools=tools, model=model)
             turns = task.turns + 5
             if not integrated:
