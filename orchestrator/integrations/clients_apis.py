@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -29,6 +29,8 @@ __all__ = [
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
     "Api",
+    "Arguments",
+    "Keywords",
     "Reply",
     "plain",
 ]
@@ -59,6 +61,30 @@ class Reply:
     items: list[Any]
 
 
+class Arguments(Protocol):
+    """How a method's keyword arguments hold the conversation, the system prompt and the tools."""
+
+    @property
+    def history_key(self) -> str:
+        """The keyword argument holding the conversation."""
+
+    @property
+    def system_source(self) -> str | None:
+        """Where the importer reads the system prompt (`None`: in the conversation itself)."""
+
+    def read_history(self, kwargs: Mapping[str, Any]) -> list[Any]:
+        """The conversation of a call, as plain items."""
+
+    def read_system(self, kwargs: Mapping[str, Any]) -> Any:
+        """The system prompt of a call, plain (`None`: none)."""
+
+    def read_tools(self, kwargs: Mapping[str, Any]) -> Sequence[Any] | None:
+        """The tool definitions of a call (`None`: none given)."""
+
+    def write(self, kwargs: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
+        """The call's arguments with the rendered payload in place of its own."""
+
+
 @dataclass(frozen=True)
 class Api:
     """One managed SDK method.
@@ -66,33 +92,45 @@ class Api:
     Attributes:
         name: The method as a user calls it (`chat.completions.create`), for messages.
         format: The format the request is rendered in.
-        importer: The importer that reads its conversations.
-        history_key: The keyword argument holding the conversation.
-        system_key: The keyword argument holding the system prompt (`None`: in the
-            conversation itself).
+        arguments: How its keyword arguments hold the conversation, system prompt and tools.
         is_model: Whether a conversation item is the model's (the reply a loop appended).
-        read_history: The conversation of a call, as plain items.
-        read_system: The system prompt of a call, plain (`None`: none).
-        read_tools: The tool definitions of a call (`None`: none given).
-        write: The call's arguments with the rendered payload in place of its own.
         read_reply: The reply of a response.
-        source: The importer's input for a system prompt and conversation items.
         server_state: Arguments that point at history kept on the provider's servers,
             which the manager's render would duplicate: refused.
     """
 
     name: str
     format: ProviderFormat
-    importer: str
-    history_key: str
+    arguments: Arguments
     is_model: Callable[[Any], bool]
-    read_history: Callable[[Mapping[str, Any]], list[Any]]
-    read_system: Callable[[Mapping[str, Any]], Any]
-    read_tools: Callable[[Mapping[str, Any]], Sequence[Any] | None]
-    write: Callable[[dict[str, Any], Mapping[str, Any]], dict[str, Any]]
     read_reply: Callable[[Any], Reply]
-    source: Callable[[Any, list[Any]], dict[str, Any]]
     server_state: tuple[str, ...] = ()
+
+    @property
+    def importer(self) -> str:
+        """The importer that reads its conversations."""
+        return "openai_responses" if self.format == "responses" else self.format
+
+    @property
+    def history_key(self) -> str:
+        """The keyword argument holding the conversation."""
+        return self.arguments.history_key
+
+    def read_history(self, kwargs: Mapping[str, Any]) -> list[Any]:
+        """The conversation of a call, as plain items."""
+        return self.arguments.read_history(kwargs)
+
+    def read_system(self, kwargs: Mapping[str, Any]) -> Any:
+        """The system prompt of a call, plain (`None`: none)."""
+        return self.arguments.read_system(kwargs)
+
+    def read_tools(self, kwargs: Mapping[str, Any]) -> Sequence[Any] | None:
+        """The tool definitions of a call (`None`: none given)."""
+        return self.arguments.read_tools(kwargs)
+
+    def write(self, kwargs: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
+        """The call's arguments with the rendered payload in place of its own."""
+        return self.arguments.write(kwargs, payload)
 
     def refuse_server_state(self, kwargs: Mapping[str, Any]) -> None:
         """Raise `ConfigurationError` if the call continues history kept on the servers."""
@@ -108,77 +146,94 @@ class Api:
         """The events of a system prompt (or `None`) and conversation items, in order."""
         if system is None and not items:
             return []
-        return load_events(self.source(system, items), format=self.importer)
+        source: dict[str, Any] = {self.arguments.history_key: items}
+        if system is not None and self.arguments.system_source is not None:
+            source[self.arguments.system_source] = system
+        return load_events(source, format=self.importer)
 
 
-# --- shared pieces -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Keywords:
+    """Arguments as plain keywords: the conversation, the system prompt, `tools`.
 
+    Attributes:
+        history_key: The keyword argument holding the conversation.
+        system_key: The keyword argument holding the system prompt, which the importer
+            reads under the same name (`None`: in the conversation itself).
+        text_role: The role of a conversation given as one string (`None`: refused).
+    """
 
-def _history(key: str, *, text_role: str | None = None) -> Callable[[Mapping[str, Any]], list[Any]]:
-    def read(kwargs: Mapping[str, Any]) -> list[Any]:
+    history_key: str
+    system_key: str | None = None
+    text_role: str | None = None
+
+    @property
+    def system_source(self) -> str | None:
+        """Where the importer reads the system prompt: the keyword's own name."""
+        return self.system_key
+
+    def read_history(self, kwargs: Mapping[str, Any]) -> list[Any]:
+        """The conversation of a call, as plain items."""
+        key = self.history_key
         value = kwargs.get(key)
-        if isinstance(value, str) and text_role is not None:
-            return [{"role": text_role, "content": value}]
+        if isinstance(value, str) and self.text_role is not None:
+            return [{"role": self.text_role, "content": value}]
         if not isinstance(value, list | tuple):
             msg = f"`{key}` must be a list (the whole conversation), got {type(value).__name__}"
             raise ConfigurationError(msg)
         return plain(list(value))  # type: ignore[no-any-return]
 
-    return read
-
-
-def _kwarg(key: str) -> Callable[[Mapping[str, Any]], Any]:
-    def read(kwargs: Mapping[str, Any]) -> Any:
-        value = kwargs.get(key)
+    def read_system(self, kwargs: Mapping[str, Any]) -> Any:
+        """The system prompt of a call, plain (`None`: none)."""
+        if self.system_key is None:
+            return None
+        value = kwargs.get(self.system_key)
         return plain(value) if _given(value) else None
 
-    return read
+    def read_tools(self, kwargs: Mapping[str, Any]) -> Sequence[Any] | None:
+        """The tool definitions of a call (`None`: none given)."""
+        value = kwargs.get("tools")
+        if value is None or not _given(value):
+            return None
+        return list(value)
 
-
-def _tools(kwargs: Mapping[str, Any]) -> Sequence[Any] | None:
-    value = kwargs.get("tools")
-    if value is None or not _given(value):
-        return None
-    return list(value)
-
-
-def _replace(*keys: str) -> Callable[[dict[str, Any], Mapping[str, Any]], dict[str, Any]]:
-    def write(kwargs: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
+    def write(self, kwargs: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
+        """The call's arguments with the rendered payload in place of its own."""
+        keys = {self.history_key, self.system_key, "tools"}
         out = {k: v for k, v in kwargs.items() if k not in keys}
         out.update(payload)
         return out
-
-    return write
 
 
 def _role(*roles: str) -> Callable[[Any], bool]:
     return lambda item: isinstance(item, Mapping) and item.get("role") in roles
 
 
-def _sdk_reply(response: Any, item: Callable[[Any], Any]) -> Reply:
-    read = read_response(response)
-    return Reply([read.turn], read.prompt_tokens, [item(response)])
+def _sdk_reply(item: Callable[[Any], Any]) -> Callable[[Any], Reply]:
+    """The reply of an SDK response read whole, whose loop appends `item(response)`."""
+
+    def read(response: Any) -> Reply:
+        read = read_response(response)
+        return Reply([read.turn], read.prompt_tokens, [item(response)])
+
+    return read
 
 
-# --- OpenAI Chat Completions ------------------------------------------------------------------
-
-
-def _chat_item(response: Any) -> Any:
-    return plain(response.choices[0].message)
-
+# --- OpenAI Chat Completions and Anthropic Messages --------------------------------------------
 
 OPENAI_CHAT = Api(
-    name="chat.completions.create",
-    format="openai",
-    importer="openai",
-    history_key="messages",
-    is_model=_role("assistant"),
-    read_history=_history("messages"),
-    read_system=lambda kwargs: None,
-    read_tools=_tools,
-    write=_replace("messages", "tools"),
-    read_reply=lambda response: _sdk_reply(response, _chat_item),
-    source=lambda system, items: {"messages": items},
+    "chat.completions.create",
+    "openai",
+    Keywords("messages"),
+    _role("assistant"),
+    _sdk_reply(lambda response: plain(response.choices[0].message)),
+)
+ANTHROPIC_MESSAGES = Api(
+    "messages.create",
+    "anthropic",
+    Keywords("messages", system_key="system"),
+    _role("assistant"),
+    _sdk_reply(lambda response: {"role": "assistant", "content": plain(response.content)}),
 )
 
 
@@ -207,65 +262,17 @@ def _responses_reply(response: Any) -> Reply:
     return Reply(events, tokens if isinstance(tokens, int) else None, list(data.get("output", [])))
 
 
-def _responses_source(system: Any, items: list[Any]) -> dict[str, Any]:
-    source: dict[str, Any] = {"input": items}
-    if system is not None:
-        source["instructions"] = system
-    return source
-
-
 OPENAI_RESPONSES = Api(
-    name="responses.create",
-    format="responses",
-    importer="openai_responses",
-    history_key="input",
-    is_model=_is_output,
-    read_history=_history("input", text_role="user"),
-    read_system=_kwarg("instructions"),
-    read_tools=_tools,
-    write=_replace("input", "instructions", "tools"),
-    read_reply=_responses_reply,
-    source=_responses_source,
+    "responses.create",
+    "responses",
+    Keywords("input", system_key="instructions", text_role="user"),
+    _is_output,
+    _responses_reply,
     server_state=("previous_response_id", "conversation"),
 )
 
 
-# --- Anthropic Messages -------------------------------------------------------------------------
-
-
-def _anthropic_item(response: Any) -> Any:
-    return {"role": "assistant", "content": plain(response.content)}
-
-
-def _anthropic_source(system: Any, items: list[Any]) -> dict[str, Any]:
-    source: dict[str, Any] = {"messages": items}
-    if system is not None:
-        source["system"] = system
-    return source
-
-
-ANTHROPIC_MESSAGES = Api(
-    name="messages.create",
-    format="anthropic",
-    importer="anthropic",
-    history_key="messages",
-    is_model=_role("assistant"),
-    read_history=_history("messages"),
-    read_system=_kwarg("system"),
-    read_tools=_tools,
-    write=_replace("messages", "system", "tools"),
-    read_reply=lambda response: _sdk_reply(response, _anthropic_item),
-    source=_anthropic_source,
-)
-
-
 # --- google-genai ------------------------------------------------------------------------------
-
-
-def _gemini_contents(kwargs: Mapping[str, Any]) -> list[Any]:
-    from google.genai import _transformers
-
-    return plain(_transformers.t_contents(kwargs.get("contents")))  # type: ignore[no-any-return]
 
 
 def _config(kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -285,36 +292,45 @@ def _field(config: Mapping[str, Any], name: str, alias: str) -> Any:
     return value if _given(value) else None
 
 
-def _gemini_system(kwargs: Mapping[str, Any]) -> Any:
-    value = _field(_config(kwargs), "system_instruction", "systemInstruction")
-    if value is None:
-        return None
-    from google.genai import _transformers
+class _GeminiArguments:
+    """`contents` in any form google-genai expands; the system prompt and tools in `config`."""
 
-    return plain(_transformers.t_content(value))
+    history_key = "contents"
+    system_source = "systemInstruction"
 
+    def read_history(self, kwargs: Mapping[str, Any]) -> list[Any]:
+        """The conversation, expanded by google-genai's own transformer."""
+        from google.genai import _transformers
 
-def _gemini_tools(kwargs: Mapping[str, Any]) -> Sequence[Any] | None:
-    value = _field(_config(kwargs), "tools", "tools")
-    return list(value) if value is not None else None
+        return plain(_transformers.t_contents(kwargs.get("contents")))  # type: ignore[no-any-return]
 
+    def read_system(self, kwargs: Mapping[str, Any]) -> Any:
+        """`config.system_instruction`, as a content (`None`: none)."""
+        value = _field(_config(kwargs), "system_instruction", "systemInstruction")
+        if value is None:
+            return None
+        from google.genai import _transformers
 
-def _gemini_write(kwargs: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("system_instruction", "systemInstruction", "tools")
-    config = {k: v for k, v in _config(kwargs).items() if k not in keys and v is not None}
-    if "systemInstruction" in payload:
-        config["system_instruction"] = payload["systemInstruction"]
-    if "tools" in payload:
-        config["tools"] = payload["tools"]
-    out = {k: v for k, v in kwargs.items() if k not in ("contents", "config")}
-    out["contents"] = payload["contents"]
-    if config:
-        out["config"] = config
-    return out
+        return plain(_transformers.t_content(value))
 
+    def read_tools(self, kwargs: Mapping[str, Any]) -> Sequence[Any] | None:
+        """`config.tools` (`None`: none given)."""
+        value = _field(_config(kwargs), "tools", "tools")
+        return list(value) if value is not None else None
 
-def _gemini_item(response: Any) -> Any:
-    return plain(response.candidates[0].content)
+    def write(self, kwargs: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
+        """`contents`, and `config` with the rendered system instruction and tools."""
+        keys = ("system_instruction", "systemInstruction", "tools")
+        config = {k: v for k, v in _config(kwargs).items() if k not in keys and v is not None}
+        if "systemInstruction" in payload:
+            config["system_instruction"] = payload["systemInstruction"]
+        if "tools" in payload:
+            config["tools"] = payload["tools"]
+        out = {k: v for k, v in kwargs.items() if k not in ("contents", "config")}
+        out["contents"] = payload["contents"]
+        if config:
+            out["config"] = config
+        return out
 
 
 def _gemini_reply(response: Any) -> Reply:
@@ -322,27 +338,10 @@ def _gemini_reply(response: Any) -> Reply:
     # made-up id the importer gives it in a conversation, which the next call's
     # `functionResponse`, read after this same item, then answers.
     prompt_tokens = read_response(response).prompt_tokens
-    item = _gemini_item(response)
+    item = plain(response.candidates[0].content)
     return Reply(load_events({"contents": [item]}, format="gemini"), prompt_tokens, [item])
 
 
-def _gemini_source(system: Any, items: list[Any]) -> dict[str, Any]:
-    source: dict[str, Any] = {"contents": items}
-    if system is not None:
-        source["systemInstruction"] = system
-    return source
-
-
 GEMINI_CONTENT = Api(
-    name="models.generate_content",
-    format="gemini",
-    importer="gemini",
-    history_key="contents",
-    is_model=_role("model"),
-    read_history=_gemini_contents,
-    read_system=_gemini_system,
-    read_tools=_gemini_tools,
-    write=_gemini_write,
-    read_reply=_gemini_reply,
-    source=_gemini_source,
+    "models.generate_content", "gemini", _GeminiArguments(), _role("model"), _gemini_reply
 )

@@ -1,0 +1,307 @@
+"""A strict local model server: four wire formats, every body validated, prompts counted.
+
+`ProviderServer(wire)` listens on 127.0.0.1 (port 0) and answers like the real API:
+`POST /v1/chat/completions` (`openai`), `POST /v1/responses` (`responses`),
+`POST /v1/messages` (`anthropic`) and `POST /v1beta/models/<model>:generateContent`
+(`gemini`). Every body is checked with the engine's validator
+(`context_graph.validate.validate`) and the SDK request types (`sdk_problems`), and its
+prompt is counted the provider's way: the renderer's count times `factor` (a provider
+whose tokenizer counts more than ours). A body that breaks a rule, or whose prompt is
+over `limit`, is refused with the provider's own error shape (HTTP 400), so a client sees
+what the real API would answer. Answers come from `respond(body)`: a dict of `Turn`'s
+fields (`{"text": ...}`, `{"calls": [["read_file", {"path": "a.py"}]], "reasoning": True}`).
+
+The integrations' tests (tests/orchestrator/integrations/conftest.py, fixture
+`provider_server`) and `python -m benchmarks.integrations` share this one server.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal, Self
+
+from context_graph.render import count_payload
+from context_graph.tokens.counting import default_counter
+from context_graph.validate import validate
+from context_graph.validate.sdk_types import sdk_problems
+
+__all__ = ["ProviderServer", "Turn", "Wire"]
+
+Wire = Literal["openai", "responses", "anthropic", "gemini"]
+_BODY_KEYS = {
+    "openai": ("messages", "tools"),
+    "responses": ("instructions", "input", "tools"),
+    "anthropic": ("system", "messages", "tools"),
+    "gemini": ("systemInstruction", "contents", "tools"),
+}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One answer: text, tool calls (name, arguments), and a reasoning item first."""
+
+    text: str = ""
+    calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+    reasoning: bool = False
+
+
+@dataclass
+class ProviderServer:
+    """A validating fake API.
+
+    `requests` and `prompts` hold each accepted body and its count; `refused` the reason
+    for each refused body and `refused_prompts` its count.
+    """
+
+    wire: Wire
+    respond: Callable[[dict[str, Any]], dict[str, Any]] = field(
+        default=lambda body: {"text": "done"}
+    )
+    limit: int | None = None
+    factor: float = 1.25
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    prompts: list[int] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    refused_prompts: list[int] = field(default_factory=list)
+    _serial: int = 0
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._http = _Quiet(("127.0.0.1", 0), _handler(self))
+        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """`http://127.0.0.1:<port>`."""
+        host, port = self._http.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def count(self, body: dict[str, Any]) -> int:
+        """The prompt tokens of a body, as this provider counts them."""
+        part = {k: body[k] for k in _BODY_KEYS[self.wire] if k in body}
+        if self.wire == "responses":
+            part["input"] = _text_as_parts(part.get("input", []))
+        fmt = "anthropic" if self.wire == "anthropic" else self.wire
+        return math.ceil(count_payload(part, fmt, default_counter()) * self.factor)
+
+    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The status and JSON answer to one request."""
+        problems = [f"{v.rule}: {v.message}" for v in validate(body, self.wire)]
+        problems += sdk_problems(body, self.wire)
+        tokens = self.count(body)
+        if not problems and self.limit is not None and tokens > self.limit:
+            problems = [f"prompt is {tokens} tokens, over the {self.limit}-token limit"]
+        with self._lock:
+            if problems:
+                self.refused.append("; ".join(problems))
+                self.refused_prompts.append(tokens)
+                return 400, _error(self.wire, "; ".join(problems))
+            self.requests.append(body)
+            self.prompts.append(tokens)
+            self._serial += 1
+            serial = self._serial
+        spec = self.respond(body)
+        turn = Turn(
+            text=spec.get("text", ""),
+            calls=tuple((name, dict(args)) for name, args in spec.get("calls", ())),
+            reasoning=spec.get("reasoning", False),
+        )
+        model = str(body.get("model", path.split("/")[-1].split(":")[0]))
+        return 200, _WRITERS[self.wire](model, turn, tokens, serial)
+
+    def start(self) -> None:
+        """Serve in a daemon thread."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self._http.shutdown()
+        self._http.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _text_as_parts(items: Any) -> list[Any]:
+    """Responses input with its text shorthands spelled out, as the renderer's counter reads it.
+
+    The API takes `input="..."` and a message whose `content` is a string (an SDK loop
+    sends those); the engine's renderer never writes them, and its counter reads lists of
+    parts only.
+    """
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    out = []
+    for item in items:
+        content = item.get("content") if isinstance(item, dict) else None
+        if isinstance(content, str):
+            kind = "output_text" if item.get("role") == "assistant" else "input_text"
+            item = {**item, "content": [{"type": kind, "text": content}]}
+        out.append(item)
+    return out
+
+
+class _Quiet(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up is not the test's failure."""
+
+
+def _handler(server: ProviderServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            """Keep the test output quiet."""
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            status, answer = server.answer(self.path, body)
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+def _error(wire: Wire, message: str) -> dict[str, Any]:
+    if wire == "anthropic":
+        return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    if wire == "gemini":
+        return {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}
+    error = {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+    return {"error": error}
+
+
+def _chat(model: str, turn: Turn, tokens: int, serial: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
+    if turn.calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{serial}_{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            for i, (name, args) in enumerate(turn.calls)
+        ]
+    finish = "tool_calls" if turn.calls else "stop"
+    return {
+        "id": f"chatcmpl-{serial}",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": {"prompt_tokens": tokens, "completion_tokens": 5, "total_tokens": tokens + 5},
+    }
+
+
+def _responses(model: str, turn: Turn, tokens: int, serial: int) -> dict[str, Any]:
+    output: list[dict[str, Any]] = []
+    if turn.reasoning:
+        output.append(
+            {
+                "type": "reasoning",
+                "id": f"rs_{serial}",
+                "summary": [{"type": "summary_text", "text": f"thinking {serial}"}],
+                "encrypted_content": f"enc-{serial}",
+            }
+        )
+    if turn.text:
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{serial}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": turn.text, "annotations": []}],
+            }
+        )
+    for i, (name, args) in enumerate(turn.calls):
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{serial}_{i}",
+                "call_id": f"call_{serial}_{i}",
+                "name": name,
+                "arguments": json.dumps(args),
+                "status": "completed",
+            }
+        )
+    return {
+        "id": f"resp_{serial}",
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "model": model,
+        "status": "completed",
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 5,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": tokens + 5,
+        },
+    }
+
+
+def _anthropic(model: str, turn: Turn, tokens: int, serial: int) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if turn.reasoning:
+        content.append({"type": "thinking", "thinking": f"thinking {serial}", "signature": "sig"})
+    if turn.text:
+        content.append({"type": "text", "text": turn.text})
+    content += [
+        {"type": "tool_use", "id": f"toolu_{serial}_{i}", "name": name, "input": args}
+        for i, (name, args) in enumerate(turn.calls)
+    ]
+    return {
+        "id": f"msg_{serial}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": "tool_use" if turn.calls else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": tokens, "output_tokens": 5},
+    }
+
+
+def _gemini(model: str, turn: Turn, tokens: int, serial: int) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [{"text": turn.text}] if turn.text else []
+    parts += [{"functionCall": {"name": name, "args": args}} for name, args in turn.calls]
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {
+            "promptTokenCount": tokens,
+            "candidatesTokenCount": 5,
+            "totalTokenCount": tokens + 5,
+        },
+        "modelVersion": model,
+        "responseId": f"resp-{serial}",
+    }
+
+
+_WRITERS: dict[Wire, Callable[[str, Turn, int, int], dict[str, Any]]] = {
+    "openai": _chat,
+    "responses": _responses,
+    "anthropic": _anthropic,
+    "gemini": _gemini,
+}
