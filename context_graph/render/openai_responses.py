@@ -249,7 +249,10 @@ def count_payload(payload: dict[str, Any], cache: NodeTokenCache) -> int:
     instructions = payload.get("instructions")
     system = cache.count_text(instructions) if isinstance(instructions, str) else 0
     tools = count_tools(payload.get("tools"), cache)
-    return tools + _OVERHEAD.per_request + system + count_messages(payload.get("input", ()), cache)
+    items = payload.get("input", ())
+    if isinstance(items, str):  # the API's shorthand for one user message
+        items = [{"role": "user", "content": items}]
+    return tools + _OVERHEAD.per_request + system + count_messages(items, cache)
 
 
 def count_messages(items: Sequence[Item], cache: NodeTokenCache) -> int:
@@ -284,7 +287,10 @@ def _item_tokens(item: Item, cache: NodeTokenCache) -> int:
         if isinstance(encrypted, str):
             texts.append(encrypted)
         return _OVERHEAD.per_message + sum(cache.count_text(t) for t in texts)
-    return _OVERHEAD.per_message + sum(_part_tokens(p, cache) for p in item.get("content", ()))
+    content = item.get("content", ())
+    if isinstance(content, str):  # a message's text shorthand
+        return _OVERHEAD.per_message + cache.count_text(content)
+    return _OVERHEAD.per_message + sum(_part_tokens(p, cache) for p in content)
 
 
 def _part_tokens(part: Item, cache: NodeTokenCache) -> int:

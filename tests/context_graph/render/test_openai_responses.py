@@ -310,6 +310,22 @@ class TestBudget:
             assert result.tokens == count_payload(result.payload, "responses", WordCounter())
             assert budget is None or result.tokens <= budget
 
+    def test_the_text_shorthands_count_as_their_messages(self) -> None:
+        """`input` as one string, or a message's `content` as a string, counts as typed text."""
+        typed = {
+            "input": [
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "fix the tests now"}],
+                }
+            ]
+        }
+        counted = count_payload(typed, "responses", WordCounter())
+        assert count_payload({"input": "fix the tests now"}, "responses", WordCounter()) == counted
+        short = {"input": [{"role": "user", "content": "fix the tests now"}]}
+        assert count_payload(short, "responses", WordCounter()) == counted
+
     def test_a_reasoning_part_costs_its_summary_and_payload(self, graph: ContextGraph) -> None:
         """The node costs what goes back: the summary (4 words), the payload and the text."""
         graph.add_user("go")
