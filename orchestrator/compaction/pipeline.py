@@ -289,14 +289,24 @@ def summary_chain(view: WorkingView, proposal: Proposal) -> int:
     A summary of plain nodes is a chain of length 1; a summary that abstracts a summary
     of length n has length n + 1. `view` must already hold the applied proposal.
     """
-    parts: dict[str, list[str]] = {}
-    for target, summary in view.overlay.abstracted_by.items():
-        parts.setdefault(summary, []).append(target)
+    # Walked down from the new summaries only: each processor summary's parts are its
+    # `abstracts` that the overlay has it abstract (an imported compaction has none),
+    # so nothing here is proportional to the whole history's overlay.
+    overlay = view.overlay
+    lengths: dict[str, int] = {}
 
     def length(node_id: str) -> int:
-        if view[node_id].kind != "summary":
-            return 0
-        return 1 + max((length(part) for part in parts.get(node_id, ())), default=0)
+        known = lengths.get(node_id)
+        if known is not None:
+            return known
+        node = overlay.derived.get(node_id) or view[node_id]
+        if node.kind != "summary":
+            found = 0
+        else:
+            parts = (p for p in node.abstracts if overlay.abstracted_by.get(p) == node_id)
+            found = 1 + max(map(length, parts), default=0)
+        lengths[node_id] = found
+        return found
 
     added = (edit.summary.id for edit in proposal.edits if isinstance(edit, Abstract))
     return max((length(summary_id) for summary_id in added), default=0)
