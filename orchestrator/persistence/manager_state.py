@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import JsonValue
 
-from context_graph.errors import StoreCorruptError
+from context_graph.errors import StoreConflictError, StoreCorruptError, StoreError
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.render import RenderResult
 from context_graph.tokens.calibration import Calibrator
@@ -33,7 +32,7 @@ from orchestrator.compaction.guards import GuardState
 from orchestrator.compaction.renderers import RendererCache
 from orchestrator.compaction.triggers import Firing, TriggerState
 from orchestrator.options import check_format
-from orchestrator.persistence.protocol import SessionStore
+from orchestrator.persistence.protocol import Rebased, SessionStore
 
 __all__ = ["ManagerState", "StateKeeper"]
 
@@ -152,12 +151,44 @@ class StateKeeper:
             store.put_states(changed)
             self._saved.update(texts)
 
-    def atomic(self) -> AbstractContextManager[None]:
-        """One transaction of the store for everything written inside (`SessionStore.atomic`)."""
+    @contextlib.contextmanager
+    def atomic(self, rebased: Callable[[Rebased], None] | None = None) -> Iterator[None]:
+        """One transaction of the store for everything written inside (`SessionStore.atomic`).
+
+        Args:
+            rebased: Told what a block that raced other writers was rebased over.
+        """
         store = self._store
         if store is None or store.closed:
-            return contextlib.nullcontext()
-        return store.atomic()
+            yield
+            return
+        try:
+            with store.atomic(rebased=rebased):
+                yield
+        except StoreError:
+            # What the block saved may not have been kept: write every key next time.
+            self._saved = {}
+            raise
+
+    @contextlib.contextmanager
+    def leased(self, ttl: float) -> Iterator[str | None]:
+        """Hold the store's compaction lease for the block (`SessionStore.lease`).
+
+        Yields:
+            `None` when this worker holds it (or there is no store), else why not:
+            another worker holds it, and compacts the session meanwhile.
+        """
+        store = self._store
+        if store is None or store.closed:
+            yield None
+            return
+        with contextlib.ExitStack() as stack:
+            held: str | None = None
+            try:
+                stack.enter_context(store.lease(ttl=ttl))
+            except StoreConflictError as exc:
+                held = str(exc)
+            yield held
 
     def close(self) -> None:
         """Save the state and close the store. Closing twice is harmless."""
