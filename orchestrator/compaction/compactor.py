@@ -5,7 +5,10 @@ one run slot (a render that must compact waits for the run in progress instead o
 it over the same nodes), hands the pending firings to `plan_runs`, runs the pipelines
 under the mode's time limit and folds their outcomes into the manager's state. When
 compaction cannot bring a request under its budget, `shrink_floor` truncates the floor's
-outputs (`orchestrator.compaction.floor`) as one more run in the same slot.
+outputs (`orchestrator.compaction.floor`) as one more run in the same slot. Both hold
+the session store's lease: while another worker holds it, this one does not compact
+(`compaction_deferred`); a run that raced another worker's append is rebased by the
+store, and what the newer log made invalid is reported as refused.
 """
 
 from __future__ import annotations
@@ -209,22 +212,14 @@ class Compactor:
         for proposal, reason in dropped:
             self._bus.emit("proposal_rejected", proposal=proposal, reason=reason)
         if dropped:
-            count = len(dropped)
-            self._state.applied -= count
-            self._state.rejected += count
-            total.applied -= count
-            total.rejected += count
+            self._count(total, PipelineRun(applied=-len(dropped), rejected=len(dropped)))
             self._keeper.save()
 
     def _defer(self, mode: RunMode, held_by: str, *, floor: bool) -> PipelineRun:
         """Leave compaction to the worker holding the lease; what fired is moot here."""
         self._state.pending = []
-        self._bus.emit(
-            "compaction_deferred",
-            background=mode is RunMode.BACKGROUND,
-            floor=floor,
-            reason=held_by,
-        )
+        background = mode is RunMode.BACKGROUND
+        self._bus.emit("compaction_deferred", background=background, floor=floor, reason=held_by)
         return PipelineRun(guard_state=self._state.guards)
 
     def _lease_ttl(self, mode: RunMode) -> float:

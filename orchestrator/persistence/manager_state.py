@@ -12,6 +12,27 @@ What was not sent is kept as `sent`, the number of pristine nodes the last reque
 covered: the nodes ingested after it are the unsent ones (`ManagerState.unsent`), and
 since every ingested batch is journaled, that holds after a crash too, however many
 batches came in since the state was last written.
+
+Where several workers write one session (`PostgresStore`), a state key is kept as its
+last write, with no check of the version the writer read: a write never raises
+`StoreConflictError`, so a render or a usage report does not fail because another
+worker rendered, and `refresh()` brings in what the others wrote (the stored state
+replacing this worker's). That is what each key wants:
+
+- `triggers`, `pending`, `guards`, `counters`, `pins`: written right after an ingest, an
+  applied restore or a compaction run. Each of those is an append, which lands only
+  from a view of the log no other worker moved on (else it raises before any state is
+  written), and a run is written in one transaction with its state, under the lease;
+  so they are written from the newest state but for a race between two workers'
+  turns, where the later turn's state stands (its triggers saw the later log).
+  `counters` are figures for `stats()`; another worker's count in such a race is lost
+  from them and from nothing else.
+- `sent` and `renderers`: what the last request carried and left out. The last
+  render is the last request, whichever worker made it, so its write is the one to keep.
+- `calibration`: how the provider counts tokens, learned from `report_usage`; any
+  worker's estimate is one, and the last is the freshest.
+- `scanned`: node ids already scanned for secrets; one lost is scanned again, and a
+  scan of a node already redacted finds nothing to change.
 """
 
 from __future__ import annotations

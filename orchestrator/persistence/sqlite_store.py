@@ -325,18 +325,19 @@ class SQLiteStore:
 
         The writer lock already keeps every other writer out of the file, so no one else
         can hold the lease or take it over; the token still grows with each lease, and
-        the lease is given back when the block ends (`ttl` has nothing to expire).
+        the lease is given back when the block ends (`ttl` has nothing to expire). A
+        read-only store writes nothing and is granted one with token 0.
 
         Raises:
             StoreError: the store is closed.
         """
         if self._conn is None:
             raise StoreError(str(self._path), "the store is closed")
-        if self._lease is not None:
-            yield self._lease
+        name = holder if holder is not None else f"{os.uname().nodename}:{os.getpid()}"
+        if self._lease is not None or self._lock is None:  # held, or read-only: token 0
+            yield self._lease if self._lease is not None else Lease(name, 0)
             return
         self._tokens += 1
-        name = holder if holder is not None else f"{os.uname().nodename}:{os.getpid()}"
         self._lease = Lease(name, self._tokens)
         try:
             yield self._lease

@@ -14,16 +14,18 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from context_graph.errors import StoreConflictError
+from context_graph.errors import StoreConflictError, StoreError
 from context_graph.graph.nodes import Node
 from context_graph.render import Renderer
 from context_graph.testing import Recorder, WordCounter, graph_snapshot
 from context_graph.validate import validate
 from orchestrator import ContextManager
 from orchestrator.persistence import PostgresStore, open_store
-from processors import HistorySummarizer
-from processors.base import Drop, Proposal
+from processors import HistorySummarizer, ObservationMasker
+from processors.base import Drop, ProcessorContext, Proposal
 
 _CLOCK = lambda: 1_700_000_000.0  # noqa: E731  (a fixed clock for the audit log)
 _SUMMARY = "The tests ran four times; all ok."
@@ -60,13 +62,13 @@ def _fill(manager: ContextManager) -> None:
 
 
 def _open(location: str, summarizer: Any = None, **options: Any) -> ContextManager:
+    options.setdefault("pipeline", [HistorySummarizer()])
     return ContextManager.open(
         location,
         counter=WordCounter(),
         durable=False,
         clock=_CLOCK,
         summarizer=summarizer if summarizer is not None else HookSummarizer(),
-        pipeline=[HistorySummarizer()],
         **options,
     )
 
@@ -289,3 +291,91 @@ class TestARunThatRacesAnAppendRebases:
         assert _kinds(a) == [*before, "events", "events", "events", "proposals"]
         b.refresh()
         assert _seen(a.raw, a.working) == _seen(b.raw, b.working) == _single_process(location)
+
+    async def test_a_run_its_own_worker_ingested_into_is_refused_when_the_log_moved(
+        self, workers: list[ContextManager]
+    ) -> None:
+        """A ingests during its own run and B appends: A's run cannot be rebased, and says so."""
+        a, b = workers
+
+        async def both() -> None:
+            a.add_user("A's turn, during its own run")  # joins A's run in the log
+            b.add_user("B's turn")
+
+        a_summarizer = a._options.summarizer
+        assert isinstance(a_summarizer, HookSummarizer)
+        a_summarizer.hook = both
+        before = _kinds(b)
+        with pytest.raises(StoreConflictError, match="refresh"):
+            await a.compact()
+        assert _kinds(b) == [*before, "events"]  # B's turn only
+        with pytest.raises(StoreError, match="reopen"):
+            a.add_user("A goes on")
+
+
+class _Appender:
+    """A stage that proposes nothing and lets the other worker append meanwhile."""
+
+    name = "appender"
+
+    def __init__(self, append: Callable[[], None]) -> None:
+        self._append = append
+
+    def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
+        """Let the other worker append, then propose no edit."""
+        self._append()
+        return Proposal(processor=self.name, base_version=ctx.graph.version)
+
+
+_INTERLEAVINGS = st.tuples(
+    st.integers(0, 2),  # B's appends before A's run (A has not refreshed them)
+    st.integers(0, 2),  # the stage of A's run B appends at
+    st.integers(0, 3),  # B's appends during the run
+)
+
+
+@settings(max_examples=12, deadline=None)
+@given(interleaving=_INTERLEAVINGS)
+def test_appends_of_another_worker_at_any_point_of_a_run(
+    postgres: Any, interleaving: tuple[int, int, int]
+) -> None:
+    """B appends before and during A's run, at any stage: A's run lands after all of it,
+    no turn is lost, and both workers hold what one process fed the log holds."""
+    before, stage, during = interleaving
+    location = postgres.location("hi")
+    texts: list[str] = []
+    workers: list[ContextManager] = []
+
+    def append(count: int) -> None:
+        for _ in range(count):
+            text = f"B's turn {len(texts)}"
+            workers[1].add_user(text)
+            texts.append(text)
+
+    stages: list[Any] = [ObservationMasker(keep_turns=1), HistorySummarizer()]
+    stages.insert(stage, _Appender(lambda: append(during)))
+    a = _open(location, pipeline=stages)
+    workers.extend([a, _open(location)])
+    b = workers[1]
+    try:
+        _fill(a)
+        b.refresh()
+        append(before)
+        try:
+            a.add_user("A's own turn")
+        except StoreConflictError:  # B appended first: A refreshes and retries
+            a.refresh()
+            a.add_user("A's own turn")
+        texts.append("A's own turn")
+        run = anyio.run(a.compact)
+        assert run.applied >= 1
+        kinds = _kinds(a)  # the run's entries are the last, after everything B appended
+        assert kinds[-run.applied :] == ["proposals"] * run.applied
+        assert kinds.count("proposals") == run.applied
+        b.refresh()
+        users = [node.text for node in a.raw if node.kind == "user"]
+        assert [text for text in users if "turn" in text] == texts
+        assert _seen(a.raw, a.working) == _seen(b.raw, b.working) == _single_process(location)
+    finally:
+        for manager in workers:
+            manager.close()
