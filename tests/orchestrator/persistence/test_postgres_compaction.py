@@ -104,10 +104,18 @@ def location_fixture(postgres: Any) -> str:
     return str(postgres.location("mc"))
 
 
+@pytest.fixture(name="summarizers")
+def summarizers_fixture() -> list[HookSummarizer]:
+    """The two workers' summarizers (set `hook` to act while one summarizes)."""
+    return [HookSummarizer(), HookSummarizer()]
+
+
 @pytest.fixture(name="workers")
-def workers_fixture(location: str) -> Iterator[list[ContextManager]]:
+def workers_fixture(
+    location: str, summarizers: list[HookSummarizer]
+) -> Iterator[list[ContextManager]]:
     """Two managers on the session (the first filled it), both up to date."""
-    first, second = _open(location), _open(location)
+    first, second = (_open(location, summarizer) for summarizer in summarizers)
     _fill(first)
     second.refresh()
     yield [first, second]
@@ -126,7 +134,7 @@ def _expire(postgres: Any, location: str) -> None:
 
 class TestTheManagerTakesTheLease:
     def test_a_worker_holding_the_lease_compacts_and_another_renders_meanwhile(
-        self, workers: list[ContextManager]
+        self, workers: list[ContextManager], summarizers: list[HookSummarizer]
     ) -> None:
         """While A compacts (in its thread), B's over-budget render defers, fits and is valid."""
         a, b = workers
@@ -136,9 +144,7 @@ class TestTheManagerTakesTheLease:
             started.set()
             await anyio.to_thread.run_sync(finish.wait)
 
-        a_summarizer = a._options.summarizer
-        assert isinstance(a_summarizer, HookSummarizer)
-        a_summarizer.hook = hold
+        summarizers[0].hook = hold
         done: list[Any] = []
         compacting = threading.Thread(target=lambda: done.append(anyio.run(a.compact)))
         compacting.start()
@@ -188,7 +194,11 @@ class TestTheManagerTakesTheLease:
             assert lease.token >= 2  # the run's lease came first
 
     async def test_a_stale_compactors_run_is_refused_and_nothing_of_it_written(
-        self, workers: list[ContextManager], postgres: Any, location: str
+        self,
+        workers: list[ContextManager],
+        summarizers: list[HookSummarizer],
+        postgres: Any,
+        location: str,
     ) -> None:
         """A's lease expires mid-run and B takes over: A's run is refused, A stays usable."""
         a, b = workers
@@ -197,9 +207,7 @@ class TestTheManagerTakesTheLease:
             _expire(postgres, location)
             assert (await b.compact()).applied == 1  # B takes the lease over and lands
 
-        a_summarizer = a._options.summarizer
-        assert isinstance(a_summarizer, HookSummarizer)
-        a_summarizer.hook = lose_the_lease
+        summarizers[0].hook = lose_the_lease
         before = _kinds(b)
         with pytest.raises(StoreConflictError, match="taken over"):
             await a.compact()
@@ -224,7 +232,7 @@ def _drop_first_answer(manager: ContextManager) -> Proposal:
 
 class TestARunThatRacesAnAppendRebases:
     async def test_an_append_during_a_run_lands_first_and_the_run_after_it(
-        self, workers: list[ContextManager], location: str
+        self, workers: list[ContextManager], summarizers: list[HookSummarizer], location: str
     ) -> None:
         """B ingests while A compacts: A's run lands after B's turn; nothing is lost."""
         a, b = workers
@@ -232,9 +240,7 @@ class TestARunThatRacesAnAppendRebases:
         async def append() -> None:
             b.add_user("B's turn, while A compacts")
 
-        a_summarizer = a._options.summarizer
-        assert isinstance(a_summarizer, HookSummarizer)
-        a_summarizer.hook = append
+        summarizers[0].hook = append
         before = _kinds(a)
         run = await a.compact()
         assert run.applied == 1
@@ -246,7 +252,7 @@ class TestARunThatRacesAnAppendRebases:
         assert (await a.render()).payload == (await b.render()).payload
 
     async def test_a_run_made_invalid_by_the_newer_log_is_dropped_whole(
-        self, workers: list[ContextManager], location: str
+        self, workers: list[ContextManager], summarizers: list[HookSummarizer], location: str
     ) -> None:
         """B drops nodes A's summary takes: A's proposal is refused on the bus, not written."""
         a, b = workers
@@ -254,9 +260,7 @@ class TestARunThatRacesAnAppendRebases:
         async def touch() -> None:
             b.working.apply(_drop_first_answer(b))
 
-        a_summarizer = a._options.summarizer
-        assert isinstance(a_summarizer, HookSummarizer)
-        a_summarizer.hook = touch
+        summarizers[0].hook = touch
         before = _kinds(a)
         with Recorder(a.bus) as recorder:
             run = await a.compact()
@@ -271,7 +275,7 @@ class TestARunThatRacesAnAppendRebases:
         a.add_user("A goes on")
 
     async def test_a_run_rebases_over_several_appends(
-        self, workers: list[ContextManager], location: str
+        self, workers: list[ContextManager], summarizers: list[HookSummarizer], location: str
     ) -> None:
         """Three appends of B (turns and an output) during A's run all land before it."""
         a, b = workers
@@ -283,9 +287,7 @@ class TestARunThatRacesAnAppendRebases:
             )
             b.add_tool_result("late", "ok")
 
-        a_summarizer = a._options.summarizer
-        assert isinstance(a_summarizer, HookSummarizer)
-        a_summarizer.hook = append
+        summarizers[0].hook = append
         before = _kinds(a)
         assert (await a.compact()).applied == 1
         assert _kinds(a) == [*before, "events", "events", "events", "proposals"]
@@ -293,7 +295,7 @@ class TestARunThatRacesAnAppendRebases:
         assert _seen(a.raw, a.working) == _seen(b.raw, b.working) == _single_process(location)
 
     async def test_a_run_its_own_worker_ingested_into_is_refused_when_the_log_moved(
-        self, workers: list[ContextManager]
+        self, workers: list[ContextManager], summarizers: list[HookSummarizer]
     ) -> None:
         """A ingests during its own run and B appends: A's run cannot be rebased, and says so."""
         a, b = workers
@@ -302,9 +304,7 @@ class TestARunThatRacesAnAppendRebases:
             a.add_user("A's turn, during its own run")  # joins A's run in the log
             b.add_user("B's turn")
 
-        a_summarizer = a._options.summarizer
-        assert isinstance(a_summarizer, HookSummarizer)
-        a_summarizer.hook = both
+        summarizers[0].hook = both
         before = _kinds(b)
         with pytest.raises(StoreConflictError, match="refresh"):
             await a.compact()
