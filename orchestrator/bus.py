@@ -46,6 +46,11 @@ SIGNALS: Mapping[str, str] = MappingProxyType(
             "A pipeline run ended (run: what it did, background, timed_out: its time limit "
             "cut it short, cancelled: the manager closed while it ran)."
         ),
+        "compaction_deferred": (
+            "Another worker holds the shared session's compaction lease, so this call did "
+            "not compact (background, floor: the floor's truncation rather than a run, "
+            "reason: who holds it)."
+        ),
         "compaction_timed_out": (
             "A time limit cut a compaction short; its unfinished stage applied nothing "
             "(run: what it did before, background, floor: the floor's truncation rather "

@@ -5,7 +5,10 @@ one run slot (a render that must compact waits for the run in progress instead o
 it over the same nodes), hands the pending firings to `plan_runs`, runs the pipelines
 under the mode's time limit and folds their outcomes into the manager's state. When
 compaction cannot bring a request under its budget, `shrink_floor` truncates the floor's
-outputs (`orchestrator.compaction.floor`) as one more run in the same slot.
+outputs (`orchestrator.compaction.floor`) as one more run in the same slot. Both hold
+the session store's lease: while another worker holds it, this one does not compact
+(`compaction_deferred`); a run that raced another worker's append is rebased by the
+store, and what the newer log made invalid is reported as refused.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from orchestrator.compaction.slot import RunSlot
 from orchestrator.compaction.triggers import Firing, evaluate
 from orchestrator.options import ManagerOptions
 from orchestrator.persistence.manager_state import ManagerState, StateKeeper
+from orchestrator.persistence.protocol import Rebased
 from orchestrator.working import WorkingGraph
 
 __all__ = ["Compactor"]
@@ -123,6 +127,33 @@ class Compactor:
         `renderer`; a manual run goes through every stage). One run at a time: this
         waits for a run in progress.
         """
+        busy = await self.slot.claim()
+        rebases: list[Rebased] = []
+        try:
+            # One worker compacts a shared session at a time: while another holds the
+            # store's lease, this call renders from what it has (`compaction_deferred`).
+            with self._keeper.leased(self._lease_ttl(mode)) as held_by:
+                if held_by is not None:
+                    return self._defer(mode, held_by, floor=False)
+                total = await self._run_atomic(mode, budget, renderer, instructions, busy, rebases)
+                self._take_back_dropped(rebases, total)
+        finally:
+            self.slot.release(busy)  # the run released it already, unless it never began
+        if total.timed_out:
+            self._report_timeout(total, mode, floor=False)
+        self._report_done(total, mode, cancelled=False)
+        return total
+
+    async def _run_atomic(
+        self,
+        mode: RunMode,
+        budget: int | None,
+        renderer: Renderer | None,
+        instructions: str | None,
+        busy: anyio.Event,
+        rebases: list[Rebased],
+    ) -> PipelineRun:
+        """The run in one store transaction; a race with another writer is rebased."""
         target = self._target(budget)
         settings = self._settings(budget, instructions, target)
         guards = self._guards(mode)
@@ -131,11 +162,10 @@ class Compactor:
             if mode is RunMode.MANUAL or renderer is None
             else functools.partial(self.fits, renderer, target)
         )
-        busy = await self.slot.claim()
         # A run lands in the session file whole or not at all (`SessionStore.atomic`),
         # with the state it leaves: a crash between two of its proposals must not leave
         # a session that is neither before nor after it.
-        with self._keeper.atomic():
+        with self._keeper.atomic(rebased=rebases.append):
             # Whatever fired so far is handled by this run (or found moot by it).
             handled, self._state.pending = [*self._state.pending], []
             steps = plan_runs(handled, self._options.triggers.default_pipeline, mode)
@@ -170,10 +200,33 @@ class Compactor:
             finally:
                 self.slot.release(busy)
             self._keeper.save()
-        if total.timed_out:
-            self._report_timeout(total, mode, floor=False)
-        self._report_done(total, mode, cancelled=False)
         return total
+
+    def _take_back_dropped(self, rebases: list[Rebased], total: PipelineRun) -> None:
+        """Report the run's proposals a rebase dropped, and count them as refused.
+
+        Another worker appended while the run worked; its proposals were checked again
+        against the newer log and written after it, except these, which it made invalid.
+        """
+        dropped = [item for rebase in rebases for item in rebase.dropped]
+        for proposal, reason in dropped:
+            self._bus.emit("proposal_rejected", proposal=proposal, reason=reason)
+        if dropped:
+            self._count(total, PipelineRun(applied=-len(dropped), rejected=len(dropped)))
+            self._keeper.save()
+
+    def _defer(self, mode: RunMode, held_by: str, *, floor: bool) -> PipelineRun:
+        """Leave compaction to the worker holding the lease; what fired is moot here."""
+        self._state.pending = []
+        background = mode is RunMode.BACKGROUND
+        self._bus.emit("compaction_deferred", background=background, floor=floor, reason=held_by)
+        return PipelineRun(guard_state=self._state.guards)
+
+    def _lease_ttl(self, mode: RunMode) -> float:
+        # Longer than the run may take (its time limit), so that only a worker that
+        # stalled loses its lease; a run without a limit gets ten minutes.
+        limit = self._time_limit(mode)
+        return (540.0 if limit is None else limit) + 60.0
 
     async def shrink_floor(self, renderer: Renderer, budget: int) -> bool:
         """Truncate the outputs after the latest user turn until the request fits.
@@ -199,18 +252,22 @@ class Compactor:
         run = PipelineRun()
         busy = await self.slot.claim()
         try:
-            with anyio.move_on_after(self._time_limit(RunMode.OVERFLOW)) as scope:
-                await shrink_floor(
-                    self._working,
-                    self._bus,
-                    settings,
-                    measure,
-                    budget,
-                    pipeline_truncator(self._options.default_stages),
-                    required,
-                    frozenset(self._state.unsent),
-                    run=run,
-                )
+            with self._keeper.leased(self._lease_ttl(RunMode.OVERFLOW)) as held_by:
+                if held_by is not None:
+                    self._defer(RunMode.OVERFLOW, held_by, floor=True)
+                    return False
+                with anyio.move_on_after(self._time_limit(RunMode.OVERFLOW)) as scope:
+                    await shrink_floor(
+                        self._working,
+                        self._bus,
+                        settings,
+                        measure,
+                        budget,
+                        pipeline_truncator(self._options.default_stages),
+                        required,
+                        frozenset(self._state.unsent),
+                        run=run,
+                    )
         finally:
             self.slot.release(busy)
             self._state.applied += run.applied

@@ -12,20 +12,40 @@ What was not sent is kept as `sent`, the number of pristine nodes the last reque
 covered: the nodes ingested after it are the unsent ones (`ManagerState.unsent`), and
 since every ingested batch is journaled, that holds after a crash too, however many
 batches came in since the state was last written.
+
+Where several workers write one session (`PostgresStore`), a state key is kept as its
+last write, with no check of the version the writer read: a write never raises
+`StoreConflictError`, so a render or a usage report does not fail because another
+worker rendered, and `refresh()` brings in what the others wrote (the stored state
+replacing this worker's). That is what each key wants:
+
+- `triggers`, `pending`, `guards`, `counters`, `pins`: written right after an ingest, an
+  applied restore or a compaction run. Each of those is an append, which lands only
+  from a view of the log no other worker moved on (else it raises before any state is
+  written), and a run is written in one transaction with its state, under the lease;
+  so they are written from the newest state but for a race between two workers'
+  turns, where the later turn's state stands (its triggers saw the later log).
+  `counters` are figures for `stats()`; another worker's count in such a race is lost
+  from them and from nothing else.
+- `sent` and `renderers`: what the last request carried and left out. The last
+  render is the last request, whichever worker made it, so its write is the one to keep.
+- `calibration`: how the provider counts tokens, learned from `report_usage`; any
+  worker's estimate is one, and the last is the freshest.
+- `scanned`: node ids already scanned for secrets; one lost is scanned again, and a
+  scan of a node already redacted finds nothing to change.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import JsonValue
 
-from context_graph.errors import StoreCorruptError
+from context_graph.errors import StoreConflictError, StoreCorruptError, StoreError
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.render import RenderResult
 from context_graph.tokens.calibration import Calibrator
@@ -33,7 +53,7 @@ from orchestrator.compaction.guards import GuardState
 from orchestrator.compaction.renderers import RendererCache
 from orchestrator.compaction.triggers import Firing, TriggerState
 from orchestrator.options import check_format
-from orchestrator.persistence.protocol import SessionStore
+from orchestrator.persistence.protocol import Rebased, SessionStore
 
 __all__ = ["ManagerState", "StateKeeper"]
 
@@ -152,12 +172,44 @@ class StateKeeper:
             store.put_states(changed)
             self._saved.update(texts)
 
-    def atomic(self) -> AbstractContextManager[None]:
-        """One transaction of the store for everything written inside (`SessionStore.atomic`)."""
+    @contextlib.contextmanager
+    def atomic(self, rebased: Callable[[Rebased], None] | None = None) -> Iterator[None]:
+        """One transaction of the store for everything written inside (`SessionStore.atomic`).
+
+        Args:
+            rebased: Told what a block that raced other writers was rebased over.
+        """
         store = self._store
         if store is None or store.closed:
-            return contextlib.nullcontext()
-        return store.atomic()
+            yield
+            return
+        try:
+            with store.atomic(rebased=rebased):
+                yield
+        except StoreError:
+            # What the block saved may not have been kept: write every key next time.
+            self._saved = {}
+            raise
+
+    @contextlib.contextmanager
+    def leased(self, ttl: float) -> Iterator[str | None]:
+        """Hold the store's compaction lease for the block (`SessionStore.lease`).
+
+        Yields:
+            `None` when this worker holds it (or there is no store), else why not:
+            another worker holds it, and compacts the session meanwhile.
+        """
+        store = self._store
+        if store is None or store.closed:
+            yield None
+            return
+        with contextlib.ExitStack() as stack:
+            held: str | None = None
+            try:
+                stack.enter_context(store.lease(ttl=ttl))
+            except StoreConflictError as exc:
+                held = str(exc)
+            yield held
 
     def close(self) -> None:
         """Save the state and close the store. Closing twice is harmless."""

@@ -5,17 +5,24 @@ One worker compacts a session at a time: it takes the lease (the session row's
 the lease, every transaction it writes checks that the token is still its own, so a
 compactor that stalled past its lease (and lost it to another) has its result refused
 by the database itself, not by a clock on the worker. The lease ends when released, or
-by expiring; the token only ever grows.
+by expiring; the token only ever grows. A store holds one lease at a time
+(`LeaseKeeper`): taking it again while it holds it joins the lease it holds, so a
+caller's own `lease()` block and the manager's compaction inside it share one token.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
-from context_graph.errors import StoreConflictError
+from context_graph.errors import StoreConflictError, StoreError
+from orchestrator.persistence.postgres_connect import run_on
+from orchestrator.persistence.postgres_writer import LogWriter
+from orchestrator.persistence.protocol import Lease
 
-__all__ = ["Lease", "acquire_lease", "release_lease"]
+__all__ = ["Lease", "LeaseKeeper", "acquire_lease", "release_lease"]
 
 _ACQUIRE = (
     "UPDATE cg_sessions SET lease_holder = %(holder)s, lease_token = lease_token + 1,"
@@ -28,19 +35,6 @@ _RELEASE = (
     "UPDATE cg_sessions SET lease_holder = NULL, lease_until = NULL"
     " WHERE id = %s AND lease_token = %s"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Lease:
-    """A compaction lease held on a session.
-
-    Attributes:
-        holder: Who holds it (a worker's name, for people reading the row).
-        token: The fencing token: larger than every token handed out before it.
-    """
-
-    holder: str
-    token: int
 
 
 def acquire_lease(
@@ -67,3 +61,79 @@ def acquire_lease(
 def release_lease(connection: Any, session_id: int, lease: Lease) -> None:
     """Give the lease back, if it is still this one (an expired one may be another's)."""
     connection.execute(_RELEASE, (session_id, lease.token))
+
+
+class LeaseKeeper:
+    """The lease one store holds, if any, and the fence it sets on the store's writer.
+
+    Args:
+        location: The store, for messages.
+        session_id: The session's row.
+        pool: Where connections come from.
+        writer: The store's writer, whose writes check the lease's token.
+    """
+
+    def __init__(self, location: str, session_id: int, pool: Any, writer: LogWriter) -> None:
+        self._location = location
+        self._id = session_id
+        self._pool = pool
+        self._writer = writer
+        self._held: Lease | None = None
+
+    @contextlib.contextmanager
+    def hold(
+        self,
+        holder: str,
+        ttl: float,
+        order: AbstractContextManager[Any],
+        writable: Callable[[], None],
+        closed: Callable[[], bool],
+    ) -> Iterator[Lease]:
+        """The lease for the block: taken under `order` once `writable()` passes, or joined.
+
+        Raises:
+            StoreConflictError: another worker holds it.
+            StoreError: `writable()` refused, or the server cannot be reached.
+        """
+        with order:
+            writable()
+            taken, fresh = self.take(holder, ttl)
+        try:
+            yield taken
+        finally:
+            if fresh:
+                with order:
+                    self.give_back(taken, closed=closed())
+
+    def take(self, holder: str, ttl: float) -> tuple[Lease, bool]:
+        """The lease: the one held already (and `False`), or a fresh one (and `True`).
+
+        Raises:
+            StoreConflictError: another worker holds it.
+            StoreUnavailableError: the server cannot be reached.
+        """
+        if self._held is not None:
+            return self._held, False
+        taken: Lease = run_on(
+            self._pool,
+            self._location,
+            "taking the lease",
+            lambda conn: acquire_lease(conn, self._location, self._id, holder, ttl),
+        )
+        self._held = taken
+        self._writer.fence = taken.token
+        return taken, True
+
+    def give_back(self, lease: Lease, *, closed: bool) -> None:
+        """Give a fresh lease back (it expires anyway if the server cannot be reached)."""
+        self._held = None
+        self._writer.fence = None
+        if closed:
+            return
+        with contextlib.suppress(StoreError):
+            run_on(
+                self._pool,
+                self._location,
+                "giving the lease back",
+                lambda conn: release_lease(conn, self._id, lease),
+            )

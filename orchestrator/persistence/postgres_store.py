@@ -5,9 +5,11 @@ entries, replayed by `restore`), kept as an append-only log in a database that h
 many sessions (`postgres_schema`). What changes is that several processes write one
 session: each append is a compare-and-set on the log's head (`postgres_writer`), so a
 writer whose view is behind gets `StoreConflictError` with nothing written, calls
-`refresh()` to replay what the others appended, and retries. A compactor takes the
-session's lease (`lease()`), whose fencing token every write it makes is checked
-against; a worker waiting for others' entries blocks in `wait()` (LISTEN/NOTIFY).
+`refresh()` to replay what the others appended (`live`), and retries. A compactor takes
+the session's lease (`lease()`, `postgres_lease`), whose fencing token every write it
+makes is checked against; a compaction run that finds the log moved on when it ends is
+rebased over the newer entries (`atomic(rebased=...)`); a worker waiting for others'
+entries blocks in `wait()` (LISTEN/NOTIFY).
 
 ```python
 store = PostgresStore.open("postgresql://db/agents", session="ticket-4711")
@@ -25,28 +27,27 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
 from pydantic import JsonValue
 
 from context_graph.errors import StoreError
-from context_graph.graph.events import AgentEvent, coerce_events
 from context_graph.tokens.counting import TokenCounter, default_counter
-from orchestrator.persistence.codec import JournalEntry, check_audit, encode_applied, encode_events
+from orchestrator.persistence.codec import JournalEntry, encode_applied, encode_events
 from orchestrator.persistence.journal import GraphJournal
+from orchestrator.persistence.live import LiveSession
 from orchestrator.persistence.postgres_connect import PoolShare, parse_location, run_on, translate
-from orchestrator.persistence.postgres_lease import Lease, acquire_lease, release_lease
+from orchestrator.persistence.postgres_follow import LogFollower
+from orchestrator.persistence.postgres_gate import WriteGate
+from orchestrator.persistence.postgres_lease import LeaseKeeper
 from orchestrator.persistence.postgres_reader import LogSnapshot, open_session, read_log
 from orchestrator.persistence.postgres_watch import wait_for_entries
 from orchestrator.persistence.postgres_writer import LogWriter
-from orchestrator.persistence.protocol import Refreshed, RestoredSession
-from orchestrator.persistence.restore import ResumingClock, replay, replay_entry
+from orchestrator.persistence.protocol import Lease, Rebased, Refreshed, RestoredSession
+from orchestrator.persistence.restore import ResumingClock, replay
 from orchestrator.persistence.schema import encode_state
-from orchestrator.persistence.sqlite_writer import Entry
-from orchestrator.working.buffer import AuditEntry
-from processors.base import Proposal
 
 __all__ = ["PostgresStore"]
 
@@ -68,15 +69,14 @@ class PostgresStore:
         self._id = session_id
         self._counter: TokenCounter = options["counter"]
         self._timeout: float = options["timeout"]
-        self._read_only: bool = options["read_only"]
         self._pool: Any = options["pool"]
-        self._closed = False
-        self._order = threading.RLock()
         self._writer = LogWriter(location, session_id, self._pool, durable=options["durable"])
+        self._gate = WriteGate(location, self._writer, read_only=options["read_only"])
+        self._order = self._gate.order
+        self._writable = self._gate.writable
+        self._leases = LeaseKeeper(location, session_id, self._pool, self._writer)
         self._journal: GraphJournal | None = None
-        self._live: tuple[RestoredSession, ResumingClock] | None = None
-        self._versions: dict[str, int] = {}
-        self._replaying = False
+        self._follower: LogFollower | None = None
 
     @classmethod
     def open(
@@ -150,12 +150,12 @@ class PostgresStore:
     @property
     def read_only(self) -> bool:
         """Whether the store was opened read-only."""
-        return self._read_only
+        return self._gate.read_only
 
     @property
     def closed(self) -> bool:
         """Whether `close()` was called."""
-        return self._closed
+        return self._gate.closed
 
     @property
     def failed(self) -> str | None:
@@ -175,9 +175,9 @@ class PostgresStore:
     def close(self) -> None:
         """Write what an open atomic block queued, give the connections back; idempotent."""
         with self._order:
-            if self._closed:
+            if self._gate.closed:
                 return
-            self._closed = True
+            self._gate.closed = True
             try:
                 if self._writer.queued:
                     self._writer.flush()
@@ -191,7 +191,9 @@ class PostgresStore:
         self.close()
 
     def __repr__(self) -> str:
-        mode = "closed" if self._closed else "read-only" if self._read_only else "writable"
+        mode = (
+            "closed" if self._gate.closed else "read-only" if self._gate.read_only else "writable"
+        )
         return f"PostgresStore({self._location!r}, {mode})"
 
     # -- writing -----------------------------------------------------------------------
@@ -203,7 +205,7 @@ class PostgresStore:
             ConfigurationError: a key is empty or a value is not JSON; nothing written.
             StoreError: the store cannot be written (see the class).
         """
-        with self._writing(None, encode_state(values), applied=True):
+        with self._gate.writing(None, encode_state(values), applied=True):
             pass
 
     def append_entry(self, entry: JournalEntry) -> None:
@@ -217,65 +219,59 @@ class PostgresStore:
             body = encode_events(entry.events)
         else:
             body = encode_applied(entry.proposals, entry.audit)
-        with self._writing((entry.kind, body), [], applied=False):
+        with self._gate.writing((entry.kind, body), [], applied=False):
             pass
 
-    def journaling_events(
-        self, events: Iterable[AgentEvent | Mapping[str, Any]]
-    ) -> AbstractContextManager[None]:
-        """Journal one batch around its ingest, made inside the block (`JournalingStore`).
-
-        Raises:
-            IngestError: an event could not be read back from the log; nothing written.
-            StoreConflictError: another writer appended first; nothing written.
-            StoreError: the store cannot be written (see the class).
-        """
-        if self._replaying:
-            return contextlib.nullcontext()
-        batch = coerce_events(events)
-        entry: Entry | None = ("events", encode_events(batch)) if batch else None
-        return self._writing(entry, [], applied=False)
-
-    def journaling_proposals(
-        self, proposals: Sequence[Proposal], audit: Sequence[AuditEntry]
-    ) -> AbstractContextManager[None]:
-        """Journal one applied batch around its swap (`JournalingStore`).
-
-        Raises:
-            InvariantViolation: the proposals could not be read back from the log.
-            StoreConflictError: another writer appended first; nothing written.
-            StoreError: the store cannot be written (see the class).
-        """
-        if self._replaying:
-            return contextlib.nullcontext()
-        proposals, audit = tuple(proposals), tuple(audit)
-        check_audit(proposals, audit)
-        body = encode_applied(proposals, audit)
-        return self._writing(("proposals", body), [], applied=False)
-
     @contextlib.contextmanager
-    def atomic(self) -> Iterator[None]:
+    def atomic(self, *, rebased: Callable[[Rebased], None] | None = None) -> Iterator[None]:
         """Write everything inside as one transaction when the block ends.
 
+        A block of applied proposals only (a compaction run) that finds the log moved
+        on is, with `rebased`, rebased over the newer entries (`LiveSession.rebase`) and
+        written after them, and `rebased` is told what was replayed and dropped; without
+        it, or when its lease was lost, it is taken back from memory and the store
+        stays writable (refresh, then retry).
+
         Raises:
-            StoreConflictError: another writer appended meanwhile, or the lease was lost:
-                nothing of the block was kept; memory is ahead, every later write refused.
-            StoreError: the queued entries cannot be written (memory is ahead).
+            StoreConflictError: another writer appended meanwhile (no `rebased`), or the
+                lease was lost: nothing of the block was kept.
+            StoreError: the queued entries cannot be written; memory is ahead (every
+                later write refused) unless the block was taken back.
         """
         with self._order:
-            self._writer.open_scope()
+            follower = self._follower
+            if follower is None:
+                self._writer.open_scope()
+            else:
+                follower.begin_block()
         try:
             yield
         except BaseException:
             with self._order:
-                self._writer.close_scope(closed=self._closed, quiet=True)
+                self._end_block(follower, quiet=True, rebased=None)
             raise
         with self._order:
-            self._writer.close_scope(closed=self._closed, quiet=False)
+            self._end_block(follower, quiet=False, rebased=rebased)
 
-    @contextlib.contextmanager
-    def lease(self, *, holder: str | None = None, ttl: float = 60.0) -> Iterator[Lease]:
+    def _end_block(
+        self,
+        follower: LogFollower | None,
+        *,
+        quiet: bool,
+        rebased: Callable[[Rebased], None] | None,
+    ) -> None:
+        if follower is None:
+            self._writer.close_scope(closed=self._gate.closed, quiet=quiet)
+        else:
+            follower.end_block(closed=self._gate.closed, quiet=quiet, rebased=rebased)
+
+    def lease(
+        self, *, holder: str | None = None, ttl: float = 60.0
+    ) -> AbstractContextManager[Lease]:
         """Hold the session's compaction lease; every write meanwhile checks its token.
+
+        A lease this store holds already is joined (given back by the outer block); a
+        read-only store writes nothing and is granted one with token 0.
 
         Args:
             holder: Who holds it, for people reading the database (host and pid when
@@ -288,55 +284,9 @@ class PostgresStore:
             StoreError: the store cannot be written (see the class).
         """
         name = holder if holder is not None else f"{os.uname().nodename}:{os.getpid()}"
-        with self._order:
-            self._writable()
-            taken: Lease = self._run(
-                "taking the lease",
-                lambda conn: acquire_lease(conn, self._location, self._id, name, ttl),
-            )
-            self._writer.fence = taken.token
-        try:
-            yield taken
-        finally:
-            with self._order:
-                self._writer.fence = None
-                if not self._closed:
-                    with contextlib.suppress(StoreError):  # it expires anyway
-                        self._run(
-                            "giving the lease back",
-                            lambda conn: release_lease(conn, self._id, taken),
-                        )
-
-    def check_writable(self) -> None:
-        """Raise if nothing may be written now (`JournalingStore`).
-
-        Raises:
-            StoreError: the store is closed, read-only, or memory is ahead of the log.
-        """
-        if not self._replaying:
-            self._writable()
-
-    def _writable(self) -> None:
-        if self._closed:
-            raise StoreError(self._location, "the store is closed")
-        if self._read_only:
-            msg = "opened read-only; open it without read_only=True to write"
-            raise StoreError(self._location, msg)
-        if self._writer.failed is not None:
-            msg = (
-                f"{self._writer.failed}, so the session in memory is ahead of the log; "
-                "reopen the store to resume from what the log holds"
-            )
-            raise StoreError(self._location, msg)
-
-    @contextlib.contextmanager
-    def _writing(
-        self, entry: Entry | None, state: list[tuple[str, str]], *, applied: bool
-    ) -> Iterator[None]:
-        with self._order:
-            self._writable()
-            with self._writer.writing(entry, state, applied=applied):
-                yield
+        if self._gate.read_only and not self._gate.closed:
+            return contextlib.nullcontext(Lease(name, 0))
+        return self._leases.hold(name, ttl, self._order, self._writable, lambda: self._gate.closed)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -360,7 +310,7 @@ class PostgresStore:
         Raises:
             StoreUnavailableError: the server cannot be reached.
         """
-        if self._closed:
+        if self._gate.closed:
             raise StoreError(self._location, "the store is closed")
         seen = self._writer.head
         try:
@@ -371,7 +321,7 @@ class PostgresStore:
 
     def _read(self, *, after: int, with_state: bool) -> LogSnapshot:
         with self._order:
-            if self._closed:
+            if self._gate.closed:
                 raise StoreError(self._location, "the store is closed")
             snapshot: LogSnapshot = self._run(
                 "reading the log",
@@ -400,7 +350,7 @@ class PostgresStore:
             msg = "restore() was already called on this writable store; keep using its session"
             raise StoreError(self._location, msg)
         snapshot = self._read(after=0, with_state=True)
-        journal = None if self._read_only else GraphJournal(self)
+        journal = None if self._gate.read_only else GraphJournal(self._gate)
         resuming = ResumingClock(clock)
         session = replay(
             self._location,
@@ -416,8 +366,11 @@ class PostgresStore:
                 journal.start()
                 self._journal = journal
                 self._writer.head = snapshot.head
-                self._versions = snapshot.versions
-                self._live = (session, resuming)
+                live = LiveSession(self._location, session, resuming)
+                self._follower = LogFollower(
+                    self._location, live, self._writer, self._read, snapshot.versions
+                )
+                self._gate.replaying = lambda: live.replaying
         return session
 
     def refresh(self) -> Refreshed:
@@ -430,24 +383,7 @@ class PostgresStore:
         """
         with self._order:
             self._writable()
-            if self._live is None:
+            if self._follower is None:
                 msg = "refresh() needs the session restored from this store; call restore()"
                 raise StoreError(self._location, msg)
-            if self._writer.queued:
-                # Memory holds the block's unwritten changes: others' entries would
-                # replay on top of them, in an order the log never had.
-                msg = "refresh() inside an atomic() block; refresh before the block begins"
-                raise StoreError(self._location, msg)
-            session, clock = self._live
-            snapshot = self._read(after=self._writer.head, with_state=True)
-            self._replaying = True
-            try:
-                for entry in snapshot.entries():
-                    replay_entry(self._location, entry, session.raw, session.working, clock)
-                    self._writer.head = entry.seq
-            finally:
-                self._replaying = False
-            replayed = len(snapshot.rows)
-            changed = snapshot.versions != self._versions
-            self._versions = snapshot.versions
-            return Refreshed(replayed, snapshot.state if changed or replayed else None)
+            return self._follower.refresh()

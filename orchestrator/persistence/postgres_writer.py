@@ -11,7 +11,11 @@ COMMIT leaves memory ahead of the log (the server may or may not have kept it); 
 then on the writer is *failed* and refuses every write.
 
 Inside `atomic()` entries are queued and written in one transaction when the scope
-ends: a compaction run lands whole, or (its lease lost, or the log moved on) not at all.
+ends: a compaction run lands whole, or (its lease lost) not at all. A scope the store can
+take back from memory (`LiveSession`) is written with an `undo`: when it is refused
+before its COMMIT, memory goes back and the writer stays usable. With a `rebase` as
+well, a scope that finds the log moved on is rebased over the newer entries and
+written after them (a few times at most, if the log keeps moving).
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ from orchestrator.persistence.postgres_connect import begin, rollback, translate
 from orchestrator.persistence.sqlite_writer import Entry
 
 __all__ = ["CHANNEL", "LogWriter", "digest"]
+
+#: How many times one scope is rebased before its conflict is raised instead.
+REBASES = 5
 
 #: The LISTEN/NOTIFY channel an append announces itself on (payload `session_id:head`).
 CHANNEL = "cg_log"
@@ -53,6 +60,10 @@ _UPSERT_STATE = (
 def digest(body: str) -> str:
     """The address a body is stored under (SHA-256 of its UTF-8 bytes, in hex)."""
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+class _LogMoved(StoreConflictError):
+    """The log's head moved since this writer saw it (not a lost lease)."""
 
 
 @dataclass(slots=True)
@@ -90,6 +101,16 @@ class LogWriter:
         """Whether an atomic scope is open (writes wait for its end)."""
         return self._queue is not None
 
+    @property
+    def scopes(self) -> int:
+        """How many atomic scopes are open (nested ones count)."""
+        return self._scopes
+
+    @property
+    def pending(self) -> tuple[Entry, ...]:
+        """The entries the open scope queued so far, in order."""
+        return () if self._queue is None else tuple(self._queue.entries)
+
     @contextlib.contextmanager
     def writing(
         self, entry: Entry | None, state: list[tuple[str, str]], *, applied: bool
@@ -122,45 +143,102 @@ class LogWriter:
         if self._queue is None:
             self._queue = _Queue()
 
-    def close_scope(self, *, closed: bool, quiet: bool) -> None:
+    def close_scope(
+        self,
+        *,
+        closed: bool,
+        quiet: bool,
+        undo: Callable[[], None] | None = None,
+        rebase: Callable[[list[Entry]], list[Entry]] | None = None,
+    ) -> bool:
         """End one atomic scope; the outermost writes what was queued.
 
         Args:
             closed: The store is closed (what was queued was flushed by `close`).
-            quiet: Mark the writer failed on an error but do not raise.
+            quiet: Do not raise an error (the writer is failed, or memory undone).
+            undo: Takes the scope back from memory; see `flush`.
+            rebase: Rebases the scope over newer entries; see `flush`.
+
+        Returns:
+            Whether this ended the outermost scope.
 
         Raises:
-            StoreError: the queued entries cannot be written (the writer is failed).
+            StoreError: the queued entries cannot be written (see `flush`).
         """
         self._scopes = max(0, self._scopes - 1)
-        if self._scopes == 0 and not closed:
-            try:
-                self.flush()
-            except StoreError:
-                if not quiet:
-                    raise
+        if self._scopes or closed:
+            return not self._scopes
+        try:
+            self.flush(undo=undo, rebase=rebase)
+        except StoreError:
+            if not quiet:
+                raise
+        return True
 
-    def flush(self) -> None:
+    def flush(
+        self,
+        *,
+        undo: Callable[[], None] | None = None,
+        rebase: Callable[[list[Entry]], list[Entry]] | None = None,
+    ) -> None:
         """Write what the open scope queued, in one transaction.
 
+        Args:
+            undo: Takes the scope back from memory: called when the write is refused
+                before its COMMIT, and the writer stays usable. Without it such a
+                refusal fails the writer (memory is ahead).
+            rebase: Given the queued entries when the log moved on, brings the newer
+                entries into memory (moving `head`) and returns the entries to write
+                after them; with it the write is tried again, up to `REBASES` times.
+
         Raises:
-            StoreConflictError: the log moved on or the lease was lost: nothing of the
-                scope was written, memory is ahead, so the writer is failed.
-            StoreError: the server cannot write it; the writer is failed.
+            StoreConflictError: the log moved on (without `rebase`, or too often) or
+                the lease was lost: nothing of the scope was written.
+            StoreError: the server cannot write it; nothing was written.
         """
         queue, self._queue = self._queue, None
         if queue is None or (not queue.entries and not queue.state):
             return
         if self._scopes:
             self._queue = _Queue()
-        with self._transaction(queue.entries, list(queue.state.items()), gap=True) as commit:
-            commit()
+        entries, state = queue.entries, list(queue.state.items())
+        for attempt in range(REBASES + 1):
+            movable = rebase is not None and attempt < REBASES
+            try:
+                with self._transaction(entries, state, gap=undo is None, movable=movable) as done:
+                    done()
+                return
+            except _LogMoved:
+                if rebase is None or not movable:
+                    self._undo(undo)
+                    raise
+                try:
+                    entries = rebase(entries)
+                except StoreError:
+                    self._undo(undo)
+                    raise
+            except StoreError:
+                self._undo(undo)
+                raise
+
+    def _undo(self, undo: Callable[[], None] | None) -> None:
+        """Take the scope back from memory, unless memory may be in the log (failed)."""
+        if undo is not None and self.failed is None:
+            undo()
 
     @contextlib.contextmanager
     def _transaction(
-        self, entries: list[Entry], state: list[tuple[str, str]], *, gap: bool
+        self,
+        entries: list[Entry],
+        state: list[tuple[str, str]],
+        *,
+        gap: bool,
+        movable: bool = False,
     ) -> Iterator[Callable[[], None]]:
-        """A transaction holding the entries; the caller calls the commit it is given."""
+        """A transaction holding the entries; the caller calls the commit it is given.
+
+        With `movable`, a log that moved on raises `_LogMoved` and fails nothing.
+        """
         gap = gap and bool(entries)
         try:
             connection = begin(self._pool)
@@ -169,6 +247,13 @@ class LogWriter:
         try:
             try:
                 head = self._insert(connection, entries, state)
+            except _LogMoved:
+                rollback(connection)
+                if movable:
+                    raise
+                if gap:
+                    self.failed = "a log entry could not be written (the log moved on)"
+                raise
             except BaseException as exc:
                 self._abort(connection, exc, gap=gap, doing="appending to the log")
 
@@ -207,7 +292,7 @@ class LogWriter:
                 f"{head}, this writer saw {self.head}); nothing was written: call "
                 "refresh() (ContextManager.refresh) to bring the new entries in, then retry"
             )
-            raise StoreConflictError(self._location, msg, expected=self.head, found=head)
+            raise _LogMoved(self._location, msg, expected=self.head, found=head)
         now = time.time()
         bodies = {digest(body): body for _, body in entries}
         with connection.cursor() as cursor:

@@ -1,13 +1,15 @@
 """`SessionStore`: what a `ContextManager` needs of the place its session is kept.
 
 The manager opens a store (`open_store`), restores the session once (`restore`), then
-writes its own state by key (`put_states`), groups the writes of one compaction run
-(`atomic`) and closes the store with itself. Everything the graphs change is journaled
+writes its own state by key (`put_states`), holds the session's compaction lease around
+each compaction run (`lease`) and groups the run's writes (`atomic`), and closes the store
+with itself. Everything the graphs change is journaled
 by the graphs `restore` handed out, which hold the store's journal (an `IngestJournal`
 and an `ApplyJournal`), so the manager never writes an entry itself. A backend (the
-SQLite file of `SQLiteStore`; a database server) implements these seven members, and
-the manager holds one and never subclasses it. `refresh` matters where several workers
-write one session (`PostgresStore`): it brings in what the others appended.
+SQLite file of `SQLiteStore`; a database server) implements these eight members, and
+the manager holds one and never subclasses it. `refresh` and `lease` matter where several
+workers write one session (`PostgresStore`): the one brings in what the others appended,
+the other lets one of them compact at a time.
 
 The contract a backend meets (`tests/orchestrator/persistence/test_store_contract.py` checks it for
 every backend):
@@ -26,6 +28,9 @@ every backend):
   anything changes. A read-only store hands out plain copies and refuses `put_states`.
 - *Edits without entries are refused.* `add_derived` and `add_edge` on the restored
   pristine graph raise `StoreError` (they would be lost on restore).
+- *One lease at a time.* `lease` is granted when no one holds it, refused with
+  `StoreConflictError` naming the holder when another store holds it, joined when this
+  store holds it already, and given back when the block ends.
 """
 
 from __future__ import annotations
@@ -39,8 +44,9 @@ from pydantic import JsonValue
 
 from context_graph.graph.context_graph import ContextGraph
 from orchestrator.working.buffer import WorkingGraph
+from processors.base import Proposal
 
-__all__ = ["Refreshed", "RestoredSession", "SessionStore"]
+__all__ = ["Lease", "Rebased", "Refreshed", "RestoredSession", "SessionStore"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +80,33 @@ class Refreshed:
 
     entries: int
     state: dict[str, JsonValue] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A compaction lease held on a session (`SessionStore.lease`).
+
+    Attributes:
+        holder: Who holds it (a worker's name, for people reading the store).
+        token: The fencing token: larger than every token handed out before it.
+    """
+
+    holder: str
+    token: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rebased:
+    """What an atomic block that raced other writers' appends was rebased over.
+
+    Attributes:
+        entries: How many entries other writers appended were replayed under the block.
+        dropped: The block's proposals the newer log made invalid, each with the
+            invariant checker's reason; they were taken back and not written.
+    """
+
+    entries: int
+    dropped: tuple[tuple[Proposal, str], ...]
 
 
 class SessionStore(Protocol):
@@ -122,16 +155,46 @@ class SessionStore(Protocol):
             StoreError: the store cannot be written (see the class); nothing written.
         """
 
-    def atomic(self) -> AbstractContextManager[None]:
+    def atomic(
+        self, *, rebased: Callable[[Rebased], None] | None = None
+    ) -> AbstractContextManager[None]:
         """Keep everything written inside (entries and state) as one step.
 
         It lands when the block ends, normally or by an exception (memory has moved on
         either way); until then a crash loses all of it and readers see none of it.
         Nested blocks join the outermost one.
 
+        Args:
+            rebased: Where several workers write, a block of applied proposals that
+                finds the log moved on is rebased when it ends: the newer entries are
+                replayed under it, its proposals checked again and written after them
+                (those the newer log made invalid are taken back), and `rebased` is
+                told what happened. Without it such a block is refused.
+
         Raises:
+            StoreConflictError: the log moved on (no `rebased`), or the lease was taken
+                over: nothing of the block was kept. A block of applied proposals only
+                is then taken back from memory and the store stays writable.
             StoreError: what the block wrote cannot be kept; memory is then ahead of
                 the store and every later write is refused.
+        """
+
+    def lease(
+        self, *, holder: str | None = None, ttl: float = 60.0
+    ) -> AbstractContextManager[Lease]:
+        """Hold the session's compaction lease for the block; joined if held already.
+
+        While it is held every write of this store checks that the lease is still its
+        own; a read-only store writes nothing and is granted it at once.
+
+        Args:
+            holder: Who holds it, for people reading the store (host and pid when `None`).
+            ttl: Seconds until the lease expires if it is not given back.
+
+        Raises:
+            StoreConflictError: another store holds the lease (on entry, naming the
+                holder), or took it over after it expired (on a write inside).
+            StoreError: the store is closed.
         """
 
     def refresh(self) -> Refreshed:

@@ -44,7 +44,7 @@ from context_graph.tokens.counting import TokenCounter, default_counter
 from orchestrator.persistence.codec import JournalEntry, check_audit, encode_applied, encode_events
 from orchestrator.persistence.journal import GraphJournal
 from orchestrator.persistence.lock import WriterLock
-from orchestrator.persistence.protocol import Refreshed, RestoredSession
+from orchestrator.persistence.protocol import Lease, Rebased, Refreshed, RestoredSession
 from orchestrator.persistence.restore import replay
 from orchestrator.persistence.schema import SCHEMA_VERSION, encode_state
 from orchestrator.persistence.sqlite_file import open_file
@@ -78,6 +78,8 @@ class SQLiteStore:
         self._order = threading.RLock()
         self._writer = JournalWriter(str(path))
         self._journal: GraphJournal | None = None
+        self._lease: Lease | None = None
+        self._tokens = 0
 
     @classmethod
     def open(
@@ -293,13 +295,14 @@ class SQLiteStore:
         return self._writing(("proposals", body), encode_state(state), applied=applied)
 
     @contextlib.contextmanager
-    def atomic(self) -> Iterator[None]:
+    def atomic(self, *, rebased: Callable[[Rebased], None] | None = None) -> Iterator[None]:
         """Journal everything written inside as one transaction, when the block ends.
 
         Writes inside are checked at once and queued in order (from any thread), so a
         crash inside leaves the file as it was before the block: a compaction run is
         journaled whole or not at all. Reads do not see queued writes. Nested blocks
-        join the outermost one.
+        join the outermost one. The writer lock keeps every other writer out, so the
+        file never moves on under a block and `rebased` is never called.
 
         Raises:
             StoreError: the queued entries cannot be written; memory is then ahead of
@@ -315,6 +318,31 @@ class SQLiteStore:
             raise
         with self._order:
             self._writer.close_scope(self._conn, quiet=False)
+
+    @contextlib.contextmanager
+    def lease(self, *, holder: str | None = None, ttl: float = 60.0) -> Iterator[Lease]:
+        """Hold the session's compaction lease: granted at once, joined if held already.
+
+        The writer lock already keeps every other writer out of the file, so no one else
+        can hold the lease or take it over; the token still grows with each lease, and
+        the lease is given back when the block ends (`ttl` has nothing to expire). A
+        read-only store writes nothing and is granted one with token 0.
+
+        Raises:
+            StoreError: the store is closed.
+        """
+        if self._conn is None:
+            raise StoreError(str(self._path), "the store is closed")
+        name = holder if holder is not None else f"{os.uname().nodename}:{os.getpid()}"
+        if self._lease is not None or self._lock is None:  # held, or read-only: token 0
+            yield self._lease if self._lease is not None else Lease(name, 0)
+            return
+        self._tokens += 1
+        self._lease = Lease(name, self._tokens)
+        try:
+            yield self._lease
+        finally:
+            self._lease = None
 
     def check_writable(self) -> None:
         """Raise if nothing may be written now.

@@ -23,6 +23,7 @@ class TestEventBus:
         """The bus carries exactly the signals the orchestrator sends."""
         assert sorted(SIGNALS) == [
             "budget_crossed",
+            "compaction_deferred",
             "compaction_done",
             "compaction_timed_out",
             "node_added",

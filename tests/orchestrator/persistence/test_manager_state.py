@@ -35,7 +35,7 @@ from orchestrator.compaction.guards import GuardState
 from orchestrator.compaction.renderers import RendererCache
 from orchestrator.compaction.triggers import Firing
 from orchestrator.persistence.manager_state import ManagerState, StateKeeper
-from orchestrator.persistence.protocol import RestoredSession, SessionStore
+from orchestrator.persistence.protocol import Lease, Refreshed, RestoredSession, SessionStore
 from orchestrator.persistence.sqlite_store import SQLiteStore
 from orchestrator.replay import model_call_points
 
@@ -76,9 +76,9 @@ def record_session(path: Path, patch: Callable[[object, str, object], None]) -> 
         put(self, values)
 
     @contextlib.contextmanager
-    def recorded_atomic(self: SQLiteStore) -> Iterator[None]:
+    def recorded_atomic(self: SQLiteStore, **options: Any) -> Iterator[None]:
         writes.append([step[0], "begin"])
-        with atomic(self):
+        with atomic(self, **options):
             yield
         writes.append([step[0], "end"])
 
@@ -140,15 +140,18 @@ class RecordingStore:
     def put_states(self, values: Any) -> None:
         self.writes.append(dict(values))
 
-    def atomic(self) -> contextlib.AbstractContextManager[None]:
+    def atomic(self, *, rebased: Any = None) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
+
+    def lease(self, *, holder: str | None = None, ttl: float = 60.0) -> Any:
+        return contextlib.nullcontext(Lease("test", 1))
 
     def close(self) -> None:
         self.closed = True
 
 
 class ProtocolOnlyStore:
-    """Delegates the six members of `SessionStore` to a real store, and has nothing else."""
+    """Delegates the members of `SessionStore` to a real store, and has nothing else."""
 
     __slots__ = ("_inner",)
 
@@ -169,8 +172,16 @@ class ProtocolOnlyStore:
     def put_states(self, values: Any) -> None:
         self._inner.put_states(values)
 
-    def atomic(self) -> contextlib.AbstractContextManager[None]:
-        return self._inner.atomic()
+    def atomic(self, *, rebased: Any = None) -> contextlib.AbstractContextManager[None]:
+        return self._inner.atomic(rebased=rebased)
+
+    def lease(
+        self, *, holder: str | None = None, ttl: float = 60.0
+    ) -> contextlib.AbstractContextManager[Lease]:
+        return self._inner.lease(holder=holder, ttl=ttl)
+
+    def refresh(self) -> Refreshed:
+        return self._inner.refresh()
 
     def close(self) -> None:
         self._inner.close()
