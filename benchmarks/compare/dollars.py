@@ -1,7 +1,7 @@
 """Dollars per session with each provider's prompt caching, from the replayed requests.
 
 The harness records, per call, the tokens of the leading messages equal to the previous
-request's (`CallRow.reused_tokens`); `orchestrator.report.cost` prices a request from
+request's (`CallRow.reused_tokens`); `orchestrator.pricing` prices a request from
 that under each provider's caching rules (Anthropic's reads and writes, OpenAI's cached
 input, Gemini's implicit caching; see there). Only input is priced: every contender
 answers the same recorded turns, so output costs the same for all. A refused call sends
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from benchmarks.compare.runner import CallRow, Run
-from orchestrator.report.cost import PRICES, CachePrice, call_dollars
+from orchestrator.pricing import PRICES, CachePrice, call_dollars
 
 __all__ = [
     "PRICES",
