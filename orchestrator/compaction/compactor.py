@@ -148,7 +148,7 @@ class Compactor:
                 # processor runs), and a render goes on from what the finished stages left.
                 with anyio.move_on_after(self._time_limit(mode)) as scope:
                     if relief is not None and renderer is not None and self._state.unsent:
-                        if await self._relieve(renderer, relief, settings, guards, total):
+                        if await self._relieve(renderer, relief, settings, guards, total, mode):
                             steps = ()
                     for step in steps:
                         await self._pipeline(
@@ -296,6 +296,7 @@ class Compactor:
         settings: StageSettings,
         guards: GuardConfig,
         total: PipelineRun,
+        mode: RunMode,
     ) -> bool:
         """Run the default pipeline on the unsent outputs; whether the request fits `relief`.
 
@@ -312,6 +313,7 @@ class Compactor:
             total,
             done=functools.partial(self.fits, renderer, relief),
             guards=guards,
+            mode=mode,  # an overflow's relief must compact too (the cost guard lets it)
             only=frozenset(self._state.unsent),
         )
         return self.fits(renderer, relief)

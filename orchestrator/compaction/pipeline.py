@@ -15,6 +15,11 @@ the bus: `proposal_rejected` reports a proposal that was refused, and a skipped 
 made none (it would also repeat on every render while the guard holds). The failure
 that disables a stage is also logged as a warning on the `context_graph` logger, naming
 the processor, its error and how long it stays off.
+
+With `GuardConfig.cost_aware`, the cost guard (`orchestrator.compaction.cost_guard`)
+weighs each proposal between `proposal_made` and its apply: one whose cache rewrite
+costs more than it saves waits (listed in `PipelineRun.skipped`, sent as
+`proposal_waited` with both dollar figures), unless the run must compact.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from context_graph.graph.anchors import floor_anchors
 from context_graph.graph.nodes import ANSWER_KINDS, Node
 from context_graph.graph.units import Unit
 from orchestrator.bus import EventBus
+from orchestrator.compaction.cost_guard import hold_back
 from orchestrator.compaction.guards import (
     GuardConfig,
     GuardState,
@@ -82,6 +88,9 @@ class PipelineRun:
     timed_out: bool = False
     """A time limit (`background_timeout`, `compaction_timeout`) cut the run short: the
     stage in progress applied nothing, the stages before it stay applied."""
+    rewritten_from: int | None = None
+    """With the cost guard: the view's tokens before the first node this run's applied
+    proposals changed (the cache holds no more); `None` while nothing was rewritten."""
 
 
 def _name(processor: Processor) -> str:
@@ -233,12 +242,14 @@ async def run_stage(
     *,
     mode: RunMode = RunMode.SOFT,
     only: frozenset[str] | None = None,
+    guards: GuardConfig | None = None,
 ) -> StageOutcome:
     """Run one stage on a fresh snapshot and apply its proposal, or report why not.
 
     With `only`, the stage takes just those nodes (see `_targets`). The snapshot comes
     from `settings.snapshot` when given (the one place a processor's view is taken).
     The outcome is marked manual in `RunMode.MANUAL` (the guards record it as such).
+    With `guards.cost_aware` the proposal may wait (`cost_guard.hold_back`).
     """
     snapshot = working.snapshot() if settings.snapshot is None else await settings.snapshot()
     tokens = snapshot.total_tokens
@@ -266,6 +277,21 @@ async def run_stage(
     if proposal.empty:
         return nothing
     bus.emit("proposal_made", proposal=proposal)
+    if guards is not None and guards.cost_aware:
+        must = mode in {RunMode.MANUAL, RunMode.OVERFLOW}  # a run that must compact
+        wait, run.rewritten_from = hold_back(
+            proposal,
+            working,
+            bus,
+            guards,
+            budget=settings.budget,
+            must=must,
+            rewritten_from=run.rewritten_from,
+            protected=settings.held,
+        )
+        if wait is not None:
+            run.skipped.append((_name(processor), wait))
+            return nothing.model_copy(update={"waited": True})
     try:
         entry = working.apply(proposal, protected=settings.held)
     except InvariantViolation as exc:
@@ -346,7 +372,9 @@ async def run_pipeline(
         # are the next span (`history_targets`), so the stage may run again on them.
         again = isinstance(processor, HistorySummarizer) and only is None and done is not None
         for _ in range(1 + MAX_SUMMARY_REPEATS if again else 1):
-            outcome = await run_stage(processor, working, bus, settings, run, mode=mode, only=only)
+            outcome = await run_stage(
+                processor, working, bus, settings, run, mode=mode, only=only, guards=guards
+            )
             if guards is not None and state is not None:
                 state = record(state, name, outcome)
                 notice = disabled_notice(state, name, outcome, guards)
