@@ -363,4 +363,5 @@ class Compactor:
             snapshot=self._screen.snapshot,
             held=self._state.held(self._working.view.turns),
             expand_hints=self._options.expand_hints,
+            unsent=frozenset(self._state.unsent),
         )

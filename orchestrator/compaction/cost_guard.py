@@ -14,7 +14,8 @@ hold):
 - **cost**: the next call with the proposal, less the same compacted request read whole
   from the cache; less the same difference without the proposal (zero when the cache
   held the whole view; an earlier stage of the run that rewrote from further up already
-  paid for the rest, see `Rewrite.cached_tokens`). Roughly `(P - k - F) * (write - read)`.
+  paid for the rest, and what no request carried yet is written anyway, see
+  `Rewrite.cached_tokens`). Roughly `(P - k - F) * (write - read)`.
 - **saving**: `N` times a fully cached call of `P` tokens less one of `P - F`: roughly
   `N * F * read`.
 
@@ -158,20 +159,33 @@ def weigh_rewrite(
 
 
 def measure_rewrite(
-    before: WorkingView, after: WorkingView, cached_tokens: int | None = None
+    before: WorkingView,
+    after: WorkingView,
+    cached_tokens: int | None = None,
+    unsent: Collection[str] = (),
 ) -> Rewrite:
     """The figures of the edit that turns view `before` into view `after`.
 
     The prefix is the run of leading nodes both views share (a replaced node has a new
-    id, a summary stands where its first target stood, a dropped node is gone).
+    id, a summary stands where its first target stood, a dropped node is gone). The
+    cache holds at most the view up to its first `unsent` node (none was sent yet), and
+    at most `cached_tokens`.
     """
+    ids = before.current_ids()
     prefix = 0
-    for old, new in zip(before.current_ids(), after.current_ids(), strict=False):
+    for old, new in zip(ids, after.current_ids(), strict=False):
         if old != new:
             break
         prefix += before.tokens(old)
     total = before.total_tokens
     freed = min(max(0, total - after.total_tokens), total - prefix)
+    if unsent:
+        sent = 0
+        for node_id in ids:
+            if node_id in unsent:
+                cached_tokens = sent if cached_tokens is None else min(cached_tokens, sent)
+                break
+            sent += before.tokens(node_id)
     return Rewrite(total, prefix, freed, cached_tokens)
 
 
@@ -191,6 +205,7 @@ def weigh_proposal(
     must: bool,
     cached_tokens: int | None = None,
     protected: Collection[str] = (),
+    unsent: Collection[str] = (),
 ) -> tuple[CostVerdict, Rewrite] | None:
     """The verdict on `proposal` against the working graph now, with its figures.
 
@@ -205,7 +220,7 @@ def weigh_proposal(
         after = enforce(proposal, view, protected=protected)
     except InvariantViolation:
         return None
-    rewrite = measure_rewrite(view, after, cached_tokens)
+    rewrite = measure_rewrite(view, after, cached_tokens, unsent)
     price = config.price if config.price is not None else price_for("openai")
     calls = expected_calls(working, config)
     return weigh_rewrite(rewrite, price, calls, budget=budget, must=must), rewrite
@@ -221,6 +236,7 @@ def hold_back(
     must: bool,
     rewritten_from: int | None,
     protected: Collection[str] = (),
+    unsent: Collection[str] = (),
 ) -> tuple[str | None, int | None]:
     """Weigh a stage's proposal; why it waits (`None`: it goes on), and where the run rewrote.
 
@@ -237,6 +253,7 @@ def hold_back(
         must: The run has to compact (nothing waits).
         rewritten_from: Where the run rewrote from so far (`None`: nowhere yet).
         protected: The nodes no stage may take (as on apply).
+        unsent: The nodes no request has carried yet (the cache cannot hold them).
     """
     weighed = weigh_proposal(
         proposal,
@@ -246,6 +263,7 @@ def hold_back(
         must=must,
         cached_tokens=rewritten_from,
         protected=protected,
+        unsent=unsent,
     )
     if weighed is None:
         return None, rewritten_from

@@ -231,6 +231,9 @@ class StageSettings:
     pin lasts (`expand_pin_turns`). Checked on apply too, as protected nodes."""
     expand_hints: bool = False
     """Processors name the id to pass `context_expand` (`ProcessorContext.expand_hints`)."""
+    unsent: frozenset[str] = frozenset()
+    """Nodes no request has carried yet: the cost guard counts the cache as holding the
+    view up to the first of them (what follows is written at the next call anyway)."""
 
 
 async def run_stage(
@@ -288,6 +291,7 @@ async def run_stage(
             must=must,
             rewritten_from=run.rewritten_from,
             protected=settings.held,
+            unsent=settings.unsent,
         )
         if wait is not None:
             run.skipped.append((_name(processor), wait))

@@ -83,6 +83,13 @@ class TestWeighRewrite:
         assert not fresh.apply
         assert after_earlier.apply and after_earlier.cost < 0
 
+    def test_what_no_request_carried_is_no_rewrite(self) -> None:
+        """An edit inside the part not sent yet costs nothing extra: it is written anyway."""
+        sent_all = weigh_rewrite(Rewrite(100_000, 95_000, 3_000), ANTHROPIC, 1)
+        sent_before = weigh_rewrite(Rewrite(100_000, 95_000, 3_000, 95_000), ANTHROPIC, 1)
+        assert not sent_all.apply
+        assert sent_before.apply and sent_before.cost == pytest.approx(-3_000 * 1.15 * PER_TOKEN)
+
     def test_the_budget_and_a_must_run_lift_the_guard(self) -> None:
         """Over the budget, or in a run that must compact, even a losing edit applies."""
         rewrite = Rewrite(100_000, 20_000, 5_000)
@@ -196,3 +203,9 @@ class TestMeasureRewrite:
         assert rewrite.freed == view.total_tokens - after.total_tokens > 0
         assert rewrite.cached_tokens is None
         assert measure_rewrite(working.view, working.view).freed == 0
+        # Sent up to the output: the cache holds no more than what came before it.
+        later = frozenset(ids[ids.index(output) :])
+        assert measure_rewrite(working.view, after, None, later).cached_tokens == (
+            rewrite.prefix_tokens
+        )
+        assert measure_rewrite(working.view, after, 5, later).cached_tokens == 5
