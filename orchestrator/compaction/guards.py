@@ -128,6 +128,9 @@ class StageOutcome(BaseModel):
     """Why it failed or was rejected (the processor's error, the checker's reason)."""
     waited: bool = False
     """The cost guard held its proposal back (nothing was applied)."""
+    rewritten_from: int | None = None
+    """With the cost guard, once applied: the view's tokens before the first node the
+    run's applied proposals changed so far (the cache holds no more)."""
 
 
 class StageRecord(BaseModel):

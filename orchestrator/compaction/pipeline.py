@@ -88,9 +88,6 @@ class PipelineRun:
     timed_out: bool = False
     """A time limit (`background_timeout`, `compaction_timeout`) cut the run short: the
     stage in progress applied nothing, the stages before it stay applied."""
-    rewritten_from: int | None = None
-    """With the cost guard: the view's tokens before the first node this run's applied
-    proposals changed (the cache holds no more); `None` while nothing was rewritten."""
 
 
 def _name(processor: Processor) -> str:
@@ -246,13 +243,15 @@ async def run_stage(
     mode: RunMode = RunMode.SOFT,
     only: frozenset[str] | None = None,
     guards: GuardConfig | None = None,
+    rewritten_from: int | None = None,
 ) -> StageOutcome:
     """Run one stage on a fresh snapshot and apply its proposal, or report why not.
 
     With `only`, the stage takes just those nodes (see `_targets`). The snapshot comes
     from `settings.snapshot` when given (the one place a processor's view is taken).
     The outcome is marked manual in `RunMode.MANUAL` (the guards record it as such).
-    With `guards.cost_aware` the proposal may wait (`cost_guard.hold_back`).
+    With `guards.cost_aware` the proposal may wait (`cost_guard.hold_back`);
+    `rewritten_from` is where the run's earlier stages rewrote the view from.
     """
     snapshot = working.snapshot() if settings.snapshot is None else await settings.snapshot()
     tokens = snapshot.total_tokens
@@ -282,14 +281,14 @@ async def run_stage(
     bus.emit("proposal_made", proposal=proposal)
     if guards is not None and guards.cost_aware:
         must = mode in {RunMode.MANUAL, RunMode.OVERFLOW}  # a run that must compact
-        wait, run.rewritten_from = hold_back(
+        wait, rewritten_from = hold_back(
             proposal,
             working,
             bus,
             guards,
             budget=settings.budget,
             must=must,
-            rewritten_from=run.rewritten_from,
+            rewritten_from=rewritten_from,
             protected=settings.held,
             unsent=settings.unsent,
         )
@@ -309,6 +308,7 @@ async def run_stage(
             "applied": True,
             "freed": entry.tokens_saved,
             "chain_length": summary_chain(working.view, proposal),
+            "rewritten_from": rewritten_from,
         }
     )
 
@@ -363,6 +363,7 @@ async def run_pipeline(
     """
     run = PipelineRun() if run is None else run
     state = None if guards is None else tick(GuardState() if guard_state is None else guard_state)
+    rewritten: int | None = None  # where this run's applied proposals rewrote the view from
     for processor in pipeline:
         name = _name(processor)
         if guards is not None and state is not None:
@@ -377,8 +378,18 @@ async def run_pipeline(
         again = isinstance(processor, HistorySummarizer) and only is None and done is not None
         for _ in range(1 + MAX_SUMMARY_REPEATS if again else 1):
             outcome = await run_stage(
-                processor, working, bus, settings, run, mode=mode, only=only, guards=guards
+                processor,
+                working,
+                bus,
+                settings,
+                run,
+                mode=mode,
+                only=only,
+                guards=guards,
+                rewritten_from=rewritten,
             )
+            if outcome.rewritten_from is not None:
+                rewritten = outcome.rewritten_from
             if guards is not None and state is not None:
                 state = record(state, name, outcome)
                 notice = disabled_notice(state, name, outcome, guards)

@@ -39,13 +39,8 @@ def _events(first_lines: int, steps: int = 12, lines: int = 40) -> list[AgentEve
 
 def _manager(guards: GuardConfig, budget: int = BUDGET, **options: Any) -> ContextManager:
     """An Anthropic manager that masks outputs one user turn old, at a task boundary."""
-    return ContextManager(
-        format="anthropic",
-        budget=budget,
-        guards=guards,
-        pipeline=[ObservationMasker(keep_turns=1)],
-        **options,
-    )
+    options.setdefault("pipeline", [ObservationMasker(keep_turns=1)])
+    return ContextManager(format="anthropic", budget=budget, guards=guards, **options)
 
 
 async def _at_boundary(manager: ContextManager, events: list[AgentEvent]) -> Recorder:
@@ -167,3 +162,30 @@ class TestNeverOverBudget:
                 continue
             result = await guarded.render()
             assert result.tokens <= budget
+
+
+class TestOneRun:
+    """Within one run, what an earlier stage rewrote is not charged to a later one."""
+
+    @staticmethod
+    def _session() -> list[AgentEvent]:
+        """A large early read, a small early bash output, then a second task's tool loop."""
+        events = _events(first_lines=1_000)
+        small = [
+            AssistantTurn(content="Checking.", tool_calls=[ToolCall(id="cx", name="bash")]),
+            ToolResult(call_id="cx", content=_output(99, 20)),
+        ]
+        return events[:4] + small + events[4:]
+
+    async def test_a_later_small_edit_rides_on_an_earlier_rewrite(self) -> None:
+        """Masking the bash output waits alone, and is applied after the read was masked."""
+        reads = ObservationMasker(keep_turns=1, exclude_tools=("bash",))
+        shells = ObservationMasker(keep_turns=1, exclude_tools=("read",))
+        # A low target, so that the run goes on to the second stage after the first.
+        alone = _manager(GuardConfig(cost_aware=True), pipeline=[shells], compact_to=0.05)
+        recorder = await _at_boundary(alone, self._session())
+        assert len(recorder.of("proposal_waited")) == 1
+        both = _manager(GuardConfig(cost_aware=True), pipeline=[reads, shells], compact_to=0.05)
+        recorder = await _at_boundary(both, self._session())
+        assert recorder.of("proposal_waited") == []
+        assert len(recorder.of("proposal_applied")) == 2
