@@ -30,6 +30,10 @@ calls is as likely to stop before `2n` as after it, when nothing else is known a
 its length (the same estimate as the "Lindy" rule): early in a session a compaction has
 to pay for itself quickly, late in a long one a smaller saving is worth a rewrite.
 
+The counts are the view's content tokens: what a format adds (tool definitions, its
+framing) leads the request and stays cached, so leaving it out moves only where a
+provider's minimum prefix is reached.
+
 `weigh_rewrite` is the decision, pure; `measure_rewrite` reads a proposal's figures off
 a view; `weigh_proposal` does both against a working graph, and `hold_back` is what the
 pipeline (`orchestrator.compaction.pipeline`) calls between a stage's proposal and its
