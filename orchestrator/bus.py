@@ -60,6 +60,10 @@ SIGNALS: Mapping[str, str] = MappingProxyType(
         "proposal_applied": "A proposal was applied (proposal, entry: the audit entry).",
         "proposal_made": "A processor made a proposal (proposal).",
         "proposal_rejected": "A proposal was refused and changed nothing (proposal, reason).",
+        "proposal_waited": (
+            "The cost guard held a proposal back: rewriting the cached prompt would cost "
+            "more than it saves (proposal, reason, cost and saving in dollars, calls)."
+        ),
         "render_done": "A request was rendered (format, tokens, budget).",
         "trigger_fired": "A trigger fired (firing).",
         "usage_reported": "The caller reported the provider's usage figures (usage, factor).",

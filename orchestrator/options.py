@@ -21,6 +21,7 @@ from context_graph.tokens.counting import ProviderFormat, TokenCounter
 from orchestrator.agent_tools.specs import EXPAND_TOOL, agent_tool_specs, check_pin_turns
 from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.triggers import TriggerConfig
+from orchestrator.pricing import price_for
 from orchestrator.profiles import Profile, get_profile, load_profile
 from processors.base import Processor, Summarizer
 from processors.distill import Distiller
@@ -153,6 +154,10 @@ def resolve_options(
     if guards is not None and not isinstance(guards, GuardConfig):
         msg = f"ContextManager: guards must be a GuardConfig, got {type(guards).__name__}"
         raise ConfigurationError(msg)
+    chosen_guards = guards if guards is not None else GuardConfig()
+    if chosen_guards.cost_aware and chosen_guards.price is None:
+        # The cost guard weighs with the prices of the provider the manager renders for.
+        chosen_guards = chosen_guards.model_copy(update={"price": price_for(fmt)})
     return ManagerOptions(
         format=fmt,
         budget=limit,
@@ -161,7 +166,7 @@ def resolve_options(
         pipelines=MappingProxyType(stages),
         summarizer=summarizer,
         compact_to=ratio,
-        guards=guards if guards is not None else GuardConfig(),
+        guards=chosen_guards,
         background_timeout=background,
         compaction_timeout=foreground,
         redactor=redactor,

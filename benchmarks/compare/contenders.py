@@ -24,7 +24,8 @@ from typing import Any, Protocol
 from benchmarks.compare.facts import strings_in
 from context_graph import AgentEvent, BudgetExceededError, TokenCounter
 from context_graph.errors import UnknownNodeError
-from orchestrator import ContextManager, get_profile
+from orchestrator import ContextManager, GuardConfig, get_profile
+from orchestrator.pricing import price_for
 
 
 class Contender(Protocol):
@@ -111,9 +112,16 @@ class ContextGraphContender:
 
 PROFILES: tuple[str, ...] = ("coding", "service", "chat")
 
+COST_GUARD = "context-graph coding + cost guard"
+"""The coding profile with the cost guard on; the dollars section sets it beside the
+coding profile without it (`GUARD_PAIR`)."""
+GUARD_PAIR: tuple[str, str] = ("context-graph coding", COST_GUARD)
+"""(without the cost guard, with it)."""
+
 
 def context_graph_specs() -> list[ContenderSpec]:
-    """One contender per built-in profile, and the coding profile with agent tools."""
+    """One contender per built-in profile, the coding profile with agent tools, and with
+    the cost guard."""
 
     def maker(profile: str, **extra: Any) -> Callable[[int, TokenCounter], Contender]:
         return lambda budget, counter: ContextGraphContender(profile, budget, counter, **extra)
@@ -140,6 +148,21 @@ def context_graph_specs() -> list[ContenderSpec]:
             make=maker("coding", agent_tools=True),
             settings=(
                 "`ContextManager(format='openai', budget=B, agent_tools=True, "
+                "**get_profile('coding').manager_options())`"
+            ),
+        )
+    )
+    # The cost guard weighs at Anthropic's prices: its cache writes cost 1.25x, so a
+    # rewrite is dearest there (the page prices the same requests under every provider).
+    guards = GuardConfig(cost_aware=True, price=price_for("anthropic"))
+    specs.append(
+        ContenderSpec(
+            name=COST_GUARD,
+            family="context-graph",
+            make=maker("coding", guards=guards),
+            settings=(
+                "`ContextManager(format='openai', budget=B, guards=GuardConfig("
+                "cost_aware=True, price=price_for('anthropic')), "
                 "**get_profile('coding').manager_options())`"
             ),
         )

@@ -1,11 +1,13 @@
 """Dollars per session with each provider's prompt caching, from the replayed requests.
 
 The harness records, per call, the tokens of the leading messages equal to the previous
-request's (`CallRow.reused_tokens`); `orchestrator.report.cost` prices a request from
+request's (`CallRow.reused_tokens`); `orchestrator.pricing` prices a request from
 that under each provider's caching rules (Anthropic's reads and writes, OpenAI's cached
 input, Gemini's implicit caching; see there). Only input is priced: every contender
 answers the same recorded turns, so output costs the same for all. A refused call sends
-nothing and costs nothing (the refused column says how many).
+nothing and costs nothing (the refused column says how many). Each table has the
+within-budget retention beside the dollars (what a cheaper request may have cost), and
+`guard_lines` sets the coding profile with the cost guard against it without.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from benchmarks.compare.contenders import GUARD_PAIR
 from benchmarks.compare.runner import CallRow, Run
-from orchestrator.report.cost import PRICES, CachePrice, call_dollars
+from benchmarks.compare.stats import summarize
+from orchestrator.pricing import PRICES, CachePrice, call_dollars
 
 __all__ = [
     "PRICES",
@@ -24,6 +28,7 @@ __all__ = [
     "cost_of",
     "dollars_section",
     "dollars_table",
+    "guard_lines",
 ]
 
 
@@ -66,10 +71,15 @@ def _total(runs: Sequence[Run], name: str, label: str, price: CachePrice) -> Ses
     )
 
 
+def _retention(runs: Sequence[Run], name: str, label: str) -> str:
+    value = summarize(runs, name, label).retention_within
+    return "-" if value is None else f"{value:.3f}"
+
+
 def dollars_table(runs: Sequence[Run], names: Sequence[str], label: str) -> str:
-    """Dollars over every session at budget `label`, and the cache's share, per price."""
-    header = "| contender | " + " | ".join(f"{p.provider} ({p.model})" for p in PRICES) + " |"
-    rows = [header, "|---|" + "---:|" * len(PRICES)]
+    """Dollars over every session at budget `label`, the cache's share, per price; retention."""
+    header = "| contender | " + " | ".join(f"{p.provider} ({p.model})" for p in PRICES)
+    rows = [header + " | retention |", "|---|" + "---:|" * (len(PRICES) + 1)]
     for name in names:
         cells = []
         for price in PRICES:
@@ -78,8 +88,30 @@ def dollars_table(runs: Sequence[Run], names: Sequence[str], label: str) -> str:
                 cells.append("-")
             else:
                 cells.append(f"${total.dollars:,.2f} (cache {total.hit_share:.3f})")
+        cells.append(_retention(runs, name, label))
         rows.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
+
+
+def guard_lines(runs: Sequence[Run], label: str, pair: tuple[str, str] = GUARD_PAIR) -> list[str]:
+    """What the cost guard changed at budget `label`: dollars, cache share and retention.
+
+    Nothing when either contender of `pair` (without the guard, with it) has no run there.
+    """
+    without, with_guard = pair
+    parts = []
+    for price in PRICES:
+        before = _total(runs, without, label, price)
+        after = _total(runs, with_guard, label, price)
+        if before is None or after is None or not before.dollars:
+            return []
+        change = after.dollars / before.dollars - 1
+        parts.append(
+            f"{price.provider} ${before.dollars:,.2f} -> ${after.dollars:,.2f} ({change:+.1%}, "
+            f"cache {before.hit_share or 0:.3f} -> {after.hit_share or 0:.3f})"
+        )
+    retention = f"{_retention(runs, without, label)} -> {_retention(runs, with_guard, label)}"
+    return [f"The cost guard at {label}: " + "; ".join(parts) + f"; retention {retention}."]
 
 
 def dollars_section(runs: Sequence[Run], names: Sequence[str], budgets: Sequence[str]) -> list[str]:
@@ -97,9 +129,19 @@ def dollars_section(runs: Sequence[Run], names: Sequence[str], budgets: Sequence
         "more at 0.1x. Output is the same for every contender and is not counted; a "
         "refused call costs nothing. The input prices (per million tokens: "
         + ", ".join(f"{p.model} ${p.input_per_million:.2f}" for p in PRICES)
-        + ") scale the totals, not the ratios.",
+        + ") scale the totals, not the ratios. Retention (within budget, as above) is "
+        "beside the dollars: a cheaper bill that kept less is not a saving.",
+        "",
+        f"`{GUARD_PAIR[1]}` is `{GUARD_PAIR[0]}` with the cost guard "
+        "(`GuardConfig(cost_aware=True)`, weighing at Anthropic's prices): a compaction "
+        "whose cache rewrite costs more at the next call than the tokens it frees save "
+        "over the calls expected (as many as the session has made so far) waits, unless "
+        "the request does not fit. The line under each table sets the two side by side.",
         "",
     ]
     for label in budgets:
         out += [f"Budget {label}:", "", dollars_table(runs, names, label), ""]
+        guard = guard_lines(runs, label)
+        if guard:
+            out += [*guard, ""]
     return out

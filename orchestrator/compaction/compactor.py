@@ -178,7 +178,7 @@ class Compactor:
                 # processor runs), and a render goes on from what the finished stages left.
                 with anyio.move_on_after(self._time_limit(mode)) as scope:
                     if relief is not None and renderer is not None and self._state.unsent:
-                        if await self._relieve(renderer, relief, settings, guards, total):
+                        if await self._relieve(renderer, relief, settings, guards, total, mode):
                             steps = ()
                     for step in steps:
                         await self._pipeline(
@@ -353,6 +353,7 @@ class Compactor:
         settings: StageSettings,
         guards: GuardConfig,
         total: PipelineRun,
+        mode: RunMode,
     ) -> bool:
         """Run the default pipeline on the unsent outputs; whether the request fits `relief`.
 
@@ -369,6 +370,7 @@ class Compactor:
             total,
             done=functools.partial(self.fits, renderer, relief),
             guards=guards,
+            mode=mode,  # an overflow's relief must compact too (the cost guard lets it)
             only=frozenset(self._state.unsent),
         )
         return self.fits(renderer, relief)
@@ -418,4 +420,5 @@ class Compactor:
             snapshot=self._screen.snapshot,
             held=self._state.held(self._working.view.turns),
             expand_hints=self._options.expand_hints,
+            unsent=frozenset(self._state.unsent),
         )

@@ -22,6 +22,11 @@ Per stage (keyed by the processor's name; two stages with one name share a recor
 Graph-wide, the floor: below `floor_tokens` in the view no automatic stage runs (a
 compaction rewrites the cached prefix; under the floor the cache is worth more).
 
+The cost guard (`cost_aware`, off by default) is the floor measured in money, per
+proposal: `orchestrator.compaction.cost_guard` weighs what a stage proposed, after it
+proposed and before it is applied; a proposal that waits is recorded as a stage that
+freed nothing (so the minimum-progress stall holds the stage until the view has grown).
+
 A manual run (`manual=True`, i.e. `compact()`) bypasses every guard: a request from the
 user is not a loop. Its outcome is still recorded, and it resets the stage's failure
 streak first, so a manual run that works re-enables a disabled stage.
@@ -41,6 +46,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from context_graph.errors import ConfigurationError
+from orchestrator.pricing import CachePrice
 
 __all__ = [
     "GuardConfig",
@@ -75,6 +81,17 @@ class GuardConfig(BaseModel):
     """How often one summary chain may be rolled by automatic runs (0: never)."""
     floor_tokens: int = Field(1024, ge=0)
     """View tokens below which automatic compaction never runs (0 turns it off)."""
+    cost_aware: bool = False
+    """Let a proposal wait when rewriting the cached prompt costs more than it saves over
+    the calls expected (`orchestrator.compaction.cost_guard`); never when a request does
+    not fit. Off by default: it changes when compaction happens, so turning it on is the
+    user's choice (and keeps every request rendered without it as it was)."""
+    price: CachePrice | None = None
+    """The caching prices the cost guard weighs with (`orchestrator.pricing.price_for`);
+    `None`: those of the manager's format (OpenAI's outside a manager)."""
+    expected_calls: int | None = Field(None, ge=1)
+    """The calls the cost guard counts the saving over; `None`: as many as the session
+    has made so far (at least 1)."""
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -109,6 +126,11 @@ class StageOutcome(BaseModel):
     """The run was manual (`compact()`)."""
     error: str = ""
     """Why it failed or was rejected (the processor's error, the checker's reason)."""
+    waited: bool = False
+    """The cost guard held its proposal back (nothing was applied)."""
+    rewritten_from: int | None = None
+    """With the cost guard, once applied: the view's tokens before the first node the
+    run's applied proposals changed so far (the cache holds no more)."""
 
 
 class StageRecord(BaseModel):

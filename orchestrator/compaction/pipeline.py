@@ -15,6 +15,11 @@ the bus: `proposal_rejected` reports a proposal that was refused, and a skipped 
 made none (it would also repeat on every render while the guard holds). The failure
 that disables a stage is also logged as a warning on the `context_graph` logger, naming
 the processor, its error and how long it stays off.
+
+With `GuardConfig.cost_aware`, the cost guard (`orchestrator.compaction.cost_guard`)
+weighs each proposal between `proposal_made` and its apply: one whose cache rewrite
+costs more than it saves waits (listed in `PipelineRun.skipped`, sent as
+`proposal_waited` with both dollar figures), unless the run must compact.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from context_graph.graph.anchors import floor_anchors
 from context_graph.graph.nodes import ANSWER_KINDS, Node
 from context_graph.graph.units import Unit
 from orchestrator.bus import EventBus
+from orchestrator.compaction.cost_guard import hold_back
 from orchestrator.compaction.guards import (
     GuardConfig,
     GuardState,
@@ -222,6 +228,9 @@ class StageSettings:
     pin lasts (`expand_pin_turns`). Checked on apply too, as protected nodes."""
     expand_hints: bool = False
     """Processors name the id to pass `context_expand` (`ProcessorContext.expand_hints`)."""
+    unsent: frozenset[str] = frozenset()
+    """Nodes no request has carried yet: the cost guard counts the cache as holding the
+    view up to the first of them (what follows is written at the next call anyway)."""
 
 
 async def run_stage(
@@ -233,12 +242,16 @@ async def run_stage(
     *,
     mode: RunMode = RunMode.SOFT,
     only: frozenset[str] | None = None,
+    guards: GuardConfig | None = None,
+    rewritten_from: int | None = None,
 ) -> StageOutcome:
     """Run one stage on a fresh snapshot and apply its proposal, or report why not.
 
     With `only`, the stage takes just those nodes (see `_targets`). The snapshot comes
     from `settings.snapshot` when given (the one place a processor's view is taken).
     The outcome is marked manual in `RunMode.MANUAL` (the guards record it as such).
+    With `guards.cost_aware` the proposal may wait (`cost_guard.hold_back`);
+    `rewritten_from` is where the run's earlier stages rewrote the view from.
     """
     snapshot = working.snapshot() if settings.snapshot is None else await settings.snapshot()
     tokens = snapshot.total_tokens
@@ -266,6 +279,22 @@ async def run_stage(
     if proposal.empty:
         return nothing
     bus.emit("proposal_made", proposal=proposal)
+    if guards is not None and guards.cost_aware:
+        must = mode in {RunMode.MANUAL, RunMode.OVERFLOW}  # a run that must compact
+        wait, rewritten_from = hold_back(
+            proposal,
+            working,
+            bus,
+            guards,
+            budget=settings.budget,
+            must=must,
+            rewritten_from=rewritten_from,
+            protected=settings.held,
+            unsent=settings.unsent,
+        )
+        if wait is not None:
+            run.skipped.append((_name(processor), wait))
+            return nothing.model_copy(update={"waited": True})
     try:
         entry = working.apply(proposal, protected=settings.held)
     except InvariantViolation as exc:
@@ -279,6 +308,7 @@ async def run_stage(
             "applied": True,
             "freed": entry.tokens_saved,
             "chain_length": summary_chain(working.view, proposal),
+            "rewritten_from": rewritten_from,
         }
     )
 
@@ -343,6 +373,7 @@ async def run_pipeline(
     """
     run = PipelineRun() if run is None else run
     state = None if guards is None else tick(GuardState() if guard_state is None else guard_state)
+    rewritten: int | None = None  # where this run's applied proposals rewrote the view from
     for processor in pipeline:
         name = _name(processor)
         if guards is not None and state is not None:
@@ -356,7 +387,19 @@ async def run_pipeline(
         # are the next span (`history_targets`), so the stage may run again on them.
         again = isinstance(processor, HistorySummarizer) and only is None and done is not None
         for _ in range(1 + MAX_SUMMARY_REPEATS if again else 1):
-            outcome = await run_stage(processor, working, bus, settings, run, mode=mode, only=only)
+            outcome = await run_stage(
+                processor,
+                working,
+                bus,
+                settings,
+                run,
+                mode=mode,
+                only=only,
+                guards=guards,
+                rewritten_from=rewritten,
+            )
+            if outcome.rewritten_from is not None:
+                rewritten = outcome.rewritten_from
             if guards is not None and state is not None:
                 state = record(state, name, outcome)
                 notice = disabled_notice(state, name, outcome, guards)

@@ -12,7 +12,7 @@ input cost, and every request with its compacted pieces expandable to their orig
 
 from __future__ import annotations
 
-from orchestrator.report.cost import PRICES, CachePrice, call_dollars, price_for
+from orchestrator.pricing import PRICES, CachePrice, call_dollars, price_for
 from orchestrator.report.page import write_html
 from orchestrator.report.recorder import Recording, ReplayRecorder
 

@@ -27,6 +27,7 @@ padding:14px 20px}
 section{background:#fff;border:1px solid #dde2e8;border-radius:6px;padding:10px 12px;
 min-width:0}
 h2{font-size:14px;margin:0 0 8px}
+h2 .scale{float:right;font-size:11px;cursor:pointer}
 #chart svg{width:100%;height:240px;display:block}
 .legend{font-size:12px;color:#55606d}
 .legend i{display:inline-block;width:14px;height:3px;vertical-align:middle;margin:0 4px 0 10px}
@@ -76,48 +77,69 @@ _SCRIPT = r"""
   }
 
   // The sawtooth: raw against sent tokens per call, the budget, and each compaction.
+  // The raw history is often ten times the budget, so the axis can be logarithmic.
   const svgNS = "http://www.w3.org/2000/svg";
-  const svg = document.createElementNS(svgNS, "svg");
   const W = 600, H = 240, L = 54, B = 22;
-  svg.setAttribute("viewBox", "0 0 " + W + " " + H);
   const calls = data.calls;
   const top = Math.max(1, data.budget || 0, ...calls.map((c) => c.raw));
   const x = (i) => L + (calls.length > 1 ? (i * (W - L - 8)) / (calls.length - 1) : 0);
-  const y = (v) => H - B - (v * (H - B - 10)) / top;
-  const line = (values, color, dash) => {
-    const path = document.createElementNS(svgNS, "polyline");
-    path.setAttribute("points", values.map((v, i) => x(i) + "," + y(v)).join(" "));
-    path.setAttribute("fill", "none");
-    path.setAttribute("stroke", color);
-    path.setAttribute("stroke-width", "1.6");
-    if (dash) path.setAttribute("stroke-dasharray", dash);
-    svg.appendChild(path);
-  };
-  for (const frac of [0, 0.5, 1]) {
-    const label = document.createElementNS(svgNS, "text");
-    label.setAttribute("x", 2);
-    label.setAttribute("y", y(top * frac) + 4);
-    label.setAttribute("font-size", "10");
-    label.textContent = n(Math.round(top * frac));
-    svg.appendChild(label);
+  const chart = document.getElementById("chart");
+  const toggle = document.getElementById("scale-toggle");
+  function draw(scale) {
+    const svg = document.createElementNS(svgNS, "svg");
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    svg.setAttribute("data-scale", scale);
+    const span = Math.log10(Math.max(10, top));
+    const y = scale === "log"
+      ? (v) => H - B - (Math.log10(Math.max(1, v)) * (H - B - 10)) / span
+      : (v) => H - B - (v * (H - B - 10)) / top;
+    const line = (values, color, dash) => {
+      const path = document.createElementNS(svgNS, "polyline");
+      path.setAttribute("points", values.map((v, i) => x(i) + "," + y(v)).join(" "));
+      path.setAttribute("fill", "none");
+      path.setAttribute("stroke", color);
+      path.setAttribute("stroke-width", "1.6");
+      if (dash) path.setAttribute("stroke-dasharray", dash);
+      svg.appendChild(path);
+    };
+    const ticks = scale === "log"
+      ? Array.from({ length: Math.floor(span) + 1 }, (_, k) => Math.pow(10, k))
+      : [0, 0.5, 1].map((frac) => Math.round(top * frac));
+    for (const tick of ticks) {
+      const label = document.createElementNS(svgNS, "text");
+      label.setAttribute("class", "tick");
+      label.setAttribute("x", 2);
+      label.setAttribute("y", y(tick) + 4);
+      label.setAttribute("font-size", "10");
+      label.textContent = n(tick);
+      svg.appendChild(label);
+    }
+    line(calls.map((c) => c.raw), "#98a2b3");
+    line(calls.map((c) => (c.sent === null ? 0 : c.sent)), "#2563eb");
+    if (data.budget) line(calls.map(() => data.budget), "#b42318", "4 3");
+    for (const c of data.compactions) {
+      const mark = document.createElementNS(svgNS, "line");
+      mark.setAttribute("x1", x(c.call));
+      mark.setAttribute("x2", x(c.call));
+      mark.setAttribute("y1", H - B);
+      mark.setAttribute("y2", H - B + 7);
+      mark.setAttribute("stroke", "#d97706");
+      mark.setAttribute("stroke-width", "2");
+      const title = document.createElementNS(svgNS, "title");
+      title.textContent = c.processor + " at call " + c.call + ": " + n(c.saved) + " tokens saved";
+      mark.appendChild(title);
+      svg.appendChild(mark);
+    }
+    chart.replaceChildren(svg);
+    toggle.textContent = scale === "log" ? "linear scale" : "log scale";
+    toggle.setAttribute("aria-pressed", String(scale === "log"));
   }
-  line(calls.map((c) => c.raw), "#98a2b3");
-  line(calls.map((c) => (c.sent === null ? 0 : c.sent)), "#2563eb");
-  if (data.budget) line(calls.map(() => data.budget), "#b42318", "4 3");
-  for (const c of data.compactions) {
-    const mark = document.createElementNS(svgNS, "line");
-    mark.setAttribute("x1", x(c.call));
-    mark.setAttribute("x2", x(c.call));
-    mark.setAttribute("y1", H - B);
-    mark.setAttribute("y2", H - B + 7);
-    mark.setAttribute("stroke", "#d97706");
-    mark.setAttribute("stroke-width", "2");
-    const title = document.createElementNS(svgNS, "title");
-    title.textContent = c.processor + " at call " + c.call + ": " + n(c.saved) + " tokens saved";
-    mark.appendChild(title);
-    svg.appendChild(mark);
-  }
-  document.getElementById("chart").appendChild(svg);
+  let scale = "linear";
+  toggle.addEventListener("click", () => {
+    scale = scale === "log" ? "linear" : "log";
+    draw(scale);
+  });
+  draw(scale);
 
   // The calls, one row each; a click shows that request.
   const body = document.getElementById("call-rows");
@@ -192,7 +214,8 @@ _BODY = """<!doctype html>
 <header><h1>context-graph replay: {title}</h1><div class="totals" id="totals"></div></header>
 <main>
 <div>
-<section><h2>Tokens per call</h2><div id="chart"></div>
+<section><h2>Tokens per call <button type="button" id="scale-toggle" class="scale"
+aria-pressed="false">log scale</button></h2><div id="chart"></div>
 <div class="legend"><i style="background:#98a2b3"></i>raw history<i style="background:#2563eb">
 </i>sent<i style="background:#b42318"></i>budget<i style="background:#d97706"></i>compaction</div>
 </section>

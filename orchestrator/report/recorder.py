@@ -19,8 +19,8 @@ from typing import Any
 from context_graph.render.result import RenderResult, count_payload
 from context_graph.tokens.counting import ProviderFormat
 from orchestrator.manager import ContextManager
+from orchestrator.pricing import call_dollars, price_for
 from orchestrator.replay import CallReport
-from orchestrator.report.cost import call_dollars, price_for
 
 __all__ = ["MAX_TEXT", "Recording", "ReplayRecorder"]
 

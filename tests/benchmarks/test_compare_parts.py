@@ -206,6 +206,7 @@ class TestPeers:
             "context-graph service",
             "context-graph chat",
             "context-graph coding + agent tools",
+            "context-graph coding + cost guard",
         ]
 
     def test_autogen_requests_fit_and_batch_parallel_results(self) -> None:

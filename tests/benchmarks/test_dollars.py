@@ -8,8 +8,21 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchmarks.compare.contenders import ContenderSpec
-from benchmarks.compare.dollars import PRICES, CachePrice, call_dollars, cost_of, dollars_table
+from benchmarks.compare.contenders import (
+    COST_GUARD,
+    GUARD_PAIR,
+    ContenderSpec,
+    context_graph_specs,
+)
+from benchmarks.compare.dollars import (
+    PRICES,
+    CachePrice,
+    call_dollars,
+    cost_of,
+    dollars_section,
+    dollars_table,
+    guard_lines,
+)
 from benchmarks.compare.runner import CallRow, Run, replay, setup
 from benchmarks.compare.sessions import Session
 from context_graph import (
@@ -29,7 +42,7 @@ ANTHROPIC, OPENAI, GEMINI = PRICES
 PER_TOKEN = {p.provider: p.input_per_million / 1e6 for p in PRICES}
 
 
-def _row(tokens: int | None, reused: int = 0) -> CallRow:
+def _row(tokens: int | None, reused: int = 0, kept: int = 0, reference: int = 0) -> CallRow:
     return CallRow(
         fed=1,
         raw_tokens=0,
@@ -37,8 +50,8 @@ def _row(tokens: int | None, reused: int = 0) -> CallRow:
         over_budget=False,
         our_errors=0,
         sdk_errors=0,
-        reference=0,
-        kept=0,
+        reference=reference,
+        kept=kept,
         prefix_reused=reused > 0,
         time_ns=0,
         reused_tokens=reused,
@@ -108,7 +121,8 @@ class TestBills:
         table = dollars_table([run], ["x", "absent"], "50%")
         lines = table.splitlines()
         assert lines[2].count("$") == 3 and "(cache 0." in lines[2]
-        assert lines[3] == "| absent | - | - | - |"
+        assert lines[0].endswith("| retention |")
+        assert lines[3] == "| absent | - | - | - | - |"
 
 
 def _events() -> list[AgentEvent]:
@@ -179,3 +193,40 @@ class TestReusedPrefix:
         # Call 4 shares call 3's first message only (its second differs again).
         assert run.rows[3].reused_tokens == tokens(texts[:1])
         assert all(row.reused_tokens <= (row.tokens or 0) for row in run.rows)
+
+
+class TestCostGuard:
+    """The page sets the coding profile with the cost guard against it without."""
+
+    def test_the_guard_line_compares_dollars_cache_and_retention(self) -> None:
+        """One line per budget: each provider's dollars and cache share, and retention."""
+        without, with_guard = GUARD_PAIR
+        plain = Run(contender=without, family="f", session="s", budget_label="50%", budget=1)
+        plain.rows = [_row(4_000, 0, 1, 2), _row(5_000, 1_000, 2, 2)]
+        guarded = Run(contender=with_guard, family="f", session="s", budget_label="50%", budget=1)
+        guarded.rows = [_row(4_000, 0, 2, 2), _row(5_000, 4_000, 2, 2)]
+        (line,) = guard_lines([plain, guarded], "50%")
+        before = cost_of(plain.rows, ANTHROPIC).dollars
+        after = cost_of(guarded.rows, ANTHROPIC).dollars
+        assert line.startswith(f"The cost guard at 50%: Anthropic ${before:,.2f} -> ${after:,.2f}")
+        # The plain run's 1,000 reused tokens are under the 1,024 the cache needs.
+        assert f"({after / before - 1:+.1%}, cache 0.000 -> 0.444)" in line
+        assert line.endswith("; retention 0.750 -> 1.000.")
+        assert guard_lines([plain], "50%") == []
+
+    def test_the_section_shows_both_contenders_on_a_small_session(self) -> None:
+        """Replayed on a small session, both rows and the guard's line are on the page."""
+        counter = TiktokenCounter()
+        session = Session.made(_events())
+        specs = {spec.name: spec for spec in context_graph_specs()}
+        assert specs[COST_GUARD].ours and "cost_aware=True" in specs[COST_GUARD].settings
+        runs = [
+            replay(specs[name], setup(session, counter), "50%", 600, counter, memory=False)
+            for name in GUARD_PAIR
+        ]
+        assert all(not run.error and run.rows for run in runs)
+        lines = "\n".join(dollars_section(runs, list(GUARD_PAIR), ["50%"])).splitlines()
+        rows = [line for line in lines if line.startswith(("| context-graph coding",))]
+        assert [row.split(" | ")[0] for row in rows] == [f"| {name}" for name in GUARD_PAIR]
+        assert all(row.count("$") == 3 and row.rstrip(" |").split()[-1][0] in "01-" for row in rows)
+        assert any(line.startswith("The cost guard at 50%: Anthropic $") for line in lines)

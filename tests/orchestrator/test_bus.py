@@ -30,6 +30,7 @@ class TestEventBus:
             "proposal_applied",
             "proposal_made",
             "proposal_rejected",
+            "proposal_waited",
             "render_done",
             "trigger_fired",
             "usage_reported",

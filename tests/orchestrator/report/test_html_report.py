@@ -305,6 +305,31 @@ class TestInChromium:
             assert png.startswith(b"\x89PNG") and len(png) > 10_000
             assert page.problems() == []
 
+    def test_the_scale_toggle_switches_the_axis(self, browser: str, tmp_path: Path) -> None:
+        """A click turns the axis logarithmic (powers of ten), another back; no console error."""
+        recording, _ = _record(_events(), budget=1_500)
+        out = tmp_path / "scale.html"
+        out.write_text(render_html(recording, "scale"), encoding="utf-8")
+        ticks = "[...document.querySelectorAll('#chart svg text.tick')].map((t) => t.textContent)"
+        budget_y = "document.querySelectorAll('#chart svg polyline')[2].getAttribute('points')"
+        for page in _open(browser, out.as_uri()):
+            assert page.evaluate("document.querySelector('#chart svg').dataset.scale") == "linear"
+            linear_ticks, linear_budget = page.evaluate(ticks), page.evaluate(budget_y)
+            top = max(recording.budget or 0, *(call["raw"] for call in recording.calls))
+            assert linear_ticks == ["0", f"{(top + 1) // 2:,}", f"{top:,}"]  # JS rounds .5 up
+            page.evaluate("document.getElementById('scale-toggle').click()")
+            assert page.evaluate("document.querySelector('#chart svg').dataset.scale") == "log"
+            assert page.evaluate(ticks) == [f"{10**k:,}" for k in range(len(str(top)))]
+            assert page.evaluate(budget_y) != linear_budget
+            assert page.evaluate("document.getElementById('scale-toggle').textContent") == (
+                "linear scale"
+            )
+            assert page.evaluate("document.querySelectorAll('#chart svg').length") == 1
+            page.evaluate("document.getElementById('scale-toggle').click()")
+            assert page.evaluate(ticks) == linear_ticks
+            assert page.evaluate(budget_y) == linear_budget
+            assert page.problems() == []
+
     def test_hostile_session_text_runs_nothing(self, browser: str, tmp_path: Path) -> None:
         """Markup inside the session is shown as text; no script of it runs."""
         recording, _ = _record(_events(HOSTILE))

@@ -1,5 +1,9 @@
 """Input dollars of a request under its provider's prompt caching.
 
+The price rules live here, apart from their users: the HTML replay report
+(`orchestrator.report`) and the benchmarks bill requests with them, and the cost guard
+(`orchestrator.compaction.cost_guard`) weighs a compaction with them before it lands.
+
 Every provider bills a request's input by what its prompt cache can serve: the leading
 part equal to a recent request's. Given a request's tokens and how many of them lead
 the previous request too, `call_dollars` applies the provider's rule:
