@@ -184,7 +184,7 @@ class SecretRedactor:
         native = redact_native(node, redact_body)
         if native is not None:
             updates["native"] = native
-            if native_text(node) in (t for part in node.content for t in part_texts(part)):
+            if native_text(node) in {t for part in node.content for t in part_texts(part)}:
                 run.found = found  # the artifact's summary is the node's text: count once
         meta = dict(node.meta)
         redacted = changed or bool(updates)

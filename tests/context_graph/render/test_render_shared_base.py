@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph import BudgetExceededError, ContextGraph
-from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.content import TextPart
+from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.graph.units import Unit
 from context_graph.render import FORMATS, Renderer, RenderResult
