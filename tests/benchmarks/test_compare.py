@@ -67,7 +67,8 @@ class TestFastMode:
         """Every request of ours passes both checks and fits; anything else is a refusal."""
         measured, _ = fast
         ours = [r for r in measured.runs if r.contender.startswith("context-graph")]
-        assert len(ours) == 4 * len(measured.sessions)  # three profiles, one with agent tools
+        # Three profiles, coding with agent tools, coding with the cost guard.
+        assert len(ours) == 5 * len(measured.sessions)
         rows = [row for run in ours for row in run.rows]
         assert all(row.our_errors == 0 and row.sdk_errors == 0 for row in rows)
         assert all(row.tokens <= run.budget for run in ours for row in run.rows if row.tokens)
