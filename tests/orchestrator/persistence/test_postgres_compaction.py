@@ -25,7 +25,8 @@ from context_graph.validate import validate
 from orchestrator import ContextManager
 from orchestrator.persistence import PostgresStore, open_store
 from processors import HistorySummarizer, ObservationMasker
-from processors.base import Drop, ProcessorContext, Proposal
+from tests.orchestrator.persistence.test_postgres_concurrency import drop_first
+from tests.orchestrator.test_manager_lease import Appender
 
 _CLOCK = lambda: 1_700_000_000.0  # noqa: E731  (a fixed clock for the audit log)
 _SUMMARY = "The tests ran four times; all ok."
@@ -219,17 +220,6 @@ class TestTheManagerTakesTheLease:
         assert _seen(a.raw, a.working) == _seen(b.raw, b.working) == _single_process(location)
 
 
-def _drop_first_answer(manager: ContextManager) -> Proposal:
-    view = manager.working.snapshot()
-    unit = next(u for u in view.units() if u.kind == "assistant")
-    return Proposal(
-        processor="dropper",
-        edits=(Drop(targets=unit.node_ids),),
-        tokens_before=sum(view.tokens(t) for t in unit.node_ids),
-        base_version=view.version,
-    )
-
-
 class TestARunThatRacesAnAppendRebases:
     async def test_an_append_during_a_run_lands_first_and_the_run_after_it(
         self, workers: list[ContextManager], summarizers: list[HookSummarizer], location: str
@@ -258,7 +248,7 @@ class TestARunThatRacesAnAppendRebases:
         a, b = workers
 
         async def touch() -> None:
-            b.working.apply(_drop_first_answer(b))
+            b.working.apply(drop_first(b.working, "assistant"))
 
         summarizers[0].hook = touch
         before = _kinds(a)
@@ -313,20 +303,6 @@ class TestARunThatRacesAnAppendRebases:
             a.add_user("A goes on")
 
 
-class _Appender:
-    """A stage that proposes nothing and lets the other worker append meanwhile."""
-
-    name = "appender"
-
-    def __init__(self, append: Callable[[], None]) -> None:
-        self._append = append
-
-    def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
-        """Let the other worker append, then propose no edit."""
-        self._append()
-        return Proposal(processor=self.name, base_version=ctx.graph.version)
-
-
 _INTERLEAVINGS = st.tuples(
     st.integers(0, 2),  # B's appends before A's run (A has not refreshed them)
     st.integers(0, 1),  # the stage of A's run B appends at (before the mask, the summary)
@@ -357,7 +333,7 @@ def test_appends_of_another_worker_at_any_point_of_a_run(
             texts.append(text)
 
     stages: list[Any] = [ObservationMasker(keep_turns=1), HistorySummarizer()]
-    stages.insert(stage, _Appender(lambda: append(during)))
+    stages.insert(stage, Appender(lambda: append(during)))
     a = _open(location, pipeline=stages)
     workers.extend([a, _open(location)])
     b = workers[1]

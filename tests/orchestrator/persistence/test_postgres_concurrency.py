@@ -17,6 +17,7 @@ from context_graph.render import Renderer
 from context_graph.testing import ScriptedSummarizer, WordCounter, graph_snapshot
 from orchestrator import ContextManager
 from orchestrator.persistence import PostgresStore, RestoredSession, open_store
+from orchestrator.working import WorkingGraph
 from processors import HistorySummarizer
 from processors.base import Drop, Proposal
 
@@ -45,9 +46,10 @@ def _seen(session: RestoredSession) -> tuple[Any, ...]:
     )
 
 
-def _drop_first(session: RestoredSession) -> Proposal:
-    view = session.working.snapshot()
-    unit = next(u for u in view.units() if u.kind == "user")
+def drop_first(working: WorkingGraph, kind: str = "user") -> Proposal:
+    """A proposal that drops the first unit of `kind` in the working view, whole."""
+    view = working.snapshot()
+    unit = next(u for u in view.units() if u.kind == kind)
     return Proposal(
         processor="dropper",
         edits=(Drop(targets=unit.node_ids),),
@@ -81,7 +83,7 @@ class TestConflicts:
             b.raw.add_user("from B")
         assert store_b.refresh().entries == 2
         b.raw.add_user("from B")
-        b.working.apply(_drop_first(b))
+        b.working.apply(drop_first(b.working))
         assert store_a.refresh().entries == 2
         assert _seen(a) == _seen(b)
         with contextlib.closing(open_store(store_a.location, counter=WordCounter())) as fresh:
@@ -96,7 +98,7 @@ class TestConflicts:
         store_b.refresh()
         a.raw.add_user("two")
         with pytest.raises(StoreConflictError):
-            b.working.apply(_drop_first(b))
+            b.working.apply(drop_first(b.working))
         assert b.working.audit() == ()
 
     def test_refresh_without_news_brings_nothing(
@@ -127,10 +129,10 @@ class TestConflicts:
         store_b.refresh()
         a.raw.add_user("two")
         with pytest.raises(StoreConflictError, match="refresh"), store_b.atomic():
-            b.working.apply(_drop_first(b))
+            b.working.apply(drop_first(b.working))
         assert b.working.audit() == ()
         assert store_b.refresh().entries == 1
-        b.working.apply(_drop_first(b))  # the retry lands
+        b.working.apply(drop_first(b.working))  # the retry lands
         assert [entry.kind for entry in store_b.journal()] == ["events", "events", "proposals"]
 
     def test_managers_refresh_and_retry(self, postgres: Any) -> None:
@@ -178,10 +180,10 @@ class TestLease:
             with store_b.lease(holder="fast") as fresh:
                 assert fresh.token == stale.token + 1
                 with pytest.raises(StoreConflictError, match="taken over"), store_a.atomic():
-                    a.working.apply(_drop_first(a))
+                    a.working.apply(drop_first(a.working))
         assert [entry.kind for entry in store_b.journal()] == ["events"]
         assert a.working.audit() == ()  # the refused block was taken back from memory
-        b.working.apply(_drop_first(b))  # the worker holding the lease goes on
+        b.working.apply(drop_first(b.working))  # the worker holding the lease goes on
         store_a.refresh()
         a.raw.add_user("two")  # and the refused one's store still writes
         assert _seen(a) == _seen(b) if store_b.refresh().entries == 1 else False
