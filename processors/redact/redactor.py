@@ -180,12 +180,16 @@ class SecretRedactor:
             arguments = self._redact_json(node.arguments, run)
             if arguments != node.arguments:
                 updates["arguments"] = arguments
-        found = run.found.copy()
-        native = redact_native(node, redact_body)
-        if native is not None:
-            updates["native"] = native
-            if native_text(node) in {t for part in node.content for t in part_texts(part)}:
-                run.found = found  # the artifact's summary is the node's text: count once
+        summary = native_text(node)
+        if summary is not None:
+            # Redacted with a run of its own: the artifact's summary is usually the node's
+            # text as well, whose secrets are counted already.
+            trial = _Run(run.known, run.dirty)
+            native = redact_native(node, lambda text: self._redact_json(text, trial))
+            if native is not None:
+                updates["native"] = native
+                if summary not in {t for part in node.content for t in part_texts(part)}:
+                    run.found.update(trial.found)
         meta = dict(node.meta)
         redacted = changed or bool(updates)
         if redacted:

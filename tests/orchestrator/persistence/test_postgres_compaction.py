@@ -25,7 +25,7 @@ from context_graph.validate import validate
 from orchestrator import ContextManager
 from orchestrator.persistence import PostgresStore, open_store
 from processors import HistorySummarizer, ObservationMasker
-from tests.orchestrator.persistence.test_postgres_concurrency import drop_first
+from tests.orchestrator.persistence.test_postgres_concurrency import drop_first, fill
 from tests.orchestrator.test_manager_lease import Appender
 
 _CLOCK = lambda: 1_700_000_000.0  # noqa: E731  (a fixed clock for the audit log)
@@ -48,18 +48,6 @@ class HookSummarizer:
         if hook is not None:
             await hook()
         return _SUMMARY
-
-
-def _fill(manager: ContextManager) -> None:
-    manager.add_system("You are a careful coding agent.")
-    manager.add_user("Fix the failing test.")
-    for step in range(4):
-        manager.add_assistant(
-            f"Running the tests, step {step}.",
-            tool_calls=[{"id": f"call_{step}", "name": "bash", "arguments": {"cmd": "pytest"}}],
-        )
-        manager.add_tool_result(f"call_{step}", "\n".join(f"line {j} ok" for j in range(200)))
-        manager.add_user(f"Go on with step {step + 1}.")
 
 
 def _open(location: str, summarizer: Any = None, **options: Any) -> ContextManager:
@@ -117,7 +105,7 @@ def workers_fixture(
 ) -> Iterator[list[ContextManager]]:
     """Two managers on the session (the first filled it), both up to date."""
     first, second = (_open(location, summarizer) for summarizer in summarizers)
-    _fill(first)
+    fill(first)
     second.refresh()
     yield [first, second]
     for manager in (first, second):
@@ -338,7 +326,7 @@ def test_appends_of_another_worker_at_any_point_of_a_run(
     workers.extend([a, _open(location)])
     b = workers[1]
     try:
-        _fill(a)
+        fill(a)
         b.refresh()
         append(before)
         try:

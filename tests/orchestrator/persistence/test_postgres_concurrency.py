@@ -213,7 +213,8 @@ class TestWaiting:
         assert store_b.wait(timeout=0.3, poll=0.1) is False
 
 
-def _fill(manager: ContextManager) -> None:
+def fill(manager: ContextManager) -> None:
+    """A coding session with four large tool outputs, enough for a compaction to work on."""
     manager.add_system("You are a careful coding agent.")
     manager.add_user("Fix the failing test.")
     for step in range(4):
@@ -242,7 +243,7 @@ class TestManagerCompaction:
 
         slow, fast = manager(), manager()
         try:
-            _fill(slow)
+            fill(slow)
             fast.refresh()
             slow_store, fast_store = slow.store, fast.store
             assert isinstance(slow_store, PostgresStore) and isinstance(fast_store, PostgresStore)
@@ -273,7 +274,7 @@ class TestManagerCompaction:
             location, summarizer=summarizer, pipeline=[HistorySummarizer()], **options
         )
         try:
-            _fill(worker)
+            fill(worker)
             compactor.refresh()
             store = compactor.store
             assert isinstance(store, PostgresStore)
