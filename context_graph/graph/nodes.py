@@ -259,7 +259,8 @@ class SubagentResultNode(AnswerNode):
     agent_id: str | None = None
     """The sub-agent's id, when known."""
     transcript: str | None = None
-    """Where the sub-agent's own transcript is (a file path or an id)."""
+    """Where the sub-agent's own transcript is: a path relative to the session file's
+    folder, or an id."""
 
 
 class SummaryNode(Node):

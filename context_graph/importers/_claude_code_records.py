@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import JsonValue
@@ -179,11 +179,16 @@ def _subagent_result(
 
 
 def subagent_transcript(raw: RawInput, agent_id: str) -> str | None:
-    """The path of sub-agent `agent_id`'s transcript next to the session file, if it exists."""
+    """Where sub-agent `agent_id`'s transcript is, relative to the session file's folder.
+
+    Relative, because the path is part of the node's content and so of its id: the same
+    session copied to another folder (or machine) must import to the same ids.
+    `None` when the file does not exist.
+    """
     if raw.path is None:
         return None
-    path = raw.path.parent / raw.path.stem / "subagents" / f"agent-{agent_id}.jsonl"
-    return str(path) if path.is_file() else None
+    relative = PurePosixPath(raw.path.stem, "subagents", f"agent-{agent_id}.jsonl")
+    return str(relative) if (raw.path.parent / relative).is_file() else None
 
 
 def subagent_files(raw: RawInput) -> list[Path]:

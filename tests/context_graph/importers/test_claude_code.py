@@ -3,6 +3,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -247,14 +248,12 @@ class TestEveryTrace:
                 and isinstance(details, dict)
                 and not block.get("is_error")
             ):
-                transcript = (
-                    path.parent / path.stem / "subagents" / f"agent-{details['agentId']}.jsonl"
-                )
+                transcript = f"{path.stem}/subagents/agent-{details['agentId']}.jsonl"
                 expected.append(
                     (
                         use["id"],
                         details["agentId"],
-                        str(transcript) if transcript.is_file() else None,
+                        transcript if (path.parent / transcript).is_file() else None,
                     )
                 )
         _, graph = _main(path)
@@ -268,13 +267,28 @@ class TestEveryTrace:
     def test_some_subagent_transcripts_are_linked(self) -> None:
         """The traces hold sub-agent runs whose transcript file is found and linked."""
         linked = [
-            n.transcript
+            path.parent / n.transcript
             for path in MAIN_FILES
             for n in _nodes(_main(path)[1], SubagentResultNode)
             if n.transcript is not None
         ]
         assert linked
-        assert all(Path(t).is_file() for t in linked)
+        assert all(t.is_file() for t in linked)
+
+    def test_a_copied_session_imports_to_the_same_ids(self, tmp_path: Path) -> None:
+        """The same session, with its sub-agents, read from another folder gives the same graph."""
+        path = next(
+            p
+            for p in MAIN_FILES
+            if any(n.transcript for n in _nodes(_main(p)[1], SubagentResultNode))
+        )
+        copy = tmp_path / "elsewhere" / path.name
+        copy.parent.mkdir()
+        copy.write_bytes(path.read_bytes())
+        shutil.copytree(path.parent / path.stem, copy.parent / path.stem)
+        dumped = [[e.model_dump() for e in s.events] for s in load_sessions(path)]
+        assert [[e.model_dump() for e in s.events] for s in load_sessions(copy)] == dumped
+        assert graph_snapshot(_main(copy)[1]) == graph_snapshot(_main(path)[1])
 
     @pytest.mark.parametrize("path", ALL_FILES, ids=_names(ALL_FILES))
     def test_thinking_signatures_survive_byte_for_byte(self, path: Path) -> None:
@@ -691,7 +705,8 @@ class TestToolResultMetadata:
         main, agent, compact = load_sessions(path)
         run = main.events[1]
         assert isinstance(run, SubagentResult)
-        assert (run.agent_id, run.transcript) == ("abc123", str(transcript))
+        assert (run.agent_id, run.transcript) == ("abc123", "session/subagents/agent-abc123.jsonl")
+        assert path.parent / run.transcript == transcript
         assert run.meta["subagent_type"] == "Explore"
         assert run.meta["total_tokens"] == 99
         assert (agent.name, agent.meta["agent_id"], agent.meta["is_sidechain"]) == (
