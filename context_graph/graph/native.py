@@ -6,8 +6,9 @@ start of an assistant message (the `compact_20260112` context-management edit), 
 `content` with optional opaque fields; the OpenAI Responses API a `compaction` item whose
 `encrypted_content` only OpenAI can read. A `NativeCompaction` holds one of them byte for
 byte; the `Compaction` event that carries it becomes a summary node standing for every
-earlier node, rendered verbatim to its own provider and set aside for any other (which
-renders the nodes it stands for instead).
+earlier node (a Responses item: every earlier node but the user's messages, which the
+API keeps beside it), rendered verbatim to its own provider and set aside for any other
+(which renders the nodes it stands for instead).
 """
 
 from __future__ import annotations

@@ -18,7 +18,10 @@ Each record is `{"timestamp", "type", "payload"}`. By type:
   `codex_cli`) standing for everything before it: its content is the readable messages of
   `replacement_history` (what Codex sent in place of the history), developer messages
   aside (they are system prompts already, kept pinned), or `message` when there is no
-  replacement history (older CLIs).
+  replacement history (older CLIs). A replacement history that holds a `compaction` item
+  (remote compaction: the compact endpoint's user messages, then the item) becomes the
+  item's native compaction instead, sent back verbatim to the Responses API after the
+  user's messages (`context_graph.graph.native`), as Codex sent it.
 
 Records of other types (later CLI versions add some) are skipped; every skipped record is
 counted in `meta["skipped_records"]`.
@@ -44,6 +47,7 @@ from context_graph.importers._base import (
     expect_mapping,
     expect_str,
 )
+from context_graph.importers._native import native_compaction
 from context_graph.importers._responses_content import content_parts, plain_json
 from context_graph.importers.openai_responses import ItemReader
 
@@ -223,11 +227,20 @@ class _Walk:
         message = payload.get("message")
         if message is not None:
             message = expect_str(message, where.with_path("message"), "`message`")
-        parts, unread = _replacement(payload.get("replacement_history"), where)
-        if not parts and message:
-            parts = [TextPart(text=message)]
+        history = payload.get("replacement_history")
+        parts, unread = _replacement(history, where)
+        native = _compaction_item(history, where)
+        if native is not None:
+            unread -= 1
         meta: dict[str, JsonValue] = {"unreadable_items": unread} if unread else {}
         self.reader.flush()
+        if native is not None:
+            item, at = native
+            event = native_compaction("responses", item, at, timestamp=ts, meta=meta)
+            self.reader.events.append(event.model_copy(update={"origin": "codex_cli"}))
+            return
+        if not parts and message:
+            parts = [TextPart(text=message)]
         self.reader.events.append(
             Compaction(
                 content=tuple(parts) or (TextPart(text=_NO_SUMMARY),),
@@ -237,6 +250,23 @@ class _Walk:
                 source=where,
             )
         )
+
+
+def _compaction_item(
+    value: Any, where: SourceLocation
+) -> tuple[dict[str, Any], SourceLocation] | None:
+    """The last `compaction` item of a replacement history (checked by `_replacement`).
+
+    Older CLIs named the item type `compaction_summary`; the API takes `compaction`.
+    """
+    if not isinstance(value, list):
+        return None
+    for i in range(len(value) - 1, -1, -1):
+        item = value[i]
+        if item.get("type") in ("compaction", "compaction_summary"):
+            at = where.with_path(f"replacement_history[{i}]")
+            return {**item, "type": "compaction"}, at
+    return None
 
 
 def _replacement(value: Any, where: SourceLocation) -> tuple[list[ContentPart], int]:

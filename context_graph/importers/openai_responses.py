@@ -3,7 +3,9 @@
 Three shapes are read: a bare list of items (`[{"type": "message", ...}, {"type":
 "function_call", ...}]`, easy-input messages `{"role", "content"}` among them), a request
 body `{"instructions", "input"}` (`input` a list or a string), and a response object
-`{"object": "response", "output": [...]}`.
+`{"object": "response", "output": [...]}` or the compact endpoint's
+`{"object": "response.compaction", "output": [...]}` (the user's messages, then the
+`compaction` item: the next request's input).
 
 Items map to events (`ItemReader`, which the Codex CLI importer shares):
 
@@ -19,7 +21,7 @@ Items map to events (`ItemReader`, which the Codex CLI importer shares):
   `meta["responses_type"] == "custom_tool_call_output"`); an output must follow its call.
 - A `compaction` item (the `responses.compact` endpoint's, or server-side compaction's)
   becomes a `Compaction` event carrying the item verbatim, standing for every item before
-  it (`context_graph.graph.native`).
+  it but the user's messages, which the API keeps beside it (`context_graph.graph.native`).
 - Items that carry nothing the model reads back (`web_search_call`, `file_search_call`,
   MCP and other built-in tool items) are kept, as received, in the assistant turn's
   `meta["responses_items"]`: a `Note` would be pinned into every request's system
@@ -84,6 +86,9 @@ OTHER_ITEMS: frozenset[str] = Names(
     tool_search_output web_search_call
     """.split()
 )
+#: The `object` of a response (`output` holds its items): a model's, or the compact
+#: endpoint's compacted window.
+_RESPONSE_OBJECTS = frozenset({"response", "response.compaction"})
 _CONTENT_ITEMS = Names(
     "message reasoning function_call function_call_output custom_tool_call "
     "custom_tool_call_output compaction".split()
@@ -115,7 +120,7 @@ def sniff(raw: RawInput) -> bool:
     """Whether `raw` is a Responses item list, request body or response object."""
     data = raw.data
     if isinstance(data, Mapping):
-        if data.get("object") == "response":
+        if data.get("object") in _RESPONSE_OBJECTS:
             return isinstance(data.get("output"), list)
         if "messages" in data or "contents" in data or "input" not in data:
             return False
@@ -174,10 +179,11 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
                 meta[key] = data[key]
         if isinstance(data.get("usage"), Mapping):
             meta["usage"] = dict(data["usage"])
-        if data.get("object") == "response":  # a request's model did not write its input
+        answer = data.get("object") in _RESPONSE_OBJECTS
+        if answer:  # a request's model did not write its input
             reader.model = data["model"] if isinstance(data.get("model"), str) else None
         _instructions(reader, data.get("instructions"), raw)
-        key = "output" if data.get("object") == "response" else "input"
+        key = "output" if answer else "input"
         items = data.get(key)
         if isinstance(items, str):
             reader.read({"role": "user", "content": items}, raw.at(None, key))

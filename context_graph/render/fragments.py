@@ -87,6 +87,10 @@ class FragmentCache:
         # Another provider's compaction covers nothing here: what it stands for is
         # rendered instead, and it is sent (as text) only where nothing earlier is left.
         foreign: list[tuple[int, str, NativeCompaction]] = []
+        # What this format's own Responses compaction stands for: everything before it
+        # but the user's messages, which the API keeps verbatim beside the item (the
+        # compact endpoint returns them, then the item).
+        beside_users: set[str] = set()
         own_summaries: list[str] = []
         for unit in reversed(source.units()):
             fragment = self._by_head.get(unit.head)
@@ -107,10 +111,16 @@ class FragmentCache:
                     fragments.append(fragment)
                 continue
             if unit.kind == "summary":
-                _cover(source, source[unit.head], abstracted, followed)
-                if source[unit.head].seq is None:
+                node = source[unit.head]
+                native = getattr(node, "native", None)
+                # Anthropic's API ignores everything before its compaction block.
+                keeps_users = native is not None and native.provider == "responses"
+                _cover(source, node, beside_users if keeps_users else abstracted, followed)
+                if node.seq is None:
                     own_summaries.append(unit.head)
-            elif abstracted and not fragment.unit.pinned and abstracted.issuperset(unit.node_ids):
+            elif not fragment.unit.pinned and _covered(
+                unit, abstracted, beside_users, fragment.messages
+            ):
                 continue
             if fragment.unit.system:
                 system.extend(reversed(fragment.unit.system))
@@ -204,6 +214,23 @@ def _set_aside(
     newest_first[:] = [f for i, f in enumerate(newest_first) if i not in leave_out]
     reports.reverse()
     return tuple(reports)
+
+
+def _covered(
+    unit: Unit, abstracted: set[str], beside_users: set[str], messages: Sequence[Message]
+) -> bool:
+    """Whether a later summary stands for `unit`, so that it is left out.
+
+    `beside_users` is covered by a Responses compaction of this format, which does not
+    stand for the user's messages: a unit that is only user messages stays.
+    """
+    if not abstracted and not beside_users:
+        return False
+    if abstracted.issuperset(unit.node_ids):
+        return True
+    if not beside_users or not all(i in abstracted or i in beside_users for i in unit.node_ids):
+        return False
+    return not all(m.get("type") == "message" and m.get("role") == "user" for m in messages)
 
 
 def _cover(source: RenderSource, summary: Node, covered: set[str], followed: set[str]) -> None:

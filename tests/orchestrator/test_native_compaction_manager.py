@@ -68,13 +68,19 @@ def _valid(payload: Any, fmt: str) -> None:
 
 class TestRender:
     def test_the_own_provider_gets_the_item_back(self) -> None:
-        """A Responses manager sends the compaction item and only what follows it."""
+        """A Responses manager sends the user's messages, the item, and what follows it."""
         manager = ContextManager(format="responses", counter=WordCounter())
         manager.ingest(_responses_session())
         result = manager.render_sync()
         _valid(result.payload, "responses")
-        assert result.payload["input"][0] == ITEM
-        assert "fix a.py" not in json.dumps(result.payload)
+        first = {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "fix a.py"}],
+        }
+        assert result.payload["input"][:2] == [first, ITEM]
+        sent = json.dumps(result.payload)
+        assert all(f"{k} line0" not in sent for k in range(3))  # what the item stands for
         assert result.foreign_compactions == ()
 
     def test_another_provider_is_fitted_by_the_managers_compaction(self) -> None:

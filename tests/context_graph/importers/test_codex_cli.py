@@ -304,16 +304,57 @@ class TestCompaction:
                 "role": "user",
                 "content": [{"type": "input_text", "text": "SUMMARY: one done"}],
             },
-            {"type": "compaction", "encrypted_content": "gAAA"},
+            {"type": "reasoning", "summary": [], "encrypted_content": "gAAA"},
         ]
         events = self._session(tmp_path, {"message": "one done", "replacement_history": history})
         (compaction,) = [e for e in events if isinstance(e, Compaction)]
         assert compaction.origin == "codex_cli"
+        assert compaction.native is None
         assert compaction.content == (
             TextPart(text="first task"),
             TextPart(text="SUMMARY: one done"),
         )
         assert compaction.meta == {"unreadable_items": 1}
+
+    @pytest.mark.parametrize("kind", ["compaction", "compaction_summary"])
+    def test_a_remote_compaction_keeps_its_item(self, tmp_path: Path, kind: str) -> None:
+        """A replacement history ending in a compaction item is that native compaction."""
+        history = [
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "first task"}],
+            },
+            {"type": kind, "encrypted_content": "gAAA-opaque"},
+        ]
+        events = self._session(tmp_path, {"message": "", "replacement_history": history})
+        (compaction,) = [e for e in events if isinstance(e, Compaction)]
+        assert compaction.origin == "codex_cli"
+        assert compaction.native is not None
+        assert dict(compaction.native.item) == {
+            "type": "compaction",
+            "encrypted_content": "gAAA-opaque",
+        }
+        assert compaction.meta == {}
+
+    def test_a_remote_compaction_renders_as_codex_sent_it(self, tmp_path: Path) -> None:
+        """To Responses: the user's messages, the item, then what followed; nothing else."""
+        history = [
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "first task"}],
+            },
+            {"type": "compaction", "encrypted_content": "gAAA-opaque"},
+        ]
+        graph = ContextGraph()
+        graph.ingest(self._session(tmp_path, {"replacement_history": history}))
+        payload = Renderer(format="responses").render(graph).payload
+        assert validate(payload, "responses") == []
+        users = [i["content"][0]["text"] for i in payload["input"] if i.get("role") == "user"]
+        assert users == ["first task", "task 2"]
+        assert payload["input"][1] == {"type": "compaction", "encrypted_content": "gAAA-opaque"}
+        assert "done one" not in json.dumps(payload)  # what the item stands for
 
     def test_message_only_compaction(self, tmp_path: Path) -> None:
         """An older `compacted` record with only `message` uses it as the summary."""

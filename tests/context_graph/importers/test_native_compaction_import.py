@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from anthropic.types.beta import BetaMessage
-from openai.types.responses import Response
+from openai.types.responses import Response, ResponseCompactionItem
 
 from context_graph.errors import IngestError
 from context_graph.graph.content import TextPart
@@ -22,6 +22,7 @@ from context_graph.graph.events import AssistantTurn, Compaction, ToolResult, Us
 from context_graph.graph.json_limits import MAX_STRING
 from context_graph.graph.sdk_replies import read_message, read_response
 from context_graph.importers import detect_format, load_events
+from context_graph.render import Renderer
 
 SUMMARY = "The user asked to fix a.py; the test failure was an off-by-one in line 3."
 BLOCK: dict[str, Any] = {"type": "compaction", "content": SUMMARY, "encrypted_content": "ZW5j"}
@@ -165,6 +166,48 @@ class TestResponses:
         assert compaction.native is not None
         assert compaction.native.item["created_by"] == "system"
         assert isinstance(events[-1], AssistantTurn)
+
+    def test_the_compact_endpoints_window_is_read_and_sent_back_as_it_came(self) -> None:
+        """A `CompactedResponse` (the user's messages, then the item) renders as itself."""
+        # The JSON the endpoint returns: the SDK's `CompactedResponse` types `output` with
+        # output items, which do not cover the user messages it holds.
+        payload: dict[str, Any] = {
+            "id": "cmp_resp_1",
+            "object": "response.compaction",
+            "created_at": 1,
+            "output": [
+                {
+                    "type": "message",
+                    "id": "msg_1",
+                    "role": "user",
+                    "status": "completed",
+                    "content": [{"type": "input_text", "text": "fix a.py"}],
+                },
+                ITEM | {"created_by": "system"},
+            ],
+            "usage": {
+                "input_tokens": 100,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": 10,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": 110,
+            },
+        }
+        assert ResponseCompactionItem.model_validate(payload["output"][1])
+        assert detect_format(payload) == "openai_responses"
+        events = load_events(payload)
+        assert [type(e) for e in events] == [UserTurn, Compaction]
+        graph = ContextGraph()
+        graph.ingest(events)
+        rendered = Renderer(format="responses").render(graph).payload
+        assert rendered["input"] == [
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "fix a.py"}],
+            },
+            ITEM,
+        ]
 
 
 HOSTILE_ANTHROPIC = [

@@ -118,11 +118,20 @@ class TestOwnProvider:
         assert result.foreign_compactions == ()
 
     def test_the_responses_item_goes_back_in_input(self) -> None:
-        """The item is sent as the API takes it (its output-only `created_by` left out)."""
+        """The item is sent as the API takes it, after the user's messages it keeps.
+
+        Its output-only `created_by` is left out; the call and its output are what it
+        stands for.
+        """
         result = _checked(_graph(RESPONSES_BODY), "responses")
         assert result.payload == {
             "instructions": "You are a coding agent.",
             "input": [
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "fix a.py"}],
+                },
                 ITEM,
                 {
                     "type": "message",
@@ -287,3 +296,24 @@ class TestProperties:
             else:
                 assert _no_native(result.payload)
                 assert len(result.foreign_compactions) == 1
+
+    @settings(max_examples=40, deadline=None)
+    @given(_sessions())
+    def test_a_responses_item_stands_for_all_but_the_users_messages(
+        self, drawn: tuple[list[AgentEvent], str]
+    ) -> None:
+        """Unfitted, the item comes after every user message before it and nothing else."""
+        events, provider = drawn
+        if provider != "responses":
+            return
+        graph = ContextGraph(counter=WordCounter())
+        graph.ingest(coerce_events(events))
+        result = Renderer(format="responses").render(graph)
+        assert validate(result.payload, "responses") == []
+        assert sdk_problems(result.payload, "responses") == []
+        at = next(i for i, e in enumerate(events) if isinstance(e, Compaction))
+        before = [e.content[0].text for e in events[:at] if isinstance(e, UserTurn)]
+        items = result.payload["input"]
+        item_at = items.index(ITEM)
+        assert all(i.get("role") == "user" for i in items[:item_at])
+        assert [i["content"][0]["text"] for i in items[:item_at]] == before
