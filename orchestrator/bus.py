@@ -41,6 +41,11 @@ logger = logging.getLogger("context_graph")
 #: Every signal a bus carries, with the payload it is sent with.
 SIGNALS: Mapping[str, str] = MappingProxyType(
     {
+        "agent_tools_withheld": (
+            "A request fitted its budget only without the agent tools' definitions, so "
+            "they were left out of it (format, tools: their names, budget, required: what "
+            "the request needed with them)."
+        ),
         "budget_crossed": "The view's tokens crossed a budget ratio (ratio, threshold, tokens).",
         "compaction_done": (
             "A pipeline run ended (run: what it did, background, timed_out: its time limit "

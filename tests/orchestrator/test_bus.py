@@ -22,6 +22,7 @@ class TestEventBus:
     def test_carries_the_issue_signals(self) -> None:
         """The bus carries exactly the signals the orchestrator sends."""
         assert sorted(SIGNALS) == [
+            "agent_tools_withheld",
             "budget_crossed",
             "compaction_deferred",
             "compaction_done",
