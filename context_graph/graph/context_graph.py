@@ -4,6 +4,12 @@ Every edge points from a node to an older one (a result *answers* its call, a no
 *follows* the one before it in the transcript, a newer read *supersedes* an older one),
 so the graph is acyclic by construction; an explicit edge that would close a cycle is
 refused with `CycleError`.
+
+A `Withdrawal` event takes recorded nodes out of every view of the graph while the
+record keeps them: lookups by id, `transcript()`, iteration and the edges still reach
+them (nothing recorded is lost), but the units, the pairing of calls and answers, the
+open calls, `covered` and the lookups by kind, tool, path and pin leave them out
+(`context_graph.graph.withdrawal` says what may be withdrawn).
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ class ContextGraph(EventAdders):
         self._pinned: list[str] = []
         self._turn = 0
         self._first_call: dict[str, str] = {}
+        self._withdrawn: dict[str, None] = {}
         self._version = 0
 
     # -- ingest ------------------------------------------------------------------------
@@ -91,6 +98,10 @@ class ContextGraph(EventAdders):
             plan = plan_ingest(self, self._cursor, batch)
             self._commit(plan)
         return tuple(plan.by_id)
+
+    def check(self, events: Iterable[AgentEvent | dict[str, Any]]) -> None:
+        """Raise the `IngestError` that ingesting `events` now would raise; add nothing."""
+        plan_ingest(self, self._cursor, coerce_events(events))
 
     def add(self, event: AgentEvent | dict[str, Any]) -> tuple[str, ...]:
         """Add one event; return the ids of the nodes it made."""
@@ -124,6 +135,9 @@ class ContextGraph(EventAdders):
 
     def _commit(self, plan: IngestPlan) -> None:
         """Apply a validated plan. Nothing here can fail on a plan from `plan_ingest`."""
+        if plan.withdrawn:
+            # First: a result later in the batch may answer a call this opened again.
+            self._withdraw(plan.withdrawn)
         nodes = plan.nodes
         self._insert_nodes(nodes, plan.tokens)
         self._cursor.advance(plan)
@@ -137,6 +151,33 @@ class ContextGraph(EventAdders):
         self._superseded |= plan.superseded
         self._turn = plan.turn
         self._version += plan.version_credit
+
+    def _withdraw(self, node_ids: Sequence[str]) -> None:
+        """Take withdrawn nodes out of the units, the pairing and the lookups."""
+        gone = set(node_ids)
+        self._withdrawn.update(dict.fromkeys(node_ids))
+        self._version += len(node_ids)
+        self._units.withdraw(node_ids)
+        for node_id in node_ids:
+            answer = self._answer.pop(node_id, None)  # a call goes with its answer
+            if answer is not None:
+                self._call_of.pop(answer, None)
+            call = self._call_of.pop(node_id, None)  # an answer alone: its call is open
+            if call is not None:
+                self._answer.pop(call, None)
+        for index in (self._by_kind, self._by_tool, self._file_reads):
+            for key, ids in list(index.items()):
+                if not gone.isdisjoint(ids):
+                    index[key] = [i for i in ids if i not in gone]
+                    if not index[key] and index is self._file_reads:
+                        del index[key]
+        self._pinned = [i for i in self._pinned if i not in gone]
+        for node_id in node_ids:
+            self._superseded.discard(node_id)
+            for older in self._edges.targets(node_id, "supersedes"):
+                newer = self._edges.sources(older, "supersedes")
+                if all(i in self._withdrawn for i in newer):
+                    self._superseded.discard(older)
 
     def _insert(self, node: Node, tokens: int) -> None:
         self._insert_nodes((node,), {node.id: tokens})
@@ -251,8 +292,19 @@ class ContextGraph(EventAdders):
         """
         node = self._require(node_id)
         if node.kind == "summary" and node.seq is not None:
-            return tuple(self._cursor.order[: node.seq])
-        return node.abstracts
+            found = self._cursor.order[: node.seq]
+        else:
+            found = list(node.abstracts)
+        withdrawn = self._withdrawn
+        return tuple(i for i in found if i not in withdrawn) if withdrawn else tuple(found)
+
+    def is_withdrawn(self, node_id: str) -> bool:
+        """Whether a `Withdrawal` took this recorded node out of every view."""
+        return node_id in self._withdrawn
+
+    def withdrawn(self) -> tuple[str, ...]:
+        """The ids of the withdrawn nodes, in the order they were withdrawn."""
+        return tuple(self._withdrawn)
 
     def derived(self) -> tuple[str, ...]:
         """The ids of nodes added by `add_derived`, oldest first."""
@@ -293,7 +345,8 @@ class ContextGraph(EventAdders):
         self._require(node_id)
         unit = self._units.unit_of(node_id)
         if unit is None:
-            msg = f"node {node_id!r} is derived and belongs to no transcript unit"
+            why = "was withdrawn" if node_id in self._withdrawn else "is derived"
+            msg = f"node {node_id!r} {why} and belongs to no transcript unit"
             raise UnknownNodeError(msg)
         return unit
 
@@ -318,6 +371,14 @@ class ContextGraph(EventAdders):
         a consumer that kept the units at `mark` can bring them up to date from these.
         """
         return self._units.changed_since(mark)
+
+    def units_reshaped_since(self, mark: int) -> bool:
+        """Whether a withdrawal took units apart since `unit_mark` was `mark`.
+
+        Then the units did more than grow at their ends: a consumer that kept them
+        must read them afresh.
+        """
+        return self._units.reshaped_since(mark)
 
     def answer_to(self, call_node_id: str) -> Node | None:
         """The node that answers the tool call `call_node_id`, or `None` while it is open."""
