@@ -5,11 +5,9 @@ Every edge points from a node to an older one (a result *answers* its call, a no
 so the graph is acyclic by construction; an explicit edge that would close a cycle is
 refused with `CycleError`.
 
-A `Withdrawal` event takes recorded nodes out of every view of the graph while the
-record keeps them: lookups by id, `transcript()`, iteration and the edges still reach
-them (nothing recorded is lost), but the units, the pairing of calls and answers, the
-open calls, `covered` and the lookups by kind, tool, path and pin leave them out
-(`context_graph.graph.withdrawal` says what may be withdrawn).
+A `Withdrawal` takes recorded nodes out of every view (the units, the pairing, the open
+calls, `covered`, the lookups by kind, tool, path and pin); lookups by id, `transcript()`,
+iteration and the edges still reach them (`context_graph.graph.withdrawal`).
 """
 
 from __future__ import annotations
@@ -34,6 +32,7 @@ from context_graph.graph.journal import IngestJournal
 from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import Node, ToolCallNode
 from context_graph.graph.units import Unit, UnitIndex
+from context_graph.graph.withdrawal import prune, unpair
 from context_graph.tokens.counting import TokenCounter, default_counter
 
 __all__ = ["ContextGraph"]
@@ -154,30 +153,19 @@ class ContextGraph(EventAdders):
 
     def _withdraw(self, node_ids: Sequence[str]) -> None:
         """Take withdrawn nodes out of the units, the pairing and the lookups."""
-        gone = set(node_ids)
         self._withdrawn.update(dict.fromkeys(node_ids))
         self._version += len(node_ids)
         self._units.withdraw(node_ids)
-        for node_id in node_ids:
-            answer = self._answer.pop(node_id, None)  # a call goes with its answer
-            if answer is not None:
-                self._call_of.pop(answer, None)
-            call = self._call_of.pop(node_id, None)  # an answer alone: its call is open
-            if call is not None:
-                self._answer.pop(call, None)
+        unpair(node_ids, self._answer, self._call_of)
+        gone = set(node_ids)
         for index in (self._by_kind, self._by_tool, self._file_reads):
-            for key, ids in list(index.items()):
-                if not gone.isdisjoint(ids):
-                    index[key] = [i for i in ids if i not in gone]
-                    if not index[key] and index is self._file_reads:
-                        del index[key]
+            prune(index, gone, drop_empty=index is self._file_reads)
         self._pinned = [i for i in self._pinned if i not in gone]
-        for node_id in node_ids:
-            self._superseded.discard(node_id)
-            for older in self._edges.targets(node_id, "supersedes"):
-                newer = self._edges.sources(older, "supersedes")
-                if all(i in self._withdrawn for i in newer):
-                    self._superseded.discard(older)
+        self._superseded -= {
+            *gone,
+            *(o for i in node_ids for o in self._edges.targets(i, "supersedes")
+              if all(s in self._withdrawn for s in self._edges.sources(o, "supersedes"))),
+        }  # fmt: skip
 
     def _insert(self, node: Node, tokens: int) -> None:
         self._insert_nodes((node,), {node.id: tokens})

@@ -22,7 +22,7 @@ open again or the open calls it withdraws close.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import cast
 
 from context_graph.errors import IngestError
@@ -30,7 +30,7 @@ from context_graph.graph.events import Withdrawal
 from context_graph.graph.ingest_plan import IngestPlan, PlannedGraph
 from context_graph.graph.nodes import AnswerNode, AssistantNode, Node, ToolCallNode
 
-__all__ = ["plan_withdrawal"]
+__all__ = ["plan_withdrawal", "prune", "unpair"]
 
 
 def plan_withdrawal(
@@ -143,3 +143,27 @@ def _check_compactions(graph: PlannedGraph, nodes: list[Node], taken: Collection
 
 def _seq(node: Node) -> int:
     return cast(int, node.seq)
+
+
+def unpair(node_ids: Sequence[str], answer: dict[str, str], call_of: dict[str, str]) -> None:
+    """Forget the pairs withdrawn nodes were in (`answer`: call -> answer, `call_of`).
+
+    A withdrawn call goes with its answer; a withdrawn answer leaves its call open.
+    """
+    for node_id in node_ids:
+        answered = answer.pop(node_id, None)
+        if answered is not None:
+            call_of.pop(answered, None)
+        call = call_of.pop(node_id, None)
+        if call is not None:
+            answer.pop(call, None)
+
+
+def prune(index: dict[str, list[str]], gone: set[str], *, drop_empty: bool) -> None:
+    """Take `gone` out of a lookup's lists (a key left without ids goes with `drop_empty`)."""
+    for key, ids in list(index.items()):
+        if gone.isdisjoint(ids):
+            continue
+        index[key] = [i for i in ids if i not in gone]
+        if drop_empty and not index[key]:
+            del index[key]

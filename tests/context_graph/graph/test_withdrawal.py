@@ -86,6 +86,16 @@ class TestRecord:
         assert graph.by_path("a.py") == (old,)
         assert not graph.is_superseded(old)
 
+    def test_stats_count_what_stays(self, graph: ContextGraph) -> None:
+        """`graph_stats` (what `inspect` prints) counts what stays, and how many went."""
+        from context_graph.graph.stats import graph_stats
+
+        graph.add_user("one")
+        graph.withdraw([graph.add_user("two")])
+        stats = graph_stats(graph)
+        assert (stats.nodes, stats.units, stats.withdrawn) == (1, 1, 1)
+        assert "withdrawn" not in graph_stats(ContextGraph()).model_dump()
+
     def test_a_summary_stands_for_no_withdrawn_node(self, graph: ContextGraph) -> None:
         """`covered` of an imported compaction leaves out a node withdrawn before it."""
         a = graph.add_user("one")
