@@ -21,6 +21,7 @@ from context_graph import (
 from context_graph.render import MISSING_RESULT_TEXT, Renderer
 from context_graph.testing import WordCounter, graph_snapshot
 from context_graph.validate import validate
+from context_graph.validate.sdk_types import sdk_problems
 
 FORMATS = ("openai", "anthropic", "gemini", "responses")
 
@@ -258,4 +259,5 @@ class TestProperties:
         assert sorted(in_units) == sorted(i for i in graph.transcript() if i not in gone)
         for fmt, text in zip(FORMATS, _texts(graph), strict=True):
             assert validate(json.loads(text), fmt) == [], fmt
+            assert sdk_problems(json.loads(text), fmt) == [], fmt
             assert not [texts[i] for i in gone if i in texts and texts[i] in text]

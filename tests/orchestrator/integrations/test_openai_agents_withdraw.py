@@ -19,6 +19,7 @@ from openai.types.responses.response_reasoning_item import Summary
 from context_graph.render import MISSING_RESULT_TEXT
 from context_graph.testing import WordCounter
 from context_graph.validate import validate
+from context_graph.validate.sdk_types import sdk_problems
 from orchestrator import ContextManager
 from orchestrator.integrations.openai_agents import WITHDRAWN_BY_KEY, ContextSession
 
@@ -315,6 +316,7 @@ def _check_render(manager: ContextManager, model: list[Any], marks: dict[str, st
     """The request is valid, within the budget, and names no item the session lost."""
     result = manager.render_sync()
     assert validate(result.payload, "responses") == []
+    assert sdk_problems(result.payload, "responses") == []
     assert result.tokens <= 900
     text = json.dumps(result.payload)
     kept = {json.dumps(i, sort_keys=True) for i in model}
