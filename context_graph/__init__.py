@@ -60,6 +60,7 @@ from context_graph.graph.events import (
     ToolCall,
     ToolResult,
     UserTurn,
+    Withdrawal,
 )
 from context_graph.graph.native import NativeCompaction
 from context_graph.graph.node_tokens import NodeTokenCache
@@ -151,5 +152,6 @@ __all__ = [
     "UnknownNodeError",
     "UserNode",
     "UserTurn",
+    "Withdrawal",
     "default_counter",
 ]

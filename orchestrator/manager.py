@@ -70,6 +70,7 @@ from orchestrator.options import (
 from orchestrator.persistence import SessionStore, open_store
 from orchestrator.persistence.manager_state import ManagerState, StateKeeper
 from orchestrator.profiles import Profile
+from orchestrator.withdrawal import Withdrawer
 from orchestrator.working.buffer import WorkingGraph
 from processors.base import Processor, Summarizer
 from processors.redact import SecretRedactor
@@ -241,6 +242,7 @@ class ContextManager(EventAdders):
         self._tools = AgentToolRunner(
             options.agent_tools, expander, self.compact, self._compactor.slot, self._working
         )
+        self._withdrawer = Withdrawer(self._working, self._state, self._keeper, self._bus)
 
     @classmethod
     def open(
@@ -344,15 +346,21 @@ class ContextManager(EventAdders):
     def ingest(self, events: Iterable[AgentEvent | dict[str, Any]]) -> tuple[str, ...]:
         """Add a batch of events, whole or not at all; return the new node ids.
 
-        Every `add_*` shorthand goes through here, so the bus, the triggers and (with a
-        store, whose graph journals each batch) the session file see each event once.
+        Every `add_*` shorthand (and `withdraw`) goes through here, so the bus, the
+        triggers and (with a store, whose graph journals each batch) the session file
+        see each event once. Before a `Withdrawal` is recorded, every summary in the
+        working view that stands for a withdrawn node and for others is undone
+        (`orchestrator.withdrawal`), so no render shows withdrawn content again.
 
         Raises:
             IngestError: an event is malformed or inconsistent, or a node trigger names
                 a pipeline this manager lacks; nothing was added.
+            GraphError: a summary standing for a withdrawn node cannot be undone; nothing
+                was added.
         """
         batch = coerce_events(events)
         check_batch(batch, self._options.pipelines)
+        self._withdrawer.prepare(batch)
         ids = self._raw.ingest(batch)
         self._state.unsent.update(ids)  # until a request carries them
         for node_id in ids:

@@ -158,6 +158,18 @@ class TestIntegrations:
         assert callable(ContextManager.wrap)
 
 
+class TestWithdrawal:
+    def test_withdrawal_is_public_and_documented(self) -> None:
+        """`Withdrawal` is a top-level event, and both `withdraw` methods resolve."""
+        import context_graph
+        from orchestrator import ContextManager
+
+        assert "Withdrawal" in context_graph.__all__
+        assert "context_graph.Withdrawal" in set(_documented())
+        assert callable(context_graph.ContextGraph.withdraw)
+        assert callable(ContextManager.withdraw)
+
+
 class TestTopLevel:
     @pytest.mark.parametrize("package", PACKAGES)
     def test_all_is_exactly_what_the_api_page_lists(self, package: str) -> None:

@@ -4,8 +4,9 @@
 its parts: `content` (the parts a message carries), `nodes` (the node kinds) and `ids`
 (their deterministic ids), `events` (what an agent loop hands over, and `sdk_replies` /
 `call_shapes` for the SDKs' own objects), `ingest` (events to nodes, all or nothing),
-`edges` (the `EdgeSet` a graph holds), `units` (the `UnitIndex` it holds) and `anchors`,
-`node_tokens` (what a node costs), `stats` (a summary for `inspect`).
+`withdrawal` (what a `Withdrawal` may take out of every view), `edges` (the `EdgeSet` a
+graph holds), `units` (the `UnitIndex` it holds) and `anchors`, `node_tokens` (what a
+node costs), `stats` (a summary for `inspect`).
 """
 
 from __future__ import annotations

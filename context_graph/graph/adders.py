@@ -25,6 +25,7 @@ from context_graph.graph.events import (
     ToolCall,
     ToolResult,
     UserTurn,
+    Withdrawal,
     make_event,
 )
 from context_graph.graph.sdk_replies import is_reply, read_message
@@ -105,3 +106,22 @@ class EventAdders:
     def add_note(self, content: Content, **fields: Any) -> str:
         """Add a pinned note; return its node id."""
         return self.ingest((make_event(Note, content=content, **fields),))[0]
+
+    def withdraw(self, node_ids: Iterable[str], **fields: Any) -> None:
+        """Withdraw recorded nodes: the record keeps them, no view shows them again.
+
+        See `Withdrawal` for what may be withdrawn (a call goes with its answer, an
+        assistant turn with its calls; an answer alone opens its call again).
+
+        Args:
+            node_ids: The pristine nodes, each once.
+            **fields: More `Withdrawal` fields (`meta=`, `timestamp=`).
+
+        Raises:
+            IngestError: an id is unknown, derived or withdrawn already, or the nodes
+                cannot go as named (the reason names the node); nothing was withdrawn.
+        """
+        if isinstance(node_ids, str | bytes):
+            msg = f"withdraw: pass a list of node ids, not one string ({node_ids!r})"
+            raise IngestError(msg)
+        self.ingest((make_event(Withdrawal, node_ids=tuple(node_ids), **fields),))

@@ -4,6 +4,10 @@ Every edge points from a node to an older one (a result *answers* its call, a no
 *follows* the one before it in the transcript, a newer read *supersedes* an older one),
 so the graph is acyclic by construction; an explicit edge that would close a cycle is
 refused with `CycleError`.
+
+A `Withdrawal` takes recorded nodes out of every view (the units, the pairing, the open
+calls, `covered`, the lookups by kind, tool, path and pin); lookups by id, `transcript()`,
+iteration and the edges still reach them (`context_graph.graph.withdrawal`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from context_graph.graph.journal import IngestJournal
 from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import Node, ToolCallNode
 from context_graph.graph.units import Unit, UnitIndex
+from context_graph.graph.withdrawal import prune, unpair
 from context_graph.tokens.counting import TokenCounter, default_counter
 
 __all__ = ["ContextGraph"]
@@ -72,6 +77,7 @@ class ContextGraph(EventAdders):
         self._pinned: list[str] = []
         self._turn = 0
         self._first_call: dict[str, str] = {}
+        self._withdrawn: dict[str, None] = {}
         self._version = 0
 
     # -- ingest ------------------------------------------------------------------------
@@ -91,6 +97,10 @@ class ContextGraph(EventAdders):
             plan = plan_ingest(self, self._cursor, batch)
             self._commit(plan)
         return tuple(plan.by_id)
+
+    def check(self, events: Iterable[AgentEvent | dict[str, Any]]) -> None:
+        """Raise the `IngestError` that ingesting `events` now would raise; add nothing."""
+        plan_ingest(self, self._cursor, coerce_events(events))
 
     def add(self, event: AgentEvent | dict[str, Any]) -> tuple[str, ...]:
         """Add one event; return the ids of the nodes it made."""
@@ -124,6 +134,9 @@ class ContextGraph(EventAdders):
 
     def _commit(self, plan: IngestPlan) -> None:
         """Apply a validated plan. Nothing here can fail on a plan from `plan_ingest`."""
+        if plan.withdrawn:
+            # First: a result later in the batch may answer a call this opened again.
+            self._withdraw(plan.withdrawn)
         nodes = plan.nodes
         self._insert_nodes(nodes, plan.tokens)
         self._cursor.advance(plan)
@@ -137,6 +150,22 @@ class ContextGraph(EventAdders):
         self._superseded |= plan.superseded
         self._turn = plan.turn
         self._version += plan.version_credit
+
+    def _withdraw(self, node_ids: Sequence[str]) -> None:
+        """Take withdrawn nodes out of the units, the pairing and the lookups."""
+        self._withdrawn.update(dict.fromkeys(node_ids))
+        self._version += len(node_ids)
+        self._units.withdraw(node_ids)
+        unpair(node_ids, self._answer, self._call_of)
+        gone = set(node_ids)
+        for index in (self._by_kind, self._by_tool, self._file_reads):
+            prune(index, gone, drop_empty=index is self._file_reads)
+        self._pinned = [i for i in self._pinned if i not in gone]
+        self._superseded -= {
+            *gone,
+            *(o for i in node_ids for o in self._edges.targets(i, "supersedes")
+              if all(s in self._withdrawn for s in self._edges.sources(o, "supersedes"))),
+        }  # fmt: skip
 
     def _insert(self, node: Node, tokens: int) -> None:
         self._insert_nodes((node,), {node.id: tokens})
@@ -251,8 +280,19 @@ class ContextGraph(EventAdders):
         """
         node = self._require(node_id)
         if node.kind == "summary" and node.seq is not None:
-            return tuple(self._cursor.order[: node.seq])
-        return node.abstracts
+            found = self._cursor.order[: node.seq]
+        else:
+            found = list(node.abstracts)
+        withdrawn = self._withdrawn
+        return tuple(i for i in found if i not in withdrawn) if withdrawn else tuple(found)
+
+    def is_withdrawn(self, node_id: str) -> bool:
+        """Whether a `Withdrawal` took this recorded node out of every view."""
+        return node_id in self._withdrawn
+
+    def withdrawn(self) -> tuple[str, ...]:
+        """The ids of the withdrawn nodes, in the order they were withdrawn."""
+        return tuple(self._withdrawn)
 
     def derived(self) -> tuple[str, ...]:
         """The ids of nodes added by `add_derived`, oldest first."""
@@ -293,7 +333,8 @@ class ContextGraph(EventAdders):
         self._require(node_id)
         unit = self._units.unit_of(node_id)
         if unit is None:
-            msg = f"node {node_id!r} is derived and belongs to no transcript unit"
+            why = "was withdrawn" if node_id in self._withdrawn else "is derived"
+            msg = f"node {node_id!r} {why} and belongs to no transcript unit"
             raise UnknownNodeError(msg)
         return unit
 
@@ -318,6 +359,14 @@ class ContextGraph(EventAdders):
         a consumer that kept the units at `mark` can bring them up to date from these.
         """
         return self._units.changed_since(mark)
+
+    def units_reshaped_since(self, mark: int) -> bool:
+        """Whether a withdrawal took units apart since `unit_mark` was `mark`.
+
+        Then the units did more than grow at their ends: a consumer that kept them
+        must read them afresh.
+        """
+        return self._units.reshaped_since(mark)
 
     def answer_to(self, call_node_id: str) -> Node | None:
         """The node that answers the tool call `call_node_id`, or `None` while it is open."""

@@ -43,6 +43,7 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "UserTurn",
+    "Withdrawal",
     "coerce_events",
     "make_event",
 ]
@@ -269,6 +270,44 @@ class Compaction(_EventBase):
     compactions keep the ids they always had."""
 
 
+class Withdrawal(BaseModel):
+    """Withdraws recorded nodes: the record keeps them, and nothing shows them again.
+
+    A withdrawn node stays in the pristine record (`graph[id]`, `transcript()`, its
+    edges), but every view of the session leaves it out: the units, the renders, the
+    pairing of calls and answers, the lookups by kind, tool, path or pin, and what a
+    compaction or `context_expand` may bring back. Withdrawing a tool call's answer
+    opens the call again: it renders as a call without a result until another result
+    answers it. A withdrawal names only nodes recorded before its batch, and is refused
+    (`IngestError`, nothing changed) for a node that is unknown, derived, withdrawn
+    already, a call or assistant turn whose answers or calls stay, or one that an
+    imported compaction recorded after it still stands for.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    type: Literal["withdrawal"] = "withdrawal"
+    node_ids: tuple[str, ...] = Field(min_length=1)
+    """The pristine nodes withdrawn, each once."""
+    timestamp: str | None = None
+    """When it happened (ISO 8601 preferred)."""
+    meta: Mapping[str, JsonValue] = Field(default_factory=dict)
+    """Extra metadata kept with the record (who withdrew, and why)."""
+    source: SourceLocation | None = Field(default=None, exclude=True)
+    """Where the event came from, used to name the place in errors."""
+
+    @field_validator("node_ids")
+    @classmethod
+    def _unique(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        seen: set[str] = set()
+        for node_id in value:
+            if node_id in seen:
+                msg = f"node id {node_id!r} is named twice"
+                raise ValueError(msg)
+            seen.add(node_id)
+        return value
+
+
 AgentEvent: TypeAlias = Annotated[
     SystemPrompt
     | UserTurn
@@ -277,7 +316,8 @@ AgentEvent: TypeAlias = Annotated[
     | FileRead
     | SubagentResult
     | Note
-    | Compaction,
+    | Compaction
+    | Withdrawal,
     Field(discriminator="type"),
 ]
 
@@ -292,10 +332,11 @@ _EVENT_TYPES = (
     SubagentResult,
     Note,
     Compaction,
+    Withdrawal,
 )
 
 
-_EventT = TypeVar("_EventT", bound=_EventBase)
+_EventT = TypeVar("_EventT", bound=BaseModel)
 
 
 def make_event(cls: type[_EventT], /, **fields: Any) -> _EventT:

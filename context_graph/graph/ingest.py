@@ -27,6 +27,7 @@ from context_graph.graph.events import (
     SystemPrompt,
     ToolResult,
     UserTurn,
+    Withdrawal,
 )
 from context_graph.graph.ids import make_node_id
 from context_graph.graph.ingest_plan import IngestCursor, IngestPlan, PlannedGraph
@@ -45,6 +46,7 @@ from context_graph.graph.nodes import (
     ToolResultNode,
     UserNode,
 )
+from context_graph.graph.withdrawal import plan_withdrawal
 
 __all__ = ["plan_ingest"]
 
@@ -156,6 +158,8 @@ class _Planner:
         elif isinstance(event, SubagentResult):
             extra = {"agent_id": event.agent_id, "transcript": event.transcript}
             self._answer(event, SubagentResultNode, "subagent_result", event.call_id, extra)
+        elif isinstance(event, Withdrawal):
+            plan_withdrawal(event, self.graph, self.plan, self.open_calls)
         else:
             self._compaction(event)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from context_graph.graph.node_tokens import NodeTokenCache
-from context_graph.graph.nodes import Node
+from context_graph.graph.nodes import Node, ToolCallNode
 from context_graph.graph.units import Unit
 
 __all__ = ["Edge", "IngestCursor", "IngestPlan", "PlannedGraph"]
@@ -53,6 +53,8 @@ class IngestPlan:
     """
     by_id: dict[str, Node] = field(default_factory=dict)
     """Every node of `nodes` by id, in the same order."""
+    withdrawn: list[str] = field(default_factory=list)
+    """Recorded nodes the batch's withdrawals take out of every view, in order."""
 
 
 @dataclass(slots=True)
@@ -117,3 +119,15 @@ class PlannedGraph(Protocol):
 
     def is_superseded(self, node_id: str) -> bool:
         """Whether a later read of the same file covers the node."""
+
+    def is_withdrawn(self, node_id: str) -> bool:
+        """Whether a withdrawal took the node out of every view."""
+
+    def answer_to(self, call_node_id: str) -> Node | None:
+        """The node answering a call node, or `None` while it is open."""
+
+    def call_of(self, answer_node_id: str) -> ToolCallNode | None:
+        """The call node an answer node answers, or `None`."""
+
+    def by_kind(self, kind: str) -> tuple[str, ...]:
+        """The node ids of one kind, oldest first."""

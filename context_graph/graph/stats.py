@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.nodes import AnswerNode, SubagentResultNode, UserNode
@@ -41,6 +41,9 @@ class GraphStats(BaseModel):
     """Every path read, with how many times it was read."""
     subagents: list[str]
     """Sub-agent ids (or result node ids when the id is unknown), in order."""
+    withdrawn: int = Field(default=0, exclude_if=lambda v: v == 0)
+    """Nodes a `Withdrawal` took out of every view (none of the counts above holds
+    them); left out of the JSON when none."""
 
 
 def graph_stats(graph: ContextGraph) -> GraphStats:
@@ -50,7 +53,11 @@ def graph_stats(graph: ContextGraph) -> GraphStats:
     errors = 0
     notices = 0
     subagents: list[str] = []
+    withdrawn = 0
     for node in graph:
+        if graph.is_withdrawn(node.id):
+            withdrawn += 1
+            continue
         kinds[node.kind] += 1
         tokens[node.kind] += graph.tokens(node.id)
         errors += isinstance(node, AnswerNode) and node.is_error
@@ -70,4 +77,5 @@ def graph_stats(graph: ContextGraph) -> GraphStats:
         unanswered_calls=list(graph.unanswered_calls()),
         files_read={path: len(graph.by_path(path)) for path in graph.files()},
         subagents=subagents,
+        withdrawn=withdrawn,
     )

@@ -1,7 +1,8 @@
 """Interaction units: the atoms that are kept, compacted or dropped whole.
 
 `ContextGraph` holds a `UnitIndex` and places each committed batch of transcript nodes
-in it. A unit only ever grows at its end, and new units come after every older one.
+in it. A unit only ever grows at its end, and new units come after every older one,
+but for a withdrawal, which takes nodes out (and a unit left empty with them).
 """
 
 from __future__ import annotations
@@ -46,15 +47,17 @@ class UnitIndex:
     (the renderer) see the same object for an unchanged unit.
     """
 
-    __slots__ = ("_head_of", "_log", "_members", "_position", "_units")
+    __slots__ = ("_head_of", "_log", "_members", "_position", "_reshaped", "_units")
 
     def __init__(self) -> None:
         self._head_of: dict[str, str] = {}
         self._members: dict[str, list[str]] = {}
         self._position: dict[str, int] = {}
         self._units: list[Unit] = []
-        # The head of every unit made or grown, in order: what changed since a mark.
+        # The head of every unit made or grown, in order: what changed since a mark; an
+        # empty string where a withdrawal took units apart.
         self._log: list[str] = []
+        self._reshaped = -1
 
     def extend(self, nodes: Sequence[Node], head_of: Mapping[str, str]) -> None:
         """Place new transcript nodes, in order, each in the unit `head_of` names.
@@ -89,6 +92,31 @@ class UnitIndex:
         for node in new_heads:
             self._units.append(Unit(node.id, unit_kind(node), tuple(members[node.id])))
 
+    def withdraw(self, node_ids: Sequence[str]) -> None:
+        """Take withdrawn nodes out of their units; a unit left empty is gone.
+
+        The units a withdrawal left alone stay the same objects.
+        """
+        touched: set[str] = set()
+        for node_id in node_ids:
+            head = self._head_of.pop(node_id)
+            self._members[head].remove(node_id)
+            touched.add(head)
+        self._reshaped = len(self._log)
+        self._log.append("")
+        units: list[Unit] = []
+        for unit in self._units:
+            if unit.head in touched:
+                members = self._members[unit.head]
+                if not members:
+                    del self._members[unit.head]
+                    continue
+                unit = Unit(unit.head, unit.kind, tuple(members))
+                self._log.append(unit.head)
+            units.append(unit)
+        self._units = units
+        self._position = {unit.head: index for index, unit in enumerate(units)}
+
     def unit_of(self, node_id: str) -> Unit | None:
         """The unit that holds `node_id`, or `None` for a node in no unit (a derived one)."""
         head = self._head_of.get(node_id)
@@ -105,4 +133,11 @@ class UnitIndex:
 
     def changed_since(self, mark: int) -> tuple[str, ...]:
         """Heads of the units made or grown since `mark` was `mark`, each once, in order."""
-        return tuple(dict.fromkeys(self._log[mark:]))
+        heads = dict.fromkeys(self._log[mark:])
+        if self._reshaped >= mark:
+            heads.pop("", None)
+        return tuple(heads)
+
+    def reshaped_since(self, mark: int) -> bool:
+        """Whether a withdrawal took units apart since `mark` was `mark`."""
+        return self._reshaped >= mark

@@ -80,9 +80,16 @@ def plan_restore(view: WorkingView, node_id: str, *, whole: bool = True) -> Rest
             "names (`call context_expand with id <id> ...`)"
         )
     overlay = view.overlay
+    # What a withdrawal took out of the session never comes back (`Withdrawal`).
+    kept = [r for r in view.roots(node_id) if not view.pristine.is_withdrawn(r)]
+    if not kept:
+        return Refusal(
+            f"{EXPAND_TOOL}: {shown(node_id)} was withdrawn from the session; its content "
+            "is not part of this context and cannot be restored"
+        )
     if node_id in overlay.undone:
         # Taken away by an earlier restore: what stands for its originals now counts.
-        node_id = view.roots(node_id)[0]
+        node_id = kept[0]
     now, _ = overlay.resolve(node_id)
     if now in overlay.dropped:
         targets = _dropped_with(view, now)

@@ -262,6 +262,8 @@ class Projector:
         compacted): then project afresh.
         """
         graph = self._graph
+        if graph.units_reshaped_since(projection.mark):
+            return None  # a withdrawal took units apart: they did more than grow
         changed = [graph.unit_of(head) for head in graph.units_changed_since(projection.mark)]
         left = self._overlay.left_at
         hidden = projection.hidden

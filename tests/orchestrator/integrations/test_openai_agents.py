@@ -13,7 +13,7 @@ import pytest
 from agents import Agent, OpenAIResponsesModel, Runner, function_tool
 from openai import AsyncOpenAI
 
-from context_graph.errors import ConfigurationError, GraphError
+from context_graph.errors import ConfigurationError
 from context_graph.render import count_payload
 from orchestrator import ContextManager
 from orchestrator.integrations.openai_agents import ContextSession
@@ -227,18 +227,6 @@ class TestSession:
             assert await ContextSession(reopened).get_items() == items
         finally:
             reopened.close()
-
-    async def test_pop_and_clear_are_refused(self) -> None:
-        """The record is append-only: pop and clear raise once there are items."""
-        session = ContextSession(ContextManager(format="responses"))
-        assert await session.pop_item() is None
-        await session.clear_session()
-        await session.add_items([{"role": "user", "content": "hi"}])
-        with pytest.raises(GraphError, match="append-only"):
-            await session.pop_item()
-        with pytest.raises(GraphError, match="append-only"):
-            await session.clear_session()
-        assert len(await session.get_items()) == 1
 
     async def test_a_bad_item_adds_nothing(self) -> None:
         """An output without its call is refused, and the session and manager are unchanged."""
