@@ -39,7 +39,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict
 
 import orchestrator._own  # noqa: F401  (checks the packages when __init__.py was replaced)
-from context_graph.errors import ConfigurationError
+from context_graph.errors import BudgetExceededError, ConfigurationError
 from context_graph.graph.adders import EventAdders
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent, coerce_events
@@ -498,11 +498,47 @@ class ContextManager(EventAdders):
         *,
         timed_out: bool = False,
     ) -> RenderResult:
-        result = renderer.render(self._working, budget=limit)
+        try:
+            result = renderer.render(self._working, budget=limit)
+        except BudgetExceededError as exc:
+            result = self._without_agent_tools(renderer, fmt, exc)
         self._state.last, self._state.last_timed_out = result, timed_out
         self._state.unsent.clear()
         self._bus.emit("render_done", format=fmt, tokens=result.tokens, budget=limit)
         self._keeper.save()
+        return result
+
+    def _without_agent_tools(
+        self, renderer: Renderer, fmt: ProviderFormat, refused: BudgetExceededError
+    ) -> RenderResult:
+        """The request without the agent tools, when only their definitions did not fit.
+
+        The agent tools are the engine's help, not the user's: refusing a call that fits
+        without them would put the help above the request. They are left out only when
+        the request then fits and none of its calls is to one of them (a call to a tool
+        the request does not define is refused by some providers); the bus says so.
+
+        Raises:
+            BudgetExceededError: `refused`, when that is not the case.
+        """
+        names = set(self._options.agent_tools)
+        kept = tuple(spec for spec in renderer.tools if spec.name not in names)
+        if not names or len(kept) == len(renderer.tools):
+            raise refused
+        try:
+            result = renderer.render(self._working, budget=refused.budget, tools=kept)
+        except BudgetExceededError:
+            raise refused from None
+        working = self._working
+        if any(getattr(working[i], "name", None) in names for i in result.call_ids.values()):
+            raise refused
+        self._bus.emit(
+            "agent_tools_withheld",
+            format=fmt,
+            tools=tuple(sorted(names)),
+            budget=refused.budget,
+            required=refused.required,
+        )
         return result
 
     def render_sync(
