@@ -8,7 +8,9 @@ of commit b7b30dd (its five mixins), before the manager was composed of collabor
 every `put_states` call, labelled with the step that made it, and every compaction run's
 `atomic` block. A value longer than 200 characters is kept as its digest. The example is
 read from a copy in a folder of a fixed name (`example_copy`): a sub-agent result's node
-id covers its transcript's path, and node ids are in the state.
+id covers its transcript's path, and node ids are in the state. Since fe532b2 that path is
+relative to the session file, which changed those ids: the `scanned` digests (and nothing
+else) were recorded again then.
 """
 
 from __future__ import annotations
