@@ -1,12 +1,21 @@
-"""pydantic-ai `ModelMessage`s to engine events, and a rendered OpenAI chat payload back.
+"""pydantic-ai `ModelMessage`s to engine events, and a rendered request back.
 
+A `ThinkingPart` becomes the engine part its provider sends back: an Anthropic one a
+`thinking` part with its signature (its redacted form a `redacted_thinking` part), a
+Google one a Gemini-signed `thinking` part, an OpenAI Responses one (an `rs_` id) a
+`reasoning` part with its encrypted content; so each goes back only to its own provider.
+The request comes back as Chat Completions messages with each assistant message's
+reasoning beside them (`orchestrator.integrations.rendered.chat_items`, from any format).
 Going back, every part the engine left as it was is the original part object (a
 `ThinkingPart` keeps its signature, a `ToolCallPart` its id and provider details); a
 part the engine changed (a shortened tool return, a summary, the marker where units
-were left out) is a new part. Every message built here carries `MARK` in its `metadata`,
-with the token of the record it was rendered from, so that when pydantic-ai hands the
-processed history back on the next request, those messages are known and not ingested
-again.
+were left out) is a new part. A response is its original only when the render kept its
+reasoning as it was; otherwise it is a copy without the `ThinkingPart`s the render left
+out (its other parts, their provider details such as a Gemini call's thought signature,
+kept), and a response the engine rewrote has the `ThinkingPart`s the render sent. Every
+message built here carries `MARK` in its `metadata`, with the token of the record it was
+rendered from, so that when pydantic-ai hands the processed history back on the next
+request, those messages are known and not ingested again.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from context_graph.errors import ConfigurationError, IngestError, SourceLocation
+from orchestrator.integrations.rendered import REASONING_KEY, reasoning_key
 
 try:
     from pydantic_ai.messages import (
@@ -81,6 +91,37 @@ def to_events(messages: Sequence[tuple[int, ModelMessage]]) -> list[dict[str, An
     return events
 
 
+def _thinking(part: ThinkingPart, content: list[dict[str, Any]]) -> None:
+    """Add the engine part of a `ThinkingPart` to `content` (see the module)."""
+    name = (part.provider_name or "").lower()
+    if name == "anthropic" and part.id == "redacted_thinking" and part.signature:
+        content.append({"type": "redacted_thinking", "data": part.signature})
+        return
+    if name == "openai" and part.id and part.id.startswith("rs_"):
+        last = content[-1] if content else None
+        if last is not None and last["type"] == "reasoning" and last["id"] == part.id:
+            last["summary"].append(part.content)  # one item, a part per summary text
+            if part.signature:
+                last["encrypted_content"] = part.signature
+            return
+        reasoning: dict[str, Any] = {"type": "reasoning", "id": part.id, "summary": [part.content]}
+        if part.signature:
+            reasoning["encrypted_content"] = part.signature
+        content.append(reasoning)
+        return
+    provider = "gemini" if name.startswith("google") or name == "gemini" else None
+    if name == "anthropic":
+        provider = "anthropic"
+    content.append(
+        {
+            "type": "thinking",
+            "thinking": part.content,
+            "signature": part.signature,
+            "provider": provider,
+        }
+    )
+
+
 def _response_event(message: ModelResponse) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
@@ -88,15 +129,7 @@ def _response_event(message: ModelResponse) -> dict[str, Any]:
         if isinstance(part, TextPart):
             content.append({"type": "text", "text": part.content})
         elif isinstance(part, ThinkingPart):
-            provider = part.provider_name if part.provider_name in ("anthropic", "gemini") else None
-            content.append(
-                {
-                    "type": "thinking",
-                    "thinking": part.content,
-                    "signature": part.signature,
-                    "provider": provider,
-                }
-            )
+            _thinking(part, content)
         elif isinstance(part, ToolCallPart):
             calls.append(
                 {
@@ -210,8 +243,19 @@ def from_payload(
     *,
     token: str,
     conversation_id: str | None,
+    provider_name: str | None = None,
 ) -> list[ModelMessage]:
-    """The `ModelMessage`s of a rendered OpenAI chat payload, each marked with `token`."""
+    """The `ModelMessage`s of a rendered request, each marked with `token`.
+
+    Args:
+        payload: The request as Chat Completions messages; an assistant message may
+            carry its reasoning parts under `REASONING_KEY` (compared, and kept in a
+            new response, only when present).
+        history: The history it was rendered from.
+        token: The record's token.
+        conversation_id: The conversation of new messages.
+        provider_name: The model's `system`, the `provider_name` of a new `ThinkingPart`.
+    """
     originals = _Originals.of(history)
     out: list[ModelMessage] = []
     pending: list[ModelRequestPart] = []
@@ -225,7 +269,7 @@ def from_payload(
         if pending:
             out.append(_request(pending, source, token, conversation_id))
             pending, source = [], None
-        out.append(_response(item, originals, token, conversation_id))
+        out.append(_response(item, originals, token, conversation_id, provider_name))
     if pending:
         out.append(_request(pending, source, token, conversation_id))
     return out
@@ -282,17 +326,30 @@ def _call_name(call_id: str, originals: _Originals) -> str:
 
 
 def _response(
-    item: Mapping[str, Any], originals: _Originals, token: str, conversation_id: str | None
+    item: Mapping[str, Any],
+    originals: _Originals,
+    token: str,
+    conversation_id: str | None,
+    provider_name: str | None,
 ) -> ModelResponse:
     text = _text(item.get("content"))
     calls = item.get("tool_calls") or []
+    reasoning = item.get(REASONING_KEY)
     key = calls[0]["id"] if calls else f"text:{text}"
     original = originals.responses.get(key)
     if original is not None:
         ids = [p.tool_call_id for p in original.parts if isinstance(p, ToolCallPart)]
-        if _response_text(original) == text and ids == [c["id"] for c in calls]:
+        same = _response_text(original) == text and ids == [c["id"] for c in calls]
+        if same and (reasoning is None or _keys(original) == _rendered_keys(reasoning)):
             return dataclasses.replace(original, metadata=_marked(original.metadata, token))
-    parts: list[ModelResponsePart] = [TextPart(content=text)] if text else []
+        if same and reasoning is not None:
+            kept = _rendered_keys(reasoning)
+            left = [p for p in original.parts if _part_key(p) in (None, *kept)]
+            metadata = _marked(original.metadata, token)
+            return dataclasses.replace(original, parts=left, metadata=metadata)
+    parts: list[ModelResponsePart] = _thinking_parts(reasoning or (), provider_name)
+    if text:
+        parts.append(TextPart(content=text))
     parts.extend(
         ToolCallPart(
             tool_name=c["function"]["name"],
@@ -304,3 +361,61 @@ def _response(
     return ModelResponse(
         parts=parts, metadata=_marked(None, token), conversation_id=conversation_id
     )
+
+
+def _rendered_keys(parts: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
+    return [key for part in parts if (key := reasoning_key(part)) is not None]
+
+
+def _keys(message: ModelResponse) -> list[tuple[str, ...]]:
+    """The reasoning of a response as the engine reads it (its keys, in order)."""
+    return _rendered_keys(_response_event(message)["content"])
+
+
+def _part_key(part: ModelResponsePart) -> tuple[str, ...] | None:
+    """The reasoning key of a `ThinkingPart` (`None` for any other part)."""
+    if not isinstance(part, ThinkingPart):
+        return None
+    content: list[dict[str, Any]] = []
+    _thinking(part, content)
+    return reasoning_key(content[0]) or ("unread",)
+
+
+def _thinking_parts(
+    reasoning: Sequence[Mapping[str, Any]], provider_name: str | None
+) -> list[ModelResponsePart]:
+    """The `ThinkingPart`s of the reasoning a render sent, for its provider to take back."""
+    parts: list[ModelResponsePart] = []
+    for part in reasoning:
+        kind = part["type"]
+        if kind == "thinking":
+            parts.append(
+                ThinkingPart(
+                    content=part["thinking"],
+                    signature=part["signature"],
+                    provider_name=provider_name,
+                )
+            )
+        elif kind == "redacted_thinking":
+            parts.append(
+                ThinkingPart(
+                    content="",
+                    id="redacted_thinking",
+                    signature=part["data"],
+                    provider_name=provider_name,
+                )
+            )
+        elif kind == "reasoning":
+            texts = part["summary"] or [""]
+            for k, summary in enumerate(texts):
+                last = k == len(texts) - 1
+                signature = part.get("encrypted_content") if last else None
+                parts.append(
+                    ThinkingPart(
+                        content=summary,
+                        id=part["id"],
+                        signature=signature,
+                        provider_name=provider_name,
+                    )
+                )
+    return parts
