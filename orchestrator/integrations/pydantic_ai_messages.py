@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from context_graph.errors import ConfigurationError, IngestError, SourceLocation
-from orchestrator.integrations.rendered import REASONING_KEY, reasoning_key
+from orchestrator.integrations.rendered import REASONING_KEY
 
 try:
     from pydantic_ai.messages import (
@@ -54,6 +54,13 @@ except ImportError as exc:  # the extra is not installed
         "(or `pip install pydantic-ai-slim`)"
     )
     raise ConfigurationError(_msg) from exc
+
+from orchestrator.integrations.pydantic_ai_thinking import (
+    add_thinking,
+    part_key,
+    rendered_keys,
+    thinking_parts,
+)
 
 __all__ = ["MARK", "from_payload", "mark_of", "to_events"]
 
@@ -91,37 +98,6 @@ def to_events(messages: Sequence[tuple[int, ModelMessage]]) -> list[dict[str, An
     return events
 
 
-def _thinking(part: ThinkingPart, content: list[dict[str, Any]]) -> None:
-    """Add the engine part of a `ThinkingPart` to `content` (see the module)."""
-    name = (part.provider_name or "").lower()
-    if name == "anthropic" and part.id == "redacted_thinking" and part.signature:
-        content.append({"type": "redacted_thinking", "data": part.signature})
-        return
-    if name == "openai" and part.id and part.id.startswith("rs_"):
-        last = content[-1] if content else None
-        if last is not None and last["type"] == "reasoning" and last["id"] == part.id:
-            last["summary"].append(part.content)  # one item, a part per summary text
-            if part.signature:
-                last["encrypted_content"] = part.signature
-            return
-        reasoning: dict[str, Any] = {"type": "reasoning", "id": part.id, "summary": [part.content]}
-        if part.signature:
-            reasoning["encrypted_content"] = part.signature
-        content.append(reasoning)
-        return
-    provider = "gemini" if name.startswith("google") or name == "gemini" else None
-    if name == "anthropic":
-        provider = "anthropic"
-    content.append(
-        {
-            "type": "thinking",
-            "thinking": part.content,
-            "signature": part.signature,
-            "provider": provider,
-        }
-    )
-
-
 def _response_event(message: ModelResponse) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
@@ -129,7 +105,7 @@ def _response_event(message: ModelResponse) -> dict[str, Any]:
         if isinstance(part, TextPart):
             content.append({"type": "text", "text": part.content})
         elif isinstance(part, ThinkingPart):
-            _thinking(part, content)
+            add_thinking(part, content)
         elif isinstance(part, ToolCallPart):
             calls.append(
                 {
@@ -340,14 +316,14 @@ def _response(
     if original is not None:
         ids = [p.tool_call_id for p in original.parts if isinstance(p, ToolCallPart)]
         same = _response_text(original) == text and ids == [c["id"] for c in calls]
-        if same and (reasoning is None or _keys(original) == _rendered_keys(reasoning)):
+        if same and (reasoning is None or _keys(original) == rendered_keys(reasoning)):
             return dataclasses.replace(original, metadata=_marked(original.metadata, token))
         if same and reasoning is not None:
-            kept = _rendered_keys(reasoning)
-            left = [p for p in original.parts if _part_key(p) in (None, *kept)]
+            kept = rendered_keys(reasoning)
+            left = [p for p in original.parts if part_key(p) in (None, *kept)]
             metadata = _marked(original.metadata, token)
             return dataclasses.replace(original, parts=left, metadata=metadata)
-    parts: list[ModelResponsePart] = _thinking_parts(reasoning or (), provider_name)
+    parts: list[ModelResponsePart] = thinking_parts(reasoning or (), provider_name)
     if text:
         parts.append(TextPart(content=text))
     parts.extend(
@@ -363,59 +339,6 @@ def _response(
     )
 
 
-def _rendered_keys(parts: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
-    return [key for part in parts if (key := reasoning_key(part)) is not None]
-
-
 def _keys(message: ModelResponse) -> list[tuple[str, ...]]:
     """The reasoning of a response as the engine reads it (its keys, in order)."""
-    return _rendered_keys(_response_event(message)["content"])
-
-
-def _part_key(part: ModelResponsePart) -> tuple[str, ...] | None:
-    """The reasoning key of a `ThinkingPart` (`None` for any other part)."""
-    if not isinstance(part, ThinkingPart):
-        return None
-    content: list[dict[str, Any]] = []
-    _thinking(part, content)
-    return reasoning_key(content[0]) or ("unread",)
-
-
-def _thinking_parts(
-    reasoning: Sequence[Mapping[str, Any]], provider_name: str | None
-) -> list[ModelResponsePart]:
-    """The `ThinkingPart`s of the reasoning a render sent, for its provider to take back."""
-    parts: list[ModelResponsePart] = []
-    for part in reasoning:
-        kind = part["type"]
-        if kind == "thinking":
-            parts.append(
-                ThinkingPart(
-                    content=part["thinking"],
-                    signature=part["signature"],
-                    provider_name=provider_name,
-                )
-            )
-        elif kind == "redacted_thinking":
-            parts.append(
-                ThinkingPart(
-                    content="",
-                    id="redacted_thinking",
-                    signature=part["data"],
-                    provider_name=provider_name,
-                )
-            )
-        elif kind == "reasoning":
-            texts = part["summary"] or [""]
-            for k, summary in enumerate(texts):
-                last = k == len(texts) - 1
-                signature = part.get("encrypted_content") if last else None
-                parts.append(
-                    ThinkingPart(
-                        content=summary,
-                        id=part["id"],
-                        signature=signature,
-                        provider_name=provider_name,
-                    )
-                )
-    return parts
+    return rendered_keys(_response_event(message)["content"])

@@ -11,7 +11,9 @@ budget.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -66,9 +68,11 @@ def _script(body: dict[str, Any], seen: list[int]) -> dict[str, Any]:
     return {"calls": [["read_log", {"n": seen[0]}]], "reasoning": True}
 
 
-def _model(wire: str, url: str) -> Any:
+def _model(wire: str, url: str, clients: list[Any]) -> Any:
+    """The model of `wire`; its SDK client is added to `clients` (to close)."""
     if wire == "anthropic":
         client = anthropic.AsyncAnthropic(base_url=url, api_key="test-key", max_retries=0)
+        clients.append(client)
         # A set max_tokens keeps the SDK from asking for a stream (the server answers JSON).
         return AnthropicModel(
             "claude-sonnet-4-5",
@@ -76,7 +80,31 @@ def _model(wire: str, url: str) -> Any:
             settings={"max_tokens": 1024},
         )
     chat = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="test-key", max_retries=0)
+    clients.append(chat)
     return OpenAIChatModel("gpt-4o", provider=OpenAIProvider(openai_client=chat))
+
+
+@pytest.fixture(name="clients")
+def clients_fixture() -> Iterator[list[Any]]:
+    """The SDK clients a test made; closed after it, on an event loop closed after them."""
+    made: list[Any] = []
+    yield made
+    loop = asyncio.new_event_loop()
+    try:
+        for client in made:
+            loop.run_until_complete(client.close())
+    finally:
+        loop.close()
+
+
+@pytest.fixture(name="own_loop")
+def own_loop_fixture() -> Iterator[None]:
+    """An event loop for `run_sync` to use, closed after the test (run_sync leaves it open)."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield
+    asyncio.set_event_loop(None)
+    loop.close()
 
 
 class _Counted:
@@ -94,8 +122,9 @@ class _Counted:
         self.tokens.append(int(payload["tokens"]))
 
 
-def _agent(wire: str, url: str, history: ContextHistory) -> Agent[None, str]:
-    agent = Agent(_model(wire, url), instructions=SYSTEM, capabilities=[history.capability()])
+def _agent(wire: str, url: str, history: ContextHistory, clients: list[Any]) -> Agent[None, str]:
+    model = _model(wire, url, clients)
+    agent = Agent(model, instructions=SYSTEM, capabilities=[history.capability()])
 
     @agent.tool_plain
     def read_log(n: int) -> str:
@@ -169,24 +198,27 @@ class TestThirtyTurns:
 
     @pytest.mark.parametrize("wire", ["anthropic", "openai"])
     async def test_async_loop_is_valid_and_counted_as_sent(
-        self, wire: str, provider_server: Any
+        self, wire: str, provider_server: Any, clients: list[Any]
     ) -> None:
         """`await agent.run`: every body valid, under budget, exactly the request counted."""
         server = _server(provider_server, wire)
         counted = _Counted()
         history = ContextHistory(budget=BUDGET, factory=counted)
-        agent = _agent(wire, server.url, history)
+        agent = _agent(wire, server.url, history, clients)
         result = await agent.run("Why?", usage_limits=UsageLimits(request_limit=None))
         assert result.output == ANSWER
         assert history.last_format is not None and history.last_format.format == wire
         _assert_counted_as_sent(server, counted, wire)
 
     @pytest.mark.parametrize("wire", ["anthropic", "openai"])
-    def test_sync_loop_is_valid_and_counted_as_sent(self, wire: str, provider_server: Any) -> None:
+    def test_sync_loop_is_valid_and_counted_as_sent(
+        self, wire: str, provider_server: Any, clients: list[Any], own_loop: None
+    ) -> None:
         """`run_sync`: the same loop."""
         server = _server(provider_server, wire)
         counted = _Counted()
-        agent = _agent(wire, server.url, ContextHistory(budget=BUDGET, factory=counted))
+        history = ContextHistory(budget=BUDGET, factory=counted)
+        agent = _agent(wire, server.url, history, clients)
         result = agent.run_sync("Why?", usage_limits=UsageLimits(request_limit=None))
         assert result.output == ANSWER
         _assert_counted_as_sent(server, counted, wire)
@@ -213,10 +245,12 @@ def _round_trip(history: list[ModelMessage], fmt: Any) -> tuple[Any, list[ModelM
 class TestThinking:
     """Each provider's thinking goes back to that provider, signature and all."""
 
-    async def test_anthropic_signatures_survive_the_loop(self, provider_server: Any) -> None:
+    async def test_anthropic_signatures_survive_the_loop(
+        self, provider_server: Any, clients: list[Any]
+    ) -> None:
         """Every later request to Claude carries each kept turn's thinking and signature."""
         server = _server(provider_server, "anthropic")
-        agent = _agent("anthropic", server.url, ContextHistory(budget=BUDGET))
+        agent = _agent("anthropic", server.url, ContextHistory(budget=BUDGET), clients)
         result = await agent.run("Why?", usage_limits=UsageLimits(request_limit=None))
         assert server.refused == []
         checked = 0
