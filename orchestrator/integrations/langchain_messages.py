@@ -179,7 +179,10 @@ def _part(block: Mapping[str, Any]) -> dict[str, Any] | None:
         texts = [str(s.get("text", "")) for s in summary] if isinstance(summary, list) else []
         if not texts and block.get("reasoning"):
             texts = [str(block["reasoning"])]
-        return {"type": "reasoning", "id": block.get("id"), "summary": texts}
+        part: dict[str, Any] = {"type": "reasoning", "id": block.get("id"), "summary": texts}
+        if block.get("encrypted_content"):  # sent back to the Responses API with the item
+            part["encrypted_content"] = str(block["encrypted_content"])
+        return part
     if kind == "image_url":
         url = block.get("image_url")
         return {"type": "image", "url": url.get("url") if isinstance(url, Mapping) else url}

@@ -268,3 +268,32 @@ class TestAnthropicThinking:
         assert result.payload["messages"][1]["content"][0]["id"] != "call.1"
         back = from_payload(chat_items(result, original_ids(result, manager.raw)), messages)
         assert back[1] is messages[1] and back[2] is messages[2]
+
+
+class TestResponsesReasoning:
+    """A Responses reasoning item on an AI message, through the Responses render."""
+
+    def test_the_reasoning_item_goes_back_whole(self) -> None:
+        """Id, summary and encrypted content are sent; the AI message read back is the original."""
+        reasoning = {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [{"type": "summary_text", "text": "Plan."}],
+            "encrypted_content": "enc-1",
+        }
+        call = {"id": "call_1", "name": "read_log", "args": {"n": 1}}
+        messages = [
+            HumanMessage("Why?", id="h1"),
+            AIMessage([reasoning], tool_calls=[call], id="a1"),
+            ToolMessage("log", tool_call_id="call_1", id="t1"),
+        ]
+        manager = ContextManager(format="responses")
+        manager.ingest(to_events(messages))
+        result = manager.render_sync()
+        assert result.payload["input"][1] == reasoning
+        back = from_payload(chat_items(result, original_ids(result, manager.raw)), messages)
+        assert back[1] is messages[1] and back[2] is messages[2]
+        claude = ContextManager(format="anthropic")
+        claude.ingest(to_events(messages))
+        blocks = claude.render_sync().payload["messages"][1]["content"]
+        assert [b["type"] for b in blocks] == ["tool_use"]  # not Anthropic's to take back
