@@ -1,7 +1,8 @@
 """Every integration on one agent task, with and without it, against a validating fake API.
 
 `python -m benchmarks.integrations` runs the same agent task through LangChain's
-`create_agent` (with `ContextMiddleware`), a pydantic-ai `Agent` (with `ContextHistory`),
+`create_agent` (with `ContextMiddleware`), a pydantic-ai `Agent` (with `ContextHistory`,
+on `OpenAIChatModel` and on `AnthropicModel`),
 the OpenAI Agents SDK's `Runner` (with `ContextSession`) and four SDK loops (OpenAI chat
 completions and responses, Anthropic, google-genai, with `manager.wrap(client)`): each
 with the integration and without it. The model is a `ProviderServer` on the loopback,
@@ -43,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS: dict[str, tuple[str, str | None]] = {
     "langchain": ("docs/integrations/langchain.md", "In an agent"),
     "pydantic-ai": ("docs/integrations/pydantic-ai.md", "In an agent"),
+    "pydantic-ai anthropic": ("docs/integrations/pydantic-ai.md", "In an agent"),
     "openai-agents": ("docs/integrations/openai-agents.md", None),
     "openai chat": ("docs/integrations/clients.md", "OpenAI Chat Completions"),
     "openai responses": ("docs/integrations/clients.md", "OpenAI Responses"),

@@ -23,12 +23,12 @@ import openai
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LangSmithParams
 from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_messages
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
-from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.exceptions import ModelHTTPError, ModelRequestRejectedError
 
 from benchmarks.provider_server import Wire
 from orchestrator import ContextManager
@@ -48,6 +48,7 @@ REJECTIONS: tuple[type[BaseException], ...] = (
     anthropic.BadRequestError,
     genai_errors.ClientError,
     ModelHTTPError,
+    ModelRequestRejectedError,  # pydantic-ai's AnthropicModel on a 400
 )
 
 
@@ -98,6 +99,10 @@ class _ChatCompletionsModel(BaseChatModel):
     @property
     def _llm_type(self) -> str:
         return "chat-completions-over-http"
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        """It speaks Chat Completions, as `ChatOpenAI` does (the middleware's format)."""
+        return LangSmithParams(ls_provider="openai", ls_model_name=MODEL, ls_model_type="chat")
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> _ChatCompletionsModel:
         return self.model_copy(update={"tools": [convert_to_openai_tool(t) for t in tools]})
@@ -156,27 +161,47 @@ def _langchain(task: Task, url: str, integrated: bool) -> None:
 
 
 def _pydantic_ai(task: Task, url: str, integrated: bool) -> None:
-    from pydantic_ai import Agent
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
-    from pydantic_ai.usage import UsageLimits
-
-    from orchestrator.integrations.pydantic_ai import ContextHistory
 
     async def run() -> None:
         async with openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=KEY, max_retries=0) as client:
             model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=client))
-            capabilities = [ContextHistory(budget=task.budget).capability()] if integrated else []
-            agent = Agent(model, instructions=SYSTEM, capabilities=capabilities)
-
-            @agent.tool_plain
-            def read_log(n: int) -> str:
-                """Read build log number n."""
-                return task.log(n)
-
-            await agent.run(PROMPT, usage_limits=UsageLimits(request_limit=None))
+            await _pydantic_ai_agent(task, model, integrated)
 
     asyncio.run(run())
+
+
+def _pydantic_ai_anthropic(task: Task, url: str, integrated: bool) -> None:
+    """The same agent on pydantic-ai's `AnthropicModel` (rendered in the Anthropic format)."""
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    async def run() -> None:
+        async with anthropic.AsyncAnthropic(base_url=url, api_key=KEY, max_retries=0) as client:
+            provider = AnthropicProvider(anthropic_client=client)
+            # A set max_tokens keeps the SDK from asking for a stream (the server answers JSON).
+            model = AnthropicModel(MODEL, provider=provider, settings={"max_tokens": 1024})
+            await _pydantic_ai_agent(task, model, integrated)
+
+    asyncio.run(run())
+
+
+async def _pydantic_ai_agent(task: Task, model: Any, integrated: bool) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.usage import UsageLimits
+
+    from orchestrator.integrations.pydantic_ai import ContextHistory
+
+    capabilities = [ContextHistory(budget=task.budget).capability()] if integrated else []
+    agent = Agent(model, instructions=SYSTEM, capabilities=capabilities)
+
+    @agent.tool_plain
+    def read_log(n: int) -> str:
+        """Read build log number n."""
+        return task.log(n)
+
+    await agent.run(PROMPT, usage_limits=UsageLimits(request_limit=None))
 
 
 # --- OpenAI Agents SDK -----------------------------------------------------------------------
@@ -330,6 +355,7 @@ Runner = Callable[[Task, str, bool], None]
 RUNNERS: dict[str, tuple[Wire, Runner]] = {
     "langchain": ("openai", _langchain),
     "pydantic-ai": ("openai", _pydantic_ai),
+    "pydantic-ai anthropic": ("anthropic", _pydantic_ai_anthropic),
     "openai-agents": ("responses", _openai_agents),
     "openai chat": ("openai", _openai_chat),
     "openai responses": ("responses", _openai_responses),

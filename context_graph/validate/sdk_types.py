@@ -125,7 +125,9 @@ def _discriminated(arms: tuple[Any, ...], value: Any) -> tuple[Any, ...]:
             if is_typeddict(arm) and tag in typing.get_args(_fields(arm)[0].get(key))
         )
         if matching:
-            return matching
+            # A plain mapping arm takes any object (Anthropic's `InputSchema` is a typed
+            # schema or any JSON Schema object, `additionalProperties` and all).
+            return matching + tuple(arm for arm in arms if not is_typeddict(arm))
     return arms
 
 

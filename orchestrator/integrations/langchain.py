@@ -11,6 +11,18 @@ state's. The state itself keeps every message as it was: the engine's record and
 LangGraph checkpoint both hold the whole conversation. The answer's `usage_metadata`
 (`input_tokens`) is reported to the manager, which learns how the provider counts.
 
+The history is rendered in the wire format of the chat model the call goes to, read off
+the model without importing its package: `ChatAnthropic` is `anthropic`, `ChatOpenAI`
+`openai` (`responses` with `use_responses_api=True`), `ChatGoogleGenerativeAI` and
+`ChatVertexAI` `gemini` (by the model's package, else its `ls_provider`). So the
+request is fitted and counted as that provider counts it, and what the chat format has no
+place for (Anthropic thinking with its signature, Responses reasoning) is kept or left out
+as that provider needs. The rendered body is read back into LangChain messages
+(`orchestrator.integrations.rendered`): a message the engine did not change is the state's
+own object, which the model's package converts to the same request the engine counted.
+`format=` names the format instead; a model of another provider is rendered in the
+OpenAI chat format, and `last_format` says so (`FormatChoice.fallback`).
+
 Needs the `langchain` extra (`pip install '.[langchain]'` in the context-graph checkout).
 """
 
@@ -24,12 +36,21 @@ from pathlib import Path
 from typing import Any
 
 from context_graph.errors import ConfigurationError
-from context_graph.render import RenderResult, count_payload
-from orchestrator.integrations.manager_options import check_manager_options
+from context_graph.render import RenderResult
+from context_graph.tokens.counting import ProviderFormat
+from orchestrator.integrations.manager_options import (
+    FALLBACK_FORMAT,
+    FormatChoice,
+    check_manager_options,
+    choose_format,
+    provider_format,
+)
+from orchestrator.integrations.rendered import chat_items, original_ids, system_tokens
 from orchestrator.manager import ContextManager
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+    from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
     from langchain_core.utils.function_calling import convert_to_openai_tool
     from langgraph.config import get_config
@@ -51,7 +72,7 @@ from orchestrator.integrations.langchain_messages import (
     to_events,
 )
 
-__all__ = ["DEFAULT_THREAD", "ContextMiddleware"]
+__all__ = ["DEFAULT_THREAD", "ContextMiddleware", "model_provider"]
 
 #: The thread of a call made outside a LangGraph thread (no `thread_id` configured).
 DEFAULT_THREAD = "default"
@@ -87,22 +108,25 @@ class ContextMiddleware(AgentMiddleware):
     history), the thread's record is rebuilt from the state as it now is: the engine's
     record is append-only, and the state is the truth.
 
-    The request is budgeted as an OpenAI chat request, tool definitions and the system
-    message included; the provider's own count comes back through `usage_metadata`.
+    The request is budgeted in the format of the model the call goes to (see the
+    module), tool definitions and the system message included; the provider's own
+    count comes back through `usage_metadata`. `last_format` is the format of the
+    latest call and why it was chosen.
 
     Args:
         budget: The token budget of a whole request (system message and tools
             included); with `factory`, `None` leaves it to the manager's own budget,
             which then does not count the system message.
         directory: Keep each thread's session in `<directory>/<thread>.sqlite`.
-        factory: Builds the manager of a thread (given its id) instead, in the `openai`
-            format; exclusive with `directory` and the manager options.
-        **options: `ContextManager` options (`profile=`, `pipeline=`, ...); the format
-            is always `openai`.
+        factory: Builds the manager of a thread (given its id) instead; exclusive with
+            `directory` and the manager options.
+        format: Render every call in this format (`openai`, `anthropic`, `gemini`,
+            `responses`) instead of the model's own; also the managers' default.
+        **options: `ContextManager` options (`profile=`, `pipeline=`, ...).
 
     Raises:
-        ConfigurationError: `factory` given with other options, `format` other than
-            `openai`, or a `directory` that does not exist.
+        ConfigurationError: `factory` given with other options, an unknown `format`,
+            or a `directory` that does not exist.
     """
 
     def __init__(
@@ -111,16 +135,21 @@ class ContextMiddleware(AgentMiddleware):
         budget: int | None = None,
         directory: str | os.PathLike[str] | None = None,
         factory: Callable[[str], ContextManager] | None = None,
+        format: ProviderFormat | None = None,
         **options: Any,
     ) -> None:
         super().__init__()
         self._directory = check_manager_options(
-            "ContextMiddleware", budget, directory, factory, options
+            "ContextMiddleware", budget, directory, factory, options, format
         )
         self._budget_total = budget
         self._factory = factory
+        self._format = format
         self._options = options
         self._threads: dict[str, _Thread] = {}
+        self._warned: set[str] = set()
+        #: The format of the latest model call, and why (`None` before the first).
+        self.last_format: FormatChoice | None = None
 
     # -- what the user reads -------------------------------------------------------------
 
@@ -145,10 +174,12 @@ class ContextMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         """Send the rendered history instead of the state's messages."""
-        thread, system = self._sync(request)
+        fmt = self._choose(request)
+        thread, system = self._sync(request, fmt)
         tools = _tools(request)
-        result = thread.manager.render_sync(budget=self._budget(system), tools=tools)
-        response = handler(self._rewritten(request, result))
+        budget = self._budget(system)
+        result = thread.manager.render_sync(format=fmt, budget=budget, tools=tools)
+        response = handler(self._rewritten(thread, request, result))
         self._report(thread, system, response)
         return response
 
@@ -158,19 +189,29 @@ class ContextMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """The async twin of `wrap_model_call`."""
-        thread, system = self._sync(request)
+        fmt = self._choose(request)
+        thread, system = self._sync(request, fmt)
         tools = _tools(request)
-        result = await thread.manager.render(budget=self._budget(system), tools=tools)
-        response = await handler(self._rewritten(request, result))
+        budget = self._budget(system)
+        result = await thread.manager.render(format=fmt, budget=budget, tools=tools)
+        response = await handler(self._rewritten(thread, request, result))
         self._report(thread, system, response)
         return response
 
     # -- the steps -----------------------------------------------------------------------
 
+    def _choose(self, request: ModelRequest[Any]) -> ProviderFormat:
+        """The format of this call: the `format` option, else the model's provider's."""
+        provider, detected = model_provider(request.model)
+        name = type(request.model).__name__
+        self.last_format = choose_format(self._format, detected, provider, name, self._warned)
+        return self.last_format.format
+
     def _open(self, thread_id: str) -> ContextManager:
         if self._factory is not None:
             return self._factory(thread_id)
-        options = {"budget": self._budget_total, **self._options}
+        format = self._format or FALLBACK_FORMAT
+        options = {"budget": self._budget_total, "format": format, **self._options}
         if self._directory is None:
             return ContextManager(**options)
         return ContextManager.open(self._path(self._directory, thread_id), **options)
@@ -178,7 +219,7 @@ class ContextMiddleware(AgentMiddleware):
     def _path(self, directory: Path, thread_id: str) -> Path:
         return directory / f"{urllib.parse.quote(thread_id, safe='')}.sqlite"
 
-    def _sync(self, request: ModelRequest[Any]) -> tuple[_Thread, int]:
+    def _sync(self, request: ModelRequest[Any], fmt: ProviderFormat) -> tuple[_Thread, int]:
         """Ingest what is new in the request's messages; the thread and its system's tokens."""
         thread_id = _thread_id(request)
         self.manager(thread_id)
@@ -192,7 +233,7 @@ class ContextMiddleware(AgentMiddleware):
             events = to_events([message for _, message in new], start)
             thread.manager.ingest(events)
             thread.seen.update((message_key(m), fingerprint(m)) for _, m in new)
-        return thread, self._system_tokens(thread, request.system_message)
+        return thread, self._system_tokens(thread, request.system_message, fmt)
 
     def _rebuild(self, thread_id: str) -> _Thread:
         """A fresh record for a thread whose state no longer extends what was ingested."""
@@ -211,15 +252,13 @@ class ContextMiddleware(AgentMiddleware):
             raise ConfigurationError(msg)
         return thread
 
-    def _system_tokens(self, thread: _Thread, system: SystemMessage | None) -> int:
+    def _system_tokens(
+        self, thread: _Thread, system: SystemMessage | None, fmt: ProviderFormat
+    ) -> int:
         """What the system message adds to the request (it is sent as is, not ingested)."""
         if system is None:
             return 0
-        message = {"role": "system", "content": text_of(system.content)}
-        counter = thread.manager.raw.token_cache
-        return count_payload({"messages": [message]}, "openai", counter) - count_payload(
-            {"messages": []}, "openai", counter
-        )
+        return system_tokens(text_of(system.content), fmt, thread.manager.raw.token_cache)
 
     def _budget(self, system_tokens: int) -> int | None:
         """The room the rendered history has next to the system message."""
@@ -227,9 +266,11 @@ class ContextMiddleware(AgentMiddleware):
             return None  # the manager's own budget, if it has one
         return max(1, self._budget_total - system_tokens)
 
-    def _rewritten(self, request: ModelRequest[Any], result: RenderResult) -> ModelRequest[Any]:
-        messages = from_payload(result.payload["messages"], request.messages)
-        return request.override(messages=messages)
+    def _rewritten(
+        self, thread: _Thread, request: ModelRequest[Any], result: RenderResult
+    ) -> ModelRequest[Any]:
+        items = chat_items(result, original_ids(result, thread.manager.raw))
+        return request.override(messages=from_payload(items, request.messages))
 
     def _report(self, thread: _Thread, system_tokens: int, response: ModelResponse[Any]) -> None:
         """Report the history's share of the provider's count (the system message is not ours)."""
@@ -241,6 +282,33 @@ class ContextMiddleware(AgentMiddleware):
             if share > 0:
                 thread.manager.report_usage(share)
                 return
+
+
+# Chat model packages and what they speak, by the top module of the model's class.
+_PACKAGES: dict[str, str] = {
+    "langchain_anthropic": "anthropic",
+    "langchain_openai": "openai",
+    "langchain_google_genai": "google_genai",
+    "langchain_google_vertexai": "google_vertexai",
+}
+
+
+def model_provider(model: Any) -> tuple[str | None, ProviderFormat | None]:
+    """The provider of a chat model and its wire format (`None`: not one the engine knows).
+
+    Read without importing any provider package: the package of the model's class, else
+    LangChain's `ls_provider` (`_get_ls_params`); an OpenAI model with
+    `use_responses_api=True` speaks the Responses API.
+    """
+    package = type(model).__module__.split(".")[0]
+    provider = _PACKAGES.get(package)
+    if provider is None and isinstance(model, BaseChatModel):
+        named = model._get_ls_params().get("ls_provider")
+        provider = str(named) if named else None
+    fmt = provider_format(provider)
+    if fmt == "openai" and getattr(model, "use_responses_api", None) is True:
+        fmt = "responses"
+    return provider, fmt
 
 
 def _thread_id(request: ModelRequest[Any]) -> str:

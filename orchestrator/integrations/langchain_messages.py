@@ -1,11 +1,18 @@
-"""LangChain messages to engine events, and a rendered OpenAI chat payload back to messages.
+"""LangChain messages to engine events, and a rendered request back to messages.
 
+The request comes back as Chat Completions messages with each assistant message's
+reasoning beside them (`orchestrator.integrations.rendered.chat_items`, from any format).
 Both directions key on what LangChain keeps stable: a message's `id` (LangGraph's
 `add_messages` gives every message one) and a tool message's `tool_call_id`. Going back,
 a rendered message that says what its original said is the original object itself, so
 its id, `additional_kwargs`, `response_metadata`, usage and reasoning blocks reach the
 model untouched; only what the engine changed (a masked or truncated output, a summary,
-the marker where units were left out) is a new message.
+the marker where units were left out) is a new message. An AI message is its original
+only when the render kept its reasoning as it was (an Anthropic render leaves unsigned
+or Gemini-signed thinking out); otherwise it is a copy without the reasoning blocks the
+render left out, and a message the engine rewrote is new, with the reasoning the render
+sent as content blocks the provider's package sends back (Anthropic `thinking` and
+`redacted_thinking`, Responses `reasoning`).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from context_graph.errors import ConfigurationError, IngestError, SourceLocation
+from orchestrator.integrations.rendered import REASONING_KEY, reasoning_key
 
 try:
     from langchain_core.messages import (
@@ -171,7 +179,10 @@ def _part(block: Mapping[str, Any]) -> dict[str, Any] | None:
         texts = [str(s.get("text", "")) for s in summary] if isinstance(summary, list) else []
         if not texts and block.get("reasoning"):
             texts = [str(block["reasoning"])]
-        return {"type": "reasoning", "id": block.get("id"), "summary": texts}
+        part: dict[str, Any] = {"type": "reasoning", "id": block.get("id"), "summary": texts}
+        if block.get("encrypted_content"):  # sent back to the Responses API with the item
+            part["encrypted_content"] = str(block["encrypted_content"])
+        return part
     if kind == "image_url":
         url = block.get("image_url")
         return {"type": "image", "url": url.get("url") if isinstance(url, Mapping) else url}
@@ -186,8 +197,10 @@ def _part(block: Mapping[str, Any]) -> dict[str, Any] | None:
 def from_payload(
     payload: Sequence[Mapping[str, Any]], originals: Sequence[BaseMessage]
 ) -> list[AnyMessage]:
-    """The LangChain messages of a rendered OpenAI chat payload.
+    """The LangChain messages of a rendered request, as Chat Completions messages.
 
+    An assistant message may carry its reasoning parts under `REASONING_KEY` (a render
+    in a format that has them); without the key, reasoning is not compared.
     A rendered message that says what an original said is that original; a tool output
     the engine shortened is a copy of its `ToolMessage` with the new content.
     """
@@ -222,10 +235,14 @@ def _message(
         return original.model_copy(update={"content": text})
     if role == "assistant":
         wanted = item.get("tool_calls") or []
+        reasoning = item.get(REASONING_KEY)
         found = calls.get(wanted[0]["id"]) if wanted else said.get(("ai", text))
         if isinstance(found, AIMessage) and text_of(found.content) == text:
-            if [c["id"] for c in wanted] == [c.get("id") for c in found.tool_calls]:
+            same_calls = [c["id"] for c in wanted] == [c.get("id") for c in found.tool_calls]
+            if same_calls and (reasoning is None or _reasoning(found) == _keys(reasoning)):
                 return found
+            if same_calls and reasoning is not None:
+                return _with_reasoning(found, _keys(reasoning))
         tool_calls = [
             {
                 "id": c["id"],
@@ -235,7 +252,7 @@ def _message(
             }
             for c in wanted
         ]
-        return AIMessage(content=text, tool_calls=tool_calls)
+        return AIMessage(content=_ai_content(text, reasoning or ()), tool_calls=tool_calls)
     kind = "human" if role == "user" else "system"
     original_message = said.get((kind, text))
     if isinstance(original_message, HumanMessage | SystemMessage):
@@ -243,3 +260,54 @@ def _message(
     if role == "user":
         return HumanMessage(content=content)
     return SystemMessage(content=content)
+
+
+def _keys(parts: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
+    return [key for part in parts if (key := reasoning_key(part)) is not None]
+
+
+def _reasoning(message: AIMessage) -> list[tuple[str, ...]]:
+    """The reasoning of an AI message as the engine reads it (its keys, in order)."""
+    return _keys(_parts(message.content, 0, skip=_AI_SKIPPED))
+
+
+def _with_reasoning(message: AIMessage, kept: Sequence[tuple[str, ...]]) -> AIMessage:
+    """A copy of `message` whose reasoning blocks are only those the render sent."""
+    if isinstance(message.content, str):
+        return message
+    content: list[str | dict[str, Any]] = []
+    for block in message.content:
+        part = _part(block) if isinstance(block, dict) else None
+        key = reasoning_key(part) if part is not None else None
+        if key is None or key in kept:
+            content.append(block)
+    return message.model_copy(update={"content": content})
+
+
+def _ai_content(
+    text: str, reasoning: Sequence[Mapping[str, Any]]
+) -> str | list[str | dict[str, Any]]:
+    """A new AI message's content: its text, after the reasoning the render sent."""
+    blocks: list[str | dict[str, Any]] = []
+    for part in reasoning:
+        kind = part["type"]
+        if kind == "thinking" and part.get("provider") != "gemini":
+            blocks.append(
+                {"type": "thinking", "thinking": part["thinking"], "signature": part["signature"]}
+            )
+        elif kind == "redacted_thinking":
+            blocks.append({"type": "redacted_thinking", "data": part["data"]})
+        elif kind == "reasoning":
+            block = {
+                "type": "reasoning",
+                "id": part["id"],
+                "summary": [{"type": "summary_text", "text": t} for t in part["summary"]],
+            }
+            if "encrypted_content" in part:
+                block["encrypted_content"] = part["encrypted_content"]
+            blocks.append(block)
+    if not blocks:
+        return text
+    if text:
+        blocks.append({"type": "text", "text": text})
+    return blocks

@@ -14,6 +14,18 @@ marked message is never ingested again (nothing is compacted twice) while every
 message of pydantic-ai's own is ingested once (nothing is lost: the engine's record,
 `history.manager(conversation_id).raw`, holds the whole conversation).
 
+The history is rendered in the wire format of the model the request goes to, read off
+`ctx.model` without importing any provider package: `AnthropicModel` is `anthropic`,
+`OpenAIChatModel` `openai`, `OpenAIResponsesModel` `responses`, `GoogleModel` `gemini`
+(by the model's class, wrappers such as `InstrumentedModel` looked through; else by its
+`system`). So the request is fitted and counted as that provider counts it, and a
+`ThinkingPart` goes back only where its provider takes it (an Anthropic signature to
+Anthropic, a Gemini one to Gemini, a Responses reasoning item to Responses). The rendered
+body is read back into `ModelMessage`s (`orchestrator.integrations.rendered`), each part
+the engine left alone being pydantic-ai's own object. `format=` names the format instead;
+a model of another provider is rendered in the OpenAI chat format, and `last_format`
+says so (`FormatChoice.fallback`).
+
 Needs the `pydantic-ai` extra (`pip install '.[pydantic-ai]'` in the context-graph checkout).
 """
 
@@ -25,8 +37,15 @@ from collections.abc import Callable
 from typing import Any
 
 from context_graph.errors import ConfigurationError
-from context_graph.render import count_payload
-from orchestrator.integrations.manager_options import check_manager_options
+from context_graph.tokens.counting import ProviderFormat
+from orchestrator.integrations.manager_options import (
+    FALLBACK_FORMAT,
+    FormatChoice,
+    check_manager_options,
+    choose_format,
+    provider_format,
+)
+from orchestrator.integrations.rendered import chat_items, original_ids, system_tokens
 from orchestrator.manager import ContextManager
 
 try:
@@ -43,7 +62,7 @@ except ImportError as exc:  # the extra is not installed
 
 from orchestrator.integrations.pydantic_ai_messages import from_payload, mark_of, to_events
 
-__all__ = ["DEFAULT_CONVERSATION", "ContextHistory"]
+__all__ = ["DEFAULT_CONVERSATION", "ContextHistory", "model_provider"]
 
 #: The conversation of a run without a `conversation_id`.
 DEFAULT_CONVERSATION = "default"
@@ -58,20 +77,23 @@ class ContextHistory:
     `directory=` each one's session is a SQLite file there, so a new process given the
     stored history continues the engine's record.
 
-    The request is budgeted as an OpenAI chat request, with the agent's tool
-    definitions and its latest `instructions`; the provider's count comes back with each
-    response's `usage.input_tokens`.
+    The request is budgeted in the format of the model it goes to (see the module),
+    with the agent's tool definitions and its latest `instructions`; the provider's
+    count comes back with each response's `usage.input_tokens`. `last_format` is the
+    format of the latest request and why it was chosen.
 
     Args:
         budget: The token budget of a whole request.
         directory: Keep each conversation's session in `<directory>/<id>.sqlite`.
-        factory: Builds the manager of a conversation (given its id) instead, in the
-            `openai` format; exclusive with `directory` and the manager options.
+        factory: Builds the manager of a conversation (given its id) instead;
+            exclusive with `directory` and the manager options.
+        format: Render every request in this format (`openai`, `anthropic`, `gemini`,
+            `responses`) instead of the model's own; also the managers' default.
         **options: `ContextManager` options (`profile=`, `pipeline=`, ...).
 
     Raises:
-        ConfigurationError: `factory` with other options, a `format` other than
-            `openai`, or a `directory` that does not exist.
+        ConfigurationError: `factory` with other options, an unknown `format`, or a
+            `directory` that does not exist.
     """
 
     def __init__(
@@ -80,16 +102,21 @@ class ContextHistory:
         budget: int | None = None,
         directory: str | os.PathLike[str] | None = None,
         factory: Callable[[str], ContextManager] | None = None,
+        format: ProviderFormat | None = None,
         **options: Any,
     ) -> None:
         self._directory = check_manager_options(
-            "ContextHistory", budget, directory, factory, options
+            "ContextHistory", budget, directory, factory, options, format
         )
         self._budget = budget
         self._factory = factory
+        self._format = format
         self._options = options
         self._managers: dict[str, ContextManager] = {}
         self._rendered: set[str] = set()
+        self._warned: set[str] = set()
+        #: The format of the latest request, and why (`None` before the first).
+        self.last_format: FormatChoice | None = None
 
     def capability(self) -> ProcessHistory[Any]:
         """This processor as pydantic-ai's `ProcessHistory` capability."""
@@ -120,16 +147,21 @@ class ContextHistory:
         """
         conversation = ctx.conversation_id or DEFAULT_CONVERSATION
         manager = self.manager(conversation)
-        self._sync(conversation, manager, messages)
+        provider, detected = model_provider(ctx.model)
+        name = type(ctx.model).__name__
+        choice = choose_format(self._format, detected, provider, name, self._warned)
+        self.last_format = choice
+        self._sync(conversation, manager, messages, choice.format)
         tools = _tools(ctx)
-        budget = self._room(manager, messages)
-        result = await manager.render(budget=budget, tools=tools)
+        budget = self._room(manager, messages, choice.format)
+        result = await manager.render(format=choice.format, budget=budget, tools=tools)
         self._rendered.add(conversation)
         return from_payload(
-            result.payload["messages"],
+            chat_items(result, original_ids(result, manager.raw)),
             messages,
             token=_token(manager),
             conversation_id=ctx.conversation_id,
+            provider_name=provider,
         )
 
     # -- the steps -----------------------------------------------------------------------
@@ -137,14 +169,19 @@ class ContextHistory:
     def _open(self, conversation_id: str) -> ContextManager:
         if self._factory is not None:
             return self._factory(conversation_id)
-        options = {"budget": self._budget, **self._options}
+        format = self._format or FALLBACK_FORMAT
+        options = {"budget": self._budget, "format": format, **self._options}
         if self._directory is None:
             return ContextManager(**options)
         name = f"{urllib.parse.quote(conversation_id, safe='')}.sqlite"
         return ContextManager.open(self._directory / name, **options)
 
     def _sync(
-        self, conversation: str, manager: ContextManager, messages: list[ModelMessage]
+        self,
+        conversation: str,
+        manager: ContextManager,
+        messages: list[ModelMessage],
+        fmt: ProviderFormat,
     ) -> None:
         """Report the latest response's usage, then ingest the messages not marked as ours."""
         token = _token(manager) if len(manager.raw) else None
@@ -164,18 +201,22 @@ class ContextHistory:
         rendered = manager.stats().last_render_tokens or 0
         if reported and rendered and conversation in self._rendered:
             # The provider counted the instructions too; the history's share is ours.
-            extra = self._instructions_tokens(manager, messages)
+            extra = self._instructions_tokens(manager, messages, fmt)
             manager.report_usage(max(1, reported * rendered // (rendered + extra)))
         if new:
             manager.ingest(to_events(new))
 
-    def _room(self, manager: ContextManager, messages: list[ModelMessage]) -> int | None:
+    def _room(
+        self, manager: ContextManager, messages: list[ModelMessage], fmt: ProviderFormat
+    ) -> int | None:
         """The budget less the instructions pydantic-ai sends beside the history."""
         if self._budget is None:
             return None
-        return max(1, self._budget - self._instructions_tokens(manager, messages))
+        return max(1, self._budget - self._instructions_tokens(manager, messages, fmt))
 
-    def _instructions_tokens(self, manager: ContextManager, messages: list[ModelMessage]) -> int:
+    def _instructions_tokens(
+        self, manager: ContextManager, messages: list[ModelMessage], fmt: ProviderFormat
+    ) -> int:
         """What the latest `instructions` add to a request (sent as a system message)."""
         instructions = next(
             (
@@ -185,13 +226,42 @@ class ContextHistory:
             ),
             None,
         )
-        if not instructions:
-            return 0
-        counter = manager.raw.token_cache
-        system = {"messages": [{"role": "system", "content": instructions}]}
-        return count_payload(system, "openai", counter) - count_payload(
-            {"messages": []}, "openai", counter
-        )
+        return system_tokens(instructions or "", fmt, manager.raw.token_cache)
+
+
+# pydantic-ai's model classes and the wire format each speaks, whatever its provider.
+_CLASSES: dict[str, ProviderFormat] = {
+    "AnthropicModel": "anthropic",
+    "OpenAIChatModel": "openai",
+    "OpenAIModel": "openai",
+    "OpenAIResponsesModel": "responses",
+    "GoogleModel": "gemini",
+    "GeminiModel": "gemini",
+}
+
+
+def model_provider(model: Any) -> tuple[str | None, ProviderFormat | None]:
+    """The provider (`model.system`) of a pydantic-ai model and its wire format.
+
+    Read without importing any provider package: a wrapper (`InstrumentedModel`, any
+    `WrapperModel`) is looked through, a `FallbackModel` read by its first model; the
+    format is that of the model's class (an `OpenAIChatModel` speaks Chat Completions
+    whoever serves it), else of its `system`. `None`: not a format the engine knows.
+    """
+    for _ in range(8):  # wrappers nest a few levels at most
+        inner = getattr(model, "wrapped", None)
+        if inner is None:
+            models = getattr(model, "models", None)
+            inner = models[0] if isinstance(models, list | tuple) and models else None
+        if inner is None:
+            break
+        model = inner
+    system = getattr(model, "system", None)
+    provider = system if isinstance(system, str) else None
+    for cls in type(model).__mro__:
+        if cls.__module__.startswith("pydantic_ai.") and cls.__name__ in _CLASSES:
+            return provider, _CLASSES[cls.__name__]
+    return provider, provider_format(provider)
 
 
 def _token(manager: ContextManager) -> str:
@@ -209,14 +279,14 @@ def _latest_input_tokens(messages: list[ModelMessage]) -> int:
 def _tools(ctx: RunContext[Any]) -> list[dict[str, Any]] | None:
     if ctx.tool_manager is None:
         return None
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": tool.name,
-                "description": tool.description or "",
-                "parameters": tool.parameters_json_schema,
-            },
+    tools: list[dict[str, Any]] = []
+    for tool in ctx.tool_manager.tool_defs:
+        function: dict[str, Any] = {
+            "name": tool.name,
+            "description": tool.description or "",
+            "parameters": tool.parameters_json_schema,
         }
-        for tool in ctx.tool_manager.tool_defs
-    ]
+        if tool.strict is not None:  # the model sends it, and it is counted
+            function["strict"] = tool.strict
+        tools.append({"type": "function", "function": function})
+    return tools

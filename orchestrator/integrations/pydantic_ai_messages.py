@@ -1,12 +1,21 @@
-"""pydantic-ai `ModelMessage`s to engine events, and a rendered OpenAI chat payload back.
+"""pydantic-ai `ModelMessage`s to engine events, and a rendered request back.
 
+A `ThinkingPart` becomes the engine part its provider sends back: an Anthropic one a
+`thinking` part with its signature (its redacted form a `redacted_thinking` part), a
+Google one a Gemini-signed `thinking` part, an OpenAI Responses one (an `rs_` id) a
+`reasoning` part with its encrypted content; so each goes back only to its own provider.
+The request comes back as Chat Completions messages with each assistant message's
+reasoning beside them (`orchestrator.integrations.rendered.chat_items`, from any format).
 Going back, every part the engine left as it was is the original part object (a
 `ThinkingPart` keeps its signature, a `ToolCallPart` its id and provider details); a
 part the engine changed (a shortened tool return, a summary, the marker where units
-were left out) is a new part. Every message built here carries `MARK` in its `metadata`,
-with the token of the record it was rendered from, so that when pydantic-ai hands the
-processed history back on the next request, those messages are known and not ingested
-again.
+were left out) is a new part. A response is its original only when the render kept its
+reasoning as it was; otherwise it is a copy without the `ThinkingPart`s the render left
+out (its other parts, their provider details such as a Gemini call's thought signature,
+kept), and a response the engine rewrote has the `ThinkingPart`s the render sent. Every
+message built here carries `MARK` in its `metadata`, with the token of the record it was
+rendered from, so that when pydantic-ai hands the processed history back on the next
+request, those messages are known and not ingested again.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from context_graph.errors import ConfigurationError, IngestError, SourceLocation
+from orchestrator.integrations.rendered import REASONING_KEY
 
 try:
     from pydantic_ai.messages import (
@@ -44,6 +54,13 @@ except ImportError as exc:  # the extra is not installed
         "(or `pip install pydantic-ai-slim`)"
     )
     raise ConfigurationError(_msg) from exc
+
+from orchestrator.integrations.pydantic_ai_thinking import (
+    add_thinking,
+    part_key,
+    rendered_keys,
+    thinking_parts,
+)
 
 __all__ = ["MARK", "from_payload", "mark_of", "to_events"]
 
@@ -88,15 +105,7 @@ def _response_event(message: ModelResponse) -> dict[str, Any]:
         if isinstance(part, TextPart):
             content.append({"type": "text", "text": part.content})
         elif isinstance(part, ThinkingPart):
-            provider = part.provider_name if part.provider_name in ("anthropic", "gemini") else None
-            content.append(
-                {
-                    "type": "thinking",
-                    "thinking": part.content,
-                    "signature": part.signature,
-                    "provider": provider,
-                }
-            )
+            add_thinking(part, content)
         elif isinstance(part, ToolCallPart):
             calls.append(
                 {
@@ -210,8 +219,19 @@ def from_payload(
     *,
     token: str,
     conversation_id: str | None,
+    provider_name: str | None = None,
 ) -> list[ModelMessage]:
-    """The `ModelMessage`s of a rendered OpenAI chat payload, each marked with `token`."""
+    """The `ModelMessage`s of a rendered request, each marked with `token`.
+
+    Args:
+        payload: The request as Chat Completions messages; an assistant message may
+            carry its reasoning parts under `REASONING_KEY` (compared, and kept in a
+            new response, only when present).
+        history: The history it was rendered from.
+        token: The record's token.
+        conversation_id: The conversation of new messages.
+        provider_name: The model's `system`, the `provider_name` of a new `ThinkingPart`.
+    """
     originals = _Originals.of(history)
     out: list[ModelMessage] = []
     pending: list[ModelRequestPart] = []
@@ -225,7 +245,7 @@ def from_payload(
         if pending:
             out.append(_request(pending, source, token, conversation_id))
             pending, source = [], None
-        out.append(_response(item, originals, token, conversation_id))
+        out.append(_response(item, originals, token, conversation_id, provider_name))
     if pending:
         out.append(_request(pending, source, token, conversation_id))
     return out
@@ -282,17 +302,30 @@ def _call_name(call_id: str, originals: _Originals) -> str:
 
 
 def _response(
-    item: Mapping[str, Any], originals: _Originals, token: str, conversation_id: str | None
+    item: Mapping[str, Any],
+    originals: _Originals,
+    token: str,
+    conversation_id: str | None,
+    provider_name: str | None,
 ) -> ModelResponse:
     text = _text(item.get("content"))
     calls = item.get("tool_calls") or []
+    reasoning = item.get(REASONING_KEY)
     key = calls[0]["id"] if calls else f"text:{text}"
     original = originals.responses.get(key)
     if original is not None:
         ids = [p.tool_call_id for p in original.parts if isinstance(p, ToolCallPart)]
-        if _response_text(original) == text and ids == [c["id"] for c in calls]:
+        same = _response_text(original) == text and ids == [c["id"] for c in calls]
+        if same and (reasoning is None or _keys(original) == rendered_keys(reasoning)):
             return dataclasses.replace(original, metadata=_marked(original.metadata, token))
-    parts: list[ModelResponsePart] = [TextPart(content=text)] if text else []
+        if same and reasoning is not None:
+            kept = rendered_keys(reasoning)
+            left = [p for p in original.parts if part_key(p) in (None, *kept)]
+            metadata = _marked(original.metadata, token)
+            return dataclasses.replace(original, parts=left, metadata=metadata)
+    parts: list[ModelResponsePart] = thinking_parts(reasoning or (), provider_name)
+    if text:
+        parts.append(TextPart(content=text))
     parts.extend(
         ToolCallPart(
             tool_name=c["function"]["name"],
@@ -304,3 +337,8 @@ def _response(
     return ModelResponse(
         parts=parts, metadata=_marked(None, token), conversation_id=conversation_id
     )
+
+
+def _keys(message: ModelResponse) -> list[tuple[str, ...]]:
+    """The reasoning of a response as the engine reads it (its keys, in order)."""
+    return rendered_keys(_response_event(message)["content"])

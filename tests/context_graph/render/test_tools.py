@@ -284,6 +284,31 @@ class TestCountForeignBodies:
         assert count_payload(body, fmt, WordCounter()) >= 0
 
 
+class TestToolSchemasAgainstTheSdk:
+    def test_an_anthropic_schema_may_hold_any_json_schema_key(self) -> None:
+        """`additionalProperties` in an Anthropic `input_schema` is valid, as the SDK types say."""
+        schema = {
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"],
+            "additionalProperties": False,
+        }
+        body = {
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"name": "read_log", "description": "Read a log.", "input_schema": schema}],
+        }
+        assert sdk_problems(body, "anthropic") == []
+
+    def test_a_misspelled_tool_key_is_still_refused(self) -> None:
+        """Only the schema is open: an unknown key on the tool itself is still reported."""
+        schema = {"type": "object", "properties": {}}
+        body = {
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"name": "t", "input_schem": schema, "input_schema": schema}],
+        }
+        assert any("input_schem" in p for p in sdk_problems(body, "anthropic"))
+
+
 class TestAnthropicToolBreakpoint:
     def test_last_tool_is_marked_and_marks_stay_within_four(self, graph: ContextGraph) -> None:
         """With cache breakpoints the last tool gets `cache_control`; at most 4 marks in all."""

@@ -411,10 +411,10 @@ class TestConversion:
 class TestOptions:
     """Bad options are refused when the middleware is made."""
 
-    def test_another_format_is_refused(self) -> None:
-        """The middleware speaks OpenAI chat messages to LangChain."""
-        with pytest.raises(ConfigurationError, match="format='anthropic'"):
-            ContextMiddleware(budget=BUDGET, format="anthropic")
+    def test_an_unknown_format_is_refused(self) -> None:
+        """`format=` names one of the renderer's formats, checked when the middleware is made."""
+        with pytest.raises(ConfigurationError, match="unknown format 'bedrock'"):
+            ContextMiddleware(budget=BUDGET, format="bedrock")  # type: ignore[arg-type]
 
     def test_factory_and_options_are_exclusive(self) -> None:
         """A factory builds the manager; options beside it would be ignored, so they are refused."""

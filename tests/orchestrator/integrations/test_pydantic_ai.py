@@ -382,10 +382,10 @@ class TestConversion:
 class TestOptions:
     """Bad options are refused when the processor is made."""
 
-    def test_another_format_is_refused(self) -> None:
-        """The processor speaks OpenAI chat messages to pydantic-ai."""
-        with pytest.raises(ConfigurationError, match="format='gemini'"):
-            ContextHistory(budget=BUDGET, format="gemini")
+    def test_an_unknown_format_is_refused(self) -> None:
+        """`format=` names one of the renderer's formats, checked when the processor is made."""
+        with pytest.raises(ConfigurationError, match="unknown format 'bedrock'"):
+            ContextHistory(budget=BUDGET, format="bedrock")  # type: ignore[arg-type]
 
     def test_factory_and_options_are_exclusive(self) -> None:
         """A factory builds the manager; options beside it are refused."""
