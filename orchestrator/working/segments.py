@@ -6,12 +6,17 @@ order with one `Walk`. A pristine unit with a member that left the view projects
 an applied edit the walk reuses, whole, every chunk the edit cannot reach (its
 `reached` set misses every dirty id), so an edit costs the chunks it touches, not the
 history; inside a chunk it does reach, it reuses each segment the edit left alone.
+
+A summary of summaries would reach every chunk whose units lead into the summaries it
+abstracts (half the history, say), though only the chunk that placed each of them
+changes: a chunk whose only dirty ids are such summaries, placed before it, is reused
+too, with what they lead on to now added to its `reached` (and `extra`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import is_
 from typing import Final
 
@@ -58,6 +63,9 @@ class Chunk:
     segments: Mapping[str, Segment]
     # (pristine head, index in `out`) of the units that stand unchanged.
     verbatim: tuple[tuple[str, int], ...]
+    # What summaries its segments reach, placed before it, moved on to since the
+    # segments were made (`Walk.chunk`): each segment may reach these too.
+    extra: frozenset[str] = frozenset()
 
 
 def _same(old: Sequence[Unit], new: Sequence[Unit]) -> bool:
@@ -82,6 +90,8 @@ class Walk:
         "_interned",
         "_node",
         "_overlay",
+        "_placed_before",
+        "_touched",
         "dirty",
         "emitted",
         "visited",
@@ -106,31 +116,69 @@ class Walk:
         # How many pristine units were looked at one by one (not reused a chunk whole).
         self.visited = 0
         self._ends: dict[str, tuple[str, bool]] = {}
+        self._touched = touched
+        # The summaries the basis placed before the chunk at hand.
+        self._placed_before: set[str] = set()
 
     def chunk(self, units: Sequence[Unit], old: Chunk | None, *, whole: bool) -> Chunk:
         """The chunk of `units`, reusing `old` (the basis's at this place) where it holds.
 
         `whole`: the basis hid the same units, so `old` may be reused whole.
         """
-        if (
-            whole
-            and old is not None
-            and self.dirty.isdisjoint(old.reached)
-            and _same(old.pristine, units)
-        ):
-            # Every unit of it would reuse its segment or stand unchanged again, and
-            # place the same summaries: nothing after it moves either.
-            self.emitted.update(old.emitted)
-            return old
-        return self._projected(units, {} if old is None else old.segments)
+        if old is None:
+            return self._projected(units, None)
+        made = None
+        if whole and _same(old.pristine, units):
+            hit = self.dirty.intersection(old.reached)
+            moved = self._moved_on(hit) if hit else frozenset()
+            if moved is not None:
+                # Every unit of it would reuse its segment or stand unchanged again, and
+                # place the same summaries: nothing after it moves either.
+                self.emitted.update(old.emitted)
+                made = (
+                    old
+                    if not moved
+                    else replace(old, reached=old.reached | moved, extra=old.extra | moved)
+                )
+        self._placed_before.update(old.emitted)
+        return made if made is not None else self._projected(units, old)
 
-    def _projected(self, units: Sequence[Unit], before: Mapping[str, Segment]) -> Chunk:
+    def _moved_on(self, hit: set[str]) -> frozenset[str] | None:
+        """What the dirty ids a chunk reaches moved on to, when that leaves it as it was.
+
+        Each must be a summary the edits targeted that the basis placed before the
+        chunk (a summary of summaries abstracting it, a safety copy, a drop): its
+        members lead on to whatever stands for it now, which the first unit reaching it
+        places (before the chunk) or nothing does. `None` when one is anything else.
+        """
+        if not hit.issubset(self._touched) or not hit.issubset(self._placed_before):
+            return None
+        overlay = self._overlay
+        moved: list[str] = []
+        for node_id in hit:
+            if node_id not in overlay.derived:
+                return None
+            while (
+                after := overlay.replaced_by.get(node_id) or overlay.abstracted_by.get(node_id)
+            ) is not None:
+                moved.append(after)
+                node_id = after
+        return frozenset(moved)
+
+    def _projected(self, units: Sequence[Unit], old: Chunk | None) -> Chunk:
+        before: Mapping[str, Segment] = {} if old is None else old.segments
         dirty, emitted = self.dirty, self.emitted
+        # Segments of a chunk reused across a move (`extra`) may reach those ids too.
+        extra = frozenset() if old is None else old.extra
+        if extra and not dirty.isdisjoint(extra):
+            reusable, extra = False, frozenset()
+        else:
+            reusable = True
         hidden, left = self._hidden, self._overlay.left_at
         out: list[Unit] = []
         verbatim: list[tuple[str, int]] = []
         segments: dict[str, Segment] = {}
-        reached: set[str] = set()
+        reached: set[str] = set(extra)
         first: list[str] = []
         self.visited += len(units)
         for unit in units:
@@ -146,22 +194,28 @@ class Walk:
                 out.append(unit)
                 reached.update(unit.node_ids)
                 continue
-            old = before.get(head)
-            if old is not None and old.unit is unit and dirty.isdisjoint(old.reached):
-                segment = old
+            was = before.get(head)
+            if was is not None and reusable and was.unit is unit and dirty.isdisjoint(was.reached):
+                segment = was
                 emitted.update(segment.emitted)
             else:
                 segment = self._segment(unit)
-                if old is None:
+                if was is None:
                     dirty.update(segment.emitted)
-                elif old.emitted != segment.emitted:
-                    dirty.update(set(old.emitted).symmetric_difference(segment.emitted))
+                elif was.emitted != segment.emitted:
+                    dirty.update(set(was.emitted).symmetric_difference(segment.emitted))
             segments[head] = segment
             out.extend(segment.out)
             reached.update(segment.reached)
             first.extend(segment.emitted)
         return Chunk(
-            tuple(units), tuple(out), frozenset(reached), tuple(first), segments, tuple(verbatim)
+            tuple(units),
+            tuple(out),
+            frozenset(reached),
+            tuple(first),
+            segments,
+            tuple(verbatim),
+            extra,
         )
 
     def _resolve(self, node_id: str) -> tuple[str, bool]:

@@ -18,7 +18,7 @@ from unittest import mock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from context_graph import AgentEvent, ContextGraph, TextPart
+from context_graph import AgentEvent, AssistantTurn, Compaction, ContextGraph, TextPart, UserTurn
 from context_graph.graph.nodes import SummaryNode
 from context_graph.testing import WordCounter
 from orchestrator.working import WorkingGraph, WorkingView, projection
@@ -100,6 +100,19 @@ def _apply_one(working: WorkingGraph, edit: Abstract | Drop) -> None:
     )
 
 
+def _summarize(working: WorkingGraph, count: int, summary_id: str) -> None:
+    """Abstract the first `count` units of the view into one summary."""
+    targets = tuple(i for u in working.view.units()[:count] for i in u.node_ids)
+    summary = SummaryNode(
+        id=summary_id,
+        content=(TextPart(text="summary"),),
+        abstracts=targets,
+        meta={"checked": True},
+    )
+    _apply_one(working, Abstract(targets=targets, summary=summary))
+    working.view.units()
+
+
 class TestEditCost:
     def test_an_edit_at_the_end_looks_at_one_chunk(self) -> None:
         """A drop near the end of a long, compacted history visits a chunk, not the history."""
@@ -107,19 +120,78 @@ class TestEditCost:
         _long_session(graph, 40 * CHUNK)
         working = WorkingGraph(graph)
         # Compact the first half, so that most pristine units have a segment.
-        units = working.view.units()
-        targets = tuple(i for u in units[: len(units) // 2] for i in u.node_ids)
-        summary = SummaryNode(
-            id="summary-old",
-            content=(TextPart(text="summary"),),
-            abstracts=targets,
-            meta={"checked": True},
-        )
-        _apply_one(working, Abstract(targets=targets, summary=summary))
-        working.view.units()
+        _summarize(working, len(working.view.units()) // 2, "summary-old")
         last = working.view.units()[-2]
         _apply_one(working, Drop(targets=last.node_ids))
         working.view.units()
         visited = working.view._projector._current().visited
         assert 0 < visited <= 2 * CHUNK < len(graph.units()) // 10
         _assert_as_fresh(working.view)
+
+    def test_a_summary_of_a_summary_looks_at_what_it_places(self) -> None:
+        """Abstracting a summary of half the history visits the chunks that place it."""
+        graph = ContextGraph(counter=WordCounter())
+        _long_session(graph, 40 * CHUNK)
+        working = WorkingGraph(graph)
+        _summarize(working, len(working.view.units()) // 2, "summary-old")
+        # The old summary and the two units after it: every unit of the first half
+        # leads into the new summary now, which the first of them places.
+        _summarize(working, 3, "summary-new")
+        assert working.units()[0].head == "summary-new"
+        visited = working.view._projector._current().visited
+        assert 0 < visited <= 2 * CHUNK < len(graph.units()) // 10
+        _assert_as_fresh(working.view)
+        # The units of the first half still lead on from there: a later edit reaches them.
+        _summarize(working, 2, "summary-newer")
+        assert working.units()[0].head == "summary-newer"
+        _assert_as_fresh(working.view)
+
+
+def _unchecked(view: WorkingView, targets: tuple[str, ...], summary_id: str) -> WorkingView:
+    """`view` with `targets` abstracted into a new summary, unchecked (pinned ones too)."""
+    summary = SummaryNode(
+        id=summary_id,
+        content=(TextPart(text="summary"),),
+        abstracts=targets,
+        meta={"checked": True},
+    )
+    proposal = Proposal(
+        processor="test",
+        edits=(Abstract(targets=targets, summary=summary),),
+        tokens_before=_count(view, [view[t] for t in targets]),
+        tokens_after=_count(view, [summary]),
+    )
+    after = view.with_proposal(proposal)
+    after.units()
+    return after
+
+
+class TestMovedSummaries:
+    def test_a_unit_that_leads_on_places_the_summary_once_its_placer_is_hidden(self) -> None:
+        """After a summary of summaries, an imported compaction hides the unit that placed it.
+
+        The next unit leading into it places it then, though that unit's segment was
+        reused across the summary of summaries (`Chunk.extra` remembers where it leads).
+        """
+        with _chunks_of(1):
+            graph = ContextGraph(counter=WordCounter())
+            graph.ingest(
+                [
+                    UserTurn(content="question alpha beta"),
+                    AssistantTurn(content="answer alpha beta gamma"),
+                    UserTurn(content="pinned constraint alpha beta", pinned=True),
+                    AssistantTurn(content="second answer alpha beta"),
+                    UserTurn(content="next question alpha"),
+                ]
+            )
+            working = WorkingGraph(graph)
+            view = working.view
+            view.units()
+            _, answer, pinned, second, _ = graph.transcript()
+            view = _unchecked(view, (answer, pinned), "summary-first")
+            view = _unchecked(view, ("summary-first", second), "summary-second")
+            _assert_as_fresh(view)
+            # Covers every unit so far but the pinned one, which leads on into the summary.
+            graph.ingest([Compaction(content="imported summary alpha")])
+            assert "summary-second" in view.current_ids()
+            _assert_as_fresh(view)
