@@ -2,24 +2,21 @@
 
 The pristine `ContextGraph` is never edited; a working view reads it through an overlay
 (`orchestrator.working.view`). Applying edits builds a new overlay beside the old one, so
-a view made from the old one keeps reading as it did.
+a view made from the old one keeps reading as it did. The maps grow with the whole
+history, so the new overlay shares their bulk with the old one (`LayeredMap`,
+`LayeredSet`: an edit costs what it changes, not the history).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any
 
 from context_graph.graph.nodes import Node
+from orchestrator.working.layered import LayeredMap, LayeredSet
 from processors.base import Abstract, Drop, Edit, Replace, Restore
 
 __all__ = ["Overlay"]
-
-
-def _frozen_map() -> Mapping[str, Any]:
-    return MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,14 +37,14 @@ class Overlay:
             log names them), no longer in use, so a later edit may make one again.
     """
 
-    derived: Mapping[str, Node] = field(default_factory=_frozen_map)
-    replaced_by: Mapping[str, str] = field(default_factory=_frozen_map)
-    abstracted_by: Mapping[str, str] = field(default_factory=_frozen_map)
-    dropped: frozenset[str] = frozenset()
-    left_at: Mapping[str, int] = field(default_factory=_frozen_map)
+    derived: LayeredMap[str, Node] = field(default_factory=LayeredMap)
+    replaced_by: LayeredMap[str, str] = field(default_factory=LayeredMap)
+    abstracted_by: LayeredMap[str, str] = field(default_factory=LayeredMap)
+    dropped: LayeredSet[str] = field(default_factory=LayeredSet)
+    left_at: LayeredMap[str, int] = field(default_factory=LayeredMap)
     applied: int = 0
-    kept: frozenset[str] = frozenset()
-    undone: Mapping[str, Node] = field(default_factory=_frozen_map)
+    kept: LayeredSet[str] = field(default_factory=LayeredSet)
+    undone: LayeredMap[str, Node] = field(default_factory=LayeredMap)
 
     def node(self, node_id: str) -> Node | None:
         """A node an edit added, in use or undone by a restore (`None`: no such node)."""
@@ -121,13 +118,14 @@ class Overlay:
 
         `safety`: the edits are a safety proposal's, whose replacements a restore keeps.
         """
-        derived = dict(self.derived)
-        replaced_by = dict(self.replaced_by)
-        abstracted_by = dict(self.abstracted_by)
-        dropped = set(self.dropped)
-        left_at = dict(self.left_at)
-        kept = set(self.kept)
-        undone_nodes = dict(self.undone)
+        # Drafts: each copies only its map's small delta (this overlay keeps its own).
+        derived = self.derived.draft()
+        replaced_by = self.replaced_by.draft()
+        abstracted_by = self.abstracted_by.draft()
+        dropped = self.dropped.draft()
+        left_at = self.left_at.draft()
+        kept = self.kept.draft()
+        undone_nodes = self.undone.draft()
         for edit in edits:
             for added in _added(edit):
                 undone_nodes.pop(added, None)
@@ -157,14 +155,14 @@ class Overlay:
                 for node_id in undone:
                     undone_nodes[node_id] = derived.pop(node_id)
         return Overlay(
-            derived=MappingProxyType(derived),
-            replaced_by=MappingProxyType(replaced_by),
-            abstracted_by=MappingProxyType(abstracted_by),
-            dropped=frozenset(dropped),
-            left_at=MappingProxyType(left_at),
+            derived=derived.frozen(),
+            replaced_by=replaced_by.frozen(),
+            abstracted_by=abstracted_by.frozen(),
+            dropped=dropped.frozen(),
+            left_at=left_at.frozen(),
             applied=self.applied + 1,
-            kept=frozenset(kept),
-            undone=MappingProxyType(undone_nodes),
+            kept=kept.frozen(),
+            undone=undone_nodes.frozen(),
         )
 
 

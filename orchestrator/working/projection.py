@@ -2,37 +2,26 @@
 
 Each view holds one projector (`orchestrator.working.view` says what the units are). It
 caches a `Projection` per pristine version. Appended pristine units extend it in place
-(`_extended`); after an applied edit the next view's projector reuses every segment the
-edit left alone (`_project` with a basis); anything else projects afresh.
+(`_extended`); after an applied edit the next view's projector reuses every chunk and
+segment the edit left alone (`_project` with a basis, `orchestrator.working.segments`);
+anything else projects afresh.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
-from context_graph.graph.anchors import unit_kind
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.nodes import Node
 from context_graph.graph.units import Unit
 from orchestrator.working.figures import ViewFigures, figures_counted
 from orchestrator.working.overlay import Overlay
+from orchestrator.working.segments import CHUNK, Chunk, Walk
 from processors.base import Proposal
 
-__all__ = ["Projection", "Projector", "Segment"]
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """What one pristine unit with a member that left the view projects to."""
-
-    unit: Unit
-    out: tuple[Unit, ...]
-    # Its members and the nodes standing for them now (`Overlay.resolve`): while the
-    # edits since target none of them, each member stands as it did.
-    reached: frozenset[str]
-    # The summaries first reached here, so placed here.
-    emitted: tuple[str, ...]
+__all__ = ["Projection", "Projector"]
 
 
 @dataclass(slots=True)
@@ -49,9 +38,10 @@ class Projection:
     hidden: frozenset[str]
     # Which pristine units `hidden` was judged over (`Projector._pristine_key`).
     key: int
-    # Pristine head -> its segment, for the pristine units that do not stand unchanged.
-    # Never changed once built: a later projection reuses the segments it can.
-    segments: dict[str, Segment]
+    # What each run of `CHUNK` pristine units projects to, in order (as of when the
+    # units were projected: appends since are in `units` only). Never changed once
+    # built: a later projection reuses the chunks, and the segments, it can.
+    chunks: tuple[Chunk, ...]
     # Handed out by `units()`; `None` after the list changed.
     frozen_units: tuple[Unit, ...] | None = None
     # Counted on first use, then kept up to date with appends: triggers read them
@@ -59,6 +49,9 @@ class Projection:
     figures: ViewFigures | None = None
     # A snapshot reads this projection too: copy it before changing it.
     shared: bool = False
+    # How many pristine units the projection looked at one by one (the rest it reused
+    # a chunk at a time).
+    visited: int = 0
 
     def copy(self) -> Projection:
         """A copy whose containers can change without touching this one."""
@@ -69,7 +62,7 @@ class Projection:
             self.mark,
             self.hidden,
             self.key,
-            self.segments,
+            self.chunks,
             self.frozen_units,
             None if self.figures is None else self.figures.copy(),
         )
@@ -82,7 +75,7 @@ class Projector:
         graph: The pristine graph the view reads.
         overlay: The applied edits it reads the graph through.
         limit: A snapshot's transcript length: it projects only the nodes before it.
-        interned: The units handed out by the views of one working graph (see `_unit`).
+        interned: The units handed out by the views of one working graph (see `Walk.unit`).
         basis: A projection of the view this one was made from, and the ids the edits
             in between targeted: the first projection reuses what they left alone.
         cached: A projection of this very view, with its key (a snapshot's: -1).
@@ -197,7 +190,7 @@ class Projector:
         return self._graph.unit_mark if limit is None else -1 - limit
 
     def _project(self, basis: Projection | None, touched: frozenset[str]) -> Projection:
-        """Project the view, reusing from `basis` the segments `touched` leaves alone.
+        """Project the view, reusing from `basis` the chunks and segments `touched` leaves alone.
 
         `basis` is a projection of this view, or of the view this one was made from by
         edits that target only the ids in `touched` (pristine nodes, or derived ones
@@ -205,7 +198,8 @@ class Projector:
         segment's members stand as they did while none of them, nor the nodes standing
         for them (`Segment.reached`), was targeted; its summaries stay first reached
         there while no segment before it changed which summaries it places. Such a
-        segment projects the same here, so it is reused.
+        segment projects the same here, so it is reused; a chunk of them (`Chunk`) is
+        reused whole, without a look at its units.
         """
         mark = self._graph.unit_mark
         key = self._pristine_key()
@@ -215,44 +209,25 @@ class Projector:
             hidden = basis.hidden
         else:
             hidden = self._hidden(pristine_units)
-        before = basis.segments if basis is not None else {}
-        # The touched ids, and the summaries whose first reaching unit may have moved.
-        dirty = set(touched)
-        # A C-level set test per unit: this loop runs over the whole view after every
-        # applied edit.
-        left = self._overlay.left_at.keys()
-        units: list[Unit] = []
+        before = basis.chunks if basis is not None else ()
+        whole = basis is not None and basis.hidden == hidden
+        walk = Walk(self._overlay, self._node, self._interned, hidden, touched)
+        chunks: list[Chunk] = []
+        for index, start in enumerate(range(0, len(pristine_units), CHUNK)):
+            old = before[index] if index < len(before) else None
+            chunks.append(walk.chunk(pristine_units[start : start + CHUNK], old, whole=whole))
+        units = list(chain.from_iterable(c.out for c in chunks))
         verbatim: dict[str, int] = {}
-        segments: dict[str, Segment] = {}
-        emitted: set[str] = set()
-        ends: dict[str, tuple[str, bool]] = {}
-        for unit in pristine_units:
-            head = unit.head
-            if head in hidden:
-                if before and head in before:
-                    dirty.update(before[head].emitted)
-                continue
-            # Nodes only ever leave the view, so a unit standing unchanged here stood
-            # unchanged in `basis` too: it has no segment there.
-            if left.isdisjoint(unit.node_ids):
-                verbatim[head] = len(units)
-                units.append(unit)
-                continue
-            old = before.get(head)
-            if old is not None and old.unit is unit and dirty.isdisjoint(old.reached):
-                segment = old
-                emitted.update(segment.emitted)
-            else:
-                segment = self._project_unit(unit, emitted, ends)
-                if old is None:
-                    dirty.update(segment.emitted)
-                elif old.emitted != segment.emitted:
-                    dirty.update(set(old.emitted).symmetric_difference(segment.emitted))
-            segments[head] = segment
-            units.extend(segment.out)
+        offset = 0
+        for made in chunks:
+            for head, at in made.verbatim:
+                verbatim[head] = offset + at
+            offset += len(made.out)
         unit_of = {node_id: unit for unit in units for node_id in unit.node_ids}
         self._prune_interned(units)
-        return Projection(units, unit_of, verbatim, mark, hidden, key, segments)
+        return Projection(
+            units, unit_of, verbatim, mark, hidden, key, tuple(chunks), visited=walk.visited
+        )
 
     def _extended(self, projection: Projection) -> Projection | None:
         """`projection` brought up to date with the pristine units made or grown since.
@@ -268,11 +243,7 @@ class Projector:
         left = self._overlay.left_at
         hidden = projection.hidden
         for unit in changed:
-            if (
-                unit.kind == "summary"
-                or unit.head in hidden
-                or (left and not left.keys().isdisjoint(unit.node_ids))
-            ):
+            if unit.kind == "summary" or unit.head in hidden or left.holds_any(unit.node_ids):
                 return None
         if projection.shared:
             projection = projection.copy()
@@ -303,11 +274,11 @@ class Projector:
                 node_id = unit.node_ids[member]
                 figures.add((index, member), *self._counted(node_id))
 
-    def _pristine_units(self) -> list[Unit]:
+    def _pristine_units(self) -> Sequence[Unit]:
         units = self._graph.units()
         limit = self._limit
         if limit is None:
-            return list(units)
+            return units
         kept: list[Unit] = []
         for unit in units:
             # A unit's head is its oldest node: if the head is past the limit, all are.
@@ -342,60 +313,6 @@ class Projector:
             ):
                 hidden.add(unit.head)
         return frozenset(hidden)
-
-    def _resolve(self, node_id: str, ends: dict[str, tuple[str, bool]]) -> tuple[str, bool]:
-        """`Overlay.resolve`, remembering in `ends` where each first successor leads.
-
-        Many members lead into one summary, and summaries of summaries make the way on
-        from it long: it is walked once per projection.
-        """
-        overlay = self._overlay
-        successor = overlay.replaced_by.get(node_id)
-        via_summary = False
-        if successor is None:
-            successor = overlay.abstracted_by.get(node_id)
-            if successor is None:
-                return node_id, False
-            via_summary = True
-        end = ends.get(successor)
-        if end is None:
-            end = ends[successor] = overlay.resolve(successor)
-        return end[0], via_summary or end[1]
-
-    def _project_unit(
-        self, unit: Unit, emitted: set[str], ends: dict[str, tuple[str, bool]]
-    ) -> Segment:
-        overlay = self._overlay
-        out: list[Unit] = []
-        live: list[str] = []
-        reached: set[str] = set(unit.node_ids)
-        first: list[str] = []
-        for member in unit.node_ids:
-            now, via_summary = self._resolve(member, ends)
-            reached.add(now)
-            if now in overlay.dropped:
-                continue
-            if not via_summary:
-                live.append(now)
-            elif now not in emitted:
-                emitted.add(now)
-                first.append(now)
-                out.append(self._unit((now,)))
-        if live:
-            head, via_summary = self._resolve(unit.head, ends)
-            if head == live[0] and not via_summary:
-                out.append(self._unit(tuple(live)))
-            else:
-                out.extend(self._unit((node_id,)) for node_id in live)
-        return Segment(unit, tuple(out), frozenset(reached), tuple(first))
-
-    def _unit(self, node_ids: tuple[str, ...]) -> Unit:
-        unit = Unit(node_ids[0], unit_kind(self._node(node_ids[0])), node_ids)
-        # The renderer reuses a unit's messages while it gets the very same Unit object,
-        # so an unchanged unit of the view must be the same object from one version on.
-        if self._interned is None:
-            return unit
-        return self._interned.setdefault(unit, unit)
 
     def _prune_interned(self, units: Sequence[Unit]) -> None:
         interned = self._interned
