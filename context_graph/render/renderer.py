@@ -11,6 +11,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from types import MappingProxyType
 from typing import Any
 
@@ -376,25 +377,28 @@ class Renderer:
         cache: NodeTokenCache,
         tools: _Tools,
     ) -> _Attempt:
-        """Assemble the render that leaves out `dropped_indices`, and size it exactly."""
+        """Assemble the render that leaves out `dropped_indices`, and size it exactly.
+
+        `dropped_indices` are ascending (`droppable_units`); the marker goes where the
+        first of them was. Built in comprehensions, not a loop over the fragments: every
+        render assembles the whole view at least once.
+        """
         provider = self.provider
-        kept: list[list[Message]] = []
-        kept_keys: list[tuple[str, ...]] = []
-        call_ids: dict[str, str] = {}
-        tokens = fixed
-        dropped = set(dropped_indices)
-        marker_at = dropped_indices[0] if dropped_indices else None
-        for index, fragment in enumerate(fragments):
-            if index == marker_at:
-                marker = self._marker_messages(len(dropped))
-                kept.append(marker)
-                kept_keys.append(("marker",))
-                tokens += provider.count_messages(marker, cache)
-            if index not in dropped:
-                kept.append(fragment.messages)
-                kept_keys.append(fragment.unit.key)
-                tokens += fragment.cost
-                call_ids.update(fragment.calls)
+        if dropped_indices:
+            dropped = set(dropped_indices)
+            sent = [f for index, f in enumerate(fragments) if index not in dropped]
+        else:
+            sent = fragments
+        kept = [f.messages for f in sent]
+        kept_keys = [f.unit.key for f in sent]
+        tokens = fixed + sum(f.cost for f in sent)
+        call_ids = dict(chain.from_iterable(f.calls for f in sent))
+        if dropped_indices:
+            # Every dropped index is at or after the first: the kept before it are as many.
+            marker = self._marker_messages(len(dropped_indices))
+            kept.insert(dropped_indices[0], marker)
+            kept_keys.insert(dropped_indices[0], ("marker",))
+            tokens += provider.count_messages(marker, cache)
         stats = AssemblyStats()
         payload = self._assemble(system, kept, kept_keys, stats=stats)
         if tools.marked is not None:
