@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -36,6 +37,10 @@ from context_graph.tokens.calibration import Calibrator
 from context_graph.tokens.counting import ProviderFormat, TokenCounter, default_counter
 
 __all__ = ["Renderer"]
+
+_MESSAGES = operator.attrgetter("messages")
+_COST = operator.attrgetter("cost")
+_CALLS = operator.attrgetter("calls")
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,15 +394,17 @@ class Renderer:
             sent = [f for index, f in enumerate(fragments) if index not in dropped]
         else:
             sent = fragments
-        kept = [f.messages for f in sent]
-        kept_keys = [f.unit.key for f in sent]
-        tokens = fixed + sum(f.cost for f in sent)
-        call_ids = dict(chain.from_iterable(f.calls for f in sent))
+        kept = list(map(_MESSAGES, sent))
+        # Only cache marks read the keys.
+        kept_keys = [f.unit.key for f in sent] if self._breakpoints is not None else []
+        tokens = fixed + sum(map(_COST, sent))
+        call_ids = dict(chain.from_iterable(map(_CALLS, sent)))
         if dropped_indices:
             # Every dropped index is at or after the first: the kept before it are as many.
             marker = self._marker_messages(len(dropped_indices))
             kept.insert(dropped_indices[0], marker)
-            kept_keys.insert(dropped_indices[0], ("marker",))
+            if self._breakpoints is not None:
+                kept_keys.insert(dropped_indices[0], ("marker",))
             tokens += provider.count_messages(marker, cache)
         stats = AssemblyStats()
         payload = self._assemble(system, kept, kept_keys, stats=stats)
