@@ -19,7 +19,9 @@ __all__ = [
     "Deferred",
     "PieceCounter",
     "Seams",
+    "counting_by_lines",
     "counting_by_paragraphs",
+    "line_pieces",
     "paragraph_pieces",
 ]
 
@@ -127,10 +129,31 @@ class PieceCounter:
         return tokens
 
 
+def line_pieces(text: str) -> list[str]:
+    """`text` cut after each newline: the pieces a brief is counted by."""
+    lines = text.split("\n")
+    return [*(line + "\n" for line in lines[:-1]), lines[-1]]
+
+
 def paragraph_pieces(text: str) -> list[str]:
-    """`text` cut after each blank line: the pieces a brief is counted by."""
+    """`text` cut after each blank line."""
     paragraphs = text.split("\n\n")
     return [*(part + "\n\n" for part in paragraphs[:-1]), paragraphs[-1]]
+
+
+def counting_by_lines(
+    counter: TokenCounter, count: Callable[[str], int] | None = None
+) -> Callable[[str], int]:
+    """`counter.count`, or the same counts taken line by line when it has seams.
+
+    A brief shortened item by item (`brief.bound`) changes one line of a section at a
+    time: counted by lines, each drop counts only the lines not counted before, where a
+    count by paragraphs would count the whole section again. The returned function
+    remembers what it counted: make one per piece of work. `count`, when given, counts
+    instead of `counter.count` and must give the same numbers (a cache of the same
+    counter's counts, `NodeTokenCache.count_text`, which then knows the runs).
+    """
+    return _counting_by(line_pieces, counter, count)
 
 
 def counting_by_paragraphs(
@@ -138,17 +161,21 @@ def counting_by_paragraphs(
 ) -> Callable[[str], int]:
     """`counter.count`, or the same counts taken paragraph by paragraph when it has seams.
 
-    Paragraphs are runs of text between blank lines (a markdown brief's sections). The
-    returned function remembers what it counted: make one per piece of work. `count`, when
-    given, counts instead of `counter.count` and must give the same numbers (a cache of
-    the same counter's counts, `NodeTokenCache.count_text`, which then knows the runs).
+    Paragraphs are runs of text between blank lines (a markdown brief's sections). As
+    `counting_by_lines` otherwise.
     """
+    return _counting_by(paragraph_pieces, counter, count)
+
+
+def _counting_by(
+    cut: Callable[[str], list[str]], counter: TokenCounter, count: Callable[[str], int] | None
+) -> Callable[[str], int]:
     count = count or counter.count
     if not isinstance(counter, SeamCounter):
         return count
     pieces = PieceCounter(count, counter.is_seam)
 
-    def count_by_paragraphs(text: str) -> int:
-        return pieces.count(paragraph_pieces(text))
+    def count_by_pieces(text: str) -> int:
+        return pieces.count(cut(text))
 
-    return count_by_paragraphs
+    return count_by_pieces

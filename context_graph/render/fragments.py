@@ -26,6 +26,10 @@ from context_graph.render.turns import RenderSource, UnitTurns, call_id_for, uni
 __all__ = ["Fragment", "FragmentCache", "Fragments", "signed_secrets_kept"]
 
 
+_SIGNED = operator.attrgetter("signed_secrets")
+_NONE_SIGNED: Mapping[str, int] = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class Fragment:
     """One unit rendered for one format, standing alone."""
@@ -350,6 +354,8 @@ def _signed_secrets(source: RenderSource, unit: Unit) -> tuple[tuple[str, int], 
 
 def signed_secrets_kept(fragments: Sequence[Fragment], dropped: Sequence[int]) -> Mapping[str, int]:
     """The signed secrets of the units a request keeps (all but the `dropped` indices)."""
+    if not any(map(_SIGNED, fragments)):
+        return _NONE_SIGNED  # the usual case: no redactor left signed secrets anywhere
     left_out = set(dropped)
     total: dict[str, int] = {}
     for index, fragment in enumerate(fragments):
