@@ -144,16 +144,26 @@ def paragraph_pieces(text: str) -> list[str]:
 def counting_by_lines(
     counter: TokenCounter, count: Callable[[str], int] | None = None
 ) -> Callable[[str], int]:
-    """`counter.count`, or the same counts taken line by line when it has seams.
+    """`counter.count`, or the same counts taken paragraph by paragraph, then line by line.
 
-    A brief shortened item by item (`brief.bound`) changes one line of a section at a
-    time: counted by lines, each drop counts only the lines not counted before, where a
-    count by paragraphs would count the whole section again. The returned function
-    remembers what it counted: make one per piece of work. `count`, when given, counts
-    instead of `counter.count` and must give the same numbers (a cache of the same
-    counter's counts, `NodeTokenCache.count_text`, which then knows the runs).
+    A brief shortened item by item (`brief.bound`) changes one line of one section at a
+    time. Here an unchanged paragraph costs a look-up, and a changed one counts only its
+    lines not counted before, where a count by paragraphs alone would encode the whole
+    section again. The returned function remembers what it counted: make one per piece
+    of work. `count`, when given, counts instead of `counter.count` and must give the
+    same numbers (a cache of the same counter's counts, `NodeTokenCache.count_text`,
+    which then knows the line runs).
     """
-    return _counting_by(line_pieces, counter, count)
+    count = count or counter.count
+    if not isinstance(counter, SeamCounter):
+        return count
+    lines = PieceCounter(count, counter.is_seam)
+    paragraphs = PieceCounter(lambda text: lines.count(line_pieces(text)), counter.is_seam)
+
+    def count_by_lines(text: str) -> int:
+        return paragraphs.count(paragraph_pieces(text))
+
+    return count_by_lines
 
 
 def counting_by_paragraphs(
@@ -164,18 +174,12 @@ def counting_by_paragraphs(
     Paragraphs are runs of text between blank lines (a markdown brief's sections). As
     `counting_by_lines` otherwise.
     """
-    return _counting_by(paragraph_pieces, counter, count)
-
-
-def _counting_by(
-    cut: Callable[[str], list[str]], counter: TokenCounter, count: Callable[[str], int] | None
-) -> Callable[[str], int]:
     count = count or counter.count
     if not isinstance(counter, SeamCounter):
         return count
     pieces = PieceCounter(count, counter.is_seam)
 
-    def count_by_pieces(text: str) -> int:
-        return pieces.count(cut(text))
+    def count_by_paragraphs(text: str) -> int:
+        return pieces.count(paragraph_pieces(text))
 
-    return count_by_pieces
+    return count_by_paragraphs
