@@ -19,7 +19,9 @@ __all__ = [
     "Deferred",
     "PieceCounter",
     "Seams",
+    "counting_by_lines",
     "counting_by_paragraphs",
+    "line_pieces",
     "paragraph_pieces",
 ]
 
@@ -127,10 +129,41 @@ class PieceCounter:
         return tokens
 
 
+def line_pieces(text: str) -> list[str]:
+    """`text` cut after each newline: the pieces a brief is counted by."""
+    lines = text.split("\n")
+    return [*(line + "\n" for line in lines[:-1]), lines[-1]]
+
+
 def paragraph_pieces(text: str) -> list[str]:
-    """`text` cut after each blank line: the pieces a brief is counted by."""
+    """`text` cut after each blank line."""
     paragraphs = text.split("\n\n")
     return [*(part + "\n\n" for part in paragraphs[:-1]), paragraphs[-1]]
+
+
+def counting_by_lines(
+    counter: TokenCounter, count: Callable[[str], int] | None = None
+) -> Callable[[str], int]:
+    """`counter.count`, or the same counts taken paragraph by paragraph, then line by line.
+
+    A brief shortened item by item (`brief.bound`) changes one line of one section at a
+    time. Here an unchanged paragraph costs a look-up, and a changed one counts only its
+    lines not counted before, where a count by paragraphs alone would encode the whole
+    section again. The returned function remembers what it counted: make one per piece
+    of work. `count`, when given, counts instead of `counter.count` and must give the
+    same numbers (a cache of the same counter's counts, `NodeTokenCache.count_text`,
+    which then knows the line runs).
+    """
+    count = count or counter.count
+    if not isinstance(counter, SeamCounter):
+        return count
+    lines = PieceCounter(count, counter.is_seam)
+    paragraphs = PieceCounter(lambda text: lines.count(line_pieces(text)), counter.is_seam)
+
+    def count_by_lines(text: str) -> int:
+        return paragraphs.count(paragraph_pieces(text))
+
+    return count_by_lines
 
 
 def counting_by_paragraphs(
@@ -138,10 +171,8 @@ def counting_by_paragraphs(
 ) -> Callable[[str], int]:
     """`counter.count`, or the same counts taken paragraph by paragraph when it has seams.
 
-    Paragraphs are runs of text between blank lines (a markdown brief's sections). The
-    returned function remembers what it counted: make one per piece of work. `count`, when
-    given, counts instead of `counter.count` and must give the same numbers (a cache of
-    the same counter's counts, `NodeTokenCache.count_text`, which then knows the runs).
+    Paragraphs are runs of text between blank lines (a markdown brief's sections). As
+    `counting_by_lines` otherwise.
     """
     count = count or counter.count
     if not isinstance(counter, SeamCounter):

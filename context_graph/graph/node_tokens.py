@@ -100,6 +100,9 @@ class NodeTokenCache:
 
     #: Characters of transient text per generation (a few MB of strings at most).
     SCRATCH_CHARS = 1_000_000
+    #: Nodes whose count `count_node` remembers by the node object; past that many it
+    #: starts over (candidate nodes a processor made and dropped must not pile up).
+    NODE_MEMO = 65_536
 
     def __init__(self, counter: TokenCounter, *, scratch_chars: int | None = None) -> None:
         self.counter = counter
@@ -108,6 +111,10 @@ class NodeTokenCache:
         self._recent: dict[str, int] = {}
         self._older: dict[str, int] = {}
         self._recent_chars = 0
+        # Node id -> (the node object counted, its count): nodes are frozen, so the same
+        # object always counts the same, and the triggers, processors and checks ask for
+        # the counts of the same nodes again and again.
+        self._by_node: dict[str, tuple[Node, int]] = {}
         self._scratch_chars = self.SCRATCH_CHARS if scratch_chars is None else scratch_chars
         if type(self._scratch_chars) is not int or self._scratch_chars < 0:
             msg = f"NodeTokenCache: scratch_chars must be an int >= 0, got {scratch_chars!r}"
@@ -133,8 +140,20 @@ class NodeTokenCache:
         at each newline (`SeamCounter.is_seam`), the pieces are counted (and cached) one
         by one: a piece that ends in an ASCII letter or digit keeps its own tokens in
         front of the newline, which is one more token. Anywhere else the joined text is
-        counted whole. Either way the same number.
+        counted whole. Either way the same number. The count of a node object asked for
+        again is remembered (`NODE_MEMO`).
         """
+        known = self._by_node.get(node.id)
+        if known is not None and known[0] is node:
+            return known[1]
+        counted = self._count_node(node)
+        with self._lock:
+            if len(self._by_node) >= self.NODE_MEMO:
+                self._by_node.clear()
+            self._by_node[node.id] = (node, counted)
+        return counted
+
+    def _count_node(self, node: Node) -> int:
         pieces, flat = countable_pieces(node)
         is_seam = self._is_seam
         if (

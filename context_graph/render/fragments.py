@@ -7,6 +7,8 @@ after one new event turns only that event into messages.
 
 from __future__ import annotations
 
+import bisect
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -22,6 +24,10 @@ from context_graph.render.provider import Message, ProviderRenderer
 from context_graph.render.turns import RenderSource, UnitTurns, call_id_for, unit_turns
 
 __all__ = ["Fragment", "FragmentCache", "Fragments", "signed_secrets_kept"]
+
+
+_SIGNED = operator.attrgetter("signed_secrets")
+_NONE_SIGNED: Mapping[str, int] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +65,24 @@ class Fragments:
     rendered in their place (`context_graph.render.native`)."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """What one walk of a source gave, for a render of its next version to build on."""
+
+    source: RenderSource
+    units: tuple[Unit, ...]
+    settled: int
+    """The index after the last summary unit (0: none): the units from there on are the
+    region, where each unit gives one fragment, or its parts to the system prompt."""
+    summaries: list[str]
+    """The summaries `_covered_foreign` searched (it found none)."""
+    fragments: list[Fragment]
+    system: list[ContentPart]
+    system_heads: list[str]
+    region: list[tuple[int, int]]
+    """(index, parts) of each region unit that went to the system prompt, in order."""
+
+
 class FragmentCache:
     """Makes the fragments of a source, reusing those of units that did not change.
 
@@ -72,9 +96,24 @@ class FragmentCache:
         # A summary's abstracts never change, and a long session's summaries abstract
         # thousands of nodes: the summaries among them are found once per summary node.
         self._nested: dict[str, tuple[Node, tuple[str, ...]]] = {}
+        # The latest walk, while it met no foreign compaction: a render of the source's
+        # next version walks only the units after those the two share.
+        self._walk: _Walk | None = None
 
     def fragments_of(self, source: RenderSource, cache: NodeTokenCache) -> Fragments:
         """The fragments of `source`; only those of the latest call are kept for the next."""
+        units = source.units()
+        walk = self._walk
+        if walk is not None and walk.source is source:
+            grown = self._grown(walk, units, cache)
+            if grown is not None:
+                return grown
+        return self._walk_all(source, units, cache)
+
+    def _walk_all(
+        self, source: RenderSource, units: tuple[Unit, ...], cache: NodeTokenCache
+    ) -> Fragments:
+        """Every unit of `source`, walked from the newest."""
         fragments: list[Fragment] = []
         system: list[ContentPart] = []
         system_heads: list[str] = []
@@ -92,29 +131,30 @@ class FragmentCache:
         # compact endpoint returns them, then the item).
         beside_users: set[str] = set()
         own_summaries: list[str] = []
-        for unit in reversed(source.units()):
+        # The units after the last summary: those a later render may take from this walk.
+        settled = 0
+        region: list[tuple[int, int]] = []
+        for index in range(len(units) - 1, -1, -1):
+            unit = units[index]
             fragment = self._by_head.get(unit.head)
             if fragment is None or fragment.source_unit is not unit:
                 fragment = self._make(source, unit, cache)
             fresh[unit.head] = fragment
-            native = (
-                foreign_native(source[unit.head], self._provider.format)
-                if unit.kind == "summary"
-                else None
-            )
-            if native is not None:
-                # Covered by a later summary (the engine's own compaction, say), it is
-                # set aside all the same: what stands for it is rendered.
-                position = -1 if unit.head in abstracted else len(fragments)
-                foreign.append((position, unit.head, native))
-                if position >= 0:
-                    fragments.append(fragment)
-                continue
             if unit.kind == "summary":
+                settled = settled or index + 1
                 node = source[unit.head]
-                native = getattr(node, "native", None)
+                native = foreign_native(node, self._provider.format)
+                if native is not None:
+                    # Covered by a later summary (the engine's own compaction, say), it
+                    # is set aside all the same: what stands for it is rendered.
+                    position = -1 if unit.head in abstracted else len(fragments)
+                    foreign.append((position, unit.head, native))
+                    if position >= 0:
+                        fragments.append(fragment)
+                    continue
+                own = getattr(node, "native", None)
                 # Anthropic's API ignores everything before its compaction block.
-                keeps_users = native is not None and native.provider == "responses"
+                keeps_users = own is not None and own.provider == "responses"
                 _cover(source, node, beside_users if keeps_users else abstracted, followed)
                 if node.seq is None:
                     own_summaries.append(unit.head)
@@ -125,14 +165,17 @@ class FragmentCache:
             if fragment.unit.system:
                 system.extend(reversed(fragment.unit.system))
                 system_heads.append(unit.head)
+                if not settled:
+                    region.append((index, len(fragment.unit.system)))
             else:
                 fragments.append(fragment)
         # Keep only what the latest render used, so the cache cannot grow without bound.
         self._by_head = fresh
+        summaries = [*followed, *own_summaries]
         seen = {head for _, head, _ in foreign}
         foreign.extend(
             (-1, node.id, native)
-            for node, native in self._covered_foreign(source, [*followed, *own_summaries])
+            for node, native in self._covered_foreign(source, summaries)
             if node.id not in seen
         )
         if len(foreign) > 1:
@@ -141,7 +184,76 @@ class FragmentCache:
         fragments.reverse()
         system.reverse()
         system_heads.reverse()
+        region.reverse()
+        self._walk = (
+            None
+            if foreign
+            else _Walk(source, units, settled, summaries, fragments, system, system_heads, region)
+        )
         return Fragments(fragments, system, tuple(system_heads), reports)
+
+    def _grown(
+        self, walk: _Walk, units: tuple[Unit, ...], cache: NodeTokenCache
+    ) -> Fragments | None:
+        """The fragments of `units` from `walk` and the units after what they share.
+
+        Only when the two share every unit up to the last summary, and no summary comes
+        after what they share: then no summary's reach differs between the two walks,
+        and each unit after the shared ones is sent as itself (or into the system
+        prompt), so the shared units come out as the previous walk made them. `None`
+        otherwise (or when a foreign compaction shows up), for a walk of every unit.
+        """
+        before = walk.units
+        shared = min(len(before), len(units))
+        while shared > walk.settled and before[shared - 1] is not units[shared - 1]:
+            shared -= 1
+        tail = units[shared:]
+        if (
+            shared < walk.settled
+            or not all(map(operator.is_, before[:shared], units[:shared]))
+            or any(unit.kind == "summary" for unit in tail)
+            or self._covered_foreign(walk.source, walk.summaries)
+        ):
+            return None
+        # The previous walk's output up to `shared`: each region unit gave one fragment,
+        # or one system head and its parts.
+        keep = bisect.bisect_left(walk.region, (shared, 0))
+        region = walk.region[:keep]
+        parts = len(walk.system) - sum(count for _, count in walk.region[keep:])
+        heads = len(walk.system_heads) - (len(walk.region) - keep)
+        fragments = walk.fragments[
+            : len(walk.fragments) - (len(before) - shared - (len(walk.region) - keep))
+        ]
+        system = walk.system[:parts]
+        system_heads = walk.system_heads[:heads]
+        by_head = self._by_head
+        made: list[Fragment] = []
+        for unit in tail:
+            fragment = by_head.get(unit.head)
+            if fragment is None or fragment.source_unit is not unit:
+                fragment = self._make(walk.source, unit, cache)
+            made.append(fragment)
+        for unit in before[shared:]:
+            by_head.pop(unit.head, None)
+        for index, (unit, fragment) in enumerate(zip(tail, made, strict=True), start=shared):
+            by_head[unit.head] = fragment
+            if fragment.unit.system:
+                system.extend(fragment.unit.system)
+                system_heads.append(unit.head)
+                region.append((index, len(fragment.unit.system)))
+            else:
+                fragments.append(fragment)
+        self._walk = _Walk(
+            walk.source,
+            units,
+            walk.settled,
+            walk.summaries,
+            fragments,
+            system,
+            system_heads,
+            region,
+        )
+        return Fragments(fragments, system, tuple(system_heads))
 
     def _covered_foreign(
         self, source: RenderSource, summaries: list[str]
@@ -269,6 +381,8 @@ def _signed_secrets(source: RenderSource, unit: Unit) -> tuple[tuple[str, int], 
 
 def signed_secrets_kept(fragments: Sequence[Fragment], dropped: Sequence[int]) -> Mapping[str, int]:
     """The signed secrets of the units a request keeps (all but the `dropped` indices)."""
+    if not any(map(_SIGNED, fragments)):
+        return _NONE_SIGNED  # the usual case: no redactor left signed secrets anywhere
     left_out = set(dropped)
     total: dict[str, int] = {}
     for index, fragment in enumerate(fragments):

@@ -9,6 +9,7 @@ characters.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any, Final
 
 from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart
@@ -68,9 +69,7 @@ def assemble(
     A history with nothing to send gets the minimal user turn, because an empty
     `messages` list is rejected.
     """
-    messages = list(system)
-    for unit in units:
-        messages.extend(unit)
+    messages = [*system, *chain.from_iterable(units)]
     if not messages:
         messages.append({"role": "user", "content": LEADING_USER_TEXT})
         if stats is not None:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from types import MappingProxyType
 from typing import Any
 
@@ -35,6 +37,10 @@ from context_graph.tokens.calibration import Calibrator
 from context_graph.tokens.counting import ProviderFormat, TokenCounter, default_counter
 
 __all__ = ["Renderer"]
+
+_MESSAGES = operator.attrgetter("messages")
+_COST = operator.attrgetter("cost")
+_CALLS = operator.attrgetter("calls")
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,25 +382,30 @@ class Renderer:
         cache: NodeTokenCache,
         tools: _Tools,
     ) -> _Attempt:
-        """Assemble the render that leaves out `dropped_indices`, and size it exactly."""
+        """Assemble the render that leaves out `dropped_indices`, and size it exactly.
+
+        `dropped_indices` are ascending (`droppable_units`); the marker goes where the
+        first of them was. Built in comprehensions, not a loop over the fragments: every
+        render assembles the whole view at least once.
+        """
         provider = self.provider
-        kept: list[list[Message]] = []
-        kept_keys: list[tuple[str, ...]] = []
-        call_ids: dict[str, str] = {}
-        tokens = fixed
-        dropped = set(dropped_indices)
-        marker_at = dropped_indices[0] if dropped_indices else None
-        for index, fragment in enumerate(fragments):
-            if index == marker_at:
-                marker = self._marker_messages(len(dropped))
-                kept.append(marker)
-                kept_keys.append(("marker",))
-                tokens += provider.count_messages(marker, cache)
-            if index not in dropped:
-                kept.append(fragment.messages)
-                kept_keys.append(fragment.unit.key)
-                tokens += fragment.cost
-                call_ids.update(fragment.calls)
+        if dropped_indices:
+            dropped = set(dropped_indices)
+            sent = [f for index, f in enumerate(fragments) if index not in dropped]
+        else:
+            sent = fragments
+        kept = list(map(_MESSAGES, sent))
+        # Only cache marks read the keys.
+        kept_keys = [f.unit.key for f in sent] if self._breakpoints is not None else []
+        tokens = fixed + sum(map(_COST, sent))
+        call_ids = dict(chain.from_iterable(map(_CALLS, sent)))
+        if dropped_indices:
+            # Every dropped index is at or after the first: the kept before it are as many.
+            marker = self._marker_messages(len(dropped_indices))
+            kept.insert(dropped_indices[0], marker)
+            if self._breakpoints is not None:
+                kept_keys.insert(dropped_indices[0], ("marker",))
+            tokens += provider.count_messages(marker, cache)
         stats = AssemblyStats()
         payload = self._assemble(system, kept, kept_keys, stats=stats)
         if tools.marked is not None:

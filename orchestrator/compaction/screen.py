@@ -61,9 +61,10 @@ class SecretScreen:
         scanned = self._state.scanned
         for _attempt in range(_REDACT_ATTEMPTS):
             snapshot = self._working.snapshot()
-            new = [snapshot[i] for i in snapshot.current_ids() if i not in scanned]
-            if not new:
-                return snapshot
+            ids = snapshot.current_ids()
+            if scanned.issuperset(ids):
+                return snapshot  # the usual case, checked without a loop over the view
+            new = [snapshot[i] for i in ids if i not in scanned]
             ctx = ProcessorContext(graph=snapshot, tokens=self._working.token_cache)
             proposal = await run_processor(redactor, new, ctx)
             if proposal.empty:

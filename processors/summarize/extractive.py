@@ -31,7 +31,7 @@ from context_graph.graph.nodes import (
     UserNode,
 )
 from context_graph.tokens.counting import TokenCounter, default_counter
-from processors.pieces import counting_by_paragraphs, paragraph_pieces
+from processors.pieces import counting_by_lines, line_pieces
 from processors.summarize import brief as brief_format
 from processors.summarize.brief import Brief
 from processors.summarize.facts import (
@@ -147,7 +147,7 @@ class ExtractiveSummarizer:
                 it); `self.max_tokens` when `None` or larger.
             tokens: The caller's token cache. When its counter counts like this
                 summarizer's (`NodeTokenCache.counts_like`), the bound counts the brief's
-                paragraphs through it, and the brief is counted from them, so that the
+                lines through it, and the brief is counted from them, so that the
                 caller's count of the brief is a cache hit. The brief is the same.
         """
         if max_tokens is not None and (
@@ -169,10 +169,10 @@ class ExtractiveSummarizer:
         brief.identifiers.extend(k for k in dedupe(keep) if k and k not in listed)
         brief_format.cap_lists(brief, self.max_items)
         if tokens is None or not tokens.counts_like(counter):
-            return brief_format.bound(brief, limit, counting_by_paragraphs(counter), keep)
-        count = counting_by_paragraphs(counter, tokens.count_text)
+            return brief_format.bound(brief, limit, counting_by_lines(counter), keep)
+        count = counting_by_lines(counter, tokens.count_text)
         text = brief_format.bound(brief, limit, count, keep)
-        tokens.count_pieces(paragraph_pieces(text))  # the cache adds up what bound counted
+        tokens.count_pieces(line_pieces(text))  # the cache adds up what bound counted
         return text
 
     def _extract(

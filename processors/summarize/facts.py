@@ -6,9 +6,10 @@ Shared by the extractive summarizer (which writes them down) and the candidate c
 
 from __future__ import annotations
 
+import operator
 import re
 import shlex
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -285,10 +286,11 @@ def _shows_content(command: str) -> bool:
 
 
 def clear_cache() -> None:
-    """Forget the memoized shell paths and outcomes (`processors.caches.clear_caches`)."""
+    """Forget the memoized shell paths, outcomes and uses (`processors.caches.clear_caches`)."""
     _shell_paths.cache_clear()
     _shows_content.cache_clear()
     _outcome.cache_clear()
+    _RECENT_USES.clear()
 
 
 def error_key(call: ToolCallNode | None, answer: AnswerNode) -> str:
@@ -334,8 +336,26 @@ class ToolUse:
     key: str
 
 
+# A summary reads the uses of its span four times (the brief's errors, its open errors'
+# and failures' entities, the entities a brief must keep), each a pass over hundreds of
+# outputs: the latest spans' uses are kept, matched by the very node objects (nodes are
+# immutable, so the same objects give the same uses).
+_RECENT_USES: list[tuple[tuple[Node, ...], tuple[ToolUse, ...]]] = []
+_RECENT_SPANS = 2
+
+
 def tool_uses(nodes: Iterable[Node]) -> list[ToolUse]:
     """Every answered call among `nodes`, in order (a reused call id pairs with its latest call)."""
+    span = tuple(nodes)
+    for known, uses in list(_RECENT_USES):
+        if len(known) == len(span) and all(map(operator.is_, known, span)):
+            return list(uses)
+    found = _tool_uses(span)
+    _RECENT_USES[:] = [(span, tuple(found)), *_RECENT_USES[: _RECENT_SPANS - 1]]
+    return found
+
+
+def _tool_uses(nodes: Sequence[Node]) -> list[ToolUse]:
     latest: dict[str, ToolCallNode] = {}
     uses: list[ToolUse] = []
     for node in nodes:
