@@ -87,8 +87,8 @@ OTHER_ITEMS: frozenset[str] = Names(
     """.split()
 )
 #: The `object` of a response (`output` holds its items): a model's, or the compact
-#: endpoint's compacted window.
-_RESPONSE_OBJECTS = frozenset({"response", "response.compaction"})
+#: endpoint's compacted window. A tuple: the value tested may be any JSON, a list too.
+_RESPONSE_OBJECTS = ("response", "response.compaction")
 _CONTENT_ITEMS = Names(
     "message reasoning function_call function_call_output custom_tool_call "
     "custom_tool_call_output compaction".split()

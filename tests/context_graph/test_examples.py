@@ -121,12 +121,12 @@ class TestSession:
         assert any(isinstance(n, ToolResultNode) and n.is_error for n in graph)
 
     def test_has_a_linked_subagent(self, graph: ContextGraph) -> None:
-        """A sub-agent run is spawned by its call and names a bundled transcript."""
+        """A sub-agent run is spawned by its call and names a bundled transcript (relative)."""
         runs = [n for n in graph if isinstance(n, SubagentResultNode)]
         assert runs
         for run in runs:
             assert run.transcript is not None
-            assert Path(run.transcript).resolve().parent == SUBAGENTS.resolve()
+            assert (EXAMPLES / run.transcript).resolve().parent == SUBAGENTS.resolve()
             call = graph.call_of(run.id)
             assert call is not None
             assert graph.targets(run.id, "spawned_by") == (call.id,)
