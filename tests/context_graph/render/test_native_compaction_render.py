@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from context_graph.errors import BudgetExceededError
@@ -304,8 +304,7 @@ class TestProperties:
     ) -> None:
         """Unfitted, the item comes after every user message before it and nothing else."""
         events, provider = drawn
-        if provider != "responses":
-            return
+        assume(provider == "responses")
         graph = ContextGraph(counter=WordCounter())
         graph.ingest(coerce_events(events))
         result = Renderer(format="responses").render(graph)
