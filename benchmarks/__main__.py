@@ -101,10 +101,11 @@ def _tail(traces: Path, out: Path) -> tuple[list[str], list[str]]:
     late failure does not throw away the comparison measured before it.
     """
     image = out.parent / "img" / "render_time.png"
+    long_image = out.parent / "img" / "long_session.png"
     sections: list[Callable[[], str]] = [
         lambda: ingest_section(traces, progress),
         lambda: render_section(traces, image, f"img/{image.name}", progress),
-        lambda: long_session_section(traces, progress),
+        lambda: long_session_section(traces, long_image, f"img/{long_image.name}", progress),
         lambda: processors_section(traces, progress),
     ]
     written: list[str] = []

@@ -26,12 +26,14 @@ and the mean call time of the last quarter <= 1.3x the first.
     python -m benchmarks.long_session                    # ~3M tokens, 200k budget
     python -m benchmarks.long_session --tokens 10M
     python -m benchmarks.long_session --tokens 200k --tasks 4 --budget 20000 --json out.json
+    python -m benchmarks.long_session --plot docs/img/long_session.png    # needs matplotlib
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import math
 import multiprocessing
@@ -45,6 +47,7 @@ from queue import Empty
 from typing import Any
 
 from benchmarks.compare.contenders import ContenderSpec, context_graph_specs
+from benchmarks.compare.plots import matplotlib_available
 from benchmarks.compare.sessions import Session, discover
 from context_graph import AgentEvent, Compaction, SystemPrompt, TiktokenCounter
 from context_graph.graph.node_tokens import NodeTokenCache
@@ -63,6 +66,8 @@ CODING_FAMILIES = (
     "swe_agent",
 )
 CHECK_EVERY = 50
+PLOT_WINDOWS = 100
+"""The plot's points: the calls are cut into this many windows, each drawn at its mean."""
 TARGET_TOTAL_RATIO = 0.5
 TARGET_GROWTH = 1.3
 
@@ -97,6 +102,8 @@ class Timings:
     over_budget: int
     invalid: int
     checked: int
+    window_means_ms: list[float]
+    """The mean call time of each of `PLOT_WINDOWS` consecutive windows of calls."""
 
     @property
     def growth(self) -> float:
@@ -203,6 +210,7 @@ def _timings(
     ms = [t / 1e6 for t in times_ns]
     quarter = max(1, len(ms) // 4)
     quarters = [ms[i * quarter : (i + 1) * quarter] for i in range(3)] + [ms[3 * quarter :]]
+    windows = _windows(ms, PLOT_WINDOWS)
     ordered = sorted(ms)
 
     def pct(share: float) -> float:
@@ -221,7 +229,59 @@ def _timings(
         over_budget=over,
         invalid=invalid,
         checked=checked,
+        window_means_ms=[sum(w) / len(w) for w in windows],
     )
+
+
+def _bounds(length: int, count: int) -> list[int]:
+    """Where `count` near-equal windows over `length` calls begin and end (`count + 1`
+    numbers); with fewer calls than windows, one window a call."""
+    count = max(1, min(count, length))
+    return [round(i * length / count) for i in range(count + 1)]
+
+
+def _windows(values: Sequence[float], count: int) -> list[Sequence[float]]:
+    """`values` cut into `_bounds` windows (none of them empty when `values` is not)."""
+    return [values[a:b] for a, b in itertools.pairwise(_bounds(len(values), count)) if b > a]
+
+
+def plot(stitched: Stitched, budget: int, results: Sequence[Timings], path: Path) -> None:
+    """Draw the mean call time along the session, and the time summed over the calls."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+    for index, r in enumerate(results):
+        style = "-" if r.name.startswith("context-graph") else "--"
+        bounds = _bounds(r.calls, len(r.window_means_ms))
+        middles = [(a + b) / 2 for a, b in itertools.pairwise(bounds)]
+        left.plot(middles, r.window_means_ms, style, color=f"C{index}", linewidth=1, label=r.name)
+        summed, total = [], 0.0
+        for a, b, mean in zip(bounds, bounds[1:], r.window_means_ms, strict=False):
+            total += mean * (b - a) / 1e3
+            summed.append(total)
+        right.plot(bounds[1:], summed, style, color=f"C{index}", linewidth=1, label=r.name)
+    left.set_xlabel("model call")
+    left.set_ylabel(
+        f"mean time per call, ms (windows of ~{max(1, len(stitched.calls) // PLOT_WINDOWS)} calls)"
+    )
+    left.set_ylim(bottom=0)
+    left.legend(fontsize=7)
+    right.set_xlabel("model call")
+    right.set_ylabel("time so far, s")
+    right.set_ylim(bottom=0)
+    right.legend(fontsize=7)
+    fig.suptitle(
+        f"{stitched.raw_tokens:,} raw tokens, {len(stitched.calls):,} calls, "
+        f"budget {budget:,} tokens",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def _child(spec: ContenderSpec, stitched: Stitched, budget: int, queue: Any) -> None:
@@ -324,9 +384,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", type=int, default=14, help="coding sessions per round")
     parser.add_argument("--budget", type=_size, default=200_000, help="token budget per call")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--plot", type=Path, help="also draw the time per call here (PNG)")
     args = parser.parse_args(argv)
     if args.tasks < 1:
         parser.error("--tasks must be at least 1")
+    if args.plot and not matplotlib_available():
+        # Checked before the replay, which takes minutes: the plot is the last step.
+        parser.error("--plot needs matplotlib, which is not installed (pip install '.[bench]')")
     sessions = [s for family in CODING_FAMILIES for s in discover(args.traces, only=family)]
     stitched = stitch(pick_tasks(sessions, args.tasks), args.tokens)
     print(
@@ -336,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     results = [replay_isolated(spec, stitched, args.budget) for spec in contenders()]
     print(report(stitched, args.budget, results))
+    if args.plot:
+        plot(stitched, args.budget, results, args.plot)
     if args.json:
         figures = {
             "tasks": stitched.tasks,

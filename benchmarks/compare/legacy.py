@@ -169,9 +169,15 @@ def processors_section(traces: Path, progress: Callable[[str], None]) -> str:
     )
 
 
-def long_session_section(traces: Path, progress: Callable[[str], None]) -> str:
-    progress("long-session benchmark (about 3M tokens)")
-    table = _captured(long_session.main, ["--traces", str(traces)])
+def long_session_section(
+    traces: Path, image: Path, image_ref: str, progress: Callable[[str], None]
+) -> str:
+    plotted = matplotlib_available()
+    progress("long-session benchmark (about 3M tokens)" + (" (with the plot)" if plotted else ""))
+    table = _captured(
+        long_session.main,
+        ["--traces", str(traces), *(["--plot", str(image)] if plotted else [])],
+    )
     return "\n".join(
         [
             "## Time per call on a long session, against LangChain `trim_messages`",
@@ -179,6 +185,7 @@ def long_session_section(traces: Path, progress: Callable[[str], None]) -> str:
             "```bash",
             "python -m benchmarks.long_session                 # about 3M tokens, 200k budget",
             "python -m benchmarks.long_session --tokens 10M    # the long version",
+            "python -m benchmarks.long_session --plot docs/img/long_session.png",
             "```",
             "",
             "The script stitches one long coding session out of the shared ones (the main "
@@ -190,5 +197,9 @@ def long_session_section(traces: Path, progress: Callable[[str], None]) -> str:
             "are checked by our validator and counted against the budget.",
             "",
             table,
+            "",
+            f"![mean time per call along the session, and the time summed]({image_ref})"
+            if plotted
+            else "(No plot: matplotlib is not installed; `pip install '.[bench]'` draws it.)",
         ]
     )

@@ -133,3 +133,54 @@ class TestReplay:
         spec = ContenderSpec(name="broken", family="test", make=_failing, settings="")
         with pytest.raises(RuntimeError, match="broken exited"):
             long_session.replay_isolated(spec, stitched, 8_000)
+
+
+class TestWindows:
+    """The plot's points: consecutive windows of calls, each at its mean."""
+
+    @pytest.mark.parametrize(("length", "count"), [(4_866, 100), (7, 100), (100, 100), (1, 5)])
+    def test_windows_cover_every_call_once_in_order(self, length: int, count: int) -> None:
+        """The windows join back into the calls, none is empty, and there are at most `count`."""
+        values = [float(i) for i in range(length)]
+        windows = long_session._windows(values, count)
+        assert [v for w in windows for v in w] == values
+        assert all(windows) and len(windows) == min(count, length)
+        sizes = [len(w) for w in windows]
+        assert max(sizes) - min(sizes) <= 1
+
+    def test_no_calls_no_windows(self) -> None:
+        """An empty replay has nothing to draw."""
+        assert long_session._windows([], 100) == []
+
+    def test_the_means_are_those_of_the_windows(self) -> None:
+        """Each window's mean is reported, in order."""
+        timings = long_session._timings("x", [1_000_000] * 50 + [3_000_000] * 50, 0, 0, 0, 0, 0)
+        assert timings.window_means_ms[0] == pytest.approx(1.0)
+        assert timings.window_means_ms[-1] == pytest.approx(3.0)
+        assert len(timings.window_means_ms) == 100
+
+
+def test_plot_without_matplotlib_is_refused_before_the_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--plot` without matplotlib is a usage error naming the install, before any replay."""
+    monkeypatch.setattr(long_session, "matplotlib_available", lambda: False)
+    out = tmp_path / "p.png"
+    with pytest.raises(SystemExit) as exit_info:
+        long_session.main(["--traces", str(tmp_path / "absent"), "--plot", str(out)])
+    assert exit_info.value.code == 2
+    assert "pip install '.[bench]'" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_plot_draws_a_png(tmp_path: Path) -> None:
+    """With matplotlib, the plot is a PNG file of both contenders' times."""
+    pytest.importorskip("matplotlib")
+    stitched = long_session.stitch([_session("swe_agent", "a", 100)], 300)
+    results = [
+        long_session._timings(name, [1_000_000 * (i % 7 + 1) for i in range(40)], 0, 0, 0, 0, 0)
+        for name in ("context-graph coding", "langchain trim_messages")
+    ]
+    out = tmp_path / "img" / "long.png"
+    long_session.plot(stitched, 8_000, results, out)
+    assert out.read_bytes().startswith(b"\x89PNG")
