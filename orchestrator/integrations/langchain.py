@@ -38,6 +38,7 @@ from typing import Any
 from context_graph.errors import ConfigurationError
 from context_graph.render import RenderResult
 from context_graph.tokens.counting import ProviderFormat
+from orchestrator.integrations.extras import missing_extra
 from orchestrator.integrations.manager_options import (
     FALLBACK_FORMAT,
     FormatChoice,
@@ -55,12 +56,9 @@ try:
     from langchain_core.utils.function_calling import convert_to_openai_tool
     from langgraph.config import get_config
 except ImportError as exc:  # the extra is not installed
-    _msg = (
-        "orchestrator.integrations.langchain needs LangChain v1 and LangGraph: "
-        "in the context-graph checkout, `pip install '.[langchain]'` "
-        "(or `pip install langchain langgraph`)"
-    )
-    raise ConfigurationError(_msg) from exc
+    raise missing_extra(
+        __name__, "LangChain v1 and LangGraph", "langchain", "langchain langgraph"
+    ) from exc
 
 from orchestrator.integrations.langchain_messages import (
     HASH_KEY,

@@ -22,7 +22,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from context_graph.errors import ConfigurationError, IngestError, SourceLocation
+from context_graph.errors import IngestError, SourceLocation
+from orchestrator.integrations.extras import missing_extra
 from orchestrator.integrations.rendered import REASONING_KEY, reasoning_key
 
 try:
@@ -35,12 +36,7 @@ try:
         ToolMessage,
     )
 except ImportError as exc:  # the extra is not installed
-    _msg = (
-        "orchestrator.integrations needs LangChain for its LangChain modules: "
-        "in the context-graph checkout, `pip install '.[langchain]'` "
-        "(or `pip install langchain langgraph`)"
-    )
-    raise ConfigurationError(_msg) from exc
+    raise missing_extra(__name__, "LangChain", "langchain", "langchain langgraph") from exc
 
 __all__ = [
     "HASH_KEY",

@@ -38,6 +38,7 @@ from typing import Any
 
 from context_graph.errors import ConfigurationError
 from context_graph.tokens.counting import ProviderFormat
+from orchestrator.integrations.extras import missing_extra
 from orchestrator.integrations.manager_options import (
     FALLBACK_FORMAT,
     FormatChoice,
@@ -53,12 +54,7 @@ try:
     from pydantic_ai.capabilities import ProcessHistory
     from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 except ImportError as exc:  # the extra is not installed
-    _msg = (
-        "orchestrator.integrations.pydantic_ai needs pydantic-ai: "
-        "in the context-graph checkout, `pip install '.[pydantic-ai]'` "
-        "(or `pip install pydantic-ai-slim`)"
-    )
-    raise ConfigurationError(_msg) from exc
+    raise missing_extra(__name__, "pydantic-ai", "pydantic-ai", "pydantic-ai-slim") from exc
 
 from orchestrator.integrations.pydantic_ai_messages import from_payload, mark_of, to_events
 

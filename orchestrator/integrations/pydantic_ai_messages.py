@@ -26,7 +26,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from context_graph.errors import ConfigurationError, IngestError, SourceLocation
+from context_graph.errors import IngestError, SourceLocation
+from orchestrator.integrations.extras import missing_extra
 from orchestrator.integrations.rendered import REASONING_KEY
 
 try:
@@ -48,12 +49,7 @@ try:
         UserPromptPart,
     )
 except ImportError as exc:  # the extra is not installed
-    _msg = (
-        "orchestrator.integrations needs pydantic-ai for its pydantic-ai modules: "
-        "in the context-graph checkout, `pip install '.[pydantic-ai]'` "
-        "(or `pip install pydantic-ai-slim`)"
-    )
-    raise ConfigurationError(_msg) from exc
+    raise missing_extra(__name__, "pydantic-ai", "pydantic-ai", "pydantic-ai-slim") from exc
 
 from orchestrator.integrations.pydantic_ai_thinking import (
     add_thinking,

@@ -13,18 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from context_graph.errors import ConfigurationError
+from orchestrator.integrations.extras import missing_extra
 from orchestrator.integrations.rendered import reasoning_key
 
 try:
     from pydantic_ai.messages import ModelResponsePart, ThinkingPart
 except ImportError as exc:  # the extra is not installed
-    _msg = (
-        "orchestrator.integrations needs pydantic-ai for its pydantic-ai modules: "
-        "in the context-graph checkout, `pip install '.[pydantic-ai]'` "
-        "(or `pip install pydantic-ai-slim`)"
-    )
-    raise ConfigurationError(_msg) from exc
+    raise missing_extra(__name__, "pydantic-ai", "pydantic-ai", "pydantic-ai-slim") from exc
 
 __all__ = ["add_thinking", "part_key", "rendered_keys", "thinking_parts"]
 
