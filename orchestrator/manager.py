@@ -371,11 +371,13 @@ class ContextManager(EventAdders):
     def add_response(self, response: object, **fields: Any) -> tuple[str, ...]:
         """Add the assistant turn of a provider's whole response; return the new node ids.
 
-        A compaction block the response carries (Anthropic's context management) is
-        added first, as a summary of what came before (`Compaction.native`). Takes an
-        OpenAI `ChatCompletion` (`choices[0].message`), an Anthropic `Message` or a Gemini
-        `GenerateContentResponse` (`candidates[0].content`), as the SDK's object or its
-        dict. When a render came before, the response's prompt tokens are reported for
+        A compaction the response carries (Anthropic's `compaction` block, the
+        Responses API's `compaction` item) is added first, as a summary of what came
+        before (`Compaction.native`). Takes an OpenAI `ChatCompletion`
+        (`choices[0].message`), an Anthropic `Message`, a Gemini
+        `GenerateContentResponse` (`candidates[0].content`), an OpenAI Responses
+        `Response` (its `output`) or the compact endpoint's `CompactedResponse` (its
+        `compaction` item alone), as the SDK's object or its dict. When a render came before, the response's prompt tokens are reported for
         calibration (`report_usage`): the response answers that request.
 
         Args:

@@ -10,6 +10,11 @@ usage of a response:
   `cache_creation_input_tokens`), which `input_tokens` leaves out.
 - Gemini: a `Content` (role `model`), or a `GenerateContentResponse` (its
   `candidates[0].content`); prompt tokens from `usage_metadata.prompt_token_count`.
+- OpenAI Responses: a `Response` (`"object": "response"`), whose `output` items are the
+  turn (reasoning, messages, calls) after any `compaction` item the server wrote; or the
+  compact endpoint's `CompactedResponse` (`"object": "response.compaction"`), of which
+  only the `compaction` item is new (the user's messages before it are already in the
+  history). Prompt tokens from `usage.input_tokens`, which include the cached ones.
 
 Each is taken as the SDK's object or as its plain dict (the JSON the API sent; Gemini's
 camelCase or snake_case). No SDK is imported: their objects are pydantic models and are
@@ -40,15 +45,18 @@ from context_graph.graph.events import AgentEvent, AssistantTurn, Compaction, ma
 
 __all__ = ["Provider", "Reply", "is_reply", "read_message", "read_response"]
 
-Provider: TypeAlias = Literal["openai", "anthropic", "gemini"]
+Provider: TypeAlias = Literal["openai", "anthropic", "gemini", "responses"]
 
 _PARTS = (TextPart, ImagePart, DocumentPart, ThinkingPart, RedactedThinkingPart, ReasoningPart)
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "thinking", "redacted_thinking", "compaction"})
 _RESPONSE_KEYS = ("choices", "candidates")
+_COMPACTION_ITEMS = frozenset({"compaction", "compaction_summary"})
+_INPUT_ROLES = frozenset({"user", "system", "developer"})
+_RESPONSES_OBJECTS = ("response", "response.compaction")
 _EXPECTED = (
     "expected an OpenAI `ChatCompletion` (with `choices`), an Anthropic `Message` "
-    '(`"type": "message"`) or a Gemini `GenerateContentResponse` (with `candidates`), '
-    "as the SDK's object or its dict"
+    '(`"type": "message"`), a Gemini `GenerateContentResponse` (with `candidates`) or an '
+    'OpenAI Responses `Response` (`"object": "response"`), as the SDK\'s object or its dict'
 )
 
 
@@ -150,6 +158,8 @@ def read_response(response: object, **fields: Any) -> Reply:
             "model": _text(data, "modelVersion", top) or _text(data, "model_version", top),
         }
         return Reply("gemini", _turn("gemini", candidate["content"], where, ids, fields), usage)
+    if data.get("object") in _RESPONSES_OBJECTS:
+        return _responses_reply(data, top, fields)
     if data.get("type") == "message":
         keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
         counts = [_tokens(data, ("usage", key), top) for key in keys]
@@ -207,6 +217,66 @@ def _turn(
                 parts, calls = anthropic.assistant_blocks(found[1])
             turn = AssistantTurn(content=tuple(parts), tool_calls=tuple(calls))
             ids = {"message_id": _text(data, "id", where), "model": _text(data, "model", where)}
+    return _with_fields(turn, ids, fields)
+
+
+def _responses_reply(
+    data: Mapping[str, Any], top: SourceLocation, fields: Mapping[str, Any]
+) -> Reply:
+    """A Responses `Response` or `CompactedResponse`: its compactions, then its turn."""
+    # Imported here, as in `_turn`: the importers import the graph.
+    from context_graph.importers import openai_responses
+
+    status = data.get("status")
+    if status in ("failed", "cancelled"):
+        msg = f"the response {status} and holds no reply"
+        error = data.get("error")
+        if isinstance(error, Mapping) and error.get("message"):
+            msg += f": {error.get('code') or 'error'}: {error['message']}"
+        raise IngestError(msg, top.with_path("status"))
+    where = top.with_path("output")
+    output = data.get("output")
+    if not isinstance(output, list | tuple):
+        msg = f"`output` must be a list of items, got {type(output).__name__}"
+        raise IngestError(msg, where)
+    compacted = data.get("object") == "response.compaction"
+    reader = openai_responses.ItemReader(model=_text(data, "model", top))
+    for index, item in enumerate(output):
+        at = top.with_path(f"output[{index}]")
+        if compacted and not (isinstance(item, Mapping) and item.get("type") in _COMPACTION_ITEMS):
+            # The user's messages the endpoint kept: the history holds them already.
+            if not (isinstance(item, Mapping) and item.get("role") in _INPUT_ROLES):
+                msg = "a compacted response's output holds the input messages and the compaction"
+                raise IngestError(msg, at)
+            continue
+        if not compacted and isinstance(item, Mapping) and item.get("role") in _INPUT_ROLES:
+            msg = f"a response's output holds only the model's items, not a {item['role']} message"
+            raise IngestError(msg, at.with_path("role"))
+        reader.read(item, at)
+    events = reader.finish()
+    compactions = tuple(e for e in events if isinstance(e, Compaction))
+    turns = [e for e in events if isinstance(e, AssistantTurn)]
+    if events[: len(compactions)] != list(compactions):
+        # The server compacts before the model writes, so its item leads the output; one
+        # after the model's items would stand for them too, which `Reply` cannot say.
+        msg = "a `compaction` item must come before the model's output items"
+        raise IngestError(msg, where)
+    if compacted and not compactions:
+        msg = "a compacted response must hold a `compaction` item"
+        raise IngestError(msg, where)
+    if not turns and not compactions:
+        msg = f"the response holds no output to add (status: {status})"
+        raise IngestError(msg, where)
+    turn = turns[0] if turns else AssistantTurn()
+    ids = {"message_id": _text(data, "id", top), "model": _text(data, "model", top)}
+    usage = _tokens(data, ("usage", "input_tokens"), top)
+    return Reply("responses", _with_fields(turn, ids, fields), usage, compactions)
+
+
+def _with_fields(
+    turn: AssistantTurn, ids: Mapping[str, str | None], fields: Mapping[str, Any]
+) -> AssistantTurn:
+    """`turn` with the response's ids and the caller's fields (their `meta` merged in)."""
     values: dict[str, Any] = {
         "content": turn.content,
         "tool_calls": turn.tool_calls,
