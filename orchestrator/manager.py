@@ -377,8 +377,9 @@ class ContextManager(EventAdders):
         (`choices[0].message`), an Anthropic `Message`, a Gemini
         `GenerateContentResponse` (`candidates[0].content`), an OpenAI Responses
         `Response` (its `output`) or the compact endpoint's `CompactedResponse` (its
-        `compaction` item alone), as the SDK's object or its dict. When a render came before, the response's prompt tokens are reported for
-        calibration (`report_usage`): the response answers that request.
+        `compaction` item alone), as the SDK's object or its dict. When a render came
+        before, the response's prompt tokens are reported for calibration
+        (`report_usage`): the response answers that request.
 
         Args:
             response: The response.
