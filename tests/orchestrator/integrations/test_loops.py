@@ -107,10 +107,14 @@ LOOPS = {
 }
 
 
+# Loops that render and add each reply by hand, without a wrapped client.
+BY_HAND = {"Without the wrap: the Responses API by hand": "responses"}
+
+
 class TestPage:
     def test_every_loop_is_tested(self) -> None:
-        """The page's runnable sections are the four managed loops and LiteLLM's."""
-        assert set(sections()) == {*LOOPS, "LiteLLM"}
+        """The page's runnable sections: four managed loops, LiteLLM's, and the by-hand ones."""
+        assert set(sections()) == {*LOOPS, *BY_HAND, "LiteLLM"}
 
     @pytest.mark.parametrize("title", sorted(LOOPS))
     def test_managed_loop_adds_at_most_five_lines(self, title: str) -> None:
@@ -128,7 +132,7 @@ class TestPage:
 
 
 class TestLoops:
-    @pytest.mark.parametrize("title", sorted(LOOPS))
+    @pytest.mark.parametrize("title", sorted({**LOOPS, **BY_HAND}))
     def test_thirty_turns_all_valid_under_budget(
         self,
         title: str,
@@ -139,7 +143,7 @@ class TestLoops:
         capsys: pytest.CaptureFixture[str],
     ) -> None:
         """30 requests reach the model, each valid and under the budget by its count."""
-        wire = LOOPS[title]
+        wire = {**LOOPS, **BY_HAND}[title]
         server = provider_server(wire, respond=respond_with_reads(), limit=BUDGET)
         point_at(wire, server.url, monkeypatch)
         namespace = run_block(sections()[title])
