@@ -30,7 +30,7 @@ from benchmarks.compare.legacy import (
 )
 from benchmarks.compare.openhands_peer import openhands_specs
 from benchmarks.compare.page import Measured, build_page
-from benchmarks.compare.plots import matplotlib_available, plot_family
+from benchmarks.compare.plots import matplotlib_available, plot_dollars, plot_family
 from benchmarks.compare.runner import replay_all, setup
 from benchmarks.compare.sessions import BUDGET_LABELS, Session, discover, fast_selection
 from context_graph import TiktokenCounter
@@ -78,6 +78,10 @@ def _plots(measured: Measured, out: Path) -> None:
         )
         if caption is not None:
             measured.plots.append((f"img/{image.name}", caption))
+    image = out.parent / "img" / "dollars.png"
+    caption = plot_dollars(measured.runs, names, measured.budgets, image)
+    if caption is not None:
+        measured.section_plots["dollars"] = (f"img/{image.name}", caption)
 
 
 def _profile(measured: Measured) -> None:

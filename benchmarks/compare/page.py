@@ -34,6 +34,8 @@ class Measured:
     compactions: list[CompactionRow]
     plots: list[tuple[str, str]]
     """(image path relative to the page, caption)."""
+    section_plots: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """A plot that goes with one section (`"dollars"`), as (path, caption)."""
     notes: list[str] = field(default_factory=list)
     """Skipped peers, missing plots, sampling."""
     hotspots: dict[str, list[Hotspot]] = field(default_factory=dict)
@@ -412,7 +414,15 @@ def _compaction(m: Measured) -> list[str]:
 
 
 def _dollars(m: Measured) -> list[str]:
-    return dollars.dollars_section(m.runs, [spec.name for spec in m.specs], m.budgets)
+    out = dollars.dollars_section(m.runs, [spec.name for spec in m.specs], m.budgets)
+    return out + _plot_lines(m, "dollars")
+
+
+def _plot_lines(m: Measured, section: str) -> list[str]:
+    if section not in m.section_plots:
+        return []
+    path, caption = m.section_plots[section]
+    return [f"![{caption}]({path})", "", f"*{caption}.*", ""]
 
 
 def build_page(m: Measured, tail: Sequence[str]) -> str:

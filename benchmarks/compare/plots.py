@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.compare.dollars import PRICES, cost_of
 from benchmarks.compare.runner import Run
 from benchmarks.compare.stats import summarize
 
@@ -84,3 +85,65 @@ def plot_family(
 
 def runs_of(runs: Sequence[Run], family: str) -> list[Run]:
     return [r for r in runs if r.family == family]
+
+
+def plot_dollars(
+    runs: Sequence[Run], names: Sequence[str], budgets: Sequence[str], path: Path
+) -> str | None:
+    """Write one panel per budget: each contender's Anthropic input dollars (prompt caching
+    priced as in the dollars section) against its within-budget retention. Return the
+    caption (`None` when no contender has a run to price)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    price = PRICES[0]
+    points: dict[str, list[tuple[int, float, float]]] = {label: [] for label in budgets}
+    for label in budgets:
+        for index, name in enumerate(names):
+            chosen = [
+                r for r in runs if r.contender == name and r.budget_label == label and not r.error
+            ]
+            retention = summarize(runs, name, label).retention_within
+            if not chosen or retention is None:
+                continue
+            dollars = sum(cost_of(run.rows, price).dollars for run in chosen)
+            points[label].append((index, dollars, retention))
+    if not any(points.values()):
+        return None
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    drawn = [label for label in budgets if points[label]]
+    width = 4.0 * len(drawn) + 2.6  # the legend takes the right-hand 2.6 inches
+    fig, axes = plt.subplots(1, len(drawn), figsize=(width, 4.2), squeeze=False)
+    for ax, label in zip(axes[0], drawn, strict=True):
+        for index, dollars, retention in points[label]:
+            ours = names[index].startswith("context-graph")
+            ax.scatter(
+                dollars,
+                retention,
+                marker="o" if ours else "s",
+                color=f"C{index % 10}",
+                label=names[index],
+                zorder=3,
+            )
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"${value:,.3g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel(f"{price.provider} input dollars, all sessions (log)")
+        ax.set_ylabel("retention within budget")
+        ax.set_title(f"budget {label}", fontsize=9)
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="center right")
+    fig.tight_layout(rect=(0, 0, 1 - 2.6 / width, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return (
+        f"Input dollars at {price.provider}'s prompt-caching prices ({price.model}) against "
+        "within-budget retention, every contender at each budget: up and to the left is better"
+    )

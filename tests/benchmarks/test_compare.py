@@ -121,10 +121,16 @@ class TestFastMode:
             assert f"| {spec.name} | " in page
         assert page.count("| zero validity errors | all |") == 1
         if matplotlib_available():
-            assert len(measured.plots) == 6
+            assert len(measured.plots) == len({s.family for s in measured.sessions})
             for image, _ in measured.plots:
                 assert (out.parent / image).stat().st_size > 0
                 assert f"]({image})" in page
+            # The dollars plot goes with its section, after the tables and before the targets.
+            image, _ = measured.section_plots["dollars"]
+            assert (out.parent / image).read_bytes().startswith(b"\x89PNG")
+            where = page.index(f"]({image})")
+            assert page.index("### Dollars, with prompt caching") < where
+            assert where < page.index("### The issue's targets")
 
 
 def test_main_names_the_folder_without_sessions(tmp_path: Path) -> None:
