@@ -178,6 +178,8 @@ def long_session_section(
         long_session.main,
         ["--traces", str(traces), *(["--plot", str(image)] if plotted else [])],
     )
+    progress("long-session benchmark, the long version (about 10M tokens)")
+    long_table = _captured(long_session.main, ["--traces", str(traces), "--tokens", "10M"])
     return "\n".join(
         [
             "## Time per call on a long session, against LangChain `trim_messages`",
@@ -201,5 +203,9 @@ def long_session_section(
             f"![mean time per call along the session, and the time summed]({image_ref})"
             if plotted
             else "(No plot: matplotlib is not installed; `pip install '.[bench]'` draws it.)",
+            "",
+            "The long version, `--tokens 10M` (the same tasks, more rounds):",
+            "",
+            long_table,
         ]
     )
