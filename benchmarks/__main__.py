@@ -6,7 +6,7 @@ model contexts, OpenHands-style observation masking), compares Claude Code's rec
 compactions with ours, reruns the ingest, render, processor and distiller benchmarks,
 and writes the page with its plots (docs/img/). Progress goes to stderr.
 
-    python -m benchmarks                     # everything (7 to 9 minutes on 2 cores)
+    python -m benchmarks                     # everything (about half an hour on 2 cores)
     python -m benchmarks --fast --out /tmp/b.md   # a few small sessions, one budget
     python -m benchmarks --only tau_bench_gpt4o_airline
 """
