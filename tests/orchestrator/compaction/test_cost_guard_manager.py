@@ -206,7 +206,7 @@ class TestOneRun:
     def _session() -> list[AgentEvent]:
         """A large early read, a small early bash output, then a second task's tool loop."""
         events = _events(first_lines=1_000)
-        small = [
+        small: list[AgentEvent] = [
             AssistantTurn(content="Checking.", tool_calls=[ToolCall(id="cx", name="bash")]),
             ToolResult(call_id="cx", content=_output(99, 20)),
         ]
