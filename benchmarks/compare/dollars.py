@@ -136,7 +136,13 @@ def dollars_section(runs: Sequence[Run], names: Sequence[str], budgets: Sequence
         "(`GuardConfig(cost_aware=True)`, weighing at Anthropic's prices): a compaction "
         "whose cache rewrite costs more at the next call than the tokens it frees save "
         "over the calls expected (as many as the session has made so far) waits, unless "
-        "the request does not fit. The line under each table sets the two side by side.",
+        "the request does not fit; and a run that shrinks only the new outputs (which no "
+        "request carried yet, so the cached prefix stays whole) goes on down to the "
+        "low-water mark instead of stopping just under the level that fired, which puts "
+        "off the next compaction that rewrites the history. The coding profile compacts "
+        "only when a request (nearly) no longer fits, so there is little to wait for; "
+        "what it changes comes from the second rule. The line under each table sets the "
+        "two side by side.",
         "",
     ]
     for label in budgets:

@@ -363,12 +363,22 @@ class Compactor:
         new outputs stalls, so a whole-view run after it goes on to the stages that can
         still free something (the summary) instead of rewriting old outputs for little,
         once more per turn.
+
+        With the cost guard (`GuardConfig.cost_aware`) the pass goes on down to the run's
+        low-water mark (`settings.target`), not just under `relief`: its edits keep every
+        message already sent, so going deeper rewrites nothing cached and the freed
+        tokens are never written to the cache nor read from it (`cost_guard`), and it
+        puts off the next compaction, which rewrites the cached history. It is still
+        over once the request fits `relief`.
         """
+        goal = relief
+        if guards.cost_aware and settings.target is not None:
+            goal = min(relief, settings.target)
         await self._pipeline(
             self._options.triggers.default_pipeline,
             settings,
             total,
-            done=functools.partial(self.fits, renderer, relief),
+            done=functools.partial(self.fits, renderer, goal),
             guards=guards,
             mode=mode,  # an overflow's relief must compact too (the cost guard lets it)
             only=frozenset(self._state.unsent),

@@ -24,6 +24,18 @@ applies when `saving >= cost` and waits otherwise. It never waits when waiting c
 leave a request over its budget: in a run that must compact (a request that does not
 fit, `RunMode.OVERFLOW`; a manual `compact()`) and whenever the view is over the budget.
 
+The guard also goes the other way, where that pays: a run that edits only what no
+request has carried yet (the compactor's relief pass on the new outputs) rewrites
+nothing cached (its `cost` is at most zero; the weighing still runs, so an edit that
+drops the view under the provider's minimum cached prefix can still wait), so with
+`cost_aware` that pass goes on to the run's low-water mark (`compact_to`) instead of
+stopping just under the level that fired: the freed tokens are never written nor read,
+and the next compaction, which rewrites the cached history, comes later. On the shared
+coding sessions that is where the guard saves: the built-in profiles compact only when
+a request (nearly) no longer fits, so a proposal that waits runs a call or two later
+anyway while every call in between reads more (weighing an overflow run's proposals
+once the request fits, tried, made the bill larger, not smaller).
+
 `N` is `GuardConfig.expected_calls` when set; by default it is the number of calls the
 session has made so far (its assistant turns), at least 1. A session that has run `n`
 calls is as likely to stop before `2n` as after it, when nothing else is known about

@@ -84,8 +84,10 @@ class GuardConfig(BaseModel):
     cost_aware: bool = False
     """Let a proposal wait when rewriting the cached prompt costs more than it saves over
     the calls expected (`orchestrator.compaction.cost_guard`); never when a request does
-    not fit. Off by default: it changes when compaction happens, so turning it on is the
-    user's choice (and keeps every request rendered without it as it was)."""
+    not fit. With it, the relief pass (new outputs only) goes on to the run's low-water
+    mark instead of stopping under the level that fired. Off by default: it changes
+    when compaction happens, so turning it on is the user's choice (and keeps every
+    request rendered without it as it was)."""
     price: CachePrice | None = None
     """The caching prices the cost guard weighs with (`orchestrator.pricing.price_for`);
     `None`: those of the manager's format (OpenAI's outside a manager)."""

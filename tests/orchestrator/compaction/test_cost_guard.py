@@ -209,3 +209,21 @@ class TestMeasureRewrite:
             rewrite.prefix_tokens
         )
         assert measure_rewrite(working.view, after, 5, later).cached_tokens == 5
+
+
+class TestUnsentEdits:
+    """An edit of what the cache does not hold costs nothing at the next call."""
+
+    @given(rewrite=rewrites(), price=st.sampled_from(PRICES), calls=st.integers(1, 10_000))
+    def test_an_edit_after_the_cached_part_never_costs(
+        self, rewrite: Rewrite, price: CachePrice, calls: int
+    ) -> None:
+        """From the first uncached token on, a rewrite adds no dollars at the next call."""
+        held = rewrite.view_tokens if rewrite.cached_tokens is None else rewrite.cached_tokens
+        if rewrite.prefix_tokens < held:
+            rewrite = Rewrite(
+                rewrite.view_tokens, held, min(rewrite.freed, rewrite.view_tokens - held), held
+            )
+        verdict = weigh_rewrite(rewrite, price, calls)
+        assert verdict.cost <= 1e-12
+        assert verdict.apply == (verdict.saving >= verdict.cost)

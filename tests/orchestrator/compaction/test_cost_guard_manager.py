@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -9,9 +10,11 @@ from hypothesis import strategies as st
 
 from context_graph import AgentEvent, AssistantTurn, SystemPrompt, ToolCall, ToolResult, UserTurn
 from context_graph.errors import BudgetExceededError
+from context_graph.render import RenderResult
+from context_graph.testing import WordCounter
 from orchestrator import ContextManager, GuardConfig, TriggerConfig
 from orchestrator.bus import Recorder
-from processors import ObservationMasker
+from processors import ObservationMasker, ToolOutputTruncator
 
 BUDGET = 40_000
 
@@ -163,6 +166,38 @@ class TestNeverOverBudget:
             result = await guarded.render()
             assert result.tokens <= budget
 
+    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(session=sessions(), cap=st.integers(40, 400))
+    async def test_a_deeper_relief_fits_as_without_the_guard(
+        self, session: tuple[list[AgentEvent], int], cap: int
+    ) -> None:
+        """With truncating stages the relief pass runs deeper with the guard; still in budget."""
+        events, budget = session
+
+        def manager(guards: GuardConfig) -> ContextManager:
+            return _manager(
+                guards,
+                budget=budget,
+                pipeline=[
+                    ToolOutputTruncator(max_tokens=cap * 2),
+                    ToolOutputTruncator(max_tokens=cap),
+                ],
+                triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.9, hysteresis=0.1),
+            )
+
+        guarded, plain = manager(GuardConfig(cost_aware=True)), manager(GuardConfig())
+        for event in events:
+            guarded.ingest([event])
+            plain.ingest([event])
+            if not isinstance(event, ToolResult):
+                continue
+            try:
+                await plain.render()
+            except BudgetExceededError:
+                continue
+            result = await guarded.render()
+            assert result.tokens <= budget
+
 
 class TestOneRun:
     """Within one run, what an earlier stage rewrote is not charged to a later one."""
@@ -171,7 +206,7 @@ class TestOneRun:
     def _session() -> list[AgentEvent]:
         """A large early read, a small early bash output, then a second task's tool loop."""
         events = _events(first_lines=1_000)
-        small = [
+        small: list[AgentEvent] = [
             AssistantTurn(content="Checking.", tool_calls=[ToolCall(id="cx", name="bash")]),
             ToolResult(call_id="cx", content=_output(99, 20)),
         ]
@@ -189,3 +224,49 @@ class TestOneRun:
         recorder = await _at_boundary(both, self._session())
         assert recorder.of("proposal_waited") == []
         assert len(recorder.of("proposal_applied")) == 2
+
+
+class TestDeeperRelief:
+    """A run that shrinks only the unsent outputs goes on to the low-water mark."""
+
+    @staticmethod
+    async def _relieved(guards: GuardConfig) -> tuple[list[str], list[str], int]:
+        """The messages before the large output and after its render, and its tokens sent."""
+        manager = ContextManager(
+            counter=WordCounter(),
+            budget=20_000,
+            guards=guards,
+            triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.9, hysteresis=0.1),
+            pipeline=[ToolOutputTruncator(max_tokens=4_000), ToolOutputTruncator(max_tokens=1_000)],
+            compact_to=0.4,
+        )
+        manager.add_system("You are a careful coding agent.")
+        manager.add_user("Find why the export of report 42 fails.")
+        before: list[str] = []
+        for step in range(8):
+            manager.add_assistant(f"Step {step}.", [{"id": f"c{step}", "name": "read"}])
+            manager.add_tool_result(f"c{step}", _words(950, step))
+            before = _messages(await manager.render())
+        manager.add_assistant("Reading the log.", [{"id": "big", "name": "read"}])
+        manager.add_tool_result("big", _words(11_000, 99))  # over the hard level, within budget
+        result = await manager.render()
+        assert result.tokens <= 20_000
+        view = manager.working.view
+        (newest,) = [view[i] for i in view.current_ids() if view[i].meta.get("truncated")]
+        return before, _messages(result), manager.working.token_cache.count_node(newest)
+
+    async def test_the_guard_cuts_the_new_output_further_and_keeps_the_cache(self) -> None:
+        """Off, the first cut (under the hard level) ends the pass; on, the second runs too."""
+        sent, plain, plain_tokens = await self._relieved(GuardConfig())
+        sent_guarded, guarded, guarded_tokens = await self._relieved(GuardConfig(cost_aware=True))
+        assert plain[: len(sent)] == sent and guarded[: len(sent_guarded)] == sent_guarded
+        assert guarded_tokens < 1_500 < 3_500 < plain_tokens
+        assert len(guarded) == len(plain) == len(sent) + 2
+
+
+def _words(count: int, step: int) -> str:
+    return " ".join(f"w{step}x{k}" for k in range(count))
+
+
+def _messages(result: RenderResult) -> list[str]:
+    return [json.dumps(m, sort_keys=True) for m in result.payload["messages"]]
