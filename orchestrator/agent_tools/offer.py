@@ -36,19 +36,23 @@ class ToolOffer:
         self._names = frozenset(names)
         self._working = working
         self._expand_offered = EXPAND_TOOL not in self._names
+        self._seen = 0
+        """The pristine record's size when `_ever_called` last read it."""
+        self._scanned = 0
+        """How many of its transcript nodes `_ever_called` has read."""
 
     def held_back(self, tools: Sequence[ToolSpec]) -> tuple[ToolSpec, ...] | None:
         """`tools` without `context_expand` while nothing was ever compacted; else `None`.
 
-        A view that holds a call to an agent tool gets them all (some providers refuse
-        a call to a tool the request does not define).
+        A session that holds a call to an agent tool gets them all (some providers
+        refuse a call to a tool the request does not define).
 
         `None` means: send `tools` as they are. Once something was compacted it stays
         `None` for the manager's life (the tool set stays the same from then on).
         """
         if self._expand_offered:
             return None
-        if self.compacted() or self.history_calls():
+        if self.compacted() or self._ever_called():
             self._expand_offered = True
             return None
         kept = tuple(spec for spec in tools if spec.name != EXPAND_TOOL)
@@ -71,11 +75,20 @@ class ToolOffer:
             return None
         return kept
 
+    def _ever_called(self) -> bool:
+        """Whether the session ever held a call to an agent tool (reads only what is new)."""
+        pristine = self._working.view.pristine
+        if len(pristine) == self._seen:
+            return False
+        self._seen = len(pristine)
+        ids = pristine.transcript()
+        fresh, self._scanned = ids[self._scanned :], len(ids)
+        return any(self._is_call(pristine[node_id]) for node_id in fresh)
+
+    def _is_call(self, node: object) -> bool:
+        return isinstance(node, ToolCallNode) and node.name in self._names
+
     def history_calls(self) -> bool:
         """Whether the view holds a call to one of the agent tools."""
         view = self._working.view
-        for node_id in view.current_ids():
-            node = view[node_id]
-            if isinstance(node, ToolCallNode) and node.name in self._names:
-                return True
-        return False
+        return any(self._is_call(view[node_id]) for node_id in view.current_ids())
