@@ -48,6 +48,7 @@ from context_graph.graph.sdk_replies import read_response
 from context_graph.render import Renderer, RenderResult
 from context_graph.tokens.counting import ProviderFormat, TokenCounter
 from orchestrator.agent_tools.expander import Expander
+from orchestrator.agent_tools.offer import ToolOffer
 from orchestrator.agent_tools.runner import AgentToolRunner
 from orchestrator.agent_tools.specs import agent_tool_specs
 from orchestrator.bus import EventBus
@@ -243,6 +244,7 @@ class ContextManager(EventAdders):
             options.agent_tools, expander, self.compact, self._compactor.slot, self._working
         )
         self._withdrawer = Withdrawer(self._working, self._state, self._keeper, self._bus)
+        self._offer = ToolOffer(options.agent_tools, self._working)
 
     @classmethod
     def open(
@@ -465,22 +467,35 @@ class ContextManager(EventAdders):
         self._background.raise_failure()
         await self._screen.snapshot()  # redacts what is new
         renderer = self._renderers.get(fmt)
+        held = self._offer.held_back(renderer.tools)
+        with self._renderers.tools_for_call(held):
+            due = self._due(limit)
+            if held is not None and not due and self._compactor.fits(renderer, limit):
+                return self._finish(renderer, fmt, limit)
+        # A compaction makes room for what it will let the model expand, at once.
+        timed_out = await self._compact_for(renderer, limit, due=due)
+        await self._screen.snapshot()  # what the compaction wrote, too
+        with self._renderers.tools_for_call(self._offer.held_back(renderer.tools)):
+            return self._finish(renderer, fmt, limit, timed_out=timed_out)
+
+    async def _compact_for(self, renderer: Renderer, limit: int | None, *, due: bool) -> bool:
+        """Compact as the triggers (`due`) and the budget ask; whether a time limit cut it short."""
         compactor = self._compactor
-        due = self._due(limit)
         timed_out = False
         if limit is not None and not compactor.fits(renderer, limit):
             await compactor.slot.wait()  # the background run may make it fit
             if not compactor.fits(renderer, limit):
                 run = await compactor.run(RunMode.OVERFLOW, limit, renderer)
                 timed_out = run.timed_out
-            if not compactor.fits(renderer, limit):
-                timed_out = await compactor.shrink_floor(renderer, limit) or timed_out
+            # The floor is cut for the request, not for the agent tools' definitions.
+            with self._renderers.tools_for_call(self._offer.lean(renderer.tools)):
+                if not compactor.fits(renderer, limit):
+                    timed_out = await compactor.shrink_floor(renderer, limit) or timed_out
         elif due and self._background.active:
             self._background.start()
         elif due:
             timed_out = (await compactor.run(RunMode.SOFT, limit, renderer)).timed_out
-        await self._screen.snapshot()  # what the compaction wrote, too
-        return self._finish(renderer, fmt, limit, timed_out=timed_out)
+        return timed_out
 
     def _render_options(
         self, format: ProviderFormat | None, budget: int | None
@@ -577,8 +592,10 @@ class ContextManager(EventAdders):
         if not self._background.failed and self._options.redactor is None:
             fmt, limit = self._render_options(format, budget)
             renderer = self._renderers.get(fmt)
-            if not self._due(limit) and (limit is None or self._compactor.fits(renderer, limit)):
-                return self._finish(renderer, fmt, limit)
+            with self._renderers.tools_for_call(self._offer.held_back(renderer.tools)):
+                due = self._due(limit)
+                if not due and (limit is None or self._compactor.fits(renderer, limit)):
+                    return self._finish(renderer, fmt, limit)
         return anyio.run(functools.partial(self._render, format, budget))
 
     async def compact(self, instructions: str | None = None) -> PipelineRun:

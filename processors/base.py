@@ -15,6 +15,7 @@ proposal = await ToolOutputTruncator(max_tokens=2_000).propose(nodes, ctx)
 from __future__ import annotations
 
 import inspect
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -185,6 +186,21 @@ class ProcessorContext:
             return None
         return f"[call context_expand with id {node_id} to restore {what}]"
 
+    def without_hint(self, text: str) -> str:
+        """`text` without the `expand_hint` line it ends with, if it ends with one.
+
+        A processor that rewrites a compacted piece (truncating a distillate) appends a
+        hint of its own: the old one would be said twice. Unless `expand_hints` is set,
+        `text` is returned as it is.
+        """
+        if not self.expand_hints:
+            return text
+        head, newline, last = text.rpartition("\n")
+        return head if newline and _HINT.fullmatch(last) else text
+
+
+_HINT = re.compile(r"\[call context_expand with id \S+ to restore [^\]\n]*\]")
+"""The line `ProcessorContext.expand_hint` writes."""
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 

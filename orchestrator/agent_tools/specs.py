@@ -39,20 +39,11 @@ AGENT_TOOLS: Final[Mapping[str, ToolSpec]] = MappingProxyType(
     {
         EXPAND_TOOL: ToolSpec(
             name=EXPAND_TOOL,
-            description=(
-                "Restore content that was compacted to fit the context window: a masked, "
-                "truncated, distilled or summarized piece names the id to pass. The original "
-                "is back in the following requests."
-            ),
+            # Every request carries it, inside the budget: each word costs history.
+            description="Restore a compacted piece of the context by the id it names.",
             parameters={
                 "type": "object",
-                "properties": {
-                    "id": {
-                        "type": "string",
-                        "description": "The id the placeholder names.",
-                        "maxLength": MAX_ID_CHARS,
-                    }
-                },
+                "properties": {"id": {"type": "string"}},
                 "required": ["id"],
             },
         ),

@@ -215,14 +215,20 @@ class ToolOutputTruncator:
             return None
         options = self._options
         policy = self.policy_for(node.name)
+        hint = ctx.expand_hint(node.id, "the whole output")
+        # The hint counts in the target, and a piece cut again says it once.
+        source = ctx.without_hint(node.text)
+        limit = options.max_tokens
+        if hint is not None:
+            limit = max(limit - ctx.tokens.count_text(f"\n{hint}"), limit // 2)
         cut = truncate_text(
-            node.text,
+            source,
             count=ctx.tokens.counter.count,
-            max_tokens=options.max_tokens,
+            max_tokens=limit,
             max_bytes=options.max_bytes,
             policy=policy,
             context_lines=options.context_lines,
-            tokens=ctx.tokens.count_text(node.text),
+            tokens=ctx.tokens.count_text(source),
             seams=seams,
             piece_count=ctx.tokens.count_text,
         )
@@ -235,7 +241,6 @@ class ToolOutputTruncator:
             ctx.tokens.count_pieces(cut.pieces)
         record = {"policy": policy, "format": cut.format, "max_tokens": options.max_tokens}
         meta = {**node.meta, "truncated": record}
-        hint = ctx.expand_hint(node.id, "the whole output")
         text = cut.text if hint is None else f"{cut.text}\n{hint}"
         return replacement_for(node, _with_text(node.content, text), meta=meta)
 

@@ -95,7 +95,7 @@ class TestToolsInTheRequest:
     ) -> None:
         """`("expand", "compact")` adds both tools, in that order."""
         manager = make(format=fmt, agent_tools=("expand", "compact"))
-        fill(manager, steps=1)
+        fill(manager)
         body = manager.render_sync().payload
         assert tool_names(body, fmt) == ["context_expand", "context_compact"]
         assert sdk_problems(body, fmt) == []
@@ -103,7 +103,7 @@ class TestToolsInTheRequest:
     def test_the_tools_count_inside_the_budget(self, make: Callable[..., ContextManager]) -> None:
         """A request with the agent tools is larger by their size, and still fits."""
         plain = make(agent_tools=False)
-        tooled = make()
+        tooled = make(agent_tools=("compact",))
         fill(plain, steps=1)
         fill(tooled, steps=1)
         assert tooled.render_sync().tokens > plain.render_sync().tokens
@@ -113,7 +113,7 @@ class TestToolsInTheRequest:
     ) -> None:
         """`render(tools=...)` replaces the user's tools for one call, not the agent tools."""
         manager = make(tools=[{"name": "bash", "input_schema": {"type": "object"}}])
-        fill(manager, steps=1)
+        fill(manager)
         once = manager.render_sync(tools=[{"name": "clock", "input_schema": {"type": "object"}}])
         assert tool_names(once.payload, "openai") == ["clock", "context_expand"]
 

@@ -18,6 +18,9 @@ from orchestrator.manager import ContextManager
 from tests.orchestrator.test_agent_tools import tool_names
 
 BASH = {"name": "bash", "input_schema": {"type": "object"}}
+#: `context_compact` is offered from the first request on (`context_expand` only once
+#: something was compacted, which this session never is).
+COMPACT = ("compact",)
 
 
 def _manager(fmt: ProviderFormat, budget: int | None, **options: Any) -> ContextManager:
@@ -31,7 +34,7 @@ def _manager(fmt: ProviderFormat, budget: int | None, **options: Any) -> Context
 def _sizes(fmt: ProviderFormat) -> tuple[int, int]:
     """The request's size without and with the agent tools (nothing of it can be compacted)."""
     plain = _manager(fmt, None, tools=[BASH]).render_sync().tokens
-    tooled = _manager(fmt, None, tools=[BASH], agent_tools=True).render_sync().tokens
+    tooled = _manager(fmt, None, tools=[BASH], agent_tools=COMPACT).render_sync().tokens
     return plain, tooled
 
 
@@ -46,24 +49,24 @@ class TestWithheld:
         """At the size of the request without them, it is sent, valid, without them."""
         plain, tooled = _sizes(fmt)
         assert tooled > plain
-        manager = _manager(fmt, plain, tools=[BASH], agent_tools=True)
+        manager = _manager(fmt, plain, tools=[BASH], agent_tools=COMPACT)
         with Recorder(manager.bus) as recorder:
             result = manager.render_sync()
         assert result.tokens <= plain
         assert tool_names(result.payload, fmt) == ["bash"]
         _checked(result.payload, fmt)
         (event,) = [e for e in recorder.events if e.name == "agent_tools_withheld"]
-        assert event.payload["tools"] == ("context_expand",)
+        assert event.payload["tools"] == ("context_compact",)
         assert event.payload["budget"] == plain
         assert event.payload["required"] > plain
 
     def test_the_next_request_with_room_carries_them_again(self) -> None:
         """Withheld for one call only: a call with room for them sends them."""
         plain, tooled = _sizes("openai")
-        manager = _manager("openai", plain, tools=[BASH], agent_tools=True)
+        manager = _manager("openai", plain, tools=[BASH], agent_tools=COMPACT)
         assert tool_names(manager.render_sync().payload, "openai") == ["bash"]
         again = manager.render_sync(budget=tooled)
-        assert tool_names(again.payload, "openai") == ["bash", "context_expand"]
+        assert tool_names(again.payload, "openai") == ["bash", "context_compact"]
 
     def test_they_stay_while_a_call_to_them_is_in_the_request(self) -> None:
         """A request holding a call to context_expand keeps the tool, or is refused."""
@@ -82,7 +85,7 @@ class TestWithheld:
     def test_too_small_even_without_them_is_refused_as_before(self) -> None:
         """Below the size without them the call is refused, with the size with them."""
         plain, tooled = _sizes("openai")
-        manager = _manager("openai", plain - 1, tools=[BASH], agent_tools=True)
+        manager = _manager("openai", plain - 1, tools=[BASH], agent_tools=COMPACT)
         with pytest.raises(BudgetExceededError) as refused:
             manager.render_sync()
         assert refused.value.budget == plain - 1
@@ -104,7 +107,7 @@ class TestProperties:
     ) -> None:
         """Any budget: the tools when they fit, else without them when that fits, else refused."""
         plain, tooled = _sizes(fmt)
-        manager = _manager(fmt, budget, tools=[BASH], agent_tools=True)
+        manager = _manager(fmt, budget, tools=[BASH], agent_tools=COMPACT)
         try:
             result = manager.render_sync()
         except BudgetExceededError:
@@ -113,4 +116,4 @@ class TestProperties:
         assert result.tokens <= budget
         _checked(result.payload, fmt)
         names = tool_names(result.payload, fmt)
-        assert names == (["bash", "context_expand"] if budget >= tooled else ["bash"])
+        assert names == (["bash", "context_compact"] if budget >= tooled else ["bash"])

@@ -1,0 +1,174 @@
+"""When the agent tools are in a request, and what they cost in it (`ToolOffer`)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from context_graph import AgentEvent, BudgetExceededError, TiktokenCounter
+from context_graph.render import FORMATS, Renderer
+from context_graph.testing import Recorder, WordCounter
+from context_graph.tokens.counting import ProviderFormat
+from context_graph.validate import validate
+from context_graph.validate.sdk_types import sdk_problems
+from orchestrator import ContextManager
+from orchestrator.agent_tools import AGENT_TOOLS, EXPAND_TOOL
+from orchestrator.replay import model_call_points
+from processors.truncate import ToolOutputTruncator
+from tests.orchestrator.test_agent_tools import fill, tool_names
+from tests.orchestrator.test_manager_properties import sessions
+
+NAMED = re.compile(r"context_expand with id ([^\s\]]+)")
+
+pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.NonInteractiveExampleWarning")
+
+
+def _manager(fmt: ProviderFormat = "openai", **options: Any) -> ContextManager:
+    options.setdefault("counter", WordCounter())
+    options.setdefault("budget", 4_000)
+    options.setdefault("agent_tools", True)
+    return ContextManager(format=fmt, **options)
+
+
+def _one_turn(manager: ContextManager, lines: int = 40) -> ContextManager:
+    """A task and one large tool output after it: all of it is the request's floor."""
+    manager.add_system("You are a careful coding agent.")
+    manager.add_user("Fix the failing test in tests/test_io.py without touching the API.")
+    manager.add_assistant(
+        "Running the tests.",
+        tool_calls=[{"id": "c1", "name": "bash", "arguments": {"cmd": "pytest"}}],
+    )
+    log = "\n".join(f"line {j}: value={j * 7} status=ok" for j in range(lines))
+    manager.add_tool_result("c1", log)
+    return manager
+
+
+class TestDefinition:
+    def test_context_expand_costs_few_tokens(self) -> None:
+        """Its definition, as an OpenAI request carries it, costs under 70 tokens."""
+        counter = TiktokenCounter()
+        empty = _manager(counter=counter, agent_tools=False, budget=None)
+        empty.add_user("hi")
+        bare = Renderer(format="openai").render(empty.working).tokens
+        tooled = Renderer(format="openai", tools=(AGENT_TOOLS[EXPAND_TOOL],))
+        assert tooled.render(empty.working).tokens - bare < 70
+
+
+class TestOffer:
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_no_context_expand_before_anything_is_compacted(self, fmt: ProviderFormat) -> None:
+        """Nothing can be expanded yet: the request carries only the user's tools."""
+        manager = _manager(fmt, tools=[{"name": "bash", "input_schema": {"type": "object"}}])
+        fill(manager, steps=1)
+        result = manager.render_sync()
+        assert manager.working.audit() == ()
+        assert tool_names(result.payload, fmt) == ["bash"]
+        assert validate(result.payload, fmt) == []
+        assert sdk_problems(result.payload, fmt) == []
+
+    def test_the_request_that_compacts_first_carries_it(self) -> None:
+        """The call whose compaction writes the first placeholder offers the tool at once."""
+        manager = _manager(pipeline=[ToolOutputTruncator(max_tokens=50)])
+        fill(manager, steps=1)
+        assert "tools" not in manager.render_sync().payload
+        manager.add_assistant(
+            "Once more.", tool_calls=[{"id": "c9", "name": "bash", "arguments": {}}]
+        )
+        manager.add_tool_result("c9", "\n".join(f"row {j}" for j in range(400)))
+        result = manager.render_sync(budget=900)
+        assert manager.working.audit() != ()
+        assert tool_names(result.payload, "openai") == [EXPAND_TOOL]
+
+    def test_once_offered_it_stays_even_when_all_is_restored(self) -> None:
+        """A restore that brings everything back does not take the tool away again."""
+        manager = _manager(pipeline=[ToolOutputTruncator(max_tokens=50)])
+        fill(manager, steps=2)
+        first = manager.render_sync()
+        assert tool_names(first.payload, "openai") == [EXPAND_TOOL]
+        for node_id in NAMED.findall(json.dumps(first.payload)):
+            assert "restored" in manager.handle_tool_call_sync(EXPAND_TOOL, {"id": node_id})
+        again = manager.render_sync(budget=100_000)
+        assert NAMED.findall(json.dumps(again.payload)) == []
+        assert tool_names(again.payload, "openai") == [EXPAND_TOOL]
+
+    def test_a_call_to_it_in_the_history_brings_it(self) -> None:
+        """A request holding a call to context_expand defines the tool, compacted or not."""
+        manager = _manager("anthropic")
+        manager.add_user("Go on.")
+        manager.add_assistant(
+            "Expanding.",
+            tool_calls=[{"id": "c2", "name": EXPAND_TOOL, "arguments": {"id": "x"}}],
+        )
+        manager.add_tool_result("c2", "context_expand: nothing to restore")
+        assert tool_names(manager.render_sync().payload, "anthropic") == [EXPAND_TOOL]
+
+    def test_context_compact_is_offered_from_the_first_request(self) -> None:
+        """Asking for a compaction needs nothing compacted: that tool is always there."""
+        manager = _manager(agent_tools=("expand", "compact"))
+        fill(manager, steps=1)
+        assert tool_names(manager.render_sync().payload, "openai") == ["context_compact"]
+
+
+class TestFloor:
+    def test_the_floor_is_never_cut_for_their_definitions(self) -> None:
+        """Every budget a manager without agent tools answers is answered with them too.
+
+        The floor's only output must be cut to fit; where it fits cut only without the
+        tools' definitions, the request goes without them, cut as far as that needs.
+        """
+        refused: list[int] = []
+        for budget in range(100, 400, 2):
+            try:
+                _one_turn(_manager(agent_tools=False, budget=budget)).render_sync()
+            except BudgetExceededError:
+                continue
+            try:
+                result = _one_turn(_manager(budget=budget)).render_sync()
+            except BudgetExceededError:
+                refused.append(budget)
+                continue
+            assert result.tokens <= budget
+            assert validate(result.payload, "openai") == []
+        assert refused == []
+
+
+def _named_ids_expand(manager: ContextManager, text: str) -> None:
+    for node_id in NAMED.findall(text):
+        assert manager.expand(node_id)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=sessions(), fmt=st.sampled_from(FORMATS), budget=st.integers(150, 3_000))
+def test_every_request_is_valid_and_offers_what_it_names(
+    events: list[AgentEvent], fmt: ProviderFormat, budget: int
+) -> None:
+    """Each request is valid and in budget, every id it names expands, and once a request
+    carried context_expand every later one does, but for a call that withheld it."""
+    manager = _manager(fmt, budget=budget)
+    points = model_call_points(events)
+    offered = False
+    with Recorder(manager.bus) as recorder:
+        for fed, agent_event in enumerate(events, start=1):
+            manager.ingest([agent_event])
+            if fed not in points:
+                continue
+            seen = len(recorder.events)
+            try:
+                result = manager.render_sync()
+            except BudgetExceededError as exc:
+                assert exc.budget == budget < exc.required
+                continue
+            withheld = "agent_tools_withheld" in [e.name for e in recorder.events[seen:]]
+            assert result.tokens <= budget
+            assert validate(result.payload, fmt) == []
+            text = json.dumps(result.payload, ensure_ascii=False)
+            _named_ids_expand(manager, text)
+            carries = EXPAND_TOOL in tool_names(result.payload, fmt)
+            if NAMED.search(text) or offered:
+                assert carries or withheld
+            offered = offered or carries
