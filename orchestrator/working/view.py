@@ -323,10 +323,11 @@ class WorkingView(GraphView):
         """Newer nodes pointing at `node_id` by `kind`; its stand-in for `derived_from`."""
         _ = self[node_id]  # raises for an id the view cannot explain
         found: tuple[str, ...] = ()
-        if node_id in self._graph:
-            found = tuple(
-                s for s in self._graph.sources(node_id, kind) if self._within(self._graph[s])
-            )
+        graph = self._graph
+        if node_id in graph:
+            found = graph.sources(node_id, kind)
+            if found and self._frozen is not None:  # a live view holds every pristine node
+                found = tuple(s for s in found if self._within(graph[s]))
         overlay = self._overlay
         successor = overlay.replaced_by.get(node_id) or overlay.abstracted_by.get(node_id)
         return (*found, successor) if kind == "derived_from" and successor else found
