@@ -50,6 +50,12 @@ _CODE_LINE = re.compile(
 )
 # The unindented line that ends a Python traceback: `pkg.mod.SomeError: message`.
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::.*)?\r?$", re.M)
+# What every match of `_ERROR_LINE` holds, lowercased: the cheap test that skips its
+# scan of an output with none (the scan walks every position of a long output). Under
+# IGNORECASE two characters besides `i` and `I` match `i` (U+0130, U+0131, whose
+# `lower()` is no `i`): a text holding one is scanned whatever the test says.
+_ERROR_WORDS = ("error", "exception", "traceback", "fatal", "panic", "fail")
+_OTHER_IS = ("\u0130", "\u0131")
 _GIST_CHARS = 120
 # Entities a failed call's placeholder names at most (about 100 tokens).
 _ERROR_ENTITIES = 24
@@ -274,6 +280,27 @@ def _first_error_line(text: str, *, is_error: bool = False) -> str | None:
     ends it. When the tool flagged an error but no line looks like one, the first
     non-empty line is the best gist there is.
     """
+    line = _error_line(text) if _may_name_an_error(text) else None
+    if line is None and is_error:
+        line = next((ln for ln in text.splitlines() if ln.strip()), None)
+    if line is None:
+        return None
+    line = " ".join(line.split())
+    if len(line) > _GIST_CHARS:
+        line = line[: _GIST_CHARS - 1].rstrip() + "…"
+    return line or None
+
+
+def _may_name_an_error(text: str) -> bool:
+    """Whether `_ERROR_LINE` may match in `text` (`False`: it surely does not)."""
+    if any(other in text for other in _OTHER_IS):
+        return True
+    lowered = text.lower()
+    return any(word in lowered for word in _ERROR_WORDS)
+
+
+def _error_line(text: str) -> str | None:
+    """The first line `_ERROR_LINE` finds that is no source line (a traceback's end)."""
     line = None
     for match in _ERROR_LINE.finditer(text):
         candidate = _line_at(text, match.start())
@@ -284,14 +311,7 @@ def _first_error_line(text: str, *, is_error: bool = False) -> str | None:
             raised = _EXCEPTION_LINE.search(text, match.end())
             line = raised.group(0) if raised else candidate
         break
-    if line is None and is_error:
-        line = next((ln for ln in text.splitlines() if ln.strip()), None)
-    if line is None:
-        return None
-    line = " ".join(line.split())
-    if len(line) > _GIST_CHARS:
-        line = line[: _GIST_CHARS - 1].rstrip() + "…"
-    return line or None
+    return line
 
 
 def _plural(count: int, noun: str) -> str:

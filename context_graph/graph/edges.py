@@ -104,13 +104,17 @@ class EdgeSet:
                 if kind is None or k == kind:
                     yield u, v, k
 
+    # `targets` and `sources` read networkx's adjacency dicts (`succ`, `pred`) in the order
+    # `out_edges` / `in_edges` give them, without building an edge view per call: the
+    # processors ask for a node's sources once per target at every compaction.
+
     def targets(self, node_id: str, kind: EdgeKind) -> tuple[str, ...]:
         """The nodes that `node_id` points at by edges of `kind` (older nodes)."""
-        return tuple(v for _, v, d in self._g.out_edges(node_id, data=True) if kind in d["kinds"])
+        return tuple(v for v, d in self._g.succ[node_id].items() if kind in d["kinds"])
 
     def sources(self, node_id: str, kind: EdgeKind) -> tuple[str, ...]:
         """The nodes that point at `node_id` by edges of `kind` (newer nodes)."""
-        return tuple(u for u, _, d in self._g.in_edges(node_id, data=True) if kind in d["kinds"])
+        return tuple(u for u, d in self._g.pred[node_id].items() if kind in d["kinds"])
 
     def view(self) -> nx.DiGraph:
         """A read-only networkx view of the structure (node ids; edges with `kinds`)."""

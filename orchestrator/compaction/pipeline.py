@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -97,8 +97,9 @@ def _name(processor: Processor) -> str:
 
 def output_targets(view: WorkingView, units: Sequence[Unit] | None = None) -> tuple[Node, ...]:
     """Tool outputs, file reads and sub-agent answers in `units` (the view's), unpinned."""
-    chosen = view.units() if units is None else units
-    nodes = (view[node_id] for unit in chosen for node_id in unit.node_ids)
+    if units is None:
+        return tuple(node for node in view.answers() if not node.pinned)
+    nodes = (view[node_id] for unit in units for node_id in unit.node_ids)
     return tuple(node for node in nodes if node.kind in ANSWER_KINDS and not node.pinned)
 
 
@@ -203,7 +204,11 @@ def _targets(
 
 def stands_for(working: WorkingGraph, node: Node, ids: frozenset[str]) -> bool:
     """Whether `node` is one of `ids` or an edited copy of one (through its pristine roots)."""
-    return node.id in ids or not ids.isdisjoint(working.roots(node.id))
+    if node.id in ids:
+        return True
+    if node.seq is not None and working.view.overlay.node(node.id) is None:
+        return False  # a pristine transcript node: its only root is itself
+    return not ids.isdisjoint(working.roots(node.id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,25 +326,47 @@ def summary_chain(view: WorkingView, proposal: Proposal) -> int:
     """
     # Walked down from the new summaries only: each processor summary's parts are its
     # `abstracts` that the overlay has it abstract (an imported compaction has none),
-    # so nothing here is proportional to the whole history's overlay.
+    # so nothing here is proportional to the whole history's overlay. Only the parts
+    # that are summaries lead further down, so only the summaries are remembered.
     overlay = view.overlay
     lengths: dict[str, int] = {}
 
-    def length(node_id: str) -> int:
-        known = lengths.get(node_id)
-        if known is not None:
-            return known
-        node = overlay.derived.get(node_id) or view[node_id]
-        if node.kind != "summary":
-            found = 0
-        else:
-            parts = (p for p in node.abstracts if overlay.abstracted_by.get(p) == node_id)
-            found = 1 + max(map(length, parts), default=0)
-        lengths[node_id] = found
-        return found
+    def length(summary: Node) -> int:
+        known = lengths.get(summary.id)
+        if known is None:
+            parts = _summary_parts(view, summary)
+            known = lengths[summary.id] = 1 + max(map(length, parts), default=0)
+        return known
 
     added = (edit.summary.id for edit in proposal.edits if isinstance(edit, Abstract))
-    return max((length(summary_id) for summary_id in added), default=0)
+    nodes = (overlay.derived.get(i) or view[i] for i in added)
+    return max((length(node) for node in nodes if node.kind == "summary"), default=0)
+
+
+def _summary_parts(view: WorkingView, summary: Node) -> Iterator[Node]:
+    """The summaries among the parts of `summary`: its `abstracts` it abstracts now.
+
+    A part is looked up only when it may be a summary: a derived node, a pristine
+    summary (or a withdrawn node, which `by_kind` no longer lists), or an id the
+    pristine graph lacks (the lookup raises, as it would for any unknown id).
+    """
+    overlay = view.overlay
+    abstracted_by, derived, undone = overlay.abstracted_by, overlay.derived, overlay.undone
+    pristine = view.pristine
+    maybe = {*pristine.by_kind("summary"), *pristine.withdrawn()} if not view.frozen else None
+    summary_id = summary.id
+    for part in summary.abstracts:
+        if abstracted_by.get(part) != summary_id:
+            continue
+        node = derived.get(part)
+        if node is None:
+            node = undone.get(part)
+        if node is None:
+            if maybe is not None and part not in maybe and part in pristine:
+                continue  # a pristine node of another kind
+            node = view[part]
+        if node.kind == "summary":
+            yield node
 
 
 async def run_pipeline(

@@ -9,12 +9,12 @@ anything else projects afresh.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
 from context_graph.graph.context_graph import ContextGraph
-from context_graph.graph.nodes import Node
+from context_graph.graph.nodes import ANSWER_KINDS, Node
 from context_graph.graph.units import Unit
 from orchestrator.working.figures import ViewFigures, figures_counted
 from orchestrator.working.overlay import Overlay
@@ -44,6 +44,9 @@ class Projection:
     chunks: tuple[Chunk, ...]
     # Handed out by `units()`; `None` after the list changed.
     frozen_units: tuple[Unit, ...] | None = None
+    # The tool outputs, file reads and sub-agent answers among the units' nodes, in
+    # order (`Projector.answers`); `None` after the list changed.
+    answers: tuple[Node, ...] | None = None
     # Counted on first use, then kept up to date with appends: triggers read them
     # after every ingest.
     figures: ViewFigures | None = None
@@ -64,6 +67,7 @@ class Projection:
             self.key,
             self.chunks,
             self.frozen_units,
+            self.answers,
             None if self.figures is None else self.figures.copy(),
         )
 
@@ -108,6 +112,18 @@ class Projector:
         if projection.frozen_units is None:
             projection.frozen_units = tuple(projection.units)
         return projection.frozen_units
+
+    def answers(self, node: Callable[[str], Node]) -> tuple[Node, ...]:
+        """The view's nodes of the `ANSWER_KINDS`, in order, read by id with `node`.
+
+        Kept with the projection: every stage of a compaction asks for them, and a
+        stage that applied nothing leaves the next one the same projection.
+        """
+        projection = self._current()
+        if projection.answers is None:
+            nodes = (node(i) for unit in projection.units for i in unit.node_ids)
+            projection.answers = tuple(n for n in nodes if n.kind in ANSWER_KINDS)
+        return projection.answers
 
     def unit_of(self, node_id: str) -> Unit | None:
         """The view's unit that holds `node_id`, or `None`."""
@@ -265,7 +281,7 @@ class Projector:
         else:
             known = len(projection.units[index])
             projection.units[index] = unit
-        projection.frozen_units = None
+        projection.frozen_units = projection.answers = None
         for node_id in unit.node_ids:
             projection.unit_of[node_id] = unit
         figures = projection.figures

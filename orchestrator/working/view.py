@@ -156,11 +156,20 @@ class WorkingView(GraphView):
 
     def get(self, node_id: str) -> Node | None:
         """Any node the view can explain (pristine or derived), or `None`."""
-        node = self._overlay.node(node_id)
+        # `Overlay.node` and `_within`, inlined: every lookup of a compaction comes here.
+        overlay = self._overlay
+        node = overlay.derived.get(node_id)
+        if node is None:
+            node = overlay.undone.get(node_id)
         if node is not None:
             return node
         node = self._graph.get(node_id)
-        return node if node is not None and self._within(node) else None
+        if node is None:
+            return None
+        frozen = self._frozen
+        if frozen is None or node.seq is None or node.seq < frozen.limit:
+            return node
+        return None
 
     def __getitem__(self, node_id: str) -> Node:
         node = self.get(node_id)
@@ -228,6 +237,10 @@ class WorkingView(GraphView):
     def units(self) -> tuple[Unit, ...]:
         """The current view's interaction units, in order."""
         return self._projector.units()
+
+    def answers(self) -> tuple[Node, ...]:
+        """The current view's tool outputs, file reads and sub-agent answers, in order."""
+        return self._projector.answers(self.__getitem__)
 
     def unit_of(self, node_id: str) -> Unit:
         """The current view's unit that holds `node_id`."""
@@ -310,10 +323,11 @@ class WorkingView(GraphView):
         """Newer nodes pointing at `node_id` by `kind`; its stand-in for `derived_from`."""
         _ = self[node_id]  # raises for an id the view cannot explain
         found: tuple[str, ...] = ()
-        if node_id in self._graph:
-            found = tuple(
-                s for s in self._graph.sources(node_id, kind) if self._within(self._graph[s])
-            )
+        graph = self._graph
+        if node_id in graph:
+            found = graph.sources(node_id, kind)
+            if found and self._frozen is not None:  # a live view holds every pristine node
+                found = tuple(s for s in found if self._within(graph[s]))
         overlay = self._overlay
         successor = overlay.replaced_by.get(node_id) or overlay.abstracted_by.get(node_id)
         return (*found, successor) if kind == "derived_from" and successor else found
