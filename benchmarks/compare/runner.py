@@ -9,6 +9,7 @@ not distort the times and measuring does not distort the memory.
 from __future__ import annotations
 
 import gc
+import json
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -50,7 +51,7 @@ class CallRow:
     kept: int
     """Of those, the ones present verbatim in the request."""
     prefix_reused: bool
-    """Whether the request starts with the previous request's messages."""
+    """Whether the request starts with the previous request's tools and messages."""
     time_ns: int
     """Engine time since the previous call: the feeds and this request."""
     rules: tuple[str, ...] = ()
@@ -58,8 +59,9 @@ class CallRow:
     by_kind: tuple[tuple[int, int], ...] = ()
     """(reference, kept) for each of `facts.KINDS`: user turns, tool errors, gold facts."""
     reused_tokens: int = 0
-    """Tokens of the leading messages equal to the previous request's: what a provider's
-    prompt cache can serve (see `benchmarks.compare.dollars`)."""
+    """Tokens of the leading tool definitions and messages equal to the previous
+    request's: what a provider's prompt cache can serve (see `benchmarks.compare.dollars`).
+    Changed tools reuse nothing: they lead the prompt."""
     probed: tuple[tuple[int, int, int], ...] = ()
     """(active, passed, recoverable) for each of `probes.PROBE_KINDS` (see
     `benchmarks.compare.probes`)."""
@@ -183,7 +185,8 @@ _PRIMING = 3
 
 
 def _shared_prefix(previous: list[str], current: list[str]) -> int:
-    """How many leading messages `current` shares with `previous`."""
+    """How many leading keys (the tools', then each message's) `current` shares with
+    `previous`."""
     shared = 0
     for before, now in zip(previous, current, strict=False):
         if before != now:
@@ -228,11 +231,19 @@ class _Scorer:
         present: set[str] = set()
         for fact in facts:
             present.update(fact.entities)
-        keys = [fact.key for fact in facts]
+        tokens = count_payload(payload, "openai", ctx.cache)
+        # The tool definitions lead the prompt (the providers cache tools, then system,
+        # then messages), so a request whose tools changed reuses nothing of the last one.
+        tools = payload.get("tools")
+        lead_key = json.dumps(tools, sort_keys=True) if tools else ""
+        lead_tokens = 0
+        if tools:
+            bare = {key: value for key, value in payload.items() if key != "tools"}
+            lead_tokens = tokens - count_payload(bare, "openai", ctx.cache)
+        keys = [lead_key, *(fact.key for fact in facts)]
         previous, self._previous = self._previous, keys
         shared = _shared_prefix(previous or [], keys)
         reachable = self._reachable(native)
-        tokens = count_payload(payload, "openai", ctx.cache)
         violations = validate(payload, "openai")
         return CallRow(
             fed=fed,
@@ -248,7 +259,8 @@ class _Scorer:
             time_ns=elapsed,
             rules=tuple(sorted({v.rule for v in violations})),
             by_kind=self._by_kind(reference, reference & present),
-            reused_tokens=sum(fact.tokens for fact in facts[:shared]),
+            reused_tokens=(lead_tokens if shared else 0)
+            + sum(fact.tokens for fact in facts[: max(0, shared - 1)]),
             probed=self._probed(fed, present, reachable),
             recoverable=len((reference - present) & reachable),
         )

@@ -195,6 +195,46 @@ class TestReusedPrefix:
         assert all(row.reused_tokens <= (row.tokens or 0) for row in run.rows)
 
 
+class _Tooled(_Growing):
+    """Sends every message fed so far with one tool, and a second tool from call 3 on."""
+
+    async def request(self, budget: int) -> Any | None:
+        self._calls += 1
+        tools = [_tool("read")] + ([_tool("expand")] if self._calls >= 3 else [])
+        return {"messages": [dict(m) for m in self._messages], "tools": tools}
+
+
+def _tool(name: str) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+
+
+class TestToolsLeadThePrefix:
+    """Tool definitions are cached first: the same tools are reused, changed ones break all."""
+
+    def test_changed_tools_reuse_nothing(self) -> None:
+        counter = TiktokenCounter()
+        session = Session.made(_events())
+        spec = ContenderSpec(name="tooled", family="test", make=lambda b, c: _Tooled(), settings="")
+        run = replay(spec, setup(session, counter), "50%", 10_000, counter, memory=False)
+        cache = NodeTokenCache(counter)
+        messages = [{"role": "user", "content": str(e.content)} for e in session.events]
+        fed = sorted(session.calls)
+        with_tools = count_payload(
+            {"messages": messages[: fed[0]], "tools": [_tool("read")]}, "openai", cache
+        )
+        bare = count_payload({"messages": messages[: fed[0]]}, "openai", cache)
+        first, second, third, fourth = run.rows[:4]
+        # Call 2 reuses the tools and call 1's messages.
+        assert second.prefix_reused
+        assert second.reused_tokens == with_tools - 3
+        assert second.reused_tokens > bare - 3
+        # Call 3 sends a second tool: the cache holds nothing of it.
+        assert not third.prefix_reused and third.reused_tokens == 0
+        # Call 4 has call 3's tools again and reuses them and its messages.
+        assert fourth.prefix_reused and fourth.reused_tokens > 0
+        assert first.reused_tokens == 0
+
+
 class TestCostGuard:
     """The page sets the coding profile with the cost guard against it without."""
 
