@@ -8,8 +8,8 @@ that does not fit. Three rules keep that cost where it helps:
   request: a tool set that changes from one request to the next breaks the provider's
   prompt cache, which starts at the tools.
 - Not where a restore would find no room: when the budget leaves fewer than
-  `MIN_ROOM` tokens beside the system prompt and the first request (which every
-  request keeps), `context_expand` is not offered and compacted pieces name no id
+  `MIN_ROOM` tokens beside the system prompt, the pinned notes and the first request
+  (which every request keeps), `context_expand` is not offered and compacted pieces name no id
   (`hints`): the definition and the hints would take a large share of that room, and
   the expander would refuse nearly every restore. The rule reads only the budget and
   those first nodes, so it says the same at every render of a session and after it is
@@ -31,8 +31,9 @@ from orchestrator.working import WorkingGraph
 
 __all__ = ["MIN_ROOM", "ToolOffer"]
 
-#: Fewest tokens the budget must leave beside the system prompt and the first request
-#: for `context_expand` to be offered (and compacted pieces to name their ids).
+#: Fewest tokens the budget must leave beside the system prompt, the pinned notes and
+#: the first request for `context_expand` to be offered (and compacted pieces to name
+#: their ids).
 MIN_ROOM: Final = 1024
 
 
@@ -52,8 +53,11 @@ class ToolOffer:
         """The pristine record's size when `_ever_called` last read it."""
         self._scanned = 0
         """How many of its transcript nodes `_ever_called` has read."""
-        self._kept: int | None = None
-        """Tokens of the system prompt and the first request, once there is one."""
+        self._kept = 0
+        """Tokens of the system prompt, pinned notes and first request (`_kept_tokens`)."""
+        self._units_read = 0
+        self._first_read = False
+        self._mark = working.view.pristine.unit_mark
 
     def held_back(
         self, tools: Sequence[ToolSpec], budget: int | None
@@ -88,22 +92,32 @@ class ToolOffer:
         return self._expand_offered or self.roomy(budget)
 
     def roomy(self, budget: int | None) -> bool:
-        """Whether `budget` leaves `MIN_ROOM` tokens beside the system prompt and first request."""
+        """Whether `budget` leaves `MIN_ROOM` tokens beside what every request keeps.
+
+        That is what it keeps from the start: the system prompt, pinned notes, the first
+        request (`_kept_tokens`).
+        """
         return budget is None or budget - self._kept_tokens() >= MIN_ROOM
 
     def _kept_tokens(self) -> int:
-        """Tokens of the units up to the first request (system prompt, notes, the request)."""
-        if self._kept is not None:
-            return self._kept
+        """Tokens of the system prompt, pinned notes and first request.
+
+        Reads only the units that are new (all of them again after a withdrawal took
+        units apart): those units are one node each and never grow.
+        """
         pristine = self._working.view.pristine
+        if pristine.units_reshaped_since(self._mark):
+            self._kept, self._units_read, self._first_read = 0, 0, False
+        self._mark = pristine.unit_mark
+        units = pristine.units()
         count = pristine.token_cache.count_node
-        total = 0
-        for unit in pristine.units():
-            total += sum(count(pristine[node_id]) for node_id in unit.node_ids)
-            if unit.kind == "user":
-                self._kept = total  # those nodes never change
-                break
-        return total
+        for unit in units[self._units_read :]:
+            first = unit.kind == "user" and not self._first_read
+            if first or unit.kind == "system" or getattr(pristine[unit.head], "pinned", False):
+                self._kept += sum(count(pristine[node_id]) for node_id in unit.node_ids)
+                self._first_read = self._first_read or first
+        self._units_read = len(units)
+        return self._kept
 
     def compacted(self) -> bool:
         """Whether an edit ever took something out of the view that `context_expand` restores."""

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from context_graph import AgentEvent, BudgetExceededError, TiktokenCounter
+from context_graph import AgentEvent, BudgetExceededError, Note, TiktokenCounter
 from context_graph.render import FORMATS, Renderer
 from context_graph.testing import Recorder, WordCounter
 from context_graph.tokens.counting import ProviderFormat
@@ -152,6 +152,28 @@ class TestRoom:
         assert tool_names(result.payload, "openai") == ([EXPAND_TOOL] if roomy else [])
         assert bool(named_ids(result.payload)) is roomy
         assert validate(result.payload, "openai") == []
+
+    @pytest.mark.parametrize("spare", [MIN_ROOM - 100, MIN_ROOM + 100])
+    def test_a_pinned_note_counts_and_later_requests_do_not(self, spare: int) -> None:
+        """A pinned note, kept in every request, takes room; a later request does not."""
+        manager = _manager(pipeline=[ObservationMasker(keep_turns=1)], budget=None)
+        kept = _long_task(manager, 500)
+        manager.ingest([Note(content=" ".join(["fact"] * 800))])
+        manager.add_user(" ".join(["detail"] * 800))
+        _steps(manager, 0, 4)
+        result = manager.render_sync(budget=kept + 800 + spare)
+        assert manager.working.audit() != ()
+        roomy = spare >= MIN_ROOM
+        assert tool_names(result.payload, "openai") == ([EXPAND_TOOL] if roomy else [])
+
+    def test_a_session_without_a_request_counts_its_system_prompt(self) -> None:
+        """A session that opens with imported history has room beside its system prompt."""
+        manager = _manager(pipeline=[ObservationMasker(keep_turns=1)], budget=None)
+        manager.add_system("You are a careful coding agent.")
+        _steps(manager, 0, 6)
+        result = manager.render_sync(budget=MIN_ROOM + 200)
+        assert manager.working.audit() != ()
+        assert tool_names(result.payload, "openai") == [EXPAND_TOOL]
 
     def test_no_room_compacts_like_without_the_tool(self) -> None:
         """Without room, every request is the one a manager without agent tools sends."""
