@@ -233,8 +233,15 @@ class ContextManager(EventAdders):
         if session is not None:
             self._keeper.load(session.state)
         self._screen = SecretScreen(self._working, self._bus, options.redactor, self._state)
+        self._offer = ToolOffer(options.agent_tools, self._working)
         self._compactor = Compactor(
-            self._working, self._bus, options, self._state, self._keeper, self._screen
+            self._working,
+            self._bus,
+            options,
+            self._state,
+            self._keeper,
+            self._screen,
+            hints=self._offer.hints,
         )
         self._background = BackgroundRunner(self._compactor, self._renderers, options)
         expander = Expander(
@@ -244,7 +251,6 @@ class ContextManager(EventAdders):
             options.agent_tools, expander, self.compact, self._compactor.slot, self._working
         )
         self._withdrawer = Withdrawer(self._working, self._state, self._keeper, self._bus)
-        self._offer = ToolOffer(options.agent_tools, self._working)
 
     @classmethod
     def open(
@@ -467,15 +473,18 @@ class ContextManager(EventAdders):
         self._background.raise_failure()
         await self._screen.snapshot()  # redacts what is new
         renderer = self._renderers.get(fmt)
-        held = self._offer.held_back(renderer.tools)
+        held = self._offer.held_back(renderer.tools, limit)
         with self._renderers.tools_for_call(held):
             due = self._due(limit)
             if held is not None and not due and self._compactor.fits(renderer, limit):
                 return self._finish(renderer, fmt, limit)
-        # A compaction makes room for what it will let the model expand, at once.
-        timed_out = await self._compact_for(renderer, limit, due=due)
+        # A compaction makes room for what it will let the model expand, at once; not
+        # for a tool the budget leaves no room to offer (`ToolOffer.roomy`).
+        sized = None if self._offer.roomy(limit) else held
+        with self._renderers.tools_for_call(sized):
+            timed_out = await self._compact_for(renderer, limit, due=due)
         await self._screen.snapshot()  # what the compaction wrote, too
-        with self._renderers.tools_for_call(self._offer.held_back(renderer.tools)):
+        with self._renderers.tools_for_call(self._offer.held_back(renderer.tools, limit)):
             return self._finish(renderer, fmt, limit, timed_out=timed_out)
 
     async def _compact_for(self, renderer: Renderer, limit: int | None, *, due: bool) -> bool:
@@ -592,7 +601,7 @@ class ContextManager(EventAdders):
         if not self._background.failed and self._options.redactor is None:
             fmt, limit = self._render_options(format, budget)
             renderer = self._renderers.get(fmt)
-            with self._renderers.tools_for_call(self._offer.held_back(renderer.tools)):
+            with self._renderers.tools_for_call(self._offer.held_back(renderer.tools, limit)):
                 due = self._due(limit)
                 if not due and (limit is None or self._compactor.fits(renderer, limit)):
                     return self._finish(renderer, fmt, limit)

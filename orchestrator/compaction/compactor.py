@@ -14,7 +14,7 @@ store, and what the newer log made invalid is reported as refused.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -47,6 +47,8 @@ class Compactor:
         state: The manager's state (trigger and guard state, pending firings, counters).
         keeper: Writes the state after each run, and makes a run one transaction.
         screen: Gives every stage its view, scanned for secrets.
+        hints: Whether what a run under a budget writes names the id to pass
+            `context_expand` (the manager's `ToolOffer.hints`); the options say by default.
     """
 
     def __init__(
@@ -57,8 +59,11 @@ class Compactor:
         state: ManagerState,
         keeper: StateKeeper,
         screen: SecretScreen,
+        *,
+        hints: Callable[[int | None], bool] | None = None,
     ) -> None:
         self._working = working
+        self._hints = hints
         self._bus = bus
         self._options = options
         self._state = state
@@ -429,6 +434,6 @@ class Compactor:
             target=target,
             snapshot=self._screen.snapshot,
             held=self._state.held(self._working.view.turns),
-            expand_hints=self._options.expand_hints,
+            expand_hints=self._options.expand_hints if self._hints is None else self._hints(budget),
             unsent=frozenset(self._state.unsent),
         )

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from context_graph import AgentEvent, BudgetExceededError, TiktokenCounter
+from context_graph import AgentEvent, BudgetExceededError, Note, TiktokenCounter
 from context_graph.render import FORMATS, Renderer
 from context_graph.testing import Recorder, WordCounter
 from context_graph.tokens.counting import ProviderFormat
@@ -18,9 +20,11 @@ from context_graph.validate import validate
 from context_graph.validate.sdk_types import sdk_problems
 from orchestrator import ContextManager
 from orchestrator.agent_tools import AGENT_TOOLS, EXPAND_TOOL
+from orchestrator.agent_tools.offer import MIN_ROOM
 from orchestrator.replay import model_call_points
+from processors import ObservationMasker
 from processors.truncate import ToolOutputTruncator
-from tests.orchestrator.test_agent_tools import fill, tool_names
+from tests.orchestrator.test_agent_tools import fill, named_ids, tool_names
 from tests.orchestrator.test_manager_properties import sessions
 
 NAMED = re.compile(r"context_expand with id ([^\s\]]+)")
@@ -79,8 +83,8 @@ class TestOffer:
         manager.add_assistant(
             "Once more.", tool_calls=[{"id": "c9", "name": "bash", "arguments": {}}]
         )
-        manager.add_tool_result("c9", "\n".join(f"row {j}" for j in range(400)))
-        result = manager.render_sync(budget=900)
+        manager.add_tool_result("c9", "\n".join(f"row {j}" for j in range(800)))
+        result = manager.render_sync(budget=1_500)
         assert manager.working.audit() != ()
         assert tool_names(result.payload, "openai") == [EXPAND_TOOL]
 
@@ -112,6 +116,124 @@ class TestOffer:
         manager = _manager(agent_tools=("expand", "compact"))
         fill(manager, steps=1)
         assert tool_names(manager.render_sync().payload, "openai") == ["context_compact"]
+
+
+def _long_task(manager: ContextManager, system_words: int) -> int:
+    """A system prompt of `system_words` words and a first request; their tokens (words)."""
+    manager.add_system(" ".join(["rule"] * system_words))
+    request = "Fix the failing test in tests/test_io.py without touching the API."
+    manager.add_user(request)
+    return system_words + len(request.split())
+
+
+def _steps(manager: ContextManager, first: int, count: int, lines: int = 40) -> None:
+    """`count` more tool steps, each a user turn after a large output."""
+    for step in range(first, first + count):
+        manager.add_assistant(
+            f"Step {step}.", tool_calls=[{"id": f"s{step}", "name": "bash", "arguments": {}}]
+        )
+        log = "\n".join(f"line {j} of run {step}: value={j * step} status=ok" for j in range(lines))
+        manager.add_tool_result(f"s{step}", log)
+        manager.add_user(f"Go on with step {step + 1}.")
+
+
+class TestRoom:
+    """No `context_expand` where the budget leaves no room beside the task (`MIN_ROOM`)."""
+
+    @pytest.mark.parametrize("spare", [MIN_ROOM - 100, MIN_ROOM + 100])
+    def test_offered_only_with_room_beside_the_task(self, spare: int) -> None:
+        """Compacted, the request offers the tool and names ids only if the room is there."""
+        manager = _manager(pipeline=[ObservationMasker(keep_turns=1)], budget=None)
+        kept = _long_task(manager, 1_500)
+        _steps(manager, 0, 4)
+        result = manager.render_sync(budget=kept + spare)
+        assert manager.working.audit() != ()
+        roomy = spare >= MIN_ROOM
+        assert tool_names(result.payload, "openai") == ([EXPAND_TOOL] if roomy else [])
+        assert bool(named_ids(result.payload)) is roomy
+        assert validate(result.payload, "openai") == []
+
+    @pytest.mark.parametrize("spare", [MIN_ROOM - 100, MIN_ROOM + 100])
+    def test_a_pinned_note_counts_and_later_requests_do_not(self, spare: int) -> None:
+        """A pinned note, kept in every request, takes room; a later request does not."""
+        manager = _manager(pipeline=[ObservationMasker(keep_turns=1)], budget=None)
+        kept = _long_task(manager, 500)
+        manager.ingest([Note(content=" ".join(["fact"] * 800))])
+        manager.add_user(" ".join(["detail"] * 800))
+        _steps(manager, 0, 4)
+        result = manager.render_sync(budget=kept + 800 + spare)
+        assert manager.working.audit() != ()
+        roomy = spare >= MIN_ROOM
+        assert tool_names(result.payload, "openai") == ([EXPAND_TOOL] if roomy else [])
+
+    def test_a_session_without_a_request_counts_its_system_prompt(self) -> None:
+        """A session that opens with imported history has room beside its system prompt."""
+        manager = _manager(pipeline=[ObservationMasker(keep_turns=1)], budget=None)
+        manager.add_system("You are a careful coding agent.")
+        _steps(manager, 0, 6)
+        result = manager.render_sync(budget=MIN_ROOM + 200)
+        assert manager.working.audit() != ()
+        assert tool_names(result.payload, "openai") == [EXPAND_TOOL]
+
+    def test_no_room_compacts_like_without_the_tool(self) -> None:
+        """Without room, every request is the one a manager without agent tools sends."""
+        bodies = []
+        for agent_tools in (True, False):
+            manager = _manager(pipeline=[ObservationMasker(keep_turns=1)], agent_tools=agent_tools)
+            kept = _long_task(manager, 1_500)
+            sent = []
+            for step in range(5):
+                _steps(manager, step, 1)
+                sent.append(manager.render_sync(budget=kept + MIN_ROOM // 2).payload)
+            bodies.append(sent)
+        assert bodies[0] == bodies[1]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    system_words=st.integers(min_value=10, max_value=2_500),
+    spare=st.integers(min_value=200, max_value=3 * MIN_ROOM),
+    steps=st.integers(min_value=2, max_value=6),
+)
+def test_the_offer_is_the_same_at_every_render_and_after_reopening(
+    system_words: int, spare: int, steps: int
+) -> None:
+    """Once compacted, every request carries the same tools, also from the reopened store.
+
+    The tool is there exactly when the budget leaves `MIN_ROOM` beside the task, and
+    ids are named only in a request that carries it.
+    """
+    options: dict[str, Any] = {
+        "counter": WordCounter(),
+        "agent_tools": True,
+        "pipeline": [ObservationMasker(keep_turns=1)],
+        "format": "openai",
+    }
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "session.db"
+        manager = ContextManager.open(path, **options)
+        kept = _long_task(manager, system_words)
+        options["budget"] = kept + spare
+        sets: list[list[str]] = []
+        try:
+            for step in range(steps):
+                _steps(manager, step, 1, lines=60)
+                payload = manager.render_sync(budget=kept + spare).payload
+                if manager.working.audit():
+                    sets.append(tool_names(payload, "openai"))
+                if named_ids(payload):
+                    assert EXPAND_TOOL in tool_names(payload, "openai")
+        finally:
+            manager.close()
+        again = ContextManager.open(path, **options)
+        try:
+            _steps(again, steps, 1, lines=60)
+            payload = again.render_sync(budget=kept + spare).payload
+            if again.working.audit():
+                sets.append(tool_names(payload, "openai"))
+        finally:
+            again.close()
+    assert sets == [[EXPAND_TOOL] if spare >= MIN_ROOM else []] * len(sets)
 
 
 class TestFloor:
