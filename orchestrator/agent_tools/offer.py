@@ -3,14 +3,15 @@
 Every tool definition counts inside the budget, so what the agent tools cost is history
 that does not fit. Three rules keep that cost where it helps:
 
-- `context_expand` is offered from the first compaction on (nothing can be expanded
-  before; a call to it in the history brings it too), and from then on in every
-  request: a tool set that changes from one request to the next breaks the provider's
-  prompt cache, which starts at the tools.
+- `context_expand` is offered from the first request on, in every request, before
+  anything is compacted: a tool set that changes from one request to the next breaks
+  the provider's prompt cache, which starts at the tools, and the first compaction is
+  often one that keeps every message already sent (new outputs only), whose cache a
+  tool added then would lose. A call to it in the history brings it in any case.
 - Not where a restore would find no room: when the budget leaves fewer than
   `MIN_ROOM` tokens beside the system prompt, the pinned notes and the first request
-  (which every request keeps), `context_expand` is not offered and compacted pieces name no id
-  (`hints`): the definition and the hints would take a large share of that room, and
+  (which every request keeps), `context_expand` is not offered and compacted pieces
+  name no id (`hints`): the definition and the hints would take a large share of that room, and
   the expander would refuse nearly every restore. The rule reads only the budget and
   those first nodes, so it says the same at every render of a session and after it is
   reopened from its store.
@@ -62,21 +63,20 @@ class ToolOffer:
     def held_back(
         self, tools: Sequence[ToolSpec], budget: int | None
     ) -> tuple[ToolSpec, ...] | None:
-        """`tools` without `context_expand` until it is offered; else `None`.
+        """`tools` without `context_expand` while it is not offered; else `None`.
 
-        It is offered once something was compacted and `budget` leaves room for a
-        restore (`roomy`).
+        It is offered when `budget` leaves room for a restore (`roomy`), from the first
+        request on.
 
         A session that holds a call to an agent tool gets them all (some providers
         refuse a call to a tool the request does not define).
 
-        `None` means: send `tools` as they are. Once it was `None` with something
-        compacted, it stays `None` for the manager's life (the tool set stays the same
-        from then on).
+        `None` means: send `tools` as they are. Once it was `None`, it stays `None` for
+        the manager's life (the tool set stays the same from then on).
         """
         if self._expand_offered:
             return None
-        if self._ever_called() or (self.compacted() and self.roomy(budget)):
+        if self._ever_called() or self.roomy(budget):
             self._expand_offered = True
             return None
         kept = tuple(spec for spec in tools if spec.name != EXPAND_TOOL)
@@ -85,7 +85,7 @@ class ToolOffer:
     def hints(self, budget: int | None) -> bool:
         """Whether what a compaction under `budget` writes names the id to pass `context_expand`.
 
-        Yes when the requests carry it, or will from the first compaction on.
+        Yes when the requests carry it, or will: the budget leaves room.
         """
         if EXPAND_TOOL not in self._names:
             return False
@@ -118,12 +118,6 @@ class ToolOffer:
                 self._first_read = self._first_read or first
         self._units_read = len(units)
         return self._kept
-
-    def compacted(self) -> bool:
-        """Whether an edit ever took something out of the view that `context_expand` restores."""
-        overlay = self._working.view.overlay
-        # Redacted copies (`kept`) are derived too, but never restored.
-        return len(overlay.derived) > len(overlay.kept) or bool(overlay.dropped or overlay.undone)
 
     def lean(self, tools: Sequence[ToolSpec]) -> tuple[ToolSpec, ...] | None:
         """`tools` without the agent tools, when the request may go without them; else `None`.

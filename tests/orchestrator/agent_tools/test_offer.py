@@ -65,27 +65,31 @@ class TestDefinition:
 
 class TestOffer:
     @pytest.mark.parametrize("fmt", FORMATS)
-    def test_no_context_expand_before_anything_is_compacted(self, fmt: ProviderFormat) -> None:
-        """Nothing can be expanded yet: the request carries only the user's tools."""
+    def test_context_expand_is_offered_from_the_first_request(self, fmt: ProviderFormat) -> None:
+        """With room, the first request already carries it beside the user's tools, before
+        anything is compacted: the tool set never changes under the prompt cache."""
         manager = _manager(fmt, tools=[{"name": "bash", "input_schema": {"type": "object"}}])
         fill(manager, steps=1)
         result = manager.render_sync()
         assert manager.working.audit() == ()
-        assert tool_names(result.payload, fmt) == ["bash"]
+        assert sorted(tool_names(result.payload, fmt)) == sorted(["bash", EXPAND_TOOL])
         assert validate(result.payload, fmt) == []
         assert sdk_problems(result.payload, fmt) == []
 
-    def test_the_request_that_compacts_first_carries_it(self) -> None:
-        """The call whose compaction writes the first placeholder offers the tool at once."""
+    def test_the_first_compaction_leaves_the_tool_set_as_it_was(self) -> None:
+        """The request before the first compaction and the one that compacts carry the
+        same tools, so a compaction that keeps the sent messages keeps the cache too."""
         manager = _manager(pipeline=[ToolOutputTruncator(max_tokens=50)])
         fill(manager, steps=1)
-        assert "tools" not in manager.render_sync().payload
+        before = manager.render_sync()
+        assert manager.working.audit() == ()
         manager.add_assistant(
             "Once more.", tool_calls=[{"id": "c9", "name": "bash", "arguments": {}}]
         )
         manager.add_tool_result("c9", "\n".join(f"row {j}" for j in range(800)))
         result = manager.render_sync(budget=1_500)
         assert manager.working.audit() != ()
+        assert tool_names(before.payload, "openai") == [EXPAND_TOOL]
         assert tool_names(result.payload, "openai") == [EXPAND_TOOL]
 
     def test_once_offered_it_stays_even_when_all_is_restored(self) -> None:
@@ -111,11 +115,21 @@ class TestOffer:
         manager.add_tool_result("c2", "context_expand: nothing to restore")
         assert tool_names(manager.render_sync().payload, "anthropic") == [EXPAND_TOOL]
 
-    def test_context_compact_is_offered_from_the_first_request(self) -> None:
-        """Asking for a compaction needs nothing compacted: that tool is always there."""
+    def test_both_tools_are_offered_from_the_first_request(self) -> None:
+        """Asking for a compaction needs nothing compacted, and with room expanding is
+        offered from the start too."""
         manager = _manager(agent_tools=("expand", "compact"))
         fill(manager, steps=1)
-        assert tool_names(manager.render_sync().payload, "openai") == ["context_compact"]
+        names = tool_names(manager.render_sync().payload, "openai")
+        assert sorted(names) == sorted([EXPAND_TOOL, "context_compact"])
+
+    def test_without_room_context_compact_is_offered_alone(self) -> None:
+        """Where the budget leaves no room for a restore, only context_compact is offered."""
+        manager = _manager(agent_tools=("expand", "compact"), budget=None)
+        kept = _long_task(manager, 1_500)
+        _steps(manager, 0, 1)
+        names = tool_names(manager.render_sync(budget=kept + MIN_ROOM // 2).payload, "openai")
+        assert names == ["context_compact"]
 
 
 def _long_task(manager: ContextManager, system_words: int) -> int:
@@ -198,7 +212,7 @@ class TestRoom:
 def test_the_offer_is_the_same_at_every_render_and_after_reopening(
     system_words: int, spare: int, steps: int
 ) -> None:
-    """Once compacted, every request carries the same tools, also from the reopened store.
+    """Every request carries the same tools, also from the reopened store.
 
     The tool is there exactly when the budget leaves `MIN_ROOM` beside the task, and
     ids are named only in a request that carries it.
@@ -219,8 +233,7 @@ def test_the_offer_is_the_same_at_every_render_and_after_reopening(
             for step in range(steps):
                 _steps(manager, step, 1, lines=60)
                 payload = manager.render_sync(budget=kept + spare).payload
-                if manager.working.audit():
-                    sets.append(tool_names(payload, "openai"))
+                sets.append(tool_names(payload, "openai"))
                 if named_ids(payload):
                     assert EXPAND_TOOL in tool_names(payload, "openai")
         finally:
@@ -229,8 +242,7 @@ def test_the_offer_is_the_same_at_every_render_and_after_reopening(
         try:
             _steps(again, steps, 1, lines=60)
             payload = again.render_sync(budget=kept + spare).payload
-            if again.working.audit():
-                sets.append(tool_names(payload, "openai"))
+            sets.append(tool_names(payload, "openai"))
         finally:
             again.close()
     assert sets == [[EXPAND_TOOL] if spare >= MIN_ROOM else []] * len(sets)
