@@ -154,17 +154,7 @@ class TestNeverOverBudget:
         events, budget = session
         guarded = _manager(GuardConfig(cost_aware=True, expected_calls=calls), budget=budget)
         plain = _manager(GuardConfig(), budget=budget)
-        for event in events:
-            guarded.ingest([event])
-            plain.ingest([event])
-            if not isinstance(event, ToolResult):
-                continue
-            try:
-                await plain.render()
-            except BudgetExceededError:
-                continue
-            result = await guarded.render()
-            assert result.tokens <= budget
+        await _fits_where_plain_fits(guarded, plain, events, budget)
 
     @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(session=sessions(), cap=st.integers(40, 400))
@@ -186,17 +176,7 @@ class TestNeverOverBudget:
             )
 
         guarded, plain = manager(GuardConfig(cost_aware=True)), manager(GuardConfig())
-        for event in events:
-            guarded.ingest([event])
-            plain.ingest([event])
-            if not isinstance(event, ToolResult):
-                continue
-            try:
-                await plain.render()
-            except BudgetExceededError:
-                continue
-            result = await guarded.render()
-            assert result.tokens <= budget
+        await _fits_where_plain_fits(guarded, plain, events, budget)
 
 
 class TestOneRun:
@@ -270,3 +250,21 @@ def _words(count: int, step: int) -> str:
 
 def _messages(result: RenderResult) -> list[str]:
     return [json.dumps(m, sort_keys=True) for m in result.payload["messages"]]
+
+
+async def _fits_where_plain_fits(
+    guarded: ContextManager, plain: ContextManager, events: list[AgentEvent], budget: int
+) -> None:
+    """Feed both the events; after each tool result, whenever `plain` renders within
+    `budget`, `guarded` must too."""
+    for event in events:
+        guarded.ingest([event])
+        plain.ingest([event])
+        if not isinstance(event, ToolResult):
+            continue
+        try:
+            await plain.render()
+        except BudgetExceededError:
+            continue
+        result = await guarded.render()
+        assert result.tokens <= budget
