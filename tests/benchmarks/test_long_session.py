@@ -184,3 +184,21 @@ def test_plot_draws_a_png(tmp_path: Path) -> None:
     out = tmp_path / "img" / "long.png"
     long_session.plot(stitched, 8_000, results, out)
     assert out.read_bytes().startswith(b"\x89PNG")
+
+
+class TestPageCommand:
+    """The page runs the long-session benchmark as its own command, in a fresh interpreter."""
+
+    def test_the_command_output_is_returned(self) -> None:
+        """What the command prints is the section's table."""
+        from benchmarks.compare.legacy import _command
+
+        out = _command("benchmarks.long_session", ["--help"])
+        assert out.startswith("usage:") and "--tokens" in out
+
+    def test_a_failing_command_says_how(self, tmp_path: Path) -> None:
+        """A command that exits non-zero raises with its exit code and its last words."""
+        from benchmarks.compare.legacy import _command
+
+        with pytest.raises(RuntimeError, match=r"exited with 2: .*--tasks must be at least 1"):
+            _command("benchmarks.long_session", ["--traces", str(tmp_path), "--tasks", "0"])
