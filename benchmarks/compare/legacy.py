@@ -2,10 +2,9 @@
 
 Each script is run through its command-line entry point (`main(argv)`, output captured),
 the contract those scripts keep, and its output is set in the prose the page had. The
-long-session benchmark runs as its own command, in a fresh interpreter: its replays fork,
-and forked from this process they would inherit the whole comparison's heap, which every
-garbage collection in them would walk again (run that way, one page measured the coding
-profile at 9.1 s on the 3M session, where the command alone took 6.6 to 7.0 s).
+long-session benchmark runs as its own command, in a fresh interpreter, exactly as the
+page tells a reader to run it: its replays fork, and forked from this process they would
+carry the whole comparison's heap with them.
 """
 
 from __future__ import annotations
