@@ -117,8 +117,9 @@ class TestReplay:
             assert result.p50_ms <= result.p99_ms <= result.max_ms
         ours = results[0]
         assert ours.invalid == 0 and ours.over_budget == 0
-        table = long_session.report(stitched, 8_000, results)
+        table = long_session.report(stitched, 8_000, [long_session.Replays([r]) for r in results])
         assert "| context-graph coding |" in table and "| total <= 0.5x" in table
+        assert "replayed" not in table  # one replay each: no line of repeats
 
     def test_isolated_replay_reports_back(self, stitched: long_session.Stitched) -> None:
         """A replay in its own process returns the same count of calls."""
@@ -133,6 +134,67 @@ class TestReplay:
         spec = ContenderSpec(name="broken", family="test", make=_failing, settings="")
         with pytest.raises(RuntimeError, match="broken exited"):
             long_session.replay_isolated(spec, stitched, 8_000)
+
+
+def _timed(name: str, total_ms: int) -> long_session.Timings:
+    return long_session._timings(name, [total_ms * 1_000_000], 0, 0, 0, 0, 0)
+
+
+class TestRepeats:
+    """The contenders replay in turns; each one's figures are its median replay's."""
+
+    def test_median_is_the_middle_total_whatever_the_order(self) -> None:
+        """Of three replays the middle total is reported, of two the lower."""
+        runs = [_timed("x", 300), _timed("x", 100), _timed("x", 200)]
+        assert long_session.Replays(runs).median.total_s == pytest.approx(0.2)
+        assert long_session.Replays(runs[:2]).median.total_s == pytest.approx(0.1)
+
+    @pytest.mark.parametrize("names", [[], ["a", "b"]])
+    def test_replays_of_nothing_or_of_two_contenders_are_refused(self, names: list[str]) -> None:
+        """A `Replays` is one contender's, and holds at least one replay."""
+        with pytest.raises(ValueError, match="one contender"):
+            long_session.Replays([_timed(n, 1) for n in names])
+
+    def test_contenders_take_turns(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Each repeat replays every contender once, in order, before the next repeat."""
+        order: list[str] = []
+
+        def replay(spec: ContenderSpec, stitched: object, budget: int) -> long_session.Timings:
+            order.append(spec.name)
+            return _timed(spec.name, len(order))
+
+        monkeypatch.setattr(long_session, "replay_isolated", replay)
+        specs = [
+            ContenderSpec(name=n, family="test", make=_failing, settings="") for n in ("a", "b")
+        ]
+        stitched = long_session.stitch([_session("swe_agent", "a", 100)], 100)
+        replays = long_session.replay_in_turns(specs, stitched, 8_000, 3)
+        assert order == ["a", "b", "a", "b", "a", "b"]
+        assert [r.name for r in replays] == ["a", "b"]
+        assert [[t.total_s for t in r.runs] for r in replays] == [
+            pytest.approx([0.001, 0.003, 0.005]),
+            pytest.approx([0.002, 0.004, 0.006]),
+        ]
+
+    def test_report_gives_every_total_and_the_targets_of_the_medians(self) -> None:
+        """The table and the targets come from the median replays; every total is listed."""
+        ours = long_session.Replays([_timed("context-graph coding", ms) for ms in (900, 400, 500)])
+        theirs = long_session.Replays(
+            [_timed("langchain trim_messages", ms) for ms in (1_000, 1_200, 800)]
+        )
+        stitched = long_session.stitch([_session("swe_agent", "a", 100)], 100)
+        table = long_session.report(stitched, 8_000, [ours, theirs])
+        assert "replayed 3 times" in table
+        assert "context-graph coding 0.9 s, 0.4 s, 0.5 s" in table
+        assert "| context-graph coding | 0.5 s |" in table
+        assert "| langchain trim_messages | 1.0 s |" in table
+        assert "| total <= 0.5x trim_messages | 0.50x | yes |" in table
+
+    def test_no_repeats_is_a_usage_error(self, tmp_path: Path) -> None:
+        """`--repeats 0` is refused before anything is read."""
+        with pytest.raises(SystemExit) as exit_info:
+            long_session.main(["--traces", str(tmp_path), "--repeats", "0"])
+        assert exit_info.value.code == 2
 
 
 class TestWindows:
