@@ -96,6 +96,9 @@ class FragmentCache:
         # A summary's abstracts never change, and a long session's summaries abstract
         # thousands of nodes: the summaries among them are found once per summary node.
         self._nested: dict[str, tuple[Node, tuple[str, ...]]] = {}
+        # The summaries the latest search found nothing foreign under (see
+        # `_covered_foreign`), by id, with the node object that was searched.
+        self._clean: dict[str, Node] = {}
         # The latest walk, while it met no foreign compaction: a render of the source's
         # next version walks only the units after those the two share.
         self._walk: _Walk | None = None
@@ -265,13 +268,19 @@ class FragmentCache:
         """
         found: list[tuple[Node, NativeCompaction]] = []
         stack = list(summaries)
-        visited: set[str] = set()
+        visited: dict[str, Node] = {}
         nested: dict[str, tuple[Node, tuple[str, ...]]] = {}
+        clean = self._clean
         while stack:
             node = source[stack.pop()]
             if node.id in visited:
                 continue
-            visited.add(node.id)
+            visited[node.id] = node
+            if clean.get(node.id) is node:
+                # Nothing foreign under it last time, and what it abstracts is fixed: a
+                # summary of summaries would otherwise be searched down to the session's
+                # first summary at every render, a walk that grows with the session.
+                continue
             native = foreign_native(node, self._provider.format)
             if native is not None:
                 found.append((node, native))
@@ -282,8 +291,11 @@ class FragmentCache:
                     known = (node, inner)
                 nested[node.id] = known
                 stack.extend(known[1])
-        # Only what this render walked is kept, so the memo cannot grow without bound.
+        # Only what this render walked is kept, so the memos cannot grow without bound.
         self._nested = nested
+        # With nothing found, nothing foreign is under any summary this search reached;
+        # otherwise which ones are clean is not known, and none is remembered.
+        self._clean = visited if not found else {}
         return found
 
     def _make(self, source: RenderSource, unit: Unit, cache: NodeTokenCache) -> Fragment:

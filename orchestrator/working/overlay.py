@@ -63,6 +63,19 @@ class Overlay:
                 via_summary = True
             node_id = successor
 
+    def unsummarized(self, node_id: str) -> str | None:
+        """What `resolve` gives for `node_id` when no summary is on the way, else `None`.
+
+        It stops at the first summary: past it, a rolling summary is abstracted by the
+        next one, so the rest of the way grows with the session, and a caller that
+        drops whatever a summary stands for (`WorkingView._current`) need not walk it.
+        """
+        while True:
+            successor = self.replaced_by.get(node_id)
+            if successor is None:
+                return node_id if self.abstracted_by.get(node_id) is None else None
+            node_id = successor
+
     def targets_of(self, edits: Sequence[Edit]) -> frozenset[str] | None:
         """The ids `edits` target, applied over this overlay.
 

@@ -262,8 +262,8 @@ class WorkingView(GraphView):
         return node.id
 
     def _current(self, pristine_id: str) -> Node | None:
-        now, via_summary = self._overlay.resolve(pristine_id)
-        if via_summary or not self.is_current(now):
+        now = self._overlay.unsummarized(pristine_id)
+        if now is None or not self.is_current(now):
             return None
         return self[now]
 

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph import ContextGraph
+from context_graph.graph.content import TextPart
 from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
@@ -25,7 +26,7 @@ from context_graph.graph.events import (
     UserTurn,
 )
 from context_graph.graph.native import NativeCompaction
-from context_graph.graph.nodes import Node
+from context_graph.graph.nodes import Node, SummaryNode, UserNode
 from context_graph.graph.units import Unit
 from context_graph.render import FORMATS, PROVIDER_RENDERERS
 from context_graph.render.fragments import FragmentCache, Fragments
@@ -195,3 +196,81 @@ class TestProperties:
             made = cache.fragments_of(view, graph.token_cache)
             fresh = FragmentCache(PROVIDER_RENDERERS[fmt]).fragments_of(view, graph.token_cache)
             assert _shape(made) == _shape(fresh)
+
+
+def _summary(node_id: str, abstracts: tuple[str, ...], seq: int | None = None) -> Node:
+    return SummaryNode(id=node_id, abstracts=abstracts, seq=seq)
+
+
+class _Nodes(dict[str, Node]):
+    """A source of nodes by id that counts its lookups."""
+
+    lookups = 0
+
+    def __getitem__(self, node_id: str) -> Node:
+        self.lookups += 1
+        return super().__getitem__(node_id)
+
+
+class TestCoveredForeign:
+    """The search for foreign compactions under summaries does not redo what it knows."""
+
+    def test_a_chain_of_summaries_is_searched_once(self) -> None:
+        """Summary of summary of ... : the next render looks up only the newest one."""
+        nodes = _Nodes(p=UserNode(id="p", content=(TextPart(text="hi"),), seq=0))
+        nodes["s0"] = _summary("s0", ("p",))
+        for k in range(1, 60):
+            nodes[f"s{k}"] = _summary(f"s{k}", (f"s{k - 1}",))
+        cache = FragmentCache(PROVIDER_RENDERERS["openai"])
+        assert cache._covered_foreign(cast(Any, nodes), ["s59"]) == []
+        assert nodes.lookups > 60  # the first search goes down the whole chain
+        nodes.lookups = 0
+        nodes["s60"] = _summary("s60", ("s59",))
+        assert cache._covered_foreign(cast(Any, nodes), ["s60"]) == []
+        assert nodes.lookups <= 3
+
+    def test_a_foreign_compaction_under_the_chain_is_found_every_time(self) -> None:
+        """Nothing is remembered as clean while something foreign is under it."""
+        imported = SummaryNode(id="c", seq=0, native=_NATIVE)
+        nodes = _Nodes(c=imported, s0=_summary("s0", ("c",)), s1=_summary("s1", ("s0",)))
+        cache = FragmentCache(PROVIDER_RENDERERS["openai"])
+        for _ in range(3):
+            assert cache._covered_foreign(cast(Any, nodes), ["s1"]) == [(imported, _NATIVE)]
+
+    @settings(max_examples=150, deadline=None)
+    @given(
+        fmt=st.sampled_from(FORMATS),
+        shapes=st.lists(
+            st.tuples(st.lists(st.integers(0, 40), max_size=3), st.booleans()), max_size=25
+        ),
+        searches=st.lists(st.lists(st.integers(0, 40), min_size=1, max_size=3), max_size=12),
+        foreign_at=st.sets(st.integers(0, 4), max_size=2),
+    )
+    def test_searches_in_turn_find_what_a_fresh_search_finds(
+        self,
+        fmt: ProviderFormat,
+        shapes: list[tuple[list[int], bool]],
+        searches: list[list[int]],
+        foreign_at: set[int],
+    ) -> None:
+        """Summaries over earlier summaries and imported compactions (some foreign), grown
+        and searched in turn: each search equals one by a cache that knows nothing."""
+        nodes = _Nodes()
+        for k in range(5):
+            native = _NATIVE if k in foreign_at else None
+            nodes[f"i{k}"] = SummaryNode(id=f"i{k}", seq=k, native=native)
+        ids = list(nodes)
+        cache = FragmentCache(PROVIDER_RENDERERS[fmt])
+        searched = 0
+        for picks, search_now in shapes:
+            node_id = f"s{len(ids)}"
+            nodes[node_id] = _summary(node_id, tuple(ids[p % len(ids)] for p in picks))
+            ids.append(node_id)
+            if search_now and searched < len(searches):
+                tops = [ids[p % len(ids)] for p in searches[searched]]
+                searched += 1
+                fresh = FragmentCache(PROVIDER_RENDERERS[fmt])
+                expected = fresh._covered_foreign(cast(Any, nodes), tops)
+                assert sorted(n.id for n, _ in cache._covered_foreign(cast(Any, nodes), tops)) == (
+                    sorted(n.id for n, _ in expected)
+                )
