@@ -98,8 +98,10 @@ def _profile(measured: Measured) -> None:
     measured.hotspot_run = f"{largest.family}/{largest.label} at {label} ({budget:,} tokens)"
 
 
-def _tail(traces: Path, out: Path) -> tuple[list[str], list[str]]:
+def _tail(traces: Path, out: Path, judged: list[str]) -> tuple[list[str], list[str]]:
     """The other benchmarks' sections, and a note for each one that failed.
+
+    The targets those sections judge are added to `judged` (rows of the targets table).
 
     A section that fails is reported in its place; the page is still written, so that a
     late failure does not throw away the comparison measured before it.
@@ -109,7 +111,9 @@ def _tail(traces: Path, out: Path) -> tuple[list[str], list[str]]:
     sections: list[Callable[[], str]] = [
         lambda: ingest_section(traces, progress),
         lambda: render_section(traces, image, f"img/{image.name}", progress),
-        lambda: long_session_section(traces, long_image, f"img/{long_image.name}", progress),
+        lambda: long_session_section(
+            traces, long_image, f"img/{long_image.name}", progress, judged
+        ),
         lambda: processors_section(traces, progress),
     ]
     written: list[str] = []
@@ -181,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             "(`python -m benchmarks`)."
         )
     else:
-        tail, failed = _tail(args.traces, args.out)
+        tail, failed = _tail(args.traces, args.out, measured.later_targets)
         measured.notes.extend(failed)
     measured.seconds = time.perf_counter() - started
     write(measured, args.out, tail)

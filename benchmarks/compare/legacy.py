@@ -14,8 +14,10 @@ import io
 import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from benchmarks import distill_retention, ingest, processors, render
 from benchmarks.compare.plots import matplotlib_available
@@ -156,6 +158,16 @@ def render_section(
     )
 
 
+def _judged(size: str, figures: dict[str, Any]) -> list[str]:
+    """The targets of one long-session run (its `--json`), as rows of the targets table."""
+    tokens = f"{figures['raw_tokens']:,} raw tokens"
+    return [
+        f"| long session ({size}, {tokens}): {t['target']} | {t['measured']} "
+        f"| {'met' if t['met'] else 'not met'} |"
+        for t in figures["targets"]
+    ]
+
+
 def processors_section(traces: Path, progress: Callable[[str], None]) -> str:
     progress("processors benchmark")
     table = _captured(processors.main, ["--traces", str(traces)])
@@ -196,18 +208,36 @@ def processors_section(traces: Path, progress: Callable[[str], None]) -> str:
 
 
 def long_session_section(
-    traces: Path, image: Path, image_ref: str, progress: Callable[[str], None]
+    traces: Path,
+    image: Path,
+    image_ref: str,
+    progress: Callable[[str], None],
+    judged: list[str] | None = None,
 ) -> str:
+    """The section; each of its targets, met or not, is added to `judged` as a table row."""
     plotted = matplotlib_available()
     progress("long-session benchmark (about 3M tokens)" + (" (with the plot)" if plotted else ""))
-    table = _command(
-        "benchmarks.long_session",
-        ["--traces", str(traces), *(["--plot", str(image)] if plotted else [])],
-    )
-    progress("long-session benchmark, the long version (about 10M tokens)")
-    long_table = _command(
-        "benchmarks.long_session", ["--traces", str(traces), "--tokens", "10M", "--repeats", "1"]
-    )
+    with tempfile.TemporaryDirectory() as scratch:
+        figures = Path(scratch) / "long.json"
+        table = _command(
+            "benchmarks.long_session",
+            [
+                "--traces",
+                str(traces),
+                "--json",
+                str(figures),
+                *(["--plot", str(image)] if plotted else []),
+            ],
+        )
+        rows = _judged("3M", json.loads(figures.read_text(encoding="utf-8")))
+        progress("long-session benchmark, the long version (about 10M tokens)")
+        long_table = _command(
+            "benchmarks.long_session",
+            ["--traces", str(traces), "--tokens", "10M", "--repeats", "1", "--json", str(figures)],
+        )
+        rows += _judged("10M", json.loads(figures.read_text(encoding="utf-8")))
+    if judged is not None:
+        judged.extend(rows)
     return "\n".join(
         [
             "## Time per call on a long session, against LangChain `trim_messages`",

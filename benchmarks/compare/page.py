@@ -44,6 +44,9 @@ class Measured:
     """Which session and budget the profiled replay was."""
     fast: bool = False
     seconds: float = 0.0
+    later_targets: list[str] = field(default_factory=list)
+    """Rows of the targets table from the sections after the comparison (the long
+    session's), as `| target | measured | met |`."""
 
 
 def _versions() -> str:
@@ -259,6 +262,16 @@ def _targets(m: Measured) -> list[str]:
         report.verdict_table(verdicts, ours),
         "",
     ]
+    if m.later_targets:
+        out += [
+            "Time per call on a long session (context-graph coding against `trim_messages`; "
+            "the section of that name below, from this run):",
+            "",
+            "| target | measured | met |",
+            "|---|---:|---|",
+            *m.later_targets,
+            "",
+        ]
     missed = [v for v in verdicts if not v.met]
     if missed:
         out += ["Where the targets are missed, the data says:", ""]

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import io
+import json
 from pathlib import Path
 
 import pytest
 
+from benchmarks import long_session
 from benchmarks.__main__ import collect, main, write
-from benchmarks.compare.page import Measured
+from benchmarks.compare.legacy import _judged
+from benchmarks.compare.page import Measured, build_page
 from benchmarks.compare.plots import matplotlib_available
 from benchmarks.compare.sessions import Session, discover
 from benchmarks.compare.stats import summarize
@@ -131,6 +137,31 @@ class TestFastMode:
             where = page.index(f"]({image})")
             assert page.index("### Dollars, with prompt caching") < where
             assert where < page.index("### The issue's targets")
+
+    def test_the_long_session_targets_join_the_targets_section(
+        self, fast: tuple[Measured, Path], tmp_path: Path
+    ) -> None:
+        """A long-session run's targets (from its `--json`) are rows of the targets section,
+        met or not as that run measured them."""
+        figures = tmp_path / "long.json"
+        argv = ["--traces", str(TRACES), "--tokens", "60k", "--tasks", "2", "--budget", "8000"]
+        with contextlib.redirect_stdout(io.StringIO()):
+            long_session.main([*argv, "--repeats", "1", "--json", str(figures)])
+        data = json.loads(figures.read_text(encoding="utf-8"))
+        rows = _judged("60k", data)
+        assert [t["target"] for t in data["targets"]] == [
+            "total <= 0.5x trim_messages",
+            "last quarter's mean call <= 1.3x the first",
+        ]
+        assert len(rows) == 2 and all(r.startswith("| long session (60k, ") for r in rows)
+        for row, target in zip(rows, data["targets"], strict=True):
+            assert row.endswith("| met |" if target["met"] else "| not met |")
+        measured, _ = fast
+        page = build_page(dataclasses.replace(measured, later_targets=rows), [])
+        section = page[page.index("### The issue's targets") :]
+        section = section[: section.index("\n### ", 1)]
+        assert all(row in section for row in rows)
+        assert "Time per call on a long session" not in build_page(measured, [])
 
 
 def test_main_names_the_folder_without_sessions(tmp_path: Path) -> None:
