@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from context_graph import ContextGraph, TextPart
 from context_graph.graph.nodes import Node, TriggerSpec
 from context_graph.testing import WordCounter
-from orchestrator.working import WorkingGraph, WorkingView, projection
+from orchestrator.working import WorkingGraph, WorkingView, figures, projection
 from orchestrator.working.figures import figures_of
 from processors import Proposal, Replace, replacement_for
 
@@ -55,9 +55,9 @@ def _assert_as_fresh(view: WorkingView) -> None:
 def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Count the whole-view recounts of figures and the node reads of `answers()`."""
     calls = {"figures": 0, "reads": 0}
-    recount = projection.figures_counted
+    recount = figures.figures_counted
 
-    def figures_counted(*args: Any) -> Any:
+    def counting(*args: Any) -> Any:
         calls["figures"] += 1
         return recount(*args)
 
@@ -70,7 +70,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
         return answers(self, read)
 
-    monkeypatch.setattr(projection, "figures_counted", figures_counted)
+    monkeypatch.setattr(projection, "figures_counted", counting)
     monkeypatch.setattr(projection.Projector, "answers", counted_answers)
     return calls
 
