@@ -355,7 +355,13 @@ def _summary_parts(view: WorkingView, summary: Node) -> Iterator[Node]:
     pristine = view.pristine
     maybe = {*pristine.by_kind("summary"), *pristine.withdrawn()} if not view.frozen else None
     summary_id = summary.id
-    for part in summary.abstracts:
+    parts = summary.abstracts
+    # A summary abstracts whole spans: most parts are pristine nodes of other kinds,
+    # which the tests in C below skip without the three lookups of the loop.
+    edited = derived.among(parts) | undone.among(parts)
+    for part in parts:
+        if maybe is not None and part not in edited and part not in maybe and part in pristine:
+            continue  # a pristine node of another kind
         if abstracted_by.get(part) != summary_id:
             continue
         node = derived.get(part)

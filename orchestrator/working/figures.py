@@ -9,7 +9,6 @@ change counts them again with `figures_counted`.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeAlias
@@ -59,7 +58,10 @@ class ViewFigures:
 
     def copy(self) -> ViewFigures:
         """An independent copy (the declared list is not shared)."""
-        return dataclasses.replace(self, declared=list(self.declared))
+        # Not `dataclasses.replace`, which reads the fields anew on every call.
+        return ViewFigures(
+            self.nodes, self.tokens, self.output_tokens, list(self.declared), self.last_assistant
+        )
 
 
 def figures_of(

@@ -69,6 +69,17 @@ class _Layers(Generic[K, V]):
             if value is not _GONE and key not in self._base:
                 yield key
 
+    def among(self, keys: Iterable[K]) -> set[K]:
+        """Which of `keys` are present (set operations in C, not a lookup per key)."""
+        wanted = set(keys)
+        found = self._base.keys() & wanted
+        for key in self._delta.keys() & wanted:
+            if self._delta[key] is _GONE:
+                found.discard(key)
+            else:
+                found.add(key)
+        return found
+
     def holds_any(self, keys: Iterable[K]) -> bool:
         """Whether any of `keys` is present (a C-level test when the delta is empty)."""
         if not self._delta:

@@ -9,6 +9,7 @@ anything else projects afresh.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -16,6 +17,7 @@ from itertools import chain
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.nodes import ANSWER_KINDS, Node
 from context_graph.graph.units import Unit
+from orchestrator.working.carry import Carry, carry_of, take_over
 from orchestrator.working.figures import ViewFigures, figures_counted
 from orchestrator.working.overlay import Overlay
 from orchestrator.working.segments import CHUNK, Chunk, Walk
@@ -50,11 +52,23 @@ class Projection:
     # Counted on first use, then kept up to date with appends: triggers read them
     # after every ingest.
     figures: ViewFigures | None = None
-    # A snapshot reads this projection too: copy it before changing it.
-    shared: bool = False
+    # The projectors of the snapshots that read this projection too: while one of them
+    # is alive, copy the projection before changing it. Most snapshots are let go at
+    # once (a render takes one to screen it, a stage one per processor), and copying
+    # the projection would cost the whole view at the next ingest.
+    readers: list[weakref.ref[Projector]] | None = None
     # How many pristine units the projection looked at one by one (the rest it reused
     # a chunk at a time).
     visited: int = 0
+
+    def shared(self) -> bool:
+        """Whether a snapshot that is still alive reads this projection."""
+        readers = self.readers
+        if readers is None:
+            return False
+        alive = [reader for reader in readers if reader() is not None]
+        self.readers = alive or None
+        return bool(alive)
 
     def copy(self) -> Projection:
         """A copy whose containers can change without touching this one."""
@@ -85,7 +99,16 @@ class Projector:
         cached: A projection of this very view, with its key (a snapshot's: -1).
     """
 
-    __slots__ = ("_basis", "_cached", "_graph", "_interned", "_limit", "_overlay")
+    __slots__ = (
+        "__weakref__",
+        "_basis",
+        "_cached",
+        "_carry",
+        "_graph",
+        "_interned",
+        "_limit",
+        "_overlay",
+    )
 
     def __init__(
         self,
@@ -96,6 +119,7 @@ class Projector:
         *,
         basis: tuple[Projection, frozenset[str]] | None = None,
         cached: tuple[int, Projection] | None = None,
+        carry: Carry | None = None,
     ) -> None:
         self._graph = graph
         self._overlay = overlay
@@ -103,6 +127,8 @@ class Projector:
         self._interned = interned
         self._basis = basis
         self._cached = cached
+        # What the first projection may take over from the view this one was made from.
+        self._carry = carry
 
     # -- what the view reads -------------------------------------------------------------
 
@@ -150,18 +176,25 @@ class Projector:
         changes it.
         """
         projection = self._current()
-        projection.shared = True
-        return Projector(self._graph, self._overlay, limit, cached=(-1, projection))
+        snapshot = Projector(self._graph, self._overlay, limit, cached=(-1, projection))
+        readers = projection.readers or []
+        projection.readers = [*(r for r in readers if r() is not None), weakref.ref(snapshot)]
+        return snapshot
 
     def after(self, proposal: Proposal, overlay: Overlay) -> Projector:
         """The projector of this view with `proposal` applied, reading through `overlay`."""
-        basis = None
+        basis = carry = None
         targets = self._overlay.targets_of(proposal.edits)
         if targets is not None and self._cached is not None:
             basis = (self._cached[1], targets)
+            if self._limit is None:
+                # A live view's projection at the same `unit_mark` covers the same units.
+                carry = carry_of(proposal, self._cached[1], self._overlay)
         elif targets is not None and self._basis is not None:
             basis = (self._basis[0], self._basis[1] | targets)
-        return Projector(self._graph, overlay, self._limit, self._interned, basis=basis)
+        return Projector(
+            self._graph, overlay, self._limit, self._interned, basis=basis, carry=carry
+        )
 
     # -- keeping the projection ----------------------------------------------------------
 
@@ -181,9 +214,12 @@ class Projector:
         elif self._basis is not None:
             projection = self._project(*self._basis)
             self._basis = None
+            if self._carry is not None:
+                take_over(self._carry, projection, self._graph)
         else:
             projection = self._project(None, frozenset())
         self._cached = (key, projection)
+        self._carry = None
         return projection
 
     def _node(self, node_id: str) -> Node:
@@ -261,7 +297,7 @@ class Projector:
         for unit in changed:
             if unit.kind == "summary" or unit.head in hidden or left.holds_any(unit.node_ids):
                 return None
-        if projection.shared:
+        if projection.shared():
             projection = projection.copy()
         for unit in changed:
             self._place(projection, unit)

@@ -404,7 +404,7 @@ def text_encodable(proposal: Proposal, changes: Sequence[Change]) -> Iterator[st
         yield _say("text_encodable", "the proposal's note", found, fix)
     for change in changes:
         node = change.added
-        if node is None:
+        if node is None or _encodes(node):
             continue
         stack: list[tuple[object, str]] = [(node.model_dump(), "")]
         while stack:
@@ -416,6 +416,20 @@ def text_encodable(proposal: Proposal, changes: Sequence[Change]) -> Iterator[st
             elif isinstance(value, str) and (found := _unencodable(value)) is not None:
                 yield _say("text_encodable", f"new node `{node.id}`", f"{found} in `{where}`", fix)
                 break
+
+
+def _encodes(node: Node) -> bool:
+    """Whether every string of `node` surely encodes as UTF-8, found in one pass in C.
+
+    Dumping the node as JSON encodes each string it holds, and fails on a lone
+    surrogate anywhere; the walk of `text_encodable` (a loop over every value) then says
+    where. Any other failure leaves the decision to the walk too.
+    """
+    try:
+        node.model_dump_json()
+    except Exception:  # the walk decides, as without this pass
+        return False
+    return True
 
 
 def _unencodable(text: str) -> str | None:

@@ -27,6 +27,7 @@ from orchestrator.compaction.pipeline import (
 )
 from orchestrator.manager import ContextManager
 from orchestrator.working import WorkingGraph, WorkingView
+from orchestrator.working.layered import LayeredMap
 from processors import HistorySummarizer, ObservationMasker, Proposal
 from processors.base import Abstract
 
@@ -117,6 +118,25 @@ class TestSummaryChain:
         summaries = {view[i].kind for i in asked}
         assert summaries <= {"summary"}
         assert len(asked) <= 3
+
+    async def test_skips_pristine_parts_without_a_lookup(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The pristine parts of other kinds cost no lookup of the overlay's maps."""
+        manager, proposal = await _chained(rounds=2, steps=30)
+        view = manager.working.view
+        asked: list[str] = []
+        get = LayeredMap.get
+
+        def counting(self: LayeredMap[str, Any], key: str, *default: Any) -> Any:
+            asked.append(key)
+            return get(self, key, *default)
+
+        monkeypatch.setattr(LayeredMap, "get", counting)
+        assert summary_chain(view, proposal) == 2
+        parts = sum(len(e.summary.abstracts) for e in proposal.edits if isinstance(e, Abstract))
+        assert parts > 60
+        assert len(asked) <= 3 * 2  # three lookups for each of the two summaries
 
     @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(rounds=st.integers(1, 4), steps=st.integers(1, 6))

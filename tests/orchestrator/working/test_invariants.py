@@ -4,6 +4,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from context_graph import Compaction, ContextGraph, InvariantViolation, TextPart
 from context_graph.graph.nodes import FileNode, Node, SummaryNode, ToolResultNode, UserNode
@@ -538,3 +540,77 @@ class TestSafetyEdits:
             tokens_after=working.token_cache.count_node(new),
         )
         assert any(p.startswith("pinned_untouched") for p in working.check(proposal))
+
+
+def _walked(proposal: Proposal) -> list[str]:
+    """`text_encodable` as a walk of every value of every new node (the walk it skips)."""
+    from orchestrator.working.rules import _unencodable
+
+    found: list[str] = []
+    for edit in proposal.edits:
+        node = edit.replacement if isinstance(edit, Replace) else None
+        if node is None:
+            continue
+        stack: list[tuple[object, str]] = [(node.model_dump(), "")]
+        while stack:
+            value, where = stack.pop()
+            if isinstance(value, dict):
+                stack.extend((v, f"{where}.{k}".lstrip(".")) for k, v in value.items())
+            elif isinstance(value, list | tuple):
+                stack.extend((v, f"{where}.{i}") for i, v in enumerate(value))
+            elif isinstance(value, str) and (why := _unencodable(value)) is not None:
+                found.append(f"`{node.id}` {why} in `{where}`")
+                break
+    return found
+
+
+class TestTextEncodable:
+    def test_an_encodable_node_is_not_walked(
+        self, graph: ContextGraph, working: WorkingGraph, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A new node whose strings all encode is cleared in one pass: no value is walked."""
+        from orchestrator.working import rules
+
+        result = graph.by_kind("tool_result")[0]
+        new = _short(graph[result], "short " * 20, meta={"note": "kept", "lines": [1, "two"]})
+        proposal = honest(working, Replace(target=result, replacement=new))
+        calls: list[str] = []
+        unencodable = rules._unencodable
+
+        def counting(text: str) -> str | None:
+            calls.append(text)
+            return unencodable(text)
+
+        monkeypatch.setattr(rules, "_unencodable", counting)
+        assert list(rules.text_encodable(proposal, changes_of(proposal))) == []
+        assert calls == [proposal.note]
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        text=st.text(st.characters(codec=None, blacklist_categories=()), max_size=8),
+        meta=st.dictionaries(
+            st.text(max_size=3),
+            st.one_of(st.text(st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010))),
+            max_size=3,
+        ),
+    )
+    def test_finds_what_the_walk_finds(self, text: str, meta: dict[str, str]) -> None:
+        """Whatever the text and meta (lone surrogates too), the rule says what the walk says."""
+        from orchestrator.working.rules import text_encodable
+
+        graph = ContextGraph(counter=WordCounter())
+        graph.add_assistant("look", tool_calls=[{"id": "c1", "name": "bash"}])
+        result = graph.add_tool_result("c1", "the output of the command")
+        new = graph[result].model_copy(
+            update={
+                "id": f"{result}~new",
+                "replaces": result,
+                "meta": meta,
+                "content": (TextPart(text=text),),
+            }
+        )
+        proposal = Proposal(processor="p", edits=(Replace(target=result, replacement=new),))
+        found = list(text_encodable(proposal, changes_of(proposal)))
+        assert [f.split("new node ", 1)[1].rsplit("; fix:", 1)[0] for f in found] == _walked(
+            proposal
+        )

@@ -49,6 +49,8 @@ def _reads_as(made: LayeredMap[str, int], expected: Mapping[str, int]) -> None:
             with pytest.raises(KeyError):
                 made[key]
     assert made.holds_any([*expected, "absent"]) == bool(expected)
+    asked = [f"k{i}" for i in range(0, 40, 3)]
+    assert made.among(asked) == {key for key in asked if key in expected}
 
 
 class TestLayeredMap:

@@ -95,6 +95,7 @@ def _assert_as_fresh(view: WorkingView) -> None:
     assert [view.is_current(i) for i in known] == [fresh.is_current(i) for i in known]
     assert view.figures() == figures_of(fresh.units(), fresh.__getitem__, fresh.tokens)
     assert view.total_tokens == fresh.total_tokens
+    assert view.answers() == fresh.answers()
     state = TriggerState()
     assert evaluate(view, 50, state, config=CONFIG) == evaluate(
         _Plain(fresh), 50, state, config=CONFIG

@@ -34,6 +34,7 @@ from context_graph.testing import WordCounter
 from orchestrator.compaction.triggers import TriggerConfig, TriggerState, evaluate
 from orchestrator.working import WorkingGraph, WorkingView
 from orchestrator.working.figures import figures_of
+from orchestrator.working.projection import Projection
 from processors import Abstract, Drop, Edit, Proposal, Replace, replacement_for
 
 WORDS = st.lists(
@@ -264,4 +265,37 @@ def test_a_snapshot_keeps_its_units_while_the_live_view_grows(grow_first: bool) 
     assert snapshot.units() == units
     assert snapshot.total_tokens == tokens
     assert working.units() == _fresh(working.view).units()
+    assert working.total_tokens == _fresh(working.view).total_tokens
+
+
+def test_a_snapshot_let_go_costs_the_next_ingest_no_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The live view changes its projection in place once no snapshot reads it."""
+    copies = 0
+    copy = Projection.copy
+
+    def counted(self: Projection) -> Projection:
+        nonlocal copies
+        copies += 1
+        return copy(self)
+
+    monkeypatch.setattr(Projection, "copy", counted)
+    graph = ContextGraph(counter=WordCounter())
+    graph.add_user("start")
+    working = WorkingGraph(graph)
+    kept = working.snapshot()
+    units = kept.units()
+    graph.add_assistant("one")
+    _ = working.total_tokens  # brings the projection up to date
+    assert kept.units() == units
+    assert copies == 1  # `kept` is alive: the live view copied before it appended
+    del kept
+    for turn in range(3):
+        working.snapshot()  # let go at once, as a render does
+        graph.add_user(f"turn {turn}")
+        _ = working.total_tokens  # brings the projection up to date
+    assert copies == 1
+    assert working.units() == _fresh(working.view).units()
+    assert working.units()[0] == units[0]
     assert working.total_tokens == _fresh(working.view).total_tokens
