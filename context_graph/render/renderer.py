@@ -414,7 +414,7 @@ class Renderer:
             # The render of the whole view, once per call: added up from the previous
             # call's sums (`RunningSums`), so that it costs the units that are new.
             sums = self._sums.of(fragments)
-            kept, kept_keys, call_ids = sums.kept, sums.keys, sums.call_ids
+            kept, kept_keys, call_ids = sums.units, sums.keys, sums.call_ids
             tokens = fixed + sums.cost
             signed = sums.signed
         if dropped_indices:

@@ -30,8 +30,10 @@ _KEY = operator.attrgetter("unit.key")
 class Sums:
     """The sums over every fragment of one view, in order; each list and dict is new."""
 
-    kept: list[list[Message]]
-    """Each fragment's messages."""
+    units: list[list[Message]]
+    """The messages for `assemble`: with keys, each fragment's own list; without, the
+    messages of all but the newest fragments as one list, then the newest fragments'
+    lists (which assembles the same: `ProviderRenderer`). Good until the next `of`."""
     keys: list[tuple[str, ...]]
     """Each fragment's unit key (empty unless the keys were asked for)."""
     cost: int
@@ -46,7 +48,8 @@ class RunningSums:
     """The `Sums` of a view, extended from those of the previous view where it can be.
 
     Args:
-        keys: Whether `Sums.keys` is wanted (only cache marks read it).
+        keys: Whether `Sums.keys` (and a list of messages per fragment) is wanted: cache
+            marks read them.
     """
 
     def __init__(self, *, keys: bool) -> None:
@@ -56,6 +59,8 @@ class RunningSums:
         self._fragments: list[Fragment] = []
         self._kept: list[list[Message]] = []
         self._unit_keys: list[tuple[str, ...]] = []
+        # Without keys, the fragments' messages in one list, which assembles faster.
+        self._flat: list[Message] = []
         self._cost = 0
         self._call_ids: dict[str, str] = {}
         self._signed = False
@@ -71,9 +76,14 @@ class RunningSums:
         last = fragments[end:]
         call_ids = dict(self._call_ids)
         call_ids.update(chain.from_iterable(map(_CALLS, last)))
+        if self._keys:
+            units = [*self._kept, *map(_MESSAGES, last)]
+            keys = [*self._unit_keys, *map(_KEY, last)]
+        else:
+            units, keys = [self._flat, *map(_MESSAGES, last)], []
         return Sums(
-            kept=[*self._kept, *map(_MESSAGES, last)],
-            keys=[*self._unit_keys, *map(_KEY, last)] if self._keys else [],
+            units=units,
+            keys=keys,
             cost=self._cost + sum(map(_COST, last)),
             call_ids=call_ids,
             signed=self._signed or any(map(_SIGNED, last)),
@@ -83,15 +93,18 @@ class RunningSums:
         self._fragments = []
         self._kept = []
         self._unit_keys = []
+        self._flat = []
         self._cost = 0
         self._call_ids = {}
         self._signed = False
 
     def _extend(self, fragments: Sequence[Fragment]) -> None:
         self._fragments.extend(fragments)
-        self._kept.extend(map(_MESSAGES, fragments))
         if self._keys:
+            self._kept.extend(map(_MESSAGES, fragments))
             self._unit_keys.extend(map(_KEY, fragments))
+        else:
+            self._flat.extend(chain.from_iterable(map(_MESSAGES, fragments)))
         self._cost += sum(map(_COST, fragments))
         # A call id met again keeps its first place and takes the later node, as in `dict`.
         self._call_ids.update(chain.from_iterable(map(_CALLS, fragments)))

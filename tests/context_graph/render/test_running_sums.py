@@ -10,6 +10,7 @@ the middle, compactions, notes and system prompts, budgets that drop units.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import pairwise
 from typing import Any, cast
 
 import pytest
@@ -29,8 +30,14 @@ from context_graph.graph.events import (
 )
 from context_graph.graph.nodes import SIGNED_SECRETS, Node
 from context_graph.graph.units import Unit
-from context_graph.render import FORMATS, Renderer, RenderResult
-from context_graph.render.fragments import Fragment
+from context_graph.render import (
+    FORMATS,
+    PROVIDER_RENDERERS,
+    AssemblyStats,
+    Renderer,
+    RenderResult,
+)
+from context_graph.render.fragments import Fragment, FragmentCache
 from context_graph.render.running import RunningSums
 from context_graph.testing import WordCounter
 from context_graph.tokens.counting import ProviderFormat
@@ -200,3 +207,33 @@ class TestProperties:
             else:
                 twin = Renderer(format=fmt)
             assert _outcome(carried, view, budget) == _outcome(twin, view, budget)
+
+
+class TestAssemblyContract:
+    @settings(max_examples=100, deadline=None)
+    @given(
+        fmt=st.sampled_from(FORMATS),
+        events=st.lists(_EVENT, max_size=25),
+        cuts=st.lists(st.integers(0, 40), max_size=6),
+    )
+    def test_assemble_is_the_same_whatever_the_bounds_between_units(
+        self, fmt: ProviderFormat, events: list[AgentEvent], cuts: list[int]
+    ) -> None:
+        """Every format assembles the same body from the same messages grouped any way."""
+        graph = ContextGraph(counter=WordCounter())
+        for event in events:
+            try:
+                graph.ingest([event])
+            except ValueError:
+                continue
+        provider = PROVIDER_RENDERERS[fmt]
+        made = FragmentCache(provider).fragments_of(graph, graph.token_cache)
+        units = [f.messages for f in made.fragments]
+        flat = [m for unit in units for m in unit]
+        bounds = sorted({0, len(flat), *(c % (len(flat) + 1) for c in cuts)})
+        regrouped = [flat[a:b] for a, b in pairwise(bounds)]
+        system = provider.system(made.system)
+        plain, other = AssemblyStats(), AssemblyStats()
+        body = provider.assemble(system, units, plain)
+        assert provider.assemble(system, regrouped, other) == body
+        assert other == plain
