@@ -23,11 +23,12 @@ from context_graph.render.native import ForeignCompaction, foreign_native, reaso
 from context_graph.render.provider import Message, ProviderRenderer
 from context_graph.render.turns import RenderSource, UnitTurns, call_id_for, unit_turns
 
-__all__ = ["Fragment", "FragmentCache", "Fragments", "signed_secrets_kept"]
+__all__ = ["NONE_SIGNED", "Fragment", "FragmentCache", "Fragments", "signed_secrets_kept"]
 
 
 _SIGNED = operator.attrgetter("signed_secrets")
-_NONE_SIGNED: Mapping[str, int] = MappingProxyType({})
+NONE_SIGNED: Mapping[str, int] = MappingProxyType({})
+"""What a request keeps of signed secrets when no unit has any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,7 +395,7 @@ def _signed_secrets(source: RenderSource, unit: Unit) -> tuple[tuple[str, int], 
 def signed_secrets_kept(fragments: Sequence[Fragment], dropped: Sequence[int]) -> Mapping[str, int]:
     """The signed secrets of the units a request keeps (all but the `dropped` indices)."""
     if not any(map(_SIGNED, fragments)):
-        return _NONE_SIGNED  # the usual case: no redactor left signed secrets anywhere
+        return NONE_SIGNED  # the usual case: no redactor left signed secrets anywhere
     left_out = set(dropped)
     total: dict[str, int] = {}
     for index, fragment in enumerate(fragments):

@@ -92,7 +92,9 @@ class ProviderRenderer(Protocol):
     turn of `LEADING_USER_TEXT` where the format needs one, reporting what it changed
     in `stats`), and `count_payload` of a body equals `count_messages` of its parts
     plus the request and system overheads (and `count_tools` of its `tools` field),
-    so the renderer can size a body without recounting it.
+    so the renderer can size a body without recounting it. `assemble` reads only the
+    messages, in order: where one unit ends and the next begins does not change the
+    body, so the renderer may hand over the units it assembled before as one list.
     """
 
     @property

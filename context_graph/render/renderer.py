@@ -21,7 +21,12 @@ from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.render.breakpoints import CacheBreakpoints
 from context_graph.render.fit import droppable_units, fewest_drops, marker_text
-from context_graph.render.fragments import Fragment, FragmentCache, signed_secrets_kept
+from context_graph.render.fragments import (
+    NONE_SIGNED,
+    Fragment,
+    FragmentCache,
+    signed_secrets_kept,
+)
 from context_graph.render.native import ForeignCompaction
 from context_graph.render.provider import (
     LEADING_USER_TEXT,
@@ -31,6 +36,7 @@ from context_graph.render.provider import (
 )
 from context_graph.render.registry import FORMATS, PROVIDER_RENDERERS
 from context_graph.render.result import RenderResult
+from context_graph.render.running import RunningSums
 from context_graph.render.tools import ToolSpec, read_tools, tools_key
 from context_graph.render.turns import RenderSource, Turn, UnitTurns
 from context_graph.tokens.calibration import Calibrator
@@ -41,6 +47,7 @@ __all__ = ["Renderer"]
 _MESSAGES = operator.attrgetter("messages")
 _COST = operator.attrgetter("cost")
 _CALLS = operator.attrgetter("calls")
+_SIGNED = operator.attrgetter("signed_secrets")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +56,8 @@ class _Attempt:
     tokens: int
     dropped: tuple[int, ...]
     call_ids: dict[str, str]
+    signed: bool
+    """Whether any fragment of the base (kept or not) has signed secrets."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +152,7 @@ class Renderer:
         self._refit_to = refit_to
         self._sticky = 0
         self._fragments = FragmentCache(provider)
+        self._sums = RunningSums(keys=self._breakpoints is not None)
         self._fixed_cache: (
             tuple[tuple[tuple[str, ...], str], tuple[list[Message], int, int]] | None
         ) = None
@@ -342,7 +352,9 @@ class Renderer:
             units=len(fragments),
             dropped=tuple(fragments[i].unit.head for i in chosen.dropped),
             call_ids=MappingProxyType(chosen.call_ids),
-            signed_secrets=signed_secrets_kept(fragments, chosen.dropped),
+            signed_secrets=(
+                signed_secrets_kept(fragments, chosen.dropped) if chosen.signed else NONE_SIGNED
+            ),
             foreign_compactions=base.foreign,
         )
 
@@ -392,13 +404,19 @@ class Renderer:
         if dropped_indices:
             dropped = set(dropped_indices)
             sent = [f for index, f in enumerate(fragments) if index not in dropped]
+            kept = list(map(_MESSAGES, sent))
+            # Only cache marks read the keys.
+            kept_keys = [f.unit.key for f in sent] if self._breakpoints is not None else []
+            tokens = fixed + sum(map(_COST, sent))
+            call_ids = dict(chain.from_iterable(map(_CALLS, sent)))
+            signed = any(map(_SIGNED, fragments))
         else:
-            sent = fragments
-        kept = list(map(_MESSAGES, sent))
-        # Only cache marks read the keys.
-        kept_keys = [f.unit.key for f in sent] if self._breakpoints is not None else []
-        tokens = fixed + sum(map(_COST, sent))
-        call_ids = dict(chain.from_iterable(map(_CALLS, sent)))
+            # The render of the whole view, once per call: added up from the previous
+            # call's sums (`RunningSums`), so that it costs the units that are new.
+            sums = self._sums.of(fragments)
+            kept, kept_keys, call_ids = sums.units, sums.keys, sums.call_ids
+            tokens = fixed + sums.cost
+            signed = sums.signed
         if dropped_indices:
             # Every dropped index is at or after the first: the kept before it are as many.
             marker = self._marker_messages(len(dropped_indices))
@@ -411,7 +429,7 @@ class Renderer:
         if tools.marked is not None:
             payload["tools"] = tools.marked
         tokens += self._assembly_delta(stats, lead, cache)
-        return _Attempt(payload, tokens, tuple(dropped_indices), call_ids)
+        return _Attempt(payload, tokens, tuple(dropped_indices), call_ids, signed)
 
     def _assembly_delta(self, stats: AssemblyStats, lead: int, cache: NodeTokenCache) -> int:
         """Tokens that merging, a leading turn and a stripped ending add or save."""
