@@ -1,8 +1,9 @@
-"""The masker's first-error gist skips the line scan of an output that names no error.
+"""The masker's first-error gist scans an output only next to the words errors hold.
 
 `_first_error_line` runs once per masked output; the scan for an error line walks every
 position of a long output. An output holding none of the words every error line has is
-not scanned, and the gist is the one the scan would give, whatever the text.
+not scanned, one holding some is tried only where a match could start near them, and
+the gist is the one the whole scan would give, whatever the text.
 """
 
 from __future__ import annotations
@@ -19,20 +20,30 @@ from processors.mask import _first_error_line
 
 
 class _CountingPattern:
-    """`_ERROR_LINE` that counts its scans."""
+    """`_ERROR_LINE` that counts its whole scans and the positions it is tried at."""
 
     def __init__(self, pattern: re.Pattern[str]) -> None:
         self.pattern = pattern
         self.scans = 0
+        self.tries = 0
 
     def finditer(self, text: str) -> Any:
         self.scans += 1
         return self.pattern.finditer(text)
 
+    def match(self, text: str, position: int) -> re.Match[str] | None:
+        self.tries += 1
+        return self.pattern.match(text, position)
+
+
+def _scan(text: str) -> str | None:
+    """The error line the whole scan finds (what `_error_line` gave before)."""
+    return mask._pick(text, mask._ERROR_LINE.finditer(text))
+
 
 def _scanned(text: str, *, is_error: bool = False) -> str | None:
-    """The gist with the scan always run (what `_first_error_line` gave before)."""
-    line = mask._error_line(text)
+    """The gist with the whole scan always run (what `_first_error_line` gave before)."""
+    line = _scan(text)
     if line is None and is_error:
         line = next((ln for ln in text.splitlines() if ln.strip()), None)
     if line is None:
@@ -47,7 +58,7 @@ _PIECES = (
     *("error", "ERROR", "Error", "exception", "Exception", "Traceback", "fatal", "FATAL"),
     *("Traceback (most recent call last)", "panic", "fail", "failed", "FAIL", ":", "["),
     *("\u0130", "\u0131", "\u212a", " ", "\n", "  ", "x", "Value", "raise ", "def "),
-    *("12\t", "ok"),
+    *("12\t", "ok", "\t", "\r\n", "_", "é", "FooError", "errors", "# ", "err"),
 )
 
 
@@ -64,7 +75,19 @@ class TestErrorScan:
         assert _first_error_line(clean) is None
         assert counting.scans == 0
         assert _first_error_line(clean + "\nERROR: disk full") == "ERROR: disk full"
-        assert counting.scans == 1
+        assert counting.scans == 0
+
+    def test_output_naming_an_error_is_tried_only_near_the_words(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A long log with two error words is tried at a few positions, not scanned whole."""
+        counting = _CountingPattern(mask._ERROR_LINE)
+        monkeypatch.setattr(mask, "_ERROR_LINE", counting)
+        log = "\n".join(f"line {i}: compiled module_{i}.py ok" for i in range(2000))
+        text = f"{log}\n    raise KeyError(name)\n{log}\n  error: disk full\n{log}"
+        assert _first_error_line(text) == "error: disk full"
+        assert counting.scans == 0
+        assert counting.tries <= 16  # the run before each word, up to the word
 
     @pytest.mark.parametrize(
         "text",
@@ -84,3 +107,13 @@ class TestErrorScan:
         """For any text, the gist is the one the scan gives."""
         text = "".join(pieces)
         assert _first_error_line(text, is_error=is_error) == _scanned(text, is_error=is_error)
+
+    @settings(max_examples=500, deadline=None)
+    @given(pieces=st.lists(st.sampled_from(_PIECES) | st.text(max_size=4), max_size=16))
+    def test_same_matches_as_the_whole_scan(self, pieces: list[str]) -> None:
+        """Tried near the words, the matches are those of the whole scan, in order."""
+        text = "".join(pieces)
+        lowered = text.lower()
+        if len(lowered) == len(text):
+            near = mask._matches_near_words(text, lowered)
+            assert [m.span() for m in near] == [m.span() for m in mask._ERROR_LINE.finditer(text)]
