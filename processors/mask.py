@@ -33,10 +33,15 @@ MASKABLE_KINDS: frozenset[str] = ANSWER_KINDS
 
 Reason: TypeAlias = Literal["superseded", "old", "consumed"]
 
+# Each with a string every match of it holds: an output without that string is not
+# searched (a search walks every position of a long output).
 _EXIT_PATTERNS = (
-    re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),
-    re.compile(r"\[Command finished with exit code (-?\d+)\]"),
-    re.compile(r"^\s*(?:Exit code|exit code|Exit status|exit status):? (-?\d+)\s*$", re.M),
+    ("<returncode>", re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")),
+    ("[Command finished", re.compile(r"\[Command finished with exit code (-?\d+)\]")),
+    (
+        "xit ",
+        re.compile(r"^\s*(?:Exit code|exit code|Exit status|exit status):? (-?\d+)\s*$", re.M),
+    ),
 )
 _ERROR_LINE = re.compile(
     r"\b[A-Z]\w*(?:Error|Exception)\b|Traceback \(most recent call last\)"
@@ -267,8 +272,8 @@ def _exit_code(node: Node) -> int | None:
     if code is not None:
         return code
     text = node.text
-    for pattern in _EXIT_PATTERNS:
-        match = pattern.search(text)
+    for needed, pattern in _EXIT_PATTERNS:
+        match = pattern.search(text) if needed in text else None
         if match:
             return int(match.group(1))
     return None

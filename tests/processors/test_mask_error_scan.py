@@ -3,7 +3,8 @@
 `_first_error_line` runs once per masked output; the scan for an error line walks every
 position of a long output. An output holding none of the words every error line has is
 not scanned, one holding some is tried only where a match could start near them, and
-the gist is the one the whole scan would give, whatever the text.
+the gist is the one the whole scan would give, whatever the text. The exit status is
+searched for only in an output holding a string each of its patterns needs.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from context_graph.graph.content import TextPart
+from context_graph.graph.nodes import AnswerNode, ToolResultNode
 from processors import mask
 from processors.mask import _first_error_line
 
@@ -117,3 +120,61 @@ class TestErrorScan:
         if len(lowered) == len(text):
             near = mask._matches_near_words(text, lowered)
             assert [m.span() for m in near] == [m.span() for m in mask._ERROR_LINE.finditer(text)]
+
+
+class _CountingSearch:
+    """An exit-status pattern that counts its searches."""
+
+    def __init__(self, pattern: re.Pattern[str], searches: list[str]) -> None:
+        self.pattern = pattern
+        self._searches = searches
+
+    def search(self, text: str) -> re.Match[str] | None:
+        self._searches.append(self.pattern.pattern)
+        return self.pattern.search(text)
+
+
+def _node(text: str) -> AnswerNode:
+    return ToolResultNode(
+        id="r1", tool_call_id="c1", name="bash", content=(TextPart(text=text),), turn=0
+    )
+
+
+_EXIT_PIECES = (
+    *("<returncode>", "</returncode>", "[Command finished with exit code ", "]", "Exit code"),
+    *("exit code", "Exit status", "exit status", ":", " ", "\n", "  ", "-", "0", "127", "x"),
+)
+
+
+class TestExitCode:
+    """Which outputs are searched for an exit status."""
+
+    def test_output_without_a_status_string_is_not_searched(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A long log naming no exit status is searched by none of the patterns."""
+        searches: list[str] = []
+        counting = tuple(
+            (needed, _CountingSearch(pattern, searches)) for needed, pattern in mask._EXIT_PATTERNS
+        )
+        monkeypatch.setattr(mask, "_EXIT_PATTERNS", counting)
+        log = "\n".join(f"line {i}: compiled module_{i}.py ok" for i in range(2000))
+        assert mask._exit_code(_node(log)) is None
+        assert searches == []
+        assert mask._exit_code(_node(f"{log}\nExit code 3")) == 3
+        assert len(searches) == 1
+
+    @settings(max_examples=300, deadline=None)
+    @given(pieces=st.lists(st.sampled_from(_EXIT_PIECES) | st.text(max_size=3), max_size=12))
+    def test_same_code_as_searching_every_pattern(self, pieces: list[str]) -> None:
+        """For any output, the code is the one searching every pattern in turn gives."""
+        text = "".join(pieces)
+        searched = next(
+            (
+                int(match.group(1))
+                for _, pattern in mask._EXIT_PATTERNS
+                if (match := pattern.search(text))
+            ),
+            None,
+        )
+        assert mask._exit_code(_node(text)) == searched
