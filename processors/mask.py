@@ -15,7 +15,7 @@ proposal = await ObservationMasker(keep_turns=2).propose(nodes, ctx)
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Literal, TypeAlias
 
 from context_graph.entities import critical_entities
@@ -33,10 +33,15 @@ MASKABLE_KINDS: frozenset[str] = ANSWER_KINDS
 
 Reason: TypeAlias = Literal["superseded", "old", "consumed"]
 
+# Each with a string every match of it holds: an output without that string is not
+# searched (a search walks every position of a long output).
 _EXIT_PATTERNS = (
-    re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),
-    re.compile(r"\[Command finished with exit code (-?\d+)\]"),
-    re.compile(r"^\s*(?:Exit code|exit code|Exit status|exit status):? (-?\d+)\s*$", re.M),
+    ("<returncode>", re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")),
+    ("[Command finished", re.compile(r"\[Command finished with exit code (-?\d+)\]")),
+    (
+        "xit ",
+        re.compile(r"^\s*(?:Exit code|exit code|Exit status|exit status):? (-?\d+)\s*$", re.M),
+    ),
 )
 _ERROR_LINE = re.compile(
     r"\b[A-Z]\w*(?:Error|Exception)\b|Traceback \(most recent call last\)"
@@ -56,6 +61,8 @@ _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::.*)?\r?$", re.M)
 # `lower()` is no `i`): a text holding one is scanned whatever the test says.
 _ERROR_WORDS = ("error", "exception", "traceback", "fatal", "panic", "fail")
 _OTHER_IS = ("\u0130", "\u0131")
+_WORD_CHAR = re.compile(r"\w")
+_SPACE_CHAR = re.compile(r"\s")
 _GIST_CHARS = 120
 # Entities a failed call's placeholder names at most (about 100 tokens).
 _ERROR_ENTITIES = 24
@@ -265,8 +272,8 @@ def _exit_code(node: Node) -> int | None:
     if code is not None:
         return code
     text = node.text
-    for pattern in _EXIT_PATTERNS:
-        match = pattern.search(text)
+    for needed, pattern in _EXIT_PATTERNS:
+        match = pattern.search(text) if needed in text else None
         if match:
             return int(match.group(1))
     return None
@@ -280,7 +287,7 @@ def _first_error_line(text: str, *, is_error: bool = False) -> str | None:
     ends it. When the tool flagged an error but no line looks like one, the first
     non-empty line is the best gist there is.
     """
-    line = _error_line(text) if _may_name_an_error(text) else None
+    line = _error_line(text)
     if line is None and is_error:
         line = next((ln for ln in text.splitlines() if ln.strip()), None)
     if line is None:
@@ -291,18 +298,21 @@ def _first_error_line(text: str, *, is_error: bool = False) -> str | None:
     return line or None
 
 
-def _may_name_an_error(text: str) -> bool:
-    """Whether `_ERROR_LINE` may match in `text` (`False`: it surely does not)."""
-    if any(other in text for other in _OTHER_IS):
-        return True
-    lowered = text.lower()
-    return any(word in lowered for word in _ERROR_WORDS)
-
-
 def _error_line(text: str) -> str | None:
     """The first line `_ERROR_LINE` finds that is no source line (a traceback's end)."""
+    if any(other in text for other in _OTHER_IS):
+        return _pick(text, _ERROR_LINE.finditer(text))
+    lowered = text.lower()
+    if not any(word in lowered for word in _ERROR_WORDS):
+        return None  # no match holds none of the words
+    if len(lowered) != len(text):  # positions in `lowered` would not be those of `text`
+        return _pick(text, _ERROR_LINE.finditer(text))
+    return _pick(text, _matches_near_words(text, lowered))
+
+
+def _pick(text: str, matches: Iterable[re.Match[str]]) -> str | None:
     line = None
-    for match in _ERROR_LINE.finditer(text):
+    for match in matches:
         candidate = _line_at(text, match.start())
         if _CODE_LINE.search(candidate):
             continue
@@ -312,6 +322,48 @@ def _error_line(text: str) -> str | None:
             line = raised.group(0) if raised else candidate
         break
     return line
+
+
+def _matches_near_words(text: str, lowered: str) -> Iterator[re.Match[str]]:
+    """The matches `_ERROR_LINE.finditer(text)` gives, tried only next to the words.
+
+    The scan tries every position of the text, slowly; most outputs name an error word
+    a few times in many thousand characters. Every match holds one of `_ERROR_WORDS`
+    (lowercased, at the same position when lowering keeps the length), and starts at
+    the word or before it across word characters only (`FooError`) or whitespace only
+    (a line start, then indentation, then `error`). So no match starts before the run of
+    word or of space characters that ends at the first word at or after the scan's
+    position: the match is tried there, position by position up to the word.
+    """
+    position = 0
+    found = {word: lowered.find(word) for word in _ERROR_WORDS}
+    while True:
+        for word, at in found.items():
+            if 0 <= at < position:
+                found[word] = lowered.find(word, position)
+        word_at = min((at for at in found.values() if at >= 0), default=-1)
+        if word_at < 0:
+            return
+        start = min(
+            _run_start(text, word_at, _WORD_CHAR, position),
+            _run_start(text, word_at, _SPACE_CHAR, position),
+        )
+        for candidate in range(start, word_at + 1):
+            match = _ERROR_LINE.match(text, candidate)
+            if match is not None:
+                yield match
+                position = match.end()
+                break
+        else:
+            position = word_at + 1
+
+
+def _run_start(text: str, end: int, char: re.Pattern[str], floor: int) -> int:
+    """Where the run of `char` characters that ends at `end` starts (not before `floor`)."""
+    start = end
+    while start > floor and char.match(text, start - 1):
+        start -= 1
+    return start
 
 
 def _plural(count: int, noun: str) -> str:

@@ -144,29 +144,51 @@ def _list_lines(items: Sequence[str], omitted: int) -> list[str]:
     return [f"- {line}" for line in (*lines, *items)]
 
 
-def render(brief: Brief) -> str:
-    """The brief as markdown; empty sections are left out."""
-    parts = [TITLE]
-    for name, heading in _BLOCKS.items():
-        text = getattr(brief, name)
-        if text:
-            parts.append(f"## {heading}\n{text}")
-    for name, heading in _LISTS.items():
+#: The sections of a rendered brief, in order: each is one paragraph of the markdown.
+_SECTIONS = ("title", *_BLOCKS, *_LISTS, "errors", "identifiers", "state")
+#: The section each name in `DROP_ORDER` drops from.
+_SECTION_OF = {
+    **{name: name for name in _LISTS},
+    "open": "errors",
+    "resolved": "errors",
+    "identifiers": "identifiers",
+    "tool_identifiers": "identifiers",
+}
+
+
+def _section(brief: Brief, name: str) -> str:
+    """One section of the brief as markdown; empty when the section is left out."""
+    if name == "title":
+        return TITLE
+    if name in _BLOCKS:
+        text: str = getattr(brief, name)
+        return f"## {_BLOCKS[name]}\n{text}" if text else ""
+    if name in _LISTS:
         items = brief.list_of(name)
         omitted = brief.omitted.get(name, 0)
         head = [_ASKED + brief.asked] if name == "focus" and brief.asked else []
-        if items or omitted or head:
-            parts.append("\n".join([f"## {heading}", *head, *_list_lines(items, omitted)]))
-    errors = [_error_line(e) for e in brief.errors]
-    omitted_errors = brief.omitted.get("errors", 0)
-    if errors or omitted_errors:
-        parts.append("\n".join([f"## {_ERRORS}", *_list_lines(errors, omitted_errors)]))
-    identifiers = _identifier_lines(brief)
-    if identifiers:
-        parts.append("\n".join([f"## {_IDENTIFIERS}", *identifiers]))
-    if brief.state:
-        parts.append(f"## {_STATE}\n{brief.state}")
-    return "\n\n".join(parts)
+        if not (items or omitted or head):
+            return ""
+        return "\n".join([f"## {_LISTS[name]}", *head, *_list_lines(items, omitted)])
+    if name == "errors":
+        errors = [_error_line(e) for e in brief.errors]
+        omitted_errors = brief.omitted.get("errors", 0)
+        if not (errors or omitted_errors):
+            return ""
+        return "\n".join([f"## {_ERRORS}", *_list_lines(errors, omitted_errors)])
+    if name == "identifiers":
+        identifiers = _identifier_lines(brief)
+        return "\n".join([f"## {_IDENTIFIERS}", *identifiers]) if identifiers else ""
+    return f"## {_STATE}\n{brief.state}" if brief.state else ""
+
+
+def render(brief: Brief) -> str:
+    """The brief as markdown; empty sections are left out."""
+    return _joined([_section(brief, name) for name in _SECTIONS])
+
+
+def _joined(sections: Sequence[str]) -> str:
+    return "\n\n".join(section for section in sections if section)
 
 
 def _read_item(brief: Brief, name: str, line: str) -> None:
@@ -290,16 +312,26 @@ def bound(brief: Brief, max_tokens: int, count: Callable[[str], int], keep: Sequ
     over it too (the candidate check then refuses it).
     """
     kept = frozenset(keep)
-    text = render(brief)
+    # A drop changes one section: only that one is written again (a brief shortened by a
+    # hundred items would otherwise be written whole a hundred times). `count` is a
+    # function of the text alone, so the text's last count stands until the text changes.
+    sections = {name: _section(brief, name) for name in _SECTIONS}
+    text = _joined(list(sections.values()))
+    tokens = count(text)
     for name in DROP_ORDER:
-        while count(text) > max_tokens and _drop_one(brief, name, kept):
-            text = render(brief)
+        section = _SECTION_OF[name]
+        while tokens > max_tokens and _drop_one(brief, name, kept):
+            sections[section] = _section(brief, section)
+            text = _joined(list(sections.values()))
+            tokens = count(text)
     for name, floor in (("earlier", 0), ("state", 80)):
-        over = count(text) - max_tokens
+        over = tokens - max_tokens
         block = getattr(brief, name)
         if over > 0 and block:
             setattr(brief, name, clip_tokens(block, max(count(block) - over, floor), count))
-            text = render(brief)
+            sections[name] = _section(brief, name)
+            text = _joined(list(sections.values()))
+            tokens = count(text)
     return text
 
 
