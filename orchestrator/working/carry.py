@@ -18,32 +18,40 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.nodes import ANSWER_KINDS, Node
+from context_graph.graph.units import Unit
 from orchestrator.working.figures import ViewFigures
 from orchestrator.working.overlay import Overlay
 from processors.base import Proposal, Replace
 
-if TYPE_CHECKING:
-    from orchestrator.working.projection import Projection
+__all__ = ["Carry", "Projected", "carry_of", "take_over"]
 
-__all__ = ["Carry", "carry_of", "take_over"]
+
+class Projected(Protocol):
+    """What a carry reads and sets of a projection (`projection.Projection`, which
+    imports this module: named by its shape, so that the two do not import each other)."""
+
+    mark: int
+    unit_of: dict[str, Unit]
+    answers: tuple[Node, ...] | None
+    figures: ViewFigures | None
 
 
 @dataclass(frozen=True, slots=True)
 class Carry:
     """The previous view's projection, and the swaps a replace-only proposal makes."""
 
-    source: Projection
+    source: Projected
     swaps: dict[str, Node]
     """Target id -> its replacement."""
     before: Overlay
     """The overlay of the view the proposal was applied to."""
 
 
-def carry_of(proposal: Proposal, source: Projection, before: Overlay) -> Carry | None:
+def carry_of(proposal: Proposal, source: Projected, before: Overlay) -> Carry | None:
     """What the view `proposal` leads to may take over from `source`, if anything."""
     swaps: dict[str, Node] = {}
     for edit in proposal.edits:
@@ -55,7 +63,7 @@ def carry_of(proposal: Proposal, source: Projection, before: Overlay) -> Carry |
     return Carry(source, swaps, before)
 
 
-def take_over(carry: Carry, projection: Projection, graph: ContextGraph) -> None:
+def take_over(carry: Carry, projection: Projected, graph: ContextGraph) -> None:
     """Set on `projection` the figures and answers `carry` makes exact; or leave them.
 
     Args:
