@@ -31,8 +31,11 @@ __all__ = ["Carry", "Projected", "carry_of", "take_over"]
 
 
 class Projected(Protocol):
-    """What a carry reads and sets of a projection (`projection.Projection`, which
-    imports this module: named by its shape, so that the two do not import each other)."""
+    """What a carry reads and sets of a projection.
+
+    That is `projection.Projection`, which imports this module: it is named by its shape
+    here, so that the two modules do not import each other.
+    """
 
     mark: int
     unit_of: dict[str, Unit]
