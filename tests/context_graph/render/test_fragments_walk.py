@@ -34,7 +34,7 @@ from context_graph.testing import WordCounter
 from context_graph.tokens.counting import ProviderFormat
 
 
-class _View:
+class HiddenView:
     """A graph with some units hidden, the way a working view leaves units out."""
 
     def __init__(self, graph: ContextGraph) -> None:
@@ -74,7 +74,7 @@ class _Reads:
         return self._unit.kind
 
 
-class _Counted(_View):
+class _Counted(HiddenView):
     """A view whose units count the reads of their kind; each graph unit keeps one wrapper."""
 
     def __init__(self, graph: ContextGraph) -> None:
@@ -100,7 +100,8 @@ def _shape(made: Fragments) -> tuple[object, ...]:
     return fragments, made.system, made.system_key, made.foreign
 
 
-def _turn(graph: ContextGraph, k: int, words: int) -> None:
+def add_turn(graph: ContextGraph, k: int, words: int) -> None:
+    """A user turn, a call and its output, each of about `words` words."""
     graph.add_user(f"question {k} " + "word " * words)
     graph.add_assistant(f"answer {k}", tool_calls=[{"id": f"c{k}", "name": "bash"}])
     graph.add_tool_result(f"c{k}", "output " * words)
@@ -112,17 +113,17 @@ class TestWalk:
         graph = ContextGraph(counter=WordCounter())
         graph.add_system("rules")
         for k in range(20):
-            _turn(graph, k, 3)
+            add_turn(graph, k, 3)
         view = _Counted(graph)
         cache = FragmentCache(PROVIDER_RENDERERS["openai"])
         cache.fragments_of(view, graph.token_cache)
         assert view.reads[0] > 40  # the first walk reads every unit
         view.reads[0] = 0
-        _turn(graph, 20, 3)
+        add_turn(graph, 20, 3)
         made = cache.fragments_of(view, graph.token_cache)
         assert view.reads[0] <= 3
         expected = FragmentCache(PROVIDER_RENDERERS["openai"]).fragments_of(
-            _View(graph), graph.token_cache
+            HiddenView(graph), graph.token_cache
         )
         assert _shape(made)[1:] == _shape(expected)[1:]
         assert [f.messages for f in made.fragments] == [f.messages for f in expected.fragments]
@@ -131,7 +132,7 @@ class TestWalk:
         """A compaction among the new units covers old ones: the walk starts over."""
         graph = ContextGraph(counter=WordCounter())
         for k in range(5):
-            _turn(graph, k, 2)
+            add_turn(graph, k, 2)
         view = _Counted(graph)
         cache = FragmentCache(PROVIDER_RENDERERS["openai"])
         cache.fragments_of(view, graph.token_cache)
@@ -146,7 +147,7 @@ _CALLS = st.sampled_from(["a", "b", "c"])
 _NATIVE = NativeCompaction(
     provider="anthropic", item={"type": "compaction", "content": "earlier work"}
 )
-_EVENT = st.one_of(
+PLAIN_EVENTS = st.one_of(
     st.builds(UserTurn, content=st.sampled_from(["hi", "more words here", "x"])),
     st.builds(
         AssistantTurn,
@@ -159,8 +160,9 @@ _EVENT = st.one_of(
     st.builds(Note, content=st.sampled_from(["remember", "note two"])),
     st.builds(SystemPrompt, content=st.just("be brief")),
     st.builds(Compaction, content=st.sampled_from(["summary one", "summary two"])),
-    st.just(Compaction(content="the provider's", native=_NATIVE)),
 )
+"""Every kind of event but a provider's own compaction."""
+_EVENT = st.one_of(PLAIN_EVENTS, st.just(Compaction(content="the provider's", native=_NATIVE)))
 _STEP = st.one_of(
     st.tuples(st.just("event"), _EVENT),
     st.tuples(st.just("hide"), st.integers(0, 30)),
@@ -179,7 +181,7 @@ class TestProperties:
     ) -> None:
         """After every step, the reusing cache's fragments equal a fresh cache's."""
         graph = ContextGraph(counter=WordCounter())
-        view = _View(graph)
+        view = HiddenView(graph)
         cache = FragmentCache(PROVIDER_RENDERERS[fmt])
         for action, value in steps:
             if action == "event":

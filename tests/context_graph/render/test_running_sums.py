@@ -20,13 +20,6 @@ from hypothesis import strategies as st
 from context_graph import BudgetExceededError, ContextGraph
 from context_graph.graph.events import (
     AgentEvent,
-    AssistantTurn,
-    Compaction,
-    Note,
-    SystemPrompt,
-    ToolCall,
-    ToolResult,
-    UserTurn,
 )
 from context_graph.graph.nodes import SIGNED_SECRETS, Node
 from context_graph.graph.units import Unit
@@ -41,18 +34,17 @@ from context_graph.render.fragments import Fragment, FragmentCache
 from context_graph.render.running import RunningSums
 from context_graph.testing import WordCounter
 from context_graph.tokens.counting import ProviderFormat
+from tests.context_graph.render.test_fragments_walk import PLAIN_EVENTS, HiddenView, add_turn
 
 
-class _View:
+class _View(HiddenView):
     """A graph with some units hidden and some nodes' meta set, as a working view has."""
 
     def __init__(self, graph: ContextGraph) -> None:
-        self.graph = graph
-        self.hidden: set[str] = set()
+        super().__init__(graph)
         self.meta: dict[str, Mapping[str, Any]] = {}
         # A unit whose meta changed is a new unit object, as a working view's edit is.
         self.renewed: dict[str, tuple[Unit, Unit]] = {}
-        self.token_cache = graph.token_cache
         self.steps = 0
 
     @property
@@ -60,7 +52,7 @@ class _View:
         return self.graph.version * 1000 + self.steps
 
     def units(self) -> tuple[Unit, ...]:
-        return tuple(self._renewed(u) for u in self.graph.units() if u.head not in self.hidden)
+        return tuple(self._renewed(u) for u in super().units())
 
     def sign(self, unit: Unit) -> None:
         self.meta[unit.node_ids[-1]] = {SIGNED_SECRETS: {"api_key": 1}}
@@ -74,18 +66,6 @@ class _View:
         node = self.graph[node_id]
         extra = self.meta.get(node_id)
         return node if extra is None else node.model_copy(update={"meta": dict(extra)})
-
-    def answer_to(self, call_node_id: str) -> Node | None:
-        return self.graph.answer_to(call_node_id)
-
-    def first_call_with_id(self, tool_call_id: str) -> str | None:
-        return self.graph.first_call_with_id(tool_call_id)
-
-
-def _turn(graph: ContextGraph, k: int, words: int) -> None:
-    graph.add_user(f"question {k} " + "word " * words)
-    graph.add_assistant(f"answer {k}", tool_calls=[{"id": f"c{k}", "name": "bash"}])
-    graph.add_tool_result(f"c{k}", "output " * words)
 
 
 def _outcome(renderer: Renderer, source: _View, budget: int | None) -> object:
@@ -116,7 +96,7 @@ class TestCounting:
         graph = ContextGraph(counter=WordCounter())
         graph.add_system("rules")
         for k in range(40):
-            _turn(graph, k, 3)
+            add_turn(graph, k, 3)
         renderer = Renderer(format="openai")
         renderer.render(graph)
         renderer.render(graph)  # the version is unchanged: the very same result
@@ -130,7 +110,7 @@ class TestCounting:
         monkeypatch.setattr(
             Fragment, "calls", property(read, lambda f, value: slot.__set__(f, value))
         )
-        _turn(graph, 40, 3)
+        add_turn(graph, 40, 3)
         result = renderer.render(graph)
         assert result.units == 82  # a user unit and an assistant unit per turn
         assert reads[0] <= 3
@@ -138,24 +118,9 @@ class TestCounting:
         assert _shape(result) == _shape(Renderer(format="openai").render(graph))
 
 
-_CALLS = st.sampled_from(["a", "b", "c"])
-_EVENT = st.one_of(
-    st.builds(UserTurn, content=st.sampled_from(["hi", "more words here", "x"])),
-    st.builds(
-        AssistantTurn,
-        content=st.sampled_from(["ok", "let me look"]),
-        tool_calls=st.lists(st.builds(ToolCall, id=_CALLS, name=st.just("bash")), max_size=2).map(
-            tuple
-        ),
-    ),
-    st.builds(ToolResult, call_id=_CALLS, content=st.sampled_from(["out", "an error"])),
-    st.builds(Note, content=st.sampled_from(["remember", "note two"])),
-    st.builds(SystemPrompt, content=st.just("be brief")),
-    st.builds(Compaction, content=st.sampled_from(["summary one", "summary two"])),
-)
 _STEP = st.one_of(
-    st.tuples(st.just("event"), _EVENT),
-    st.tuples(st.just("event"), _EVENT),
+    st.tuples(st.just("event"), PLAIN_EVENTS),
+    st.tuples(st.just("event"), PLAIN_EVENTS),
     st.tuples(st.just("hide"), st.integers(0, 30)),
     st.tuples(st.just("show"), st.just(0)),
     st.tuples(st.just("sign"), st.integers(0, 30)),
@@ -213,7 +178,7 @@ class TestAssemblyContract:
     @settings(max_examples=100, deadline=None)
     @given(
         fmt=st.sampled_from(FORMATS),
-        events=st.lists(_EVENT, max_size=25),
+        events=st.lists(PLAIN_EVENTS, max_size=25),
         cuts=st.lists(st.integers(0, 40), max_size=6),
     )
     def test_assemble_is_the_same_whatever_the_bounds_between_units(
