@@ -100,6 +100,16 @@ def _shape(made: Fragments) -> tuple[object, ...]:
     return fragments, made.system, made.system_key, made.foreign
 
 
+def ingest_if_valid(graph: ContextGraph, event: AgentEvent) -> bool:
+    """Ingest `event`; `False` when the graph refuses it (a result with no call, say),
+    and then nothing was added."""
+    try:
+        graph.ingest([event])
+    except ValueError:
+        return False
+    return True
+
+
 def add_turn(graph: ContextGraph, k: int, words: int) -> None:
     """A user turn, a call and its output, each of about `words` words."""
     graph.add_user(f"question {k} " + "word " * words)
@@ -185,10 +195,8 @@ class TestProperties:
         cache = FragmentCache(PROVIDER_RENDERERS[fmt])
         for action, value in steps:
             if action == "event":
-                try:
-                    graph.ingest([cast(AgentEvent, value)])
-                except ValueError:
-                    continue  # a result with no call, say: nothing was added
+                if not ingest_if_valid(graph, cast(AgentEvent, value)):
+                    continue
             elif action == "hide":
                 units = graph.units()
                 if units:

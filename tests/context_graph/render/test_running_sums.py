@@ -34,7 +34,12 @@ from context_graph.render.fragments import Fragment, FragmentCache
 from context_graph.render.running import RunningSums
 from context_graph.testing import WordCounter
 from context_graph.tokens.counting import ProviderFormat
-from tests.context_graph.render.test_fragments_walk import PLAIN_EVENTS, HiddenView, add_turn
+from tests.context_graph.render.test_fragments_walk import (
+    PLAIN_EVENTS,
+    HiddenView,
+    add_turn,
+    ingest_if_valid,
+)
 
 
 class _View(HiddenView):
@@ -149,10 +154,8 @@ class TestProperties:
         twin = Renderer(format=fmt, cache_breakpoints=marks)
         for action, value in steps:
             if action == "event":
-                try:
-                    graph.ingest([cast(AgentEvent, value)])
-                except ValueError:
-                    continue  # a result with no call, say: nothing was added
+                if not ingest_if_valid(graph, cast(AgentEvent, value)):
+                    continue
             elif action in ("hide", "sign"):
                 units = graph.units()
                 if not units:
@@ -187,10 +190,7 @@ class TestAssemblyContract:
         """Every format assembles the same body from the same messages grouped any way."""
         graph = ContextGraph(counter=WordCounter())
         for event in events:
-            try:
-                graph.ingest([event])
-            except ValueError:
-                continue
+            ingest_if_valid(graph, event)
         provider = PROVIDER_RENDERERS[fmt]
         made = FragmentCache(provider).fragments_of(graph, graph.token_cache)
         units = [f.messages for f in made.fragments]
