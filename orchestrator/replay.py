@@ -80,13 +80,6 @@ def model_call_points(events: Sequence[AgentEvent]) -> set[int]:
     return points
 
 
-def _extends(previous: list[str] | None, current: list[str] | None) -> bool:
-    """Whether `current` starts with every message of `previous` (a reusable prefix)."""
-    if previous is None or current is None:
-        return False
-    return current[: len(previous)] == previous
-
-
 def _messages(payload: dict[str, Any]) -> list[str]:
     """The request as the provider caches it, in order: tools first, then each message.
 
