@@ -66,4 +66,6 @@ def test_the_layout_tree_names_only_existing_modules() -> None:
     names = {m.rsplit("/", 1)[-1] for m in _repo_modules() if m.split("/", 1)[0] in PACKAGES}
     named = set(_TREE_MODULE.findall(_layout_tree()))
     assert named, "the layout tree names no module: has its fence moved?"
-    assert not named - names, f"the layout tree names modules that do not exist: {sorted(named - names)}"
+    assert not named - names, (
+        f"the layout tree names modules that do not exist: {sorted(named - names)}"
+    )
