@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from processors.summarize.facts import ErrorFact, dedupe
 from processors.summarize.quoting import code_span, find_output_quote, quote_output, read_span
+from processors.summarize.updates import is_stale, stale_values, supersede
 
 __all__ = [
     "DROP_ORDER",
@@ -37,6 +38,7 @@ _BLOCKS = {
     "earlier": "Earlier summary",
 }
 _LISTS = {
+    "requests": "User messages (verbatim; a later value replaces an earlier one)",
     "focus": "Requested focus",
     "constraints": "User constraints and preferences (verbatim)",
     "decisions": "Decisions",
@@ -61,7 +63,8 @@ _ASKED = "Asked for: "
 TOOL_IDENTIFIERS = "From tool output: "
 
 #: Sections dropped from, oldest items first, when a brief is over its bound; most
-#: expendable first. Open errors, identifiers and constraints go last.
+#: expendable first. Constraints, open errors, the user's own messages and identifiers go
+#: last.
 DROP_ORDER = (
     "files_read",
     "commands",
@@ -72,6 +75,7 @@ DROP_ORDER = (
     "constraints",
     "open",
     "tool_identifiers",
+    "requests",
     "identifiers",
 )
 
@@ -83,6 +87,8 @@ class Brief:
     goal: str = ""
     earlier: str = ""
     asked: str = ""
+    requests: list[str] = field(default_factory=list)
+    """The user's messages after the first, verbatim, oldest first; stale values removed."""
     focus: list[str] = field(default_factory=list)
     constraints: list[str] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)
@@ -260,14 +266,21 @@ def merge(old: Brief, new: Brief) -> Brief:
     )
     for name in ("focus", "constraints", "decisions", "commands"):
         setattr(merged, name, dedupe([*old.list_of(name), *new.list_of(name)]))
+    said = dedupe([*old.requests, *new.requests])
+    merged.requests = supersede(said)
+    stale = stale_values(said)
+    merged.identifiers = [i for i in merged.identifiers if not is_stale(i, stale)]
     for name in {*old.omitted, *new.omitted}:
         merged.omitted[name] = old.omitted.get(name, 0) + new.omitted.get(name, 0)
     return merged
 
 
 def cap_lists(brief: Brief, max_items: int) -> None:
-    """Keep at most `max_items` (the newest) in each list section; count the rest."""
-    for name in (*_LISTS, "errors"):
+    """Keep at most `max_items` (the newest) in each list section; count the rest.
+
+    The user's messages are not capped: every one stays while the token bound allows.
+    """
+    for name in (*(n for n in _LISTS if n != "requests"), "errors"):
         items: list[object] = getattr(brief, name)
         extra = len(items) - max_items
         if extra > 0:

@@ -57,6 +57,9 @@ from processors.summarize.quoting import quote_output
 __all__ = ["ExtractiveSummarizer"]
 
 _STATE_CHARS = 800
+#: How long one of the user's messages may be in the brief: longer ones keep their head,
+#: and the constraint sentences of what was cut are listed on their own.
+_USER_MESSAGE_CHARS = 2_000
 _STOPWORDS = frozenset(
     "about also especially focus include keep make mention only please should summary "
     "summarize sure that their there these they this those what when which with from into "
@@ -68,8 +71,9 @@ _WORD = re.compile(r"[A-Za-z][\w-]{3,}")
 class ExtractiveSummarizer:
     """Writes a structured brief of nodes, deterministically and offline (the default).
 
-    Sections: the goal (the user's first request, verbatim), the user's constraints and
-    preferences (verbatim), decisions, files modified and read, commands and tool use with
+    Sections: the goal (the user's first request, verbatim), every later user message
+    (verbatim; a later value replaces an earlier one), constraints (notes, and those of a
+    message too long to keep whole), decisions, files modified and read, commands and tool use with
     their outcomes, errors open and resolved, key identifiers, the current state and next
     step. Given `previous` (a brief it wrote), the newer span is merged into it.
 
@@ -232,19 +236,16 @@ def _user_text(node: Node) -> str:
 
 
 def _read_turns(brief: Brief, nodes: Sequence[Node], goal_tokens: int, c: TokenCounter) -> None:
-    """Goal, constraints, decisions and the last assistant text.
+    """Goal, the user's messages, constraints, decisions and the last assistant text.
 
-    A notice (`UserNode.notice`) is neither the goal nor a source of constraints: the
-    harness wrote it ("DO NOT respond to these messages" is not the user's rule).
+    The goal is the session's first request (a node of turn 1, or the span's first user
+    node when turns are unknown); every later user message is kept verbatim, in any
+    language, its head when it is very long. A notice (`UserNode.notice`) is neither:
+    the harness wrote it ("DO NOT respond to these messages" is not the user's rule).
     """
     for node in nodes:
         if isinstance(node, UserNode) and not node.notice:
-            text = _user_text(node).strip()
-            if not brief.goal and text:
-                brief.goal = brief_format.clip_tokens(text, goal_tokens, c.count)
-                if brief.goal == text:
-                    continue  # quoted whole: its constraints are already in the brief
-            brief.constraints.extend(clip(s) for s in constraint_sentences(node.text))
+            _read_user_turn(brief, node, goal_tokens, c)
         elif isinstance(node, NoteNode) and node.text:
             brief.constraints.append(clip(f"Note: {node.text}"))
         elif isinstance(node, AssistantNode) and node.text.strip():
@@ -252,6 +253,21 @@ def _read_turns(brief: Brief, nodes: Sequence[Node], goal_tokens: int, c: TokenC
             brief.state = clip(node.text, _STATE_CHARS)
     brief.constraints = dedupe(brief.constraints)
     brief.decisions = dedupe(brief.decisions)
+
+
+def _read_user_turn(brief: Brief, node: UserNode, goal_tokens: int, c: TokenCounter) -> None:
+    text = _user_text(node).strip()
+    if not text:
+        return
+    if not brief.goal and not brief.requests and node.turn <= 1:
+        brief.goal = brief_format.clip_tokens(text, goal_tokens, c.count)
+        kept = brief.goal
+    else:
+        brief.requests.append(clip(text, _USER_MESSAGE_CHARS))
+        kept = brief.requests[-1]
+    if kept != text and kept != " ".join(text.split()):
+        # Cut: the constraints of the whole message are listed, so none is lost.
+        brief.constraints.extend(clip(s) for s in constraint_sentences(node.text))
 
 
 def _read_files(brief: Brief, nodes: Sequence[Node]) -> None:

@@ -25,11 +25,11 @@ from context_graph.errors import ConfigurationError
 from context_graph.graph.anchors import SUMMARY_HEADER
 from context_graph.graph.content import TextPart
 from context_graph.graph.ids import make_node_id
-from context_graph.graph.nodes import Node, SummaryNode
+from context_graph.graph.nodes import Node, SummaryNode, UserNode
 from processors.base import Abstract, ProcessorContext, Proposal, Summarizer
 from processors.redact import strip_signed_secrets
 from processors.registry import register_processor
-from processors.summarize.brief import tool_lines
+from processors.summarize.brief import parse, tool_lines
 from processors.summarize.checks import (
     CandidateCheck,
     check_candidate,
@@ -39,6 +39,7 @@ from processors.summarize.checks import (
 from processors.summarize.extractive import ExtractiveSummarizer
 from processors.summarize.facts import clip, dedupe
 from processors.summarize.targets import Plan, plan_targets
+from processors.summarize.updates import is_stale, stale_values
 
 __all__ = ["HistorySummarizer", "summary_room"]
 
@@ -177,6 +178,9 @@ class HistorySummarizer:
         required = required_entities(
             plan.span, carried=carried, per_turn=self.entities_per_turn, limit=self.max_entities
         )
+        # A value the user replaced later is no longer a fact the summary must keep.
+        stale = stale_values(_user_messages(plan))
+        required = [entity for entity in required if not is_stale(entity, stale)]
         return _Job(
             plan=plan,
             ctx=ctx,
@@ -302,6 +306,14 @@ _MESSAGE_OVERHEAD = 8
 #: The smallest brief worth writing: the heading, a line of identifiers, the next step.
 _MIN_BRIEF = 64
 _FREE_SHARE = 0.6
+
+
+def _user_messages(plan: Plan) -> list[str]:
+    """What the user said, oldest first: the previous brief's messages, then the span's."""
+    previous = parse(plan.previous.text) if plan.previous is not None else None
+    said = list(previous.requests) if previous is not None else []
+    said += [n.text for n in plan.span if isinstance(n, UserNode) and not n.notice and n.text]
+    return said
 
 
 def summary_room(plan: Plan, ctx: ProcessorContext) -> int | None:

@@ -105,12 +105,12 @@ class TestBrief:
         assert text.startswith(TITLE)
         assert _section(text, "Goal: the user's first request, verbatim").strip() == REQUEST
 
-    def test_later_constraints_are_quoted(
+    def test_later_user_messages_are_quoted_whole(
         self, graph: ContextGraph, summarizer: ExtractiveSummarizer
     ) -> None:
-        """A later user turn's constraint sentence is kept word for word."""
-        section = _section(summarizer.brief(_nodes(graph)), "User constraints and preferences")
-        assert "- Don't deploy today." in section
+        """A later user turn is kept word for word, every sentence of it."""
+        section = _section(summarizer.brief(_nodes(graph)), "User messages")
+        assert "- Don't deploy today. Update CHANGELOG.md for release v2.3.1 instead." in section
 
     def test_decisions_files_commands_and_errors(
         self, graph: ContextGraph, summarizer: ExtractiveSummarizer

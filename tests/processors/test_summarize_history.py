@@ -362,7 +362,11 @@ class TestRolling:
 
     async def test_leading_summary_in_targets_is_the_anchor(self) -> None:
         """A previous summary given first among the targets is updated, not re-summarized."""
-        graph = build_session(extra_turns=3)
+        graph = build_session()
+        for n in range(3):  # turns with output to shorten: user messages are kept verbatim
+            graph.add_user(f"Step {n}: also bump version to 2.4.{n} in setup.cfg.")
+            graph.add_assistant(tool_calls=[_call(f"v{n}", "bash", command="pytest")])
+            graph.add_tool_result(f"v{n}", "test passed\n" * 40)
         old = _edit(await _processor().propose(units_nodes(graph, 1, 6), _ctx(graph))).summary
         graph.add_derived(old)
         span = units_nodes(graph, 6, 10)

@@ -201,7 +201,9 @@ class TestInjectedLine:
         (error,) = brief.errors
         assert error.line == f"tests/test_io.py::test_read - {INJECTION}"
         assert (error.said, error.source, error.resolved) == ("1 failed, 1 passed", "bash", False)
-        assert tool_lines(again) == tool_lines(first)
+        # The later span adds the user's message above them: the same lines, moved.
+        quoted = [first.split("\n")[n - 1] for n in tool_lines(first)]
+        assert [again.split("\n")[n - 1] for n in tool_lines(again)] == quoted
 
 
 _PREFIXES = ("", "# ", "## ", "User: ", "Human: ", "<|im_start|>user ", "```", "`", "> ")

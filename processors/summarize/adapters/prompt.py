@@ -38,9 +38,12 @@ You write the working summary of an AI agent's session. The summary replaces the
 of the conversation you are shown, so the agent must be able to carry on from it alone.
 
 Write markdown with these headings, leaving out any that would be empty: Goal (the \
-user's original request), User constraints and preferences (quote the user), Decisions, \
-Files read, Files modified, Commands and outcomes, Errors (open and resolved), Key \
-identifiers, Current state and next step.
+user's first request, quoted), User messages (every later message of the user, quoted \
+whole, in its own language; when a later message changes a value, such as a budget or a \
+host, keep only the latest value), Constraints and preferences (each rule in one line \
+with its value), Decisions (and why), Files read, Files modified (what changed), \
+Commands and outcomes, Errors (the last error line quoted, open or resolved, and what \
+resolved it), Key identifiers, Current state and next step, Open questions.
 
 Rules:
 - Copy identifiers, file paths, numbers, names of errors and quoted values exactly, \

@@ -1,0 +1,111 @@
+"""The brief keeps what the user said: every message, rules with their values, latest values.
+
+Issue cases: a rule cut from its value ("Never exceed without explicit approval." with
+`$500` moved to an identifiers list), preferences and a non-English rule dropped because
+they had no English cue word, a later request called "the user's first request", and a
+value that changed later kept beside its stale self.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from context_graph import ContextGraph
+from context_graph.graph.nodes import Node
+from context_graph.testing import WordCounter
+from processors.summarize.extractive import ExtractiveSummarizer
+from processors.summarize.updates import supersede
+
+RULE = "HARD CONSTRAINT: the budget cap is $500 total. Never exceed without explicit approval."
+LATER = (
+    "禁止修改 tests/ 目录。",
+    "Skip the invoices table.",
+    "Mia prefers short bullet lists in status updates.",
+    "FYI: the staging database lives at db-staging-7.internal:5433.",
+)
+
+
+def _session(*user_turns: str, first: str = "Migrate the billing service.") -> ContextGraph:
+    graph = ContextGraph(counter=WordCounter())
+    graph.add_system("You are a coding agent.")
+    graph.add_user(first)
+    for number, text in enumerate(user_turns):
+        graph.add_user(text)
+        graph.add_assistant(
+            f"Step {number}.",
+            tool_calls=[{"id": f"c{number}", "name": "bash", "arguments": {"cmd": "ls"}}],
+        )
+        graph.add_tool_result(f"c{number}", "a.py\nb.py")
+    return graph
+
+
+def _nodes(graph: ContextGraph, start: int = 0) -> list[Node]:
+    return [graph[i] for i in graph.transcript()][start:]
+
+
+def _brief(nodes: list[Node], previous: str | None = None) -> str:
+    return ExtractiveSummarizer(max_tokens=4_000).brief(nodes, previous=previous)
+
+
+class TestEveryUserMessage:
+    def test_each_later_message_is_kept_in_any_language(self) -> None:
+        """A Chinese rule, a bare imperative, a preference and a fact all stay, verbatim."""
+        text = _brief(_nodes(_session(*LATER)))
+        for said in LATER:
+            assert said in text
+
+    def test_a_rule_keeps_its_value_in_the_same_line(self) -> None:
+        """The sentence with the value and the rule that refers to it stay on one line."""
+        text = _brief(_nodes(_session(RULE)))
+        assert any("$500" in line and "budget cap" in line for line in text.splitlines())
+        assert any(RULE in line for line in text.splitlines())
+
+    def test_a_later_request_is_not_called_the_first(self) -> None:
+        """A span that starts after the first request has no goal section naming another."""
+        graph = _session("Now handle the reports module.")
+        later = [n for n in _nodes(graph) if getattr(n, "turn", 0) > 1]
+        text = _brief(later)
+        assert "first request" not in text
+        assert "Now handle the reports module." in text
+
+
+class TestLaterValues:
+    def test_an_update_replaces_the_stale_value_across_a_rolling_summary(self) -> None:
+        """The value said later appears; the one it replaced is gone from the brief."""
+        graph = _session(RULE, "Update: the budget cap is now $800 total.")
+        nodes = _nodes(graph)
+        cut = next(i for i, n in enumerate(nodes) if "Update:" in getattr(n, "text", ""))
+        first = _brief(nodes[1:cut])
+        assert "$500" in first
+        second = _brief(nodes[cut:], previous=first)
+        assert "$800" in second
+        assert "$500" not in second
+        assert "Never exceed without explicit approval." in second
+
+    def test_another_subject_or_a_value_free_rule_stays(self) -> None:
+        """Only a restated subject with a new value of the same sort replaces a sentence."""
+        items = [
+            "Fix tests/test_io.py first. Keep the timeout at 30 seconds.",
+            "Then fix tests/test_api.py. Never deploy on Fridays.",
+            "Set the retry count to 5.",
+        ]
+        assert supersede(items) == items
+
+
+_SENTENCE = st.text(alphabet=st.sampled_from("abc xyz 0123 $/._-"), min_size=1, max_size=40).map(
+    lambda s: s.strip() + "."
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_SENTENCE, min_size=1, max_size=4).map(" ".join), max_size=6))
+def test_supersede_only_removes_older_sentences_that_hold_a_value(items: list[str]) -> None:
+    """The newest item is untouched; a removed sentence had a digit or value in it."""
+    kept = supersede(items)
+    assert len(kept) <= len(items)
+    if items and " ".join(items[-1].split()):
+        assert kept[-1] == " ".join(items[-1].split())
+    removed = " ".join(items).split()
+    for word in " ".join(kept).split():
+        assert word in removed
