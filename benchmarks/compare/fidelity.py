@@ -64,18 +64,22 @@ def probe_section(runs: Sequence[Run], names: Sequence[str], budgets: Sequence[s
     out = [
         "### Fidelity probes",
         "",
-        "Beyond whether an entity is present: per session, deterministic questions of six "
-        "kinds, each with the answer string a request must hold (`benchmarks/compare/"
-        "probes.py` documents the generator): a value a tool returned that the agent used "
-        "later (`tool_value`), a user constraint (`constraint`), the files touched "
-        "(`file`), the last error (`last_error`) and the result that resolved it "
-        "(`resolution`), and the step the agent said comes next (`next_step`). At a call "
-        "a probe passes when its answer is in the request verbatim; the share is pooled "
-        f"over every call at which the probe was active (at most {LIMIT} of a kind per "
-        "session). A refused call passes none. Where a share reads `a + b`, `b` is the "
-        "share not in the request but recoverable: inside what one `context_expand` call "
-        "on an id the request names brings back (only a contender with agent tools names "
-        "ids). The last column is the same for the retention benchmark's reference facts "
+        "Beyond whether an entity is present: per session, deterministic questions of "
+        f"{len(PROBE_KINDS)} kinds, each with the answer string a request must hold "
+        "(`benchmarks/compare/probes.py` documents the generator): a value a tool returned "
+        "that the agent used later (`tool_value`), a user constraint (`constraint`) and one "
+        "that holds a value, asked with its rule (`constraint_value`), the files touched "
+        "(`file`), the last error's informative line (`last_error`, not its exit-status "
+        "wrapper; asked for the next ten tool results) and the result that resolved it "
+        "(`resolution`), the step the agent said comes next (`next_step`) and the user's "
+        "latest message verbatim (`instruction`). At a call a probe passes when its answer "
+        "is in the request verbatim; the share is pooled over every call at which the "
+        f"probe was active (at most {LIMIT} probes of an accumulating kind per session; the "
+        "kinds that keep one live probe are not capped). A refused call passes none. Where "
+        "a share reads `a + b`, `b` is the share not in the request but recoverable: "
+        "inside what one `context_expand` call on an id the request names brings back "
+        "(only a contender with agent tools names ids). The last column is the same for "
+        "the retention benchmark's reference facts "
         "(the entities of user turns, tool errors and gold facts).",
         "",
     ]

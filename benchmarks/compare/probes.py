@@ -20,17 +20,29 @@ The generator walks the events once, in order:
 - `file`: a file the agent touched. A path (`path`, `file_path`, `filename`, `file`,
   `notebook_path`, `target_file` argument, or a path-like entity of a command's
   arguments, URLs left out) of a tool call, or the path of a file read. Active from the call on.
-- `last_error`: the last error and whether it was resolved. The first line of the most
-  recent tool error is active at every call after it until a newer error replaces it;
-  `resolution`: once a later result of the same tool is not an error, that result's
-  first line (the evidence that it was resolved) is active from then on.
+- `last_error`: the last error and whether it was resolved. The informative line of
+  the most recent tool error (`informative_line`: the first line that names an error,
+  else the first that is more than an exit-status wrapper such as `<returncode>1
+  </returncode>` or `Exit code 128`) is active at the calls after it until a newer
+  error replaces it, or until `STALE_AFTER` more tool results came (an old error is no
+  longer what the agent needs); `resolution`: once a later result of the same tool is
+  not an error, that result's informative line is active from then on, as long.
 - `next_step`: the step the agent said comes next. The last line of the latest
   assistant text (the agent's most recent statement of what it does next), at the
   calls after it.
+- `instruction`: the user's latest message, verbatim (its first 160 characters), at
+  the calls after it until the next one.
+- `constraint_value`: a user constraint with its value. A sentence of a user turn that
+  binds (as for `constraint`, or names a limit, cap, budget, maximum or minimum) and
+  holds a number; its answer is the sentence (its first 160 characters), so the value
+  passes only beside its rule. Active from the turn on.
 
-Answers shorter than 8 characters are left out (they would be found by chance), at most
-`LIMIT` probes of a kind are made per session (the first ones), and a compaction recorded
-in the session (Claude Code's) ends every probe made before it, as it does for retention.
+Answers shorter than 8 characters are left out (they would be found by chance). At most
+`LIMIT` probes of a kind are made per session (the first ones) for the kinds that
+accumulate; the kinds that keep one live probe (`last_error`, `resolution`, `next_step`,
+`instruction`) are never capped, since a cap would end them silently half way through a
+session. A compaction recorded in the session (Claude Code's) ends every probe made
+before it, as it does for retention.
 """
 
 from __future__ import annotations
@@ -57,16 +69,37 @@ __all__ = ["LIMIT", "PROBE_KINDS", "Probe", "Probes", "probes"]
 PROBE_KINDS: tuple[str, ...] = (
     "tool_value",
     "constraint",
+    "constraint_value",
     "file",
     "last_error",
     "resolution",
     "next_step",
+    "instruction",
 )
+#: The kinds that keep one live probe, replaced as the session goes: never capped.
+ROLLING = frozenset({"last_error", "resolution", "next_step", "instruction"})
 LIMIT = 30
 SHORTEST = 8
+#: Tool results after which an error (and its resolution) is no longer asked about.
+STALE_AFTER = 10
 _LONGEST = 160
 _BINDING = re.compile(
     r"\b(?:must|never|always|only|don't|do not|make sure|at most|at least|without|keep|avoid)\b",
+    re.IGNORECASE,
+)
+_LIMITING = re.compile(r"\b(?:limit|limited|cap|budget|maximum|minimum|max|min)\b", re.IGNORECASE)
+_NUMBER = re.compile(r"\d")
+#: A line that only wraps an exit status: `<returncode>1</returncode>`, `Exit code 128`,
+#: `[Command finished with exit code 1]`, `<output>`, `Process exited with code 2`.
+_WRAPPER = re.compile(
+    r"^\W*(?:</?\w+>\s*-?\d*\s*(?:</\w+>)?|(?:process\s+)?exit(?:ed)?(?:\s+with)?\s+"
+    r"(?:code|status)\s*:?\s*-?\d+|\[?command (?:finished|exited)[^\]]*\]?|"
+    r"returncode:?\s*-?\d+)\W*$",
+    re.IGNORECASE,
+)
+_ERROR_WORDS = re.compile(
+    r"error|exception|traceback|failed|failure|fatal|not found|denied|invalid|cannot|"
+    r"can't|refused|no such|undefined|missing",
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
@@ -95,8 +128,13 @@ def _text(event: AgentEvent) -> str:
     return "\n".join(getattr(part, "text", "") for part in getattr(event, "content", ()))
 
 
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")[:_LONGEST]
+def informative_line(text: str) -> str:
+    """The line of an error output that says what went wrong (see the module docstring)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    telling = [line for line in lines if not _WRAPPER.match(line)]
+    named = next((line for line in telling if _ERROR_WORDS.search(line)), None)
+    chosen = named or (telling[0] if telling else (lines[0] if lines else ""))
+    return chosen[:_LONGEST]
 
 
 def _last_line(text: str) -> str:
@@ -135,21 +173,25 @@ class _Walk:
     tools: dict[str, str] = field(default_factory=dict)
     """Tool call id -> tool name, to tell a later result of the same tool."""
     failed: dict[str, str] = field(default_factory=dict)
-    """Tool name -> the first line of its unresolved error."""
+    """Tool name -> the informative line of its unresolved error."""
+    results_since_error: int = 0
 
     def add(self, kind: str, answer: str) -> None:
         if len(answer) < SHORTEST or (kind, answer) in self.active:
             return
-        if self.made.get(kind, 0) >= LIMIT:
+        if kind not in ROLLING and self.made.get(kind, 0) >= LIMIT:
             return
         self.made[kind] = self.made.get(kind, 0) + 1
         self.active[(kind, answer)] = Probe(kind, answer)
 
     def replace(self, kind: str, answer: str) -> None:
         """Keep one probe of `kind`: the newest."""
+        self.end(kind)
+        self.add(kind, answer)
+
+    def end(self, kind: str) -> None:
         for key in [k for k in self.active if k[0] == kind]:
             del self.active[key]
-        self.add(kind, answer)
 
     def read(self, event: AgentEvent) -> None:
         if isinstance(event, Compaction):
@@ -160,13 +202,22 @@ class _Walk:
             text = _text(event)
             self.told.update(critical_entities(text))
             if isinstance(event, UserTurn):
-                for sentence in _SENTENCE.findall(text):
-                    if _BINDING.search(sentence):
-                        self.add("constraint", sentence.strip()[:_LONGEST])
+                self._user(text)
         elif isinstance(event, AssistantTurn):
             self._assistant(event)
         elif isinstance(event, ToolResult | FileRead | SubagentResult):
             self._result(event)
+
+    def _user(self, text: str) -> None:
+        for sentence in _SENTENCE.findall(text):
+            said = sentence.strip()[:_LONGEST]
+            binds = _BINDING.search(sentence)
+            if binds:
+                self.add("constraint", said)
+            if (binds or _LIMITING.search(sentence)) and _NUMBER.search(sentence):
+                self.add("constraint_value", said)
+        if text.strip():
+            self.replace("instruction", text.strip()[:_LONGEST])
 
     def _assistant(self, event: AssistantTurn) -> None:
         text = _text(event)
@@ -186,14 +237,19 @@ class _Walk:
         if isinstance(event, FileRead):
             self.add("file", event.path)
         name = self.tools.get(event.call_id or "", "")
+        self.results_since_error += 1
+        if self.results_since_error > STALE_AFTER:
+            self.end("last_error")
+            self.end("resolution")
         if getattr(event, "is_error", False):
-            line = _first_line(text)
+            line = informative_line(text)
             self.replace("last_error", line)
             self.failed[name] = line
+            self.results_since_error = 0
             return
         if name in self.failed:
             del self.failed[name]
-            self.replace("resolution", _first_line(text))
+            self.replace("resolution", informative_line(text))
         for value in critical_entities(text):
             if value not in self.told and len(value) >= SHORTEST:
                 self.returned.setdefault(value)

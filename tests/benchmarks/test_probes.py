@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from benchmarks.compare.contenders import ContenderSpec
 from benchmarks.compare.fidelity import probe_recall, probe_table, reach
-from benchmarks.compare.probes import LIMIT, PROBE_KINDS, probes
+from benchmarks.compare.probes import LIMIT, PROBE_KINDS, STALE_AFTER, probes
 from benchmarks.compare.runner import replay, setup
 from benchmarks.compare.sessions import Session
 from context_graph import (
@@ -88,7 +88,51 @@ class TestGenerator:
         """After another tool's compaction only what came after it is asked."""
         events = [*_events(), Compaction(content="Summary."), UserTurn(content="Go on now.")]
         found = _at_end(events)
+        assert found.pop("instruction") == ["Go on now."]
         assert all(not answers for answers in found.values())
+
+    def test_the_error_line_is_asked_not_its_exit_status_wrapper(self) -> None:
+        """`last_error` is the line naming the error, past `<returncode>` and `Exit code`."""
+        events = _events()
+        events[5] = ToolResult(
+            call_id="c2",
+            content="<returncode>1</returncode>\n<output>\nExit code 1\n"
+            "E   ModuleNotFoundError: No module named 'yaml'\n</output>",
+            is_error=True,
+        )
+        found = _at_end(events)
+        assert found["last_error"] == ["E   ModuleNotFoundError: No module named 'yaml'"]
+
+    def test_an_old_error_is_no_longer_asked(self) -> None:
+        """After STALE_AFTER more tool results the last error and its resolution end."""
+        events = _events()
+        for n in range(STALE_AFTER):
+            events += [
+                AssistantTurn(
+                    content="Again.", tool_calls=[ToolCall(id=f"x{n}", name="ls", arguments="{}")]
+                ),
+                ToolResult(call_id=f"x{n}", content="listing of the tree"),
+            ]
+        found = _at_end(events)
+        assert found["last_error"] == [] and found["resolution"] == []
+
+    def test_a_rule_with_its_value_and_the_latest_instruction(self) -> None:
+        """A binding or limiting sentence with a number is asked whole; so is the last message."""
+        events: list[AgentEvent] = [
+            UserTurn(content="HARD CONSTRAINT: the budget cap is $500 total. Be quick."),
+            AssistantTurn(content="Understood."),
+            UserTurn(content="Now summarize the invoices table."),
+        ]
+        found = _at_end(events)
+        assert found["constraint_value"] == ["HARD CONSTRAINT: the budget cap is $500 total."]
+        assert found["instruction"] == ["Now summarize the invoices table."]
+
+    def test_probes_that_roll_are_not_capped(self) -> None:
+        """`next_step` is still asked after more than LIMIT assistant turns."""
+        events: list[AgentEvent] = [UserTurn(content="Work through the list.")]
+        events += [AssistantTurn(content=f"Item {n} done; next item.") for n in range(LIMIT + 5)]
+        found = _at_end(events)
+        assert found["next_step"] == [f"Item {LIMIT + 4} done; next item."]
 
     def test_short_answers_and_the_limit(self) -> None:
         """Answers under 8 characters are not asked; at most LIMIT of a kind are made."""
@@ -166,7 +210,7 @@ class TestScoring:
         assert all(back == 0 for _, _, back in recall.values())
         table = probe_table([run], ["sends", "absent"], "50%")
         sends, absent = table.splitlines()[2:]
-        assert sends.startswith("| sends | 0.000 | 1.000 | 1.000 | 0.000 |")
+        assert sends.startswith("| sends | 0.000 | 1.000 | - | 1.000 | 0.000 |")
         assert absent == "| absent |" + " - |" * (len(PROBE_KINDS) + 1)
 
     def test_an_answer_one_expand_away_is_recoverable(self) -> None:
