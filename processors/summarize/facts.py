@@ -89,7 +89,10 @@ _WRITE_VERBS = frozenset({"touch", "tee", "rm", "mv", "cp", "patch"})
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 _CONSTRAINT = re.compile(
     r"\b(?:must|mustn't|never|don't|do not|always|prefer|please|avoid|make sure|ensure|"
-    r"should|shouldn't|required|important|instead of|without)\b",
+    r"should|shouldn't|required|important|instead of|without)\b"
+    # The same in Chinese and Japanese (no word boundaries there): must, do not, forbidden,
+    # never, please, be sure to.
+    "|必须|不要|禁止|不得|不能|请勿|务必|一定要|しないで|禁止|必ず|してください",
     re.IGNORECASE,
 )
 _DECISION = re.compile(

@@ -37,9 +37,9 @@ from processors.summarize.checks import (
     tool_names_of,
 )
 from processors.summarize.extractive import ExtractiveSummarizer
-from processors.summarize.facts import clip, dedupe
+from processors.summarize.facts import ITEM_CHARS, clip, constraint_sentences, dedupe
 from processors.summarize.targets import Plan, plan_targets
-from processors.summarize.updates import is_stale, stale_values
+from processors.summarize.updates import is_stale, stale_values, supersede
 
 __all__ = ["HistorySummarizer", "summary_room"]
 
@@ -55,18 +55,25 @@ class _Job:
     required: tuple[str, ...]
     facts: tuple[str, ...]
     tool_names: tuple[str, ...]
+    said: tuple[str, ...] = ()
+    """The user's constraint sentences a model's summary must quote (not carried on)."""
 
     @property
     def previous(self) -> str | None:
         return self.plan.previous.text if self.plan.previous is not None else None
 
-    def check(self, text: str) -> CandidateCheck:
+    def check(self, text: str, *, quoting: bool = False) -> CandidateCheck:
+        """The candidate's verdict; `quoting`: it must also quote the user's constraints.
+
+        A model's candidate must (its prompt asks for the user's messages quoted whole);
+        the extractive brief quotes them itself, unless its bound had to drop one.
+        """
         return check_candidate(
             text,
             tokens=self.ctx.tokens.count_text(text),
             limit=self.plan.tokens_before,
             required=self.required,
-            facts=self.facts,
+            facts=(*self.facts, *self.said) if quoting else self.facts,
             tool_names=self.tool_names,
         )
 
@@ -179,14 +186,27 @@ class HistorySummarizer:
             plan.span, carried=carried, per_turn=self.entities_per_turn, limit=self.max_entities
         )
         # A value the user replaced later is no longer a fact the summary must keep.
-        stale = stale_values(_user_messages(plan))
+        messages = _user_messages(plan)
+        stale = stale_values(messages)
         required = [entity for entity in required if not is_stale(entity, stale)]
+        current = " ".join(" ".join(m.split()) for m in supersede(messages))
         return _Job(
             plan=plan,
             ctx=ctx,
             required=tuple(required),
             facts=tuple(dedupe([*self.keep, *facts])),
             tool_names=tuple(tool_names_of(plan.span)),
+            said=tuple(
+                sentence
+                for node in plan.span
+                # The first request is never summarized in a managed session (it stays in
+                # the floor, verbatim): the sentences of the user's later turns.
+                if isinstance(node, UserNode) and not node.notice and node.turn > 1
+                for sentence in dict.fromkeys(
+                    " ".join(s.split()) for s in constraint_sentences(node.text)
+                )
+                if len(sentence) <= ITEM_CHARS and sentence in current
+            ),
         )
 
     def _brief(self, job: _Job, summarizer: ExtractiveSummarizer) -> str:
@@ -204,12 +224,12 @@ class HistorySummarizer:
         instructions = _instructions(job)
         nodes = await self._fit_window(summarizer, job, job.plan.units, instructions, 0)
         first = await self._call(summarizer, nodes, job.previous, instructions)
-        verdict = job.check(first)
+        verdict = job.check(first, quoting=True)
         if verdict.ok:
             return first, "model", ""
         retry = "\n\n".join(t for t in (instructions, verdict.retry_instructions()) if t)
         second = await self._call(summarizer, nodes, job.previous, retry)
-        again = job.check(second)
+        again = job.check(second, quoting=True)
         if again.ok:
             return second, "retry", f"first candidate: {verdict.reason()}"
         return None, "fallback", f"refused twice: {verdict.reason()}; then {again.reason()}"
@@ -362,6 +382,8 @@ def _instructions(job: _Job) -> str:
         )
     if job.facts:
         parts.append("These facts must appear verbatim: " + "; ".join(job.facts))
+    if job.said:
+        parts.append("Quote these sentences of the user exactly: " + " | ".join(job.said))
     return "\n".join(p for p in parts if p)
 
 

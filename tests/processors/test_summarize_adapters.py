@@ -139,7 +139,7 @@ class TestOverHttp:
         (edit,) = first.edits
         assert isinstance(edit, Abstract)
         graph.add_derived(edit.summary)
-        wire.server.script({"text": GOOD + " CHANGELOG.md is updated."})
+        wire.server.script({"text": GOOD + " Now update CHANGELOG.md please. It is updated."})
         newer = units_nodes(graph, 3, 5)
         proposal = await _processor(wire).propose(newer, ProcessorContext.for_graph(graph))
         prompt = wire.prompt()

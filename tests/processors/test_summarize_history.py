@@ -349,7 +349,9 @@ class TestRolling:
         first = await _processor().propose(units_nodes(graph, 1, 6), _ctx(graph))
         old = _edit(first).summary
         graph.add_derived(old)
-        model = ScriptedSummarizer(GOOD + " Then CHANGELOG.md for v2.3.1; setup.cfg at 2.4.0.")
+        model = ScriptedSummarizer(
+            GOOD + " Now update CHANGELOG.md for release v2.3.1 please. setup.cfg at 2.4.0."
+        )
         span = units_nodes(graph, 6, 10)
         proposal = await _processor(summarizer=model).propose(span, _ctx(graph))
         edit = _edit(proposal)
@@ -381,7 +383,9 @@ class TestRolling:
         graph = build_session(extra_turns=3)
         old = _edit(await _processor().propose(units_nodes(graph, 1, 6), _ctx(graph))).summary
         graph.add_derived(old.model_copy(update={"pinned": True}))
-        model = ScriptedSummarizer("CHANGELOG.md for v2.3.1 is done; setup.cfg is at 2.4.0.")
+        model = ScriptedSummarizer(
+            "Now update CHANGELOG.md for release v2.3.1 please. Done; setup.cfg is at 2.4.0."
+        )
         span = units_nodes(graph, 6, 10)
         proposal = await _processor(summarizer=model).propose(span, _ctx(graph))
         assert model.calls[0]["previous"] is None
@@ -397,11 +401,15 @@ class TestRolling:
         assert proposal.empty and "only lead" in proposal.note
 
 
-async def _echo(*, instructions: str | None, **_: Any) -> str:
-    """A model that writes back exactly the identifiers it is told to keep."""
+async def _echo(*, nodes: Sequence[Node], instructions: str | None, **_: Any) -> str:
+    """A model that writes back exactly the identifiers it is told to keep, and quotes the
+    sentences of the user it is told to quote that its nodes hold."""
     assert instructions is not None
     keep = instructions.split("wherever they occur: ", 1)[1].split("\n")[0]
-    return f"Kept: {keep}."
+    quote = instructions.partition("Quote these sentences of the user exactly: ")[2]
+    seen = " ".join(node.text for node in nodes)
+    said = [s for s in quote.split("\n")[0].split(" | ") if s and s in seen]
+    return f"Kept: {keep}." + "".join(f" {s}" for s in said)
 
 
 class TestWindow:

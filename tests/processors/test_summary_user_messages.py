@@ -8,12 +8,16 @@ value that changed later kept beside its stale self.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph import ContextGraph
 from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
+from processors.base import Abstract, ProcessorContext
+from processors.summarize import HistorySummarizer
 from processors.summarize.extractive import ExtractiveSummarizer
 from processors.summarize.updates import supersede
 
@@ -109,3 +113,36 @@ def test_supersede_only_removes_older_sentences_that_hold_a_value(items: list[st
     removed = " ".join(items).split()
     for word in " ".join(kept).split():
         assert word in removed
+
+
+class _Model:
+    """Answers with a script; records the instructions it was given."""
+
+    name = "scripted"
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+        self.instructions: list[str | None] = []
+
+    async def summarize(
+        self, nodes: Sequence[Node], *, previous: str | None, instructions: str | None
+    ) -> str:
+        self.instructions.append(instructions)
+        return self.answers.pop(0)
+
+
+class TestModelSummaryCheck:
+    async def test_a_summary_that_drops_a_user_constraint_is_refused(self) -> None:
+        """A model's summary must quote the later turns' constraints, in any language."""
+        graph = _session("Please never touch the prod database.", "禁止修改 tests/ 目录。")
+        graph.add_user("Carry on.")
+        span = [n for n in _nodes(graph) if n.turn > 1 and n.turn < 4]
+        paraphrase = "The user asked for care with the database and the tests folder."
+        quoted = "Please never touch the prod database. 禁止修改 tests/ 目录。 Both noted."
+        model = _Model(paraphrase, quoted)
+        processor = HistorySummarizer(summarizer=model)
+        proposal = await processor.propose(span, ProcessorContext.for_graph(graph))
+        assert proposal.note.startswith("retry ok (scripted; first candidate: dropped Please")
+        (edit,) = proposal.edits
+        assert isinstance(edit, Abstract) and edit.summary.text == quoted
+        assert "Quote these sentences of the user exactly" in (model.instructions[0] or "")
