@@ -28,7 +28,9 @@ on ingesting and rendering; a request that does not fit waits for it (see `rende
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -45,7 +47,7 @@ from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent, coerce_events
 from context_graph.graph.nodes import Node
 from context_graph.graph.sdk_replies import read_response
-from context_graph.render import Renderer, RenderResult
+from context_graph.render import Renderer, RenderResult, RenderSource, count_payload
 from context_graph.tokens.counting import ProviderFormat, TokenCounter
 from orchestrator.agent_tools.expander import Expander
 from orchestrator.agent_tools.offer import ToolOffer
@@ -55,6 +57,7 @@ from orchestrator.bus import EventBus
 from orchestrator.compaction.background import BackgroundRunner
 from orchestrator.compaction.compactor import Compactor
 from orchestrator.compaction.guards import GuardConfig
+from orchestrator.compaction.overflow import degrade
 from orchestrator.compaction.pipeline import PipelineRun
 from orchestrator.compaction.plan import RunMode
 from orchestrator.compaction.renderers import RendererCache
@@ -528,12 +531,46 @@ class ContextManager(EventAdders):
         try:
             result = renderer.render(self._working, budget=limit)
         except BudgetExceededError as exc:
-            result = self._without_agent_tools(renderer, fmt, exc)
+            try:
+                result = self._without_agent_tools(renderer, fmt, exc)
+            except BudgetExceededError as refused:
+                result = self._degraded(renderer, fmt, refused)
         self._state.last, self._state.last_timed_out = result, timed_out
         self._state.unsent.clear()
         self._bus.emit("render_done", format=fmt, tokens=result.tokens, budget=limit)
         self._keeper.save()
         return result
+
+    def _degraded(
+        self, renderer: Renderer, fmt: ProviderFormat, refused: BudgetExceededError
+    ) -> RenderResult:
+        """The request degraded step by step rather than refused (`compaction/overflow.py`).
+
+        Raises:
+            BudgetExceededError: `refused`, when even the shortest heads do not fit.
+        """
+        budget = refused.budget
+        factor = renderer.calibrator.factor if renderer.calibrator is not None else 1.0
+
+        def attempt(view: RenderSource) -> RenderResult:
+            # Counted again whole: the renderer's running sums assume a node id names one
+            # content for good, which the degraded copies bend (their count came out a
+            # little high with a word counter). The recount is the request's own size.
+            result = renderer.render(view, budget=budget)
+            tokens = count_payload(result.payload, fmt, self._raw.token_cache)
+            if tokens > math.floor(budget / factor):
+                raise BudgetExceededError(budget, tokens, "the degraded request, recounted")
+            return dataclasses.replace(result, tokens=tokens)
+
+        overflow = degrade(self._working, attempt, refused)
+        self._bus.emit(
+            "overflow_fallback",
+            format=fmt,
+            steps=overflow.steps,
+            budget=refused.budget,
+            required=refused.required,
+        )
+        return overflow.result
 
     def _without_agent_tools(
         self, renderer: Renderer, fmt: ProviderFormat, refused: BudgetExceededError

@@ -28,6 +28,7 @@ class TestEventBus:
             "compaction_done",
             "compaction_timed_out",
             "node_added",
+            "overflow_fallback",
             "proposal_applied",
             "proposal_made",
             "proposal_rejected",

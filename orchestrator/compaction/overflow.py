@@ -1,0 +1,193 @@
+"""The overflow fallback: a degraded request instead of a refusal.
+
+When even the compacted view does not fit the budget (a system prompt larger than the
+budget, an image the floor cannot drop, a huge latest turn), refusing the call stops the
+agent. Seed 004's answer is to degrade step by step and fail only at the end; here each
+step is a read-only view over the working view, so nothing is recorded, no invariant is
+bent, and the next render starts from the full view again:
+
+1. `media`: images and documents become a one-line notice;
+2. `outputs`: every tool output is cut to its head (`OUTPUT_CHARS`) with a notice;
+3. `pinned`: the system prompt, pinned nodes and the latest user turn keep their heads
+   (and the outputs with them), cut shorter and shorter (never below `MIN_HEAD_CHARS`)
+   until the request fits.
+
+Each request sent this way says so in its text (the notices) and on the bus
+(`overflow_fallback`, with the steps taken). When even the shortest heads do not fit,
+the original `BudgetExceededError` stands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from context_graph.errors import BudgetExceededError
+from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart
+from context_graph.graph.nodes import Node, UserNode
+from context_graph.graph.units import Unit
+from context_graph.render import RenderResult
+from context_graph.render.turns import RenderSource
+
+__all__ = ["MIN_HEAD_CHARS", "OUTPUT_CHARS", "Overflow", "degrade"]
+
+#: What a tool output keeps in the `outputs` step (seed 004's TOOL_OUTPUT_MAX_CHARS).
+OUTPUT_CHARS = 2_000
+#: The shortest head the `pinned` step cuts a node to.
+MIN_HEAD_CHARS = 200
+_MEDIA_NOTICE = "[{kind} omitted: the request was over its token budget]"
+_CUT_NOTICE = "\n[... {cut:,} characters cut: the request was over its token budget ...]"
+_ANSWERS = frozenset({"tool_result", "file", "subagent_result"})
+
+
+@dataclass(frozen=True)
+class Overflow:
+    """A request sent degraded: the steps that made it fit."""
+
+    steps: tuple[str, ...]
+    result: RenderResult
+
+
+class _View:
+    """A working view with some nodes shown as degraded copies (a `RenderSource`).
+
+    A copy has an id of its own: the renderer keeps what it made of a node (its
+    messages, its count, the system prompt's) by the node's id, which in the engine
+    names one content for good.
+    """
+
+    def __init__(self, view: RenderSource, copies: Mapping[str, Node], step: int) -> None:
+        self._view = view
+        self._renamed = {
+            old: node.model_copy(update={"id": f"{old}~overflow-{step}"})
+            for old, node in copies.items()
+        }
+        for node in self._renamed.values():
+            node.__dict__.pop("text", None)
+        self._by_id = {node.id: node for node in self._renamed.values()}
+        self._version = hash((view.version, "overflow", step))
+
+    @property
+    def version(self) -> int:
+        """Another version for every attempt: the renderer caches by it."""
+        return self._version
+
+    def _id(self, node_id: str) -> str:
+        copy = self._renamed.get(node_id)
+        return node_id if copy is None else copy.id
+
+    def units(self) -> tuple[Unit, ...]:
+        """The view's units, with the copies' ids in place of the originals'."""
+        return tuple(
+            Unit(self._id(u.head), u.kind, tuple(map(self._id, u.node_ids)))
+            if any(i in self._renamed for i in u.node_ids)
+            else u
+            for u in self._view.units()
+        )
+
+    def __getitem__(self, node_id: str) -> Node:
+        found = self._by_id.get(node_id)
+        return found if found is not None else self._view[node_id]
+
+    def answer_to(self, call_node_id: str) -> Node | None:
+        answer = self._view.answer_to(call_node_id)
+        return None if answer is None else self._renamed.get(answer.id, answer)
+
+    def first_call_with_id(self, tool_call_id: str) -> str | None:
+        found = self._view.first_call_with_id(tool_call_id)
+        return None if found is None else self._id(found)
+
+
+def _with_content(node: Node, parts: tuple[ContentPart, ...]) -> Node:
+    """A copy of `node` (the same id) with other content.
+
+    `model_copy` copies what the node computed and cached from its content (its `text`),
+    which would then describe the old content: the copy computes it again.
+    """
+    copy = node.model_copy(update={"content": parts})
+    copy.__dict__.pop("text", None)
+    return copy
+
+
+def _without_media(node: Node) -> Node | None:
+    if not any(isinstance(p, ImagePart | DocumentPart) for p in node.content):
+        return None
+    parts = tuple(
+        TextPart(text=_MEDIA_NOTICE.format(kind=p.type))
+        if isinstance(p, ImagePart | DocumentPart)
+        else p
+        for p in node.content
+    )
+    return _with_content(node, parts)
+
+
+def _head(node: Node, chars: int) -> Node | None:
+    """`node` with its text cut to `chars` and a notice; `None` when it is that short."""
+    text = node.text
+    if len(text) <= chars:
+        return None
+    kept = text[:chars].rstrip()
+    notice = _CUT_NOTICE.format(cut=len(text) - len(kept))
+    others = tuple(p for p in node.content if not isinstance(p, TextPart))
+    return _with_content(node, (TextPart(text=kept + notice), *others))
+
+
+def _nodes(view: RenderSource) -> list[Node]:
+    return [view[i] for unit in view.units() for i in unit.node_ids]
+
+
+def _floor_text_nodes(nodes: list[Node]) -> list[Node]:
+    """The system prompt, pinned nodes and the latest user turn (the floor's text)."""
+    latest = next((n for n in reversed(nodes) if isinstance(n, UserNode) and not n.notice), None)
+    return [n for n in nodes if n.kind == "system" or n.pinned or n is latest]
+
+
+def degrade(
+    view: RenderSource,
+    render: Callable[[RenderSource], RenderResult],
+    refused: BudgetExceededError,
+) -> Overflow:
+    """The first degraded view `render` fits, and the steps that made it.
+
+    Raises:
+        BudgetExceededError: `refused`, when even the shortest heads do not fit.
+    """
+    nodes = _nodes(view)
+    copies: dict[str, Node] = {}
+    steps: list[str] = []
+    attempt = 0
+
+    def tried(step: str, changed: Mapping[str, Node]) -> RenderResult | None:
+        nonlocal attempt
+        if not changed:
+            return None
+        copies.update(changed)
+        if step not in steps:
+            steps.append(step)
+        attempt += 1
+        try:
+            return render(_View(view, dict(copies), attempt))
+        except BudgetExceededError:
+            return None
+
+    found = tried("media", {n.id: c for n in nodes if (c := _without_media(n)) is not None})
+    if found is None:
+        outputs = {
+            n.id: c
+            for n in nodes
+            if n.kind in _ANSWERS and (c := _head(copies.get(n.id, n), OUTPUT_CHARS)) is not None
+        }
+        found = tried("outputs", outputs)
+    chars = OUTPUT_CHARS
+    # The outputs are cut with the floor's text from here on: a latest turn's own result
+    # can be what does not fit.
+    floor = [*_floor_text_nodes(nodes), *(n for n in nodes if n.kind in _ANSWERS)]
+    while found is None:
+        heads = {n.id: c for n in floor if (c := _head(copies.get(n.id, n), chars)) is not None}
+        found = tried("pinned", heads)
+        if chars == MIN_HEAD_CHARS:
+            break
+        chars = max(chars // 2, MIN_HEAD_CHARS)
+    if found is None:
+        raise refused
+    return Overflow(tuple(steps), found)
