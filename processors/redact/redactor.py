@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from context_graph.errors import ConfigurationError
@@ -90,6 +91,23 @@ class SecretRedactor:
         self.entropy_threshold = float(threshold)
         self.min_length = min_length
         self.include_pinned = include_pinned
+        self._known: Mapping[str, str] = MappingProxyType({})
+
+    def knowing(self, known: Mapping[str, str]) -> SecretRedactor:
+        """A copy that also redacts `known` secrets (text -> type) wherever they appear.
+
+        For secrets found earlier in a session (`secrets`): a password read from a
+        `.env` file and repeated in a later turn, where nothing around it says what it
+        is, is redacted there too.
+        """
+        copy = SecretRedactor(
+            types=self.types,
+            entropy_threshold=self.entropy_threshold,
+            min_length=self.min_length,
+            include_pinned=self.include_pinned,
+        )
+        copy._known = MappingProxyType(dict(known))
+        return copy
 
     def redact(
         self, text: str, *, known: Mapping[str, str] | None = None
@@ -118,7 +136,7 @@ class SecretRedactor:
             The note counts findings by type and never quotes a secret.
         """
         nodes = list({n.id: n for n in targets if self.include_pinned or not n.pinned}.values())
-        run = _Run()
+        run = _Run(dict(self._known))
         self._scan(nodes, run)
         return replace_each(
             self.name,
