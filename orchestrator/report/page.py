@@ -32,10 +32,10 @@ h2 .scale{float:right;font-size:11px;cursor:pointer}
 #chart svg{width:100%;height:240px;display:block}
 .legend{font-size:12px;color:#55606d}
 .legend i{display:inline-block;width:14px;height:3px;vertical-align:middle;margin:0 4px 0 10px}
-table{border-collapse:collapse;width:100%;font-size:12.5px}
+table{border-collapse:collapse;width:100%;font-size:12.5px;table-layout:fixed}
 td,th{padding:3px 6px;border-bottom:1px solid #eef1f4;text-align:right;white-space:nowrap}
 td:first-child,th:first-child{text-align:left}
-td.text{white-space:normal;overflow-wrap:anywhere;text-align:left;min-width:4em}
+td.text,th.text{white-space:normal;overflow-wrap:break-word;text-align:left}
 header h1,.message .role,#request h2,#request p{overflow-wrap:anywhere}
 .piece button{max-width:100%;white-space:normal;overflow-wrap:anywhere;text-align:left}
 tr.call{cursor:pointer}
@@ -229,11 +229,18 @@ aria-pressed="false">log scale</button></h2><div id="chart"></div>
 </i>sent<i style="background:#b42318"></i>budget<i style="background:#d97706"></i>compaction</div>
 </section>
 <section><h2>Calls (click one to see its request)</h2><div class="calls"><table>
-<thead><tr><th>call</th><th>events</th><th>raw</th><th>sent</th><th>compacted by</th>
-<th>cached</th><th>input cost</th></tr></thead><tbody id="call-rows"></tbody></table></div>
+<colgroup><col style="width:9%"><col style="width:10%"><col style="width:13%">
+<col style="width:12%"><col style="width:30%"><col style="width:12%"><col style="width:14%">
+</colgroup><thead><tr><th>call</th><th>events</th><th>raw</th><th>sent</th>
+<th class="text">compacted by</th><th>cached</th><th>input cost</th></tr></thead>
+<tbody id="call-rows"></tbody></table></div>
 </section>
-<section><h2>Compactions</h2><table><thead><tr><th>call</th><th>processor</th>
-<th>trigger</th><th>removed</th><th>added</th><th>saved</th><th>note</th></tr></thead>
+<section><h2>Compactions</h2><table>
+<colgroup><col style="width:8%"><col style="width:14%"><col style="width:16%">
+<col style="width:11%"><col style="width:9%"><col style="width:11%"><col style="width:31%">
+</colgroup><thead><tr><th>call</th><th class="text">processor</th>
+<th class="text">trigger</th><th>removed</th><th>added</th><th>saved</th><th class="text">note</th>
+</tr></thead>
 <tbody id="compaction-rows"></tbody></table></section>
 </div>
 <section id="request"></section>
