@@ -105,4 +105,6 @@ class OutputScreen:
         if screened == original:
             return text
         trailing = text[len(text.rstrip("\n")) :]
-        return json.dumps(screened, ensure_ascii=False, indent=indent) + trailing
+        # An ASCII-only document (`ensure_ascii`, the default of `json.dumps`) stays so.
+        written = json.dumps(screened, ensure_ascii=text.isascii(), indent=indent)
+        return written + trailing
