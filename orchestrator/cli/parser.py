@@ -191,6 +191,7 @@ def _add_check(commands: _Commands) -> None:
         help="provider format of the body (default: detect it)",
     )
     check.add_argument("--budget", type=parse_budget, help="also check the size against this")
+    _add_redact(check)
     _add_json(check, "print violations as JSON; errors as a JSON object on stdout")
 
 

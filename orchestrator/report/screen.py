@@ -20,13 +20,17 @@ path.write_text(screen.json_text(report.model_dump_json(indent=2)))
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from context_graph.graph.nodes import Node
-from processors.redact import SecretRedactor
+from processors.redact import SecretFinding, SecretRedactor
 
 __all__ = ["OutputScreen"]
+
+#: Characters of a known secret's start that, cut short by an ellipsis, still count as it.
+_SHORTEST_CUT = 8
+_ELLIPSES = ("\u2026", "...")
 
 
 class OutputScreen:
@@ -65,12 +69,45 @@ class OutputScreen:
         for secret, kind in self._redactor.secrets(new).items():
             self._known.setdefault(secret, kind)
 
+    def learn_value(self, value: Any) -> None:
+        """Remember the secrets in every string of a JSON value (a request body)."""
+        redactor = self._redactor
+        if redactor is None:
+            return
+        for text in _strings(value):
+            for finding in redactor.redact(text)[1]:
+                self._known.setdefault(text[slice(*finding.span)], finding.type)
+
     def text(self, text: str) -> str:
         """`text` with every secret replaced by its placeholder."""
         redactor = self._redactor
         if redactor is None or not text:
             return text
-        return redactor.redact(text, known=self._known)[0]
+        return self._cut_short(redactor.redact(text, known=self._known)[0])
+
+    def _cut_short(self, text: str) -> str:
+        """`text` without the start of a known secret that a message cut with an ellipsis.
+
+        Messages quote ids and values shortened (`ghp_dA54e0t0beCKQD2I…`): no rule
+        finds the secret then, but it is still most of it.
+        """
+        if not any(mark in text for mark in _ELLIPSES):
+            return text
+        for secret, kind in self._known.items():
+            if len(secret) <= _SHORTEST_CUT:
+                continue
+            head = secret[:_SHORTEST_CUT]
+            start = text.find(head)
+            while start != -1:
+                end = start + _SHORTEST_CUT
+                while end - start < len(secret) and text[end : end + 1] == secret[end - start]:
+                    end += 1
+                if text.startswith(_ELLIPSES, end):
+                    placeholder = SecretFinding(kind, (start, end)).placeholder
+                    text = text[:start] + placeholder + text[end:]
+                    end = start + len(placeholder)
+                start = text.find(head, end)
+        return text
 
     def value(self, value: Any) -> Any:
         """A JSON-like value with every string redacted, object keys too."""
@@ -108,3 +145,17 @@ class OutputScreen:
         # An ASCII-only document (`ensure_ascii`, the default of `json.dumps`) stays so.
         written = json.dumps(screened, ensure_ascii=text.isascii(), indent=indent)
         return written + trailing
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, object keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str):
+                yield key
+            yield from _strings(item)

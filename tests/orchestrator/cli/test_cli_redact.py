@@ -147,6 +147,29 @@ class TestRedactSwitch:
         assert leaks(printed) == []
 
 
+class TestCheck:
+    """`check --redact`: a rule's message quotes the body, cut short; no part of a secret shows."""
+
+    def test_a_quoted_id_is_redacted_even_cut_short(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """An orphan tool result whose id holds a token: the message shows a placeholder."""
+        line, token = PLANTED["github_token"]
+        body = tmp_path / "body.json"
+        history = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": line}]
+        history[1]["content"] = "x"
+        body.write_text(json.dumps({"model": "m", "messages": history}), encoding="utf-8")
+        code, printed = _run(capsys, "check", str(body), "--format", "openai")
+        assert code == 1 and token[:12] in printed
+        for extra in ([], ["--json"]):
+            code, printed = _run(
+                capsys, "check", str(body), "--format", "openai", "--redact", *extra
+            )
+            assert code == 1 and "tool_result_orphan" in printed
+            assert token[:12] not in printed
+            assert "[REDACTED:github_token]" in printed
+
+
 class TestProfileStage:
     """A TOML profile with a `redact` stage switches every output's redaction on too."""
 

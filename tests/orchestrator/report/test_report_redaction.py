@@ -120,3 +120,14 @@ class TestOutputScreen:
         assert PASSWORD in screen.text(bare)
         screen.learn(manager.raw)
         assert screen.text(bare) == "the login with [REDACTED:password] failed"
+
+    def test_a_known_secret_cut_short_is_hidden(self) -> None:
+        """`ghp_dA54e0t0…` in a message: the start of a known secret, then an ellipsis."""
+        _, token = PLANTED["github_token"]
+        screen = OutputScreen(SecretRedactor())
+        screen.learn_value({"messages": [{"content": PLANTED["github_token"][0]}]})
+        for mark in ("\u2026", "..."):
+            text = f"id `{token[:20]}{mark}` answers no call; `{token[:5]}{mark}` too short"
+            assert screen.text(text) == (
+                f"id `[REDACTED:github_token]{mark}` answers no call; `{token[:5]}{mark}` too short"
+            )
