@@ -191,7 +191,7 @@ def _add_check(commands: _Commands) -> None:
         help="provider format of the body (default: detect it)",
     )
     check.add_argument("--budget", type=parse_budget, help="also check the size against this")
-    _add_redact(check)
+    _add_redact(check, profile=False)
     _add_json(check, "print violations as JSON; errors as a JSON object on stdout")
 
 
@@ -267,15 +267,18 @@ def _add_profile(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_redact(command: argparse.ArgumentParser) -> None:
+def _add_redact(command: argparse.ArgumentParser, *, profile: bool = True) -> None:
+    what = (
+        "in every request and in everything written: JSON, reports, text (a profile with "
+        "a `redact` stage turns this on too)"
+        if profile
+        else "in everything written (a message can quote the body)"
+    )
     command.add_argument(
         "--redact",
         action="store_true",
-        help=(
-            "replace credentials (API keys, tokens, private keys, passwords) by typed "
-            "placeholders in every request and in everything written: JSON, reports, "
-            "text (a profile with a `redact` stage turns this on too)"
-        ),
+        help=f"replace credentials (API keys, tokens, private keys, passwords) by typed "
+        f"placeholders {what}",
     )
 
 
