@@ -141,9 +141,10 @@ class ContextManager(EventAdders):
             `SecretRedactor()` with its defaults, or a configured `SecretRedactor`. Every
             new node is scanned before a render and in every view a processor is given,
             also mid-run (so a model summarizer never sees a secret either); the
-            pristine record keeps the original. Off by default: a redacted value the
-            agent needs (a test fixture's key) is lost to it, so turn it on where
-            secrets may appear.
+            pristine record keeps the original. A `SecretRedactor` stage in any
+            pipeline (a profile's `redact` stage) turns it on the same way, with that
+            stage's options. Off by default: a redacted value the agent needs (a test
+            fixture's key) is lost to it, so turn it on where secrets may appear.
         cache_breakpoints: Mark Anthropic prompt-cache breakpoints (`cache_control` on
             the system prompt, the end of the part unchanged since the previous render,
             and the last message; at most 4 marks), as `Renderer(cache_breakpoints=True)`
@@ -324,6 +325,14 @@ class ContextManager(EventAdders):
     def store(self) -> SessionStore | None:
         """The session store the manager writes to (`open`'s file); `None` in memory."""
         return self._store
+
+    @property
+    def redactor(self) -> SecretRedactor | None:
+        """What redacts every new node before a render; `None` when redaction is off.
+
+        Set by `redact_secrets`, or by a `redact` stage in a pipeline.
+        """
+        return self._options.redactor
 
     def refresh(self) -> int:
         """Bring in what other workers appended to a shared session; how many entries.
