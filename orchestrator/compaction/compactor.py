@@ -255,7 +255,7 @@ class Compactor:
 
     def _lost_race(self, mode: RunMode, refused: StoreConflictError, *, floor: bool) -> PipelineRun:
         """Report a run the store refused and took back; what fired stays due."""
-        reason = f"its result was not kept, and the render goes on without it: {refused}"
+        reason = f"its result was not kept (what fired stays due): {refused}"
         background = mode is RunMode.BACKGROUND
         self._bus.emit("compaction_deferred", background=background, floor=floor, reason=reason)
         return PipelineRun(guard_state=self._state.guards)
