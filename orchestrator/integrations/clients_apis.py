@@ -253,13 +253,10 @@ def _is_output(item: Any) -> bool:
 
 
 def _responses_reply(response: Any) -> Reply:
-    data = plain(response)
-    for key in ("previous_response_id", "conversation"):
-        data.pop(key, None)  # the request's own server state; ours never sets it
-    usage = data.get("usage")
-    tokens = usage.get("input_tokens") if isinstance(usage, Mapping) else None
-    events = load_events(data, format="openai_responses")
-    return Reply(events, tokens if isinstance(tokens, int) else None, list(data.get("output", [])))
+    # Read by what the model added (`output`): a `Response` also echoes its request
+    # (`instructions`, `tools`, settings), which is not new and must not be taken in.
+    read = read_response(response)
+    return Reply(list(read.events), read.prompt_tokens, plain(list(response.output)))
 
 
 OPENAI_RESPONSES = Api(
