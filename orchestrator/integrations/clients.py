@@ -37,7 +37,8 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from context_graph.errors import ConfigurationError
+from context_graph.errors import ConfigurationError, IngestError
+from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent
 from context_graph.render import RenderResult
 from context_graph.tokens.counting import ProviderFormat
@@ -48,6 +49,7 @@ from orchestrator.integrations.clients_apis import (
     OPENAI_RESPONSES,
     Api,
 )
+from orchestrator.integrations.held import event_key, held_prefix, node_key, open_calls
 
 __all__ = ["Conversation", "Manager", "StreamingNotSupportedError", "wrap_client"]
 
@@ -60,6 +62,10 @@ _SUPPORTED = (
 
 class Manager(Protocol):
     """What a managed client needs of its `ContextManager`."""
+
+    @property
+    def raw(self) -> ContextGraph:
+        """The pristine record."""
 
     def ingest(self, events: Iterable[AgentEvent | dict[str, Any]]) -> tuple[str, ...]:
         """Add a batch of events, whole or not at all."""
@@ -118,28 +124,24 @@ class Conversation:
         """Ingest what is new in a call's conversation and system prompt.
 
         Raises:
-            ConfigurationError: the conversation is not a list, or does not start with the
-                one the last call passed.
+            ConfigurationError: the conversation is not a list, or leaves the record's
+                conversation partway (an item changed or left out).
             IngestError: a new item is malformed; nothing was ingested.
         """
         api = self._api
         history = api.read_history(kwargs)
         system = api.read_system(kwargs)
         keys = [json.dumps(item, sort_keys=True) for item in history]
-        if keys[: len(self._keys)] != self._keys:
-            changed = next(
-                (i for i, (a, b) in enumerate(zip(keys, self._keys, strict=False)) if a != b),
-                len(keys),
-            )
-            msg = (
-                f"{api.name}: `{api.history_key}[{changed}]` is not the item this managed "
-                f"client took in there ({len(self._keys)} items so far); pass the whole "
-                "conversation, extended, on every call (the record is append-only: start a "
-                "new manager for a rewritten history)"
-            )
-            raise ConfigurationError(msg)
+        if self._keys and keys[: len(self._keys)] == self._keys:
+            self._extend(history, system)
+        else:
+            self._resume(history, system)
+        self._keys, self._system, self._reply_due = keys, system, False
+
+    def _extend(self, history: list[Any], system: Any) -> None:
+        """Ingest the items after those of the last call (and the reply the loop appended)."""
         start = len(self._keys) + self._appended_reply(history)
-        events = api.events(
+        events = self._api.events(
             system if system != self._system else None, [*self._reply, *history[start:]]
         )
         # The last reply leads the items only so that answers to its calls pair with them.
@@ -147,7 +149,39 @@ class Conversation:
         fresh = [e for e in events if _after(e, skip)]
         if fresh:
             self._manager.ingest(fresh)
-        self._keys, self._system, self._reply_due = keys, system, False
+
+    def _resume(self, history: list[Any], system: Any) -> None:
+        """Ingest what the record does not hold of a conversation this client did not pass.
+
+        The record's content decides (`held_prefix`): a resumed loop may pass its whole
+        saved conversation or only what came after it, and a manager reopened from its
+        session file holds the rest.
+        """
+        api, record = self._api, self._manager.raw
+        lead = api.lead(open_calls(record))
+        try:
+            events, skip = api.events(None, history), 0
+        except IngestError:  # answers to the record's open calls, without the calls
+            events, skip = api.events(None, [*lead, *history]), len(lead)
+        events = [e for e in events if _after(e, skip)]
+        held = held_prefix(events, record, items=len(history), lead=skip)
+        if held.matched and held.rest and held.items < len(history):
+            msg = (
+                f"{api.name}: `{api.history_key}[{held.items}]` is not the item the record "
+                f"holds after `{api.history_key}[{held.items - 1}]`; pass the conversation "
+                "as it was, extended, or only the items after it (the record is "
+                "append-only: start a new manager for a rewritten history)"
+            )
+            raise ConfigurationError(msg)
+        fresh = [
+            e for e in api.events(None, [*lead, *history[held.items :]]) if _after(e, len(lead))
+        ]
+        if system is not None:
+            prompt = api.events(system, [])
+            if prompt and event_key(prompt[0]) != _latest_system(record):
+                fresh = [*prompt, *fresh]
+        if fresh:
+            self._manager.ingest(fresh)
 
     def _appended_reply(self, history: list[Any]) -> int:
         """How many items of the last reply the caller appended where they belong."""
@@ -173,6 +207,12 @@ class Conversation:
         if reply.prompt_tokens:
             self._manager.report_usage(reply.prompt_tokens)
         self._reply, self._reply_due = reply.items, True
+
+
+def _latest_system(record: ContextGraph) -> Any:
+    """The key of the record's latest system prompt (`None`: none)."""
+    ids = record.by_kind("system")
+    return node_key(record[ids[-1]]) if ids else None
 
 
 def _after(event: AgentEvent, skip: int) -> bool:
