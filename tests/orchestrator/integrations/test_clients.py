@@ -299,7 +299,7 @@ class TestRefusals:
         bare = openai_client(server)
         client = ContextManager().wrap(bare)
         assert client.models is bare.models
-        assert client.chat.completions.with_raw_response is bare.chat.completions.with_raw_response
+        assert client.chat.completions.list == bare.chat.completions.list
 
 
 def _completion(turn: int, calls: int) -> Any:
