@@ -144,7 +144,8 @@ class Conversation:
             )
             raise ConfigurationError(msg)
         fresh = [
-            e for e in api.events(None, [*lead, *history[held.items :]]) if _after(e, len(lead))
+            *held.systems,
+            *(e for e in api.events(None, [*lead, *history[held.items :]]) if _after(e, len(lead))),
         ]
         if system is not None:
             prompt = api.events(system, [])

@@ -62,11 +62,14 @@ class Held:
         rest: Whether the record holds user messages or answers after the held part,
             which the caller's list does not repeat (a list that diverges from the
             record, or a shorter one).
+        systems: The system prompts in the held part that the record does not hold (a
+            changed prompt, new): to ingest with what follows the held part.
     """
 
     items: int
     matched: int
     rest: bool
+    systems: tuple[AgentEvent, ...] = ()
 
 
 def held_prefix(
@@ -85,12 +88,15 @@ def held_prefix(
     held_keys = _record_keys(record)
     systems = [key for key in held_keys if key[0] == "system"]
     position = count = matched = 0
+    changed: list[AgentEvent] = []
     for event in events:
         key = event_key(event)
         if key is None:
             break
-        if key[0] == "system" and key in systems:
+        if key[0] == "system":  # the prompt, not the conversation: it may have changed
             count += 1
+            if key not in systems:
+                changed.append(event)
             continue
         found = _next(held_keys, position, key)
         if found is None:
@@ -98,10 +104,10 @@ def held_prefix(
         position, count, matched = found + 1, count + 1, matched + 1
     rest = any(k[0] not in _STEPPED_OVER for k in held_keys[position:])
     if count == len(events):
-        return Held(items, matched, rest)
+        return Held(items, matched, rest, tuple(changed))
     first = events[count].source
     index = first.index if first is not None and first.index is not None else lead
-    return Held(index - lead, matched, rest)
+    return Held(index - lead, matched, rest, tuple(changed))
 
 
 def open_calls(record: ContextGraph) -> list[ToolCallNode]:

@@ -208,3 +208,28 @@ def test_a_resumed_loop_makes_the_record_of_an_unbroken_one(
     assert server.refused == []
     assert record(second) == record(unbroken)
     second.close()
+
+
+def test_a_changed_system_prompt_is_taken_in_once(provider_server: Any, tmp_path: Path) -> None:
+    """The whole saved chat list with a new system message: the prompt is new, nothing else."""
+    server = provider_server("openai", respond=lambda body: {"text": "ok"})
+    path = tmp_path / "session.db"
+    first = ContextManager.open(path, format="openai")
+    messages: list[Any] = [
+        {"role": "system", "content": "one"},
+        {"role": "user", "content": "hi"},
+    ]
+    reply = first.wrap(LOOPS["chat"].client(server.url)).chat.completions.create(
+        model="m", messages=messages
+    )
+    saved = json.loads(json.dumps(plain([*messages, reply.choices[0].message])))
+    first.close()
+    second = ContextManager.open(path, format="openai")
+    client = second.wrap(LOOPS["chat"].client(server.url))
+    saved[0]["content"] = "two"
+    client.chat.completions.create(
+        model="m", messages=[*saved, {"role": "user", "content": "more"}]
+    )
+    kinds = [n.kind for n in second.raw]
+    assert kinds == ["system", "user", "assistant", "system", "user", "assistant"]
+    second.close()

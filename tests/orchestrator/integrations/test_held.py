@@ -89,6 +89,14 @@ class TestHeldPrefix:
         found = held([base[0], {"role": "user", "content": "c"}], record)
         assert (found.items, found.matched, found.rest) == (1, 1, True)
 
+    def test_a_changed_system_prompt_is_new_and_the_rest_still_held(self) -> None:
+        """A list whose system prompt changed is still held after it; the prompt is new."""
+        base = [{"role": "system", "content": "one"}, {"role": "user", "content": "a"}]
+        record = load_graph({"messages": base}, format="openai")
+        found = held([{"role": "system", "content": "two"}, base[1]], record)
+        assert (found.items, found.matched, found.rest) == (2, 1, False)
+        assert [e.content[0].text for e in found.systems] == ["two"]
+
     def test_open_calls_are_the_last_turns_unanswered(self) -> None:
         """`open_calls` gives the calls of the last assistant turn still without an answer."""
         call = {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
