@@ -19,6 +19,7 @@ from openai.types.responses import Response
 from pydantic import BaseModel
 
 from benchmarks.provider_server import ProviderServer, Wire
+from context_graph.graph.sdk_replies import read_response
 from orchestrator import ContextManager
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
@@ -161,3 +162,25 @@ class TestShapes:
         usage = data["usage"]
         assert usage["output_tokens"] > usage["output_tokens_details"]["reasoning_tokens"] > 0
         assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+
+
+class TestRepliesReadByWhatTheyAdd:
+    @pytest.mark.parametrize("wire", list(PATHS))
+    def test_a_whole_answer_adds_one_assistant_turn(self, wire: Wire) -> None:
+        """`add_response` of a whole answer (echoed request included) adds the model's turn only."""
+        data = answer(wire, TURNS[2])
+        reply = read_response(SDK_TYPES[wire].model_validate(data))
+        assert [type(e).__name__ for e in reply.events] == ["AssistantTurn"]
+        manager = ContextManager(format=wire)
+        manager.add_user("read a.py")
+        manager.add_response(data)
+        assert [n.kind for n in manager.raw] == ["user", "assistant", "tool_call"]
+        assert reply.prompt_tokens == data[USAGE_KEY[wire]][PROMPT_KEY[wire]]
+
+
+PROMPT_KEY: dict[Wire, str] = {
+    "openai": "prompt_tokens",
+    "responses": "input_tokens",
+    "anthropic": "input_tokens",
+    "gemini": "promptTokenCount",
+}
