@@ -29,8 +29,9 @@ OpenAI's `beta.chat` and `beta.responses`, google-genai's `chats`. A managed cal
    own response object.
 
 Streaming is not managed: `stream=True` and the `stream` / `generate_content_stream`
-methods (and Anthropic's `beta.messages.tool_runner`) raise `StreamingNotSupportedError`
-instead of bypassing the manager.
+methods raise `StreamingNotSupportedError` instead of bypassing the manager, and
+Anthropic's `beta.messages.tool_runner` (a loop of its own, on the bare client) raises
+`UnmanagedCallError`.
 """
 
 from __future__ import annotations
@@ -195,9 +196,11 @@ def _resource(
         f"{where}.with_streaming_response",
         f"call `{where}.create` (or `{where}.with_raw_response.create` for the HTTP response)",
     )
-    for name in ("stream", "tool_runner"):
-        if hasattr(resource, name):
-            overrides[name] = _refusal(api, f"{where}.{name}")
+    if hasattr(resource, "stream"):
+        overrides["stream"] = _refusal(api, f"{where}.stream")
+    if hasattr(resource, "tool_runner"):  # a loop of its own, on the bare client
+        runner = _Refused(where, f"write the loop with `{where}.create`")
+        overrides["tool_runner"] = lambda *args, **kwargs: runner.tool_runner
     return _Managed(resource, overrides)
 
 

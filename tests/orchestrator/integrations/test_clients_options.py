@@ -150,12 +150,12 @@ class TestOtherWaysAreRefused:
         assert server.requests == []
 
     def test_beta_stream_and_tool_runner_are_refused(self, provider_server: Any) -> None:
-        """Anthropic's `beta.messages.stream` and `tool_runner` raise like `messages.stream`."""
+        """Anthropic's `beta.messages.stream` raises like `messages.stream`; `tool_runner` too."""
         server = provider_server("anthropic")
         client: Any = ContextManager().wrap(anthropic.Anthropic(base_url=server.url, api_key="k"))
         with pytest.raises(StreamingNotSupportedError, match=r"beta\.messages\.stream"):
             client.beta.messages.stream(model="m", max_tokens=5, messages=[])
-        with pytest.raises(StreamingNotSupportedError, match=r"beta\.messages\.tool_runner"):
+        with pytest.raises(UnmanagedCallError, match=r"beta\.messages\.tool_runner"):
             client.beta.messages.tool_runner(model="m", max_tokens=5, messages=[], tools=[])
 
     def test_gemini_chats_are_refused(self, provider_server: Any) -> None:
