@@ -11,6 +11,13 @@ over `limit`, is refused with the provider's own error shape (HTTP 400), so a cl
 what the real API would answer. Answers come from `respond(body)`: a dict of `Turn`'s
 fields (`{"text": ...}`, `{"calls": [["read_file", {"path": "a.py"}]], "reasoning": True}`).
 
+An answer has the real API's whole shape, checked against the SDKs' response types
+(tests/benchmarks/test_provider_server.py): a Responses `Response` echoes its request
+(`instructions`, `tools`, settings, with the API's defaults), and usage carries its
+details (cached tokens from a prefix shared with the previous request, reasoning
+tokens, Anthropic's cache and server-tool counts), so a client that reads a response
+by every field present fails here as it would against the real API.
+
 The integrations' tests (tests/orchestrator/integrations/conftest.py, fixture
 `provider_server`) and `python -m benchmarks.integrations` share this one server.
 """
@@ -69,6 +76,7 @@ class ProviderServer:
     refused: list[str] = field(default_factory=list)
     refused_prompts: list[int] = field(default_factory=list)
     _serial: int = 0
+    _previous: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -106,6 +114,7 @@ class ProviderServer:
             self.prompts.append(tokens)
             self._serial += 1
             serial = self._serial
+            previous, self._previous = self._previous, body
         spec = self.respond(body)
         turn = Turn(
             text=spec.get("text", ""),
@@ -116,7 +125,30 @@ class ProviderServer:
         answer = _WRITERS[self.wire](model, turn, tokens, serial)
         if self.wire == "responses":
             answer.update(_responses_echo(body))
+        _report_cached(self.wire, answer, min(tokens, self.cached(body, previous)))
         return 200, answer
+
+    def cached(self, body: dict[str, Any], previous: dict[str, Any] | None) -> int:
+        """The prompt tokens an automatic prefix cache holds after `previous` (OpenAI, Gemini).
+
+        The leading part both prompts share (the same system prompt and tools, then the
+        same first items), counted, in steps of 128 tokens from 1,024 up, as OpenAI's
+        prompt caching reports it; Gemini's implicit caching is taken to report alike.
+        Anthropic caches only at the request's `cache_control` marks: not modelled (0).
+        """
+        key = _CACHED_HISTORY.get(self.wire)
+        if key is None or previous is None:
+            return 0
+        rest = [k for k in _BODY_KEYS[self.wire] if k != key]
+        if any(body.get(k) != previous.get(k) for k in rest):
+            return 0
+        items, before = _items(body.get(key)), _items(previous.get(key))
+        shared = next(
+            (i for i, (a, b) in enumerate(zip(items, before, strict=False)) if a != b),
+            min(len(items), len(before)),
+        )
+        prefix = self.count({**{k: body[k] for k in rest if k in body}, key: items[:shared]})
+        return 0 if prefix < _CACHE_MIN else prefix // _CACHE_STEP * _CACHE_STEP
 
     def start(self) -> None:
         """Serve in a daemon thread."""
@@ -158,6 +190,28 @@ def _text_as_parts(items: Any) -> list[Any]:
 _CREATED = 1_700_000_000
 _OUTPUT_TOKENS = 5
 """What every answer counts as its output (the text is short and fixed)."""
+
+
+_CACHED_HISTORY = {"openai": "messages", "responses": "input", "gemini": "contents"}
+_CACHE_MIN, _CACHE_STEP = 1024, 128
+
+
+def _items(history: Any) -> list[Any]:
+    return (
+        [{"role": "user", "content": history}] if isinstance(history, str) else list(history or [])
+    )
+
+
+def _report_cached(wire: Wire, answer: dict[str, Any], cached: int) -> None:
+    """Put the cached prompt tokens where the provider's usage reports them."""
+    if wire == "openai":
+        answer["usage"]["prompt_tokens_details"]["cached_tokens"] = cached
+    elif wire == "responses":
+        answer["usage"]["input_tokens_details"]["cached_tokens"] = cached
+    elif wire == "gemini" and cached:  # the API leaves zero counts out
+        usage = answer["usageMetadata"]
+        usage["cachedContentTokenCount"] = cached
+        usage["cacheTokensDetails"] = [{"modality": "TEXT", "tokenCount": cached}]
 
 
 def _sent_back(body: dict[str, Any]) -> dict[str, Any]:

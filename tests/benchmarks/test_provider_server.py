@@ -184,3 +184,33 @@ PROMPT_KEY: dict[Wire, str] = {
     "anthropic": "input_tokens",
     "gemini": "promptTokenCount",
 }
+
+
+class TestCachedTokens:
+    @pytest.mark.parametrize("wire", ["openai", "responses", "gemini"])
+    def test_a_shared_prefix_is_reported_cached(self, wire: Wire) -> None:
+        """A request that extends the previous one reports its shared prefix as cached."""
+        manager = ContextManager(format=wire)
+        manager.add_system("Be careful. " + " ".join(f"rule {i}" for i in range(900)))
+        manager.add_user("read a.py")
+        first = {"model": "m", **manager.render_sync().payload}
+        manager.add_response(answer(wire, {"text": "ok"}))
+        manager.add_user("and b.py")
+        second = {"model": "m", **manager.render_sync().payload}
+        with ProviderServer(wire) as server:
+            answers = [server.answer(PATHS[wire], body)[1] for body in (first, second)]
+        SDK_TYPES[wire].model_validate(answers[1])  # the cache's fields are the SDK's
+        usages = [data[USAGE_KEY[wire]] for data in answers]
+        cached = [_cached(wire, usage) for usage in usages]
+        prompt = usages[1][PROMPT_KEY[wire]]
+        assert cached[0] == 0
+        assert 1024 <= cached[1] < prompt
+        assert cached[1] % 128 == 0
+
+
+def _cached(wire: Wire, usage: dict[str, Any]) -> int:
+    if wire == "openai":
+        return int(usage["prompt_tokens_details"]["cached_tokens"])
+    if wire == "responses":
+        return int(usage["input_tokens_details"]["cached_tokens"])
+    return int(usage.get("cachedContentTokenCount", 0))
