@@ -129,11 +129,7 @@ class Conversation:
         """
         api, record = self._api, self._manager.raw
         lead = api.lead(open_calls(record))
-        try:
-            events, skip = api.events(None, history), 0
-        except IngestError:  # answers to the record's open calls, without the calls
-            events, skip = api.events(None, [*lead, *history]), len(lead)
-        events = [e for e in events if _after(e, skip)]
+        events, skip = self._read(history, lead)
         held = held_prefix(events, record, items=len(history), lead=skip)
         if held.matched and held.rest and held.items < len(history):
             msg = (
@@ -153,6 +149,24 @@ class Conversation:
                 fresh = [*prompt, *fresh]
         if fresh:
             self._manager.ingest(fresh)
+
+    def _read(self, history: list[Any], lead: list[Any]) -> tuple[list[AgentEvent], int]:
+        """The events of a whole list, and how many lead items were read before it.
+
+        A list that opens with answers to the record's open calls (a resumed loop
+        passing only its new items) is read after `lead`, the items making those calls.
+        """
+        api = self._api
+        try:
+            return api.events(None, history), 0
+        except IngestError as error:
+            if not lead:
+                raise
+            try:
+                events = api.events(None, [*lead, *history])
+            except IngestError:
+                raise error from None  # its place is in the caller's own list
+        return [e for e in events if _after(e, len(lead))], len(lead)
 
     def _appended_reply(self, history: list[Any]) -> int:
         """How many items of the last reply the caller appended where they belong."""

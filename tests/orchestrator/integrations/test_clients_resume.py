@@ -233,3 +233,22 @@ def test_a_changed_system_prompt_is_taken_in_once(provider_server: Any, tmp_path
     kinds = [n.kind for n in second.raw]
     assert kinds == ["system", "user", "assistant", "system", "user", "assistant"]
     second.close()
+
+
+def test_an_answer_to_no_call_is_refused_at_its_place(provider_server: Any, tmp_path: Path) -> None:
+    """Resumed with an answer to a call the record lacks: `IngestError` at `input[0]`."""
+    from context_graph.errors import IngestError
+
+    loop = LOOPS["responses"]
+    server = provider_server("responses", respond=reads())
+    path = tmp_path / "session.db"
+    first = ContextManager.open(path, format="responses")
+    run(loop, first.wrap(loop.client(server.url)), first_items("responses"), PAUSE)
+    first.close()
+    second = ContextManager.open(path, format="responses")
+    before = len(second.raw)
+    stray = {"type": "function_call_output", "call_id": "call_none", "output": "x"}
+    with pytest.raises(IngestError, match=r"input\[0\]"):
+        loop.call(second.wrap(loop.client(server.url)), [stray])
+    assert (len(second.raw), len(server.requests)) == (before, PAUSE)
+    second.close()
