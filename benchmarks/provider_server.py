@@ -11,6 +11,13 @@ over `limit`, is refused with the provider's own error shape (HTTP 400), so a cl
 what the real API would answer. Answers come from `respond(body)`: a dict of `Turn`'s
 fields (`{"text": ...}`, `{"calls": [["read_file", {"path": "a.py"}]], "reasoning": True}`).
 
+An answer has the real API's whole shape, checked against the SDKs' response types
+(tests/benchmarks/test_provider_server.py): a Responses `Response` echoes its request
+(`instructions`, `tools`, settings, with the API's defaults), and usage carries its
+details (cached tokens from a prefix shared with the previous request, reasoning
+tokens, Anthropic's cache and server-tool counts), so a client that reads a response
+by every field present fails here as it would against the real API.
+
 The integrations' tests (tests/orchestrator/integrations/conftest.py, fixture
 `provider_server`) and `python -m benchmarks.integrations` share this one server.
 """
@@ -69,6 +76,7 @@ class ProviderServer:
     refused: list[str] = field(default_factory=list)
     refused_prompts: list[int] = field(default_factory=list)
     _serial: int = 0
+    _previous: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -91,8 +99,9 @@ class ProviderServer:
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The status and JSON answer to one request."""
-        problems = [f"{v.rule}: {v.message}" for v in validate(body, self.wire)]
-        problems += sdk_problems(body, self.wire)
+        checked = _sent_back(body) if self.wire == "openai" else body
+        problems = [f"{v.rule}: {v.message}" for v in validate(checked, self.wire)]
+        problems += sdk_problems(checked, self.wire)
         tokens = self.count(body)
         if not problems and self.limit is not None and tokens > self.limit:
             problems = [f"prompt is {tokens} tokens, over the {self.limit}-token limit"]
@@ -105,6 +114,7 @@ class ProviderServer:
             self.prompts.append(tokens)
             self._serial += 1
             serial = self._serial
+            previous, self._previous = self._previous, body
         spec = self.respond(body)
         turn = Turn(
             text=spec.get("text", ""),
@@ -112,7 +122,33 @@ class ProviderServer:
             reasoning=spec.get("reasoning", False),
         )
         model = str(body.get("model", path.split("/")[-1].split(":")[0]))
-        return 200, _WRITERS[self.wire](model, turn, tokens, serial)
+        answer = _WRITERS[self.wire](model, turn, tokens, serial)
+        if self.wire == "responses":
+            answer.update(_responses_echo(body))
+        _report_cached(self.wire, answer, min(tokens, self.cached(body, previous)))
+        return 200, answer
+
+    def cached(self, body: dict[str, Any], previous: dict[str, Any] | None) -> int:
+        """The prompt tokens an automatic prefix cache holds after `previous` (OpenAI, Gemini).
+
+        The leading part both prompts share (the same system prompt and tools, then the
+        same first items), counted, in steps of 128 tokens from 1,024 up, as OpenAI's
+        prompt caching reports it; Gemini's implicit caching is taken to report alike.
+        Anthropic caches only at the request's `cache_control` marks: not modelled (0).
+        """
+        key = _CACHED_HISTORY.get(self.wire)
+        if key is None or previous is None:
+            return 0
+        rest = [k for k in _BODY_KEYS[self.wire] if k != key]
+        if any(body.get(k) != previous.get(k) for k in rest):
+            return 0
+        items, before = _items(body.get(key)), _items(previous.get(key))
+        shared = next(
+            (i for i, (a, b) in enumerate(zip(items, before, strict=False)) if a != b),
+            min(len(items), len(before)),
+        )
+        prefix = self.count({**{k: body[k] for k in rest if k in body}, key: items[:shared]})
+        return 0 if prefix < _CACHE_MIN else prefix // _CACHE_STEP * _CACHE_STEP
 
     def start(self) -> None:
         """Serve in a daemon thread."""
@@ -151,6 +187,52 @@ def _text_as_parts(items: Any) -> list[Any]:
     return out
 
 
+_CREATED = 1_700_000_000
+_OUTPUT_TOKENS = 5
+"""What every answer counts as its output (the text is short and fixed)."""
+
+
+_CACHED_HISTORY = {"openai": "messages", "responses": "input", "gemini": "contents"}
+_CACHE_MIN, _CACHE_STEP = 1024, 128
+
+
+def _items(history: Any) -> list[Any]:
+    return (
+        [{"role": "user", "content": history}] if isinstance(history, str) else list(history or [])
+    )
+
+
+def _report_cached(wire: Wire, answer: dict[str, Any], cached: int) -> None:
+    """Put the cached prompt tokens where the provider's usage reports them."""
+    if wire == "openai":
+        answer["usage"]["prompt_tokens_details"]["cached_tokens"] = cached
+    elif wire == "responses":
+        answer["usage"]["input_tokens_details"]["cached_tokens"] = cached
+    elif wire == "gemini" and cached:  # the API leaves zero counts out
+        usage = answer["usageMetadata"]
+        usage["cachedContentTokenCount"] = cached
+        usage["cacheTokensDetails"] = [{"modality": "TEXT", "tokenCount": cached}]
+
+
+def _sent_back(body: dict[str, Any]) -> dict[str, Any]:
+    """A chat body without the `annotations` of assistant messages, which the API takes back.
+
+    The API's messages carry `annotations` (`[]` without citations), and a loop that
+    appends `choices[0].message` sends them back; the real API accepts them, though the
+    SDK's request type does not declare them.
+    """
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return body
+    kept = [
+        {k: v for k, v in m.items() if k != "annotations"}
+        if isinstance(m, dict) and m.get("role") == "assistant"
+        else m
+        for m in messages
+    ]
+    return {**body, "messages": kept}
+
+
 class _Quiet(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -187,7 +269,12 @@ def _error(wire: Wire, message: str) -> dict[str, Any]:
 
 
 def _chat(model: str, turn: Turn, tokens: int, serial: int) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": turn.text or None,
+        "refusal": None,
+        "annotations": [],
+    }
     if turn.calls:
         message["tool_calls"] = [
             {
@@ -201,10 +288,23 @@ def _chat(model: str, turn: Turn, tokens: int, serial: int) -> dict[str, Any]:
     return {
         "id": f"chatcmpl-{serial}",
         "object": "chat.completion",
-        "created": 1_700_000_000,
+        "created": _CREATED,
         "model": model,
+        "system_fingerprint": "fp_fake",
+        "service_tier": "default",
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-        "usage": {"prompt_tokens": tokens, "completion_tokens": 5, "total_tokens": tokens + 5},
+        "usage": {
+            "prompt_tokens": tokens,
+            "completion_tokens": _OUTPUT_TOKENS,
+            "total_tokens": tokens + _OUTPUT_TOKENS,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": 0,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
+        },
     }
 
 
@@ -226,7 +326,9 @@ def _responses(model: str, turn: Turn, tokens: int, serial: int) -> dict[str, An
                 "id": f"msg_{serial}",
                 "role": "assistant",
                 "status": "completed",
-                "content": [{"type": "output_text", "text": turn.text, "annotations": []}],
+                "content": [
+                    {"type": "output_text", "text": turn.text, "annotations": [], "logprobs": []}
+                ],
             }
         )
     for i, (name, args) in enumerate(turn.calls):
@@ -240,23 +342,61 @@ def _responses(model: str, turn: Turn, tokens: int, serial: int) -> dict[str, An
                 "status": "completed",
             }
         )
+    reasoning_tokens = _OUTPUT_TOKENS if turn.reasoning else 0
     return {
         "id": f"resp_{serial}",
         "object": "response",
-        "created_at": 1_700_000_000,
-        "model": model,
+        "created_at": _CREATED,
+        "completed_at": _CREATED + 1,
         "status": "completed",
+        "background": False,
+        "billing": {"payer": "developer"},
+        "error": None,
+        "incomplete_details": None,
+        "model": model,
         "output": output,
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": [],
         "usage": {
             "input_tokens": tokens,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": 5,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": tokens + 5,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": _OUTPUT_TOKENS + reasoning_tokens,
+            "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
+            "total_tokens": tokens + _OUTPUT_TOKENS + reasoning_tokens,
         },
+    }
+
+
+def _responses_echo(body: dict[str, Any]) -> dict[str, Any]:
+    """What a real `Response` repeats of its request: settings, with the API's defaults.
+
+    The real API echoes `instructions` and `tools` on every response; a client that read
+    the whole response as history would take the system prompt in again on each call.
+    """
+    tools = [
+        {"description": None, "strict": True, **tool} if tool.get("type") == "function" else tool
+        for tool in body.get("tools", [])
+    ]
+    reasoning = body.get("reasoning") or {}
+    return {
+        "instructions": body.get("instructions"),
+        "tools": tools,
+        "tool_choice": body.get("tool_choice", "auto"),
+        "parallel_tool_calls": body.get("parallel_tool_calls", True),
+        "temperature": body.get("temperature", 1.0),
+        "top_p": body.get("top_p", 1.0),
+        "top_logprobs": body.get("top_logprobs", 0),
+        "max_output_tokens": body.get("max_output_tokens"),
+        "max_tool_calls": body.get("max_tool_calls"),
+        "previous_response_id": body.get("previous_response_id"),
+        "reasoning": {"effort": reasoning.get("effort"), "summary": reasoning.get("summary")},
+        "text": body.get("text", {"format": {"type": "text"}, "verbosity": "medium"}),
+        "truncation": body.get("truncation", "disabled"),
+        "metadata": body.get("metadata", {}),
+        "store": body.get("store", True),
+        "service_tier": "default",
+        "prompt_cache_key": body.get("prompt_cache_key"),
+        "prompt_cache_retention": None,
+        "safety_identifier": body.get("safety_identifier"),
+        "user": body.get("user"),
     }
 
 
@@ -278,22 +418,35 @@ def _anthropic(model: str, turn: Turn, tokens: int, serial: int) -> dict[str, An
         "content": content,
         "stop_reason": "tool_use" if turn.calls else "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": tokens, "output_tokens": 5},
+        "usage": {
+            "input_tokens": tokens,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+            "output_tokens": _OUTPUT_TOKENS,
+            "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+            "service_tier": "standard",
+        },
     }
 
 
 def _gemini(model: str, turn: Turn, tokens: int, serial: int) -> dict[str, Any]:
     parts: list[dict[str, Any]] = [{"text": turn.text}] if turn.text else []
     parts += [{"functionCall": {"name": name, "args": args}} for name, args in turn.calls]
+    thoughts = _OUTPUT_TOKENS if turn.reasoning else 0
+    usage: dict[str, Any] = {
+        "promptTokenCount": tokens,
+        "candidatesTokenCount": _OUTPUT_TOKENS,
+        "totalTokenCount": tokens + _OUTPUT_TOKENS + thoughts,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": tokens}],
+    }
+    if thoughts:  # the API leaves zero counts out (proto3 JSON)
+        usage["thoughtsTokenCount"] = thoughts
     return {
         "candidates": [
             {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
         ],
-        "usageMetadata": {
-            "promptTokenCount": tokens,
-            "candidatesTokenCount": 5,
-            "totalTokenCount": tokens + 5,
-        },
+        "usageMetadata": usage,
         "modelVersion": model,
         "responseId": f"resp-{serial}",
     }

@@ -52,9 +52,10 @@ SIGNALS: Mapping[str, str] = MappingProxyType(
             "cut it short, cancelled: the manager closed while it ran)."
         ),
         "compaction_deferred": (
-            "Another worker holds the shared session's compaction lease, so this call did "
-            "not compact (background, floor: the floor's truncation rather than a run, "
-            "reason: who holds it)."
+            "Another worker holds the shared session's compaction lease, or the store "
+            "refused what a render's or background run compacted, so this call kept no "
+            "compaction (background, floor: the floor's truncation rather than a run, "
+            "reason: who holds it, or why it was not kept)."
         ),
         "compaction_timed_out": (
             "A time limit cut a compaction short; its unfinished stage applied nothing "

@@ -144,9 +144,10 @@ class ContextManager(EventAdders):
             `SecretRedactor()` with its defaults, or a configured `SecretRedactor`. Every
             new node is scanned before a render and in every view a processor is given,
             also mid-run (so a model summarizer never sees a secret either); the
-            pristine record keeps the original. Off by default: a redacted value the
-            agent needs (a test fixture's key) is lost to it, so turn it on where
-            secrets may appear.
+            pristine record keeps the original. A `SecretRedactor` stage in any
+            pipeline (a profile's `redact` stage) turns it on the same way, with that
+            stage's options. Off by default: a redacted value the agent needs (a test
+            fixture's key) is lost to it, so turn it on where secrets may appear.
         cache_breakpoints: Mark Anthropic prompt-cache breakpoints (`cache_control` on
             the system prompt, the end of the part unchanged since the previous render,
             and the last message; at most 4 marks), as `Renderer(cache_breakpoints=True)`
@@ -328,6 +329,14 @@ class ContextManager(EventAdders):
         """The session store the manager writes to (`open`'s file); `None` in memory."""
         return self._store
 
+    @property
+    def redactor(self) -> SecretRedactor | None:
+        """What redacts every new node before a render; `None` when redaction is off.
+
+        Set by `redact_secrets`, or by a `redact` stage in a pipeline.
+        """
+        return self._options.redactor
+
     def refresh(self) -> int:
         """Bring in what other workers appended to a shared session; how many entries.
 
@@ -485,15 +494,21 @@ class ContextManager(EventAdders):
         # for a tool the budget leaves no room to offer (`ToolOffer.roomy`).
         sized = None if self._offer.roomy(limit) else held
         with self._renderers.tools_for_call(sized):
-            timed_out = await self._compact_for(renderer, limit, due=due)
+            timed_out, source = await self._compact_for(renderer, limit, due=due)
         await self._screen.snapshot()  # what the compaction wrote, too
         with self._renderers.tools_for_call(self._offer.held_back(renderer.tools, limit)):
-            return self._finish(renderer, fmt, limit, timed_out=timed_out)
+            return self._finish(renderer, fmt, limit, timed_out=timed_out, source=source)
 
-    async def _compact_for(self, renderer: Renderer, limit: int | None, *, due: bool) -> bool:
-        """Compact as the triggers (`due`) and the budget ask; whether a time limit cut it short."""
+    async def _compact_for(
+        self, renderer: Renderer, limit: int | None, *, due: bool
+    ) -> tuple[bool, WorkingGraph]:
+        """Compact as the triggers (`due`) and the budget ask.
+
+        Returns whether a time limit cut it short, and the graph to render: the working
+        graph, or the detached copy the floor was cut in when it could not be written.
+        """
         compactor = self._compactor
-        timed_out = False
+        timed_out, source = False, self._working
         if limit is not None and not compactor.fits(renderer, limit):
             await compactor.slot.wait()  # the background run may make it fit
             if not compactor.fits(renderer, limit):
@@ -502,12 +517,13 @@ class ContextManager(EventAdders):
             # The floor is cut for the request, not for the agent tools' definitions.
             with self._renderers.tools_for_call(self._offer.lean(renderer.tools)):
                 if not compactor.fits(renderer, limit):
-                    timed_out = await compactor.shrink_floor(renderer, limit) or timed_out
+                    cut_short, source = await compactor.shrink_floor(renderer, limit)
+                    timed_out = cut_short or timed_out
         elif due and self._background.active:
             self._background.start()
         elif due:
             timed_out = (await compactor.run(RunMode.SOFT, limit, renderer)).timed_out
-        return timed_out
+        return timed_out, source
 
     def _render_options(
         self, format: ProviderFormat | None, budget: int | None
@@ -527,14 +543,16 @@ class ContextManager(EventAdders):
         limit: int | None,
         *,
         timed_out: bool = False,
+        source: WorkingGraph | None = None,
     ) -> RenderResult:
+        graph = self._working if source is None else source
         try:
-            result = renderer.render(self._working, budget=limit)
+            result = renderer.render(graph, budget=limit)
         except BudgetExceededError as exc:
             try:
-                result = self._without_agent_tools(renderer, fmt, exc)
+                result = self._without_agent_tools(renderer, fmt, exc, graph)
             except BudgetExceededError as refused:
-                result = self._degraded(renderer, fmt, refused)
+                result = self._degraded(renderer, fmt, refused, graph)
         self._state.last, self._state.last_timed_out = result, timed_out
         self._state.unsent.clear()
         self._bus.emit("render_done", format=fmt, tokens=result.tokens, budget=limit)
@@ -542,7 +560,11 @@ class ContextManager(EventAdders):
         return result
 
     def _degraded(
-        self, renderer: Renderer, fmt: ProviderFormat, refused: BudgetExceededError
+        self,
+        renderer: Renderer,
+        fmt: ProviderFormat,
+        refused: BudgetExceededError,
+        graph: WorkingGraph,
     ) -> RenderResult:
         """The request degraded step by step rather than refused (`compaction/overflow.py`).
 
@@ -562,7 +584,7 @@ class ContextManager(EventAdders):
                 raise BudgetExceededError(budget, tokens, "the degraded request, recounted")
             return dataclasses.replace(result, tokens=tokens)
 
-        overflow = degrade(self._working, attempt, refused)
+        overflow = degrade(graph, attempt, refused)
         self._bus.emit(
             "overflow_fallback",
             format=fmt,
@@ -573,7 +595,11 @@ class ContextManager(EventAdders):
         return overflow.result
 
     def _without_agent_tools(
-        self, renderer: Renderer, fmt: ProviderFormat, refused: BudgetExceededError
+        self,
+        renderer: Renderer,
+        fmt: ProviderFormat,
+        refused: BudgetExceededError,
+        working: WorkingGraph,
     ) -> RenderResult:
         """The request without the agent tools, when only their definitions did not fit.
 
@@ -590,10 +616,9 @@ class ContextManager(EventAdders):
         if not names or len(kept) == len(renderer.tools):
             raise refused
         try:
-            result = renderer.render(self._working, budget=refused.budget, tools=kept)
+            result = renderer.render(working, budget=refused.budget, tools=kept)
         except BudgetExceededError:
             raise refused from None
-        working = self._working
         if any(getattr(working[i], "name", None) in names for i in result.call_ids.values()):
             raise refused
         self._bus.emit(

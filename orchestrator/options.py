@@ -47,6 +47,7 @@ __all__ = [
     "profile_defaults",
     "resolve_options",
     "resolve_profile",
+    "session_redactor",
 ]
 
 
@@ -147,7 +148,7 @@ def resolve_options(
     stages = check_pipelines(chosen.get("pipeline"), chosen.get("pipelines"), config)
     background = check_timeout(background_timeout, "background_timeout")
     foreground = check_timeout(compaction_timeout, "compaction_timeout")
-    redactor = check_redactor(redact_secrets)
+    redactor = session_redactor(redact_secrets, stages)
     specs = check_tools(tools, "ContextManager")
     agents = agent_tool_specs(agent_tools, specs)
     pin_turns = check_pin_turns(expand_pin_turns)
@@ -262,6 +263,31 @@ def check_redactor(value: object) -> SecretRedactor | None:
         return None
     msg = f"ContextManager: `redact_secrets` must be True, False or a SecretRedactor, got {value!r}"
     raise ConfigurationError(msg)
+
+
+def session_redactor(
+    value: object, pipelines: Mapping[str, Sequence[Processor]]
+) -> SecretRedactor | None:
+    """The session's redactor: `redact_secrets`, else a `redact` stage of any pipeline.
+
+    Redaction is a property of the session, however it is switched on. A stage alone
+    redacts only when a compaction runs, so a secret in a turn that came after the last
+    one would reach the request: a pipeline with a `SecretRedactor` stage (a profile's
+    `redact` stage, in TOML too) screens every new node before each render as
+    `redact_secrets=True` does, with that stage's options (the default pipeline's first,
+    then the other pipelines' in order).
+
+    Raises:
+        ConfigurationError: `redact_secrets` is neither a bool nor a `SecretRedactor`.
+    """
+    chosen = check_redactor(value)
+    if chosen is not None:
+        return chosen
+    for stages in pipelines.values():
+        for stage in stages:
+            if isinstance(stage, SecretRedactor):
+                return stage
+    return None
 
 
 def check_timeout(value: object, name: str) -> float | None:

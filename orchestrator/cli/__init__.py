@@ -8,8 +8,9 @@ output was written (`context-graph inspect | head -1`), as a shell reports a pro
 that SIGPIPE ended, without a traceback.
 
 Progress goes to stderr, drawn only on a terminal, unless `--progress` (see
-`progress`). One module per subcommand; `session` reads the input and checks the
-output paths for all of them.
+`progress`). With `--redact` every output, errors too, goes through one
+`orchestrator.report.OutputScreen`, the redaction a request gets. One module per
+subcommand; `session` reads the input and checks the output paths for all of them.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from orchestrator.cli.parser import build_parser
 from orchestrator.cli.progress import Progress
 from orchestrator.cli.render import run_render
 from orchestrator.cli.replay import run_replay
+from orchestrator.cli.session import output_screen
 from orchestrator.cli.store import run_store
 
 __all__ = ["main"]
@@ -56,7 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _COMMANDS[args.command](args, progress)
         except ContextGraphError as exc:
             progress.close()
-            return report_failure(exc, args.command, as_json=getattr(args, "json", False))
+            as_json = getattr(args, "json", False)
+            return report_failure(exc, args.command, as_json=as_json, screen=output_screen(args))
     except BrokenPipeError:  # also while a JSON error is printed on stdout
         _drop_stdout()
         return EXIT_BROKEN_PIPE

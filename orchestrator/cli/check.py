@@ -1,4 +1,8 @@
-"""`context-graph check`: every rule a request body breaks, its format detected if not given."""
+"""`context-graph check`: every rule a request body breaks, its format detected if not given.
+
+A rule's message can quote the body (a tool call's id); with `--redact` every line goes
+through the `OutputScreen` every command's output goes through.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from context_graph.render import count_payload
 from context_graph.tokens.counting import ProviderFormat, default_counter
 from context_graph.validate.request import detect_request_format, request_format_clues, validate
 from orchestrator.cli.errors import EXIT_OK, EXIT_VIOLATIONS
+from orchestrator.cli.session import output_screen
 
 __all__ = ["run_check"]
 
@@ -37,18 +42,19 @@ def run_check(args: argparse.Namespace, _progress: object) -> int:
                     f"{args.budget:,}: drop or compact earlier turns",
                 }
             )
+    screen = output_screen(args)
+    screen.learn_value(body)  # a message quotes the body's ids and values, cut short
     if args.json:
         out = {"format": fmt, "detected": args.provider is None, "note": note}
-        print(json.dumps({**out, "violations": violations, "tokens": tokens}, indent=2))
+        text = json.dumps({**out, "violations": violations, "tokens": tokens}, indent=2)
+        print(screen.json_text(text, indent=2))
     else:
-        if args.provider is None:
-            print(f"format: {fmt} (detected)")
-        if note is not None:
-            print(f"note: {note}")
-        for v in violations:
-            print(f"{v['rule']}: {v['message']}")
+        lines = [f"format: {fmt} (detected)"] if args.provider is None else []
+        lines += [f"note: {note}"] if note is not None else []
+        lines += [f"{v['rule']}: {v['message']}" for v in violations]
         size = f", {tokens:,} tokens" if tokens is not None else ""
-        print(f"{len(violations)} violation{'s' if len(violations) != 1 else ''}{size}")
+        lines.append(f"{len(violations)} violation{'s' if len(violations) != 1 else ''}{size}")
+        print(screen.text("\n".join(lines)))
     return EXIT_VIOLATIONS if violations else EXIT_OK
 
 

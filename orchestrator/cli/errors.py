@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from context_graph.errors import BudgetExceededError, ContextGraphError, IngestError
+from orchestrator.report.screen import OutputScreen
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -68,14 +69,18 @@ def _fields(exc: ContextGraphError) -> dict[str, Any]:
     return {"error": str(exc), "where": None, "location": None}
 
 
-def report_failure(exc: ContextGraphError, command: str, *, as_json: bool) -> int:
-    """Tell the user what failed and where; return the exit code."""
+def report_failure(
+    exc: ContextGraphError, command: str, *, as_json: bool, screen: OutputScreen | None = None
+) -> int:
+    """Tell the user what failed and where, through `screen` (`--redact`); the exit code."""
     code = exit_code(exc)
+    screen = screen or OutputScreen()
     if as_json:
-        print(json.dumps({**_fields(exc), "exit_code": code}, ensure_ascii=False))
+        fields = screen.value({**_fields(exc), "exit_code": code})
+        print(json.dumps(fields, ensure_ascii=False))
     elif code == EXIT_OVER_BUDGET:
-        print(f"context-graph {command}: {exc}", file=sys.stderr)
+        print(screen.text(f"context-graph {command}: {exc}"), file=sys.stderr)
     else:
         text = " ".join(str(exc).split())  # one line, whatever the message holds
-        print(f"context-graph {command}: error: {text}", file=sys.stderr)
+        print(screen.text(f"context-graph {command}: error: {text}"), file=sys.stderr)
     return code

@@ -1,4 +1,4 @@
-"""`context-graph inspect`: what a recorded session holds."""
+"""`context-graph inspect`: what a recorded session holds (with `--redact`, no secret of it)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,20 @@ from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.stats import GraphStats, graph_stats
 from orchestrator.cli.errors import EXIT_OK
 from orchestrator.cli.progress import Progress
-from orchestrator.cli.session import load
+from orchestrator.cli.session import load, output_screen
 
 __all__ = ["run_inspect"]
 
 
 def run_inspect(args: argparse.Namespace, progress: Progress) -> int:
     """Print the session's summary, as text or JSON."""
-    loaded = load(args, progress)
+    screen = output_screen(args)
+    loaded = load(args, progress, screen)
     events = loaded.session.events
     progress.phase(f"ingesting {len(events):,} events...")
     graph = ContextGraph()
     graph.ingest(events)
+    screen.learn(graph)
     progress.phase("counting...")
     stats = graph_stats(graph)
     progress.close()
@@ -31,9 +33,9 @@ def run_inspect(args: argparse.Namespace, progress: Progress) -> int:
             "sessions_in_file": loaded.count,
             **stats.model_dump(),
         }
-        print(json.dumps(payload, indent=2))
+        print(screen.json_text(json.dumps(payload, indent=2), indent=2))
     else:
-        print(_text(str(loaded.trace), loaded.session.name, loaded.count, stats))
+        print(screen.text(_text(str(loaded.trace), loaded.session.name, loaded.count, stats)))
     return EXIT_OK
 
 

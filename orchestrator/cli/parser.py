@@ -105,6 +105,7 @@ def _add_inspect(commands: _Commands) -> None:
         ),
     )
     _add_trace_arguments(inspect)
+    _add_redact(inspect)
     inspect.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -129,6 +130,7 @@ def _add_render(commands: _Commands) -> None:
         help="render the pristine history, dropping whole old turns only (no compaction)",
     )
     render.add_argument("-o", "--output", type=Path, help="write the JSON here")
+    _add_redact(render)
     _add_breakpoints(render)
     _add_tools(render)
     _add_json(render, "errors as a JSON object on stdout; the summary as JSON on stderr")
@@ -156,6 +158,7 @@ def _add_replay(commands: _Commands) -> None:
         "--html", type=Path, help="write a self-contained HTML report here (opens offline)"
     )
     replay.add_argument("-o", "--output", type=Path, help="write the last request here")
+    _add_redact(replay)
     _add_breakpoints(replay)
     _add_tools(replay)
     replay.add_argument(
@@ -188,6 +191,7 @@ def _add_check(commands: _Commands) -> None:
         help="provider format of the body (default: detect it)",
     )
     check.add_argument("--budget", type=parse_budget, help="also check the size against this")
+    _add_redact(check, profile=False)
     _add_json(check, "print violations as JSON; errors as a JSON object on stdout")
 
 
@@ -260,6 +264,21 @@ def _add_profile(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--profile",
         help=f"a built-in profile ({', '.join(PROFILES)}) or a TOML file (default: coding)",
+    )
+
+
+def _add_redact(command: argparse.ArgumentParser, *, profile: bool = True) -> None:
+    what = (
+        "in every request and in everything written: JSON, reports, text (a profile with "
+        "a `redact` stage turns this on too)"
+        if profile
+        else "in everything written (a message can quote the body)"
+    )
+    command.add_argument(
+        "--redact",
+        action="store_true",
+        help=f"replace credentials (API keys, tokens, private keys, passwords) by typed "
+        f"placeholders {what}",
     )
 
 

@@ -3,7 +3,9 @@
 By default the session goes through a `ContextManager` configured by a profile (the
 pipeline `replay` runs), which compacts until the request fits; the command refuses
 (exit 3) only where the manager does. `--no-compact` renders the pristine graph, which
-can only leave out whole old turns.
+can only leave out whole old turns. With `--redact` (or a profile's `redact` stage) the
+request is redacted (`--no-compact`: the pristine graph's redacted copy), and the body
+and the summary line go through the same `OutputScreen` as every other output.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+import anyio
 
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent
@@ -26,10 +30,14 @@ from orchestrator.cli.session import (
     choose_profile,
     load,
     load_tools,
+    output_screen,
     write_text,
 )
 from orchestrator.manager import ContextManager
-from orchestrator.working.buffer import AuditEntry
+from orchestrator.report.screen import OutputScreen
+from orchestrator.working.buffer import AuditEntry, WorkingGraph
+from processors.base import ProcessorContext
+from processors.redact import SecretRedactor
 
 __all__ = ["run_render"]
 
@@ -56,7 +64,11 @@ def run_render(args: argparse.Namespace, progress: Progress) -> int:
         renderer = Renderer(
             format=args.provider, cache_breakpoints=args.cache_breakpoints, tools=tools
         )
-        rendered = _render_pristine(renderer, _events(args, progress), args.budget, progress)
+        screen = output_screen(args)
+        graph = ContextGraph()
+        graph.ingest(_events(args, progress, screen))
+        rendered = _render_pristine(renderer, graph, args.budget, progress, screen.redactor)
+        screen.learn(graph)
     else:
         profile = choose_profile(args.profile)
         manager = ContextManager(
@@ -64,34 +76,51 @@ def run_render(args: argparse.Namespace, progress: Progress) -> int:
             budget=args.budget,
             cache_breakpoints=args.cache_breakpoints,
             tools=tools,
+            redact_secrets=args.redact,
             **profile.manager_options(),
         )
-        rendered = _render_managed(manager, _events(args, progress), profile.name, progress, tools)
+        screen = output_screen(args, manager.redactor)
+        events = _events(args, progress, screen)
+        rendered = _render_managed(manager, events, profile.name, progress, tools)
+        screen.learn(manager.raw)
     progress.close()
-    text = rendered.result.to_json(indent=2) + "\n"
+    text = screen.json_text(rendered.result.to_json(indent=2), indent=2) + "\n"
     if args.output is not None:
         write_text(args.output, text, "-o")
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
-    _summarize(args, rendered)
+    _summarize(args, rendered, screen)
     return EXIT_OK
 
 
-def _events(args: argparse.Namespace, progress: Progress) -> Sequence[AgentEvent]:
-    events = load(args, progress).session.events
+def _events(
+    args: argparse.Namespace, progress: Progress, screen: OutputScreen
+) -> Sequence[AgentEvent]:
+    events = load(args, progress, screen).session.events
     progress.phase(f"ingesting {len(events):,} events...")
     return events
 
 
 def _render_pristine(
-    renderer: Renderer, events: Sequence[AgentEvent], budget: int | None, progress: Progress
+    renderer: Renderer,
+    graph: ContextGraph,
+    budget: int | None,
+    progress: Progress,
+    redactor: SecretRedactor | None,
 ) -> _Rendered:
-    """The floor-only render: whole old turns left out, nothing compacted."""
-    graph = ContextGraph()
-    graph.ingest(events)
+    """The floor-only render: whole old turns left out, nothing compacted (but redacted)."""
     progress.phase("rendering...")
-    result = renderer.render(graph, budget=budget)
+    if redactor is None:
+        result = renderer.render(graph, budget=budget)
+        return _Rendered(result, result.tokens_before)
+    working = WorkingGraph(graph)
+    view = working.snapshot()
+    ctx = ProcessorContext(graph=view, tokens=working.token_cache)
+    proposal = anyio.run(redactor.propose, [view[i] for i in view.current_ids()], ctx)
+    if not proposal.empty:
+        working.apply(proposal)
+    result = renderer.render(working, budget=budget)
     return _Rendered(result, result.tokens_before)
 
 
@@ -124,7 +153,7 @@ def _count_edits(progress: Progress) -> Callable[..., None]:
     return applied
 
 
-def _summarize(args: argparse.Namespace, rendered: _Rendered) -> None:
+def _summarize(args: argparse.Namespace, rendered: _Rendered, screen: OutputScreen) -> None:
     result, audit = rendered.result, rendered.audit
     saved = sum(entry.tokens_saved for entry in audit)
     by_processor = Counter(entry.processor for entry in audit)
@@ -140,7 +169,7 @@ def _summarize(args: argparse.Namespace, rendered: _Rendered) -> None:
             "edits": dict(sorted(by_processor.items())),
             "tokens_saved": saved,
         }
-        print(json.dumps(figures), file=sys.stderr)
+        print(screen.json_text(json.dumps(figures)), file=sys.stderr)
         return
     budget = f"{result.budget:,}" if result.budget is not None else "none"
     if rendered.profile is None:
@@ -153,9 +182,9 @@ def _summarize(args: argparse.Namespace, rendered: _Rendered) -> None:
         )
     else:
         compaction = f"nothing to compact ({rendered.profile} profile)"
-    print(
+    line = (
         f"{result.format}: {rendered.before:,} tokens before, {result.tokens:,} after "
         f"(budget {budget}); {len(result.dropped)} of {result.units} units dropped; "
-        f"{compaction}",
-        file=sys.stderr,
+        f"{compaction}"
     )
+    print(screen.text(line), file=sys.stderr)

@@ -1,4 +1,8 @@
-"""`context-graph replay`: the session fed event by event, rendered at every model call."""
+"""`context-graph replay`: the session fed event by event, rendered at every model call.
+
+With `--redact` (or a profile's `redact` stage) every request is redacted, and every
+output (the totals, `--report`, `-o`, `--html`) goes through the same `OutputScreen`.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from orchestrator.cli.session import (
     choose_profile,
     load,
     load_tools,
+    output_screen,
     write_text,
 )
 from orchestrator.manager import ContextManager
@@ -34,9 +39,11 @@ def run_replay(args: argparse.Namespace, progress: Progress) -> int:
         cache_breakpoints=args.cache_breakpoints,
         tools=tools,
         agent_tools=args.agent_tools,
+        redact_secrets=args.redact,
         **profile.manager_options(),
     )
-    loaded = load(args, progress)
+    screen = output_screen(args, manager.redactor)
+    loaded = load(args, progress, screen)
     events = loaded.session.events
     progress.phase(f"replaying {len(events):,} events...")
     recorder = None if args.html is None else ReplayRecorder(manager, args.provider)
@@ -50,19 +57,22 @@ def run_replay(args: argparse.Namespace, progress: Progress) -> int:
         on_call=recorder,
     )
     progress.close()
+    screen.learn(manager.raw)
     if recorder is not None:
         name = loaded.trace.name
         title = f"{name} at {report.budget:,} tokens" if report.budget else name
         write_text(args.html, render_html(recorder.recording, title), "--html")
     if args.report is not None:
-        write_text(args.report, report.model_dump_json(indent=2) + "\n", "--report")
+        text = screen.json_text(report.model_dump_json(indent=2), indent=2)
+        write_text(args.report, text + "\n", "--report")
     if args.output is not None and report.last_request is not None:
-        body = json.dumps(report.last_request, ensure_ascii=False, indent=2) + "\n"
-        write_text(args.output, body, "-o")
+        body = json.dumps(report.last_request, ensure_ascii=False, indent=2)
+        write_text(args.output, screen.json_text(body, indent=2) + "\n", "-o")
     if args.json:
-        print(report.model_dump_json(indent=2, exclude={"calls", "last_request"}))
+        totals = report.model_dump_json(indent=2, exclude={"calls", "last_request"})
+        print(screen.json_text(totals, indent=2))
     else:
-        print(_line(report))
+        print(screen.text(_line(report)))
     if not report.over_budget_calls:
         return EXIT_OK
     if not args.json:

@@ -19,8 +19,18 @@ from context_graph.render.tools import ToolSpec, read_tools
 from orchestrator.cli.errors import UsageError
 from orchestrator.cli.progress import Progress
 from orchestrator.profiles import PROFILES, Profile, get_profile, load_profile
+from orchestrator.report.screen import OutputScreen
+from processors.redact import SecretRedactor
 
-__all__ = ["Loaded", "check_outputs", "choose_profile", "load", "load_tools", "write_text"]
+__all__ = [
+    "Loaded",
+    "check_outputs",
+    "choose_profile",
+    "load",
+    "load_tools",
+    "output_screen",
+    "write_text",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +48,24 @@ class Loaded:
     count: int
 
 
-def load(args: argparse.Namespace, progress: Progress) -> Loaded:
+def output_screen(args: argparse.Namespace, redactor: SecretRedactor | None = None) -> OutputScreen:
+    """What every output of a command goes through: on with `--redact`, or `redactor`.
+
+    Args:
+        args: The command's arguments.
+        redactor: The manager's (`ContextManager.redactor`: `--redact`, or a profile's
+            `redact` stage); a default `SecretRedactor` with `--redact` when `None`.
+    """
+    if redactor is None and getattr(args, "redact", False):
+        redactor = SecretRedactor()
+    return OutputScreen(redactor)
+
+
+def load(args: argparse.Namespace, progress: Progress, screen: OutputScreen) -> Loaded:
     """Read `args.trace` (the bundled example by default) and pick `--session`.
+
+    What it tells the user (the file's name, the input kept as notes) goes through
+    `screen`.
 
     Raises:
         IngestError: the file is not a readable session, or has no such session.
@@ -48,14 +74,14 @@ def load(args: argparse.Namespace, progress: Progress) -> Loaded:
     if trace.is_dir():
         msg = "is a folder; give one session file (JSON or JSONL) inside it"
         raise IngestError(msg, SourceLocation(str(trace)))
-    progress.phase(f"reading {trace.name}{_size(trace)}...")
+    progress.phase(screen.text(f"reading {trace.name}{_size(trace)}..."))
     sessions = load_sessions(trace, format=args.input_format, strict=not args.lenient)
     text: str = args.session
     which: int | str = int(text) if text.removeprefix("-").isdecimal() and text.isascii() else text
     chosen = select_session(sessions, which, trace)
     for stray in chosen.strays:
         # What a strict read would have refused, so the user knows the input had gaps.
-        print(f"lenient: kept as a note: {stray.describe()}", file=sys.stderr)
+        print(screen.text(f"lenient: kept as a note: {stray.describe()}"), file=sys.stderr)
     return Loaded(trace, chosen, len(sessions))
 
 

@@ -8,18 +8,24 @@ compaction cannot bring a request under its budget, `shrink_floor` truncates the
 outputs (`orchestrator.compaction.floor`) as one more run in the same slot. Both hold
 the session store's lease: while another worker holds it, this one does not compact
 (`compaction_deferred`); a run that raced another worker's append is rebased by the
-store, and what the newer log made invalid is reported as refused.
+store, and what the newer log made invalid is reported as refused. A run a render or a
+background task made whose result cannot be kept (the log kept moving through every
+rebase, or the lease was taken over) is taken back and deferred the same way: a render
+is a read for its caller, and answers from what it has (`shrink_floor` then fits the
+request in a detached copy, written nowhere).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import anyio
 
-from context_graph.errors import BudgetExceededError
+from context_graph.errors import BudgetExceededError, StoreConflictError
 from context_graph.render import Renderer
 from orchestrator.bus import EventBus
 from orchestrator.compaction.floor import pipeline_truncator, shrink_floor
@@ -142,6 +148,10 @@ class Compactor:
                     return self._defer(mode, held_by, floor=False)
                 total = await self._run_atomic(mode, budget, renderer, instructions, busy, rebases)
                 self._take_back_dropped(rebases, total)
+        except StoreConflictError as exc:
+            if mode is RunMode.MANUAL:
+                raise  # `compact()` was asked to compact: it says why it could not
+            return self._lost_race(mode, exc, floor=False)
         finally:
             self.slot.release(busy)  # the run released it already, unless it never began
         if total.timed_out:
@@ -170,7 +180,7 @@ class Compactor:
         # A run lands in the session file whole or not at all (`SessionStore.atomic`),
         # with the state it leaves: a crash between two of its proposals must not leave
         # a session that is neither before nor after it.
-        with self._keeper.atomic(rebased=rebases.append):
+        with self._kept_back(), self._keeper.atomic(rebased=rebases.append):
             # Whatever fired so far is handled by this run (or found moot by it).
             handled, self._state.pending = [*self._state.pending], []
             steps = plan_runs(handled, self._options.triggers.default_pipeline, mode)
@@ -207,6 +217,22 @@ class Compactor:
             self._keeper.save()
         return total
 
+    @contextlib.contextmanager
+    def _kept_back(self) -> Iterator[None]:
+        """On a run the store refused (and took back), the state as before the run.
+
+        What fired is still due, and the counters and guards count no run that is not
+        in the session.
+        """
+        state = self._state
+        before = ([*state.pending], state.guards, state.applied, state.rejected)
+        try:
+            yield
+        except StoreConflictError:
+            pending, state.guards, state.applied, state.rejected = before
+            state.pending[:0] = [f for f in pending if f not in state.pending]
+            raise
+
     def _take_back_dropped(self, rebases: list[Rebased], total: PipelineRun) -> None:
         """Report the run's proposals a rebase dropped, and count them as refused.
 
@@ -227,62 +253,115 @@ class Compactor:
         self._bus.emit("compaction_deferred", background=background, floor=floor, reason=held_by)
         return PipelineRun(guard_state=self._state.guards)
 
+    def _lost_race(self, mode: RunMode, refused: StoreConflictError, *, floor: bool) -> PipelineRun:
+        """Report a run the store refused and took back; what fired stays due."""
+        reason = f"its result was not kept (what fired stays due): {refused}"
+        background = mode is RunMode.BACKGROUND
+        self._bus.emit("compaction_deferred", background=background, floor=floor, reason=reason)
+        return PipelineRun(guard_state=self._state.guards)
+
     def _lease_ttl(self, mode: RunMode) -> float:
         # Longer than the run may take (its time limit), so that only a worker that
         # stalled loses its lease; a run without a limit gets ten minutes.
         limit = self._time_limit(mode)
         return (540.0 if limit is None else limit) + 60.0
 
-    async def shrink_floor(self, renderer: Renderer, budget: int) -> bool:
+    async def shrink_floor(self, renderer: Renderer, budget: int) -> tuple[bool, WorkingGraph]:
         """Truncate the outputs after the latest user turn until the request fits.
 
         The last resort of a render that overflows (see `floor.shrink_floor`): the
         default pipeline's truncator lends its policies (errors first for test runs,
-        ...). It runs in the run slot under `compaction_timeout`, like the run before it.
+        ...). It runs in the run slot under `compaction_timeout`, like the run before it,
+        and lands in the store as one block (rebased over other workers' appends).
+
+        When it may not write (another worker holds the lease, or the block was refused
+        after its rebases), the truncation is made in a detached copy of the working
+        graph instead: the request fits, and nothing is written (`compaction_deferred`).
 
         Returns:
-            Whether the time limit cut it short (what it applied before stays).
+            Whether the time limit cut it short (what it applied before stays), and the
+            graph to render: the working graph, or that detached copy.
         """
-
-        def measure() -> int:
-            return self._state.calibrator.apply(renderer.render(self._working).tokens)
-
-        def required() -> int:
-            try:
-                return renderer.render(self._working, budget=budget).tokens
-            except BudgetExceededError as exc:
-                return exc.required
-
         settings = self._settings(budget, None, budget)
         run = PipelineRun()
         busy = await self.slot.claim()
+        source, timed_out = self._working, False
         try:
-            with self._keeper.leased(self._lease_ttl(RunMode.OVERFLOW)) as held_by:
-                if held_by is not None:
-                    self._defer(RunMode.OVERFLOW, held_by, floor=True)
-                    return False
-                with anyio.move_on_after(self._time_limit(RunMode.OVERFLOW)) as scope:
-                    await shrink_floor(
-                        self._working,
-                        self._bus,
-                        settings,
-                        measure,
-                        budget,
-                        pipeline_truncator(self._options.default_stages),
-                        required,
-                        frozenset(self._state.unsent),
-                        run=run,
-                    )
+            try:
+                with self._keeper.leased(self._lease_ttl(RunMode.OVERFLOW)) as held_by:
+                    if held_by is None:
+                        timed_out = await self._shrink_kept(renderer, budget, settings, run)
+                    else:
+                        self._defer(RunMode.OVERFLOW, held_by, floor=True)
+                        source = self._working.detached()
+            except StoreConflictError as exc:
+                run = PipelineRun()  # the store took the block back
+                self._lost_race(RunMode.OVERFLOW, exc, floor=True)
+                source = self._working.detached()
+            if source is not self._working:
+                alone = dataclasses.replace(settings, snapshot=None)  # the copy's own view
+                scratch = PipelineRun()  # the session counts none of it
+                timed_out = await self._truncate(
+                    source, EventBus(), renderer, budget, alone, scratch
+                )
         finally:
             self.slot.release(busy)
             self._state.applied += run.applied
             self._state.rejected += run.rejected
-        run.timed_out = scope.cancelled_caught
         if run.applied:
             self._keeper.save()
-        if run.timed_out:
+        if timed_out:
+            run.timed_out = True
             self._report_timeout(run, RunMode.OVERFLOW, floor=True)
-        return run.timed_out
+        return timed_out, source
+
+    async def _shrink_kept(
+        self, renderer: Renderer, budget: int, settings: StageSettings, run: PipelineRun
+    ) -> bool:
+        """The floor's truncation in the session, one store block; whether it timed out."""
+        rebases: list[Rebased] = []
+        with self._keeper.atomic(rebased=rebases.append):
+            timed_out = await self._truncate(
+                self._working, self._bus, renderer, budget, settings, run
+            )
+        for proposal, reason in (item for rebase in rebases for item in rebase.dropped):
+            self._bus.emit("proposal_rejected", proposal=proposal, reason=reason)
+            run.applied, run.rejected = run.applied - 1, run.rejected + 1
+        return timed_out
+
+    async def _truncate(
+        self,
+        working: WorkingGraph,
+        bus: EventBus,
+        renderer: Renderer,
+        budget: int,
+        settings: StageSettings,
+        run: PipelineRun,
+    ) -> bool:
+        """`floor.shrink_floor` on `working` under the time limit; whether it timed out."""
+
+        def measure() -> int:
+            return self._state.calibrator.apply(renderer.render(working).tokens)
+
+        def required() -> int:
+            try:
+                return renderer.render(working, budget=budget).tokens
+            except BudgetExceededError as exc:
+                return exc.required
+
+        with anyio.move_on_after(self._time_limit(RunMode.OVERFLOW)) as scope:
+            await shrink_floor(
+                working,
+                bus,
+                settings,
+                measure,
+                budget,
+                pipeline_truncator(self._options.default_stages),
+                required,
+                frozenset(self._state.unsent),
+                run=run,
+            )
+        return scope.cancelled_caught
 
     def _guards(self, mode: RunMode) -> GuardConfig:
         guards = self._options.guards

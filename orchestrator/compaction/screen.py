@@ -3,12 +3,15 @@
 With `redact_secrets`, each node of the working view not scanned yet goes through the
 `SecretRedactor` before anyone reads it: the stages of a run take their views from
 `SecretScreen.snapshot` (`StageSettings.snapshot`), and the manager calls it before and
-after the compaction of a render. Without a redactor a snapshot is just a snapshot.
+after the compaction of a render. The secrets found so far in the session are redacted
+in every new node too, where a later turn repeats one without what gave it away. Without
+a redactor a snapshot is just a snapshot.
 """
 
 from __future__ import annotations
 
 from context_graph.errors import InvariantViolation
+from context_graph.graph.nodes import Node
 from orchestrator.bus import EventBus
 from orchestrator.persistence.manager_state import ManagerState
 from orchestrator.working import WorkingGraph, WorkingView
@@ -43,6 +46,9 @@ class SecretScreen:
         self._bus = bus
         self._redactor = redactor
         self._state = state
+        # The session's secrets (text -> type), kept in memory only, never in the store;
+        # learned from the pristine record at the first scan (a restored session too).
+        self._known: dict[str, str] | None = None
 
     async def snapshot(self) -> WorkingView:
         """A frozen view in which every node was scanned for secrets (with a redactor).
@@ -66,7 +72,7 @@ class SecretScreen:
                 return snapshot  # the usual case, checked without a loop over the view
             new = [snapshot[i] for i in ids if i not in scanned]
             ctx = ProcessorContext(graph=snapshot, tokens=self._working.token_cache)
-            proposal = await run_processor(redactor, new, ctx)
+            proposal = await run_processor(self._knowing(redactor, new), new, ctx)
             if proposal.empty:
                 scanned.update(node.id for node in new)
                 continue  # scan again: nodes may have arrived while the redactor ran
@@ -83,3 +89,13 @@ class SecretScreen:
             scanned.update(entry.added)
         msg = "redact_secrets: the view kept changing while it was being redacted"
         raise RuntimeError(msg)
+
+    def _knowing(self, redactor: SecretRedactor, new: list[Node]) -> SecretRedactor:
+        """`redactor` knowing every secret of the session so far, `new`'s included."""
+        if self._known is None:
+            fresh = {node.id for node in new}
+            before = [node for node in self._working.pristine if node.id not in fresh]
+            self._known = redactor.secrets(before)
+        for secret, kind in redactor.secrets(new).items():
+            self._known.setdefault(secret, kind)
+        return redactor.knowing(self._known)

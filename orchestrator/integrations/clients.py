@@ -2,24 +2,25 @@
 
 The wrapped client is the SDK's own client with its model-calling methods replaced:
 
-- `openai.OpenAI` / `AsyncOpenAI`: `chat.completions.create` (format `openai`) and
-  `responses.create` (format `responses`);
-- `anthropic.Anthropic` / `AsyncAnthropic`: `messages.create` (format `anthropic`);
+- `openai.OpenAI` / `AsyncOpenAI`: `chat.completions.create` and `.parse` (format
+  `openai`), `responses.create` and `.parse` (format `responses`);
+- `anthropic.Anthropic` / `AsyncAnthropic`: `messages.create` and `beta.messages.create`
+  / `.parse`, one conversation (format `anthropic`);
 - google-genai's `genai.Client`: `models.generate_content` and `aio.models.generate_content`
   (format `gemini`).
 
-Every other attribute is the client's own, unmanaged. A managed call:
+The same methods under `with_raw_response` are managed too (the reply is read from the
+raw response's `parse()`), and `with_options(...)` / `copy(...)` give a client managed
+in the same conversations. Every other attribute is the client's own, unmanaged, but
+the ways to the model a wrapper cannot stand in front of, which would send the whole
+history behind the manager's back, raise `UnmanagedCallError`: `with_streaming_response`,
+OpenAI's `beta.chat` and `beta.responses`, google-genai's `chats`. A managed call:
 
 1. takes in what is new of the caller's conversation (`messages`, `input` or `contents`,
-   and the system prompt: `instructions`, `system` or `config.system_instruction`). The
-   caller passes its whole conversation, as it would to the bare client; the wrapper
-   counts what it has taken in (every item of earlier calls, and the reply it returned)
-   and ingests the items after that. The reply is recognised where the loop appended it
-   (the model's items right after the previous call's conversation) and skipped, since
-   it was ingested when it arrived. A system prompt is ingested when it differs from the
-   previous call's. A conversation that does not start with the one taken in (shorter,
-   or with an item changed) is refused (`ConfigurationError`): the engine's record is
-   append-only.
+   and the system prompt: `instructions`, `system` or `config.system_instruction`); see
+   `orchestrator.integrations.conversation`. The caller passes its whole conversation,
+   as it would to the bare client, or (resuming) only what came after the part the
+   manager's record holds.
 2. renders the managed history in the method's format, under the manager's budget, with
    the call's `tools` (or the manager's own when the call has none), and sends that in
    place of the caller's conversation, system prompt and tools; every other argument
@@ -28,19 +29,18 @@ Every other attribute is the client's own, unmanaged. A managed call:
    own response object.
 
 Streaming is not managed: `stream=True` and the `stream` / `generate_content_stream`
-methods raise `StreamingNotSupportedError` instead of bypassing the manager.
+methods raise `StreamingNotSupportedError` instead of bypassing the manager, and
+Anthropic's `beta.messages.tool_runner` (a loop of its own, on the bare client) raises
+`UnmanagedCallError`.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 from context_graph.errors import ConfigurationError
-from context_graph.graph.events import AgentEvent
-from context_graph.render import RenderResult
-from context_graph.tokens.counting import ProviderFormat
 from orchestrator.integrations.clients_apis import (
     ANTHROPIC_MESSAGES,
     GEMINI_CONTENT,
@@ -48,8 +48,15 @@ from orchestrator.integrations.clients_apis import (
     OPENAI_RESPONSES,
     Api,
 )
+from orchestrator.integrations.conversation import Conversation, Manager
 
-__all__ = ["Conversation", "Manager", "StreamingNotSupportedError", "wrap_client"]
+__all__ = [
+    "Conversation",
+    "Manager",
+    "StreamingNotSupportedError",
+    "UnmanagedCallError",
+    "wrap_client",
+]
 
 _C = TypeVar("_C")
 _SUPPORTED = (
@@ -58,127 +65,12 @@ _SUPPORTED = (
 )
 
 
-class Manager(Protocol):
-    """What a managed client needs of its `ContextManager`."""
-
-    def ingest(self, events: Iterable[AgentEvent | dict[str, Any]]) -> tuple[str, ...]:
-        """Add a batch of events, whole or not at all."""
-
-    async def render(
-        self,
-        *,
-        format: ProviderFormat | None = None,
-        budget: int | None = None,
-        tools: Sequence[Any] | None = None,
-    ) -> RenderResult:
-        """Compact when due, then render."""
-
-    def render_sync(
-        self,
-        *,
-        format: ProviderFormat | None = None,
-        budget: int | None = None,
-        tools: Sequence[Any] | None = None,
-    ) -> RenderResult:
-        """The blocking twin of `render`."""
-
-    def report_usage(self, prompt_tokens: int) -> float:
-        """Report the provider's prompt tokens for the last render."""
-
-
 class StreamingNotSupportedError(ConfigurationError):
     """A streaming call on a managed client: its reply could not be taken in whole."""
 
 
-class Conversation:
-    """What one managed method has taken in of its caller's conversation.
-
-    Args:
-        manager: The manager the conversation is kept in.
-        api: The method.
-    """
-
-    def __init__(self, manager: Manager, api: Api) -> None:
-        self._manager = manager
-        self._api = api
-        self._keys: list[str] = []
-        """The caller's items taken in (those of the last call), as JSON."""
-        self._reply: list[Any] = []
-        """The last reply, as the items a loop appends."""
-        self._reply_due = False
-        """The reply is not yet in a conversation the caller passed."""
-        self._system: Any = None
-
-    @property
-    def api(self) -> Api:
-        """The method this conversation belongs to."""
-        return self._api
-
-    def take(self, kwargs: Mapping[str, Any]) -> None:
-        """Ingest what is new in a call's conversation and system prompt.
-
-        Raises:
-            ConfigurationError: the conversation is not a list, or does not start with the
-                one the last call passed.
-            IngestError: a new item is malformed; nothing was ingested.
-        """
-        api = self._api
-        history = api.read_history(kwargs)
-        system = api.read_system(kwargs)
-        keys = [json.dumps(item, sort_keys=True) for item in history]
-        if keys[: len(self._keys)] != self._keys:
-            changed = next(
-                (i for i, (a, b) in enumerate(zip(keys, self._keys, strict=False)) if a != b),
-                len(keys),
-            )
-            msg = (
-                f"{api.name}: `{api.history_key}[{changed}]` is not the item this managed "
-                f"client took in there ({len(self._keys)} items so far); pass the whole "
-                "conversation, extended, on every call (the record is append-only: start a "
-                "new manager for a rewritten history)"
-            )
-            raise ConfigurationError(msg)
-        start = len(self._keys) + self._appended_reply(history)
-        events = api.events(
-            system if system != self._system else None, [*self._reply, *history[start:]]
-        )
-        # The last reply leads the items only so that answers to its calls pair with them.
-        skip = len(self._reply)
-        fresh = [e for e in events if _after(e, skip)]
-        if fresh:
-            self._manager.ingest(fresh)
-        self._keys, self._system, self._reply_due = keys, system, False
-
-    def _appended_reply(self, history: list[Any]) -> int:
-        """How many items of the last reply the caller appended where they belong."""
-        if not self._reply_due:
-            return 0
-        count = 0
-        while (
-            count < len(self._reply)
-            and len(self._keys) + count < len(history)
-            and self._api.is_model(history[len(self._keys) + count])
-        ):
-            count += 1
-        return count
-
-    def give(self, response: Any) -> None:
-        """Ingest a response's reply and report its prompt tokens.
-
-        Raises:
-            IngestError: the response is malformed; nothing was ingested.
-        """
-        reply = self._api.read_reply(response)
-        self._manager.ingest(reply.events)
-        if reply.prompt_tokens:
-            self._manager.report_usage(reply.prompt_tokens)
-        self._reply, self._reply_due = reply.items, True
-
-
-def _after(event: AgentEvent, skip: int) -> bool:
-    """Whether an event was read from the system prompt or an item at `skip` or later."""
-    index = None if event.source is None else event.source.index
-    return index is None or index >= skip
+class UnmanagedCallError(ConfigurationError):
+    """A way to reach the model that a managed client cannot put the manager in front of."""
 
 
 class _Managed:
@@ -220,7 +112,30 @@ def _refusal(api: Api, method: str) -> Callable[..., Any]:
     return refuse
 
 
-def _sync(manager: Manager, conversation: Conversation, create: Any) -> Any:
+class _Refused:
+    """An SDK attribute a managed client refuses: any use of it raises."""
+
+    def __init__(self, name: str, fix: str) -> None:
+        self._name, self._fix = name, fix
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("_"):  # copy, pickle and the like probe for these
+            raise AttributeError(attribute)
+        msg = (
+            f"{self._name}.{attribute} on a managed client would reach the model without "
+            f"the manager (the whole history, over the budget); {self._fix}"
+        )
+        raise UnmanagedCallError(msg)
+
+
+def _parsed(raw: Any) -> Any:
+    """The SDK object of a `with_raw_response` call's answer (awaitable for some async SDKs)."""
+    return raw.parse()
+
+
+def _sync(
+    manager: Manager, conversation: Conversation, create: Any, read: Callable[[Any], Any] | None
+) -> Any:
     api = conversation.api
 
     def managed(**kwargs: Any) -> Any:
@@ -228,14 +143,17 @@ def _sync(manager: Manager, conversation: Conversation, create: Any) -> Any:
         conversation.take(kwargs)
         result = manager.render_sync(format=api.format, tools=api.read_tools(kwargs))
         response = create(**api.write(dict(kwargs), result.payload))
-        conversation.give(response)
+        conversation.give(response if read is None else read(response))
         return response
 
     return managed
 
 
 def _async(
-    manager: Manager, conversation: Conversation, create: Callable[..., Awaitable[Any]]
+    manager: Manager,
+    conversation: Conversation,
+    create: Callable[..., Awaitable[Any]],
+    read: Callable[[Any], Any] | None,
 ) -> Any:
     api = conversation.api
 
@@ -244,72 +162,145 @@ def _async(
         conversation.take(kwargs)
         result = await manager.render(format=api.format, tools=api.read_tools(kwargs))
         response = await create(**api.write(dict(kwargs), result.payload))
-        conversation.give(response)
+        parsed = response if read is None else read(response)
+        conversation.give(await parsed if inspect.isawaitable(parsed) else parsed)
         return response
 
     return managed
 
 
-def _openai(manager: Manager, client: Any, *, is_async: bool) -> _Managed:
+def _resource(
+    manager: Manager, conversation: Conversation, resource: Any, *, is_async: bool, where: str
+) -> _Managed:
+    """A resource's `create` and `parse`, plain and `with_raw_response`, managed.
+
+    `with_streaming_response` is refused (its body is read after the call returns), and
+    so are the streaming helpers (`StreamingNotSupportedError`).
+    """
     make = _async if is_async else _sync
-    chat, responses = Conversation(manager, OPENAI_CHAT), Conversation(manager, OPENAI_RESPONSES)
-    completions = client.chat.completions
+    api = conversation.api
+    names = [name for name in ("create", "parse") if hasattr(resource, name)]
+    raw = resource.with_raw_response
+    overrides: dict[str, Any] = {
+        name: make(manager, conversation, getattr(resource, name), None) for name in names
+    }
+    overrides["with_raw_response"] = _Managed(
+        raw,
+        {
+            n: make(manager, conversation, getattr(raw, n), _parsed)
+            for n in names
+            if hasattr(raw, n)
+        },
+    )
+    overrides["with_streaming_response"] = _Refused(
+        f"{where}.with_streaming_response",
+        f"call `{where}.create` (or `{where}.with_raw_response.create` for the HTTP response)",
+    )
+    if hasattr(resource, "stream"):
+        overrides["stream"] = _refusal(api, f"{where}.stream")
+    if hasattr(resource, "tool_runner"):  # a loop of its own, on the bare client
+        runner = _Refused(where, f"write the loop with `{where}.create`")
+        overrides["tool_runner"] = lambda *args, **kwargs: runner.tool_runner
+    return _Managed(resource, overrides)
+
+
+def _options(rewrap: Callable[[Any], _Managed], method: Callable[..., Any]) -> Callable[..., Any]:
+    """`with_options` / `copy`: the new client, managed in the same conversations."""
+
+    def managed(*args: Any, **kwargs: Any) -> _Managed:
+        return rewrap(method(*args, **kwargs))
+
+    return managed
+
+
+def _openai(
+    manager: Manager,
+    client: Any,
+    *,
+    is_async: bool,
+    chat: Conversation | None = None,
+    responses: Conversation | None = None,
+) -> _Managed:
+    chat = chat or Conversation(manager, OPENAI_CHAT)
+    responses = responses or Conversation(manager, OPENAI_RESPONSES)
+
+    def rewrap(copy: Any) -> _Managed:
+        return _openai(manager, copy, is_async=is_async, chat=chat, responses=responses)
+
+    completions = _resource(
+        manager, chat, client.chat.completions, is_async=is_async, where="chat.completions"
+    )
+    fix = "call `chat.completions.create` / `responses.create` (or `.parse`) instead"
     return _Managed(
         client,
         {
-            "chat": _Managed(
-                client.chat,
-                {
-                    "completions": _Managed(
-                        completions,
-                        {
-                            "create": make(manager, chat, completions.create),
-                            "stream": _refusal(OPENAI_CHAT, "chat.completions.stream"),
-                        },
-                    )
-                },
+            "chat": _Managed(client.chat, {"completions": completions}),
+            "responses": _resource(
+                manager, responses, client.responses, is_async=is_async, where="responses"
             ),
-            "responses": _Managed(
-                client.responses,
-                {
-                    "create": make(manager, responses, client.responses.create),
-                    "stream": _refusal(OPENAI_RESPONSES, "responses.stream"),
-                },
+            "beta": _Managed(
+                client.beta,
+                {"chat": _Refused("beta.chat", fix), "responses": _Refused("beta.responses", fix)},
             ),
+            "with_options": _options(rewrap, client.with_options),
+            "copy": _options(rewrap, client.copy),
         },
     )
 
 
-def _anthropic(manager: Manager, client: Any, *, is_async: bool) -> _Managed:
-    make = _async if is_async else _sync
-    conversation = Conversation(manager, ANTHROPIC_MESSAGES)
-    messages = client.messages
-    overrides = {
-        "create": make(manager, conversation, messages.create),
-        "stream": _refusal(ANTHROPIC_MESSAGES, "messages.stream"),
-    }
-    return _Managed(client, {"messages": _Managed(messages, overrides)})
+def _anthropic(
+    manager: Manager, client: Any, *, is_async: bool, conversation: Conversation | None = None
+) -> _Managed:
+    # One conversation: `beta.messages` takes the same messages, with beta features.
+    conversation = conversation or Conversation(manager, ANTHROPIC_MESSAGES)
+
+    def rewrap(copy: Any) -> _Managed:
+        return _anthropic(manager, copy, is_async=is_async, conversation=conversation)
+
+    messages = _resource(
+        manager, conversation, client.messages, is_async=is_async, where="messages"
+    )
+    beta = _resource(
+        manager, conversation, client.beta.messages, is_async=is_async, where="beta.messages"
+    )
+    return _Managed(
+        client,
+        {
+            "messages": messages,
+            "beta": _Managed(client.beta, {"messages": beta}),
+            "with_options": _options(rewrap, client.with_options),
+            "copy": _options(rewrap, client.copy),
+        },
+    )
 
 
 def _gemini(manager: Manager, client: Any) -> _Managed:
     # One conversation: the blocking and the `aio` methods are one client's.
     conversation = Conversation(manager, GEMINI_CONTENT)
     stream = _refusal(GEMINI_CONTENT, "models.generate_content_stream")
+    chats = _Refused(
+        "chats",
+        "a chat session keeps its own history and calls the bare client: call "
+        "`models.generate_content` with the whole conversation instead",
+    )
     models = _Managed(
         client.models,
         {
-            "generate_content": _sync(manager, conversation, client.models.generate_content),
+            "generate_content": _sync(manager, conversation, client.models.generate_content, None),
             "generate_content_stream": stream,
         },
     )
     aio_models = _Managed(
         client.aio.models,
         {
-            "generate_content": _async(manager, conversation, client.aio.models.generate_content),
+            "generate_content": _async(
+                manager, conversation, client.aio.models.generate_content, None
+            ),
             "generate_content_stream": stream,
         },
     )
-    return _Managed(client, {"models": models, "aio": _Managed(client.aio, {"models": aio_models})})
+    aio = _Managed(client.aio, {"models": aio_models, "chats": chats})
+    return _Managed(client, {"models": models, "aio": aio, "chats": chats})
 
 
 def wrap_client(manager: Manager, client: _C) -> _C:

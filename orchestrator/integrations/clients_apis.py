@@ -11,6 +11,7 @@ google-genai, lazily, whose `contents` take several shorthand forms only it expa
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -19,6 +20,7 @@ from pydantic import BaseModel
 
 from context_graph.errors import ConfigurationError
 from context_graph.graph.events import AgentEvent
+from context_graph.graph.nodes import ToolCallNode
 from context_graph.graph.sdk_replies import read_response
 from context_graph.importers import load_events
 from context_graph.tokens.counting import ProviderFormat
@@ -95,6 +97,9 @@ class Api:
         arguments: How its keyword arguments hold the conversation, system prompt and tools.
         is_model: Whether a conversation item is the model's (the reply a loop appended).
         read_reply: The reply of a response.
+        lead: Conversation items that make the given record calls, for a caller's list
+            that opens with their answers (a resumed loop): read before it, so that the
+            answers pair with the calls, then left out.
         server_state: Arguments that point at history kept on the provider's servers,
             which the manager's render would duplicate: refused.
     """
@@ -104,6 +109,7 @@ class Api:
     arguments: Arguments
     is_model: Callable[[Any], bool]
     read_reply: Callable[[Any], Reply]
+    lead: Callable[[Sequence[ToolCallNode]], list[Any]]
     server_state: tuple[str, ...] = ()
 
     @property
@@ -219,6 +225,55 @@ def _sdk_reply(item: Callable[[Any], Any]) -> Callable[[Any], Reply]:
     return read
 
 
+def _arguments(call: ToolCallNode) -> dict[str, Any]:
+    """A call's arguments as the object Anthropic and Gemini take (the lead is never sent)."""
+    try:
+        value = json.loads(call.arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _chat_lead(calls: Sequence[ToolCallNode]) -> list[Any]:
+    made = [
+        {
+            "id": c.tool_call_id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": c.arguments},
+        }
+        for c in calls
+    ]
+    return [{"role": "assistant", "content": None, "tool_calls": made}] if made else []
+
+
+def _anthropic_lead(calls: Sequence[ToolCallNode]) -> list[Any]:
+    made = [
+        {"type": "tool_use", "id": c.tool_call_id, "name": c.name, "input": _arguments(c)}
+        for c in calls
+    ]
+    return [{"role": "assistant", "content": made}] if made else []
+
+
+def _responses_lead(calls: Sequence[ToolCallNode]) -> list[Any]:
+    return [
+        {
+            "type": "function_call",
+            "call_id": c.tool_call_id,
+            "name": c.name,
+            "arguments": c.arguments,
+        }
+        for c in calls
+    ]
+
+
+def _gemini_lead(calls: Sequence[ToolCallNode]) -> list[Any]:
+    made = [
+        {"functionCall": {"id": c.tool_call_id, "name": c.name, "args": _arguments(c)}}
+        for c in calls
+    ]
+    return [{"role": "model", "parts": made}] if made else []
+
+
 # --- OpenAI Chat Completions and Anthropic Messages --------------------------------------------
 
 OPENAI_CHAT = Api(
@@ -227,6 +282,7 @@ OPENAI_CHAT = Api(
     Keywords("messages"),
     _role("assistant"),
     _sdk_reply(lambda response: plain(response.choices[0].message)),
+    _chat_lead,
 )
 ANTHROPIC_MESSAGES = Api(
     "messages.create",
@@ -234,6 +290,7 @@ ANTHROPIC_MESSAGES = Api(
     Keywords("messages", system_key="system"),
     _role("assistant"),
     _sdk_reply(lambda response: {"role": "assistant", "content": plain(response.content)}),
+    _anthropic_lead,
 )
 
 
@@ -253,13 +310,10 @@ def _is_output(item: Any) -> bool:
 
 
 def _responses_reply(response: Any) -> Reply:
-    data = plain(response)
-    for key in ("previous_response_id", "conversation"):
-        data.pop(key, None)  # the request's own server state; ours never sets it
-    usage = data.get("usage")
-    tokens = usage.get("input_tokens") if isinstance(usage, Mapping) else None
-    events = load_events(data, format="openai_responses")
-    return Reply(events, tokens if isinstance(tokens, int) else None, list(data.get("output", [])))
+    # Read by what the model added (`output`): a `Response` also echoes its request
+    # (`instructions`, `tools`, settings), which is not new and must not be taken in.
+    read = read_response(response)
+    return Reply(list(read.events), read.prompt_tokens, plain(list(response.output)))
 
 
 OPENAI_RESPONSES = Api(
@@ -268,6 +322,7 @@ OPENAI_RESPONSES = Api(
     Keywords("input", system_key="instructions", text_role="user"),
     _is_output,
     _responses_reply,
+    _responses_lead,
     server_state=("previous_response_id", "conversation"),
 )
 
@@ -343,5 +398,10 @@ def _gemini_reply(response: Any) -> Reply:
 
 
 GEMINI_CONTENT = Api(
-    "models.generate_content", "gemini", _GeminiArguments(), _role("model"), _gemini_reply
+    "models.generate_content",
+    "gemini",
+    _GeminiArguments(),
+    _role("model"),
+    _gemini_reply,
+    _gemini_lead,
 )

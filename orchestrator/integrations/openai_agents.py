@@ -11,8 +11,12 @@ result = await Runner.run(
 `ContextSession` implements the SDK's `Session` protocol over a `ContextManager`: the
 items the Runner adds (Responses input items) are ingested as events (through the
 Responses importer; a `reasoning` item becomes a `ReasoningPart`, sent back as received)
-and kept verbatim on the first node of their batch, so `get_items` returns exactly what
-was added, also from a manager reopened from its session file (`ContextManager.open`).
+and kept verbatim on the first node of their batch. The session keeps no list of its
+own: `get_items` and `pop_item` read the items from the manager's record, so they return
+exactly what was added, also from a manager reopened from its session file
+(`ContextManager.open`), what other sessions over the same manager added, what other
+workers of a shared session added once `manager.refresh()` brought it in, and nothing
+`manager.withdraw` took out.
 
 `run_config()` sets `call_model_input_filter` to `filter`: before every model call it
 takes in the input items the session does not hold yet, and replaces the input with the
@@ -20,17 +24,17 @@ manager's render in the `responses` format, under the manager's budget less the 
 instructions, with the agent's function tools counted. `hooks()` reports each response's
 input tokens to the manager (`report_usage`), so the budget holds by the provider's count.
 
-`pop_item` and `clear_session` withdraw items (`Withdrawal`): the manager's record
-keeps them, and nothing the model is shown holds them again: no render, no summary
-(one that stood for a withdrawn item beside others is undone, and made again without
-it), no `context_expand`. The withdrawal is journaled with the session, so a reopened
-manager's session has the items as they were left. An item the Responses importer put
-in one node with others (the reasoning, message and calls of one assistant turn) goes
-by withdrawing that turn and recording the turn's other items again, in one batch.
-Popping a `function_call_output` opens its call again: the next request sends the call
-with the renderer's placeholder result (as for any call left without one) until an
-output for it is added. An item taken in from a model input but never added (a failed
-run) goes with the next pop or clear.
+`pop_item` and `clear_session` withdraw items (`Withdrawal`): the session's latest,
+whoever added it, and all of them. The manager's record keeps them, and nothing the
+model is shown holds them again: no render, no summary (one that stood for a withdrawn
+item beside others is undone, and made again without it), no `context_expand`. The
+withdrawal is journaled with the session, so a reopened manager's session has the items
+as they were left. An item the Responses importer put in one node with others (the
+reasoning, message and calls of one assistant turn) goes by withdrawing that turn and
+recording the turn's other items again, in one batch. Popping a `function_call_output`
+opens its call again: the next request sends the call with the renderer's placeholder
+result (as for any call left without one) until an output for it is added. An item taken
+in from a model input but never added (a failed run) goes with the next pop or clear.
 
 The SDK is imported lazily; without it, `ContextSession` raises `ConfigurationError`
 naming `pip install '.[openai-agents]'` (in the checkout).
@@ -56,6 +60,7 @@ if TYPE_CHECKING:
     from agents import Agent, RunConfig, RunHooks
     from agents.run_config import CallModelData, ModelInputData
 
+    from context_graph.graph.context_graph import ContextGraph
     from orchestrator.manager import ContextManager
 
 __all__ = ["ITEMS_KEY", "WITHDRAWN_BY_KEY", "ContextSession"]
@@ -77,10 +82,25 @@ def _require_sdk() -> None:
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    """The session items one event was read from, and the nodes it made."""
+    """The session items one event was read from, and the nodes it made.
+
+    `batch` is the node that keeps the items verbatim (`ITEMS_KEY`), and `start` the
+    index of the first of them in its list: an item's place is `(batch, start + i)`.
+    """
 
     items: tuple[Any, ...]
     nodes: tuple[str, ...]
+    batch: str
+    start: int
+    keys: tuple[str, ...]
+
+    def places(self) -> list[tuple[str, int]]:
+        """Each item's place: its batch node and its index in the batch's list."""
+        return [(self.batch, self.start + n) for n in range(len(self.items))]
+
+    def head(self, count: int) -> _Entry:
+        """The entry with its first `count` items only, its nodes kept."""
+        return _Entry(self.items[:count], self.nodes, self.batch, self.start, self.keys[:count])
 
 
 def _key(item: Any) -> str:
@@ -106,13 +126,10 @@ class ContextSession:
         _require_sdk()
         self.session_id = session_id
         self._manager = manager
-        self._entries: list[_Entry] = _recorded(manager)
-        self._items: list[Any] = [i for entry in self._entries for i in entry.items]
-        self._calls = {i["call_id"] for i in self._items if _is_call(i)}
-        self._keys = [_key(i) for i in self._items]
-        self._held: list[tuple[str, Any]] = []
-        """Items of the model input taken in before the Runner added them."""
-        self._held_entries: list[_Entry] = []
+        self._record = _Record()
+        self._held: list[tuple[str, Any, tuple[str, int]]] = []
+        """Items of the model input taken in before the Runner added them: each with its
+        key and its place in the record (`_Entry.places`)."""
 
     @property
     def manager(self) -> ContextManager:
@@ -122,8 +139,13 @@ class ContextSession:
     # -- the Session protocol ---------------------------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The items added, oldest first (the latest `limit` when given), as added."""
-        items = self._items if limit is None else self._items[-limit:] if limit > 0 else []
+        """The items added, oldest first (the latest `limit` when given), as added.
+
+        Read from the manager's record: what any session over it added (after
+        `manager.refresh()`, on a shared store), less what was withdrawn.
+        """
+        items = [i for entry in self._entries() for i in entry.items]
+        items = items if limit is None else items[-limit:] if limit > 0 else []
         return copy.deepcopy(items)
 
     async def add_items(self, items: list[Any]) -> None:
@@ -136,31 +158,29 @@ class ContextSession:
         self._ingest(plain(list(items)), added=True)
 
     async def pop_item(self) -> Any:
-        """Withdraw the latest item and return it (`None` when the session is empty).
+        """Withdraw the session's latest item and return it (`None` when it is empty).
 
         The manager's record keeps it; no later request shows it (see the module).
 
         Raises:
             GraphError: a summary that stands for it cannot be undone; nothing changed.
+            StoreConflictError: on a shared store, another worker appended since this
+                one last read the log; `manager.refresh()`, then pop again.
         """
-        if not self._items:
+        entries = self._entries()
+        if not entries:
             return None
-        entry = self._entries[-1]
+        entry = entries[-1]
         rest = list(entry.items[:-1])
-        calls = {i["call_id"] for i in self._items[: -len(entry.items)] if _is_call(i)}
-        events, groups, _ = _read(rest, calls) if rest else ([], [], calls)
+        calls = {i["call_id"] for e in entries[:-1] for i in e.items if _is_call(i)}
+        events, _, _ = _read(rest, calls) if rest else ([], [], calls)
         if events:
             kept: list[JsonValue] = list(rest)
             events[0] = events[0].model_copy(update={"meta": {**events[0].meta, ITEMS_KEY: kept}})
         withdrawal = self._withdrawal([entry], "pop_item")
-        ids = self._manager.ingest([*withdrawal, *events])
-        item = entry.items[-1]
-        del self._entries[-1]
-        self._entries.extend(_entries(groups, events, ids))
-        del self._items[-1], self._keys[-1]
-        self._drop_held()
-        self._calls = {i["call_id"] for i in self._items if _is_call(i)}
-        return copy.deepcopy(item)
+        self._manager.ingest([*withdrawal, *events])
+        self._held.clear()  # withdrawn with it
+        return copy.deepcopy(entry.items[-1])
 
     async def clear_session(self) -> None:
         """Withdraw every item (the manager's record keeps them; see the module).
@@ -169,24 +189,36 @@ class ContextSession:
             GraphError: a summary that stands for one beside nodes of no item cannot
                 be undone; nothing changed.
         """
-        withdrawal = self._withdrawal(self._entries, "clear_session")
+        withdrawal = self._withdrawal(self._entries(), "clear_session")
         if withdrawal:
             self._manager.ingest(withdrawal)
-        self._entries, self._items, self._keys = [], [], []
-        self._drop_held()
-        self._calls = set()
+        self._held.clear()
+
+    def _entries(self) -> list[_Entry]:
+        """The session's entries in the record now: none withdrawn, no item held here."""
+        raw = self._manager.raw
+        held = {place for _, _, place in self._held}
+        entries: list[_Entry] = []
+        for entry in self._record.read(raw):
+            if all(raw.is_withdrawn(n) for n in entry.nodes):
+                continue
+            if held:
+                # The items still held are the tail of their batch (added in order).
+                shown = sum(place not in held for place in entry.places())
+                entry = entry.head(shown) if shown < len(entry.items) else entry
+                if not shown:
+                    continue
+            entries.append(entry)
+        return entries
 
     def _withdrawal(self, entries: Sequence[_Entry], by: str) -> list[Withdrawal]:
         """The withdrawal of `entries` and of the held items, if it withdraws any node."""
         raw = self._manager.raw
-        nodes = [n for e in (*entries, *self._held_entries) for n in e.nodes]
-        live = tuple(n for n in nodes if not raw.is_withdrawn(n))
+        held = {place for _, _, place in self._held}
+        whole = [e for e in self._record.read(raw) if held.issuperset(e.places())]
+        nodes = [n for e in (*entries, *whole) for n in e.nodes]
+        live = tuple(dict.fromkeys(n for n in nodes if not raw.is_withdrawn(n)))
         return [Withdrawal(node_ids=live, meta={WITHDRAWN_BY_KEY: by})] if live else []
-
-    def _drop_held(self) -> None:
-        """Forget the held items: a pop or a clear withdrew them with its own."""
-        self._held.clear()
-        self._held_entries.clear()
 
     # -- the model input --------------------------------------------------------------
 
@@ -239,8 +271,12 @@ class ContextSession:
         reasoning before it (a popped `function_call_output` leaves one): such items of
         the session may be missing from the input.
         """
-        known = [*self._keys, *(k for k, _ in self._held)]
-        skippable = [*map(_skippable, self._items), *(_skippable(i) for _, i in self._held)]
+        entries = self._entries()
+        known = [*(k for e in entries for k in e.keys), *(k for k, _, _ in self._held)]
+        skippable = [
+            *(_skippable(i) for e in entries for i in e.items),
+            *(_skippable(i) for _, i, _ in self._held),
+        ]
         keys = [_key(i) for i in model_input]
         for size in range(len(keys), 0, -1):
             if _ends_with(known, skippable, keys[:size]):
@@ -261,39 +297,19 @@ class ContextSession:
                     break
                 settled += 1
         new = fresh[settled:]
-        made: list[_Entry] = []
+        places: list[tuple[str, int]] = []
         if new:
-            events, groups, calls = _read([i for _, i in new], self._calls)
+            calls = {i["call_id"] for e in self._entries() for i in e.items if _is_call(i)}
+            calls.update(i["call_id"] for _, i, _ in self._held if _is_call(i))
+            events, _, _ = _read([i for _, i in new], calls)
             kept: list[JsonValue] = [i for _, i in new]
             events[0] = events[0].model_copy(update={"meta": {**events[0].meta, ITEMS_KEY: kept}})
-            ids = self._manager.ingest(events)
-            self._calls = calls
-            made = _entries(groups, events, ids)
+            batch = self._manager.ingest(events)[0]
+            places = [(batch, n) for n in range(len(new))]
         if added:
             del self._held[:settled]
-            self._entries.extend(self._settle(settled))
-            self._entries.extend(made)
-            self._items.extend(i for _, i in fresh)
-            self._keys.extend(k for k, _ in fresh)
         else:
-            self._held.extend(new)
-            self._held_entries.extend(made)
-
-    def _settle(self, count: int) -> list[_Entry]:
-        """The entries of the first `count` held items, no longer held.
-
-        An entry the count ends inside is split: its nodes go with the part added.
-        """
-        settled: list[_Entry] = []
-        while count > 0 and self._held_entries:
-            entry = self._held_entries.pop(0)
-            if len(entry.items) > count:
-                settled.append(_Entry(entry.items[:count], entry.nodes))
-                self._held_entries.insert(0, _Entry(entry.items[count:], ()))
-                break
-            settled.append(entry)
-            count -= len(entry.items)
-        return settled
+            self._held.extend((k, i, place) for (k, i), place in zip(new, places, strict=True))
 
     def _budget(self, instructions: str | None) -> int | None:
         """The input's budget: the manager's, less what the agent's instructions take."""
@@ -353,28 +369,43 @@ def _entries(
     """Each event's items with the node ids it made (`ids`: the batch's, in order)."""
     entries: list[_Entry] = []
     start = 0
+    item = 0
     for group, event in zip(groups, events, strict=True):
         size = 1 + len(event.tool_calls) if isinstance(event, AssistantTurn) else 1
-        entries.append(_Entry(tuple(group), tuple(ids[start : start + size])))
+        keys = tuple(_key(i) for i in group)
+        entries.append(_Entry(tuple(group), tuple(ids[start : start + size]), ids[0], item, keys))
         start += size
+        item += len(group)
     return entries
 
 
-def _recorded(manager: ContextManager) -> list[_Entry]:
-    """The entries of a reopened manager's items, as added; those withdrawn left out."""
-    raw = manager.raw
-    order = raw.transcript()
-    entries: list[_Entry] = []
-    calls: set[str] = set()
-    for node in raw:
-        kept = node.meta.get(ITEMS_KEY)
-        if not isinstance(kept, list) or node.seq is None:
-            continue
-        events, groups, calls = _read(kept, calls)
-        size = sum(1 + len(e.tool_calls) if isinstance(e, AssistantTurn) else 1 for e in events)
-        made = _entries(groups, events, order[node.seq : node.seq + size])
-        entries.extend(e for e in made if not all(raw.is_withdrawn(n) for n in e.nodes))
-    return entries
+class _Record:
+    """The session's entries as the manager's record holds them, read as it grows.
+
+    The record is append-only, so what was read stays read; whether an entry was
+    withdrawn since is asked of the record each time (`ContextSession._entries`).
+    """
+
+    __slots__ = ("_calls", "_entries", "_seen")
+
+    def __init__(self) -> None:
+        self._entries: list[_Entry] = []
+        self._calls: set[str] = set()
+        self._seen = 0
+
+    def read(self, raw: ContextGraph) -> list[_Entry]:
+        """Every entry recorded in `raw` so far, oldest first (withdrawn ones too)."""
+        order = raw.transcript()
+        for node_id in order[self._seen :]:
+            node = raw[node_id]
+            kept = node.meta.get(ITEMS_KEY)
+            if not isinstance(kept, list) or node.seq is None:
+                continue
+            events, groups, self._calls = _read(kept, self._calls)
+            size = sum(1 + len(e.tool_calls) if isinstance(e, AssistantTurn) else 1 for e in events)
+            self._entries.extend(_entries(groups, events, order[node.seq : node.seq + size]))
+        self._seen = len(order)
+        return self._entries
 
 
 def _tool_specs(agent: Agent[Any]) -> list[ToolSpec]:

@@ -2,7 +2,8 @@
 
 Nothing is fetched: the style, the script and the data are inside the file, so it opens
 offline and can be mailed. The data goes in a `<script type="application/json">` block
-(with `</` escaped, so no text of the session can close it), and the script builds the
+with `<`, `>`, `&` and the line separators written as JSON escapes (`embed_json`), so no
+text of the session can end the block or change how it parses, and the script builds the
 page from it with DOM calls that set text, never markup: a session's text cannot inject
 HTML into the report.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from orchestrator.report.recorder import Recording
 
-__all__ = ["render_html", "write_html"]
+__all__ = ["embed_json", "render_html", "write_html"]
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d232b;background:#f6f7f9}
@@ -31,9 +32,12 @@ h2 .scale{float:right;font-size:11px;cursor:pointer}
 #chart svg{width:100%;height:240px;display:block}
 .legend{font-size:12px;color:#55606d}
 .legend i{display:inline-block;width:14px;height:3px;vertical-align:middle;margin:0 4px 0 10px}
-table{border-collapse:collapse;width:100%;font-size:12.5px}
+table{border-collapse:collapse;width:100%;font-size:12.5px;table-layout:fixed}
 td,th{padding:3px 6px;border-bottom:1px solid #eef1f4;text-align:right;white-space:nowrap}
 td:first-child,th:first-child{text-align:left}
+td.text,th.text{white-space:normal;overflow-wrap:break-word;text-align:left}
+header h1,.message .role,#request h2,#request p{overflow-wrap:anywhere}
+.piece button{max-width:100%;white-space:normal;overflow-wrap:anywhere;text-align:left}
 tr.call{cursor:pointer}
 tr.call:hover{background:#f0f5ff}
 tr.call.selected{background:#dbe8ff}
@@ -126,7 +130,8 @@ _SCRIPT = r"""
       mark.setAttribute("stroke", "#d97706");
       mark.setAttribute("stroke-width", "2");
       const title = document.createElementNS(svgNS, "title");
-      title.textContent = c.processor + " at call " + c.call + ": " + n(c.saved) + " tokens saved";
+      title.textContent = c.processor + " at call " + c.call + " (" + c.trigger + "): " +
+        n(c.saved) + " tokens saved";
       mark.appendChild(title);
       svg.appendChild(mark);
     }
@@ -150,6 +155,7 @@ _SCRIPT = r"""
       "#" + c.index, n(c.event), n(c.raw), c.sent === null ? "refused" : n(c.sent),
       c.processors.join(", ") || "", n(c.cached), "$" + c.dollars.toFixed(4),
     ]) row.appendChild(el("td", {}, v));
+    row.children[4].className = "text";
     row.addEventListener("click", () => show(i));
     body.appendChild(row);
     rows.push(row);
@@ -190,14 +196,17 @@ _SCRIPT = r"""
 
   const list = document.getElementById("compaction-rows");
   for (const c of data.compactions) {
-    const row = el("tr");
-    const cells = ["#" + c.call, c.processor, n(c.removed), n(c.added.length), n(c.saved)];
-    for (const v of [...cells, c.note]) row.appendChild(el("td", {}, v));
+    const row = el("tr", { class: "compaction" });
+    row.appendChild(el("td", {}, "#" + c.call));
+    row.appendChild(el("td", { class: "text" }, c.processor));
+    row.appendChild(el("td", { class: "text trigger", title: c.reason }, c.trigger));
+    for (const v of [c.removed, c.added.length, c.saved]) row.appendChild(el("td", {}, n(v)));
+    row.appendChild(el("td", { class: "text" }, c.note));
     list.appendChild(row);
   }
   if (!data.compactions.length) {
     const row = el("tr");
-    row.appendChild(el("td", { colspan: "6", class: "empty" }, "No compaction ran."));
+    row.appendChild(el("td", { colspan: "7", class: "empty" }, "No compaction ran."));
     list.appendChild(row);
   }
   const compacted = (c) => c.messages.some((m) => data.messages[m].pieces.length);
@@ -220,11 +229,18 @@ aria-pressed="false">log scale</button></h2><div id="chart"></div>
 </i>sent<i style="background:#b42318"></i>budget<i style="background:#d97706"></i>compaction</div>
 </section>
 <section><h2>Calls (click one to see its request)</h2><div class="calls"><table>
-<thead><tr><th>call</th><th>events</th><th>raw</th><th>sent</th><th>compacted by</th>
-<th>cached</th><th>input cost</th></tr></thead><tbody id="call-rows"></tbody></table></div>
+<colgroup><col style="width:9%"><col style="width:10%"><col style="width:13%">
+<col style="width:12%"><col style="width:30%"><col style="width:12%"><col style="width:14%">
+</colgroup><thead><tr><th>call</th><th>events</th><th>raw</th><th>sent</th>
+<th class="text">compacted by</th><th>cached</th><th>input cost</th></tr></thead>
+<tbody id="call-rows"></tbody></table></div>
 </section>
-<section><h2>Compactions</h2><table><thead><tr><th>call</th><th>processor</th>
-<th>removed</th><th>added</th><th>saved</th><th>note</th></tr></thead>
+<section><h2>Compactions</h2><table>
+<colgroup><col style="width:8%"><col style="width:14%"><col style="width:16%">
+<col style="width:11%"><col style="width:9%"><col style="width:11%"><col style="width:31%">
+</colgroup><thead><tr><th>call</th><th class="text">processor</th>
+<th class="text">trigger</th><th>removed</th><th>added</th><th>saved</th><th class="text">note</th>
+</tr></thead>
 <tbody id="compaction-rows"></tbody></table></section>
 </div>
 <section id="request"></section>
@@ -235,11 +251,24 @@ aria-pressed="false">log scale</button></h2><div id="chart"></div>
 """
 
 
+#: What session text could use to change how the page parses, as JSON escapes that read
+#: the same: `</script` ends the data block, `<!--` starts the script data's escaped state
+#: (in which `<script` makes a later `</script>` not end it), `&` and `>` for good measure,
+#: and the two line separators older JavaScript parsers end a line at.
+_INERT = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def embed_json(value: object) -> str:
+    """`value` as JSON text that no string inside it can make an HTML parser read otherwise."""
+    return json.dumps(value, ensure_ascii=False).translate(_INERT)
+
+
 def render_html(recording: Recording, title: str) -> str:
-    """The page's text."""
-    data = json.dumps(recording.to_json(), ensure_ascii=False)
-    # `</` inside a script element would end it early; `<\\/` reads the same in JSON.
-    data = data.replace("</", "<\\/")
+    """The page's text; every session text in it, the title too, through the recording's screen."""
+    data = embed_json(recording.to_json())
+    title = recording.screen.text(title)
     safe_title = (
         title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
     )

@@ -2,11 +2,16 @@
 
 A replay renders at every model call; consecutive requests repeat most of their
 messages, so each distinct message is kept once and a call is the list of its messages'
-numbers. Every compaction the manager applied is kept with the pieces it added, and each
-piece with the original it stands for (`ContextManager.expand`), so the page can show a
-compacted piece and, on a click, what it replaced. Texts longer than `MAX_TEXT`
-characters are cut, saying how much was left out, to keep the file a size a browser
-opens at once.
+numbers. Every compaction the manager applied is kept with the pieces it added, the
+trigger that set it off (`CompactionCauses`), and each piece with the original it stands
+for (`ContextManager.expand`), so the page can show a compacted piece and, on a click,
+what it replaced. Texts longer than `MAX_TEXT` characters are cut, saying how much was
+left out, to keep the file a size a browser opens at once.
+
+The originals come from the pristine record, which keeps what the session held: with
+redaction on (the manager's `redactor`), every text goes through an `OutputScreen` before
+it is cut and kept, and the whole recording again when it is read (`Recording.to_json`),
+by then knowing every secret of the session.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from context_graph.tokens.counting import ProviderFormat
 from orchestrator.manager import ContextManager
 from orchestrator.pricing import call_dollars, price_for
 from orchestrator.replay import CallReport
+from orchestrator.report.causes import CompactionCauses
+from orchestrator.report.screen import OutputScreen
 
 __all__ = ["MAX_TEXT", "Recording", "ReplayRecorder"]
 
@@ -76,6 +83,8 @@ class Recording:
     messages: list[dict[str, Any]] = field(default_factory=list)
     pieces: dict[str, dict[str, Any]] = field(default_factory=dict)
     compactions: list[dict[str, Any]] = field(default_factory=list)
+    screen: OutputScreen = field(default_factory=OutputScreen, repr=False, compare=False)
+    """What every text goes through on its way out (`to_json`); off by default."""
 
     def totals(self) -> dict[str, Any]:
         """Sums over the calls, as the page's header shows them."""
@@ -96,8 +105,8 @@ class Recording:
         }
 
     def to_json(self) -> dict[str, Any]:
-        """The recording as the page's script reads it."""
-        return {
+        """The recording as the page's script reads it, through `screen`."""
+        data = {
             "format": self.format,
             "budget": self.budget,
             "provider": self.provider,
@@ -107,23 +116,32 @@ class Recording:
             "pieces": self.pieces,
             "compactions": self.compactions,
         }
+        screened: dict[str, Any] = self.screen.value(data)
+        return screened
 
 
 class ReplayRecorder:
-    """Pass as `on_call` to `orchestrator.replay.replay`; read `recording` afterwards."""
+    """Pass as `on_call` to `orchestrator.replay.replay`; read `recording` afterwards.
+
+    Make it before the replay starts: it listens on the manager's bus for the triggers
+    that fire.
+    """
 
     def __init__(self, manager: ContextManager, format: ProviderFormat) -> None:
         self._manager = manager
+        self._screen = OutputScreen(manager.redactor)
+        self._causes = CompactionCauses(manager.bus)
         self._format = format
         self._price = price_for(format)
         self._cache = manager.raw.token_cache
         self._numbers: dict[str, int] = {}
         self._audited = 0
         self._previous: list[int] = []
-        self.recording = Recording(format, None, self._price.provider)
+        self.recording = Recording(format, None, self._price.provider, screen=self._screen)
 
     def __call__(self, call: CallReport, result: RenderResult | None) -> None:
         """Keep one call: its request, the compactions since the last one, its cost."""
+        self._screen.learn(self._manager.raw)
         self._take_compactions(call.index)
         if result is not None:
             self.recording.budget = result.budget
@@ -149,8 +167,8 @@ class ReplayRecorder:
                 "saved": call.tokens_saved,
                 "cached": cached,
                 "dollars": dollars,
-                "errors": list(call.validation_errors),
-                "error": call.error,
+                "errors": [self._screen.text(e) for e in call.validation_errors],
+                "error": None if call.error is None else self._screen.text(call.error),
                 "messages": numbers,
             }
         )
@@ -166,20 +184,24 @@ class ReplayRecorder:
                 if node is None:
                     continue
                 original = "\n\n".join(n.text for n in self._manager.expand(node_id))
+                original = self._screen.text(original)  # before the cut, so no half secret
                 self.recording.pieces[node_id] = {
                     "processor": entry.processor,
-                    "text": node.text,
+                    "text": self._screen.text(node.text),
                     "original": _cut(original),
                     "original_chars": len(original),
                 }
+            cause = self._causes.of(entry)
             self.recording.compactions.append(
                 {
                     "call": call_index,
                     "processor": entry.processor,
+                    "trigger": cause.trigger,
+                    "reason": self._screen.text(cause.reason),
                     "removed": len(entry.removed),
                     "added": list(entry.added),
                     "saved": entry.tokens_saved,
-                    "note": entry.note,
+                    "note": self._screen.text(entry.note),
                 }
             )
 
@@ -198,7 +220,7 @@ class ReplayRecorder:
         return numbers
 
     def _message(self, message: Any) -> dict[str, Any]:
-        text = "\n".join(s for s in _strings(message, []) if s)
+        text = self._screen.text("\n".join(s for s in _strings(message, []) if s))
         # A message's tokens: a body holding it alone, less the empty body's overheads.
         key = _BODY_KEY[self._format]
         alone = count_payload({key: [message]}, self._format, self._cache)

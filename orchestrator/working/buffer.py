@@ -177,6 +177,17 @@ class WorkingGraph:
         """Every applied proposal, oldest first."""
         return self._state.audit
 
+    def detached(self) -> WorkingGraph:
+        """A copy of the state now that journals nothing: its edits stay in the copy.
+
+        It reads the same pristine record. A render that may not write (another worker
+        compacts the shared session) fits a request in it and writes nothing.
+        """
+        copy = WorkingGraph(self._pristine, clock=self._clock)
+        copy._interned = self._interned
+        copy._state = self._state
+        return copy
+
     # -- edits -------------------------------------------------------------------------
 
     def check(self, proposal: Proposal, *, protected: Collection[str] = ()) -> list[str]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from context_graph.errors import ConfigurationError
@@ -90,14 +91,34 @@ class SecretRedactor:
         self.entropy_threshold = float(threshold)
         self.min_length = min_length
         self.include_pinned = include_pinned
+        self._known: Mapping[str, str] = MappingProxyType({})
 
-    def redact(self, text: str) -> tuple[str, tuple[SecretFinding, ...]]:
-        """`redact_text` with this redactor's options."""
+    def knowing(self, known: Mapping[str, str]) -> SecretRedactor:
+        """A copy that also redacts `known` secrets (text -> type) wherever they appear.
+
+        For secrets found earlier in a session (`secrets`): a password read from a
+        `.env` file and repeated in a later turn, where nothing around it says what it
+        is, is redacted there too.
+        """
+        copy = SecretRedactor(
+            types=self.types,
+            entropy_threshold=self.entropy_threshold,
+            min_length=self.min_length,
+            include_pinned=self.include_pinned,
+        )
+        copy._known = MappingProxyType(dict(known))
+        return copy
+
+    def redact(
+        self, text: str, *, known: Mapping[str, str] | None = None
+    ) -> tuple[str, tuple[SecretFinding, ...]]:
+        """`redact_text` with this redactor's options (`known`: secrets found elsewhere)."""
         return redact_text(
             text,
             types=self.types,
             entropy_threshold=self.entropy_threshold,
             min_length=self.min_length,
+            known=known,
         )
 
     async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
@@ -115,16 +136,8 @@ class SecretRedactor:
             The note counts findings by type and never quotes a secret.
         """
         nodes = list({n.id: n for n in targets if self.include_pinned or not n.pinned}.values())
-        run = _Run()
-        for node in nodes:
-            for text in _texts(node):
-                self._collect(text, run)
-                # The model reads a JSON text's strings decoded, escapes undone.
-                for value in _strings(_loads(text)):
-                    self._collect(value, run)
-        for node in nodes:  # after the rest: a secret seen elsewhere is found here too
-            for text in signed_texts(node):
-                self._collect_signed(text, run)
+        run = _Run(dict(self._known))
+        self._scan(nodes, run)
         return replace_each(
             self.name,
             ctx,
@@ -134,6 +147,29 @@ class SecretRedactor:
             shrink_only=False,
             purpose="safety",
         )
+
+    def secrets(self, targets: Sequence[Node]) -> dict[str, str]:
+        """The secrets this redactor finds in `targets`: each secret's text -> its type.
+
+        What `propose` would hide, found the same way (JSON texts also by their decoded
+        strings, signed thinking too), for redacting other texts made from these nodes
+        (`redact_text(..., known=...)`): a report or a log line that quotes them.
+        """
+        run = _Run()
+        self._scan([n for n in targets if self.include_pinned or not n.pinned], run)
+        return run.known
+
+    def _scan(self, nodes: Sequence[Node], run: _Run) -> None:
+        """First pass over `nodes`: which texts hold secrets, and the secrets themselves."""
+        for node in nodes:
+            for text in _texts(node):
+                self._collect(text, run)
+                # The model reads a JSON text's strings decoded, escapes undone.
+                for value in _strings(_loads(text)):
+                    self._collect(value, run)
+        for node in nodes:  # after the rest: a secret seen elsewhere is found here too
+            for text in signed_texts(node):
+                self._collect_signed(text, run)
 
     def _collect(self, text: str, run: _Run) -> None:
         """First pass: remember which texts hold secrets, and the secrets themselves."""

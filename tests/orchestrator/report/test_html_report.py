@@ -4,19 +4,10 @@ a real browser (headless Chromium, driven over the DevTools protocol)."""
 from __future__ import annotations
 
 import base64
-import itertools
 import json
-import os
 import re
-import shutil
-import subprocess
-import tempfile
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from context_graph import AssistantTurn, SystemPrompt, ToolCall, ToolResult, UserTurn
 from context_graph.examples import EXAMPLE_SESSION
@@ -28,6 +19,7 @@ from orchestrator.replay import replay
 from orchestrator.report import Recording, ReplayRecorder, call_dollars, price_for
 from orchestrator.report.page import render_html
 from orchestrator.report.recorder import MAX_TEXT
+from tests.orchestrator.report.chromium import needs_browser, open_page
 
 HOSTILE = '</script><script>window.__owned = 1</script><img src=x onerror="window.__owned=2">'
 
@@ -144,131 +136,6 @@ class TestPage:
         assert code == 2 and not out.exists()
 
 
-# --- the browser --------------------------------------------------------------------
-
-
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-_REQUIRED = os.environ.get("CONTEXT_GRAPH_REQUIRE_CHROMIUM") == "1"
-needs_browser = pytest.mark.skipif(
-    _chromium() is None and not _REQUIRED,
-    reason="no Chromium here: `apt-get install chromium` (Debian) runs these tests",
-)
-
-
-class _Page:
-    """One browser tab over the DevTools protocol: commands, and the events seen so far."""
-
-    def __init__(self, socket: Any) -> None:
-        self._socket = socket
-        self._ids = itertools.count(1)
-        self.events: list[dict[str, Any]] = []
-
-    def send(self, method: str, **params: Any) -> dict[str, Any]:
-        number = next(self._ids)
-        self._socket.send(json.dumps({"id": number, "method": method, "params": params}))
-        while True:
-            message = json.loads(self._socket.recv(timeout=30))
-            if message.get("id") == number:
-                if "error" in message:
-                    raise AssertionError(f"{method}: {message['error']}")
-                result: dict[str, Any] = message.get("result", {})
-                return result
-            self.events.append(message)
-
-    def wait_for(self, method: str, seconds: float = 30) -> None:
-        deadline = time.monotonic() + seconds
-        while not any(e.get("method") == method for e in self.events):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"no {method} within {seconds} s")
-            self.events.append(json.loads(self._socket.recv(timeout=left)))
-
-    def evaluate(self, expression: str) -> Any:
-        result = self.send("Runtime.evaluate", expression=expression, returnByValue=True)
-        if "exceptionDetails" in result:
-            raise AssertionError(f"{expression}: {result['exceptionDetails']}")
-        return result["result"].get("value")
-
-    def problems(self) -> list[str]:
-        """Console errors, uncaught exceptions and log errors seen so far."""
-        found = []
-        for event in self.events:
-            method, params = event.get("method"), event.get("params", {})
-            if method == "Runtime.exceptionThrown":
-                found.append(str(params.get("exceptionDetails")))
-            elif method == "Runtime.consoleAPICalled" and params.get("type") == "error":
-                found.append(str(params.get("args")))
-            elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
-                found.append(str(params["entry"].get("text")))
-        return found
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[str]:
-    """A headless Chromium on a free loopback port; yields its DevTools address."""
-    from websockets.sync.client import connect  # noqa: F401  (fail early if absent)
-
-    binary = _chromium()
-    if binary is None:
-        pytest.fail("CONTEXT_GRAPH_REQUIRE_CHROMIUM=1 but no chromium binary is on PATH")
-    profile = tempfile.mkdtemp(prefix="cg-chromium-")
-    process = subprocess.Popen(
-        [
-            binary,
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--remote-debugging-address=127.0.0.1",
-            "--remote-debugging-port=0",
-            f"--user-data-dir={profile}",
-            "about:blank",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        port_file = Path(profile) / "DevToolsActivePort"
-        deadline = time.monotonic() + 60
-        while not (port_file.exists() and len(port_file.read_text().splitlines()) >= 2):
-            if time.monotonic() > deadline or process.poll() is not None:
-                pytest.fail("Chromium did not open its DevTools port")
-            time.sleep(0.1)
-        port, path = port_file.read_text().splitlines()[:2]
-        yield f"127.0.0.1:{port}|{path}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        shutil.rmtree(profile, ignore_errors=True)
-
-
-def _open(browser: str, url: str) -> Iterator[_Page]:
-    from websockets.sync.client import connect
-
-    address, path = browser.split("|")
-    with connect(f"ws://{address}{path}", max_size=None) as root:
-        control = _Page(root)
-        target = control.send("Target.createTarget", url="about:blank")["targetId"]
-        with connect(f"ws://{address}/devtools/page/{target}", max_size=None) as socket:
-            page = _Page(socket)
-            for domain in ("Runtime", "Log", "Page"):
-                page.send(f"{domain}.enable")
-            page.send("Page.navigate", url=url)
-            page.wait_for("Page.loadEventFired")
-            yield page
-        control.send("Target.closeTarget", targetId=target)
-
-
 @needs_browser
 class TestInChromium:
     """The page in a real browser: it loads clean, a click expands a piece, a screenshot."""
@@ -285,7 +152,7 @@ class TestInChromium:
         replay(events, budget=6_000, manager=manager, on_call=recorder)
         out = tmp_path / "report.html"
         out.write_text(render_html(recorder.recording, "example"), encoding="utf-8")
-        for page in _open(browser, out.as_uri()):
+        for page in open_page(browser, out.as_uri()):
             assert page.evaluate("document.querySelectorAll('tr.call').length") == len(
                 recorder.recording.calls
             )
@@ -312,7 +179,7 @@ class TestInChromium:
         out.write_text(render_html(recording, "scale"), encoding="utf-8")
         ticks = "[...document.querySelectorAll('#chart svg text.tick')].map((t) => t.textContent)"
         budget_y = "document.querySelectorAll('#chart svg polyline')[2].getAttribute('points')"
-        for page in _open(browser, out.as_uri()):
+        for page in open_page(browser, out.as_uri()):
             assert page.evaluate("document.querySelector('#chart svg').dataset.scale") == "linear"
             linear_ticks, linear_budget = page.evaluate(ticks), page.evaluate(budget_y)
             top = max(recording.budget or 0, *(call["raw"] for call in recording.calls))
@@ -335,7 +202,7 @@ class TestInChromium:
         recording, _ = _record(_events(HOSTILE))
         out = tmp_path / "hostile.html"
         out.write_text(render_html(recording, HOSTILE), encoding="utf-8")
-        for page in _open(browser, out.as_uri()):
+        for page in open_page(browser, out.as_uri()):
             assert page.evaluate("window.__owned === undefined")
             assert page.evaluate("document.querySelectorAll('img').length") == 0
             assert page.evaluate(f"document.body.textContent.includes({json.dumps(HOSTILE)})")

@@ -1,0 +1,157 @@
+"""Redaction is a property of the session: every new node is redacted before any render.
+
+However it is switched on (`redact_secrets=True`, a configured `SecretRedactor`, a
+profile with a `redact` stage, in Python or in TOML, a named pipeline's stage), a secret
+reaches no request, also in a turn that came after the last compaction, and also where a
+later turn repeats a secret found earlier without what gave it away. The pristine record
+keeps what the session held (docs/processors/redact.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from context_graph.errors import BudgetExceededError
+from context_graph.testing import WordCounter
+from orchestrator import ContextManager
+from orchestrator.profiles import Profile, StageConfig
+from processors.mask import ObservationMasker
+from processors.redact import SecretRedactor
+from tests.orchestrator.secret_sessions import PASSWORD, PLANTED, leaks
+
+REDACT_TOML = """
+name = "redacting"
+[[stages]]
+processor = "redact"
+[[stages]]
+processor = "mask"
+options = { keep_turns = 1, min_tokens = 20 }
+"""
+
+
+def _toml_profile() -> dict[str, Any]:
+    return {"profile": Profile.from_toml(REDACT_TOML)}
+
+
+def _python_profile() -> dict[str, Any]:
+    stages = (StageConfig(processor="mask"), StageConfig(processor="redact"))
+    return Profile(name="p", stages=stages).manager_options()
+
+
+#: Every way to switch redaction on, as `ContextManager` keywords.
+SWITCHES: dict[str, Callable[[], dict[str, Any]]] = {
+    "redact_secrets": lambda: {"redact_secrets": True},
+    "configured redactor": lambda: {"redact_secrets": SecretRedactor(min_length=12)},
+    "toml profile": _toml_profile,
+    "toml profile, unpacked": lambda: Profile.from_toml(REDACT_TOML).manager_options(),
+    "python profile": _python_profile,
+    "pipeline stage": lambda: {"pipeline": [SecretRedactor(), ObservationMasker()]},
+    "named pipeline": lambda: {"pipelines": {"safety": [SecretRedactor()]}},
+}
+
+
+class TestLatestTurn:
+    """A secret in the turn after the last compaction."""
+
+    def test_a_toml_redact_stage_redacts_the_latest_turn(self) -> None:
+        """A TOML profile's `redact` stage: the latest turn's key is not in the request."""
+        line, secret = PLANTED["openai_api_key"]
+        manager = ContextManager(budget=100_000, **Profile.from_toml(REDACT_TOML).manager_options())
+        manager.add_system("You deploy services.")
+        manager.add_user(f"Use this key:\n{line}")
+        request = manager.render_sync().to_json()
+        assert secret not in request
+        assert "[REDACTED:openai_api_key]" in request
+        assert manager.redactor is not None
+
+    @pytest.mark.parametrize("switch", sorted(SWITCHES))
+    def test_every_switch_redacts_every_new_turn(self, switch: str) -> None:
+        """Whatever switched it on, each turn is redacted before the render after it."""
+        manager = ContextManager(budget=100_000, **SWITCHES[switch]())
+        manager.add_system("You deploy services.")
+        for line, secret in PLANTED.values():
+            manager.add_user(line)
+            request = manager.render_sync().to_json()
+            assert secret.splitlines()[1 if "\n" in secret else 0] not in request
+
+    def test_the_pristine_record_keeps_the_original(self) -> None:
+        """As documented: the raw record is the record; only what the model is shown changes."""
+        line, secret = PLANTED["github_token"]
+        manager = ContextManager(**Profile.from_toml(REDACT_TOML).manager_options())
+        manager.add_user(line)
+        manager.render_sync()
+        assert any(secret in node.text for node in manager.raw)
+
+    def test_without_a_switch_nothing_is_redacted(self) -> None:
+        """The default profile has no `redact` stage: the session is sent as it is."""
+        line, secret = PLANTED["github_token"]
+        manager = ContextManager(profile="coding")
+        manager.add_user(line)
+        assert manager.redactor is None
+        assert secret in manager.render_sync().to_json()
+
+
+class TestEchoes:
+    """A secret found by its context, repeated bare in a later turn."""
+
+    @pytest.mark.parametrize("switch", sorted(SWITCHES))
+    def test_a_repeated_password_is_redacted_in_the_later_turn(self, switch: str) -> None:
+        """`DB_PASSWORD=...` read in one turn, the bare password in the next: both hidden."""
+        manager = ContextManager(**SWITCHES[switch]())
+        manager.add_user(f"here is .env:\nDB_PASSWORD={PASSWORD}")
+        manager.render_sync()
+        manager.add_user(f"the login with {PASSWORD} failed, retry?")
+        request = manager.render_sync().to_json()
+        assert PASSWORD not in request
+        assert request.count("[REDACTED:password]") == 2
+
+
+_LINES = sorted(PLANTED)
+
+
+@st.composite
+def _sessions(draw: st.DrawFn) -> list[tuple[str, str, bool]]:
+    """(kind of turn, its text, render after it): secrets planted at random turns."""
+    turns = []
+    for _ in range(draw(st.integers(1, 12))):
+        kind = draw(st.sampled_from(["user", "tool", "note"]))
+        filler = draw(st.sampled_from(["ok", "see below", "word " * 60]))
+        planted = draw(st.one_of(st.none(), st.sampled_from(_LINES)))
+        text = filler if planted is None else f"{filler}\n{PLANTED[planted][0]}\n{filler}"
+        turns.append((kind, text, draw(st.booleans())))
+    return turns
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    switch=st.sampled_from(sorted(SWITCHES)),
+    turns=_sessions(),
+    budget=st.sampled_from([None, 400, 4_000]),
+)
+def test_no_request_holds_a_planted_secret(
+    switch: str, turns: list[tuple[str, str, bool]], budget: int | None
+) -> None:
+    """Any session, secrets at random turns, any switch, any budget: no request leaks."""
+    manager = ContextManager(budget=budget, counter=WordCounter(), **SWITCHES[switch]())
+    manager.add_system("You deploy services.")
+    for index, (kind, text, render) in enumerate(turns):
+        if kind == "tool":
+            manager.add_assistant(
+                tool_calls=[{"id": f"c{index}", "name": "bash", "arguments": {"cmd": "env"}}]
+            )
+            manager.add_tool_result(f"c{index}", text)
+        elif kind == "note":
+            manager.add_note(text)
+        else:
+            manager.add_user(text)
+        if render or index == len(turns) - 1:
+            try:
+                request = manager.render_sync().to_json()
+            except BudgetExceededError:  # a tiny budget may refuse: then nothing is sent
+                continue
+            assert leaks(request) == []
