@@ -30,6 +30,7 @@ from benchmarks.compare.legacy import (
 )
 from benchmarks.compare.openhands_peer import openhands_specs
 from benchmarks.compare.page import Measured, build_page
+from benchmarks.compare.planted_section import planted_section
 from benchmarks.compare.plots import matplotlib_available, plot_dollars, plot_family
 from benchmarks.compare.runner import replay_all, setup
 from benchmarks.compare.sessions import BUDGET_LABELS, Session, discover, fast_selection
@@ -115,6 +116,7 @@ def _tail(traces: Path, out: Path, judged: list[str]) -> tuple[list[str], list[s
             traces, long_image, f"img/{long_image.name}", progress, judged
         ),
         lambda: processors_section(traces, progress),
+        lambda: planted_section(progress, judged),
     ]
     written: list[str] = []
     failed: list[str] = []

@@ -225,21 +225,19 @@ def measure(
     return table
 
 
-def verdicts(table: dict[float, dict[str, Score]]) -> Iterator[tuple[str, bool]]:
-    """The issue's targets for our contenders: (what, met)."""
+def verdicts(table: dict[float, dict[str, Score]]) -> Iterator[tuple[str, str, bool]]:
+    """The issue's targets for our contenders: (target, measured, met)."""
     for fraction, row in table.items():
         for name, score in row.items():
             if not name.startswith("context-graph"):
                 continue
+            at = f"{name} at {fraction:.0%}"
             floor = TARGETS.get(fraction)
             if floor is not None:
                 worst = min(score.rate(kind) for kind in KINDS)
-                yield (
-                    f"{name} at {fraction:.0%}: every kind >= {floor:.0%} ({worst:.0%})",
-                    (worst >= floor),
-                )
-            yield f"{name} at {fraction:.0%}: 0 stale values ({score.stale})", score.stale == 0
-            yield f"{name} at {fraction:.0%}: no refusal ({score.refused})", score.refused == 0
+                yield f"{at}: every kind >= {floor:.0%}", f"{worst:.0%}", worst >= floor
+            yield f"{at}: no stale value", str(score.stale), score.stale == 0
+            yield f"{at}: no refusal", str(score.refused), score.refused == 0
 
 
 def table_lines(table: dict[float, dict[str, Score]]) -> list[str]:
@@ -264,14 +262,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(table_lines(table)))
     print()
     judged = list(verdicts(table))
-    for what, met in judged:
-        print(f"- {'met' if met else 'NOT met'}: {what}")
+    for what, measured, met in judged:
+        print(f"- {'met' if met else 'NOT met'}: {what} ({measured})")
     if args.json:
         data: dict[str, Any] = {
             f"{fraction}": {name: asdict(score) for name, score in row.items()}
             for fraction, row in table.items()
         }
-        data["targets"] = [{"target": what, "met": met} for what, met in judged]
+        data["targets"] = [
+            {"target": what, "measured": measured, "met": met} for what, measured, met in judged
+        ]
         args.json.write_text(json.dumps(data, indent=1))
     return 0
 

@@ -264,8 +264,9 @@ def _targets(m: Measured) -> list[str]:
     ]
     if m.later_targets:
         out += [
-            "Time per call on a long session (context-graph coding against `trim_messages`; "
-            "the section of that name below, from this run):",
+            "The later sections' targets, from this run: time per call on a long session "
+            "(context-graph coding against `trim_messages`) and the planted facts (each in "
+            "its section below):",
             "",
             "| target | measured | met |",
             "|---|---:|---|",

@@ -95,4 +95,13 @@ class TestControls:
         assert planted.main(["--seeds", "1", "--rounds", "2", "--json", str(out)]) == 0
         data = json.loads(out.read_text())
         assert {"0.1", "0.2", "0.3", "targets"} <= set(data)
-        assert all({"target", "met"} <= set(row) for row in data["targets"])
+        assert all({"target", "measured", "met"} <= set(row) for row in data["targets"])
+
+    def test_the_page_section_adds_its_targets(self) -> None:
+        """The page's section holds the table, and each target becomes a three-cell row."""
+        from benchmarks.compare.planted_section import planted_section
+
+        judged: list[str] = []
+        text = planted_section(lambda _: None, judged)
+        assert text.startswith("## Planted facts") and "| control: oracle |" in text
+        assert judged and all(row.count(" | ") == 2 for row in judged)
