@@ -267,3 +267,52 @@ class TestSerialEquivalence:
                 assert serial.render_sync().tokens == value
         assert [node.id for node in serial.raw] == [node.id for node in manager.raw]
         assert serial.render_sync().payload == manager.render_sync().payload
+
+
+class TestWaitingAndLeaving:
+    def test_a_task_cancelled_while_it_waits_holds_nothing(self) -> None:
+        """A render cancelled while it waits for another thread leaves the manager free."""
+        entered, release = threading.Event(), threading.Event()
+
+        class Held(Slow):
+            async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
+                entered.set()
+                await anyio.to_thread.run_sync(release.wait)
+                return await super().propose(targets, ctx)
+
+        manager = overflowing(Held())
+
+        async def main() -> RenderResult:
+            await anyio.to_thread.run_sync(entered.wait)
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(manager.render)
+                    await anyio.sleep(0.05)  # the render is waiting for the other thread
+                    scope.cancel()
+            release.set()
+            return await manager.render()
+
+        first, second = run_threads(manager.render_sync, lambda: anyio.run(main))
+        assert first.payload == second.payload
+        assert_valid(run_threads(manager.render_sync)[0])
+
+    def test_leaving_async_with_from_another_thread_is_refused(self) -> None:
+        """`aclose()` in another thread than the loop that entered is refused; nothing changes."""
+        entered, left = threading.Event(), threading.Event()
+        manager = overflowing()
+
+        async def holder() -> None:
+            async with manager:
+                entered.set()
+                await anyio.to_thread.run_sync(left.wait)
+
+        async def other() -> None:
+            await anyio.to_thread.run_sync(entered.wait)
+            try:
+                with pytest.raises(RuntimeError, match="event loop that entered it"):
+                    await manager.aclose()
+            finally:
+                left.set()
+
+        run_threads(lambda: anyio.run(holder), lambda: anyio.run(other))
+        assert_valid(manager.render_sync())
