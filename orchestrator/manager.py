@@ -16,7 +16,7 @@ choose what to do and hand the work to them: the frozen `ManagerOptions`, one
 manager = ContextManager(format="anthropic", budget=50_000, profile="coding")
 manager.add_system("You are a careful coding agent.")
 manager.add_user("Fix the failing test in tests/test_io.py.")
-result = await manager.render()  # or manager.render_sync() outside an event loop
+result = await manager.render()  # or manager.render_sync() in blocking code
 client.messages.create(model=..., max_tokens=..., **result.payload)
 manager.report_usage(response.usage.input_tokens)
 ```
@@ -24,12 +24,15 @@ manager.report_usage(response.usage.input_tokens)
 Inside `async with manager:` compaction that is due but not yet needed (a soft trigger:
 the request still fits) runs in the background, with a time limit, while the agent goes
 on ingesting and rendering; a request that does not fit waits for it (see `render`).
+
+One thread uses the manager at a time (`orchestrator.sync_bridge`): every public method
+holds its `ManagerLock`, which the tasks of one event loop share and another thread waits
+for. The `*_sync` twins work in any thread, a running event loop's included.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import os
 import time
@@ -37,7 +40,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-import anyio
 from pydantic import BaseModel, ConfigDict
 
 import orchestrator._own  # noqa: F401  (checks the packages when __init__.py was replaced)
@@ -74,6 +76,13 @@ from orchestrator.options import (
 from orchestrator.persistence import SessionStore, open_store
 from orchestrator.persistence.manager_state import ManagerState, StateKeeper
 from orchestrator.profiles import Profile
+from orchestrator.sync_bridge import (
+    ManagerLock,
+    call_blocking,
+    exclusive,
+    exclusive_async,
+    run_async,
+)
 from orchestrator.withdrawal import Withdrawer
 from orchestrator.working.buffer import WorkingGraph
 from processors.base import Processor, Summarizer
@@ -225,6 +234,7 @@ class ContextManager(EventAdders):
         else:
             self._raw, self._working = session.raw, session.working
         self._store = store
+        self._lock = ManagerLock()
         self._bus = EventBus(sender=self)
         self._state = ManagerState()
         self._renderers = RendererCache(
@@ -247,7 +257,7 @@ class ContextManager(EventAdders):
             self._screen,
             hints=self._offer.hints,
         )
-        self._background = BackgroundRunner(self._compactor, self._renderers, options)
+        self._background = BackgroundRunner(self._compactor, self._renderers, options, self._lock)
         expander = Expander(
             self._working, self._state, self._keeper, self._bus, options, self._renderers
         )
@@ -337,6 +347,7 @@ class ContextManager(EventAdders):
         """
         return self._options.redactor
 
+    @exclusive
     def refresh(self) -> int:
         """Bring in what other workers appended to a shared session; how many entries.
 
@@ -344,10 +355,12 @@ class ContextManager(EventAdders):
         """
         return self._keeper.refresh()
 
+    @exclusive
     def expand(self, node_id: str) -> tuple[Node, ...]:
         """The original pristine nodes behind any node (a summary, a masked copy)."""
         return self._working.expand(node_id)
 
+    @exclusive
     def stats(self) -> ManagerStats:
         """The manager's figures now."""
         state = self._state
@@ -363,6 +376,7 @@ class ContextManager(EventAdders):
 
     # -- ingest (the add_* shorthands come from EventAdders and end here) ---------------
 
+    @exclusive
     def ingest(self, events: Iterable[AgentEvent | dict[str, Any]]) -> tuple[str, ...]:
         """Add a batch of events, whole or not at all; return the new node ids.
 
@@ -388,6 +402,7 @@ class ContextManager(EventAdders):
         self._on_ingest()
         return ids
 
+    @exclusive
     def add_response(self, response: object, **fields: Any) -> tuple[str, ...]:
         """Add the assistant turn of a provider's whole response; return the new node ids.
 
@@ -416,6 +431,7 @@ class ContextManager(EventAdders):
             self.report_usage(reply.prompt_tokens)
         return ids
 
+    @exclusive
     def mark_boundary(self, label: str) -> None:
         """Mark the end of a task; the `boundary` trigger fires at once.
 
@@ -441,6 +457,7 @@ class ContextManager(EventAdders):
 
     # -- render --------------------------------------------------------------------------
 
+    @exclusive_async
     async def render(
         self,
         *,
@@ -519,7 +536,7 @@ class ContextManager(EventAdders):
                 if not compactor.fits(renderer, limit):
                     cut_short, source = await compactor.shrink_floor(renderer, limit)
                     timed_out = cut_short or timed_out
-        elif due and self._background.active:
+        elif due and self._background.here:
             self._background.start()
         elif due:
             timed_out = (await compactor.run(RunMode.SOFT, limit, renderer)).timed_out
@@ -637,25 +654,29 @@ class ContextManager(EventAdders):
         budget: int | None = None,
         tools: Sequence[Any] | None = None,
     ) -> RenderResult:
-        """The blocking twin of `render`, for code that runs no event loop.
+        """The blocking twin of `render`, for blocking code in any thread.
+
+        Inside a running event loop (a notebook, a sync client called from a coroutine)
+        the render runs on a helper thread with a loop of its own while this call
+        blocks, as any blocking call there does; `await render()` does not block.
+        Another thread using the manager is waited for (`orchestrator.sync_bridge`).
 
         Raises:
-            RuntimeError: called from inside a running event loop (use `await render()`).
+            BudgetExceededError: as `render`.
+            ConfigurationError: as `render`.
+            RuntimeError: called from a coroutine while a task of the same loop is
+                using the manager (a background run in progress); await `render()`.
         """
-        try:
-            anyio.get_current_task()
-        except anyio.NoEventLoopError:
-            specs = None if tools is None else self._call_tools(tools, "render_sync")
+        specs = None if tools is None else self._call_tools(tools, "render_sync")
+
+        def work() -> RenderResult:
             with self._renderers.tools_for_call(specs):
                 return self._render_blocking(format, budget)
-        msg = (
-            "render_sync() was called inside a running event loop; "
-            "use `await manager.render(...)` there instead"
-        )
-        raise RuntimeError(msg)
+
+        return call_blocking(self._lock, "render_sync", work)
 
     def _render_blocking(self, format: ProviderFormat | None, budget: int | None) -> RenderResult:
-        """Render without an event loop when nothing has to run; else `anyio.run`.
+        """Render without an event loop when nothing has to run; else in a new loop.
 
         Most calls compact nothing, and starting an event loop costs about a
         millisecond, more than the render itself.
@@ -667,8 +688,9 @@ class ContextManager(EventAdders):
                 due = self._due(limit)
                 if not due and (limit is None or self._compactor.fits(renderer, limit)):
                     return self._finish(renderer, fmt, limit)
-        return anyio.run(functools.partial(self._render, format, budget))
+        return run_async(lambda: self._render(format, budget))
 
+    @exclusive_async
     async def compact(self, instructions: str | None = None) -> PipelineRun:
         """Run the whole pipeline now, whatever the triggers say.
 
@@ -690,6 +712,7 @@ class ContextManager(EventAdders):
         """The names of the tools this manager adds to each request and runs itself."""
         return self._options.agent_tools
 
+    @exclusive_async
     async def handle_tool_call(
         self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None
     ) -> str:
@@ -720,24 +743,23 @@ class ContextManager(EventAdders):
     def handle_tool_call_sync(
         self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None
     ) -> str:
-        """The blocking twin of `handle_tool_call`, for code that runs no event loop.
+        """The blocking twin of `handle_tool_call`, for blocking code in any thread.
+
+        Inside a running event loop it runs as `render_sync` does there.
 
         Raises:
             ConfigurationError: as `handle_tool_call`.
-            RuntimeError: called from inside a running event loop.
+            RuntimeError: as `render_sync`.
         """
-        try:
-            anyio.get_current_task()
-        except anyio.NoEventLoopError:
-            call = self._tools.read(name, arguments, "handle_tool_call_sync")
-            done = self._tools.run_inline(call)
-            return done if done is not None else anyio.run(self._tools.run, call)
-        msg = (
-            "handle_tool_call_sync() was called inside a running event loop; "
-            "use `await manager.handle_tool_call(...)` there instead"
-        )
-        raise RuntimeError(msg)
+        call = self._tools.read(name, arguments, "handle_tool_call_sync")
 
+        def work() -> str:
+            done = self._tools.run_inline(call)
+            return done if done is not None else run_async(lambda: self._tools.run(call))
+
+        return call_blocking(self._lock, "handle_tool_call_sync", work)
+
+    @exclusive
     def report_usage(self, prompt_tokens: int) -> float:
         """Report the provider's prompt tokens for the last render; return the new factor.
 
@@ -804,6 +826,7 @@ class ContextManager(EventAdders):
         await self._background.stop()
         self.close()
 
+    @exclusive
     def close(self) -> None:
         """Save the state and close the session file (a manager from `open`).
 

@@ -29,6 +29,7 @@ Needs the `langchain` extra (`pip install '.[langchain]'` in the context-graph c
 from __future__ import annotations
 
 import os
+import threading
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -145,6 +146,7 @@ class ContextMiddleware(AgentMiddleware):
         self._format = format
         self._options = options
         self._threads: dict[str, _Thread] = {}
+        self._syncing: dict[str, threading.Lock] = {}
         self._warned: set[str] = set()
         #: The format of the latest model call, and why (`None` before the first).
         self.last_format: FormatChoice | None = None
@@ -218,19 +220,25 @@ class ContextMiddleware(AgentMiddleware):
         return directory / f"{urllib.parse.quote(thread_id, safe='')}.sqlite"
 
     def _sync(self, request: ModelRequest[Any], fmt: ProviderFormat) -> tuple[_Thread, int]:
-        """Ingest what is new in the request's messages; the thread and its system's tokens."""
+        """Ingest what is new in the request's messages; the thread and its system's tokens.
+
+        One call at a time per thread: two calls of one LangGraph thread at once (the
+        graph invoked twice, from two Python threads) would both find the same messages
+        new and ingest them twice. The manager serializes its own work (renders too).
+        """
         thread_id = _thread_id(request)
-        self.manager(thread_id)
-        thread = self._threads[thread_id]
-        new = _new_messages(thread, request.messages)
-        if new is None:
-            thread = self._rebuild(thread_id)
-            new = list(enumerate(request.messages))
-        if new:
-            start = new[0][0]
-            events = to_events([message for _, message in new], start)
-            thread.manager.ingest(events)
-            thread.seen.update((message_key(m), fingerprint(m)) for _, m in new)
+        with self._syncing.setdefault(thread_id, threading.Lock()):
+            self.manager(thread_id)
+            thread = self._threads[thread_id]
+            new = _new_messages(thread, request.messages)
+            if new is None:
+                thread = self._rebuild(thread_id)
+                new = list(enumerate(request.messages))
+            if new:
+                start = new[0][0]
+                events = to_events([message for _, message in new], start)
+                thread.manager.ingest(events)
+                thread.seen.update((message_key(m), fingerprint(m)) for _, m in new)
         return thread, self._system_tokens(thread, request.system_message, fmt)
 
     def _rebuild(self, thread_id: str) -> _Thread:

@@ -266,10 +266,9 @@ class TestRenderSync:
         assert result.tokens <= 4_000
         assert validate(result.payload, "anthropic") == []
 
-    async def test_refuses_inside_a_loop(self, manager: ContextManager) -> None:
-        """Inside a running loop it refuses and points to `await render()`."""
-        with pytest.raises(RuntimeError, match=r"await manager\.render"):
-            manager.render_sync()
+    async def test_works_inside_a_loop(self, manager: ContextManager) -> None:
+        """Inside a running loop (a notebook) it renders what `await render()` renders."""
+        assert manager.render_sync().payload == (await manager.render()).payload
 
     def test_async_api_runs_under_anyio_run(self, manager: ContextManager) -> None:
         """The async API runs under anyio's own runner too."""
