@@ -27,8 +27,9 @@ Every other attribute is the client's own, unmanaged. A managed call:
 3. ingests the reply, reports its prompt tokens (`report_usage`), and returns the SDK's
    own response object.
 
-Streaming is not managed: `stream=True` and the `stream` / `generate_content_stream`
-methods raise `StreamingNotSupportedError` instead of bypassing the manager.
+Streaming is managed too (`orchestrator.integrations.streams`): `stream=True`, the
+`stream(...)` helpers and `generate_content_stream` take in and render the same way and
+return the SDK's own stream, whose reply is ingested when it completes.
 """
 
 from __future__ import annotations
@@ -47,6 +48,12 @@ from orchestrator.integrations.clients_apis import (
     OPENAI_CHAT,
     OPENAI_RESPONSES,
     Api,
+)
+from orchestrator.integrations.streams import (
+    StreamingNotSupportedError,
+    gemini_stream,
+    stream_helper,
+    watch_stream,
 )
 
 __all__ = ["Conversation", "Manager", "StreamingNotSupportedError", "wrap_client"]
@@ -86,10 +93,6 @@ class Manager(Protocol):
         """Report the provider's prompt tokens for the last render."""
 
 
-class StreamingNotSupportedError(ConfigurationError):
-    """A streaming call on a managed client: its reply could not be taken in whole."""
-
-
 class Conversation:
     """What one managed method has taken in of its caller's conversation.
 
@@ -108,6 +111,12 @@ class Conversation:
         self._reply_due = False
         """The reply is not yet in a conversation the caller passed."""
         self._system: Any = None
+        self._taken = 0
+
+    @property
+    def taken(self) -> int:
+        """How many calls' conversations were taken in (a stream's reply must be of the last)."""
+        return self._taken
 
     @property
     def api(self) -> Api:
@@ -148,6 +157,7 @@ class Conversation:
         if fresh:
             self._manager.ingest(fresh)
         self._keys, self._system, self._reply_due = keys, system, False
+        self._taken += 1
 
     def _appended_reply(self, history: list[Any]) -> int:
         """How many items of the last reply the caller appended where they belong."""
@@ -199,25 +209,8 @@ class _Managed:
 
 
 def _refuse(api: Api, kwargs: Mapping[str, Any]) -> None:
-    """Refuse what a managed call cannot do: stream, or continue server-side history."""
+    """Refuse what a managed call cannot do: continue server-side history."""
     api.refuse_server_state(kwargs)
-    if kwargs.get("stream") is True:
-        msg = (
-            f"{api.name}(stream=True) on a managed client: streaming is not managed; call "
-            "without `stream` (the reply is ingested whole), or use the bare client"
-        )
-        raise StreamingNotSupportedError(msg)
-
-
-def _refusal(api: Api, method: str) -> Callable[..., Any]:
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        msg = (
-            f"{method} on a managed client: streaming is not managed; use {api.name} "
-            "(the reply is ingested whole), or the bare client"
-        )
-        raise StreamingNotSupportedError(msg)
-
-    return refuse
 
 
 def _sync(manager: Manager, conversation: Conversation, create: Any) -> Any:
@@ -228,6 +221,8 @@ def _sync(manager: Manager, conversation: Conversation, create: Any) -> Any:
         conversation.take(kwargs)
         result = manager.render_sync(format=api.format, tools=api.read_tools(kwargs))
         response = create(**api.write(dict(kwargs), result.payload))
+        if kwargs.get("stream") is True:
+            return watch_stream(response, conversation, kwargs)
         conversation.give(response)
         return response
 
@@ -244,6 +239,8 @@ def _async(
         conversation.take(kwargs)
         result = await manager.render(format=api.format, tools=api.read_tools(kwargs))
         response = await create(**api.write(dict(kwargs), result.payload))
+        if kwargs.get("stream") is True:
+            return watch_stream(response, conversation, kwargs)
         conversation.give(response)
         return response
 
@@ -264,7 +261,7 @@ def _openai(manager: Manager, client: Any, *, is_async: bool) -> _Managed:
                         completions,
                         {
                             "create": make(manager, chat, completions.create),
-                            "stream": _refusal(OPENAI_CHAT, "chat.completions.stream"),
+                            "stream": stream_helper(manager, chat, completions.stream),
                         },
                     )
                 },
@@ -273,7 +270,7 @@ def _openai(manager: Manager, client: Any, *, is_async: bool) -> _Managed:
                 client.responses,
                 {
                     "create": make(manager, responses, client.responses.create),
-                    "stream": _refusal(OPENAI_RESPONSES, "responses.stream"),
+                    "stream": stream_helper(manager, responses, client.responses.stream),
                 },
             ),
         },
@@ -286,7 +283,7 @@ def _anthropic(manager: Manager, client: Any, *, is_async: bool) -> _Managed:
     messages = client.messages
     overrides = {
         "create": make(manager, conversation, messages.create),
-        "stream": _refusal(ANTHROPIC_MESSAGES, "messages.stream"),
+        "stream": stream_helper(manager, conversation, messages.stream),
     }
     return _Managed(client, {"messages": _Managed(messages, overrides)})
 
@@ -294,19 +291,24 @@ def _anthropic(manager: Manager, client: Any, *, is_async: bool) -> _Managed:
 def _gemini(manager: Manager, client: Any) -> _Managed:
     # One conversation: the blocking and the `aio` methods are one client's.
     conversation = Conversation(manager, GEMINI_CONTENT)
-    stream = _refusal(GEMINI_CONTENT, "models.generate_content_stream")
+    stream, aio_stream = (
+        client.models.generate_content_stream,
+        client.aio.models.generate_content_stream,
+    )
     models = _Managed(
         client.models,
         {
             "generate_content": _sync(manager, conversation, client.models.generate_content),
-            "generate_content_stream": stream,
+            "generate_content_stream": gemini_stream(manager, conversation, stream, is_async=False),
         },
     )
     aio_models = _Managed(
         client.aio.models,
         {
             "generate_content": _async(manager, conversation, client.aio.models.generate_content),
-            "generate_content_stream": stream,
+            "generate_content_stream": gemini_stream(
+                manager, conversation, aio_stream, is_async=True
+            ),
         },
     )
     return _Managed(client, {"models": models, "aio": _Managed(client.aio, {"models": aio_models})})
