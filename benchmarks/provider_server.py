@@ -260,7 +260,7 @@ def _responses(model: str, turn: Turn, tokens: int, serial: int) -> dict[str, An
         "tools": [],
         "usage": {
             "input_tokens": tokens,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
             "output_tokens": 5,
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": tokens + 5,
