@@ -8,6 +8,7 @@ with the same conversation sends the very request the interrupted call sent.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import anthropic
@@ -15,6 +16,8 @@ import httpx2
 import openai
 import pytest
 from google.genai import errors as genai_errors
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from benchmarks.provider_streams import StreamFault
 from orchestrator import ContextManager
@@ -43,6 +46,7 @@ ERRORS: dict[str, type[BaseException] | None] = {
     "anthropic": anthropic.APIStatusError,
     "gemini": genai_errors.APIError,
 }
+FAILURES = (*DROPPED, openai.APIError, anthropic.APIStatusError, genai_errors.APIError)
 FAULTS = [(wire, kind) for wire in WIRES for kind in ("drop", "error", "end")]
 
 
@@ -161,3 +165,34 @@ class TestStale:
         list(late)
         assert kinds(manager).count("assistant") == 1
         assert len(server.requests) == 2
+
+
+class TestAnyCut:
+    @settings(
+        max_examples=40,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )
+    @given(
+        wire=st.sampled_from(WIRES),
+        after=st.integers(0, 30),
+        kind=st.sampled_from(["drop", "error", "end"]),
+    )
+    def test_the_record_holds_the_reply_whole_or_not_at_all(
+        self, wire: str, after: int, kind: str, provider_server: Any
+    ) -> None:
+        """Wherever a stream is cut, its reply is in the record whole or not at all."""
+        server, manager, client = setup(provider_server, wire)
+        server.stream_fault = StreamFault(after, kind)  # type: ignore[arg-type]
+        with contextlib.suppress(*FAILURES):
+            list(API[wire].open(client, first_user(wire)))
+        server.stream_fault = None
+        replies = [k for k in kinds(manager) if k not in ("system", "user")]
+        assert replies in ([], ["assistant", "tool_call"])
+        list(API[wire].open(client, first_user(wire)))  # the manager takes the next call
+        assert server.refused == []
+        assert [k for k in kinds(manager) if k not in ("system", "user")] == [
+            *replies,
+            "assistant",
+            "tool_call",
+        ]
