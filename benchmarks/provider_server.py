@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, Self
 
+from benchmarks.provider_streams import StreamFault, stream_events, wants_stream, write_stream
 from context_graph.render import count_payload
 from context_graph.tokens.counting import default_counter
 from context_graph.validate import validate
@@ -75,6 +76,9 @@ class ProviderServer:
     prompts: list[int] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     refused_prompts: list[int] = field(default_factory=list)
+    stream_fault: StreamFault | None = None
+    """Interrupts every streamed answer while set (a body with `"stream": true`, or Gemini's
+    `:streamGenerateContent`, is answered by `benchmarks.provider_streams`)."""
     _serial: int = 0
     _previous: dict[str, Any] | None = None
 
@@ -249,6 +253,10 @@ def _handler(server: ProviderServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
             status, answer = server.answer(self.path, body)
+            if status == 200 and wants_stream(self.path, body):
+                events = stream_events(server.wire, answer, body)
+                write_stream(self, server.wire, events, server.stream_fault)
+                return
             data = json.dumps(answer).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

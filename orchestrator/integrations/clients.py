@@ -28,9 +28,10 @@ OpenAI's `beta.chat` and `beta.responses`, google-genai's `chats`. A managed cal
 3. ingests the reply, reports its prompt tokens (`report_usage`), and returns the SDK's
    own response object.
 
-Streaming is not managed: `stream=True` and the `stream` / `generate_content_stream`
-methods raise `StreamingNotSupportedError` instead of bypassing the manager, and
-Anthropic's `beta.messages.tool_runner` (a loop of its own, on the bare client) raises
+Streaming is managed too (`orchestrator.integrations.streams`): `stream=True`, the
+`stream(...)` helpers and `generate_content_stream` take in and render the same way and
+return the SDK's own stream, whose reply is ingested when it completes. Anthropic's
+`beta.messages.tool_runner` (a loop of its own, on the bare client) raises
 `UnmanagedCallError`.
 """
 
@@ -49,6 +50,12 @@ from orchestrator.integrations.clients_apis import (
     Api,
 )
 from orchestrator.integrations.conversation import Conversation, Manager
+from orchestrator.integrations.streams import (
+    StreamingNotSupportedError,
+    gemini_stream,
+    stream_helper,
+    watch_stream,
+)
 
 __all__ = [
     "Conversation",
@@ -63,10 +70,6 @@ _SUPPORTED = (
     "openai.OpenAI, openai.AsyncOpenAI, anthropic.Anthropic, anthropic.AsyncAnthropic "
     "and google.genai.Client"
 )
-
-
-class StreamingNotSupportedError(ConfigurationError):
-    """A streaming call on a managed client: its reply could not be taken in whole."""
 
 
 class UnmanagedCallError(ConfigurationError):
@@ -91,25 +94,8 @@ class _Managed:
 
 
 def _refuse(api: Api, kwargs: Mapping[str, Any]) -> None:
-    """Refuse what a managed call cannot do: stream, or continue server-side history."""
+    """Refuse what a managed call cannot do: continue server-side history."""
     api.refuse_server_state(kwargs)
-    if kwargs.get("stream") is True:
-        msg = (
-            f"{api.name}(stream=True) on a managed client: streaming is not managed; call "
-            "without `stream` (the reply is ingested whole), or use the bare client"
-        )
-        raise StreamingNotSupportedError(msg)
-
-
-def _refusal(api: Api, method: str) -> Callable[..., Any]:
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        msg = (
-            f"{method} on a managed client: streaming is not managed; use {api.name} "
-            "(the reply is ingested whole), or the bare client"
-        )
-        raise StreamingNotSupportedError(msg)
-
-    return refuse
 
 
 class _Refused:
@@ -143,6 +129,8 @@ def _sync(
         conversation.take(kwargs)
         result = manager.render_sync(format=api.format, tools=api.read_tools(kwargs))
         response = create(**api.write(dict(kwargs), result.payload))
+        if kwargs.get("stream") is True:
+            return watch_stream(response, conversation, kwargs)
         conversation.give(response if read is None else read(response))
         return response
 
@@ -162,6 +150,8 @@ def _async(
         conversation.take(kwargs)
         result = await manager.render(format=api.format, tools=api.read_tools(kwargs))
         response = await create(**api.write(dict(kwargs), result.payload))
+        if kwargs.get("stream") is True:
+            return watch_stream(response, conversation, kwargs)
         parsed = response if read is None else read(response)
         conversation.give(await parsed if inspect.isawaitable(parsed) else parsed)
         return response
@@ -174,11 +164,10 @@ def _resource(
 ) -> _Managed:
     """A resource's `create` and `parse`, plain and `with_raw_response`, managed.
 
-    `with_streaming_response` is refused (its body is read after the call returns), and
-    so are the streaming helpers (`StreamingNotSupportedError`).
+    `with_streaming_response` is refused (its body is read after the call returns); the
+    `stream(...)` helper is managed (`orchestrator.integrations.streams`).
     """
     make = _async if is_async else _sync
-    api = conversation.api
     names = [name for name in ("create", "parse") if hasattr(resource, name)]
     raw = resource.with_raw_response
     overrides: dict[str, Any] = {
@@ -197,7 +186,7 @@ def _resource(
         f"call `{where}.create` (or `{where}.with_raw_response.create` for the HTTP response)",
     )
     if hasattr(resource, "stream"):
-        overrides["stream"] = _refusal(api, f"{where}.stream")
+        overrides["stream"] = stream_helper(manager, conversation, resource.stream)
     if hasattr(resource, "tool_runner"):  # a loop of its own, on the bare client
         runner = _Refused(where, f"write the loop with `{where}.create`")
         overrides["tool_runner"] = lambda *args, **kwargs: runner.tool_runner
@@ -277,7 +266,6 @@ def _anthropic(
 def _gemini(manager: Manager, client: Any) -> _Managed:
     # One conversation: the blocking and the `aio` methods are one client's.
     conversation = Conversation(manager, GEMINI_CONTENT)
-    stream = _refusal(GEMINI_CONTENT, "models.generate_content_stream")
     chats = _Refused(
         "chats",
         "a chat session keeps its own history and calls the bare client: call "
@@ -287,7 +275,9 @@ def _gemini(manager: Manager, client: Any) -> _Managed:
         client.models,
         {
             "generate_content": _sync(manager, conversation, client.models.generate_content, None),
-            "generate_content_stream": stream,
+            "generate_content_stream": gemini_stream(
+                manager, conversation, client.models.generate_content_stream, is_async=False
+            ),
         },
     )
     aio_models = _Managed(
@@ -296,7 +286,9 @@ def _gemini(manager: Manager, client: Any) -> _Managed:
             "generate_content": _async(
                 manager, conversation, client.aio.models.generate_content, None
             ),
-            "generate_content_stream": stream,
+            "generate_content_stream": gemini_stream(
+                manager, conversation, client.aio.models.generate_content_stream, is_async=True
+            ),
         },
     )
     aio = _Managed(client.aio, {"models": aio_models, "chats": chats})

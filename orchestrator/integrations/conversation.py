@@ -84,6 +84,12 @@ class Conversation:
         self._reply_due = False
         """The reply is not yet in a conversation the caller passed."""
         self._system: Any = None
+        self._taken = 0
+
+    @property
+    def taken(self) -> int:
+        """How many calls' conversations were taken in (a stream's reply must be of the last)."""
+        return self._taken
 
     @property
     def api(self) -> Api:
@@ -107,6 +113,7 @@ class Conversation:
         else:
             self._resume(history, system)
         self._keys, self._system, self._reply_due = keys, system, False
+        self._taken += 1
 
     def _extend(self, history: list[Any], system: Any) -> None:
         """Ingest the items after those of the last call (and the reply the loop appended)."""

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from context_graph.errors import ConfigurationError
 from context_graph.importers import load_graph
 from orchestrator import ContextManager
-from orchestrator.integrations.clients import Conversation, StreamingNotSupportedError
+from orchestrator.integrations.clients import Conversation
 from orchestrator.integrations.clients_apis import OPENAI_CHAT, plain
 
 BUDGET = 6_000
@@ -262,14 +262,6 @@ class TestTakingIn:
 
 
 class TestRefusals:
-    def test_stream_true_is_refused(self, provider_server: Any) -> None:
-        """`stream=True` raises a typed error naming the method, and sends nothing."""
-        server = provider_server("openai")
-        client = ContextManager().wrap(openai_client(server))
-        with pytest.raises(StreamingNotSupportedError, match=r"chat.completions.create\(stream"):
-            client.chat.completions.create(model="m", messages=[], stream=True)
-        assert server.requests == []
-
     def test_server_side_history_is_refused(self, provider_server: Any) -> None:
         """`previous_response_id` would send the history twice: refused before sending."""
         server = provider_server("responses")
@@ -277,16 +269,6 @@ class TestRefusals:
         with pytest.raises(ConfigurationError, match="previous_response_id"):
             client.responses.create(model="m", input="hi", previous_response_id="resp_1")
         assert server.requests == []
-
-    def test_stream_methods_are_refused(self, provider_server: Any) -> None:
-        """The SDKs' streaming helpers do not bypass the manager: they raise."""
-        server = provider_server("gemini")
-        options = types.HttpOptions(base_url=server.url)
-        client = ContextManager(format="gemini").wrap(
-            genai.Client(api_key="k", http_options=options)
-        )
-        with pytest.raises(StreamingNotSupportedError, match="generate_content_stream"):
-            client.models.generate_content_stream(model="g", contents="hi")
 
     def test_unknown_client_is_refused(self) -> None:
         """Anything but a supported SDK client is a `ConfigurationError` listing them."""

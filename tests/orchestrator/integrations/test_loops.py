@@ -104,6 +104,7 @@ LOOPS = {
     "OpenAI Responses": "responses",
     "Anthropic": "anthropic",
     "google-genai": "gemini",
+    "Streaming": "openai",
 }
 
 
