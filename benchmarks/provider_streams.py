@@ -194,6 +194,15 @@ def _block_events(block: dict[str, Any], index: int) -> Iterator[Event]:
     yield "content_block_stop", {"type": "content_block_stop", "index": index}
 
 
+_DELTA_USAGE = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens",
+    "server_tool_use",
+)
+
+
 def _anthropic_events(reply: dict[str, Any], body: dict[str, Any]) -> Iterator[Event]:
     usage = reply["usage"]
     start = {**reply, "content": [], "stop_reason": None, "stop_sequence": None}
@@ -203,7 +212,10 @@ def _anthropic_events(reply: dict[str, Any], body: dict[str, Any]) -> Iterator[E
     for index, block in enumerate(reply["content"]):
         yield from _block_events(block, index)
     delta = {"stop_reason": reply["stop_reason"], "stop_sequence": reply["stop_sequence"]}
-    yield "message_delta", {"type": "message_delta", "delta": delta, "usage": usage}
+    # The final counts, in the fields a `message_delta`'s usage has (the message's own
+    # usage also says how the cache was written and the service tier; this one does not).
+    final = {key: usage[key] for key in _DELTA_USAGE if key in usage}
+    yield "message_delta", {"type": "message_delta", "delta": delta, "usage": final}
     yield "message_stop", {"type": "message_stop"}
 
 

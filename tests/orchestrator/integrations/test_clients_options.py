@@ -18,7 +18,7 @@ from google import genai
 from google.genai import types
 
 from orchestrator import ContextManager
-from orchestrator.integrations.clients import StreamingNotSupportedError, UnmanagedCallError
+from orchestrator.integrations.clients import UnmanagedCallError
 
 LIMIT = 4_000
 TURNS = 10
@@ -149,12 +149,17 @@ class TestOtherWaysAreRefused:
             client.beta.chat.completions.parse(model="m", messages=[])
         assert server.requests == []
 
-    def test_beta_stream_and_tool_runner_are_refused(self, provider_server: Any) -> None:
-        """Anthropic's `beta.messages.stream` raises like `messages.stream`; `tool_runner` too."""
+    def test_beta_stream_is_managed_and_tool_runner_refused(self, provider_server: Any) -> None:
+        """Anthropic's `beta.messages.stream` is managed like `messages.stream`; the
+        `tool_runner` loop, which calls the bare client, is refused."""
         server = provider_server("anthropic")
-        client: Any = ContextManager().wrap(anthropic.Anthropic(base_url=server.url, api_key="k"))
-        with pytest.raises(StreamingNotSupportedError, match=r"beta\.messages\.stream"):
-            client.beta.messages.stream(model="m", max_tokens=5, messages=[])
+        manager = ContextManager()
+        client: Any = manager.wrap(anthropic.Anthropic(base_url=server.url, api_key="k"))
+        messages = [{"role": "user", "content": "Say hi."}]
+        with client.beta.messages.stream(model="m", max_tokens=5, messages=messages) as stream:
+            final = stream.get_final_message()
+        kinds = [node.kind for node in manager.raw]
+        assert kinds[-1] == "assistant" and final.content
         with pytest.raises(UnmanagedCallError, match=r"beta\.messages\.tool_runner"):
             client.beta.messages.tool_runner(model="m", max_tokens=5, messages=[], tools=[])
 

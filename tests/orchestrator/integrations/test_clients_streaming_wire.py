@@ -116,9 +116,12 @@ class TestEventShapes:
         """Each event validates as the SDK type of its kind, with no key the type lacks."""
         events = stream_of(provider_server, wire)
         problems = []
+        # The Responses object's `billing` and `store` come from the real API, untyped in the
+        # SDK (tests/benchmarks/test_provider_server.py, UNTYPED).
+        untyped = {"$.response.billing", "$.response.store"} if wire == "responses" else set()
         for i, (name, data) in enumerate(events):
             model = validated(wire, name, data)
-            problems += [f"event {i}: {p}" for p in extras(model)]
+            problems += [f"event {i}: {p}" for p in extras(model) if p not in untyped]
         assert (len(events) > 3, problems) == (True, [])
 
     def test_chat_chunks(self, provider_server: Any) -> None:
