@@ -48,6 +48,13 @@ class CallReport(BaseModel):
     """Rules the request breaks (empty when valid)."""
     error: str | None = None
     """Why nothing was rendered, when the budget could not be met."""
+    fill: float | None = None
+    """The request's share of the budget (`None` without a budget or a request)."""
+
+    @property
+    def compacted(self) -> bool:
+        """Whether the request is smaller than the whole history (compacted or cut)."""
+        return self.rendered_tokens is not None and self.rendered_tokens < self.raw_tokens
 
 
 class ReplayReport(BaseModel):
@@ -65,6 +72,9 @@ class ReplayReport(BaseModel):
     """Share of calls (after the first) whose request extends the previous one."""
     invalid_calls: int
     over_budget_calls: int
+    mean_fill: float | None = None
+    """The mean `fill` of the calls whose request was compacted: how much of the budget a
+    compaction left in use (`None` when no call was)."""
     last_request: dict[str, Any] | None = None
     """The last rendered request body."""
 
@@ -158,12 +168,14 @@ def replay(
                 prefix_reused=reused,
                 validation_errors=errors,
                 error=error,
+                fill=None if budget is None or rendered is None else rendered / budget,
             )
         )
         if on_call is not None:
             on_call(calls[-1], result)
         previous = current if current is not None else previous
     later = calls[1:]
+    fills = [c.fill for c in calls if c.compacted and c.fill is not None]
     return ReplayReport(
         format=format,
         budget=budget,
@@ -175,5 +187,6 @@ def replay(
         prefix_reuse_share=(sum(c.prefix_reused for c in later) / len(later)) if later else 1.0,
         invalid_calls=sum(bool(c.validation_errors) for c in calls),
         over_budget_calls=sum(c.error is not None for c in calls),
+        mean_fill=sum(fills) / len(fills) if fills else None,
         last_request=last_request,
     )

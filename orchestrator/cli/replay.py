@@ -87,10 +87,12 @@ def run_replay(args: argparse.Namespace, progress: Progress) -> int:
 
 def _line(report: ReplayReport) -> str:
     budget = f"{report.budget:,}" if report.budget is not None else "none"
+    fill = report.mean_fill
+    filled = "" if fill is None else f"; compacted requests fill {fill:.0%} of the budget"
     return (
         f"{report.format}: {len(report.calls)} model calls over {report.events} events "
         f"(budget {budget}); raw {report.total_raw_tokens:,} -> rendered "
         f"{report.total_rendered_tokens:,} tokens in all; {report.invalid_calls} invalid, "
         f"{report.over_budget_calls} over budget; prefix reused at "
-        f"{report.prefix_reuse_share:.0%} of calls"
+        f"{report.prefix_reuse_share:.0%} of calls{filled}"
     )

@@ -72,6 +72,8 @@ _SCRIPT = r"""
     ["compactions", n(t.compactions)], ["tokens saved", n(t.saved)],
     ["refused", n(t.refused)], ["invalid", n(t.invalid)],
     ["cache hits", (100 * t.hit_share).toFixed(1) + "%"],
+    ["compacted requests fill",
+      t.fill === null ? "-" : (100 * t.fill).toFixed(0) + "% of the budget"],
     ["input cost (" + data.provider + ")", "$" + t.dollars.toFixed(2)],
   ];
   for (const [label, value] of facts) {

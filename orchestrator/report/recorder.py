@@ -91,6 +91,8 @@ class Recording:
         sent = [c for c in self.calls if c["sent"] is not None]
         tokens = sum(c["sent"] for c in sent)
         cached = sum(c["cached"] for c in sent)
+        # How much of the budget the compacted requests (smaller than the history) used.
+        fills = [c["sent"] / self.budget for c in sent if self.budget and c["sent"] < c["raw"]]
         return {
             "calls": len(self.calls),
             "raw": sum(c["raw"] for c in self.calls),
@@ -102,6 +104,7 @@ class Recording:
             "cached": cached,
             "hit_share": cached / tokens if tokens else 0.0,
             "dollars": sum(c["dollars"] for c in sent),
+            "fill": sum(fills) / len(fills) if fills else None,
         }
 
     def to_json(self) -> dict[str, Any]:
