@@ -31,9 +31,9 @@ def summary_table(runs: Sequence[Run], names: Sequence[str], budget_label: str) 
     """One row per contender at one budget."""
     out = [
         "| contender | calls | refused | over budget | invalid: ours / SDK | sent / raw "
-        "| retention | within budget | prefix stability | engine time | x floor "
-        "| per call | peak memory (max / median) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| fill (compacted) | retention | within budget | prefix stability | engine time "
+        "| x floor | per call | peak memory (max / median) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name in names:
         s = summarize(runs, name, budget_label)
@@ -43,7 +43,7 @@ def summary_table(runs: Sequence[Run], names: Sequence[str], budget_label: str) 
         out.append(
             f"| {name} | {s.calls:,} | {s.refused:,} | {s.over_budget:,} "
             f"| {s.invalid_ours:,} / {s.invalid_sdk:,} | {share(s.sent_share, 2)} "
-            f"| {share(s.retention)} | {share(s.retention_within)} "
+            f"| {share(s.fill, 2)} | {share(s.retention)} | {share(s.retention_within)} "
             f"| {share(s.prefix_stability, 2)} | {millis(s.engine_ns)} "
             f"| {share(s.time_ratio, 1)} | {per_call / 1e3:,.0f} us "
             f"| {size(s.peak_max)} / {size(s.peak_median)} |"

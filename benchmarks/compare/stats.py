@@ -46,6 +46,9 @@ class Summary:
     prefix_stability: float | None
     prefix_answered: float | None
     """Prefix stability over pairs of consecutive calls that were both answered."""
+    fill: float | None
+    """Tokens sent over the budget, averaged over the answered calls whose request is
+    smaller than the history (compacted or cut): how much of the budget it used."""
     engine_ns: int
     floor_ns: int
     peak_max: int | None
@@ -102,6 +105,14 @@ def summarize(runs: Iterable[Run], contender: str, budget_label: str) -> Summary
         retention_answered=_mean([row.kept / row.reference for row in scored if not row.refused]),
         prefix_stability=_mean([float(row.prefix_reused) for row in later]),
         prefix_answered=_mean([float(row.prefix_reused) for row in pairs]),
+        fill=_mean(
+            [
+                row.tokens / run.budget
+                for run in chosen
+                for row in run.rows
+                if row.tokens is not None and row.tokens < row.raw_tokens and run.budget
+            ]
+        ),
         engine_ns=sum(run.engine_ns for run in chosen),
         floor_ns=sum(run.floor_ns for run in chosen),
         peak_max=max(peaks) if peaks else None,

@@ -17,9 +17,11 @@ from benchmarks.compare.contenders import ContenderSpec, context_graph_specs
 from benchmarks.compare.facts import gold_values, references
 from benchmarks.compare.openhands_peer import PLACEHOLDER, ObservationMaskingContender
 from benchmarks.compare.page import _tight_line
+from benchmarks.compare.report import summary_table
 from benchmarks.compare.runner import CallRow, Run, replay, setup
 from benchmarks.compare.sdk_types import message_problems, payload_shape_problems
 from benchmarks.compare.sessions import Session
+from benchmarks.compare.stats import summarize
 from context_graph import (
     AgentEvent,
     AssistantTurn,
@@ -309,3 +311,19 @@ class TestRecoverable:
         for row in with_tools.rows:
             assert row.kept + row.recoverable <= row.reference
             assert row.our_errors == 0
+
+
+class TestFill:
+    """Fill: tokens sent over the budget, at the calls whose request was compacted."""
+
+    def test_only_compacted_answered_calls_count(self) -> None:
+        """A call sent whole (raw fits) or refused does not count; the others average."""
+        run = Run("ours", "fam", "s", "50%", 1_000)
+        run.rows = [
+            CallRow(1, 500, 500, False, 0, 0, 0, 0, True, 0),  # whole history: not compacted
+            CallRow(2, 3_000, 900, False, 0, 0, 0, 0, True, 0),
+            CallRow(3, 4_000, 700, False, 0, 0, 0, 0, True, 0),
+            CallRow(4, 5_000, None, True, 0, 0, 0, 0, False, 0),  # refused
+        ]
+        assert summarize([run], "ours", "50%").fill == (0.9 + 0.7) / 2
+        assert "| fill (compacted) |" in summary_table([run], ["ours"], "50%")
