@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -324,55 +324,12 @@ def summary_chain(view: WorkingView, proposal: Proposal) -> int:
     A summary of plain nodes is a chain of length 1; a summary that abstracts a summary
     of length n has length n + 1. `view` must already hold the applied proposal.
     """
-    # Walked down from the new summaries only: each processor summary's parts are its
-    # `abstracts` that the overlay has it abstract (an imported compaction has none),
-    # so nothing here is proportional to the whole history's overlay. Only the parts
-    # that are summaries lead further down, so only the summaries are remembered.
-    overlay = view.overlay
-    lengths: dict[str, int] = {}
-
-    def length(summary: Node) -> int:
-        known = lengths.get(summary.id)
-        if known is None:
-            parts = _summary_parts(view, summary)
-            known = lengths[summary.id] = 1 + max(map(length, parts), default=0)
-        return known
-
+    # The overlay keeps each summary's length as it is made (`Overlay.chains`), from
+    # its parts' lengths: a rolling summary absorbs the previous one at every
+    # compaction, so a walk down the chain would grow with the session.
+    chains = view.overlay.chains
     added = (edit.summary.id for edit in proposal.edits if isinstance(edit, Abstract))
-    nodes = (overlay.derived.get(i) or view[i] for i in added)
-    return max((length(node) for node in nodes if node.kind == "summary"), default=0)
-
-
-def _summary_parts(view: WorkingView, summary: Node) -> Iterator[Node]:
-    """The summaries among the parts of `summary`: its `abstracts` it abstracts now.
-
-    A part is looked up only when it may be a summary: a derived node, a pristine
-    summary (or a withdrawn node, which `by_kind` no longer lists), or an id the
-    pristine graph lacks (the lookup raises, as it would for any unknown id).
-    """
-    overlay = view.overlay
-    abstracted_by, derived, undone = overlay.abstracted_by, overlay.derived, overlay.undone
-    pristine = view.pristine
-    maybe = {*pristine.by_kind("summary"), *pristine.withdrawn()} if not view.frozen else None
-    summary_id = summary.id
-    parts = summary.abstracts
-    # A summary abstracts whole spans: most parts are pristine nodes of other kinds,
-    # which the tests in C below skip without the three lookups of the loop.
-    edited = derived.among(parts) | undone.among(parts)
-    for part in parts:
-        if maybe is not None and part not in edited and part not in maybe and part in pristine:
-            continue  # a pristine node of another kind
-        if abstracted_by.get(part) != summary_id:
-            continue
-        node = derived.get(part)
-        if node is None:
-            node = undone.get(part)
-        if node is None:
-            if maybe is not None and part not in maybe and part in pristine:
-                continue  # a pristine node of another kind
-            node = view[part]
-        if node.kind == "summary":
-            yield node
+    return max((chains.get(i, 0) for i in added), default=0)
 
 
 async def run_pipeline(

@@ -9,14 +9,18 @@ history, so the new overlay shares their bulk with the old one (`LayeredMap`,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from context_graph.graph.nodes import Node
-from orchestrator.working.layered import LayeredMap, LayeredSet
+from orchestrator.working.layered import LayeredMap, LayeredSet, MapDraft
 from processors.base import Abstract, Drop, Edit, Replace, Restore
 
 __all__ = ["Overlay"]
+
+
+def _no_kind(_node_id: str) -> None:
+    """The kind of a node no edit made, when nothing else is known: none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +39,9 @@ class Overlay:
             them, so that what was redacted never comes back.
         undone: The derived nodes a restore took away, by id: still explained (the audit
             log names them), no longer in use, so a later edit may make one again.
+        chains: The length of the summary chain each summary an `Abstract` made stands
+            at the top of, while it is in use: 1 for a summary of no summary, n + 1 for
+            one that abstracts a summary of length n (`compaction.pipeline.summary_chain`).
     """
 
     derived: LayeredMap[str, Node] = field(default_factory=LayeredMap)
@@ -45,6 +52,7 @@ class Overlay:
     applied: int = 0
     kept: LayeredSet[str] = field(default_factory=LayeredSet)
     undone: LayeredMap[str, Node] = field(default_factory=LayeredMap)
+    chains: LayeredMap[str, int] = field(default_factory=LayeredMap)
 
     def node(self, node_id: str) -> Node | None:
         """A node an edit added, in use or undone by a restore (`None`: no such node)."""
@@ -126,10 +134,20 @@ class Overlay:
             stack.extend(reversed(lineage))
         return tuple(undone), tuple(bases)
 
-    def with_edits(self, edits: Sequence[Edit], version: int, *, safety: bool = False) -> Overlay:
+    def with_edits(
+        self,
+        edits: Sequence[Edit],
+        version: int,
+        *,
+        safety: bool = False,
+        kind_of: Callable[[str], str | None] = _no_kind,
+    ) -> Overlay:
         """A new overlay with `edits` applied at working version `version` (unchecked).
 
         `safety`: the edits are a safety proposal's, whose replacements a restore keeps.
+        `kind_of`: the kind of a node no edit made (a pristine one), by id; it tells a
+        summary's `chains` length whether an imported compaction is among its parts
+        (the default answers `None`: no such node, so none is).
         """
         # Drafts: each copies only its map's small delta (this overlay keeps its own).
         derived = self.derived.draft()
@@ -139,6 +157,7 @@ class Overlay:
         left_at = self.left_at.draft()
         kept = self.kept.draft()
         undone_nodes = self.undone.draft()
+        chains = self.chains.draft()
         for edit in edits:
             for added in _added(edit):
                 undone_nodes.pop(added, None)
@@ -153,6 +172,13 @@ class Overlay:
                 for target in edit.targets:
                     abstracted_by[target] = edit.summary.id
                     left_at[target] = version
+                if edit.summary.kind == "summary":
+                    # Only the parts' own lengths are read (each kept when it was made):
+                    # a rolling summary costs its parts, not the chain beneath them.
+                    lengths = (
+                        _chain(t, chains, derived, undone_nodes, kind_of) for t in edit.targets
+                    )
+                    chains[edit.summary.id] = 1 + max(lengths, default=0)
             elif isinstance(edit, Drop):
                 dropped.update(edit.targets)
                 left_at.update(dict.fromkeys(edit.targets, version))
@@ -167,6 +193,8 @@ class Overlay:
                     dropped.discard(node_id)
                 for node_id in undone:
                     undone_nodes[node_id] = derived.pop(node_id)
+                    # Its parts came back: out of use, it heads no chain.
+                    chains.pop(node_id, None)
         return Overlay(
             derived=derived.frozen(),
             replaced_by=replaced_by.frozen(),
@@ -176,7 +204,31 @@ class Overlay:
             applied=self.applied + 1,
             kept=kept.frozen(),
             undone=undone_nodes.frozen(),
+            chains=chains.frozen(),
         )
+
+
+def _chain(
+    part: str,
+    chains: MapDraft[str, int],
+    derived: MapDraft[str, Node],
+    undone: MapDraft[str, Node],
+    kind_of: Callable[[str], str | None],
+) -> int:
+    """The length of the summary chain `part` heads (0: it is no summary).
+
+    A summary an `Abstract` made has its length in `chains`; any other summary (an
+    imported compaction, a summary's replacement) abstracts nothing in the overlay, so
+    it heads a chain of length 1.
+    """
+    length = chains.get(part)
+    if length is not None:
+        return int(length)
+    node = derived.get(part)
+    if node is None:
+        node = undone.get(part)
+    kind = kind_of(part) if node is None else node.kind
+    return 1 if kind == "summary" else 0
 
 
 def _added(edit: Edit) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain
 
 from context_graph.graph.context_graph import ContextGraph
@@ -19,6 +19,7 @@ from context_graph.graph.nodes import ANSWER_KINDS, Node
 from context_graph.graph.units import Unit
 from orchestrator.working.carry import Carry, carry_of, take_over
 from orchestrator.working.figures import ViewFigures, figures_counted
+from orchestrator.working.layered import LayeredMap
 from orchestrator.working.overlay import Overlay
 from orchestrator.working.segments import CHUNK, Chunk, Walk
 from processors.base import Proposal
@@ -60,6 +61,8 @@ class Projection:
     # How many pristine units the projection looked at one by one (the rest it reused
     # a chunk at a time).
     visited: int = 0
+    # Where the way from each summary passed led (`Walk._resolve`), for the next walk.
+    ends: LayeredMap[str, tuple[str, bool]] = field(default_factory=LayeredMap)
 
     def shared(self) -> bool:
         """Whether a snapshot that is still alive reads this projection."""
@@ -83,6 +86,7 @@ class Projection:
             self.frozen_units,
             self.answers,
             None if self.figures is None else self.figures.copy(),
+            ends=self.ends,
         )
 
 
@@ -263,7 +267,8 @@ class Projector:
             hidden = self._hidden(pristine_units)
         before = basis.chunks if basis is not None else ()
         whole = basis is not None and basis.hidden == hidden
-        walk = Walk(self._overlay, self._node, self._interned, hidden, touched)
+        ends = basis.ends if basis is not None else None
+        walk = Walk(self._overlay, self._node, self._interned, hidden, touched, ends)
         chunks: list[Chunk] = []
         for index, start in enumerate(range(0, len(pristine_units), CHUNK)):
             old = before[index] if index < len(before) else None
@@ -278,7 +283,15 @@ class Projector:
         unit_of = {node_id: unit for unit in units for node_id in unit.node_ids}
         self._prune_interned(units)
         return Projection(
-            units, unit_of, verbatim, mark, hidden, key, tuple(chunks), visited=walk.visited
+            units,
+            unit_of,
+            verbatim,
+            mark,
+            hidden,
+            key,
+            tuple(chunks),
+            visited=walk.visited,
+            ends=walk.ends(),
         )
 
     def _extended(self, projection: Projection) -> Projection | None:

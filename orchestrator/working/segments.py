@@ -23,6 +23,7 @@ from typing import Final
 from context_graph.graph.anchors import unit_kind
 from context_graph.graph.nodes import Node
 from context_graph.graph.units import Unit
+from orchestrator.working.layered import LayeredMap
 from orchestrator.working.overlay import Overlay
 
 __all__ = ["CHUNK", "Chunk", "Segment", "Walk"]
@@ -82,6 +83,8 @@ class Walk:
         interned: The units handed out by the views of one working graph (see `unit`).
         hidden: Heads of the pristine units a pristine summary covers.
         touched: The ids the edits since the basis targeted (`Projector._project`).
+        ends: Where the way from each summary led in the basis (`_resolve`); `None`
+            without a basis (and after a restore, which changes the ways).
     """
 
     __slots__ = (
@@ -104,6 +107,7 @@ class Walk:
         interned: dict[Unit, Unit] | None,
         hidden: frozenset[str],
         touched: frozenset[str],
+        ends: LayeredMap[str, tuple[str, bool]] | None = None,
     ) -> None:
         self._overlay = overlay
         self._node = node
@@ -115,10 +119,14 @@ class Walk:
         self.emitted: set[str] = set()
         # How many pristine units were looked at one by one (not reused a chunk whole).
         self.visited = 0
-        self._ends: dict[str, tuple[str, bool]] = {}
+        self._ends = (LayeredMap() if ends is None else ends).draft()
         self._touched = touched
         # The summaries the basis placed before the chunk at hand.
         self._placed_before: set[str] = set()
+
+    def ends(self) -> LayeredMap[str, tuple[str, bool]]:
+        """Where the way from each summary passed led, for the next projection's walk."""
+        return self._ends.frozen()
 
     def chunk(self, units: Sequence[Unit], old: Chunk | None, *, whole: bool) -> Chunk:
         """The chunk of `units`, reusing `old` (the basis's at this place) where it holds.
@@ -219,23 +227,40 @@ class Walk:
         )
 
     def _resolve(self, node_id: str) -> tuple[str, bool]:
-        """`Overlay.resolve`, remembering where each first successor leads.
+        """`Overlay.resolve`, through the ends known for the summaries on the way.
 
-        Many members lead into one summary, and summaries of summaries make the way on
-        from it long: it is walked once per projection.
+        A rolling summary is abstracted by the next one at every compaction, so the way
+        from a member to what stands for it now grows with the session. Where the way
+        from each summary passed ended is kept (`ends`) and handed on to the next
+        projection, which goes on from that end: the way up to it stays as it was,
+        since only nodes in the view are edited and a restore projects afresh. So a
+        walk takes only the steps made since an end was found.
         """
-        overlay = self._overlay
-        successor = overlay.replaced_by.get(node_id)
-        via_summary = False
-        if successor is None:
-            successor = overlay.abstracted_by.get(node_id)
+        overlay, ends = self._overlay, self._ends
+        # (node, whether the way from it to the next one passes a summary, keep its end)
+        passed: list[tuple[str, bool, bool]] = []
+        node, keep = node_id, False
+        while True:
+            known = ends.get(node)
+            if known is not None:
+                passed.append((node, known[1], True))
+                node, keep = known[0], True
+                continue
+            summary = False
+            successor = overlay.replaced_by.get(node)
             if successor is None:
-                return node_id, False
-            via_summary = True
-        end = self._ends.get(successor)
-        if end is None:
-            end = self._ends[successor] = overlay.resolve(successor)
-        return end[0], via_summary or end[1]
+                summary = True
+                successor = overlay.abstracted_by.get(node)
+                if successor is None:
+                    break
+            passed.append((node, summary, keep))
+            node, keep = successor, summary  # the ends of summaries are kept
+        end, via = node, False
+        for passed_id, step, kept in reversed(passed):
+            via = via or step
+            if kept and ends.get(passed_id) != (end, via):
+                ends[passed_id] = (end, via)
+        return end, via
 
     def _segment(self, unit: Unit) -> Segment:
         dropped, emitted = self._overlay.dropped, self.emitted

@@ -133,12 +133,18 @@ class WorkingView(GraphView):
         """The view with `proposal` applied, unchecked (`WorkingGraph.apply` checks first)."""
         version = self.version + 1
         safety = proposal.purpose == "safety"
-        overlay = self._overlay.with_edits(proposal.edits, version, safety=safety)
+        overlay = self._overlay.with_edits(
+            proposal.edits, version, safety=safety, kind_of=self._pristine_kind
+        )
         frozen = self._frozen
         if frozen is not None:
             frozen = _Frozen(frozen.limit, version, frozen.turns)
         projector = self._projector.after(proposal, overlay)
         return WorkingView(self._graph, overlay, _frozen=frozen, _projector=projector)
+
+    def _pristine_kind(self, node_id: str) -> str | None:
+        node = self._graph.get(node_id)
+        return None if node is None else node.kind
 
     def fresh_copy(self) -> WorkingView:
         """This view with nothing projected yet: it projects its units from scratch.

@@ -89,7 +89,9 @@ class LaterReferences:
     def __init__(self, view: GraphView) -> None:
         self._view = view
         self._order = view.transcript()
-        self._position = {node_id: index for index, node_id in enumerate(self._order)}
+        # Built only if a node's `seq` ever disagrees with its place (see `_index`): a
+        # dict of the whole transcript per run made a long session's runs grow with it.
+        self._position: dict[str, int] | None = None
         # entity -> the last transcript position that names it, among the turns read
         self._last: dict[str, int] = {}
         self._last_tail: dict[str, int] = {}
@@ -131,11 +133,28 @@ class LaterReferences:
         seen: set[str] = set()
         current: str | None = node_id
         while current is not None and current not in seen and current in self._view:
-            if current in self._position:
-                return self._position[current]
+            index = self._index(current)
+            if index is not None:
+                return index
             seen.add(current)
             current = self._view[current].replaces
-        return len(self._position)
+        return len(self._order)
+
+    def _index(self, node_id: str) -> int | None:
+        """Where `node_id` is in the transcript, or `None` when it is not there.
+
+        A transcript node's `seq` is its place; a node without one (a derived node) has
+        none.
+        """
+        seq = self._view[node_id].seq
+        order = self._order
+        if seq is None:
+            return None
+        if seq < len(order) and order[seq] == node_id:
+            return seq
+        if self._position is None:
+            self._position = {i: index for index, i in enumerate(order)}
+        return self._position.get(node_id)
 
     def named_after(self, entity: str, position: int) -> bool:
         """Whether an agent turn after transcript position `position` names `entity`."""

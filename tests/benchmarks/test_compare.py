@@ -146,14 +146,19 @@ class TestFastMode:
         figures = tmp_path / "long.json"
         argv = ["--traces", str(TRACES), "--tokens", "60k", "--tasks", "2", "--budget", "8000"]
         with contextlib.redirect_stdout(io.StringIO()):
-            long_session.main([*argv, "--repeats", "1", "--json", str(figures)])
+            long_session.main(
+                [*argv, "--small-budget", "3000", "--repeats", "1", "--json", str(figures)]
+            )
         data = json.loads(figures.read_text(encoding="utf-8"))
         rows = _judged("60k", data)
         assert [t["target"] for t in data["targets"]] == [
             "total <= 0.5x trim_messages",
             "last quarter's mean call <= 1.3x the first",
+            "at a 3,000-token budget: last quarter's mean call <= 1.3x the first",
         ]
-        assert len(rows) == 2 and all(r.startswith("| long session (60k, ") for r in rows)
+        assert data["small_budget"]["budget"] == 3_000
+        assert data["small_budget"]["contender"]["name"] == "context-graph coding"
+        assert len(rows) == 3 and all(r.startswith("| long session (60k, ") for r in rows)
         for row, target in zip(rows, data["targets"], strict=True):
             assert row.endswith("| met |" if target["met"] else "| not met |")
         measured, _ = fast

@@ -190,6 +190,32 @@ class TestRepeats:
         assert "| langchain trim_messages | 1.0 s |" in table
         assert "| total <= 0.5x trim_messages | 0.50x | yes |" in table
 
+    def test_the_small_budget_run_is_reported_and_judged(self) -> None:
+        """The small budget's median replay has its own table and a growth target."""
+        ours = long_session.Replays([_timed("context-graph coding", ms) for ms in (300, 200)])
+        growing = [1_000_000] * 6 + [3_000_000] * 2  # the last quarter 3x the first
+        small = long_session.Replays(
+            [long_session._timings("context-graph coding", growing, 0, 0, 0, 0, 0)]
+        )
+        stitched = long_session.stitch([_session("swe_agent", "a", 100)], 100)
+        table = long_session.report(stitched, 8_000, [ours], (2_000, small))
+        assert "At a 2,000-token budget, context-graph alone" in table
+        assert "totals of its replays: 0.0 s." in table
+        assert "| context-graph coding | 0.0 s | 1.00 -> 1.00 -> 1.00 -> 3.00 |" in table
+        assert table.index("| context-graph coding | 0.2 s |") < table.index("At a 2,000")
+        verdicts = long_session.verdicts([ours.median], (2_000, small.median))
+        assert verdicts[-1] == {
+            "target": "at a 2,000-token budget: last quarter's mean call <= 1.3x the first",
+            "measured": "3.00x",
+            "met": False,
+        }
+        assert f"| {verdicts[-1]['target']} | 3.00x | no |" in table
+
+    @pytest.mark.parametrize(("text", "value"), [("0", 0), ("16k", 16_000)])
+    def test_small_budget_zero_leaves_it_out(self, text: str, value: int) -> None:
+        """`--small-budget 0` turns the run off; any other size is read like `--budget`."""
+        assert long_session._size_or_zero(text) == value
+
     def test_no_repeats_is_a_usage_error(self, tmp_path: Path) -> None:
         """`--repeats 0` is refused before anything is read."""
         with pytest.raises(SystemExit) as exit_info:

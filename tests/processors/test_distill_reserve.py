@@ -221,3 +221,35 @@ class TestLaterReferences:
         references = LaterReferences(GraphView(graph))
         assert DEEP in references.after(copy.id)
         assert DEEP not in references.after("no-such-node")
+
+
+class _CountedOrder(tuple[str, ...]):
+    """A transcript that counts the ids read by walking it (not by index)."""
+
+    walked = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        for node_id in super().__iter__():
+            _CountedOrder.walked += 1
+            yield node_id
+
+
+class _CountingView(GraphView):
+    def transcript(self) -> tuple[str, ...]:
+        return _CountedOrder(super().transcript())
+
+
+class TestLaterReferencesCost:
+    def test_a_run_does_not_walk_the_whole_transcript(self) -> None:
+        """Where a node stands is its `seq`: a run reads the turns after it, not the history."""
+        graph = ContextGraph(counter=WordCounter())
+        for step in range(300):
+            graph.add_assistant(f"step {step}")
+        graph.add_assistant(tool_calls=[{"id": "c", "name": "bash", "arguments": {"cmd": "ls"}}])
+        result = graph.add_tool_result("c", "output in pkg/io/module_1.py")
+        graph.add_assistant("Now pkg/io/module_1.py.")
+        _CountedOrder.walked = 0
+        references = LaterReferences(_CountingView(graph))
+        assert "pkg/io/module_1.py" in references.after(result)
+        assert "step 3" not in references.after(result)
+        assert _CountedOrder.walked == 0
