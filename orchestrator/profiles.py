@@ -64,7 +64,8 @@ class StageConfig(BaseModel):
 
     processor: str = Field(min_length=1)
     """The registry name: a built-in (`mask`, `truncate`, `distill`, `summarize`,
-    `redact`, `shorten_urls`, `clear_tool_inputs`, `clear_thinking`), a class passed to `processors.register_processor`, an entry point."""
+    `redact`, `shorten_urls`, `clear_tool_inputs`, `clear_thinking`), a class passed to
+    `processors.register_processor`, an entry point."""
     options: Mapping[str, Any] = Field(default_factory=dict)
     """Keyword arguments for the processor's constructor; its defaults when empty."""
 

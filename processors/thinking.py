@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from context_graph.errors import ConfigurationError
-from context_graph.graph.content import RedactedThinkingPart, ReasoningPart, ThinkingPart
+from context_graph.graph.content import ReasoningPart, RedactedThinkingPart, ThinkingPart
 from context_graph.graph.nodes import SIGNED_SECRETS, AssistantNode, Node
 from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
 from processors.registry import register_processor

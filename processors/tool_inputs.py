@@ -142,14 +142,16 @@ class ToolInputClearer:
             keys = ["input"]
         else:
             parsed = node.parsed_arguments
-            value: dict[str, JsonValue] = parsed if isinstance(parsed, dict) else {}
-            if not isinstance(parsed, dict):
-                value = {"arguments": node.arguments}
+            # Arguments that are no JSON object are sent wrapped (`arguments_object`).
+            value: dict[str, JsonValue] = (
+                parsed if isinstance(parsed, dict) else {"arguments": node.arguments}
+            )
             kept, keys = self._clear_values(value, how)
             if not keys:
                 return None
             arguments = json.dumps(kept, ensure_ascii=False)
-        meta = {**node.meta, CLEARED_INPUT_KEY: {"keys": keys, "chars": len(node.arguments)}}
+        record: dict[str, JsonValue] = {"keys": [*keys], "chars": len(node.arguments)}
+        meta = {**node.meta, CLEARED_INPUT_KEY: record}
         # The call is sent with other arguments than were signed: its signature goes.
         return replacement_for(node, node.content, arguments=arguments, meta=meta, signature=None)
 

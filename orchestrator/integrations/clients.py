@@ -143,8 +143,10 @@ def _sync(
         conversation.take(kwargs)
         result = manager.render_sync(format=api.format, tools=api.read_tools(kwargs))
         response = create(**api.write(dict(kwargs), result.payload))
-        conversation.give(response if read is None else read(response))
-        return response
+        # A tool must never receive a shortened URL: the reply is restored, then ingested.
+        reply = manager.restore_urls(response if read is None else read(response))
+        conversation.give(reply)
+        return reply if read is None else response
 
     return managed
 
@@ -163,8 +165,10 @@ def _async(
         result = await manager.render(format=api.format, tools=api.read_tools(kwargs))
         response = await create(**api.write(dict(kwargs), result.payload))
         parsed = response if read is None else read(response)
-        conversation.give(await parsed if inspect.isawaitable(parsed) else parsed)
-        return response
+        # A tool must never receive a shortened URL: the reply is restored, then ingested.
+        reply = manager.restore_urls(await parsed if inspect.isawaitable(parsed) else parsed)
+        conversation.give(reply)
+        return reply if read is None else response
 
     return managed
 
