@@ -100,7 +100,8 @@ class Profile(BaseModel):
     triggers: TriggerConfig = Field(default_factory=TriggerConfig)
     """The graph-level triggers (budget ratios, counts); `TriggerConfig()` by default."""
     stages: tuple[StageConfig, ...] = Field(min_length=1)
-    """The default pipeline's stages, cheapest first: mask, truncate, distill, summarize."""
+    """The default pipeline's stages, cheapest first: clear_thinking, clear_tool_inputs,
+    mask, truncate, distill, summarize."""
     pipelines: Mapping[str, tuple[StageConfig, ...]] = Field(default_factory=dict)
     """More pipelines by name (`[[pipelines.light]]` tables in TOML), for the triggers
     that name them in `triggers.pipelines` or in a node's trigger."""
