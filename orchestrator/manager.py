@@ -51,6 +51,7 @@ from context_graph.graph.nodes import Node
 from context_graph.graph.sdk_replies import read_response
 from context_graph.render import Renderer, RenderResult, RenderSource, count_payload
 from context_graph.tokens.counting import ProviderFormat, TokenCounter
+from context_graph.urls import restore_urls, url_map
 from orchestrator.agent_tools.expander import Expander
 from orchestrator.agent_tools.offer import ToolOffer
 from orchestrator.agent_tools.runner import AgentToolRunner
@@ -91,6 +92,7 @@ from processors.redact import SecretRedactor
 __all__ = ["ContextManager", "ManagerStats", "default_pipeline"]
 
 _Client = TypeVar("_Client")
+_T = TypeVar("_T")
 
 
 class ManagerStats(BaseModel):
@@ -360,6 +362,25 @@ class ContextManager(EventAdders):
         """The original pristine nodes behind any node (a summary, a masked copy)."""
         return self._working.expand(node_id)
 
+    @property
+    def url_map(self) -> dict[str, str]:
+        """The tags of the URLs shortened in this session (`shorten_urls`), to their queries.
+
+        Gathered from every node an edit made (in the view or not: the model may repeat a
+        link it saw before a later compaction); empty when no URL was shortened.
+        """
+        overlay = self._working.view.overlay
+        return url_map([*overlay.derived.values(), *overlay.undone.values()])
+
+    @exclusive
+    def restore_urls(self, value: _T) -> _T:
+        """`value` (a reply, a tool call's arguments) with every shortened URL restored.
+
+        Strings, dicts, lists, tuples and pydantic models are walked (`restore_urls` of
+        `context_graph.urls`); `value` itself comes back when nothing was shortened.
+        """
+        return restore_urls(value, self.url_map)
+
     @exclusive
     def stats(self) -> ManagerStats:
         """The manager's figures now."""
@@ -414,7 +435,8 @@ class ContextManager(EventAdders):
         `Response` (its `output`) or the compact endpoint's `CompactedResponse` (its
         `compaction` item alone), as the SDK's object or its dict. When a render came
         before, the response's prompt tokens are reported for calibration
-        (`report_usage`): the response answers that request.
+        (`report_usage`): the response answers that request. A shortened URL the
+        reply repeats is restored (`url_map`).
 
         Args:
             response: The response.
@@ -424,7 +446,7 @@ class ContextManager(EventAdders):
             IngestError: the response is malformed or of no kind recognized (says what
                 is expected); nothing was added or reported.
         """
-        reply = read_response(response, **fields)
+        reply = read_response(response, url_map=self.url_map, **fields)
         # A reply's events: the compactions it carries (Anthropic's), then the turn.
         ids = self.ingest(reply.events)
         if reply.prompt_tokens and self._state.last is not None:

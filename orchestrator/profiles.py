@@ -64,7 +64,8 @@ class StageConfig(BaseModel):
 
     processor: str = Field(min_length=1)
     """The registry name: a built-in (`mask`, `truncate`, `distill`, `summarize`,
-    `redact`, `shorten_urls`), a class passed to `processors.register_processor`, an entry point."""
+    `redact`, `shorten_urls`, `clear_tool_inputs`, `clear_thinking`), a class passed to
+    `processors.register_processor`, an entry point."""
     options: Mapping[str, Any] = Field(default_factory=dict)
     """Keyword arguments for the processor's constructor; its defaults when empty."""
 
@@ -99,7 +100,8 @@ class Profile(BaseModel):
     triggers: TriggerConfig = Field(default_factory=TriggerConfig)
     """The graph-level triggers (budget ratios, counts); `TriggerConfig()` by default."""
     stages: tuple[StageConfig, ...] = Field(min_length=1)
-    """The default pipeline's stages, cheapest first: mask, truncate, distill, summarize."""
+    """The default pipeline's stages, cheapest first: clear_thinking, clear_tool_inputs,
+    mask, truncate, distill, summarize."""
     pipelines: Mapping[str, tuple[StageConfig, ...]] = Field(default_factory=dict)
     """More pipelines by name (`[[pipelines.light]]` tables in TOML), for the triggers
     that name them in `triggers.pipelines` or in a node's trigger."""
@@ -227,6 +229,10 @@ _ERRORS_FIRST = (
 )
 
 _CODING_OUTPUT_STAGES = (
+    # Cheapest first: leaving out what the model no longer reads (old thinking, the
+    # content of old file writes) costs nothing it may need; the original stays expandable.
+    StageConfig(processor="clear_thinking", options={"keep_turns": 1}),
+    StageConfig(processor="clear_tool_inputs", options={"keep_turns": 3, "min_tokens": 200}),
     StageConfig(
         processor="mask",
         options={"keep_turns": 3, "mask_superseded": True, "min_tokens": 200},

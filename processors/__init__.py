@@ -47,6 +47,8 @@ from processors.summarize import (
     HistorySummarizer,
     OpenAISummarizer,
 )
+from processors.thinking import ThinkingClearer
+from processors.tool_inputs import ToolInputClearer
 from processors.truncate import ToolOutputTruncator
 from processors.urls import UrlShortener
 
@@ -68,6 +70,8 @@ __all__ = [
     "Restore",
     "SecretRedactor",
     "Summarizer",
+    "ThinkingClearer",
+    "ToolInputClearer",
     "ToolOutputTruncator",
     "UrlShortener",
     "available_processors",

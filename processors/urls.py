@@ -2,9 +2,12 @@
 
 Search results, signed links and tracking URLs carry query strings of hundreds of
 characters that cost tokens and mean nothing to a model. `shorten_urls` replaces each
-long query string by a short tag (`?~3fa2b9c1`), deterministic in the query, and returns
-the mapping back; `restore_urls` puts the originals back into whatever the model
-answered: a string, or dicts, lists, tuples and pydantic models holding strings.
+long query string by a short tag that keeps the query's start as a hint
+(`?q=very+long+quer~3fa2b9c1`), deterministic in the query, and returns the mapping
+back; `restore_urls` (from `context_graph.urls`) puts the originals back into whatever
+the model answered: a string, or dicts, lists, tuples and pydantic models holding
+strings. A `ContextManager` restores every reply it ingests (`add_response`, wrapped
+clients) with the map its session's shortened nodes carry.
 
 ```python
 short, mapping = shorten_urls(text)
@@ -17,29 +20,27 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from functools import cached_property, partial
-from types import MappingProxyType
-from typing import Any, TypeVar
+from functools import partial
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from context_graph.errors import ConfigurationError
 from context_graph.graph.content import TextPart
 from context_graph.graph.nodes import Node
+from context_graph.urls import URL_MAP_KEY, restore_urls
 from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
 from processors.registry import register_processor
 
-__all__ = ["TAG_PREFIX", "URL_MAP_KEY", "UrlShortener", "restore_urls", "shorten_urls"]
+__all__ = ["HINT_CHARS", "TAG_MARK", "URL_MAP_KEY", "UrlShortener", "restore_urls", "shorten_urls"]
 
-#: Every tag starts with this (`?~` then hex); `~` right after `?` is rare in real URLs.
-TAG_PREFIX = "?~"
-#: The key under which `UrlShortener` keeps a replacement's mapping in `meta`.
-URL_MAP_KEY = "url_map"
+#: Between a tag's hint and its hex digits: `?q=very+long+quer~3fa2b9c1`.
+TAG_MARK = "~"
+#: How many characters of the query a tag keeps as a hint to the model.
+HINT_CHARS = 16
 
 _URL = re.compile(r"https?://[^\s<>\"'`{}|\\^]+")
 _TRAILING = ".,;:!?'\")]}"
 _TAG_LENGTHS = (8, 12, 16, 32)
-_T = TypeVar("_T")
 
 
 def shorten_urls(text: str, *, min_length: int = 32) -> tuple[str, dict[str, str]]:
@@ -57,7 +58,7 @@ def shorten_urls(text: str, *, min_length: int = 32) -> tuple[str, dict[str, str
     if not queries:
         return text, {}
     for length in _TAG_LENGTHS:
-        tags = {query: TAG_PREFIX + _digest(query)[:length] for query in queries}
+        tags = {query: _tag(query, length) for query in queries}
         if len(set(tags.values())) < len(tags) or any(tag in text for tag in tags.values()):
             continue
         shortened = _URL.sub(partial(_shorten_match, tags=tags), text)
@@ -65,6 +66,16 @@ def shorten_urls(text: str, *, min_length: int = 32) -> tuple[str, dict[str, str
         if restore_urls(shortened, mapping) == text:
             return shortened, mapping
     return text, {}
+
+
+def _tag(query: str, length: int) -> str:
+    """`?`, the start of the query as a hint to the model, `~`, then `length` hex digits.
+
+    The hint (`?q=very+long+quer~3fa2b9c1`) tells the model what the link was for; the
+    digits make the tag exact. The hint is cut so that the tag stays shorter than the query.
+    """
+    hint = query[1 : 1 + max(0, min(HINT_CHARS, len(query) - length - 3))]
+    return f"?{hint}{TAG_MARK}{_digest(query)[:length]}"
 
 
 def _long_queries(text: str, min_length: int) -> list[str]:
@@ -106,92 +117,6 @@ def _shorten_match(match: re.Match[str], tags: Mapping[str, str]) -> str:
 
 def _digest(query: str) -> str:
     return hashlib.blake2b(query.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
-def restore_urls(value: _T, mapping: Mapping[str, str]) -> _T:
-    """Put the original query strings back wherever a tag of `mapping` appears in `value`.
-
-    Strings are rewritten; dicts (keys and values), lists, tuples (named ones too) and
-    pydantic models (as new, validated models) are rebuilt around rewritten contents;
-    anything else is returned as it is. Unchanged parts are returned as the same objects.
-    """
-    if not mapping:
-        return value
-    pattern = re.compile("|".join(re.escape(tag) for tag in sorted(mapping, key=len, reverse=True)))
-    restored: _T = _Restorer(pattern, mapping).restore(value)
-    return restored
-
-
-class _Restorer:
-    def __init__(self, pattern: re.Pattern[str], mapping: Mapping[str, str]) -> None:
-        self._pattern = pattern
-        self._mapping = mapping
-        self._active: set[int] = set()  # containers being walked: a cycle is left alone
-
-    def restore(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self._pattern.sub(lambda match: self._mapping[match.group(0)], value)
-        if not isinstance(value, BaseModel | Mapping | list | tuple) or id(value) in self._active:
-            return value
-        self._active.add(id(value))
-        try:
-            return self._rebuild(value)
-        finally:
-            self._active.discard(id(value))
-
-    def _rebuild(self, value: Any) -> Any:
-        if isinstance(value, BaseModel):
-            return self._model(value)
-        if isinstance(value, Mapping):
-            items = [(self.restore(k), self.restore(v)) for k, v in value.items()]
-            if all(a is k and b is v for (a, b), (k, v) in zip(items, value.items(), strict=True)):
-                return value
-            rebuilt = dict(items)
-            return MappingProxyType(rebuilt) if isinstance(value, MappingProxyType) else rebuilt
-        new = [self.restore(item) for item in value]
-        if all(a is b for a, b in zip(new, value, strict=True)):
-            return value
-        if isinstance(value, list):
-            return new
-        return type(value)(*new) if hasattr(value, "_fields") else tuple(new)
-
-    def _model(self, model: BaseModel) -> BaseModel:
-        fields = {name: getattr(model, name) for name in type(model).model_fields}
-        fields.update(model.model_extra or {})
-        updates = {}
-        for name, old in fields.items():
-            new = self.restore(old)
-            if new is not old:
-                updates[name] = new
-        if not updates:
-            return model
-        values = {**fields, **updates}
-        chosen = model.model_fields_set | set(updates)
-        data = {_input_key(model, name): values[name] for name in chosen if name in values}
-        try:
-            return type(model).model_validate(data)
-        except ValidationError:
-            return _copy_without_cache(model, updates)
-
-
-def _input_key(model: BaseModel, name: str) -> str:
-    """The key validation reads a field from: its alias when it has one."""
-    info = type(model).model_fields.get(name)
-    if info is None:
-        return name  # an extra field
-    if isinstance(info.validation_alias, str):
-        return info.validation_alias
-    return info.alias or name
-
-
-def _copy_without_cache(model: BaseModel, updates: dict[str, Any]) -> BaseModel:
-    """`model_copy` keeps cached properties computed from the old values: drop them."""
-    copied = model.model_copy(update=updates)
-    for klass in type(model).__mro__:
-        for name, attribute in vars(klass).items():
-            if isinstance(attribute, cached_property):
-                copied.__dict__.pop(name, None)
-    return copied
 
 
 class _Options(BaseModel):

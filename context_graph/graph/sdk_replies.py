@@ -42,6 +42,7 @@ from context_graph.graph.content import (
     ThinkingPart,
 )
 from context_graph.graph.events import AgentEvent, AssistantTurn, Compaction, make_event
+from context_graph.urls import restore_urls
 
 __all__ = ["Provider", "Reply", "is_reply", "read_message", "read_response"]
 
@@ -126,14 +127,25 @@ def read_message(message: object, **fields: Any) -> AssistantTurn:
     return _turn(kind, data, SourceLocation(), {}, fields)
 
 
-def read_response(response: object, **fields: Any) -> Reply:
+def read_response(
+    response: object, *, url_map: Mapping[str, str] | None = None, **fields: Any
+) -> Reply:
     """The assistant turn and the prompt usage of a whole response.
+
+    Args:
+        response: The response, as the SDK's object or its dict.
+        url_map: Tags of shortened URLs and the query strings they stand for
+            (`context_graph.urls.url_map`): every tag in the reply, in its text and in
+            its tool calls' arguments, is turned back into the original.
+        **fields: More `AssistantTurn` fields.
 
     Raises:
         IngestError: the response is malformed or of no kind recognized; names the path.
     """
     top = SourceLocation()
     data = _data(response, top)
+    if url_map:
+        data = restore_urls(data, url_map)
     if "choices" in data:
         choice = _first(data, "choices", top)
         where = top.with_path("choices[0].message")

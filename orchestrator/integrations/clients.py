@@ -131,8 +131,10 @@ def _sync(
         response = create(**api.write(dict(kwargs), result.payload))
         if kwargs.get("stream") is True:
             return watch_stream(response, conversation, kwargs)
-        conversation.give(response if read is None else read(response))
-        return response
+        # A tool must never receive a shortened URL: the reply is restored, then ingested.
+        reply = manager.restore_urls(response if read is None else read(response))
+        conversation.give(reply)
+        return reply if read is None else response
 
     return managed
 
@@ -153,8 +155,10 @@ def _async(
         if kwargs.get("stream") is True:
             return watch_stream(response, conversation, kwargs)
         parsed = response if read is None else read(response)
-        conversation.give(await parsed if inspect.isawaitable(parsed) else parsed)
-        return response
+        # A tool must never receive a shortened URL: the reply is restored, then ingested.
+        reply = manager.restore_urls(await parsed if inspect.isawaitable(parsed) else parsed)
+        conversation.give(reply)
+        return reply if read is None else response
 
     return managed
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from context_graph.errors import ConfigurationError, IngestError
 from context_graph.graph.context_graph import ContextGraph
@@ -34,6 +34,9 @@ from orchestrator.integrations.held import event_key, held_prefix, node_key, ope
 __all__ = ["Conversation", "Manager"]
 
 
+_T = TypeVar("_T")
+
+
 class Manager(Protocol):
     """What a managed client needs of its `ContextManager`."""
 
@@ -43,6 +46,9 @@ class Manager(Protocol):
 
     def ingest(self, events: Iterable[AgentEvent | dict[str, Any]]) -> tuple[str, ...]:
         """Add a batch of events, whole or not at all."""
+
+    def restore_urls(self, value: _T) -> _T:
+        """`value` with every URL the session shortened restored."""
 
     async def render(
         self,

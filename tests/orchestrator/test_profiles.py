@@ -26,6 +26,8 @@ from processors.base import ProcessorContext, Proposal
 from processors.distill import Distiller
 from processors.mask import ObservationMasker
 from processors.summarize import HistorySummarizer
+from processors.thinking import ThinkingClearer
+from processors.tool_inputs import ToolInputClearer
 from processors.truncate import ToolOutputTruncator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,7 +105,14 @@ class TestBuiltinProfiles:
             name: [type(p) for p in profile.build_pipeline()] for name, profile in PROFILES.items()
         }
         assert kinds == {
-            "coding": [ObservationMasker, ToolOutputTruncator, Distiller, HistorySummarizer],
+            "coding": [
+                ThinkingClearer,
+                ToolInputClearer,
+                ObservationMasker,
+                ToolOutputTruncator,
+                Distiller,
+                HistorySummarizer,
+            ],
             "service": [ObservationMasker, ToolOutputTruncator, HistorySummarizer],
             "chat": [ToolOutputTruncator, HistorySummarizer],
         }
@@ -116,7 +125,7 @@ class TestBuiltinProfiles:
 
     def test_test_tools_truncate_errors_first(self) -> None:
         """The coding truncator keeps errors first for shell and test tools."""
-        truncator = get_profile("coding").build_pipeline()[1]
+        truncator = get_profile("coding").build_pipeline()[3]
         assert isinstance(truncator, ToolOutputTruncator)
         assert truncator.policy_for("bash") == "errors_first"
         assert truncator.policy_for("run_unit_tests") == "errors_first"

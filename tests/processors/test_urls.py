@@ -20,7 +20,7 @@ SEARCH = (
     "&ei=Zx81ZqzXNoGBxc8P&iflsig=AL9hbdgAAAAAZj"
 )
 QUERY = SEARCH[SEARCH.index("?") :]
-TAG = re.compile(r"\?~[0-9a-f]{8,32}")
+TAG = re.compile(r"\?[^~\s]{0,16}~[0-9a-f]{8,32}")
 
 
 class Pair(NamedTuple):
