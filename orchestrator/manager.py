@@ -813,6 +813,8 @@ class ContextManager(EventAdders):
 
         Raises:
             RuntimeError: background compaction is running (use `await aclose()`).
+            StoreError: the state could not be saved (a write failed); the file is
+                closed and released all the same: reopen it to resume from what it holds.
         """
         if self._background.active:
             msg = "close() inside `async with manager:`; leave the block or `await aclose()`"
