@@ -21,6 +21,7 @@ it; it is closed only once the last of them is closed.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import sys
@@ -99,6 +100,10 @@ class _File:
 _Key = tuple[int, int]
 _FILES: dict[_Key, _File] = {}
 _GUARD = threading.Lock()
+# Claims of stores collected unclosed: a finalizer may run while this thread holds
+# `_GUARD` (the collector runs at any allocation), so it only queues; the next claim
+# or count gives them back.
+_LATER: collections.deque[FileClaim] = collections.deque()
 
 
 def _after_fork() -> None:
@@ -111,6 +116,7 @@ def _after_fork() -> None:
             with contextlib.suppress(OSError):
                 os.close(fd)
     _FILES.clear()
+    _LATER.clear()
 
 
 if hasattr(os, "register_at_fork"):
@@ -119,6 +125,7 @@ if hasattr(os, "register_at_fork"):
 
 def held_files() -> int:
     """How many session files this process has open (for tests and leak checks)."""
+    _drain()
     with _GUARD:
         return len(_FILES)
 
@@ -163,6 +170,10 @@ class FileClaim:
                 msg = f"cannot read it: {exc.strerror or exc}"
                 raise StoreError(self._path, msg) from exc
 
+    def release_later(self) -> None:
+        """Queue the release for the next claim in this process (safe in a finalizer)."""
+        _LATER.append(self)
+
     def release(self) -> None:
         """Give the writer lock (if held) and the descriptor back; idempotent.
 
@@ -203,6 +214,7 @@ def claim_file(
         StoreError: the file cannot be opened, read or locked.
     """
     name = str(session)
+    _drain()
     with _GUARD:
         key, entry = _entry(session, name, create=writer)
         entry.users += 1
@@ -217,6 +229,15 @@ def claim_file(
         claim.release()
         raise
     return claim
+
+
+def _drain() -> None:
+    while _LATER:
+        try:
+            claim = _LATER.popleft()
+        except IndexError:  # another thread took the last one
+            return
+        claim.release()
 
 
 def _entry(session: Path, name: str, *, create: bool) -> tuple[_Key, _File]:

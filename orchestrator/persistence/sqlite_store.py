@@ -82,9 +82,9 @@ class SQLiteStore:
         self._journal: GraphJournal | None = None
         self._lease: Lease | None = None
         self._tokens = 0
-        # A store dropped without `close()` gives the file back when it is collected
+        # A store dropped without `close()` gives the file back once it is collected
         # (a later open in this process would otherwise be refused for good).
-        self._finalizer = weakref.finalize(self, _abandon, connection, claim)
+        self._finalizer = weakref.finalize(self, _collected, connection, claim)
 
     @classmethod
     def open(
@@ -460,6 +460,14 @@ class SQLiteStore:
         if self._conn is None:
             raise StoreError(str(self._path), "the store is closed")
         return Refreshed(0, None)
+
+
+def _collected(connection: sqlite3.Connection, claim: FileClaim) -> None:
+    """The finalizer of a store dropped unclosed: no lock may be waited for here."""
+    try:
+        connection.close()
+    finally:
+        claim.release_later()
 
 
 def _abandon(connection: sqlite3.Connection, claim: FileClaim) -> None:

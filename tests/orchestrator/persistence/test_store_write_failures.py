@@ -9,11 +9,13 @@ what was committed before the failure.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
+import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -144,3 +146,55 @@ def test_a_failed_atomic_flush_on_close_still_releases(path: Path) -> None:
         store.close()
     with SQLiteStore.open(path) as again:
         assert [node.text for node in again.restore().raw] == ["kept"]
+
+
+# -- every refused open gives back what it took ----------------------------------------------
+
+
+def _not_sqlite(path: Path) -> None:
+    path.write_text('{"role": "user"}\n')
+
+
+def _other_application(path: Path) -> None:
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE invoices (id INTEGER)")
+    connection.close()
+
+
+def _other_counter(path: Path) -> None:
+    from context_graph.testing import WordCounter
+
+    ContextManager.open(path, counter=WordCounter()).close()
+
+
+def _corrupt_journal(path: Path) -> None:
+    manager = ContextManager.open(path)
+    manager.add_user("hello")
+    manager.close()
+    connection = sqlite3.connect(path)
+    connection.execute("UPDATE journal SET body = 'garbage'")
+    connection.commit()
+    connection.close()
+
+
+REFUSALS = {
+    "not-sqlite": _not_sqlite,
+    "other-application": _other_application,
+    "other-counter": _other_counter,
+    "corrupt-journal": _corrupt_journal,
+}
+
+
+@pytest.mark.parametrize("make", REFUSALS.values(), ids=REFUSALS.keys())
+def test_a_refused_open_leaves_nothing_held(path: Path, make: Callable[[Path], None]) -> None:
+    """A refused open releases the descriptor and the lock: a writer takes the file next."""
+    make(path)
+    before = held_files()
+    with pytest.raises(StoreError):
+        ContextManager.open(path)
+    assert held_files() == before
+    descriptor = os.open(path, os.O_RDWR)  # nothing of this process holds the file now
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)  # no writer lock left
+    finally:
+        os.close(descriptor)

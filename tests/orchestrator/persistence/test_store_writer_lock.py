@@ -8,11 +8,14 @@ refused, in the same process and from another one. Every refusal names who holds
 from __future__ import annotations
 
 import inspect
+import multiprocessing
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -178,7 +181,6 @@ class TestAnotherProcess:
         self, path: Path, alias: Alias
     ) -> None:
         """This process writes; another process is refused through any other name."""
-        other = alias(path)
         script = (
             "import sys\nfrom context_graph.errors import StoreLockedError\n"
             "from orchestrator.persistence import SQLiteStore\n"
@@ -187,6 +189,7 @@ class TestAnotherProcess:
             "else:\n    print('opened')\n"
         )
         with SQLiteStore.open(path):
+            other = alias(path)  # made while the writer holds the file
             done = subprocess.run(
                 [sys.executable, "-c", script, str(other)],
                 capture_output=True,
@@ -195,3 +198,27 @@ class TestAnotherProcess:
                 cwd=os.getcwd(),
             )
         assert done.stdout == f"refused {os.getpid()}\n", done.stderr
+
+
+def _open_in_child(path: str, answer: Any) -> None:
+    try:
+        SQLiteStore.open(path).close()
+    except StoreLockedError as exc:
+        answer.put(("refused", exc.pid, exc.holder))
+    else:
+        answer.put(("opened", None, None))
+
+
+class TestForkedChild:
+    def test_a_forked_child_does_not_inherit_the_writer(self, path: Path) -> None:
+        """A child forked from the writer is refused as another process, named by pid."""
+        if threading.active_count() > 1:
+            pytest.skip("fork needs a single-threaded test process")
+        context = multiprocessing.get_context("fork")
+        answer = context.SimpleQueue()
+        with SQLiteStore.open(path):
+            child = context.Process(target=_open_in_child, args=(str(_symlink(path)), answer))
+            child.start()
+            child.join(timeout=120)
+        assert child.exitcode == 0
+        assert answer.get() == ("refused", os.getpid(), None)
