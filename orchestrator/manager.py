@@ -285,7 +285,9 @@ class ContextManager(EventAdders):
                 are not stored: pass the same ones when you reopen.
 
         Raises:
-            StoreLockedError: another manager or process has the file open.
+            StoreLockedError: another manager or process has the file open, by this
+                name or any other (a link, another path); in this process, `.holder`
+                says where that manager was opened.
             StoreFormatError: the file is not a session file this version reads.
             StoreCorruptError: the journal or the state does not load (nothing is
                 changed in the file).

@@ -252,11 +252,7 @@ def _entry(session: Path, name: str, *, create: bool) -> tuple[_Key, _File]:
         key = (status.st_dev, status.st_ino)
         if key in _FILES:  # no new descriptor: closing it would drop SQLite's locks
             return key, _FILES[key]
-    flags = (os.O_RDWR | os.O_CREAT if create else os.O_RDONLY) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(session, flags, 0o644)
-    except OSError as exc:
-        raise StoreError(name, f"cannot open it: {exc.strerror or exc}") from exc
+    fd = _open(session, name, create=create)
     opened = os.fstat(fd)
     key = (opened.st_dev, opened.st_ino)
     entry = _FILES.get(key)
@@ -265,6 +261,18 @@ def _entry(session: Path, name: str, *, create: bool) -> tuple[_Key, _File]:
         return key, entry
     entry = _FILES[key] = _File(fd)
     return key, entry
+
+
+def _open(session: Path, name: str, *, create: bool) -> int:
+    """A descriptor on the file, writable where it may be (a writer may lock it later)."""
+    cloexec = getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(session, os.O_RDWR | cloexec | (os.O_CREAT if create else 0), 0o644)
+    except OSError as exc:
+        if not create:  # a reader of a file it may not write
+            with contextlib.suppress(OSError):
+                return os.open(session, os.O_RDONLY | cloexec)
+        raise StoreError(name, f"cannot open it: {exc.strerror or exc}") from exc
 
 
 def _lock(key: _Key, name: str, opener: str) -> None:
