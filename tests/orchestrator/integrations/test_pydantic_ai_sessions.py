@@ -135,3 +135,30 @@ class TestPerRequest:
         manager = ContextManager.open(tmp_path / "c1.sqlite")
         assert [node.text for node in manager.raw] == ["hello"]
         manager.close()
+
+
+class TestFailedRun:
+    def test_a_run_that_raises_gives_the_file_back(self, tmp_path: Path) -> None:
+        """The model fails after the first request: the run raises, the file is free."""
+        calls: list[int] = []
+
+        def failing(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            calls.append(1)
+            if len(calls) > 1:
+                raise RuntimeError("the provider is down")
+            return _model(messages, info)
+
+        agent = Agent(FunctionModel(failing))
+
+        @agent.tool_plain
+        def read_log(n: int) -> str:
+            """Read build log number n."""
+            return "ok"
+
+        processor = ContextHistory(budget=4_000, directory=tmp_path)
+        with pytest.raises(RuntimeError, match="provider is down"):
+            agent.run_sync("Why?", capabilities=[processor.capability()])
+        assert held_files() == 0
+        manager = ContextManager.open(_session_file(tmp_path))
+        assert [manager.raw[i].text for i in manager.raw.by_kind("user")] == ["Why?"]
+        manager.close()
