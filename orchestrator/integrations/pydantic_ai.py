@@ -78,8 +78,9 @@ class ContextHistory:
     With `directory=`, a run through the capability gives its conversation's file back
     when it ends (the manager is closed, once no other run of this processor uses it),
     so the next request may come through a new `ContextHistory` or another process. A
-    manager opened outside a run (`manager()`, a direct call) stays open until `close()`
-    (or `with ContextHistory(...) as history:`).
+    manager opened outside a run (`manager()`, a direct call) stays open until a run
+    through the capability uses it and ends, or `close()` (or the end of
+    `with ContextHistory(...) as history:`).
 
     The request is budgeted in the format of the model it goes to (see the module),
     with the agent's tool definitions and its latest `instructions`; the provider's
@@ -159,16 +160,21 @@ class ContextHistory:
 
         The capability calls it when a run ends; a conversation kept in memory (no
         `directory`) or made by `factory` stays open.
+
+        Raises:
+            StoreError: a manager's state could not be saved (its file is released
+                all the same; see `ContextManager.close`).
         """
-        for conversation, runs in list(self._runs.items()):
-            runs.discard(run_id)
-            if runs:
-                continue
-            del self._runs[conversation]
-            manager = self._managers.pop(conversation, None)
-            if manager is not None:
-                self._rendered.discard(conversation)
-                manager.close()
+        with contextlib.ExitStack() as stack:  # every one closed, even if one raises
+            for conversation, runs in list(self._runs.items()):
+                runs.discard(run_id)
+                if runs:
+                    continue
+                del self._runs[conversation]
+                manager = self._managers.pop(conversation, None)
+                if manager is not None:
+                    self._rendered.discard(conversation)  # its last render is not kept
+                    stack.callback(manager.close)
 
     async def __call__(
         self, ctx: RunContext[Any], messages: list[ModelMessage]
@@ -271,12 +277,17 @@ class _HistoryCapability(ProcessHistory[Any]):
     """`ProcessHistory` that also tells its `ContextHistory` when a run ends."""
 
     async def wrap_run(self, ctx: RunContext[Any], *, handler: Callable[[], Awaitable[Any]]) -> Any:
-        try:
+        history = self.processor
+        if not isinstance(history, ContextHistory) or not ctx.run_id:
             return await handler()
-        finally:
-            history = self.processor
-            if isinstance(history, ContextHistory) and ctx.run_id:
+        try:
+            result = await handler()
+        except BaseException:
+            with contextlib.suppress(Exception):  # the run's own error is the one to see
                 history.run_ended(ctx.run_id)
+            raise
+        history.run_ended(ctx.run_id)
+        return result
 
 
 # pydantic-ai's model classes and the wire format each speaks, whatever its provider.
