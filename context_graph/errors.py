@@ -201,16 +201,27 @@ class StoreLockedError(StoreError):
 
     Attributes:
         pid: The id of the process holding it, when it could be read.
+        holder: Where the holder was opened, when it is a store of this very process.
     """
 
-    def __init__(self, path: str, pid: int | None) -> None:
+    def __init__(self, path: str, pid: int | None, *, holder: str | None = None) -> None:
         self.pid = pid
-        holder = f"process {pid}" if pid is not None else "another process"
-        super().__init__(
-            path,
-            f"the session is open for writing in {holder}; close it there first, "
-            "or open this one with read_only=True",
-        )
+        self.holder = holder
+        if holder is not None:
+            message = (
+                f"the session is already open for writing in this process (a store opened "
+                f"at {holder}, not closed yet), and a second writer would fork it; close "
+                "that one first (`close()` on its manager, its `ContextHistory` or its "
+                "store), or keep using its manager"
+            )
+        else:
+            who = f"process {pid}" if pid is not None else "another process"
+            message = (
+                f"the session is open for writing in {who}; close it there first. "
+                "To read it meanwhile, open it with "
+                "`orchestrator.persistence.open_store(path, read_only=True)`"
+            )
+        super().__init__(path, message)
 
 
 class StoreFormatError(StoreError, ValueError):

@@ -297,7 +297,9 @@ class ContextManager(EventAdders):
                 are not stored: pass the same ones when you reopen.
 
         Raises:
-            StoreLockedError: another manager or process has the file open.
+            StoreLockedError: another manager or process has the file open, by this
+                name or any other (a link, another path); in this process, `.holder`
+                says where that manager was opened.
             StoreFormatError: the file is not a session file this version reads.
             StoreCorruptError: the journal or the state does not load (nothing is
                 changed in the file).
@@ -858,6 +860,8 @@ class ContextManager(EventAdders):
 
         Raises:
             RuntimeError: background compaction is running (use `await aclose()`).
+            StoreError: the state could not be saved (a write failed); the file is
+                closed and released all the same: reopen it to resume from what it holds.
         """
         if self._background.active:
             msg = "close() inside `async with manager:`; leave the block or `await aclose()`"

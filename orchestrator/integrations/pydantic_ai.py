@@ -31,9 +31,11 @@ Needs the `pydantic-ai` extra (`pip install '.[pydantic-ai]'` in the context-gra
 
 from __future__ import annotations
 
+import contextlib
 import os
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from context_graph.errors import ConfigurationError
@@ -73,6 +75,13 @@ class ContextHistory:
     `directory=` each one's session is a SQLite file there, so a new process given the
     stored history continues the engine's record.
 
+    With `directory=`, a run through the capability gives its conversation's file back
+    when it ends (the manager is closed, once no other run of this processor uses it),
+    so the next request may come through a new `ContextHistory` or another process. A
+    manager opened outside a run (`manager()`, a direct call) stays open until a run
+    through the capability uses it and ends, or `close()` (or the end of
+    `with ContextHistory(...) as history:`).
+
     The request is budgeted in the format of the model it goes to (see the module),
     with the agent's tool definitions and its latest `instructions`; the provider's
     count comes back with each response's `usage.input_tokens`. `last_format` is the
@@ -110,13 +119,17 @@ class ContextHistory:
         self._options = options
         self._managers: dict[str, ContextManager] = {}
         self._rendered: set[str] = set()
+        self._runs: dict[str, set[str]] = {}  # a conversation's runs going on
         self._warned: set[str] = set()
         #: The format of the latest request, and why (`None` before the first).
         self.last_format: FormatChoice | None = None
 
     def capability(self) -> ProcessHistory[Any]:
-        """This processor as pydantic-ai's `ProcessHistory` capability."""
-        return ProcessHistory(self)
+        """This processor as pydantic-ai's `ProcessHistory` capability.
+
+        It also closes, when a run ends, the managers that run opened from `directory`.
+        """
+        return _HistoryCapability(self)
 
     def manager(self, conversation_id: str = DEFAULT_CONVERSATION) -> ContextManager:
         """The manager of a conversation (made, or resumed from `directory`, on first use)."""
@@ -126,10 +139,42 @@ class ContextHistory:
         return manager
 
     def close(self) -> None:
-        """Close every conversation's manager (and session file)."""
-        for manager in self._managers.values():
-            manager.close()
-        self._managers.clear()
+        """Close every conversation's manager (and session file); idempotent.
+
+        Every manager is closed even if one raises; the first error is raised after.
+        """
+        managers, self._managers = list(self._managers.values()), {}
+        self._runs.clear()
+        with contextlib.ExitStack() as stack:
+            for manager in managers:
+                stack.callback(manager.close)
+
+    def __enter__(self) -> ContextHistory:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def run_ended(self, run_id: str) -> None:
+        """Give back the session files the run `run_id` used that no other run uses.
+
+        The capability calls it when a run ends; a conversation kept in memory (no
+        `directory`) or made by `factory` stays open.
+
+        Raises:
+            StoreError: a manager's state could not be saved (its file is released
+                all the same; see `ContextManager.close`).
+        """
+        with contextlib.ExitStack() as stack:  # every one closed, even if one raises
+            for conversation, runs in list(self._runs.items()):
+                runs.discard(run_id)
+                if runs:
+                    continue
+                del self._runs[conversation]
+                manager = self._managers.pop(conversation, None)
+                if manager is not None:
+                    self._rendered.discard(conversation)  # its last render is not kept
+                    stack.callback(manager.close)
 
     async def __call__(
         self, ctx: RunContext[Any], messages: list[ModelMessage]
@@ -143,6 +188,8 @@ class ContextHistory:
         """
         conversation = ctx.conversation_id or DEFAULT_CONVERSATION
         manager = self.manager(conversation)
+        if self._directory is not None and self._factory is None and ctx.run_id:
+            self._runs.setdefault(conversation, set()).add(ctx.run_id)
         provider, detected = model_provider(ctx.model)
         name = type(ctx.model).__name__
         choice = choose_format(self._format, detected, provider, name, self._warned)
@@ -223,6 +270,24 @@ class ContextHistory:
             None,
         )
         return system_tokens(instructions or "", fmt, manager.raw.token_cache)
+
+
+@dataclass
+class _HistoryCapability(ProcessHistory[Any]):
+    """`ProcessHistory` that also tells its `ContextHistory` when a run ends."""
+
+    async def wrap_run(self, ctx: RunContext[Any], *, handler: Callable[[], Awaitable[Any]]) -> Any:
+        history = self.processor
+        if not isinstance(history, ContextHistory) or not ctx.run_id:
+            return await handler()
+        try:
+            result = await handler()
+        except BaseException:
+            with contextlib.suppress(Exception):  # the run's own error is the one to see
+                history.run_ended(ctx.run_id)
+            raise
+        history.run_ended(ctx.run_id)
+        return result
 
 
 # pydantic-ai's model classes and the wire format each speaks, whatever its provider.

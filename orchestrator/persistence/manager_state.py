@@ -212,12 +212,21 @@ class StateKeeper:
             yield held
 
     def close(self) -> None:
-        """Save the state and close the store. Closing twice is harmless."""
+        """Save the state and close the store. Closing twice is harmless.
+
+        The store is closed (and its file given back) even when the save fails.
+
+        Raises:
+            StoreError: the state could not be saved (after an earlier failed write, or
+                now); the store is closed all the same, so the file can be reopened.
+        """
         store = self._store
         if store is None or store.closed:
             return
-        self.save()
-        store.close()
+        try:
+            self.save()
+        finally:
+            store.close()
 
     def refresh(self) -> int:
         """Replay what other writers appended to the store, and load its state if it moved.

@@ -37,7 +37,7 @@ __all__ = [
     "SELECT_ENTRIES",
     "SELECT_STATE",
     "UPSERT_STATE",
-    "check_header",
+    "check_head",
     "connect",
     "decode_state",
     "encode_state",
@@ -73,26 +73,22 @@ SELECT_ENTRIES = "SELECT seq, kind, CAST(body AS BLOB), checksum FROM journal OR
 SELECT_STATE = "SELECT key, CAST(value AS BLOB) FROM state"
 
 
-def check_header(session: Path) -> None:
-    """Refuse a file that is not SQLite, with a clearer message than SQLite's own.
+def check_head(path: str, head: bytes) -> None:
+    """Refuse a file whose first bytes are not SQLite's header (empty: a new file).
+
+    The bytes are read through the descriptor the process keeps on the file
+    (`lock.claim_file`): opening and closing another one would drop SQLite's locks.
 
     Raises:
-        StoreFormatError: the file is not empty and not a SQLite database.
-        StoreError: the file cannot be read.
+        StoreFormatError: the bytes are not empty and not a SQLite header.
     """
-    try:
-        with session.open("rb") as file:
-            head = file.read(len(_SQLITE_MAGIC))
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise StoreError(str(session), f"cannot read it: {exc.strerror or exc}") from exc
+    head = head[: len(_SQLITE_MAGIC)]
     if head and head != _SQLITE_MAGIC:
         msg = (
             f"is not a SQLite database (it starts with {head[:8]!r}), so not a "
             "context-graph session; give the path of a session file or of a new one"
         )
-        raise StoreFormatError(str(session), msg)
+        raise StoreFormatError(path, msg)
 
 
 def connect(session: Path, *, read_only: bool) -> sqlite3.Connection:

@@ -1,32 +1,37 @@
-"""Opening a session file: the path checked, the writer lock taken, the schema prepared.
+"""Opening a session file: the path checked, the file claimed, the schema prepared.
 
 The steps run in the order that leaves nothing behind on a refusal: the path is checked
-first (nothing is created in a missing directory), then the file's first bytes (a file
-that is not SQLite is never locked or opened), then the lock is taken and the
-connection opened and prepared; a failure in either gives both back.
+first (nothing is created in a missing directory), then the file is claimed (`lock`:
+its one descriptor in this process) and its first bytes checked (a file that is not
+SQLite is never locked or opened by SQLite), then the writer lock is taken and the
+connection opened and prepared; a failure at any step gives back all it took.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from functools import partial
 from pathlib import Path
 
 from context_graph.errors import StoreError
-from orchestrator.persistence.lock import WriterLock
-from orchestrator.persistence.schema import check_header, connect, prepare
+from orchestrator.persistence.lock import FileClaim, claim_file
+from orchestrator.persistence.schema import check_head, connect, prepare
 
 __all__ = ["open_file"]
 
 
 def open_file(
     session: Path, counter: str, *, read_only: bool, durable: bool
-) -> tuple[sqlite3.Connection, WriterLock | None]:
-    """The prepared connection to `session` and, unless `read_only`, its writer lock.
+) -> tuple[sqlite3.Connection, FileClaim]:
+    """The prepared connection to `session` and the store's claim on the file.
+
+    A writable open's claim holds the writer lock; a read-only one only keeps the file's
+    descriptor (see `lock`). Release the claim after closing the connection.
 
     Args:
         session: The session file; its directory must exist.
         counter: The name of the token counter the session is recorded with.
-        read_only: Open without locking (the file must exist).
+        read_only: Open without the writer lock (the file must exist).
         durable: Sync every write to disk (`synchronous=FULL`).
 
     Raises:
@@ -43,8 +48,7 @@ def open_file(
         raise StoreError(name, "is a directory; give the path of a session file")
     if read_only and not session.exists():
         raise StoreError(name, "does not exist; open it without read_only=True to start one")
-    check_header(session)
-    lock = None if read_only else WriterLock.acquire(session)
+    claim = claim_file(session, writer=not read_only, check=partial(check_head, name))
     try:
         connection = connect(session, read_only=read_only)
         try:
@@ -53,7 +57,6 @@ def open_file(
             connection.close()
             raise
     except BaseException:
-        if lock is not None:
-            lock.release()
+        claim.release()
         raise
-    return connection, lock
+    return connection, claim

@@ -7,6 +7,7 @@ are decoded lazily: a damaged entry is named when it is reached.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -55,8 +56,13 @@ def read_snapshot(connection: sqlite3.Connection, path: str, *, with_state: bool
         try:
             rows = connection.execute(SELECT_ENTRIES).fetchall()
             states = connection.execute(SELECT_STATE).fetchall() if with_state else []
-        finally:
-            connection.execute("COMMIT")
+        except BaseException:
+            # Never leave the read open: it would pin the snapshot and refuse the
+            # writer's next BEGIN on this connection.
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
     except sqlite3.Error as exc:
         raise StoreCorruptError(path, f"SQLite cannot read it: {exc}") from exc
     return Snapshot(path, rows, {key: decode_state(path, key, value) for key, value in states})

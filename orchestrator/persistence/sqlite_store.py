@@ -31,6 +31,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -43,7 +44,7 @@ from context_graph.graph.events import AgentEvent, coerce_events
 from context_graph.tokens.counting import TokenCounter, default_counter
 from orchestrator.persistence.codec import JournalEntry, check_audit, encode_applied, encode_events
 from orchestrator.persistence.journal import GraphJournal
-from orchestrator.persistence.lock import WriterLock
+from orchestrator.persistence.lock import FileClaim
 from orchestrator.persistence.protocol import Lease, Rebased, Refreshed, RestoredSession
 from orchestrator.persistence.restore import replay
 from orchestrator.persistence.schema import SCHEMA_VERSION, encode_state
@@ -68,18 +69,22 @@ class SQLiteStore:
         self,
         path: Path,
         connection: sqlite3.Connection,
-        lock: WriterLock | None,
+        claim: FileClaim,
         counter: TokenCounter,
     ) -> None:
         self._path = path
         self._conn: sqlite3.Connection | None = connection
-        self._lock = lock
+        self._claim = claim
+        self._read_only = not claim.writer
         self._counter = counter
         self._order = threading.RLock()
         self._writer = JournalWriter(str(path))
         self._journal: GraphJournal | None = None
         self._lease: Lease | None = None
         self._tokens = 0
+        # A store dropped without `close()` gives the file back once it is collected
+        # (a later open in this process would otherwise be refused for good).
+        self._finalizer = weakref.finalize(self, _collected, connection, claim)
 
     @classmethod
     def open(
@@ -109,8 +114,12 @@ class SQLiteStore:
         """
         session = Path(path)
         counter = counter if counter is not None else default_counter()
-        connection, lock = open_file(session, counter.name, read_only=read_only, durable=durable)
-        return cls(session, connection, lock, counter)
+        connection, claim = open_file(session, counter.name, read_only=read_only, durable=durable)
+        try:
+            return cls(session, connection, claim, counter)
+        except BaseException:
+            _abandon(connection, claim)
+            raise
 
     # -- life cycle --------------------------------------------------------------------
 
@@ -127,7 +136,7 @@ class SQLiteStore:
     @property
     def read_only(self) -> bool:
         """Whether the store was opened read-only."""
-        return self._lock is None
+        return self._read_only
 
     @property
     def closed(self) -> bool:
@@ -162,19 +171,24 @@ class SQLiteStore:
         return self._order
 
     def close(self) -> None:
-        """Close the file and give up the writer lock; idempotent."""
+        """Close the file and give up the writer lock; idempotent.
+
+        Whatever fails on the way (an atomic block still open that cannot be written),
+        the connection is closed and the lock given up, so the file can be reopened.
+
+        Raises:
+            StoreError: the entries of an atomic block still open cannot be written.
+        """
         with self._order:
             connection, self._conn = self._conn, None
+            if connection is None:
+                return
+            self._finalizer.detach()
             try:
-                if connection is not None and self._writer.queued:
+                if self._writer.queued:
                     self._writer.flush(connection)  # an atomic block still open
             finally:
-                try:
-                    if connection is not None:
-                        connection.close()
-                finally:
-                    if self._lock is not None:
-                        self._lock.release()
+                _abandon(connection, self._claim)
 
     def __enter__(self) -> SQLiteStore:
         return self
@@ -334,7 +348,7 @@ class SQLiteStore:
         if self._conn is None:
             raise StoreError(str(self._path), "the store is closed")
         name = holder if holder is not None else f"{os.uname().nodename}:{os.getpid()}"
-        if self._lease is not None or self._lock is None:  # held, or read-only: token 0
+        if self._lease is not None or self._read_only:  # held, or read-only: token 0
             yield self._lease if self._lease is not None else Lease(name, 0)
             return
         self._tokens += 1
@@ -354,7 +368,7 @@ class SQLiteStore:
 
     def _writable(self) -> sqlite3.Connection:
         name, connection = str(self._path), self.connection
-        if self._lock is None:
+        if self._read_only:
             raise StoreError(name, "opened read-only; open it without read_only=True to write")
         if self._writer.failed is not None:
             msg = (
@@ -446,3 +460,19 @@ class SQLiteStore:
         if self._conn is None:
             raise StoreError(str(self._path), "the store is closed")
         return Refreshed(0, None)
+
+
+def _collected(connection: sqlite3.Connection, claim: FileClaim) -> None:
+    """The finalizer of a store dropped unclosed: no lock may be waited for here."""
+    try:
+        connection.close()
+    finally:
+        claim.release_later()
+
+
+def _abandon(connection: sqlite3.Connection, claim: FileClaim) -> None:
+    """Close the connection, then give the file back, whatever the close raises."""
+    try:
+        connection.close()
+    finally:
+        claim.release()
