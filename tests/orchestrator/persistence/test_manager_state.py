@@ -10,7 +10,9 @@ every `put_states` call, labelled with the step that made it, and every compacti
 read from a copy in a folder of a fixed name (`example_copy`): a sub-agent result's node
 id covers its transcript's path, and node ids are in the state. Since fe532b2 that path is
 relative to the session file, which changed those ids: the `scanned` digests (and nothing
-else) were recorded again then.
+else) were recorded again then. The coding profile's two clearing stages (`clear_thinking`,
+`clear_tool_inputs`) are in its guard state: the `guards` digests of the eight writes that
+carry them (and nothing else) were recorded again with them.
 """
 
 from __future__ import annotations
