@@ -20,7 +20,8 @@ from context_graph.graph.native import NativeCompaction
 from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.render import Renderer
 from context_graph.testing import WordCounter
-from orchestrator import WorkingGraph
+from orchestrator import ContextManager, WorkingGraph
+from orchestrator.bus import Recorder
 from orchestrator.profiles import Profile
 from processors.base import Abstract, ProcessorContext, Proposal
 from processors.summarize import ExtractiveSummarizer, HistorySummarizer
@@ -329,3 +330,38 @@ async def test_the_proposal_is_the_providers_or_the_safeguards(outcome: object, 
         assert "All done" not in summary.text
         assert summary.abstracts == tuple(n.id for n in span[: len(summary.abstracts)])
         assert len(summary.abstracts) < len(span)
+
+
+class TestInAManager:
+    @pytest.mark.parametrize("mode", ["ok", "500"])
+    async def test_a_run_reports_the_path_on_the_bus(
+        self, server: CompactServer, mode: Mode
+    ) -> None:
+        """Through a manager's compaction: the note on the bus says which path ran, and
+        the render fits either way."""
+        server.mode = mode
+        processor = HistorySummarizer(provider=_openai(server), timeout=5)
+        manager = ContextManager(
+            format="responses", budget=1_500, counter=WordCounter(), pipeline=[processor]
+        )
+        manager.add_system("You are a careful coding agent.")
+        manager.add_user(REQUEST)
+        for step in range(8):
+            manager.add_assistant(
+                f"Running step {step}.",
+                tool_calls=[{"id": f"c{step}", "name": "bash", "arguments": {"cmd": "make"}}],
+            )
+            manager.add_tool_result(f"c{step}", f"step {step} output line\n" * 60)
+            manager.add_user(f"Go on with step {step + 1}.")
+        with Recorder(manager.bus) as recorder:
+            result = await manager.render()
+        notes = [event["proposal"].note for event in recorder.of("proposal_made")]
+        assert notes
+        if mode == "ok":
+            assert notes[0] == "provider ok (openai-compact)"
+            assert "gAAAA-opaque-1" in str(result.payload)
+        else:
+            assert "safeguard mode (openai-compact: InternalServerError" in notes[0]
+            assert "gAAAA" not in str(result.payload)
+        assert recorder.of("proposal_applied")
+        assert result.tokens <= 1_500
