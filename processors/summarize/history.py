@@ -42,8 +42,7 @@ from processors.summarize.facts import ITEM_CHARS, clip, constraint_sentences, d
 from processors.summarize.providers import (
     Compacted,
     CompactionProvider,
-    as_mapping,
-    create_compaction_provider,
+    resolve_provider,
     safeguard_targets,
 )
 from processors.summarize.targets import Plan, plan_targets
@@ -172,7 +171,7 @@ class HistorySummarizer:
         self.keep = tuple(keep)
         self.max_entities = max_entities
         self.entities_per_turn = entities_per_turn
-        self.provider = _provider(provider, provider_options)
+        self.provider = resolve_provider(provider, provider_options)
 
     async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
         """Propose one `Abstract` edit for `targets`, or nothing (the note says why)."""
@@ -426,22 +425,6 @@ def summary_room(plan: Plan, ctx: ProcessorContext) -> int | None:
     elif free >= _MIN_BRIEF:
         room = max(_MIN_BRIEF, int(free * _FREE_SHARE))
     return max(1, min(room, plan.tokens_before - 1))
-
-
-def _provider(
-    provider: str | CompactionProvider | None, options: Mapping[str, JsonValue] | None
-) -> CompactionProvider | None:
-    """The provider itself, built from its registry name when given one."""
-    if isinstance(provider, str):
-        kwargs = as_mapping(options if options is not None else {}, "HistorySummarizer")
-        return create_compaction_provider(provider, **kwargs)
-    if options is not None:
-        msg = "HistorySummarizer: `provider_options` needs `provider` given by name"
-        raise ConfigurationError(msg)
-    if provider is not None and not callable(getattr(provider, "compact", None)):
-        msg = "HistorySummarizer: `provider` must be a registry name or have an async `compact`"
-        raise ConfigurationError(msg)
-    return provider
 
 
 def _refusal(result: object, job: _Job) -> str | None:

@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from pydantic import JsonValue
+
 from context_graph.errors import ConfigurationError
 from context_graph.graph.native import NativeCompaction
 from context_graph.graph.nodes import AssistantNode, Node, SystemNode, ToolCallNode
@@ -38,6 +40,7 @@ __all__ = [
     "create_compaction_provider",
     "plain_messages",
     "register_compaction_provider",
+    "resolve_provider",
     "safeguard_targets",
     "unregister_compaction_provider",
 ]
@@ -300,6 +303,27 @@ class AnthropicCompactProvider:
         # `compaction` block, and this one stands for the span alone (the floor before it,
         # the first request, must still be read), so it is sent as our summary's text.
         return Compacted(text=text, provider=self.name)
+
+
+def resolve_provider(
+    provider: str | CompactionProvider | None, options: Mapping[str, JsonValue] | None
+) -> CompactionProvider | None:
+    """The provider itself, built from its registry name when given one.
+
+    Raises:
+        ConfigurationError: an unknown name, refused options, options for a provider
+            given as an object, or an object with no `compact` method.
+    """
+    if isinstance(provider, str):
+        kwargs = as_mapping(options if options is not None else {}, "HistorySummarizer")
+        return create_compaction_provider(provider, **kwargs)
+    if options is not None:
+        msg = "HistorySummarizer: `provider_options` needs `provider` given by name"
+        raise ConfigurationError(msg)
+    if provider is not None and not callable(getattr(provider, "compact", None)):
+        msg = "HistorySummarizer: `provider` must be a registry name or have an async `compact`"
+        raise ConfigurationError(msg)
+    return provider
 
 
 def safeguard_targets(previous: Node | None, units: Sequence[Sequence[Node]]) -> list[Node]:
