@@ -45,8 +45,13 @@ class ForeignCompaction:
 
 
 def foreign_native(node: Node, format: str) -> NativeCompaction | None:
-    """The native compaction `node` holds, when it is not `format`'s own; else None."""
-    if not isinstance(node, SummaryNode) or node.native is None:
+    """The native compaction `node` holds, when it is not `format`'s own; else None.
+
+    Only an imported compaction (`seq` set) stands for everything before it. A processor's
+    summary holding a provider's artifact (a compaction provider wrote it) stands for its
+    own abstracts, like any summary: another format is sent its text.
+    """
+    if not isinstance(node, SummaryNode) or node.native is None or node.seq is None:
         return None
     return None if node.native.provider == format else node.native
 

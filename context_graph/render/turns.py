@@ -233,7 +233,7 @@ def _summary_parts(node: SummaryNode) -> tuple[ContentPart, ...]:
     the header would claim it was context-graph's, and a replayed session should send
     what the original tool sent.
     """
-    if node.native is not None:
+    if node.native is not None and node.seq is not None:
         return _native_parts(node.native)
     if node.seq is not None:
         return node.content

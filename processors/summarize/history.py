@@ -15,7 +15,7 @@ proposal = await HistorySummarizer(timeout=30).propose(old_units_nodes, ctx)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import anyio
@@ -25,6 +25,7 @@ from context_graph.errors import ConfigurationError
 from context_graph.graph.anchors import SUMMARY_HEADER
 from context_graph.graph.content import TextPart
 from context_graph.graph.ids import make_node_id
+from context_graph.graph.native import NativeCompaction
 from context_graph.graph.nodes import Node, SummaryNode, UserNode
 from processors.base import Abstract, ProcessorContext, Proposal, Summarizer
 from processors.redact import strip_signed_secrets
@@ -38,6 +39,12 @@ from processors.summarize.checks import (
 )
 from processors.summarize.extractive import ExtractiveSummarizer
 from processors.summarize.facts import ITEM_CHARS, clip, constraint_sentences, dedupe
+from processors.summarize.providers import (
+    Compacted,
+    CompactionProvider,
+    resolve_provider,
+    safeguard_targets,
+)
 from processors.summarize.targets import Plan, plan_targets
 from processors.summarize.updates import is_stale, stale_values, supersede
 
@@ -121,6 +128,11 @@ class HistorySummarizer:
         keep: Pinned facts: strings every summary must contain verbatim.
         max_entities: At most this many critical entities are required verbatim.
         entities_per_turn: Critical entities required from each user turn, at most.
+        provider: A `CompactionProvider`, or its registry name (`openai-compact`,
+            `anthropic-compact`, one registered in code), tried before any summarizer;
+            on failure or an empty result the extractive brief is used in safeguard
+            mode (the most recent units of the span stay unsummarized).
+        provider_options: Options the named provider is built with.
     """
 
     name = "summarize"
@@ -135,6 +147,8 @@ class HistorySummarizer:
         keep: Sequence[str] = (),
         max_entities: int = 48,
         entities_per_turn: int = 12,
+        provider: str | CompactionProvider | None = None,
+        provider_options: Mapping[str, JsonValue] | None = None,
     ) -> None:
         if summarizer is not None and not callable(getattr(summarizer, "summarize", None)):
             msg = "HistorySummarizer: `summarizer` must have an async `summarize` method"
@@ -157,6 +171,7 @@ class HistorySummarizer:
         self.keep = tuple(keep)
         self.max_entities = max_entities
         self.entities_per_turn = entities_per_turn
+        self.provider = resolve_provider(provider, provider_options)
 
     async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
         """Propose one `Abstract` edit for `targets`, or nothing (the note says why)."""
@@ -164,6 +179,8 @@ class HistorySummarizer:
         if isinstance(plan, str):
             return self._empty(ctx, f"refused: {plan}")
         job = self._job(plan, ctx)
+        if self.provider is not None:
+            return await self._remote(job, self.provider)
         summarizer = self.summarizer or ctx.summarizer or self.fallback
         label = _label(summarizer)
         if isinstance(summarizer, ExtractiveSummarizer):
@@ -177,6 +194,39 @@ class HistorySummarizer:
             return self._finish(job, self._brief(job, self.fallback), "extractive", kind, note)
         note = f"model ok ({label})" if kind == "model" else f"retry ok ({label}; {detail})"
         return self._finish(job, text, label, kind, note)
+
+    async def _remote(self, job: _Job, provider: CompactionProvider) -> Proposal:
+        """The provider's compaction; on any failure, the safeguard brief (never partial)."""
+        label = _label(provider)
+        try:
+            with anyio.fail_after(self.timeout):
+                result = await provider.compact(
+                    strip_signed_secrets(job.plan.span),
+                    job.ctx.instructions,
+                    [*job.required, *job.facts],
+                )
+            detail = _refusal(result, job)
+        except Exception as exc:
+            result, detail = None, _describe(exc)
+        if detail is not None or not isinstance(result, Compacted):
+            return self._safeguard(job, label, detail or "no result")
+        # An opaque artifact is shown to other providers as our own brief of the span.
+        text = result.text or self._brief(job, self.fallback)
+        return self._finish(job, text, label, "provider", f"provider ok ({label})", result.native)
+
+    def _safeguard(self, job: _Job, label: str, detail: str) -> Proposal:
+        """The extractive brief of the span's older units: the recent ones stay as they are."""
+        targets = safeguard_targets(job.plan.previous, job.plan.units)
+        plan = plan_targets(self.name, targets, job.ctx)
+        if isinstance(plan, str):
+            return self._empty(job.ctx, f"provider {label} failed ({detail}); refused: {plan}")
+        kept = len(job.plan.units) - len(plan.units)
+        note = (
+            f"fallback to extractive, safeguard mode ({label}: {detail}; "
+            f"{len(plan.units)} of {len(job.plan.units)} units summarized, {kept} kept)"
+        )
+        safe = self._job(plan, job.ctx)
+        return self._finish(safe, self._brief(safe, self.fallback), "extractive", "safeguard", note)
 
     def _job(self, plan: Plan, ctx: ProcessorContext) -> _Job:
         previous = plan.previous
@@ -268,7 +318,15 @@ class HistorySummarizer:
             partials.append([_partial(text, index, len(chunks), self.name)])
         return await self._fit_window(summarizer, job, partials, instructions, depth + 1)
 
-    def _finish(self, job: _Job, text: str, label: str, kind: str, note: str) -> Proposal:
+    def _finish(
+        self,
+        job: _Job,
+        text: str,
+        label: str,
+        kind: str,
+        note: str,
+        native: NativeCompaction | None = None,
+    ) -> Proposal:
         """Check the text that would be committed; propose it, or nothing."""
         verdict = job.check(text)
         if not verdict.ok:
@@ -276,6 +334,8 @@ class HistorySummarizer:
         # The hint follows the checks: it names an id, which is no fact of the history.
         hint = job.ctx.expand_hint(job.plan.abstract_ids[0], "the turns this summary stands for")
         node = self._node(job, text if hint is None else f"{text}\n{hint}", label, kind)
+        if native is not None:
+            node = node.model_copy(update={"native": native})
         if job.plan.previous is not None:
             note = f"{note}; updates {job.plan.previous.id}"
         return Proposal(
@@ -299,7 +359,7 @@ class HistorySummarizer:
             "entities": list(job.required),
             "pinned_facts": list(job.facts),
         }
-        if kind in ("extractive", "fallback"):
+        if kind in ("extractive", "fallback", "safeguard"):
             # The extractive brief wrote the text: which of its lines quote tool output.
             # A model's summary is its own paraphrase; nothing in it marks what did.
             meta["tool_lines"] = list[JsonValue](tool_lines(text))
@@ -365,6 +425,19 @@ def summary_room(plan: Plan, ctx: ProcessorContext) -> int | None:
     elif free >= _MIN_BRIEF:
         room = max(_MIN_BRIEF, int(free * _FREE_SHARE))
     return max(1, min(room, plan.tokens_before - 1))
+
+
+def _refusal(result: object, job: _Job) -> str | None:
+    """Why a provider's result cannot be committed, or None."""
+    if not isinstance(result, Compacted):
+        return f"returned {type(result).__name__}, expected Compacted"
+    if result.empty:
+        return "empty result"
+    if result.text is not None:
+        verdict = job.check(result.text)
+        if not verdict.ok:
+            return f"refused its summary: {verdict.reason()}"
+    return None
 
 
 def _strings(value: object) -> tuple[str, ...]:
