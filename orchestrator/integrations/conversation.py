@@ -20,16 +20,15 @@ append-only.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from context_graph.errors import ConfigurationError, IngestError
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent
-from context_graph.render import RenderResult
-from context_graph.tokens.counting import ProviderFormat
 from orchestrator.integrations.clients_apis import Api
 from orchestrator.integrations.held import event_key, held_prefix, node_key, open_calls
+from orchestrator.integrations.streams import Renderer
 
 __all__ = ["Conversation", "Manager"]
 
@@ -37,7 +36,7 @@ __all__ = ["Conversation", "Manager"]
 _T = TypeVar("_T")
 
 
-class Manager(Protocol):
+class Manager(Renderer, Protocol):
     """What a managed client needs of its `ContextManager`."""
 
     @property
@@ -49,24 +48,6 @@ class Manager(Protocol):
 
     def restore_urls(self, value: _T) -> _T:
         """`value` with every URL the session shortened restored."""
-
-    async def render(
-        self,
-        *,
-        format: ProviderFormat | None = None,
-        budget: int | None = None,
-        tools: Sequence[Any] | None = None,
-    ) -> RenderResult:
-        """Compact when due, then render."""
-
-    def render_sync(
-        self,
-        *,
-        format: ProviderFormat | None = None,
-        budget: int | None = None,
-        tools: Sequence[Any] | None = None,
-    ) -> RenderResult:
-        """The blocking twin of `render`."""
 
     def report_usage(self, prompt_tokens: int) -> float:
         """Report the provider's prompt tokens for the last render."""
