@@ -22,7 +22,13 @@ from orchestrator.agent_tools import EXPAND_TOOL
 from orchestrator.agent_tools.offer import MIN_ROOM
 from orchestrator.profiles import PROFILES
 from orchestrator.replay import model_call_points
-from processors import Distiller, HistorySummarizer, ObservationMasker, ToolOutputTruncator
+from processors import (
+    Distiller,
+    HistorySummarizer,
+    ObservationMasker,
+    Processor,
+    ToolOutputTruncator,
+)
 from tests.orchestrator.test_agent_tools import fill, tool_names
 from tests.orchestrator.test_manager_properties import sessions
 
@@ -31,7 +37,7 @@ NODE_ID = re.compile(r"\d{6}-[a-z_]+-[0-9a-f]{16}")
 
 pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.NonInteractiveExampleWarning")
 
-STAGES = {
+STAGES: dict[str, Processor] = {
     "mask": ObservationMasker(keep_turns=1),
     "truncate": ToolOutputTruncator(max_tokens=200),
     "distill": Distiller(level="heavy"),
