@@ -5,6 +5,10 @@ What a user imports to build a graph (`ContextGraph`, the event and node types),
 `context_graph.render`, recorded sessions `context_graph.importers`, request checks
 `context_graph.validate`, test doubles `context_graph.testing`; docs/api.md lists the public
 names by job. Any other name is internal: importable from its own module, free to move.
+
+The manager is not here: `from orchestrator import ContextManager`. Asked for it (or
+another name of `orchestrator` or `processors`), this package raises a
+`WrongPackageError` that names the import to use.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ try:
 except PackageNotFoundError:  # run from a source tree that was never installed
     __version__ = "0+unknown"
 
+from context_graph._elsewhere import elsewhere as _elsewhere
 from context_graph.errors import (
     BudgetExceededError,
     ConfigurationError,
@@ -36,6 +41,7 @@ from context_graph.errors import (
     SummarizerError,
     TokenizerError,
     UnknownNodeError,
+    WrongPackageError,
 )
 from context_graph.graph.content import (
     ContentPart,
@@ -153,5 +159,11 @@ __all__ = [
     "UserNode",
     "UserTurn",
     "Withdrawal",
+    "WrongPackageError",
     "default_counter",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A name this package does not have; one of another package's says where it is."""
+    raise _elsewhere(name)

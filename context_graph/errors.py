@@ -13,6 +13,8 @@ ContextGraphError
 │   └── SummarizerError               a summarizer's call or answer failed (.summarizer)
 ├── TokenizerError (LookupError)      an encoding that cannot be loaded offline
 ├── ConfigurationError (ValueError)   a developer mistake, raised at construction time
+├── WrongPackageError (ImportError)   a name of `orchestrator` or `processors` asked of
+│                                     `context_graph`; says where it lives
 └── StoreError                        a session file that cannot be opened or written (.path)
     ├── StoreLockedError              another store holds the file for writing (.pid)
     ├── StoreFormatError (ValueError) not a session store that this version can read
@@ -49,6 +51,7 @@ __all__ = [
     "SummarizerError",
     "TokenizerError",
     "UnknownNodeError",
+    "WrongPackageError",
 ]
 
 
@@ -261,4 +264,13 @@ class StoreUnavailableError(StoreError):
     """The database server cannot be reached now (down, restarting, connection dropped).
 
     Nothing half-written is left behind: a write either landed whole or not at all.
+    """
+
+
+class WrongPackageError(ContextGraphError, ImportError):
+    """A name of another package asked of `context_graph`; says the import that works.
+
+    `from context_graph import ContextManager` raises it. An `ImportError`, not an
+    `AttributeError`: `from ... import` replaces an `AttributeError` by its own message,
+    which would not say where the name lives.
     """

@@ -4,8 +4,9 @@
 short placeholder of the same kind that still answers the same call, once the content
 is old (at least `keep_turns` user turns ago), superseded by a later read of the same
 file, or (when asked) consumed by a later assistant turn. The placeholder keeps the
-tool name and a gist (size, exit code, first error line) and names the node to expand
-to get the content back; the pristine record keeps the original.
+tool name and a gist (size, exit code, first error line); when the model can call
+`context_expand` (`ProcessorContext.expand_hints`) it also names the id to pass it. The
+pristine record keeps the original.
 
 ```python
 proposal = await ObservationMasker(keep_turns=2).propose(nodes, ctx)
@@ -238,10 +239,11 @@ def _placeholder(
         with_entities: Also name the critical entities of the text (at most
             `_ERROR_ENTITIES`), for a failed call.
         tool: The model can call `context_expand`: say so, with the id to pass it.
+            Without the tool the placeholder names no id: the model has no way to act on it.
 
     Returns:
         e.g. `[output of bash masked: 812 lines, 9,340 tokens, exit 1, first error:
-        ... - expand node <id> to restore]`.
+        ...]`, or with the tool `[... — call context_expand with id <id> to restore]`.
     """
     text = node.text
     facts = [_plural(len(text.splitlines()), "line"), _plural(tokens, "token")]
@@ -262,8 +264,8 @@ def _placeholder(
             facts.append("mentions " + " ".join(entities))
     if reason == "superseded":
         facts.append("superseded by a later read")
-    how = f"call context_expand with id {node.id}" if tool else f"expand node {node.id}"
-    return f"[{_label(node)} masked: {', '.join(facts)} — {how} to restore]"
+    how = f" — call context_expand with id {node.id} to restore" if tool else ""
+    return f"[{_label(node)} masked: {', '.join(facts)}{how}]"
 
 
 def _exit_code(node: Node) -> int | None:

@@ -11,9 +11,13 @@ Each record is `{"timestamp", "type", "payload"}`. By type:
   (`UserTurn.notice`), so the render floor keeps the user's own request. Codex's own
   `ghost_snapshot` items (git snapshots for undo, never sent to the model) are skipped.
 - `turn_context`: its `model` is credited to the assistant turns that follow.
-- `event_msg`: UI events that repeat the items (`user_message`, `agent_message`,
-  `agent_reasoning`, `exec_command_end`, ...) are skipped; the last `token_count` gives the
-  session's `meta["usage"]` (the provider's running totals) and `model_context_window`.
+- `event_msg`: UI events that repeat the items (`agent_message`, `agent_reasoning`,
+  `exec_command_end`, ...) are skipped; the last `token_count` gives the session's
+  `meta["usage"]` (the provider's running totals) and `model_context_window`. A
+  `user_message` is the user's request as the UI showed it: the CLI records the request
+  as a `response_item` user message too, just before, and then the event is skipped (it
+  pairs with that message); Codex Desktop records the request only as the event, and
+  then it becomes the `UserTurn` (its `message`, and its `images` as image parts).
 - `compacted`: Codex's own compaction. It becomes a `Compaction` event (origin
   `codex_cli`) standing for everything before it: its content is the readable messages of
   `replacement_history` (what Codex sent in place of the history), developer messages
@@ -38,7 +42,7 @@ from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.graph.content import ContentPart, TextPart
-from context_graph.graph.events import Compaction, SystemPrompt
+from context_graph.graph.events import Compaction, SystemPrompt, UserTurn
 from context_graph.importers._base import (
     ImportedSession,
     Names,
@@ -142,6 +146,11 @@ class _Walk:
     models: list[JsonValue] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     prompted: bool = False
+    unpaired: int = 0
+    """The user's own messages read from response items since the last `user_message`
+    event: each is what the next such event repeats."""
+    recent: list[str] = field(default_factory=list)
+    """The texts of every user message item (harness context too) since that event."""
 
     def record(self, index: int, value: Any) -> None:
         where = self.raw.at(index)
@@ -166,7 +175,7 @@ class _Walk:
         elif kind == "turn_context":
             self._turn_context(payload, here)
         elif kind == "event_msg":
-            self._event(payload, here)
+            self._event(payload, here, timestamp)
         else:
             self._compacted(payload, here, timestamp)
 
@@ -175,7 +184,12 @@ class _Walk:
         if item_type in _CODEX_ONLY_ITEMS:
             self.skipped[f"response_item.{item_type}"] += 1
             return
+        before = len(self.reader.events)
         self.reader.read(payload, where, ts)
+        for event in self.reader.events[before:]:
+            if isinstance(event, UserTurn):
+                self.unpaired += not event.notice
+                self.recent.append(_text(event.content))
 
     def _session(self, payload: Mapping[str, Any], where: SourceLocation, ts: str | None) -> None:
         for key, name in _SESSION_KEYS.items():
@@ -207,8 +221,11 @@ class _Walk:
         if model not in self.models:
             self.models.append(model)
 
-    def _event(self, payload: Mapping[str, Any], where: SourceLocation) -> None:
+    def _event(self, payload: Mapping[str, Any], where: SourceLocation, ts: str | None) -> None:
         kind = payload.get("type")
+        if kind == "user_message" and not self._repeated(payload, where):
+            self._user_message(payload, where, ts)
+            return
         if kind != "token_count":
             self.skipped[f"event_msg.{kind}" if isinstance(kind, str) else "event_msg"] += 1
             return
@@ -222,6 +239,41 @@ class _Walk:
         window = info.get("model_context_window")
         if type(window) is int:
             self.meta["model_context_window"] = window
+
+    def _repeated(self, payload: Mapping[str, Any], where: SourceLocation) -> bool:
+        """Whether a `user_message` event repeats a user message item read before it."""
+        text = expect_str(payload.get("message") or "", where.with_path("message"), "`message`")
+        recent, self.recent = self.recent, []
+        if self.unpaired:
+            self.unpaired -= 1
+            return True
+        return text in recent
+
+    def _user_message(
+        self, payload: Mapping[str, Any], where: SourceLocation, ts: str | None
+    ) -> None:
+        """The user's request that only a `user_message` event records (Codex Desktop)."""
+        content: list[dict[str, Any]] = []
+        if payload.get("message"):
+            content.append({"type": "input_text", "text": payload["message"]})
+        images = payload.get("images")
+        at = where.with_path("images")
+        for index, url in enumerate(expect_list(images, at, "`images`") if images else ()):
+            here = at.with_path(f"[{index}]")
+            content.append({"type": "input_image", "image_url": expect_str(url, here, "image")})
+        parts = content_parts(content, where, "`message`")
+        if not parts:
+            self.skipped["event_msg.user_message"] += 1  # an empty message: nothing was sent
+            return
+        meta: dict[str, JsonValue] = {}
+        if payload.get("local_images"):  # files the UI attached: read from disk, not recorded
+            meta["local_images"] = plain_json(
+                payload["local_images"], where.with_path("local_images")
+            )
+        self.reader.flush()
+        notice = is_harness_context(parts)
+        event = UserTurn(content=parts, notice=notice, meta=meta, timestamp=ts, source=where)
+        self.reader.events.append(event)
 
     def _compacted(self, payload: Mapping[str, Any], where: SourceLocation, ts: str | None) -> None:
         message = payload.get("message")
@@ -250,6 +302,10 @@ class _Walk:
                 source=where,
             )
         )
+
+
+def _text(parts: Sequence[ContentPart]) -> str:
+    return "".join(p.text for p in parts if isinstance(p, TextPart))
 
 
 def _compaction_item(

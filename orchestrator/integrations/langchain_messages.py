@@ -248,7 +248,7 @@ def _message(
             }
             for c in wanted
         ]
-        return AIMessage(content=_ai_content(text, reasoning or ()), tool_calls=tool_calls)
+        return AIMessage(content=_ai_content(content, reasoning or ()), tool_calls=tool_calls)
     kind = "human" if role == "user" else "system"
     original_message = said.get((kind, text))
     if isinstance(original_message, HumanMessage | SystemMessage):
@@ -281,9 +281,9 @@ def _with_reasoning(message: AIMessage, kept: Sequence[tuple[str, ...]]) -> AIMe
 
 
 def _ai_content(
-    text: str, reasoning: Sequence[Mapping[str, Any]]
+    content: str | list[dict[str, Any]], reasoning: Sequence[Mapping[str, Any]]
 ) -> str | list[str | dict[str, Any]]:
-    """A new AI message's content: its text, after the reasoning the render sent."""
+    """A new AI message's content: its text blocks, after the reasoning the render sent."""
     blocks: list[str | dict[str, Any]] = []
     for part in reasoning:
         kind = part["type"]
@@ -302,8 +302,13 @@ def _ai_content(
             if "encrypted_content" in part:
                 block["encrypted_content"] = part["encrypted_content"]
             blocks.append(block)
-    if not blocks:
-        return text
-    if text:
-        blocks.append({"type": "text", "text": text})
+    if isinstance(content, str):
+        if not blocks:
+            return content
+        content = [{"type": "text", "text": content}] if content else []
+    blocks.extend(
+        {"type": "text", "text": str(block["text"])}
+        for block in content
+        if block.get("type") == "text"
+    )
     return blocks

@@ -9,7 +9,9 @@ reasoning beside them (`orchestrator.integrations.rendered.chat_items`, from any
 Going back, every part the engine left as it was is the original part object (a
 `ThinkingPart` keeps its signature, a `ToolCallPart` its id and provider details); a
 part the engine changed (a shortened tool return, a summary, the marker where units
-were left out) is a new part. A response is its original only when the render kept its
+were left out) is a new part; text blocks the render sent as blocks (a summary and the
+user's new request in one Anthropic or Gemini user turn) stay apart, each original prompt
+found among them. A response is its original only when the render kept its
 reasoning as it was; otherwise it is a copy without the `ThinkingPart`s the render left
 out (its other parts, their provider details such as a Gemini call's thought signature,
 kept), and a response the engine rewrote has the `ThinkingPart`s the render sent. Every
@@ -174,13 +176,14 @@ class _Originals:
 
     returns: Mapping[str, tuple[ModelRequest, ModelRequestPart]]
     responses: Mapping[str, ModelResponse]
-    prompts: Mapping[str, tuple[ModelRequest, ModelRequestPart]]
+    prompts: Mapping[tuple[str, ...], tuple[ModelRequest, ModelRequestPart]]
+    """By role and texts: `("system", text)`, `("user", text, ...)` (a prompt of texts)."""
 
     @classmethod
     def of(cls, history: Sequence[ModelMessage]) -> _Originals:
         returns: dict[str, tuple[ModelRequest, ModelRequestPart]] = {}
         responses: dict[str, ModelResponse] = {}
-        prompts: dict[str, tuple[ModelRequest, ModelRequestPart]] = {}
+        prompts: dict[tuple[str, ...], tuple[ModelRequest, ModelRequestPart]] = {}
         for message in history:
             if isinstance(message, ModelResponse):
                 calls = [p.tool_call_id for p in message.parts if isinstance(p, ToolCallPart)]
@@ -191,9 +194,13 @@ class _Originals:
                 if isinstance(part, BaseToolReturnPart | RetryPromptPart) and event:
                     returns[part.tool_call_id] = (message, part)
                 elif isinstance(part, SystemPromptPart):
-                    prompts[f"system:{part.content}"] = (message, part)
+                    prompts["system", part.content] = (message, part)
                 elif isinstance(part, UserPromptPart) and isinstance(part.content, str):
-                    prompts[f"user:{part.content}"] = (message, part)
+                    prompts["user", part.content] = (message, part)
+                elif isinstance(part, UserPromptPart) and all(
+                    isinstance(item, str) for item in part.content
+                ):
+                    prompts["user", *map(str, part.content)] = (message, part)
         return cls(returns, responses, prompts)
 
 
@@ -202,11 +209,16 @@ def _response_text(message: ModelResponse) -> str:
 
 
 def _text(content: Any) -> str:
+    return "".join(_texts(content))
+
+
+def _texts(content: Any) -> list[str]:
+    """The texts of a chat content, each block's apart (one for a string content)."""
     if content is None:
-        return ""
+        return [""]
     if isinstance(content, str):
-        return content
-    return "".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+        return [content]
+    return [str(p.get("text", "")) for p in content if p.get("type") == "text"]
 
 
 def from_payload(
@@ -234,9 +246,9 @@ def from_payload(
     source: ModelRequest | None = None
     for item in payload:
         if item["role"] != "assistant":
-            origin, part = _request_part(item, originals)
-            source = source or origin
-            pending.append(part)
+            for origin, part in _request_parts(item, originals):
+                source = source or origin
+                pending.append(part)
             continue
         if pending:
             out.append(_request(pending, source, token, conversation_id))
@@ -264,29 +276,71 @@ def _request(
     return dataclasses.replace(source, parts=parts, metadata=_marked(source.metadata, token))
 
 
-def _request_part(
-    item: Mapping[str, Any], originals: _Originals
-) -> tuple[ModelRequest | None, ModelRequestPart]:
-    text = _text(item.get("content"))
+_Part = tuple[ModelRequest | None, ModelRequestPart]
+"""A request part and the request it comes from (`None` for a new part)."""
+
+
+def _request_parts(item: Mapping[str, Any], originals: _Originals) -> list[_Part]:
+    """The request parts of a chat message: one, or one per run of its text blocks."""
     if item["role"] == "tool":
-        call_id = item["tool_call_id"]
-        found = originals.returns.get(call_id)
-        if found is None:  # the renderer's placeholder for a call that got no result
-            name = _call_name(call_id, originals)
-            return None, ToolReturnPart(tool_name=name, content=text, tool_call_id=call_id)
-        origin, part = found
-        event = _request_event(part, 0)
-        if event is not None and event["content"] == text:
-            return origin, part
-        name = str(event["name"]) if event is not None else "tool"
-        return origin, ToolReturnPart(tool_name=name, content=text, tool_call_id=call_id)
-    kind = "system" if item["role"] == "system" else "user"
-    found = originals.prompts.get(f"{kind}:{text}")
+        return [_return_part(item, originals)]
+    texts = _texts(item.get("content")) or [""]
+    if item["role"] == "system":
+        # pydantic-ai's system prompts are single texts: a block is a prompt.
+        return [_prompt(originals, "system", [text]) for text in texts]
+    parts: list[_Part] = []
+    new: list[str] = []
+    start = 0
+    while start < len(texts):
+        found = _longest_prompt(originals, texts, start)
+        if found is None:
+            new.append(texts[start])
+            start += 1
+            continue
+        if new:
+            parts.append(_prompt(originals, "user", new))
+            new = []
+        parts.append(found[0])
+        start += found[1]
+    if new:
+        parts.append(_prompt(originals, "user", new))
+    return parts
+
+
+def _longest_prompt(
+    originals: _Originals, texts: Sequence[str], start: int
+) -> tuple[_Part, int] | None:
+    """The original user prompt saying the most of `texts` from `start`, and how many."""
+    for end in range(len(texts), start, -1):
+        found = originals.prompts.get(("user", *texts[start:end]))
+        if found is not None:
+            return found, end - start
+    return None
+
+
+def _prompt(originals: _Originals, kind: str, texts: Sequence[str]) -> _Part:
+    """The original prompt saying `texts`, else a new one (a string when it is one text)."""
+    found = originals.prompts.get((kind, *texts))
     if found is not None:
         return found
     if kind == "system":
-        return None, SystemPromptPart(content=text)
-    return None, UserPromptPart(content=text)
+        return None, SystemPromptPart(content="".join(texts))
+    return None, UserPromptPart(content=texts[0] if len(texts) == 1 else list(texts))
+
+
+def _return_part(item: Mapping[str, Any], originals: _Originals) -> _Part:
+    text = _text(item.get("content"))
+    call_id = item["tool_call_id"]
+    found = originals.returns.get(call_id)
+    if found is None:  # the renderer's placeholder for a call that got no result
+        name = _call_name(call_id, originals)
+        return None, ToolReturnPart(tool_name=name, content=text, tool_call_id=call_id)
+    origin, part = found
+    event = _request_event(part, 0)
+    if event is not None and event["content"] == text:
+        return origin, part
+    name = str(event["name"]) if event is not None else "tool"
+    return origin, ToolReturnPart(tool_name=name, content=text, tool_call_id=call_id)
 
 
 def _call_name(call_id: str, originals: _Originals) -> str:
@@ -320,8 +374,7 @@ def _response(
             metadata = _marked(original.metadata, token)
             return dataclasses.replace(original, parts=left, metadata=metadata)
     parts: list[ModelResponsePart] = thinking_parts(reasoning or (), provider_name)
-    if text:
-        parts.append(TextPart(content=text))
+    parts.extend(TextPart(content=said) for said in _texts(item.get("content")) if said)
     parts.extend(
         ToolCallPart(
             tool_name=c["function"]["name"],

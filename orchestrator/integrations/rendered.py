@@ -12,6 +12,12 @@ Reading the rendered body, rather than rendering a second time in the chat forma
 one fit: what the framework is given is exactly what was counted. A call id the renderer
 rewrote for a format (an Anthropic id with a dot in it) is read back as the id the
 framework recorded, so the converters find the original messages by it.
+
+Text blocks stay blocks (a message with several has a list of text parts): a format that
+merges neighbouring messages of a role (Anthropic and Gemini send the summary and the
+user's new request as one user turn) keeps them apart only as blocks, and the system
+prompt and the pinned notes are blocks of one `system` field. A tool result's blocks are
+joined, as the converters join the original's to find it.
 """
 
 from __future__ import annotations
@@ -103,15 +109,28 @@ def _call(call_id: str, name: str, arguments: Any) -> Item:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": text}}
 
 
-def _assistant(text: str, calls: list[Item], reasoning: list[Item]) -> Item:
-    item: Item = {"role": "assistant", "content": text or None, REASONING_KEY: reasoning}
+def _assistant(texts: Sequence[str], calls: list[Item], reasoning: list[Item]) -> Item:
+    item: Item = {"role": "assistant", "content": _said(texts), REASONING_KEY: reasoning}
     if calls:
         item["tool_calls"] = calls
     return item
 
 
-def _texts(blocks: Sequence[Mapping[str, Any]]) -> str:
-    return "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+def _texts(blocks: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
+
+
+def _said(texts: Sequence[str]) -> str | list[Item] | None:
+    """An assistant message's content: its non-empty texts, `None` without any."""
+    said = [text for text in texts if text]
+    return _content(said) if said else None
+
+
+def _content(texts: Sequence[str]) -> str | list[Item]:
+    """One text as a string (as the chat format writes it), several as text blocks."""
+    if len(texts) == 1:
+        return texts[0]
+    return [{"type": "text", "text": text} for text in texts]
 
 
 # --- Anthropic Messages ---------------------------------------------------------------------
@@ -121,8 +140,8 @@ def _from_anthropic(payload: Mapping[str, Any], original_id: Ids) -> list[Item]:
     items: list[Item] = []
     system = payload.get("system")
     if system:
-        text = system if isinstance(system, str) else _texts(system)
-        items.append({"role": "system", "content": text})
+        content = system if isinstance(system, str) else _content(_texts(system))
+        items.append({"role": "system", "content": content})
     for message in payload["messages"]:
         blocks = message["content"]
         if isinstance(blocks, str):
@@ -133,7 +152,7 @@ def _from_anthropic(payload: Mapping[str, Any], original_id: Ids) -> list[Item]:
         for block in blocks:
             if block.get("type") == "tool_result":
                 content = block.get("content", "")
-                text = content if isinstance(content, str) else _texts(content)
+                text = content if isinstance(content, str) else "".join(_texts(content))
                 call_id = original_id(block["tool_use_id"])
                 items.append({"role": "tool", "tool_call_id": call_id, "content": text})
         rest = [b for b in blocks if b.get("type") != "tool_result"]
@@ -167,7 +186,7 @@ def _user_content(blocks: Sequence[Mapping[str, Any]]) -> str | list[Item]:
     """Text alone as a string (as the chat format writes it), else the text blocks."""
     if all(b.get("type") == "text" for b in blocks) and len(blocks) == 1:
         return str(blocks[0]["text"])
-    return [{"type": "text", "text": str(b["text"])} for b in blocks if b.get("type") == "text"]
+    return [{"type": "text", "text": text} for text in _texts(blocks)]
 
 
 # --- Gemini contents ------------------------------------------------------------------------
@@ -177,9 +196,8 @@ def _from_gemini(payload: Mapping[str, Any], original_id: Ids) -> list[Item]:
     items: list[Item] = []
     system = payload.get("systemInstruction")
     if system:
-        items.append(
-            {"role": "system", "content": "".join(p.get("text", "") for p in system["parts"])}
-        )
+        said = [str(p.get("text", "")) for p in system["parts"]]
+        items.append({"role": "system", "content": _content(said)})
     for content in payload["contents"]:
         parts = content["parts"]
         if content["role"] == "model":
@@ -201,7 +219,7 @@ def _from_gemini(payload: Mapping[str, Any], original_id: Ids) -> list[Item]:
                     calls.append(_call(original_id(call["id"]), call["name"], call.get("args", {})))
                 elif "text" in part:
                     texts.append(part["text"])
-            items.append(_assistant("".join(texts), calls, reasoning))
+            items.append(_assistant(texts, calls, reasoning))
             continue
         for part in parts:
             if "functionResponse" in part:
@@ -229,7 +247,7 @@ def _from_responses(payload: Mapping[str, Any], original_id: Ids) -> list[Item]:
         role = entry.get("role")
         if kind in ("reasoning", "function_call", "custom_tool_call") or role == "assistant":
             if turn is None:
-                turn = _assistant("", [], [])
+                turn = _assistant((), [], [])
                 items.append(turn)
             _add_to_turn(turn, entry, original_id)
             continue
@@ -258,9 +276,18 @@ def _add_to_turn(turn: Item, entry: Mapping[str, Any], original_id: Ids) -> None
             part["encrypted_content"] = entry["encrypted_content"]
         turn[REASONING_KEY].append(part)
     elif kind == "message":
-        text = "".join(str(p.get("text", "")) for p in entry["content"])
-        turn["content"] = (turn["content"] or "") + text or None
+        texts = [str(p.get("text", "")) for p in entry["content"]]
+        turn["content"] = _said([*_text_list(turn["content"]), *texts])
     else:
         arguments = entry.get("arguments", entry.get("input", ""))
         call = _call(original_id(entry["call_id"]), entry["name"], arguments)
         turn.setdefault("tool_calls", []).append(call)
+
+
+def _text_list(content: str | list[Item] | None) -> list[str]:
+    """The texts of a chat message's content, in order."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [content]
+    return [str(block["text"]) for block in content]

@@ -586,10 +586,13 @@ class TestHints:
         )
         assert manager.working.view.overlay.resolve(node.abstracts[0])[0] == summary
 
-    def test_the_mask_placeholder_without_the_tool_is_unchanged(self) -> None:
-        """Off, the placeholder keeps its old wording (`expand node <id>`)."""
+    def test_the_mask_placeholder_without_the_tool_names_no_id(self) -> None:
+        """Off, the placeholder gives the gist and points at no tool the model lacks."""
         manager = ContextManager(counter=WordCounter(), budget=4_000)
         outputs = fill(manager)
         manager.render_sync()
         copy, _ = manager.working.view.overlay.resolve(outputs[0])
-        assert f"expand node {outputs[0]} to restore]" in manager.working[copy].text
+        text = manager.working[copy].text
+        assert text.startswith("[output of bash masked: 300 lines, ")
+        assert outputs[0] not in text
+        assert "expand" not in text

@@ -156,18 +156,35 @@ class TestObservationMasker:
             assert graph.targets(new.id, "derived_from") == (original.id,)
 
     async def test_placeholder_gist(self, graph: ContextGraph) -> None:
-        """The placeholder names the tool, size, exit code and how to restore it; meta says why."""
+        """The placeholder names the tool, size and exit code, and no id; meta says why.
+
+        Without `context_expand` the model has no way to restore it: no hint points there.
+        """
         proposal = await _propose(graph, keep_turns=3, min_tokens=10, mask_superseded=False)
         (edit,) = _replaces(proposal)
         original = graph[edit.target]
         lines = original.text.count("\n") + 1
         tokens = len(original.text.split())
         assert edit.replacement.text == (
-            f"[output of bash masked: {lines} lines, {tokens} tokens, exit 1"
-            f" — expand node {original.id} to restore]"
+            f"[output of bash masked: {lines} lines, {tokens} tokens, exit 1]"
         )
         masked: dict[str, Any] = {"reason": "old", "tokens": tokens}
         assert edit.replacement.meta == {**original.meta, "masked": masked}
+
+    async def test_placeholder_names_the_id_when_the_tool_is_offered(
+        self, graph: ContextGraph
+    ) -> None:
+        """With `expand_hints` set, the placeholder says which id to pass `context_expand`."""
+        ctx = ProcessorContext.for_graph(graph, expand_hints=True)
+        masker = ObservationMasker(keep_turns=3, min_tokens=10, mask_superseded=False)
+        (edit,) = _replaces(await masker.propose(list(graph), ctx))
+        original = graph[edit.target]
+        lines = original.text.count("\n") + 1
+        tokens = len(original.text.split())
+        assert edit.replacement.text == (
+            f"[output of bash masked: {lines} lines, {tokens} tokens, exit 1"
+            f" — call context_expand with id {original.id} to restore]"
+        )
 
     async def test_tokens_are_counted_on_both_sides(self, graph: ContextGraph) -> None:
         """`tokens_before` / `tokens_after` are the content tokens of the removed / added nodes."""
@@ -308,7 +325,7 @@ class TestPlaceholderGist:
     async def test_exit_code(self, output: str, meta: dict[str, Any], code: int) -> None:
         """The exit code comes from metadata, `<returncode>` tags or the shell's last line."""
         text = await self._mask_one(output, meta=meta)
-        assert f", exit {code}," in text or f", exit {code} —" in text
+        assert f", exit {code}," in text or text.endswith(f", exit {code}]")
 
     async def test_traceback_gives_the_exception_line(self) -> None:
         """A traceback is summed up by the exception that ends it, not its header."""
@@ -331,13 +348,13 @@ class TestPlaceholderGist:
         text = await self._mask_one(
             "\n\n  permission denied on /srv  \n" + _words(100), is_error=True
         )
-        assert "first error: permission denied on /srv —" in text
+        assert text.endswith("first error: permission denied on /srv]")
 
     async def test_long_unicode_error_line_is_cut_cleanly(self) -> None:
         """A long error line of multi-byte text is cut to one short line, not mid-character."""
         line = "ERROR: " + "données invalides 🚫 " * 40
         text = await self._mask_one(_words(50) + "\n" + line + "\n" + _words(50))
-        gist = re.search(r"first error: (.*) — expand", text)
+        gist = re.search(r"first error: (.*)\]$", text)
         assert gist is not None
         assert len(gist.group(1)) <= 120
         assert gist.group(1).endswith("…")
@@ -444,7 +461,7 @@ async def test_masker_on_shared_traces(path: Path) -> None:
             proposal = proposal or await masker.propose(list(graph), ctx)
             _check_edits(graph, ctx, proposal, masker.min_tokens)
             for edit in _replaces(proposal):
-                assert edit.replacement.text.endswith(f"expand node {edit.target} to restore]")
+                assert edit.target not in edit.replacement.text  # no tool to pass it to
         assert graph_snapshot(graph) == before
         for edit in _replaces(default):
             graph.add_derived(edit.replacement)  # each one is a valid derived node
