@@ -141,7 +141,9 @@ def _sync(
     def managed(**kwargs: Any) -> Any:
         _refuse(api, kwargs)
         conversation.take(kwargs)
-        result = manager.render_sync(format=api.format, tools=api.read_tools(kwargs))
+        # A manager without a budget of its own renders under the call's model's window.
+        tools, model = api.read_tools(kwargs), kwargs.get("model")
+        result = manager.render_sync(format=api.format, tools=tools, model=model)
         response = create(**api.write(dict(kwargs), result.payload))
         conversation.give(response if read is None else read(response))
         return response
@@ -160,7 +162,8 @@ def _async(
     async def managed(**kwargs: Any) -> Any:
         _refuse(api, kwargs)
         conversation.take(kwargs)
-        result = await manager.render(format=api.format, tools=api.read_tools(kwargs))
+        tools, model = api.read_tools(kwargs), kwargs.get("model")
+        result = await manager.render(format=api.format, tools=tools, model=model)
         response = await create(**api.write(dict(kwargs), result.payload))
         parsed = response if read is None else read(response)
         conversation.give(await parsed if inspect.isawaitable(parsed) else parsed)

@@ -50,6 +50,7 @@ class Manager(Protocol):
         format: ProviderFormat | None = None,
         budget: int | None = None,
         tools: Sequence[Any] | None = None,
+        model: str | None = None,
     ) -> RenderResult:
         """Compact when due, then render."""
 
@@ -59,6 +60,7 @@ class Manager(Protocol):
         format: ProviderFormat | None = None,
         budget: int | None = None,
         tools: Sequence[Any] | None = None,
+        model: str | None = None,
     ) -> RenderResult:
         """The blocking twin of `render`."""
 
