@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Final, Literal
 
 __all__ = [
@@ -91,24 +93,33 @@ def _claude(model: str, window: int, output: int, cache: int | None, page: str) 
 #: Every model the table knows, by id. Cache minimums of Anthropic models: the prompt
 #: caching page as quoted in anthropics/anthropic-sdk-python#1194 (4.x models) and
 #: dev.to/creeta "Claude's prompt cache fails silently below 1,024 tokens" (5.x models).
-MODEL_LIMITS: Final[dict[str, ModelLimits]] = {
-    limits.model: limits
-    for limits in (
-        # Current lineup (the Haiku 5.5 page's comparison table lists all three).
-        _claude("claude-opus-5-5", 1_000_000, 128_000, None, _CLAUDE_TABLE),
-        _claude("claude-sonnet-5-5", 1_000_000, 128_000, None, _CLAUDE_TABLE),
-        _claude("claude-haiku-5-5", 1_000_000, 128_000, None, _CLAUDE.format("haiku-5-5")),
-        # Still served.
-        _claude("claude-opus-5", 1_000_000, 128_000, 512, _CLAUDE.format("opus-5")),
-        _claude("claude-sonnet-5", 1_000_000, 128_000, 1_024, _CLAUDE.format("sonnet-5")),
-        _claude("claude-haiku-4-5", 200_000, 64_000, 4_096, _CLAUDE_OLD),
-        ModelLimits("gpt-5", "openai", 400_000, 128_000, None, _GPT5),
-        ModelLimits("gemini-2.5-pro", "google", 1_048_576, 65_535, None, _GEMINI.format("2-5-pro")),
-        ModelLimits(
-            "gemini-3-flash-preview", "google", 1_048_576, 65_536, None, _GEMINI.format("3-flash")
-        ),
-    )
-}
+MODEL_LIMITS: Final[Mapping[str, ModelLimits]] = MappingProxyType(
+    {
+        limits.model: limits
+        for limits in (
+            # Current lineup (the Haiku 5.5 page's comparison table lists all three).
+            _claude("claude-opus-5-5", 1_000_000, 128_000, None, _CLAUDE_TABLE),
+            _claude("claude-sonnet-5-5", 1_000_000, 128_000, None, _CLAUDE_TABLE),
+            _claude("claude-haiku-5-5", 1_000_000, 128_000, None, _CLAUDE.format("haiku-5-5")),
+            # Still served.
+            _claude("claude-opus-5", 1_000_000, 128_000, 512, _CLAUDE.format("opus-5")),
+            _claude("claude-sonnet-5", 1_000_000, 128_000, 1_024, _CLAUDE.format("sonnet-5")),
+            _claude("claude-haiku-4-5", 200_000, 64_000, 4_096, _CLAUDE_OLD),
+            ModelLimits("gpt-5", "openai", 400_000, 128_000, None, _GPT5),
+            ModelLimits(
+                "gemini-2.5-pro", "google", 1_048_576, 65_535, None, _GEMINI.format("2-5-pro")
+            ),
+            ModelLimits(
+                "gemini-3-flash-preview",
+                "google",
+                1_048_576,
+                65_536,
+                None,
+                _GEMINI.format("3-flash"),
+            ),
+        )
+    }
+)
 
 # Platform spellings around an id, taken off one at a time.
 _PREFIX = re.compile(
