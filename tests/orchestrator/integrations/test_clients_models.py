@@ -24,7 +24,7 @@ class TestWrappedClient:
         client = manager.wrap(
             openai.OpenAI(base_url=f"{server.url}/v1", api_key="test", max_retries=0)
         )
-        hi = [{"role": "user", "content": "hi"}]
+        hi: list[Any] = [{"role": "user", "content": "hi"}]
         client.chat.completions.create(model="gpt-5-2025-08-07", messages=hi)
         assert budgets == [400_000 - 20_000]
 
