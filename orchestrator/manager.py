@@ -49,6 +49,7 @@ from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent, coerce_events
 from context_graph.graph.nodes import Node
 from context_graph.graph.sdk_replies import read_response
+from context_graph.models import model_budget, warn_no_budget
 from context_graph.render import Renderer, RenderResult, RenderSource, count_payload
 from context_graph.tokens.counting import ProviderFormat, TokenCounter
 from context_graph.urls import restore_urls, url_map
@@ -70,6 +71,7 @@ from orchestrator.options import (
     check_batch,
     check_budget,
     check_format,
+    check_model,
     check_tools,
     default_pipeline,
     resolve_options,
@@ -122,7 +124,13 @@ class ContextManager(EventAdders):
 
     Args:
         format: The default provider format: `openai`, `anthropic` or `gemini`.
-        budget: The default token budget of a render; `None` for no limit.
+        budget: The default token budget of a render. `None`: the usable window of
+            `model` (`context_graph.models`; an unknown model gets 108,000 tokens and
+            one `UnknownModelWarning`), or with no model no limit, which a render warns
+            about once per process (`NoBudgetWarning`: nothing is cut to fit).
+        model: The model the requests are for, such as `claude-sonnet-5`: it sets the
+            budget when `budget` is not given, and with `cache_breakpoints` a mark goes
+            only where the prefix is as long as the model caches.
         profile: A `Profile`, a built-in profile's name (`coding`, `service`, `chat`) or
             the path of a TOML profile: its triggers, stages and `compact_to`. Options
             given explicitly (`triggers=`, `pipeline=`, `compact_to=`) override it.
@@ -208,6 +216,7 @@ class ContextManager(EventAdders):
         tools: Sequence[Any] | None = None,
         agent_tools: bool | Sequence[str] = False,
         expand_pin_turns: int = 3,
+        model: str | None = None,
     ) -> None:
         self._options = options = resolve_options(
             format=format,
@@ -228,6 +237,7 @@ class ContextManager(EventAdders):
             tools=tools,
             agent_tools=agent_tools,
             expand_pin_turns=expand_pin_turns,
+            model=model,
         )
         session = None if store is None else store.restore(clock=options.clock)
         if session is None:
@@ -244,6 +254,7 @@ class ContextManager(EventAdders):
             refit_to=options.compact_to,
             cache_breakpoints=options.cache_breakpoints,
             tools=options.tools,
+            model=options.model,
         )
         self._keeper = StateKeeper(store, self._state, self._raw, self._renderers)
         if session is not None:
@@ -488,6 +499,7 @@ class ContextManager(EventAdders):
         format: ProviderFormat | None = None,
         budget: int | None = None,
         tools: Sequence[Any] | None = None,
+        model: str | None = None,
     ) -> RenderResult:
         """Compact when due, then render the working view as a request body.
 
@@ -502,8 +514,11 @@ class ContextManager(EventAdders):
 
         Args:
             format: The provider format; the manager's own by default.
-            budget: The token budget; the manager's own by default.
+            budget: The token budget; the manager's own by default, else the usable
+                window of `model`.
             tools: The tool definitions of this request; the manager's own by default.
+            model: The model of this request (a wrapped client passes the call's); it
+                sets the budget when neither the call nor the manager has one.
 
         Raises:
             BudgetExceededError: even compacted, the floor (system, pinned nodes, first
@@ -513,7 +528,7 @@ class ContextManager(EventAdders):
         """
         specs = None if tools is None else self._call_tools(tools, "render")
         with self._renderers.tools_for_call(specs):
-            return await self._render(format, budget)
+            return await self._render(format, self._call_budget(budget, model, "render"))
 
     def _call_tools(self, tools: Sequence[Any], where: str) -> tuple[Any, ...]:
         """One call's tool set: `tools`, then the agent tools (`agent_tools`)."""
@@ -565,6 +580,21 @@ class ContextManager(EventAdders):
         elif due:
             timed_out = (await compactor.run(RunMode.SOFT, limit, renderer)).timed_out
         return timed_out, source
+
+    def _call_budget(self, budget: int | None, model: str | None, where: str) -> int | None:
+        """A call's budget: its own, the manager's, else its model's (None: no limit).
+
+        Warns once per process (`NoBudgetWarning`) when there is none at all.
+        """
+        if budget is not None:
+            return check_budget(budget, where)
+        if self._options.budget is not None:
+            return self._options.budget
+        chosen = check_model(model, where)
+        if chosen is not None:
+            return model_budget(chosen)
+        warn_no_budget(f"ContextManager.{where}")
+        return None
 
     def _render_options(
         self, format: ProviderFormat | None, budget: int | None
@@ -677,6 +707,7 @@ class ContextManager(EventAdders):
         format: ProviderFormat | None = None,
         budget: int | None = None,
         tools: Sequence[Any] | None = None,
+        model: str | None = None,
     ) -> RenderResult:
         """The blocking twin of `render`, for blocking code in any thread.
 
@@ -692,10 +723,11 @@ class ContextManager(EventAdders):
                 using the manager (a background run in progress); await `render()`.
         """
         specs = None if tools is None else self._call_tools(tools, "render_sync")
+        limit = self._call_budget(budget, model, "render_sync")
 
         def work() -> RenderResult:
             with self._renderers.tools_for_call(specs):
-                return self._render_blocking(format, budget)
+                return self._render_blocking(format, limit)
 
         return call_blocking(self._lock, "render_sync", work)
 

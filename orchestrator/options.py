@@ -15,6 +15,7 @@ from typing import Any
 
 from context_graph.errors import ConfigurationError, IngestError, SourceLocation
 from context_graph.graph.events import AgentEvent
+from context_graph.models import model_budget
 from context_graph.render import FORMATS
 from context_graph.render.tools import ToolSpec, read_tools
 from context_graph.tokens.counting import ProviderFormat, TokenCounter
@@ -36,6 +37,7 @@ __all__ = [
     "check_budget",
     "check_cache_breakpoints",
     "check_format",
+    "check_model",
     "check_options",
     "check_pipeline",
     "check_pipelines",
@@ -88,6 +90,8 @@ class ManagerOptions:
     """The names of the agent tools the manager adds and runs (`context_expand`, ...)."""
     expand_pin_turns: int = 3
     """User turns for which compaction leaves what `context_expand` restored alone."""
+    model: str | None = None
+    """The model the requests are for (`None`: not said); it sets the default budget."""
 
     @property
     def expand_hints(self) -> bool:
@@ -120,10 +124,12 @@ def resolve_options(
     tools: Sequence[Any] | None = None,
     agent_tools: object = False,
     expand_pin_turns: int = 3,
+    model: str | None = None,
 ) -> ManagerOptions:
     """Check `ContextManager`'s options (its keywords, defaults alike) and freeze them.
 
-    The options given explicitly override the profile's.
+    The options given explicitly override the profile's. Without a `budget`, a `model`
+    sets it: the model's usable window (`context_graph.models.model_budget`).
 
     Raises:
         ConfigurationError: naming the first option that is invalid.
@@ -141,6 +147,9 @@ def resolve_options(
     ratio = check_ratio(0.7 if ratio is None else ratio, "compact_to")
     fmt = check_format(format, "ContextManager")
     limit = check_budget(budget, "ContextManager")
+    chosen_model = check_model(model, "ContextManager")
+    if limit is None and chosen_model is not None:
+        limit = model_budget(chosen_model)
     marks = check_cache_breakpoints(cache_breakpoints, fmt)
     check_options(counter, chosen.get("triggers"), summarizer, clock)
     config = chosen.get("triggers")
@@ -176,6 +185,7 @@ def resolve_options(
         tools=(*specs, *agents),
         agent_tools=tuple(spec.name for spec in agents),
         expand_pin_turns=pin_turns,
+        model=chosen_model,
     )
 
 
@@ -226,6 +236,14 @@ def check_budget(budget: object, where: str) -> int | None:
         msg = f"{where}: `budget` must be a positive int of tokens or None, got {budget!r}"
         raise ConfigurationError(msg)
     return budget
+
+
+def check_model(model: object, where: str) -> str | None:
+    """`model` if it is `None` or a non-empty string; otherwise a `ConfigurationError`."""
+    if model is None or (isinstance(model, str) and model.strip()):
+        return model
+    msg = f"{where}: `model` must be a model id such as 'claude-sonnet-5' or None, got {model!r}"
+    raise ConfigurationError(msg)
 
 
 def check_cache_breakpoints(value: object, format: ProviderFormat) -> bool:

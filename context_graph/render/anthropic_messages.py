@@ -370,9 +370,12 @@ class AnthropicCacheMarking:
         *,
         breakpoints: Sequence[tuple[int, int]],
         stats: AssemblyStats | None,
+        mark_system: bool = True,
     ) -> dict[str, Any]:
-        """The body of `assemble`, with the system prompt and `breakpoints` marked."""
-        return assemble(system, units, breakpoints=breakpoints, mark_system=True, stats=stats)
+        """The body of `assemble`, with `breakpoints` (and the system prompt) marked."""
+        return assemble(
+            system, units, breakpoints=breakpoints, mark_system=mark_system, stats=stats
+        )
 
     def mark_tools(self, tools: list[Message]) -> list[Message]:
         """The tools with `cache_control` on the last one (the end of the tools prefix)."""

@@ -66,10 +66,12 @@ class CacheMarking(Protocol):
         *,
         breakpoints: Sequence[tuple[int, int]],
         stats: AssemblyStats | None,
+        mark_system: bool = True,
     ) -> dict[str, Any]:
         """The request body with the system prompt and each `(message, block)` marked.
 
-        Positions count in the merged message list; negative ones from the end.
+        Positions count in the merged message list; negative ones from the end. With
+        `mark_system` False the system prompt is left unmarked.
         """
 
     def mark_tools(self, tools: list[Message]) -> list[Message]:

@@ -19,7 +19,8 @@ from typing import Any
 from context_graph.errors import BudgetExceededError, ConfigurationError
 from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.node_tokens import NodeTokenCache
-from context_graph.render.breakpoints import CacheBreakpoints
+from context_graph.models import model_limits
+from context_graph.render.breakpoints import CacheBreakpoints, Prefix
 from context_graph.render.fit import droppable_units, fewest_drops, marker_text
 from context_graph.render.fragments import (
     NONE_SIGNED,
@@ -109,9 +110,14 @@ class Renderer:
             stateless caller expects.
         tools: The tool definitions every render sends unless it is given its own
             (`render(tools=...)`), in any shape `read_tools` reads; see `render`.
+        model: The model the requests are for. With `cache_breakpoints`, a model whose
+            prompt-cache minimum is known (`context_graph.models`) gets a mark only where
+            the prefix up to it (tools, system prompt, messages) is that long, counted
+            by this renderer (scaled by the calibrator); any other model, every mark.
 
     Attributes:
         format: The provider format.
+        model: The model the requests are for (None: not said).
         provider: The format's `ProviderRenderer` (from `PROVIDER_RENDERERS`), which
             writes and counts the request body; the renderer itself is format-neutral.
 
@@ -130,6 +136,7 @@ class Renderer:
         calibrator: Calibrator | None = None,
         refit_to: float | None = None,
         tools: Sequence[Any] = (),
+        model: str | None = None,
     ) -> None:
         provider = PROVIDER_RENDERERS.get(format)
         if provider is None:
@@ -140,6 +147,9 @@ class Renderer:
             msg = "cache_breakpoints is an Anthropic feature; use format='anthropic'"
             raise ConfigurationError(msg)
         self.format: ProviderFormat = format
+        self.model = model
+        limits = model_limits(model)
+        self._cache_min = None if limits is None else limits.cache_min_tokens
         self.provider: ProviderRenderer = provider
         self._counter = counter
         self._breakpoints = (
@@ -156,6 +166,7 @@ class Renderer:
         self._fixed_cache: (
             tuple[tuple[tuple[str, ...], str], tuple[list[Message], int, int]] | None
         ) = None
+        self._tool_tokens = 0
         self._tools = _NO_TOOLS
         self._default_tools = read_tools(tools)
         self._last_key: tuple[int, int | None, float, str] | None = None
@@ -407,7 +418,8 @@ class Renderer:
             kept = list(map(_MESSAGES, sent))
             # Only cache marks read the keys.
             kept_keys = [f.unit.key for f in sent] if self._breakpoints is not None else []
-            tokens = fixed + sum(map(_COST, sent))
+            costs = list(map(_COST, sent))
+            tokens = fixed + sum(costs)
             call_ids = dict(chain.from_iterable(map(_CALLS, sent)))
             signed = any(map(_SIGNED, fragments))
         else:
@@ -415,6 +427,7 @@ class Renderer:
             # call's sums (`RunningSums`), so that it costs the units that are new.
             sums = self._sums.of(fragments)
             kept, kept_keys, call_ids = sums.units, sums.keys, sums.call_ids
+            costs = list(map(_COST, fragments)) if self._cache_min is not None else []
             tokens = fixed + sums.cost
             signed = sums.signed
         if dropped_indices:
@@ -423,13 +436,26 @@ class Renderer:
             kept.insert(dropped_indices[0], marker)
             if self._breakpoints is not None:
                 kept_keys.insert(dropped_indices[0], ("marker",))
-            tokens += provider.count_messages(marker, cache)
+            marker_cost = provider.count_messages(marker, cache)
+            costs.insert(dropped_indices[0], marker_cost)
+            tokens += marker_cost
         stats = AssemblyStats()
-        payload = self._assemble(system, kept, kept_keys, stats=stats)
+        prefix = self._prefix(fixed, costs)
+        payload = self._assemble(system, kept, kept_keys, stats=stats, prefix=prefix)
         if tools.marked is not None:
-            payload["tools"] = tools.marked
+            short = prefix is not None and self._tool_tokens < prefix.minimum
+            payload["tools"] = tools.field if short else tools.marked
         tokens += self._assembly_delta(stats, lead, cache)
         return _Attempt(payload, tokens, tuple(dropped_indices), call_ids, signed)
+
+    def _prefix(self, fixed: int, costs: list[int]) -> Prefix | None:
+        """How to measure prefixes against the model's cache minimum (None: no minimum)."""
+        if self._breakpoints is None or self._cache_min is None:
+            return None
+        factor = self.calibrator.factor if self.calibrator is not None else 1.0
+        # The minimum is in the provider's tokens; the costs are in this renderer's.
+        minimum = math.ceil(self._cache_min / factor)
+        return Prefix(minimum, fixed, costs, self.provider.overhead.per_message)
 
     def _assembly_delta(self, stats: AssemblyStats, lead: int, cache: NodeTokenCache) -> int:
         """Tokens that merging, a leading turn and a stripped ending add or save."""
@@ -463,6 +489,8 @@ class Renderer:
             empty["tools"] = tools.field
         fixed = self.provider.count_payload(empty, cache) - (lead if stats.lead else 0)
         self._fixed_cache = (key, (system, fixed, lead))
+        # The tools' own tokens: the prefix a mark on the last tool ends.
+        self._tool_tokens = self.provider.count_tools(tools.field, cache) if tools.field else 0
         return system, fixed, lead
 
     def _marker_messages(self, dropped: int) -> list[Message]:
@@ -481,7 +509,8 @@ class Renderer:
         *,
         marks: bool = True,
         stats: AssemblyStats | None = None,
+        prefix: Prefix | None = None,
     ) -> dict[str, Any]:
         if not (marks and self._breakpoints is not None):
             return self.provider.assemble(system, kept, stats)
-        return self._breakpoints.assemble(system, kept, keys, stats)
+        return self._breakpoints.assemble(system, kept, keys, stats, prefix)

@@ -28,6 +28,7 @@ class RendererCache:
         cache_breakpoints: The renderers' `cache_breakpoints`.
         tools: The renderers' `tools`: the tool definitions every request carries (so
             that compaction, measuring with the same renderer, counts them too).
+        model: The renderers' `model` (the manager's).
     """
 
     def __init__(
@@ -37,11 +38,13 @@ class RendererCache:
         refit_to: float,
         cache_breakpoints: bool,
         tools: Sequence[ToolSpec] = (),
+        model: str | None = None,
     ) -> None:
         self._calibrator = calibrator
         self._tools = tuple(tools)
         self._refit_to = refit_to
         self._cache_breakpoints = cache_breakpoints
+        self._model = model
         self._renderers: dict[ProviderFormat, Renderer] = {}
 
     def get(self, format: ProviderFormat) -> Renderer:
@@ -54,6 +57,7 @@ class RendererCache:
                 refit_to=self._refit_to,
                 cache_breakpoints=self._cache_breakpoints,
                 tools=self._tools,
+                model=self._model,
             )
             self._renderers[format] = renderer
         return renderer

@@ -127,7 +127,9 @@ def _sync(
     def managed(**kwargs: Any) -> Any:
         _refuse(api, kwargs)
         conversation.take(kwargs)
-        result = manager.render_sync(format=api.format, tools=api.read_tools(kwargs))
+        # A manager without a budget of its own renders under the call's model's window.
+        tools, model = api.read_tools(kwargs), kwargs.get("model")
+        result = manager.render_sync(format=api.format, tools=tools, model=model)
         response = create(**api.write(dict(kwargs), result.payload))
         if kwargs.get("stream") is True:
             return watch_stream(response, conversation, kwargs)
@@ -150,7 +152,8 @@ def _async(
     async def managed(**kwargs: Any) -> Any:
         _refuse(api, kwargs)
         conversation.take(kwargs)
-        result = await manager.render(format=api.format, tools=api.read_tools(kwargs))
+        tools, model = api.read_tools(kwargs), kwargs.get("model")
+        result = await manager.render(format=api.format, tools=tools, model=model)
         response = await create(**api.write(dict(kwargs), result.payload))
         if kwargs.get("stream") is True:
             return watch_stream(response, conversation, kwargs)

@@ -53,6 +53,7 @@ class Renderer(Protocol):
         format: ProviderFormat | None = None,
         budget: int | None = None,
         tools: Sequence[Any] | None = None,
+        model: str | None = None,
     ) -> RenderResult:
         """Compact when due, then render."""
 
@@ -62,6 +63,7 @@ class Renderer(Protocol):
         format: ProviderFormat | None = None,
         budget: int | None = None,
         tools: Sequence[Any] | None = None,
+        model: str | None = None,
     ) -> RenderResult:
         """The blocking twin of `render`."""
 
