@@ -26,7 +26,8 @@ _ORCHESTRATOR = (
 _PROCESSORS = (
     "Abstract AnthropicSummarizer Distiller Drop Edit ExtractiveSummarizer GraphView "
     "HistorySummarizer ObservationMasker OpenAISummarizer Processor ProcessorContext Proposal "
-    "Replace Restore SecretRedactor Summarizer ToolOutputTruncator UrlShortener "
+    "Replace Restore SecretRedactor Summarizer ThinkingClearer ToolInputClearer "
+    "ToolOutputTruncator UrlShortener "
     "available_processors clear_caches create_processor get_processor register_processor "
     "replace_each replacement_for run_processor unregister_processor"
 )

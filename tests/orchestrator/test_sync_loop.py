@@ -136,7 +136,7 @@ class TestRenderSyncInALoop:
         async def main() -> None:
             manager.render_sync(budget=0)
 
-        with pytest.raises(ConfigurationError, match=r"render: `budget` must be a positive int"):
+        with pytest.raises(ConfigurationError, match=r"render(_sync)?: `budget` must be a positive int"):
             finishes(lambda: RUNNERS[runner](main))
 
     def test_the_tool_call_twin_compacts(self, runner: str) -> None:
