@@ -77,7 +77,6 @@ class CompactionProvider(Protocol):
         self, messages: Sequence[Node], instructions: str | None, identifiers: Sequence[str]
     ) -> Compacted:
         """The compaction of `messages`, which must keep `identifiers` verbatim."""
-        ...
 
 
 _LOCK = threading.Lock()

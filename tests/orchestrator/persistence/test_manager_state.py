@@ -12,7 +12,10 @@ id covers its transcript's path, and node ids are in the state. Since fe532b2 th
 relative to the session file, which changed those ids: the `scanned` digests (and nothing
 else) were recorded again then. The coding profile's two clearing stages (`clear_thinking`,
 `clear_tool_inputs`) are in its guard state: the `guards` digests of the eight writes that
-carry them (and nothing else) were recorded again with them.
+carry them (and nothing else) were recorded again with them. Since 70b5758 a masked
+file's placeholder is worded differently, which changes that derived node's id and the
+tokens the stages freed: the `scanned` and `guards` digests (and nothing else) were
+recorded again then.
 """
 
 from __future__ import annotations
