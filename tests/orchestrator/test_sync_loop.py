@@ -136,7 +136,8 @@ class TestRenderSyncInALoop:
         async def main() -> None:
             manager.render_sync(budget=0)
 
-        with pytest.raises(ConfigurationError, match=r"render(_sync)?: `budget` must be a positive int"):
+        refused = r"render(_sync)?: `budget` must be a positive int"
+        with pytest.raises(ConfigurationError, match=refused):
             finishes(lambda: RUNNERS[runner](main))
 
     def test_the_tool_call_twin_compacts(self, runner: str) -> None:
