@@ -2,14 +2,15 @@
 
 `ProviderServer(wire)` listens on 127.0.0.1 (port 0) and answers like the real API:
 `POST /v1/chat/completions` (`openai`), `POST /v1/responses` (`responses`),
-`POST /v1/messages` (`anthropic`) and `POST /v1beta/models/<model>:generateContent`
-(`gemini`). Every body is checked with the engine's validator
-(`context_graph.validate.validate`) and the SDK request types (`sdk_problems`), and its
-prompt is counted the provider's way: the renderer's count times `factor` (a provider
-whose tokenizer counts more than ours). A body that breaks a rule, or whose prompt is
-over `limit`, is refused with the provider's own error shape (HTTP 400), so a client sees
-what the real API would answer. Answers come from `respond(body)`: a dict of `Turn`'s
-fields (`{"text": ...}`, `{"calls": [["read_file", {"path": "a.py"}]], "reasoning": True}`).
+`POST /v1/messages` and `/v1/messages/count_tokens` (`anthropic`) and
+`POST /v1beta/models/<model>:generateContent` (`gemini`). Every body is checked with the
+engine's validator (`context_graph.validate.validate`) and the SDK request types
+(`sdk_problems`), and its prompt is counted the provider's way: the renderer's count
+times `factor` (a provider whose tokenizer counts more than ours). A body that breaks a
+rule, or whose prompt is over `limit`, is refused with the provider's own error shape
+(HTTP 400), so a client sees what the real API would answer. Answers come from
+`respond(body)`: a dict of `Turn`'s fields (`{"text": ...}`,
+`{"calls": [["read_file", {"path": "a.py"}]], "reasoning": True}`).
 
 An answer has the real API's whole shape, checked against the SDKs' response types
 (tests/benchmarks/test_provider_server.py): a Responses `Response` echoes its request
@@ -76,6 +77,7 @@ class ProviderServer:
     prompts: list[int] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     refused_prompts: list[int] = field(default_factory=list)
+    counted: list[dict[str, Any]] = field(default_factory=list)
     stream_fault: StreamFault | None = None
     """Interrupts every streamed answer while set (a body with `"stream": true`, or Gemini's
     `:streamGenerateContent`, is answered by `benchmarks.provider_streams`)."""
@@ -103,6 +105,8 @@ class ProviderServer:
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The status and JSON answer to one request."""
+        if self.wire == "anthropic" and path.split("?")[0] == "/v1/messages/count_tokens":
+            return self.count_tokens(body)
         checked = _sent_back(body) if self.wire == "openai" else body
         problems = [f"{v.rule}: {v.message}" for v in validate(checked, self.wire)]
         problems += sdk_problems(checked, self.wire)
@@ -131,6 +135,22 @@ class ProviderServer:
             answer.update(_responses_echo(body))
         _report_cached(self.wire, answer, min(tokens, self.cached(body, previous)))
         return 200, answer
+
+    def count_tokens(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Anthropic's `count_tokens`: the prompt tokens of a body, checked as a request is.
+
+        Counted bodies are kept in `counted`, not in `requests` (no model call was made).
+        """
+        problems = [f"{v.rule}: {v.message}" for v in validate(body, "anthropic")]
+        problems += sdk_problems(body, "anthropic")
+        if not isinstance(body.get("model"), str):
+            problems.append("model: Field required")
+        if problems:
+            return 400, _error("anthropic", "; ".join(problems))
+        tokens = self.count(body)
+        with self._lock:
+            self.counted.append(body)
+        return 200, {"input_tokens": tokens}
 
     def cached(self, body: dict[str, Any], previous: dict[str, Any] | None) -> int:
         """The prompt tokens an automatic prefix cache holds after `previous` (OpenAI, Gemini).

@@ -88,6 +88,7 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     _add_replay(commands)
     _add_check(commands)
     _add_store(commands)
+    _add_proxy(commands)
     for sub in commands.choices.values():
         if isinstance(sub, _Parser):
             sub.json_errors = parser.json_errors
@@ -222,6 +223,53 @@ def _add_store(commands: _Commands) -> None:
         help="the token counter the session was recorded with (default: %(default)s)",
     )
     _add_json(copy, "print what was copied as JSON; errors as a JSON object on stdout")
+
+
+def _add_proxy(commands: _Commands) -> None:
+    proxy = commands.add_parser(
+        "proxy",
+        help="serve a gateway that compacts an agent CLI's context (Claude Code)",
+        description=(
+            "Serve an HTTP proxy between an agent and its provider: each model call is "
+            "rendered under --budget by the engine (one managed conversation per agent "
+            "session, kept in --store) and forwarded to the upstream; answers are "
+            "streamed back unchanged. Prints the environment to set, then serves until "
+            "interrupted. See docs/proxy.md."
+        ),
+    )
+    proxy.add_argument(
+        "--upstream",
+        choices=("anthropic",),
+        default="anthropic",
+        help="the API the agent speaks (default: anthropic)",
+    )
+    proxy.add_argument(
+        "--upstream-url",
+        help="the upstream's base URL, for a compatible endpoint (default: the provider's)",
+    )
+    proxy.add_argument(
+        "--budget", type=parse_budget, required=True, help="token budget of every request"
+    )
+    _add_profile(proxy)
+    proxy.add_argument(
+        "--store",
+        type=Path,
+        help="folder of the session files (default: context-graph/proxy in the user's data "
+        "folder, $XDG_DATA_HOME or ~/.local/share)",
+    )
+    proxy.add_argument(
+        "--memory", action="store_true", help="keep sessions in memory only (no --store)"
+    )
+    proxy.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    proxy.add_argument(
+        "--port", type=int, default=8787, help="port to listen on, 0 for any (default: 8787)"
+    )
+    proxy.add_argument(
+        "--strict",
+        action="store_true",
+        help="answer a request the engine fails on with an error (default: forward it "
+        "unchanged, with a warning)",
+    )
 
 
 def _add_trace_arguments(command: argparse.ArgumentParser) -> None:

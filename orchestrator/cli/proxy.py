@@ -1,0 +1,69 @@
+"""`context-graph proxy`: the gateway between an agent CLI and its provider.
+
+Starts `orchestrator.gateway.Gateway` on loopback, prints the environment the agent
+needs, and serves until interrupted. Each conversation is kept in a session file
+under the store folder (by default the user's data folder), so a restarted proxy
+resumes every session from what it holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from context_graph.errors import ConfigurationError
+from orchestrator.cli.errors import EXIT_OK
+from orchestrator.cli.progress import Progress
+from orchestrator.cli.session import choose_profile
+
+__all__ = ["default_store", "run_proxy"]
+
+UPSTREAMS = {"anthropic": "https://api.anthropic.com"}
+"""Each upstream API the proxy speaks, and its public base URL."""
+
+
+def default_store() -> Path:
+    """The proxy's session folder in the user's data folder (`$XDG_DATA_HOME` first)."""
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "context-graph" / "proxy"
+
+
+def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
+    """Serve until interrupted (Ctrl-C ends with exit code 130, as every command)."""
+    try:
+        from aiohttp import web  # noqa: F401  (the extra is checked before anything starts)
+    except ImportError:
+        msg = "proxy: needs the `proxy` extra: pip install 'context-graph[proxy]'"
+        raise ConfigurationError(msg) from None
+    from orchestrator.gateway.serve import serve
+
+    profile = choose_profile(args.profile)
+    store = None if args.memory else (args.store or default_store())
+    if store is not None and store.exists() and not store.is_dir():
+        msg = f"proxy --store {store}: not a folder (the proxy keeps a folder per session)"
+        raise ConfigurationError(msg)
+    upstream = args.upstream_url or UPSTREAMS[args.upstream]
+    asyncio.run(
+        serve(
+            upstream=upstream,
+            budget=args.budget,
+            profile=profile,
+            store=store,
+            host=args.host,
+            port=args.port,
+            strict=args.strict,
+            announce=lambda url: _announce(url, upstream, args, store),
+        )
+    )
+    return EXIT_OK
+
+
+def _announce(url: str, upstream: str, args: argparse.Namespace, store: Path | None) -> None:
+    where = "memory only" if store is None else str(store)
+    print(f"context-graph proxy: {url} -> {upstream}, budget {args.budget}, sessions in {where}")
+    print("Set in the agent's environment:")
+    print(f"  export ANTHROPIC_BASE_URL={url}")
+    sys.stdout.flush()

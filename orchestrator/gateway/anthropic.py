@@ -1,0 +1,108 @@
+"""Anthropic's Messages API as the gateway reads and writes it.
+
+What a request body says is read as the managed `messages.create` reads its keyword
+arguments (`ANTHROPIC_MESSAGES`), after two changes that make the agent's history
+comparable from call to call and readable by the importer:
+
+- `cache_control` marks are taken off: the agent moves its marks to the newest message
+  at every call, which would make an unchanged item look changed; the engine places
+  its own marks on what it renders.
+- a `system` message inside `messages` (Claude Code's mid-conversation system beta)
+  becomes a user message whose text is wrapped in `<system-reminder>` tags, the form
+  Claude Code itself used for these reminders before the beta: every API version
+  accepts it, and the top-level system prompt, the head of the cached prefix, stays
+  the same from call to call.
+
+A reply is not read: the agent sends it back in its next request, where it is taken in
+with the rest. Only its usage is read, to calibrate the engine's count
+(`prompt_tokens`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["prompt_tokens", "readable_request", "sse_usage"]
+
+_REMINDER = "<system-reminder>\n{}\n</system-reminder>"
+
+
+def readable_request(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The request with its cache marks taken off and its system messages made user text."""
+    out = dict(body)
+    if isinstance(body.get("system"), list):
+        out["system"] = [_unmarked(block) for block in body["system"]]
+    if isinstance(body.get("tools"), list):
+        out["tools"] = [_unmarked(tool) for tool in body["tools"]]
+    if isinstance(body.get("messages"), list):
+        out["messages"] = [_readable_message(message) for message in body["messages"]]
+    return out
+
+
+def _readable_message(message: Any) -> Any:
+    if not isinstance(message, Mapping):
+        return message  # the importer names what is wrong with it
+    content = message.get("content")
+    if isinstance(content, list):
+        content = [_unmarked(block) for block in content]
+    if message.get("role") == "system":
+        return {"role": "user", "content": _as_reminder(content)}
+    return {**message, "content": content}
+
+
+def _as_reminder(content: Any) -> Any:
+    if isinstance(content, str):
+        return [{"type": "text", "text": _REMINDER.format(content)}]
+    if isinstance(content, list):
+        return [
+            {**block, "text": _REMINDER.format(block["text"])}
+            if isinstance(block, Mapping) and isinstance(block.get("text"), str)
+            else block
+            for block in content
+        ]
+    return content
+
+
+def _unmarked(block: Any) -> Any:
+    if isinstance(block, Mapping) and "cache_control" in block:
+        return {key: value for key, value in block.items() if key != "cache_control"}
+    return block
+
+
+def prompt_tokens(usage: Any) -> int | None:
+    """The prompt tokens of an Anthropic `usage` object: input plus cache reads and writes.
+
+    `None` for anything that is not a usage object with a non-negative `input_tokens`.
+    """
+    if not isinstance(usage, Mapping):
+        return None
+    total = 0
+    for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+        value = usage.get(key)
+        if value is None and key != "input_tokens":
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            return None
+        total += value
+    return total
+
+
+def sse_usage(stream: bytes) -> int | None:
+    """The prompt tokens of a streamed reply, from its `message_start` event.
+
+    Reads the event stream's `data:` lines; a stream without a readable
+    `message_start` gives `None`.
+    """
+    for line in stream.splitlines():
+        if not line.startswith(b"data:"):
+            continue
+        try:
+            event = json.loads(line[5:])
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("type") == "message_start":
+            message = event.get("message")
+            return prompt_tokens(message.get("usage")) if isinstance(message, dict) else None
+    return None

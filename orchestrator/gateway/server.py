@@ -1,0 +1,253 @@
+"""`Gateway`: an HTTP proxy that renders each agent request under the budget.
+
+The agent points its base URL at the gateway; the gateway points at the provider (or
+any endpoint that speaks its API). For each model call (`POST /v1/messages`, with or
+without `?beta=true`):
+
+1. the session is read from what the client sends (`orchestrator.gateway.identity`)
+   and the request goes to the conversation it continues (`threads.SessionTable`);
+2. what is new in its history is taken in, and the engine renders the conversation
+   under the budget: the body goes upstream with the rendered `system`, `messages` and
+   `tools` in place of the agent's, every other field as the agent sent it;
+3. the answer comes back as the upstream sent it, streamed byte for byte, errors
+   included; the prompt tokens of its usage calibrate the engine's count.
+
+`POST /v1/messages/count_tokens` for a conversation the gateway holds is answered by
+the upstream's count of what the gateway would send, not of the agent's whole history
+(an agent that sizes its own compaction from this count would otherwise compact itself
+for nothing). Every other request is passed through unchanged, as is any request when
+the engine fails on it (a warning is logged and the answer carries
+`x-context-graph-proxy: passthrough`), unless `strict`, which answers such a request
+with an error instead. A request that already went through a context-graph gateway
+(`x-context-graph-forwarded`) is passed through, so that two gateways in a chain do not
+render one request twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from context_graph.errors import ContextGraphError
+from orchestrator.gateway.anthropic import prompt_tokens, readable_request, sse_usage
+from orchestrator.gateway.identity import session_of
+from orchestrator.gateway.threads import SessionTable, Thread, history_keys
+from orchestrator.integrations.clients_apis import ANTHROPIC_MESSAGES
+from orchestrator.integrations.extras import missing_extra
+
+try:
+    from aiohttp import ClientError, ClientSession, ClientTimeout, web
+except ImportError as exc:  # the extra is not installed
+    raise missing_extra(__name__, "aiohttp", "proxy", "aiohttp") from exc
+
+__all__ = ["FORWARDED", "OUTCOME", "Gateway"]
+
+LOG = logging.getLogger("context_graph.gateway")
+
+FORWARDED = "x-context-graph-forwarded"
+"""Set on every request the gateway sends upstream."""
+OUTCOME = "x-context-graph-proxy"
+"""On every answer: `rendered` (the engine's request went upstream) or `passthrough`."""
+
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+        "content-encoding",
+    }
+)
+_USAGE_SCAN = 65_536
+"""How many leading bytes of a stream are searched for its usage (`message_start`)."""
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A request as it goes upstream, and the thread it was rendered for (`None`: passed)."""
+
+    body: bytes
+    thread: Thread | None
+    note: str
+
+
+class Gateway:
+    """The proxy's request handling, as an aiohttp application (`app`).
+
+    Args:
+        upstream: The provider's base URL (`https://...`, no trailing `/v1`).
+        table: The sessions' conversations.
+        strict: Answer a request the engine fails on with an error instead of passing
+            it through unchanged.
+    """
+
+    def __init__(self, upstream: str, table: SessionTable, *, strict: bool = False) -> None:
+        self._upstream = upstream.rstrip("/")
+        self._table = table
+        self._strict = strict
+        self._client: ClientSession | None = None
+
+    @property
+    def table(self) -> SessionTable:
+        """The sessions' conversations."""
+        return self._table
+
+    def app(self) -> web.Application:
+        """The aiohttp application serving the gateway."""
+        app = web.Application(client_max_size=256 * 1024 * 1024)
+        app.router.add_post("/v1/messages", self._messages)
+        app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
+        app.router.add_route("*", "/{tail:.*}", self._passthrough)
+        app.on_startup.append(self._start)
+        app.on_cleanup.append(self._stop)
+        return app
+
+    async def _start(self, app: web.Application) -> None:
+        # No total timeout: a streamed answer may take minutes; the agent has its own.
+        self._client = ClientSession(
+            timeout=ClientTimeout(total=None, connect=30), auto_decompress=False
+        )
+
+    async def _stop(self, app: web.Application) -> None:
+        if self._client is not None:
+            await self._client.close()
+        self._table.close()
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        prepared = await self._prepare(request, raw)
+        if isinstance(prepared, web.Response):
+            return prepared
+        return await self._forward(request, prepared)
+
+    async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        prepared = await self._prepare(request, raw, counting=True)
+        if isinstance(prepared, web.Response):
+            return prepared
+        return await self._forward(request, prepared)
+
+    async def _passthrough(self, request: web.Request) -> web.StreamResponse:
+        return await self._forward(request, _Prepared(await request.read(), None, "passthrough"))
+
+    async def _prepare(
+        self, request: web.Request, raw: bytes, *, counting: bool = False
+    ) -> _Prepared | web.Response:
+        """The body to send upstream: the engine's rendering, or the agent's own."""
+        if request.headers.get(FORWARDED):
+            return _Prepared(raw, None, "passthrough")
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return _Prepared(raw, None, "passthrough")  # the upstream names what is wrong
+        if not isinstance(body, dict):
+            return _Prepared(raw, None, "passthrough")
+        try:
+            return await self._render(request.headers, body, counting=counting)
+        except ContextGraphError as error:
+            return self._failed(raw, error)
+        except Exception as error:  # a bug must not stop the agent: see `strict`
+            LOG.exception("context-graph gateway: the engine failed on a request")
+            return self._failed(raw, error)
+
+    async def _render(
+        self, headers: Mapping[str, str], body: dict[str, Any], *, counting: bool
+    ) -> _Prepared:
+        readable = readable_request(body)
+        session = session_of(headers, body)
+        if counting:
+            # A count for a conversation the gateway does not hold (a tool list, a
+            # file) is counted as sent, and starts no thread.
+            found = self._table.find(session, readable)
+            if found is None:
+                return _Prepared(json.dumps(body).encode(), None, "passthrough")
+            thread = found
+        else:
+            thread = self._table.route(session, readable)
+        api = ANTHROPIC_MESSAGES
+        async with thread.lock:
+            thread.conversation.take(readable)
+            thread.keys = history_keys(api.read_history(readable))
+            result = await thread.manager.render(
+                format=api.format, tools=api.read_tools(readable), model=body.get("model")
+            )
+        sent = api.write(dict(readable), result.payload)
+        if counting:
+            sent = {k: v for k, v in sent.items() if k in _COUNTED}
+        return _Prepared(json.dumps(sent, ensure_ascii=False).encode(), thread, "rendered")
+
+    def _failed(self, raw: bytes, error: Exception) -> _Prepared | web.Response:
+        if self._strict:
+            message = f"context-graph gateway (--strict): {type(error).__name__}: {error}"
+            return web.json_response(
+                {"type": "error", "error": {"type": "invalid_request_error", "message": message}},
+                status=400,
+                headers={OUTCOME: "refused"},
+            )
+        LOG.warning("context-graph gateway: passed a request through unchanged: %s", error)
+        return _Prepared(raw, None, "passthrough")
+
+    async def _forward(self, request: web.Request, prepared: _Prepared) -> web.StreamResponse:
+        """Send the request upstream and stream its answer back as it comes."""
+        assert self._client is not None, "the application is started"
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP]
+        headers.append((FORWARDED, "1"))
+        headers.append(("accept-encoding", "identity"))  # the stream is read for its usage
+        url = self._upstream + request.rel_url.path_qs
+        try:
+            upstream = await self._client.request(
+                request.method, url, headers=headers, data=prepared.body
+            )
+        except ClientError as error:
+            message = f"context-graph gateway: the upstream {self._upstream} failed: {error}"
+            body = {"type": "error", "error": {"type": "api_error", "message": message}}
+            return web.json_response(body, status=502, headers={OUTCOME: prepared.note})
+        async with upstream:
+            answer = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+            for name, value in upstream.headers.items():
+                if name.lower() not in _HOP_BY_HOP:
+                    answer.headers.add(name, value)
+            answer.headers[OUTCOME] = prepared.note
+            await answer.prepare(request)
+            head = b""
+            async for chunk in upstream.content.iter_any():
+                await answer.write(chunk)
+                if len(head) < _USAGE_SCAN:
+                    head += chunk
+            await answer.write_eof()
+        self._calibrate(prepared, upstream.status, upstream.content_type, head)
+        return answer
+
+    def _calibrate(self, prepared: _Prepared, status: int, content_type: str, head: bytes) -> None:
+        """Report the answer's prompt tokens to the thread's manager, if it says them."""
+        if prepared.thread is None or status != 200:
+            return
+        if content_type == "text/event-stream":
+            tokens = sse_usage(head)
+        else:
+            try:
+                answer = json.loads(head)
+            except ValueError:
+                return
+            if not isinstance(answer, dict):
+                return
+            # A message carries `usage`; a count_tokens answer, `input_tokens`.
+            tokens = prompt_tokens(answer.get("usage", answer))
+        if tokens:
+            prepared.thread.manager.report_usage(tokens)
+
+
+_COUNTED = frozenset(
+    {"model", "system", "messages", "tools", "tool_choice", "thinking", "mcp_servers"}
+)
+"""The fields a count_tokens request takes."""

@@ -1,0 +1,186 @@
+"""The conversations of proxied sessions: one managed record per conversation.
+
+One agent session sends more than one conversation through the same session id:
+Claude Code asks for a title with a system prompt and a message of its own, then runs
+the task; a sub-agent runs a conversation of its own beside its parent's. Each
+conversation is a `Thread`: a `ContextManager` and the `Conversation` that takes in
+what is new of each request (`orchestrator.integrations.conversation`).
+
+A request goes to the thread it continues:
+
+1. the thread whose last request's history is a leading part of this one's (the
+   agent appended the reply and what came after it): the common case, decided by the
+   items' JSON, no record read;
+2. else the thread whose record holds the longest leading part of it by content
+   (`held_prefix`): a thread reopened from the store after a restart, whose last
+   request this process never saw;
+3. else a new thread. A history that leaves a thread's partway (the agent compacted
+   itself, `/clear`, a rewind, an edited message) starts a new thread holding the
+   whole of it: the old thread's record is never rewritten.
+
+With a store folder, each thread is a session file `<folder>/<session>/thread-<n>.db`
+and the threads of a session are reopened when the session is next seen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.integrations.clients_apis import Api
+from orchestrator.integrations.conversation import Conversation
+from orchestrator.integrations.held import held_prefix
+from orchestrator.manager import ContextManager
+
+__all__ = ["ManagerFactory", "SessionTable", "Thread", "folder_name", "history_keys"]
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def folder_name(session: str) -> str:
+    """The store folder of a session: its id when that is a safe file name, else a digest."""
+    if _PLAIN_NAME.fullmatch(session):
+        return session
+    return "h-" + hashlib.sha256(session.encode()).hexdigest()[:32]
+
+
+@dataclass
+class Thread:
+    """One conversation of a session: its manager, what it took in, and its lock.
+
+    Attributes:
+        manager: The conversation's manager (its record, compaction and renders).
+        conversation: What the manager has taken in of the agent's requests.
+        number: The thread's place among its session's threads.
+        keys: The last request's history items as JSON (empty: none seen by this process).
+        lock: Held while a request is taken in and rendered, so that two requests of one
+            conversation are never taken in at once.
+    """
+
+    manager: ContextManager
+    conversation: Conversation
+    number: int
+    keys: list[str] = field(default_factory=list)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def continues(self, keys: Sequence[str]) -> bool:
+        """Whether a history with these item keys extends this thread's last one."""
+        return bool(self.keys) and list(keys[: len(self.keys)]) == self.keys
+
+
+ManagerFactory = Callable[[Path | None], ContextManager]
+"""Makes a thread's manager: on the session file at the path, or in memory (`None`)."""
+
+
+class SessionTable:
+    """Every session's threads, opened from the store folder on first sight.
+
+    Args:
+        api: The wire format's managed method (how a request holds its conversation).
+        make_manager: Makes a thread's manager.
+        store: The folder of session files (`None`: sessions live in memory only).
+    """
+
+    def __init__(self, api: Api, make_manager: ManagerFactory, store: Path | None) -> None:
+        self._api = api
+        self._make = make_manager
+        self._store = store
+        self._sessions: dict[str, list[Thread]] = {}
+
+    @property
+    def sessions(self) -> dict[str, list[Thread]]:
+        """The sessions seen by this process, each with its threads."""
+        return self._sessions
+
+    def route(self, session: str, request: Mapping[str, Any]) -> Thread:
+        """The thread a request continues, or a new one (see the module docstring).
+
+        Raises:
+            IngestError: the request's history is malformed (nothing was changed).
+        """
+        found = self.find(session, request)
+        return found if found is not None else self._new(session, self._threads(session))
+
+    def find(self, session: str, request: Mapping[str, Any]) -> Thread | None:
+        """The thread a request continues (`None`: none; rules 1 and 2 of the docstring).
+
+        Raises:
+            IngestError: the request's history is malformed (nothing was changed).
+        """
+        threads = self._threads(session)
+        history = self._api.read_history(request)
+        keys = history_keys(history)
+        extended = [t for t in threads if t.continues(keys)]
+        if extended:
+            return max(extended, key=lambda t: len(t.keys))
+        events = self._api.events(None, history)
+        best: Thread | None = None
+        best_matched = 0
+        for thread in threads:
+            if thread.keys:  # this process saw its last request: rule 1 decided
+                continue
+            held = held_prefix(events, thread.manager.raw, items=len(history))
+            if held.rest and held.items < len(history):
+                continue  # it leaves this thread partway: a branch
+            if held.matched > best_matched:
+                best, best_matched = thread, held.matched
+        return best
+
+    def close(self) -> None:
+        """Close every thread's manager (their session files are saved and released)."""
+        failures: list[BaseException] = []
+        for threads in self._sessions.values():
+            for thread in threads:
+                try:
+                    thread.manager.close()
+                except Exception as error:  # every file is released, then the first error
+                    failures.append(error)
+        self._sessions.clear()
+        if failures:
+            raise failures[0]
+
+    def _threads(self, session: str) -> list[Thread]:
+        threads = self._sessions.get(session)
+        if threads is None:
+            threads = [self._thread(path, n) for n, path in enumerate(self._files(session))]
+            self._sessions[session] = threads
+        return threads
+
+    def _files(self, session: str) -> list[Path]:
+        """The session's thread files in the store, in thread order."""
+        if self._store is None:
+            return []
+        folder = self._store / folder_name(session)
+        found = [(p, _thread_number(p)) for p in folder.glob("thread-*.db")]
+        return [p for p, n in sorted((p, n) for p, n in found if n is not None)]
+
+    def _new(self, session: str, threads: list[Thread]) -> Thread:
+        path = None
+        if self._store is not None:
+            folder = self._store / folder_name(session)
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "session.json").write_text(json.dumps({"session": session}) + "\n")
+            path = folder / f"thread-{len(threads)}.db"
+        thread = self._thread(path, len(threads))
+        threads.append(thread)
+        return thread
+
+    def _thread(self, path: Path | None, number: int) -> Thread:
+        manager = self._make(path)
+        return Thread(manager, Conversation(manager, self._api), number)
+
+
+def history_keys(history: Sequence[Any]) -> list[str]:
+    """A history's items as comparable JSON."""
+    return [json.dumps(item, sort_keys=True) for item in history]
+
+
+def _thread_number(path: Path) -> int | None:
+    number = path.stem.removeprefix("thread-")
+    return int(number) if number.isdigit() else None

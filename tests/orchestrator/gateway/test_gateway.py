@@ -1,0 +1,277 @@
+"""The gateway between the Anthropic SDK and a strict fake API: what goes upstream, what is kept.
+
+Each test drives the real `anthropic` client at the gateway's URL, as an agent CLI
+would, with a scripted model upstream (`conftest.Steps`) that asks for a tool call per
+turn, whose large output grows the history far past the budget.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import pytest
+
+from benchmarks.provider_server import ProviderServer
+from orchestrator.gateway import FORWARDED, OUTCOME, GatewayThread
+from tests.orchestrator.gateway.scripted import BUDGET, Steps
+
+SYSTEM = "You are a coding agent. Run the steps the user asks for, one tool call at a time."
+TOOLS = [
+    {
+        "name": "run",
+        "description": "Run one step and return its output.",
+        "input_schema": {"type": "object", "properties": {"step": {"type": "integer"}}},
+    }
+]
+MODEL = "claude-sonnet-4-5"
+
+Serve = Callable[..., tuple[str, GatewayThread]]
+Upstream = Callable[..., ProviderServer]
+
+
+def output(step: int) -> str:
+    """A tool output of about 800 tokens, different at every step."""
+    return "\n".join(f"step {step} line {n}: value {step * 1000 + n}" for n in range(100))
+
+
+def client(url: str) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=url, api_key="test-key", max_retries=0)
+
+
+def agent(
+    url: str,
+    session: str,
+    *,
+    stream: bool = False,
+    messages: list[dict[str, Any]] | None = None,
+    turns: int | None = None,
+) -> list[dict[str, Any]]:
+    """Run the agent loop until the model answers without a call (or for `turns` calls)."""
+    messages = messages if messages is not None else [{"role": "user", "content": "Run the steps."}]
+    sdk = client(url)
+    made = 0
+    while turns is None or made < turns:
+        kwargs: dict[str, Any] = {
+            "model": MODEL,
+            "max_tokens": 1024,
+            "system": SYSTEM,
+            "tools": TOOLS,
+            "messages": messages,
+            "metadata": {"user_id": json.dumps({"session_id": session})},
+        }
+        if stream:
+            with sdk.messages.stream(**kwargs) as streamed:
+                reply = streamed.get_final_message()
+        else:
+            reply = sdk.messages.create(**kwargs)
+        made += 1
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [b.model_dump(exclude_none=True) for b in reply.content],
+            }
+        )
+        calls = [b for b in reply.content if b.type == "tool_use"]
+        if not calls:
+            break
+        results = [
+            {"type": "tool_result", "tool_use_id": c.id, "content": output(c.input["step"])}
+            for c in calls
+        ]
+        messages.append({"role": "user", "content": results})
+    return messages
+
+
+def kinds(thread: Any) -> list[str]:
+    return [node.kind for node in thread.manager.raw]
+
+
+class TestALongLoop:
+    @pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
+    def test_every_request_is_valid_and_under_budget(
+        self, upstream: Upstream, serve_gateway: Serve, stream: bool
+    ) -> None:
+        server = upstream(respond=Steps(14), factor=1.0, limit=BUDGET)
+        url, served = serve_gateway(server)
+        messages = agent(url, "s-1", stream=stream)
+        assert messages[-1]["content"][0]["text"] == "All done."
+        assert server.refused == []
+        assert len(server.requests) == 15
+        assert max(server.prompts) <= BUDGET
+        whole = server.count({"system": SYSTEM, "tools": TOOLS, "messages": messages[:-1]})
+        assert whole > 2 * BUDGET, "the history grew far past the budget"
+        (thread,) = served.gateway.table.sessions["s-1"]
+        assert kinds(thread).count("tool_result") == 14, "the record keeps every output"
+        assert kinds(thread).count("user") == 1
+
+    def test_the_upstream_count_calibrates_the_engine(
+        self, upstream: Upstream, serve_gateway: Serve
+    ) -> None:
+        """The upstream counts 1.4x what the engine does: its usage teaches the engine."""
+        server = upstream(respond=Steps(14), factor=1.4)
+        url, _ = serve_gateway(server)
+        agent(url, "s-1")
+        late = server.prompts[-5:]
+        assert max(late) <= BUDGET, late
+
+
+class TestSessions:
+    def test_two_sessions_with_one_prompt_stay_apart(
+        self, upstream: Upstream, serve_gateway: Serve
+    ) -> None:
+        """Same system prompt, same first message: two sessions, because their ids differ."""
+        server = upstream(respond=Steps(5), factor=1.0, limit=BUDGET)
+        url, served = serve_gateway(server)
+        agent(url, "a")
+        agent(url, "b")
+        sessions = served.gateway.table.sessions
+        assert sorted(sessions) == ["a", "b"]
+        for threads in sessions.values():
+            (thread,) = threads
+            assert kinds(thread).count("tool_result") == 5
+
+    def test_a_side_call_of_the_session_is_a_thread_of_its_own(
+        self, upstream: Upstream, serve_gateway: Serve
+    ) -> None:
+        """Claude Code asks for a title under the same session id, with its own prompt."""
+        server = upstream(respond=Steps(4), factor=1.0, limit=BUDGET)
+        url, served = serve_gateway(server)
+        client(url).messages.create(
+            model=MODEL,
+            max_tokens=64,
+            system="Write a title for this session.",
+            messages=[{"role": "user", "content": "<session>Run the steps.</session>"}],
+            extra_headers={"x-claude-code-session-id": "s-1"},
+        )
+        agent(url, "s-1")
+        title, main = served.gateway.table.sessions["s-1"]
+        assert kinds(title).count("user") == 1
+        assert kinds(main).count("tool_result") == 4
+
+    def test_a_rewritten_history_starts_a_new_thread(
+        self, upstream: Upstream, serve_gateway: Serve
+    ) -> None:
+        """An edited first message (a rewind, /clear): the held record is left as it was."""
+        server = upstream(respond=Steps(30), factor=1.0, limit=BUDGET)
+        url, served = serve_gateway(server)
+        messages = agent(url, "s-1", turns=3)
+        (first,) = served.gateway.table.sessions["s-1"]
+        before = [node.id for node in first.manager.raw]
+        edited = [{"role": "user", "content": "Run the steps, but faster."}, *messages[1:]]
+        agent(url, "s-1", messages=edited, turns=1)
+        old, new = served.gateway.table.sessions["s-1"]
+        assert old is first and [node.id for node in old.manager.raw] == before
+        assert kinds(new).count("tool_result") == 3
+        assert server.refused == []
+
+    def test_a_restarted_gateway_resumes_from_the_store(
+        self, upstream: Upstream, serve_gateway: Serve, tmp_path: Path
+    ) -> None:
+        server = upstream(respond=Steps(8), factor=1.0, limit=BUDGET)
+        url, served = serve_gateway(server, store=tmp_path)
+        messages = agent(url, "s-1", turns=4)
+        served.__exit__(None, None, None)
+        again, _ = serve_gateway(server, store=tmp_path)
+        agent(again, "s-1", messages=messages)
+        reopened = _served_sessions(serve_gateway)
+        (thread,) = reopened["s-1"]
+        assert kinds(thread).count("user") == 1, "the resumed history was not ingested twice"
+        assert kinds(thread).count("tool_result") == 8
+        assert server.refused == []
+        assert json.loads((tmp_path / "s-1" / "session.json").read_text()) == {"session": "s-1"}
+
+
+def _served_sessions(serve_gateway: Serve) -> dict[str, Any]:
+    """The sessions of the last gateway the fixture started (read through its closure)."""
+    cells = serve_gateway.__closure__ or ()
+    running = next(c.cell_contents for c in cells if isinstance(c.cell_contents, list))
+    return dict(running[-1].gateway.table.sessions)
+
+
+class TestCountTokens:
+    def test_a_held_conversation_is_counted_as_it_would_be_sent(
+        self, upstream: Upstream, serve_gateway: Serve
+    ) -> None:
+        server = upstream(respond=Steps(12), factor=1.0, limit=BUDGET)
+        url, _ = serve_gateway(server)
+        messages = agent(url, "s-1")
+        asked = {"model": MODEL, "system": SYSTEM, "tools": TOOLS, "messages": messages[:-1]}
+        headers = {"x-claude-code-session-id": "s-1"}
+        counted = client(url).messages.count_tokens(**asked, extra_headers=headers)
+        direct = client(server.url).messages.count_tokens(**asked)
+        assert counted.input_tokens <= BUDGET < direct.input_tokens
+
+    def test_a_conversation_not_held_is_counted_as_sent(
+        self, upstream: Upstream, serve_gateway: Serve
+    ) -> None:
+        server = upstream(factor=1.0)
+        url, served = serve_gateway(server)
+        asked = {"model": MODEL, "messages": [{"role": "user", "content": output(1)}]}
+        counted = client(url).messages.count_tokens(**asked)
+        assert (
+            counted.input_tokens == client(server.url).messages.count_tokens(**asked).input_tokens
+        )
+        assert served.gateway.table.sessions.get("anonymous", []) == []
+
+
+class TestPassingThrough:
+    def test_upstream_errors_come_back_unchanged(
+        self, upstream: Upstream, serve_gateway: Serve
+    ) -> None:
+        server = upstream(limit=5)
+        url, _ = serve_gateway(server)
+        body = {"model": MODEL, "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+        answer = httpx.post(f"{url}/v1/messages", json=body)
+        direct = httpx.post(f"{server.url}/v1/messages", json=body)
+        assert answer.status_code == direct.status_code == 400
+        assert answer.json() == direct.json()
+        assert answer.headers[OUTCOME] == "rendered"
+
+    def test_a_forwarded_request_is_not_rendered_twice(
+        self, upstream: Upstream, serve_gateway: Serve
+    ) -> None:
+        server = upstream(factor=1.0)
+        url, served = serve_gateway(server)
+        history = [
+            {"role": "user" if n % 2 == 0 else "assistant", "content": output(n)} for n in range(13)
+        ]
+        body = {"model": MODEL, "max_tokens": 10, "messages": history}
+        answer = httpx.post(f"{url}/v1/messages", json=body, headers={FORWARDED: "1"})
+        assert answer.status_code == 200 and answer.headers[OUTCOME] == "passthrough"
+        assert server.requests[-1]["messages"] == history
+        assert served.gateway.table.sessions == {}
+
+    @pytest.mark.parametrize("strict", [False, True])
+    def test_a_request_the_engine_cannot_read(
+        self, upstream: Upstream, serve_gateway: Serve, strict: bool
+    ) -> None:
+        """An answer to a call nobody made: passed on with a warning, or refused (--strict)."""
+        server = upstream(factor=1.0)
+        url, _ = serve_gateway(server, strict=strict)
+        stray = {"type": "tool_result", "tool_use_id": "toolu_nobody", "content": "x"}
+        body = {
+            "model": MODEL,
+            "max_tokens": 10,
+            "messages": [{"role": "user", "content": [stray]}],
+        }
+        answer = httpx.post(f"{url}/v1/messages", json=body)
+        if strict:
+            assert answer.status_code == 400 and answer.headers[OUTCOME] == "refused"
+            message = answer.json()["error"]["message"]
+            assert "(--strict)" in message and "toolu_nobody" in message, message
+            assert server.requests == server.refused == []
+        else:
+            assert answer.headers[OUTCOME] == "passthrough"
+            assert len(server.refused) == 1, "the upstream saw the agent's own request"
+
+    def test_other_paths_pass_through(self, upstream: Upstream, serve_gateway: Serve) -> None:
+        server = upstream()
+        url, _ = serve_gateway(server)
+        answer = httpx.post(f"{url}/v1/other", content=b"{}")
+        assert answer.headers[OUTCOME] == "passthrough"
+        assert answer.status_code == 400  # the fake's own answer to a body it cannot read
