@@ -1,0 +1,75 @@
+"""`context-graph proxy` as a user starts it: what it prints, a request through it, bad options."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from benchmarks.provider_server import ProviderServer
+from orchestrator.cli import main
+from orchestrator.gateway import OUTCOME
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_the_command_serves_and_says_what_to_set(tmp_path: Path) -> None:
+    with ProviderServer("anthropic", factor=1.0) as upstream:
+        command = [
+            sys.executable,
+            "-m",
+            "orchestrator.cli",
+            "proxy",
+            "--upstream-url",
+            upstream.url,
+            "--budget",
+            "5000",
+            "--store",
+            str(tmp_path / "sessions"),
+            "--port",
+            "0",
+        ]
+        proxy = subprocess.Popen(
+            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            assert proxy.stdout is not None
+            announced = [proxy.stdout.readline() for _ in range(3)]
+            url = re.search(r"export ANTHROPIC_BASE_URL=(\S+)", announced[2])
+            assert url is not None, announced
+            body = {
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 16,
+                "messages": [{"role": "user", "content": "hi"}],
+            }
+            headers = {"x-context-graph-session": "cli-1"}
+            answer = httpx.post(f"{url.group(1)}/v1/messages", json=body, headers=headers)
+        finally:
+            proxy.terminate()
+            proxy.communicate(timeout=30)
+    assert answer.status_code == 200 and answer.headers[OUTCOME] == "rendered"
+    assert upstream.requests[-1]["messages"][0]["content"][0]["text"] == "hi"
+    assert (tmp_path / "sessions" / "cli-1" / "thread-0.db").exists()
+
+
+def test_a_store_that_is_a_file_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    taken = tmp_path / "a-file"
+    taken.write_text("x")
+    assert main(["proxy", "--budget", "5000", "--store", str(taken)]) == 2
+    assert "not a folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["proxy"], ["proxy", "--budget", "0"], ["proxy", "--budget", "5000", "--upstream", "nope"]],
+)
+def test_bad_options_are_usage_errors(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
