@@ -14,6 +14,7 @@ installs it in `.agents/node_modules`). Without it the test is skipped, unless
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -44,22 +45,31 @@ def _claude_code() -> Path:
 
 
 class Script:
-    """Asks for `seq` with a long output `TURNS` times, then answers; titles are answered too."""
+    """Asks for `seq` with a long output `turns` times per session, then answers.
 
-    def __init__(self) -> None:
-        self.steps = 0
+    The session's titles are answered too. Steps are counted here, per session (the
+    `metadata.user_id` Claude Code sends), not read from the request: the gateway
+    compacts the request.
+    """
+
+    def __init__(self, turns: int = TURNS) -> None:
+        self.turns = turns
+        self.steps: dict[str, int] = {}
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
         if body.get("output_config", {}).get("format"):  # the session title
             return {"text": json.dumps({"title": "Counting"})}
-        if self.steps >= TURNS:
+        session = str(body.get("metadata", {}).get("user_id"))
+        done = self.steps.get(session, 0)
+        if done >= self.turns:
             return {"text": "All done."}
-        self.steps += 1
-        command = f"seq {self.steps} 3000"
-        return {"text": f"Step {self.steps}.", "calls": [["Bash", {"command": command}]]}
+        self.steps[session] = done + 1
+        command = f"seq {done + 1} 3000"
+        return {"text": f"Step {done + 1}.", "calls": [["Bash", {"command": command}]]}
 
 
-def run(claude: Path, url: str, home: Path, project: Path, prompt: str) -> Any:
+def start(claude: Path, url: str, home: Path, project: Path, prompt: str) -> Any:
+    """Claude Code started in `project` on `prompt` (`-p`), with the gateway's URL."""
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(home),
@@ -70,8 +80,8 @@ def run(claude: Path, url: str, home: Path, project: Path, prompt: str) -> Any:
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
     command = ["node", str(claude), "-p", prompt, "--allowedTools", "Bash"]
-    return subprocess.run(
-        command, cwd=project, env=env, capture_output=True, text=True, timeout=600, check=False
+    return subprocess.Popen(
+        command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
 
 
@@ -86,7 +96,8 @@ def test_claude_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> No
             upstream.url, budget=BUDGET, profile=get_profile("coding"), store=tmp_path / "store"
         )
         with GatewayThread(gateway) as url:
-            done = run(claude, url, home, project, "Count with seq, step by step.")
+            agent = start(claude, url, home, project, "Count with seq, step by step.")
+            out, err = agent.communicate(timeout=600)
             sessions = dict(gateway.table.sessions)
             threads = [
                 (t.number, [n.kind for n in t.manager.raw]) for ts in sessions.values() for t in ts
@@ -98,11 +109,11 @@ def test_claude_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> No
                 for n in t.manager.raw
                 if n.kind == "user" and "Count with seq" in n.text
             ]
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "All done." in done.stdout
+    assert agent.returncode == 0, err[-2000:]
+    assert "All done." in out
     assert upstream.refused == [], upstream.refused[:3]
     assert max(upstream.prompts) <= BUDGET
-    assert script.steps == TURNS
+    assert list(script.steps.values()) == [TURNS]
     assert len(sessions) == 1
     main = max(threads, key=lambda thread: thread[1].count("tool_result"))
     # The agent never compacted itself: its history only grew, so one thread holds it all.
@@ -110,3 +121,53 @@ def test_claude_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> No
     assert len(asked) == 1, "the task was taken in once, not again with every request"
     whole = sum(upstream.prompts[-1:]) + TURNS * 8_000
     assert whole > 2 * BUDGET, "the agent's history grew far past the budget"
+    assert_cache_safe([r for r in upstream.requests if "format" not in r.get("output_config", {})])
+
+
+def test_two_sessions_at_once_in_one_project_stay_apart(tmp_path: Path) -> None:
+    """Same project, same prompt, same system prompt, run at the same time: two sessions."""
+    claude = _claude_code()
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    script = Script(turns=12)
+    with ProviderServer("anthropic", respond=script, factor=1.0, limit=BUDGET) as upstream:
+        gateway = gateway_for(
+            upstream.url, budget=BUDGET, profile=get_profile("coding"), store=None
+        )
+        with GatewayThread(gateway) as url:
+            agents = [start(claude, url, home, project, "Count with seq.") for _ in range(2)]
+            finished = [agent.communicate(timeout=600) for agent in agents]
+            held = {
+                session: [[n.kind for n in t.manager.raw].count("tool_result") for t in threads]
+                for session, threads in gateway.table.sessions.items()
+            }
+    for agent, (out, err) in zip(agents, finished, strict=True):
+        assert agent.returncode == 0, err[-2000:]
+        assert "All done." in out
+    assert upstream.refused == []
+    assert len(held) == 2
+    assert all(max(counts) == 12 for counts in held.values()), held
+
+
+def _unmarked(value: Any) -> Any:
+    """`value` without its `cache_control` marks (the newest message's mark moves each call)."""
+    if isinstance(value, dict):
+        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_unmarked(v) for v in value]
+    return value
+
+
+def assert_cache_safe(requests: list[dict[str, Any]]) -> None:
+    """The cached prefix holds: the system prompt and tools never change, and between two
+    compactions each request's messages extend the previous request's unchanged."""
+    assert len({json.dumps([r.get("system"), r.get("tools")]) for r in requests}) == 1
+    compactions = 0
+    for before, after in itertools.pairwise(requests):
+        held = _unmarked(before["messages"])
+        if len(after["messages"]) > len(held):
+            assert _unmarked(after["messages"][: len(held)]) == held
+        else:
+            compactions += 1
+    assert 0 < compactions < len(requests) // 3
