@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from benchmarks.provider_server import ProviderServer
-from orchestrator.gateway import GatewayThread, gateway_for
+from orchestrator.gateway import GatewayThread, gateway_for, session_of
 from orchestrator.profiles import get_profile
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -48,8 +48,8 @@ class Script:
     """Asks for `seq` with a long output `turns` times per session, then answers.
 
     The session's titles are answered too. Steps are counted here, per session (the
-    `metadata.user_id` Claude Code sends), not read from the request: the gateway
-    compacts the request.
+    `session_id` of the `metadata.user_id` Claude Code sends; the rest of that field may
+    change within a session), not read from the request: the gateway compacts it.
     """
 
     def __init__(self, turns: int = TURNS) -> None:
@@ -59,7 +59,7 @@ class Script:
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
         if body.get("output_config", {}).get("format"):  # the session title
             return {"text": json.dumps({"title": "Counting"})}
-        session = str(body.get("metadata", {}).get("user_id"))
+        session = session_of({}, body)
         done = self.steps.get(session, 0)
         if done >= self.turns:
             return {"text": "All done."}
