@@ -109,7 +109,7 @@ class ProviderServer:
             return self.count_tokens(body)
         checked = _sent_back(body) if self.wire == "openai" else body
         problems = [f"{v.rule}: {v.message}" for v in validate(checked, self.wire)]
-        problems += sdk_problems(checked, self.wire)
+        problems += _known_to_sdk(sdk_problems(checked, self.wire), checked)
         tokens = self.count(body)
         if not problems and self.limit is not None and tokens > self.limit:
             problems = [f"prompt is {tokens} tokens, over the {self.limit}-token limit"]
@@ -190,6 +190,25 @@ class ProviderServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _known_to_sdk(problems: list[str], body: dict[str, Any]) -> list[str]:
+    """The SDK-type problems but those of the provider's own (server) tools.
+
+    A server tool's definition (Responses `web_search`, `tool_search`, a freeform
+    `custom` tool) gains fields faster than the installed SDK's request types: Codex
+    CLI 0.171 sends `web_search.search_content_types`, which the real API takes and the
+    SDK's `WebSearchToolParam` does not know. Those tools are checked by the API alone.
+    """
+    tools = body.get("tools")
+    if not isinstance(tools, list):
+        return problems
+    server = {
+        f"tools[{n}]"
+        for n, tool in enumerate(tools)
+        if isinstance(tool, dict) and tool.get("type") not in (None, "function")
+    }
+    return [p for p in problems if p.split(".", 1)[0].split(":", 1)[0] not in server]
 
 
 def _text_as_parts(items: Any) -> list[Any]:

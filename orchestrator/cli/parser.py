@@ -228,7 +228,7 @@ def _add_store(commands: _Commands) -> None:
 def _add_proxy(commands: _Commands) -> None:
     proxy = commands.add_parser(
         "proxy",
-        help="serve a gateway that compacts an agent CLI's context (Claude Code)",
+        help="serve a gateway that compacts an agent CLI's context (Claude Code, Codex CLI)",
         description=(
             "Serve an HTTP proxy between an agent and its provider: each model call is "
             "rendered under --budget by the engine (one managed conversation per agent "
@@ -239,9 +239,10 @@ def _add_proxy(commands: _Commands) -> None:
     )
     proxy.add_argument(
         "--upstream",
-        choices=("anthropic",),
+        choices=("anthropic", "openai"),
         default="anthropic",
-        help="the API the agent speaks (default: anthropic)",
+        help="the provider: anthropic (Messages API, Claude Code) or openai (Responses API, "
+        "Codex CLI); default: anthropic",
     )
     proxy.add_argument(
         "--upstream-url",

@@ -21,8 +21,10 @@ from orchestrator.cli.session import choose_profile
 
 __all__ = ["default_store", "run_proxy"]
 
-UPSTREAMS = {"anthropic": "https://api.anthropic.com"}
-"""Each upstream API the proxy speaks, and its public base URL."""
+UPSTREAMS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
+"""Each upstream the proxy speaks to, and its public base URL."""
+WIRES = {"anthropic": ("anthropic",), "openai": ("responses",)}
+"""The wire formats the proxy manages for each upstream (the others pass through)."""
 
 
 def default_store() -> Path:
@@ -55,6 +57,7 @@ def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
             host=args.host,
             port=args.port,
             strict=args.strict,
+            wires=WIRES[args.upstream],
             announce=lambda url: _announce(url, upstream, args, store),
         )
     )
@@ -64,6 +67,15 @@ def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
 def _announce(url: str, upstream: str, args: argparse.Namespace, store: Path | None) -> None:
     where = "memory only" if store is None else str(store)
     print(f"context-graph proxy: {url} -> {upstream}, budget {args.budget}, sessions in {where}")
-    print("Set in the agent's environment:")
-    print(f"  export ANTHROPIC_BASE_URL={url}")
+    if args.upstream == "anthropic":
+        print("Set in the agent's environment (Claude Code):")
+        print(f"  export ANTHROPIC_BASE_URL={url}")
+    else:
+        print("Add to ~/.codex/config.toml (Codex CLI), and run codex with that key set:")
+        print('  model_provider = "context-graph"')
+        print("  [model_providers.context-graph]")
+        print('  name = "context-graph"')
+        print(f'  base_url = "{url}/v1"')
+        print('  env_key = "OPENAI_API_KEY"')
+        print('  wire_api = "responses"')
     sys.stdout.flush()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from orchestrator.gateway.server import Gateway
 from orchestrator.gateway.threads import ManagerFactory, SessionTable
-from orchestrator.integrations.clients_apis import ANTHROPIC_MESSAGES
+from orchestrator.gateway.wires import WIRES
 from orchestrator.integrations.extras import missing_extra
 from orchestrator.manager import ContextManager
 from orchestrator.profiles import Profile
@@ -23,21 +23,44 @@ __all__ = ["GatewayThread", "gateway_for", "serve"]
 
 
 def gateway_for(
-    upstream: str, *, budget: int | None, profile: Profile, store: Path | None, strict: bool = False
+    upstream: str,
+    *,
+    budget: int | None,
+    profile: Profile,
+    store: Path | None,
+    strict: bool = False,
+    wires: Sequence[str] = ("anthropic", "responses"),
 ) -> Gateway:
-    """A gateway to `upstream` whose conversations are managed under `profile` and `budget`."""
-    # The agent's own cache marks are taken off what it sends (they move every call):
-    # the engine marks the prefix it keeps stable, or nothing would be cached.
-    options = {**profile.manager_options(), "cache_breakpoints": True}
-    api = ANTHROPIC_MESSAGES
+    """A gateway to `upstream` whose conversations are managed under `profile` and `budget`.
+
+    Each wire format named in `wires` is served (the others' paths are passed through);
+    its sessions are kept under `<store>/<wire>/`.
+    """
+    tables = {
+        name: SessionTable(
+            WIRES[name].api,
+            _factory(name, budget, profile),
+            None if store is None else store / name,
+        )
+        for name in wires
+    }
+    return Gateway(upstream, tables, budget=budget, strict=strict)
+
+
+def _factory(wire: str, budget: int | None, profile: Profile) -> ManagerFactory:
+    options = profile.manager_options()
+    if wire == "anthropic":
+        # The agent's own cache marks are taken off what it sends (they move every call):
+        # the engine marks the prefix it keeps stable, or nothing would be cached.
+        options = {**options, "cache_breakpoints": True}
+    format = WIRES[wire].api.format
 
     def make(path: Path | None) -> ContextManager:
         if path is None:
-            return ContextManager(format=api.format, budget=budget, **options)
-        return ContextManager.open(path, format=api.format, budget=budget, **options)
+            return ContextManager(format=format, budget=budget, **options)
+        return ContextManager.open(path, format=format, budget=budget, **options)
 
-    factory: ManagerFactory = make
-    return Gateway(upstream, SessionTable(api, factory, store), strict=strict)
+    return make
 
 
 async def serve(
@@ -49,10 +72,13 @@ async def serve(
     host: str,
     port: int,
     strict: bool,
+    wires: Sequence[str],
     announce: Callable[[str], None],
 ) -> None:
     """Serve the gateway on `host:port` until cancelled; `announce` gets its URL once bound."""
-    gateway = gateway_for(upstream, budget=budget, profile=profile, store=store, strict=strict)
+    gateway = gateway_for(
+        upstream, budget=budget, profile=profile, store=store, strict=strict, wires=wires
+    )
     runner = web.AppRunner(gateway.app(), access_log=None)
     await runner.setup()
     try:

@@ -31,11 +31,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from context_graph.errors import ContextGraphError
-from orchestrator.gateway.anthropic import prompt_tokens, readable_request, sse_usage
+from context_graph.errors import ConfigurationError, ContextGraphError
 from orchestrator.gateway.identity import session_of
 from orchestrator.gateway.threads import SessionTable, Thread, history_keys
-from orchestrator.integrations.clients_apis import ANTHROPIC_MESSAGES
+from orchestrator.gateway.wires import ANTHROPIC, RESPONSES, Wire
 from orchestrator.integrations.extras import missing_extra
 
 try:
@@ -69,7 +68,8 @@ _HOP_BY_HOP = frozenset(
     }
 )
 _USAGE_SCAN = 65_536
-"""How many leading bytes of a stream are searched for its usage (`message_start`)."""
+"""How many leading and trailing bytes of a stream are searched for its usage (Anthropic
+says it in its first event, Responses in its last)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,7 @@ class _Prepared:
     body: bytes
     thread: Thread | None
     note: str
+    wire: Wire | None = None
 
 
 class Gateway:
@@ -86,27 +87,42 @@ class Gateway:
 
     Args:
         upstream: The provider's base URL (`https://...`, no trailing `/v1`).
-        table: The sessions' conversations.
+        tables: The sessions' conversations, one table per wire format served
+            (`"anthropic"`, `"responses"`).
+        budget: The budget of every request (the engine's renders are under it).
         strict: Answer a request the engine fails on with an error instead of passing
             it through unchanged.
     """
 
-    def __init__(self, upstream: str, table: SessionTable, *, strict: bool = False) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        tables: Mapping[str, SessionTable],
+        *,
+        budget: int | None,
+        strict: bool = False,
+    ) -> None:
         self._upstream = upstream.rstrip("/")
-        self._table = table
+        self._tables = dict(tables)
+        self._budget = budget
         self._strict = strict
         self._client: ClientSession | None = None
 
     @property
     def table(self) -> SessionTable:
-        """The sessions' conversations."""
-        return self._table
+        """The Anthropic sessions' conversations."""
+        return self._tables["anthropic"]
+
+    def table_of(self, wire: str) -> SessionTable:
+        """The conversations of the sessions of one wire format."""
+        return self._tables[wire]
 
     def app(self) -> web.Application:
         """The aiohttp application serving the gateway."""
         app = web.Application(client_max_size=256 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
+        app.router.add_post("/v1/responses", self._responses)
         app.router.add_route("*", "/{tail:.*}", self._passthrough)
         app.on_startup.append(self._start)
         app.on_cleanup.append(self._stop)
@@ -121,18 +137,25 @@ class Gateway:
     async def _stop(self, app: web.Application) -> None:
         if self._client is not None:
             await self._client.close()
-        self._table.close()
+        for table in self._tables.values():
+            table.close()
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
-        raw = await request.read()
-        prepared = await self._prepare(request, raw)
-        if isinstance(prepared, web.Response):
-            return prepared
-        return await self._forward(request, prepared)
+        return await self._managed(request, ANTHROPIC)
 
     async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
+        return await self._managed(request, ANTHROPIC, counting=True)
+
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        return await self._managed(request, RESPONSES)
+
+    async def _managed(
+        self, request: web.Request, wire: Wire, *, counting: bool = False
+    ) -> web.StreamResponse:
         raw = await request.read()
-        prepared = await self._prepare(request, raw, counting=True)
+        if wire.name not in self._tables:
+            return await self._forward(request, _Prepared(raw, None, "passthrough"))
+        prepared = await self._prepare(request, raw, wire, counting=counting)
         if isinstance(prepared, web.Response):
             return prepared
         return await self._forward(request, prepared)
@@ -141,7 +164,7 @@ class Gateway:
         return await self._forward(request, _Prepared(await request.read(), None, "passthrough"))
 
     async def _prepare(
-        self, request: web.Request, raw: bytes, *, counting: bool = False
+        self, request: web.Request, raw: bytes, wire: Wire, *, counting: bool = False
     ) -> _Prepared | web.Response:
         """The body to send upstream: the engine's rendering, or the agent's own."""
         if request.headers.get(FORWARDED):
@@ -150,10 +173,10 @@ class Gateway:
             body = json.loads(raw)
         except ValueError:
             return _Prepared(raw, None, "passthrough")  # the upstream names what is wrong
-        if not isinstance(body, dict):
+        if not isinstance(body, dict) or wire.held_upstream(body):
             return _Prepared(raw, None, "passthrough")
         try:
-            return await self._render(request.headers, body, counting=counting)
+            return await self._render(request.headers, body, wire, counting=counting)
         except ContextGraphError as error:
             return self._failed(raw, error)
         except Exception as error:  # a bug must not stop the agent: see `strict`
@@ -161,30 +184,45 @@ class Gateway:
             return self._failed(raw, error)
 
     async def _render(
-        self, headers: Mapping[str, str], body: dict[str, Any], *, counting: bool
+        self, headers: Mapping[str, str], body: dict[str, Any], wire: Wire, *, counting: bool
     ) -> _Prepared:
-        readable = readable_request(body)
+        readable = wire.readable(body)
         session = session_of(headers, body)
+        table = self._tables[wire.name]
         if counting:
             # A count for a conversation the gateway does not hold (a tool list, a
             # file) is counted as sent, and starts no thread.
-            found = self._table.find(session, readable)
+            found = table.find(session, readable)
             if found is None:
                 return _Prepared(json.dumps(body).encode(), None, "passthrough")
             thread = found
         else:
-            thread = self._table.route(session, readable)
-        api = ANTHROPIC_MESSAGES
+            thread = table.route(session, readable)
+        api = wire.api
+        tools = api.read_tools(readable)
+        budget = self._budget
+        if not wire.engine_tools and tools:
+            # Sent as the agent sent them, so counted off the budget here.
+            budget = None if budget is None else budget - wire.tool_tokens(tools)
+            if budget is not None and budget <= 0:
+                msg = f"the agent's tools alone are over the budget of {self._budget} tokens"
+                raise ConfigurationError(msg)
         async with thread.lock:
             thread.conversation.take(readable)
             thread.keys = history_keys(api.read_history(readable))
             result = await thread.manager.render(
-                format=api.format, tools=api.read_tools(readable), model=body.get("model")
+                format=api.format,
+                budget=budget,
+                tools=tools if wire.engine_tools else None,
+                model=body.get("model"),
             )
         sent = api.write(dict(readable), result.payload)
+        if not wire.engine_tools and "tools" in body:
+            sent["tools"] = body["tools"]
         if counting:
             sent = {k: v for k, v in sent.items() if k in _COUNTED}
-        return _Prepared(json.dumps(sent, ensure_ascii=False).encode(), thread, "rendered")
+        encoded = json.dumps(sent, ensure_ascii=False).encode()
+        return _Prepared(encoded, thread, "rendered", wire)
 
     def _failed(self, raw: bytes, error: Exception) -> _Prepared | web.Response:
         if self._strict:
@@ -219,21 +257,26 @@ class Gateway:
                     answer.headers.add(name, value)
             answer.headers[OUTCOME] = prepared.note
             await answer.prepare(request)
-            head = b""
+            head = tail = b""
+            streaming = upstream.content_type == "text/event-stream"
             async for chunk in upstream.content.iter_any():
                 await answer.write(chunk)
-                if len(head) < _USAGE_SCAN:
+                if not streaming or len(head) < _USAGE_SCAN:  # a JSON answer is read whole
                     head += chunk
+                tail = (tail + chunk)[-_USAGE_SCAN:]
             await answer.write_eof()
-        self._calibrate(prepared, upstream.status, upstream.content_type, head)
+        self._calibrate(prepared, upstream.status, upstream.content_type, head, tail)
         return answer
 
-    def _calibrate(self, prepared: _Prepared, status: int, content_type: str, head: bytes) -> None:
+    def _calibrate(
+        self, prepared: _Prepared, status: int, content_type: str, head: bytes, tail: bytes
+    ) -> None:
         """Report the answer's prompt tokens to the thread's manager, if it says them."""
-        if prepared.thread is None or status != 200:
+        wire = prepared.wire
+        if prepared.thread is None or wire is None or status != 200:
             return
         if content_type == "text/event-stream":
-            tokens = sse_usage(head)
+            tokens = wire.sse_usage(head) or wire.sse_usage(tail)
         else:
             try:
                 answer = json.loads(head)
@@ -242,7 +285,7 @@ class Gateway:
             if not isinstance(answer, dict):
                 return
             # A message carries `usage`; a count_tokens answer, `input_tokens`.
-            tokens = prompt_tokens(answer.get("usage", answer))
+            tokens = wire.prompt_tokens(answer.get("usage", answer))
         if tokens:
             prepared.thread.manager.report_usage(tokens)
 

@@ -102,6 +102,7 @@ def test_claude_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> No
             threads = [
                 (t.number, [n.kind for n in t.manager.raw]) for ts in sessions.values() for t in ts
             ]
+            recorded = max(t.manager.raw.total_tokens for ts in sessions.values() for t in ts)
             asked = [
                 n.id
                 for ts in sessions.values()
@@ -119,8 +120,7 @@ def test_claude_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> No
     # The agent never compacted itself: its history only grew, so one thread holds it all.
     assert main[1].count("tool_result") == TURNS
     assert len(asked) == 1, "the task was taken in once, not again with every request"
-    whole = sum(upstream.prompts[-1:]) + TURNS * 8_000
-    assert whole > 2 * BUDGET, "the agent's history grew far past the budget"
+    assert recorded > 2 * BUDGET, "the agent's history grew far past the budget"
     assert_cache_safe([r for r in upstream.requests if "format" not in r.get("output_config", {})])
 
 

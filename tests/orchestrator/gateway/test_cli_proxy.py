@@ -53,7 +53,7 @@ def test_the_command_serves_and_says_what_to_set(tmp_path: Path) -> None:
             proxy.communicate(timeout=30)
     assert answer.status_code == 200 and answer.headers[OUTCOME] == "rendered"
     assert upstream.requests[-1]["messages"][0]["content"][0]["text"] == "hi"
-    assert (tmp_path / "sessions" / "cli-1" / "thread-0.db").exists()
+    assert (tmp_path / "sessions" / "anthropic" / "cli-1" / "thread-0.db").exists()
 
 
 def test_a_store_that_is_a_file_is_refused(

@@ -183,7 +183,9 @@ class TestSessions:
         assert kinds(thread).count("user") == 1, "the resumed history was not ingested twice"
         assert kinds(thread).count("tool_result") == 8
         assert server.refused == []
-        assert json.loads((tmp_path / "s-1" / "session.json").read_text()) == {"session": "s-1"}
+        assert json.loads((tmp_path / "anthropic" / "s-1" / "session.json").read_text()) == {
+            "session": "s-1"
+        }
 
 
 def _served_sessions(serve_gateway: Serve) -> dict[str, Any]:

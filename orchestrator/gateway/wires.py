@@ -1,0 +1,68 @@
+"""The wire formats the gateway serves: how each reads a request and the usage of an answer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from context_graph.render import count_payload
+from context_graph.tokens.counting import default_counter
+from orchestrator.gateway import anthropic, responses
+from orchestrator.integrations.clients_apis import ANTHROPIC_MESSAGES, OPENAI_RESPONSES, Api
+
+__all__ = ["ANTHROPIC", "RESPONSES", "WIRES", "Wire"]
+
+
+@dataclass(frozen=True)
+class Wire:
+    """One API the gateway manages.
+
+    Attributes:
+        name: The wire's name (`anthropic`, `responses`).
+        api: How a request holds its conversation, system prompt and tools.
+        readable: The request as the engine reads it (see each wire's module).
+        sse_usage: The prompt tokens a streamed answer reports (`None`: not found).
+        prompt_tokens: The prompt tokens of a JSON `usage` object.
+        engine_tools: Whether the engine renders the tools (else they are sent as the
+            agent sent them and counted off the budget).
+        server_state: Request fields that continue history kept by the provider: such
+            a request is passed through.
+    """
+
+    name: str
+    api: Api
+    readable: Callable[[Mapping[str, Any]], dict[str, Any]]
+    sse_usage: Callable[[bytes], int | None]
+    prompt_tokens: Callable[[Any], int | None]
+    engine_tools: bool
+    server_state: tuple[str, ...] = ()
+
+    def held_upstream(self, body: Mapping[str, Any]) -> bool:
+        """Whether a request continues history the provider keeps (not the gateway's)."""
+        return any(body.get(key) not in (None, "") for key in self.server_state)
+
+    def tool_tokens(self, tools: Sequence[Any]) -> int:
+        """What the agent's own tool definitions cost, as the engine counts a request."""
+        return count_payload({"tools": list(tools)}, self.api.format, default_counter())
+
+
+ANTHROPIC = Wire(
+    "anthropic",
+    ANTHROPIC_MESSAGES,
+    anthropic.readable_request,
+    anthropic.sse_usage,
+    anthropic.prompt_tokens,
+    engine_tools=True,
+)
+RESPONSES = Wire(
+    "responses",
+    OPENAI_RESPONSES,
+    responses.readable_request,
+    responses.sse_usage,
+    responses.prompt_tokens,
+    engine_tools=False,
+    server_state=OPENAI_RESPONSES.server_state,
+)
+WIRES = {wire.name: wire for wire in (ANTHROPIC, RESPONSES)}
+"""Every wire, by name."""

@@ -1,0 +1,108 @@
+"""The real Codex CLI, through the gateway, against a strict fake of OpenAI's Responses API.
+
+`@openai/codex` from the npm registry runs `codex exec` with a `model_providers` entry whose
+`base_url` is the gateway; the upstream is `ProviderServer("responses")`. The scripted model
+asks for `exec_command` with a long output 20 times, then answers. Found and skipped like
+Claude Code in test_claude_code.py (`$CONTEXT_GRAPH_AGENTS`, `CONTEXT_GRAPH_REQUIRE_AGENTS`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.provider_server import ProviderServer
+from orchestrator.gateway import GatewayThread, gateway_for, session_of
+from orchestrator.profiles import get_profile
+
+ROOT = Path(__file__).resolve().parents[3]
+AGENTS = Path(os.environ.get("CONTEXT_GRAPH_AGENTS", ROOT / ".agents" / "node_modules"))
+CODEX = AGENTS / "@openai" / "codex" / "bin" / "codex.js"
+BUDGET = 30_000
+TURNS = 20
+
+
+def _codex() -> Path:
+    if CODEX.exists() and shutil.which("node"):
+        return CODEX
+    if os.environ.get("CONTEXT_GRAPH_REQUIRE_AGENTS") == "1":
+        pytest.fail(f"Codex CLI is not installed at {CODEX} (and node on PATH)")
+    pytest.skip(f"Codex CLI is not installed at {CODEX}; .ci/run installs it")
+
+
+class Script:
+    """Asks for `seq` with a long output `TURNS` times per session, then answers."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, int] = {}
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        session = session_of({}, body)  # Codex's `prompt_cache_key` is its session id
+        done = self.steps.get(session, 0)
+        if done >= TURNS:
+            return {"text": "All done."}
+        self.steps[session] = done + 1
+        return {"calls": [["exec_command", {"cmd": f"seq {done + 1} 3000"}]]}
+
+
+def test_codex_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
+    codex = _codex()
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    script = Script()
+    with ProviderServer("responses", respond=script, factor=1.0, limit=BUDGET) as upstream:
+        gateway = gateway_for(
+            upstream.url,
+            budget=BUDGET,
+            profile=get_profile("coding"),
+            store=tmp_path / "store",
+            wires=("responses",),
+        )
+        with GatewayThread(gateway) as url:
+            (home / "config.toml").write_text(
+                'model = "gpt-5.5"\n'
+                'model_provider = "context-graph"\n'
+                "[model_providers.context-graph]\n"
+                'name = "context-graph"\n'
+                f'base_url = "{url}/v1"\n'
+                'env_key = "CONTEXT_GRAPH_TEST_KEY"\n'
+                'wire_api = "responses"\n'
+                "request_max_retries = 0\n"
+                "stream_max_retries = 0\n"
+            )
+            env = {
+                "PATH": os.environ["PATH"],
+                "HOME": str(home),
+                "CODEX_HOME": str(home),
+                "CONTEXT_GRAPH_TEST_KEY": "sk-test",
+            }
+            done = subprocess.run(
+                ["node", str(codex), "exec", "--skip-git-repo-check", "Count with seq."],
+                cwd=project,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=False,
+            )
+            sessions = gateway.table_of("responses").sessions
+            held = {
+                s: [[n.kind for n in t.manager.raw].count("tool_result") for t in ts]
+                for s, ts in sessions.items()
+            }
+            recorded = max(t.manager.raw.total_tokens for ts in sessions.values() for t in ts)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "All done." in done.stdout
+    assert upstream.refused == [], upstream.refused[:3]
+    assert len(upstream.requests) == TURNS + 1 and max(upstream.prompts) <= BUDGET
+    assert list(script.steps.values()) == [TURNS]
+    (counts,) = held.values()
+    assert max(counts) == TURNS, held
+    assert recorded > 2 * BUDGET, "the agent's history grew far past the budget"
