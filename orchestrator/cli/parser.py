@@ -234,7 +234,7 @@ def _add_proxy(commands: _Commands) -> None:
             "rendered under --budget by the engine (one managed conversation per agent "
             "session, kept in --store) and forwarded to the upstream; answers are "
             "streamed back unchanged. Prints the environment to set, then serves until "
-            "interrupted. See docs/proxy.md."
+            "interrupted. See docs/proxy.md in the context-graph repository."
         ),
     )
     proxy.add_argument(
