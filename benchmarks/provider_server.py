@@ -34,10 +34,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, Self
 
 from benchmarks.provider_streams import StreamFault, stream_events, wants_stream, write_stream
+from benchmarks.sdk_types import sdk_problems
 from context_graph.render import count_payload
 from context_graph.tokens.counting import default_counter
 from context_graph.validate import validate
-from context_graph.validate.sdk_types import sdk_problems
 
 __all__ = ["ProviderServer", "Turn", "Wire"]
 

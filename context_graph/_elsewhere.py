@@ -26,10 +26,10 @@ _ORCHESTRATOR = (
 _PROCESSORS = (
     "Abstract AnthropicSummarizer Distiller Drop Edit ExtractiveSummarizer GraphView "
     "HistorySummarizer ObservationMasker OpenAISummarizer Processor ProcessorContext Proposal "
-    "Replace Restore SecretRedactor Summarizer ThinkingClearer ToolInputClearer "
+    "Replace Resizable Restore Scope SecretRedactor Summarizer ThinkingClearer ToolInputClearer "
     "ToolOutputTruncator UrlShortener "
     "available_processors clear_caches create_processor get_processor register_processor "
-    "replace_each replacement_for run_processor unregister_processor"
+    "replace_each replacement_for run_processor scope_of unregister_processor"
 )
 _INTEGRATIONS = {
     "ContextHistory": "orchestrator.integrations.pydantic_ai",

@@ -8,8 +8,7 @@ new process.
 
 Kept on purpose, because they hold nothing a session computed: the loaded tokenizer
 encodings and the shared default counter (`context_graph.tokens`), each node class's
-field defaults (`context_graph.graph.node_build`), and the request fields of the
-installed SDKs (`context_graph.validate.sdk_types`). A graph's `NodeTokenCache` belongs
+field defaults (`context_graph.graph.node_build`). A graph's `NodeTokenCache` belongs
 to its graph and goes with it.
 """
 

@@ -50,7 +50,8 @@ from context_graph.graph.events import AgentEvent, coerce_events
 from context_graph.graph.nodes import Node
 from context_graph.graph.sdk_replies import read_response
 from context_graph.models import model_budget, warn_no_budget
-from context_graph.render import Renderer, RenderResult, RenderSource, count_payload
+from context_graph.render import RenderResult, RenderSource, count_payload
+from context_graph.render.tools import ToolSpec
 from context_graph.tokens.counting import ProviderFormat, TokenCounter
 from context_graph.urls import restore_urls, url_map
 from orchestrator.agent_tools.expander import Expander
@@ -64,7 +65,7 @@ from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.overflow import degrade
 from orchestrator.compaction.pipeline import PipelineRun
 from orchestrator.compaction.plan import RunMode
-from orchestrator.compaction.renderers import RendererCache
+from orchestrator.compaction.renderers import CallRenderer, RendererCache, RequestRenderer
 from orchestrator.compaction.screen import SecretScreen
 from orchestrator.compaction.triggers import TriggerConfig
 from orchestrator.options import (
@@ -527,8 +528,7 @@ class ContextManager(EventAdders):
                 tool definition that does not read.
         """
         specs = None if tools is None else self._call_tools(tools, "render")
-        with self._renderers.tools_for_call(specs):
-            return await self._render(format, self._call_budget(budget, model, "render"))
+        return await self._render(format, self._call_budget(budget, model, "render"), specs)
 
     def _call_tools(self, tools: Sequence[Any], where: str) -> tuple[Any, ...]:
         """One call's tool set: `tools`, then the agent tools (`agent_tools`)."""
@@ -536,27 +536,30 @@ class ContextManager(EventAdders):
         agents = agent_tool_specs(self._options.agent_tools or False, specs)
         return (*specs, *agents)
 
-    async def _render(self, format: ProviderFormat | None, budget: int | None) -> RenderResult:
+    async def _render(
+        self,
+        format: ProviderFormat | None,
+        budget: int | None,
+        tools: Sequence[ToolSpec] | None = None,
+    ) -> RenderResult:
         fmt, limit = self._render_options(format, budget)
         self._background.raise_failure()
         await self._screen.snapshot()  # redacts what is new
-        renderer = self._renderers.get(fmt)
+        renderer = self._renderers.for_call(fmt, tools)
         held = self._offer.held_back(renderer.tools, limit)
-        with self._renderers.tools_for_call(held):
-            due = self._due(limit)
-            if held is not None and not due and self._compactor.fits(renderer, limit):
-                return self._finish(renderer, fmt, limit)
+        due = self._due(limit)
+        if held is not None and not due and self._compactor.fits(renderer.with_tools(held), limit):
+            return self._finish(renderer.with_tools(held), fmt, limit)
         # A compaction makes room for what it will let the model expand, at once; not
         # for a tool the budget leaves no room to offer (`ToolOffer.roomy`).
         sized = None if self._offer.roomy(limit) else held
-        with self._renderers.tools_for_call(sized):
-            timed_out, source = await self._compact_for(renderer, limit, due=due)
+        timed_out, source = await self._compact_for(renderer.with_tools(sized), limit, due=due)
         await self._screen.snapshot()  # what the compaction wrote, too
-        with self._renderers.tools_for_call(self._offer.held_back(renderer.tools, limit)):
-            return self._finish(renderer, fmt, limit, timed_out=timed_out, source=source)
+        offered = renderer.with_tools(self._offer.held_back(renderer.tools, limit))
+        return self._finish(offered, fmt, limit, timed_out=timed_out, source=source)
 
     async def _compact_for(
-        self, renderer: Renderer, limit: int | None, *, due: bool
+        self, renderer: CallRenderer, limit: int | None, *, due: bool
     ) -> tuple[bool, WorkingGraph]:
         """Compact as the triggers (`due`) and the budget ask.
 
@@ -571,10 +574,10 @@ class ContextManager(EventAdders):
                 run = await compactor.run(RunMode.OVERFLOW, limit, renderer)
                 timed_out = run.timed_out
             # The floor is cut for the request, not for the agent tools' definitions.
-            with self._renderers.tools_for_call(self._offer.lean(renderer.tools)):
-                if not compactor.fits(renderer, limit):
-                    cut_short, source = await compactor.shrink_floor(renderer, limit)
-                    timed_out = cut_short or timed_out
+            lean = renderer.with_tools(self._offer.lean(renderer.tools))
+            if not compactor.fits(lean, limit):
+                cut_short, source = await compactor.shrink_floor(lean, limit)
+                timed_out = cut_short or timed_out
         elif due and self._background.here:
             self._background.start()
         elif due:
@@ -609,7 +612,7 @@ class ContextManager(EventAdders):
 
     def _finish(
         self,
-        renderer: Renderer,
+        renderer: RequestRenderer,
         fmt: ProviderFormat,
         limit: int | None,
         *,
@@ -632,7 +635,7 @@ class ContextManager(EventAdders):
 
     def _degraded(
         self,
-        renderer: Renderer,
+        renderer: RequestRenderer,
         fmt: ProviderFormat,
         refused: BudgetExceededError,
         graph: WorkingGraph,
@@ -667,7 +670,7 @@ class ContextManager(EventAdders):
 
     def _without_agent_tools(
         self,
-        renderer: Renderer,
+        renderer: RequestRenderer,
         fmt: ProviderFormat,
         refused: BudgetExceededError,
         working: WorkingGraph,
@@ -726,12 +729,16 @@ class ContextManager(EventAdders):
         limit = self._call_budget(budget, model, "render_sync")
 
         def work() -> RenderResult:
-            with self._renderers.tools_for_call(specs):
-                return self._render_blocking(format, limit)
+            return self._render_blocking(format, limit, specs)
 
         return call_blocking(self._lock, "render_sync", work)
 
-    def _render_blocking(self, format: ProviderFormat | None, budget: int | None) -> RenderResult:
+    def _render_blocking(
+        self,
+        format: ProviderFormat | None,
+        budget: int | None,
+        tools: Sequence[ToolSpec] | None = None,
+    ) -> RenderResult:
         """Render without an event loop when nothing has to run; else in a new loop.
 
         Most calls compact nothing, and starting an event loop costs about a
@@ -739,12 +746,12 @@ class ContextManager(EventAdders):
         """
         if not self._background.failed and self._options.redactor is None:
             fmt, limit = self._render_options(format, budget)
-            renderer = self._renderers.get(fmt)
-            with self._renderers.tools_for_call(self._offer.held_back(renderer.tools, limit)):
-                due = self._due(limit)
-                if not due and (limit is None or self._compactor.fits(renderer, limit)):
-                    return self._finish(renderer, fmt, limit)
-        return run_async(lambda: self._render(format, budget))
+            call = self._renderers.for_call(fmt, tools)
+            renderer = call.with_tools(self._offer.held_back(call.tools, limit))
+            due = self._due(limit)
+            if not due and (limit is None or self._compactor.fits(renderer, limit)):
+                return self._finish(renderer, fmt, limit)
+        return run_async(lambda: self._render(format, budget, tools))
 
     @exclusive_async
     async def compact(self, instructions: str | None = None) -> PipelineRun:

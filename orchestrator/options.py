@@ -24,7 +24,7 @@ from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.triggers import TriggerConfig
 from orchestrator.pricing import price_for
 from orchestrator.profiles import Profile, get_profile, load_profile
-from processors.base import Processor, Summarizer
+from processors.base import Processor, Summarizer, scope_of
 from processors.distill import Distiller
 from processors.mask import ObservationMasker
 from processors.redact import SecretRedactor
@@ -334,6 +334,10 @@ def check_pipeline(pipeline: Sequence[Processor] | None) -> tuple[Processor, ...
                 "pass processor instances such as ObservationMasker()"
             )
             raise ConfigurationError(msg)
+        try:
+            scope_of(stage)
+        except ConfigurationError as error:
+            raise ConfigurationError(f"ContextManager: pipeline stage {index}: {error}") from None
     return tuple(pipeline)
 
 

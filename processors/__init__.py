@@ -24,11 +24,14 @@ from processors.base import (
     ProcessorContext,
     Proposal,
     Replace,
+    Resizable,
     Restore,
+    Scope,
     Summarizer,
     replace_each,
     replacement_for,
     run_processor,
+    scope_of,
 )
 from processors.caches import clear_caches
 from processors.distill import Distiller
@@ -67,7 +70,9 @@ __all__ = [
     "ProcessorContext",
     "Proposal",
     "Replace",
+    "Resizable",
     "Restore",
+    "Scope",
     "SecretRedactor",
     "Summarizer",
     "ThinkingClearer",
@@ -82,5 +87,6 @@ __all__ = [
     "replace_each",
     "replacement_for",
     "run_processor",
+    "scope_of",
     "unregister_processor",
 ]

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkab
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from context_graph.errors import ProcessorError
+from context_graph.errors import ConfigurationError, ProcessorError
 from context_graph.graph.content import ContentPart
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.ids import content_digest
@@ -40,11 +40,14 @@ __all__ = [
     "ProcessorContext",
     "Proposal",
     "Replace",
+    "Resizable",
     "Restore",
+    "Scope",
     "Summarizer",
     "replace_each",
     "replacement_for",
     "run_processor",
+    "scope_of",
 ]
 
 
@@ -307,6 +310,49 @@ class Processor(Protocol):
         self, targets: Sequence[Node], ctx: ProcessorContext
     ) -> Proposal | Awaitable[Proposal]:
         """Return the edits this processor proposes for `targets`."""
+
+
+Scope: TypeAlias = Literal["outputs", "history", "all"]
+"""Which nodes a compaction hands a processor, as it declares in its `scope` attribute.
+
+- `outputs` (the default, for a processor that declares none): tool outputs, file reads
+  and sub-agent answers, unpinned; in a run a node trigger started, only those it named.
+- `history`: one contiguous span of whole old units (no pinned node, never the last two
+  units), for a summarizer that replaces them with one summary; a run a node trigger
+  started hands it nothing, and while the view is still over the run's target the stage
+  may run again on the next span.
+- `all`: every unpinned node of the view but system prompts; in a run a node trigger
+  started, only those it named.
+"""
+SCOPES: tuple[Scope, ...] = ("outputs", "history", "all")
+
+
+def scope_of(processor: object) -> Scope:
+    """The scope a processor declares (`outputs` when it declares none).
+
+    Raises:
+        ConfigurationError: its `scope` is not one of `SCOPES`.
+    """
+    declared = getattr(processor, "scope", "outputs")
+    for scope in SCOPES:
+        if declared == scope:
+            return scope
+    name = getattr(processor, "name", type(processor).__name__)
+    msg = f"processor {name!r}: `scope` must be one of {list(SCOPES)}, got {declared!r}"
+    raise ConfigurationError(msg)
+
+
+@runtime_checkable
+class Resizable(Protocol):
+    """A processor that cuts each output to a token cap it can be given another of.
+
+    When a request still does not fit after a run, the compactor cuts the outputs of the
+    latest step to a common cap with the pipeline's own resizable stage (its policies
+    kept), or with the default truncator when the pipeline has none.
+    """
+
+    def resized(self, max_tokens: int) -> Processor:
+        """The same processor with `max_tokens` as its cap."""
 
 
 async def run_processor(

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from typing import Literal, TypeAlias
+from typing import ClassVar, Literal, TypeAlias
 
 from context_graph.entities import critical_entities
 from context_graph.errors import ConfigurationError
 from context_graph.graph.content import ImagePart, TextPart
 from context_graph.graph.nodes import ANSWER_KINDS, AnswerNode, FileNode, Node, SubagentResultNode
-from processors.base import GraphView, ProcessorContext, Proposal, Replace, replacement_for
+from processors.base import GraphView, ProcessorContext, Proposal, Replace, Scope, replacement_for
 from processors.exit_status import meta_exit_code
 from processors.registry import register_processor
 
@@ -94,6 +94,7 @@ class ObservationMasker:
     """
 
     name = "mask"
+    scope: ClassVar[Scope] = "outputs"
 
     def __init__(
         self,

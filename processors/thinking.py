@@ -15,13 +15,14 @@ proposal = await ThinkingClearer().propose(nodes, ctx)
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from context_graph.errors import ConfigurationError
 from context_graph.graph.content import ReasoningPart, RedactedThinkingPart, ThinkingPart
 from context_graph.graph.nodes import SIGNED_SECRETS, AssistantNode, Node
-from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
+from processors.base import ProcessorContext, Proposal, Scope, replace_each, replacement_for
 from processors.registry import register_processor
 
 __all__ = ["THINKING_CLEARED_KEY", "ThinkingClearer"]
@@ -53,6 +54,7 @@ class ThinkingClearer:
     """
 
     name = "clear_thinking"
+    scope: ClassVar[Scope] = "outputs"
 
     def __init__(self, *, keep_turns: int = 1) -> None:
         try:

@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from context_graph.errors import ConfigurationError
 from context_graph.graph.nodes import Node, ToolCallNode
-from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
+from processors.base import ProcessorContext, Proposal, Scope, replace_each, replacement_for
 from processors.registry import register_processor
 
 __all__ = ["CLEARED_INPUT_KEY", "CONTENT_TOOLS", "ToolInputClearer"]
@@ -74,6 +75,7 @@ class ToolInputClearer:
     """
 
     name = "clear_tool_inputs"
+    scope: ClassVar[Scope] = "outputs"
 
     def __init__(
         self,

@@ -21,6 +21,7 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from functools import partial
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -28,7 +29,7 @@ from context_graph.errors import ConfigurationError
 from context_graph.graph.content import TextPart
 from context_graph.graph.nodes import Node
 from context_graph.urls import URL_MAP_KEY, restore_urls
-from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
+from processors.base import ProcessorContext, Proposal, Scope, replace_each, replacement_for
 from processors.registry import register_processor
 
 __all__ = ["HINT_CHARS", "TAG_MARK", "URL_MAP_KEY", "UrlShortener", "restore_urls", "shorten_urls"]
@@ -137,6 +138,7 @@ class UrlShortener:
     """
 
     name = "shorten_urls"
+    scope: ClassVar[Scope] = "outputs"
 
     def __init__(self, *, min_query_chars: int = 32) -> None:
         try:

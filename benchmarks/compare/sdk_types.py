@@ -1,6 +1,6 @@
 """Check OpenAI request messages against the official `openai` SDK's request types.
 
-The walker is `context_graph.validate.sdk_types` (shared with the tests); here a message is
+The walker is `benchmarks.sdk_types` (shared with the tests); here a message is
 checked on its own, so that the answer can be cached per message, and an empty message
 list, which the SDK's type allows but the API refuses, is reported too.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from context_graph.validate.sdk_types import type_problems
+from benchmarks.sdk_types import type_problems
 
 
 @functools.cache

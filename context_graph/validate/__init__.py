@@ -7,8 +7,8 @@ problems = validate(result.payload, "anthropic")  # [] when the body is valid
 ```
 
 Each format is a `ProviderValidator` (one module per wire format, `PROVIDER_VALIDATORS`
-maps the format names to them); `sdk_types` checks a body against the SDKs' own request
-types.
+maps the format names to them). The tests also check bodies against the SDKs' own
+request types (`benchmarks.sdk_types`, outside the installed package).
 """
 
 from __future__ import annotations

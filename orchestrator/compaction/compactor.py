@@ -26,12 +26,12 @@ from typing import Any
 import anyio
 
 from context_graph.errors import BudgetExceededError, StoreConflictError
-from context_graph.render import Renderer
 from orchestrator.bus import EventBus
 from orchestrator.compaction.floor import pipeline_truncator, shrink_floor
 from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.pipeline import PipelineRun, StageSettings, run_pipeline
 from orchestrator.compaction.plan import RunMode, plan_runs
+from orchestrator.compaction.renderers import RequestRenderer
 from orchestrator.compaction.screen import SecretScreen
 from orchestrator.compaction.slot import RunSlot
 from orchestrator.compaction.triggers import Firing, evaluate
@@ -101,7 +101,7 @@ class Compactor:
         self._fire(budget)
         return await self.run(RunMode.MANUAL, budget, None, instructions)
 
-    def fits(self, renderer: Renderer, budget: int | None) -> bool:
+    def fits(self, renderer: RequestRenderer, budget: int | None) -> bool:
         """Whether the working view, rendered by `renderer` and calibrated, fits `budget`."""
         if budget is None:
             return False
@@ -129,7 +129,7 @@ class Compactor:
         self,
         mode: RunMode,
         budget: int | None,
-        renderer: Renderer | None = None,
+        renderer: RequestRenderer | None = None,
         instructions: str | None = None,
     ) -> PipelineRun:
         """Handle the pending firings: the pipelines `plan_runs` picks for `mode`.
@@ -163,7 +163,7 @@ class Compactor:
         self,
         mode: RunMode,
         budget: int | None,
-        renderer: Renderer | None,
+        renderer: RequestRenderer | None,
         instructions: str | None,
         busy: anyio.Event,
         rebases: list[Rebased],
@@ -266,7 +266,9 @@ class Compactor:
         limit = self._time_limit(mode)
         return (540.0 if limit is None else limit) + 60.0
 
-    async def shrink_floor(self, renderer: Renderer, budget: int) -> tuple[bool, WorkingGraph]:
+    async def shrink_floor(
+        self, renderer: RequestRenderer, budget: int
+    ) -> tuple[bool, WorkingGraph]:
         """Truncate the outputs after the latest user turn until the request fits.
 
         The last resort of a render that overflows (see `floor.shrink_floor`): the
@@ -316,7 +318,7 @@ class Compactor:
         return timed_out, source
 
     async def _shrink_kept(
-        self, renderer: Renderer, budget: int, settings: StageSettings, run: PipelineRun
+        self, renderer: RequestRenderer, budget: int, settings: StageSettings, run: PipelineRun
     ) -> bool:
         """The floor's truncation in the session, one store block; whether it timed out."""
         rebases: list[Rebased] = []
@@ -333,7 +335,7 @@ class Compactor:
         self,
         working: WorkingGraph,
         bus: EventBus,
-        renderer: Renderer,
+        renderer: RequestRenderer,
         budget: int,
         settings: StageSettings,
         run: PipelineRun,
@@ -432,7 +434,7 @@ class Compactor:
 
     async def _relieve(
         self,
-        renderer: Renderer,
+        renderer: RequestRenderer,
         relief: int,
         settings: StageSettings,
         guards: GuardConfig,

@@ -25,7 +25,7 @@ from orchestrator.compaction.pipeline import (
 )
 from orchestrator.compaction.plan import RunMode
 from orchestrator.working import WorkingGraph, WorkingView
-from processors.base import Processor
+from processors.base import Processor, Resizable
 from processors.truncate import ToolOutputTruncator
 
 __all__ = ["floor_outputs", "output_cap", "pipeline_truncator", "shrink_floor"]
@@ -52,9 +52,9 @@ def floor_outputs(view: WorkingView) -> tuple[Node, ...]:
     return output_targets(view, units[start:])
 
 
-def pipeline_truncator(stages: Sequence[Processor]) -> ToolOutputTruncator | None:
-    """The pipeline's own truncator, whose policies the floor's truncation keeps (if any)."""
-    return next((stage for stage in stages if isinstance(stage, ToolOutputTruncator)), None)
+def pipeline_truncator(stages: Sequence[Processor]) -> Resizable | None:
+    """The pipeline's own resizable stage (its truncator), if any: the floor keeps its policies."""
+    return next((stage for stage in stages if isinstance(stage, Resizable)), None)
 
 
 def output_cap(sizes: Sequence[int], excess: int) -> int | None:
@@ -99,7 +99,7 @@ async def shrink_floor(
     settings: StageSettings,
     measure: Callable[[], int],
     budget: int,
-    base: ToolOutputTruncator | None,
+    base: Resizable | None,
     required: Callable[[], int] | None = None,
     unsent: frozenset[str] = frozenset(),
     run: PipelineRun | None = None,

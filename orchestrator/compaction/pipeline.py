@@ -54,8 +54,8 @@ from processors.base import (
     Proposal,
     Summarizer,
     run_processor,
+    scope_of,
 )
-from processors.summarize import HistorySummarizer
 
 logger = logging.getLogger("context_graph")
 
@@ -180,26 +180,31 @@ def _targets(
     only: frozenset[str] | None,
     held: frozenset[str] = frozenset(),
 ) -> tuple[Node, ...]:
-    """The stage's targets; with `only`, just the nodes that are or stand for those ids.
+    """The stage's targets, by the scope it declares (`processors.base.Scope`).
 
-    Never one of `held` (`StageSettings.held`).
+    With `only`, just the nodes that are or stand for those ids; never one of `held`
+    (`StageSettings.held`).
 
     A node trigger names the nodes that fired; an earlier stage may have replaced one
     (a masked copy), so a node matches when any of its pristine roots is named. A
-    summary stands for whole units, not for nodes that fired, so a restricted run does
-    not summarize.
+    summary stands for whole units, not for nodes that fired, so a restricted run hands
+    a `history` processor nothing.
     """
-    if only is None:
-        if isinstance(processor, HistorySummarizer):
-            return history_targets(view, held=held)
-        return tuple(node for node in output_targets(view) if node.id not in held)
-    if isinstance(processor, HistorySummarizer):
-        return ()
+    scope = scope_of(processor)
+    if scope == "history":
+        return () if only is not None else history_targets(view, held=held)
+    nodes = output_targets(view) if scope == "outputs" else _every_node(view)
     return tuple(
         node
-        for node in output_targets(view)
-        if node.id not in held and stands_for(working, node, only)
+        for node in nodes
+        if node.id not in held and (only is None or stands_for(working, node, only))
     )
+
+
+def _every_node(view: WorkingView) -> tuple[Node, ...]:
+    """The view's unpinned nodes but system prompts, in order (scope `all`)."""
+    nodes = (view[node_id] for node_id in view.current_ids())
+    return tuple(node for node in nodes if not node.pinned and node.kind != "system")
 
 
 def stands_for(working: WorkingGraph, node: Node, ids: frozenset[str]) -> bool:
@@ -375,7 +380,7 @@ async def run_pipeline(
         # One summary covers one contiguous span; when the older span is summarized and
         # the view is still over the target, the finished steps of the current tool loop
         # are the next span (`history_targets`), so the stage may run again on them.
-        again = isinstance(processor, HistorySummarizer) and only is None and done is not None
+        again = scope_of(processor) == "history" and only is None and done is not None
         for _ in range(1 + MAX_SUMMARY_REPEATS if again else 1):
             outcome = await run_stage(
                 processor,

@@ -4,19 +4,89 @@ A renderer keeps state worth keeping: its render cache, and how many units it ke
 leaving out under budget pressure (`Renderer.kept_drops`, so the rendered prefix stays
 stable). Compaction measures whether a request fits with the same renderer the render
 then uses, so both see the same units dropped and the same calibration.
+
+One call's tool set is part of its request, not of the shared renderer: `for_call`
+gives a `CallRenderer`, the shared renderer with that call's tools, which compaction
+measures with and the render renders with. Nothing shared is changed for a call, so
+two calls in flight at once (with different tools) never see each other's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-from context_graph.render import Renderer
+from context_graph.render import Renderer, RenderResult, RenderSource
 from context_graph.render.tools import ToolSpec
 from context_graph.tokens.calibration import Calibrator
 from context_graph.tokens.counting import ProviderFormat
 
-__all__ = ["RendererCache"]
+__all__ = ["CallRenderer", "RendererCache", "RequestRenderer"]
+
+
+class RequestRenderer(Protocol):
+    """What compaction measures a request with: a `Renderer`, or one call's `CallRenderer`."""
+
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        """The tools its requests send unless a render is given others."""
+
+    @property
+    def calibrator(self) -> Calibrator | None:
+        """How the provider's count differs from ours (`None`: not learned)."""
+
+    @property
+    def kept_drops(self) -> int:
+        """How many old units renders keep leaving out under pressure."""
+
+    def render(
+        self, source: RenderSource, *, budget: int | None = None, tools: Sequence[Any] | None = None
+    ) -> RenderResult:
+        """The request for `source` under `budget`."""
+
+
+class CallRenderer:
+    """One call's renderer: a shared `Renderer` with this call's tool set.
+
+    The caches and kept drops are the shared renderer's; every render through it sends
+    this call's tools unless given its own.
+
+    Args:
+        shared: The format's renderer, kept across calls.
+        tools: This call's tool definitions.
+    """
+
+    __slots__ = ("_shared", "_tools")
+
+    def __init__(self, shared: Renderer, tools: Sequence[ToolSpec]) -> None:
+        self._shared = shared
+        self._tools = tuple(tools)
+
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        """The tools this call's requests send."""
+        return self._tools
+
+    @property
+    def calibrator(self) -> Calibrator | None:
+        """The shared renderer's calibrator."""
+        return self._shared.calibrator
+
+    @property
+    def kept_drops(self) -> int:
+        """How many old units the shared renderer keeps leaving out."""
+        return self._shared.kept_drops
+
+    def with_tools(self, tools: Sequence[ToolSpec] | None) -> CallRenderer:
+        """The same call with another tool set (`None`: this one)."""
+        return self if tools is None else CallRenderer(self._shared, tools)
+
+    def render(
+        self, source: RenderSource, *, budget: int | None = None, tools: Sequence[Any] | None = None
+    ) -> RenderResult:
+        """`Renderer.render` with this call's tools unless given others."""
+        chosen = self._tools if tools is None else tools
+        return self._shared.render(source, budget=budget, tools=chosen)
 
 
 class RendererCache:
@@ -62,25 +132,16 @@ class RendererCache:
             self._renderers[format] = renderer
         return renderer
 
-    @contextmanager
-    def tools_for_call(self, tools: Sequence[ToolSpec] | None) -> Iterator[None]:
-        """Every renderer sends `tools` (None: its own) until the block ends.
+    def for_call(
+        self, format: ProviderFormat, tools: Sequence[ToolSpec] | None = None
+    ) -> CallRenderer:
+        """The renderer of `format` for one call, with `tools` (None: the manager's own)."""
+        return CallRenderer(self.get(format), self._tools if tools is None else tools)
 
-        A render given its own tool set measures, compacts and renders with it; the
-        manager's tool set is back for the next call.
-        """
-        if tools is None:
-            yield
-            return
-        own, self._tools = self._tools, tuple(tools)
-        for renderer in self._renderers.values():
-            renderer.tools = self._tools
-        try:
-            yield
-        finally:
-            self._tools = own
-            for renderer in self._renderers.values():
-                renderer.tools = own
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        """The manager's own tool set (every call's, unless it gives its own)."""
+        return self._tools
 
     def kept_drops(self) -> dict[ProviderFormat, int]:
         """`Renderer.kept_drops` of every renderer made so far, by format in sorted order."""

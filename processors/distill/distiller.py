@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Container, Sequence
 from dataclasses import replace
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -29,7 +30,7 @@ from context_graph.errors import ConfigurationError
 from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.nodes import AnswerNode, FileNode, Node
 from context_graph.tokens.counting import default_counter
-from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
+from processors.base import ProcessorContext, Proposal, Scope, replace_each, replacement_for
 from processors.distill.code import code_rule, distill_code, distill_python, python_rule
 from processors.distill.common import (
     LEVELS,
@@ -266,6 +267,7 @@ class Distiller:
     """
 
     name = "distill"
+    scope: ClassVar[Scope] = "outputs"
 
     def __init__(self, *, level: Level | None = None, min_tokens: int = DEFAULT_MIN_TOKENS):
         try:

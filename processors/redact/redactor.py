@@ -7,12 +7,12 @@ from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 from context_graph.errors import ConfigurationError
 from context_graph.graph.content import ContentPart, ThinkingPart
 from context_graph.graph.nodes import SIGNED_SECRETS, Node, ToolCallNode
-from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
+from processors.base import ProcessorContext, Proposal, Scope, replace_each, replacement_for
 from processors.redact.fields import (
     field_texts,
     native_text,
@@ -63,6 +63,7 @@ class SecretRedactor:
     """
 
     name = "redact"
+    scope: ClassVar[Scope] = "outputs"
 
     def __init__(
         self,

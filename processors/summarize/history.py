@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import anyio
 from pydantic import JsonValue
@@ -27,7 +28,7 @@ from context_graph.graph.content import TextPart
 from context_graph.graph.ids import make_node_id
 from context_graph.graph.native import NativeCompaction
 from context_graph.graph.nodes import Node, SummaryNode, UserNode
-from processors.base import Abstract, ProcessorContext, Proposal, Summarizer
+from processors.base import Abstract, ProcessorContext, Proposal, Scope, Summarizer
 from processors.redact import strip_signed_secrets
 from processors.registry import register_processor
 from processors.summarize.brief import parse, tool_lines
@@ -136,6 +137,7 @@ class HistorySummarizer:
     """
 
     name = "summarize"
+    scope: ClassVar[Scope] = "history"
 
     def __init__(
         self,

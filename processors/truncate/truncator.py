@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import partial
-from typing import Literal, TypeAlias
+from typing import ClassVar, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -14,7 +14,7 @@ from context_graph.errors import ConfigurationError
 from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.nodes import AnswerNode, Node
 from context_graph.tokens.counting import SeamCounter
-from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
+from processors.base import ProcessorContext, Proposal, Scope, replace_each, replacement_for
 from processors.pieces import Seams
 from processors.registry import register_processor
 from processors.truncate.fit import Budget, Layout, Policy, fit_layout
@@ -145,6 +145,7 @@ class ToolOutputTruncator:
     """
 
     name = "truncate"
+    scope: ClassVar[Scope] = "outputs"
 
     def __init__(
         self,

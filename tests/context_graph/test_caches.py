@@ -13,7 +13,7 @@ from context_graph.entities import critical_entities
 TEXT = "Traceback: KeyError in src/app/main.py line 1234\nbooking ABC-1234 for user_id 99812"
 
 # Memos of something fixed for the process, kept on purpose (see `context_graph.caches`).
-KEPT = frozenset({"context_graph.validate.sdk_types._fields"})
+KEPT = frozenset({"benchmarks.sdk_types._fields"})
 
 
 def _memos() -> set[str]:

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from benchmarks.sdk_types import sdk_problems
 from context_graph.validate import (
     PROVIDER_VALIDATORS,
     ProviderValidator,
@@ -22,7 +23,6 @@ from context_graph.validate import (
     validate,
 )
 from context_graph.validate.openai_responses import RESPONSES_RULES
-from context_graph.validate.sdk_types import sdk_problems
 
 USER = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
 SAID = {

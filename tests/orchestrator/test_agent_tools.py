@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.sdk_types import sdk_problems
 from context_graph.errors import ConfigurationError
 from context_graph.examples import EXAMPLE_SESSION
 from context_graph.importers import load_sessions
@@ -17,7 +18,6 @@ from context_graph.render import FORMATS
 from context_graph.testing import WordCounter
 from context_graph.tokens.counting import ProviderFormat
 from context_graph.validate import validate
-from context_graph.validate.sdk_types import sdk_problems
 from orchestrator.cli import main
 from orchestrator.manager import ContextManager
 from orchestrator.replay import replay

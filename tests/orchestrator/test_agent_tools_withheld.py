@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks.sdk_types import sdk_problems
 from context_graph.errors import BudgetExceededError
 from context_graph.render import FORMATS
 from context_graph.testing import Recorder, WordCounter
 from context_graph.tokens.counting import ProviderFormat
 from context_graph.validate import validate
-from context_graph.validate.sdk_types import sdk_problems
 from orchestrator.manager import ContextManager
 from tests.orchestrator.test_agent_tools import tool_names
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.sdk_types import sdk_problems
 from context_graph.errors import BudgetExceededError
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.importers import ImportedSession, load_sessions
@@ -22,7 +23,6 @@ from context_graph.render import FORMATS, Renderer
 from context_graph.testing import strict_trace, trace_files
 from context_graph.tokens.counting import ProviderFormat
 from context_graph.validate.request import validate
-from context_graph.validate.sdk_types import sdk_problems
 from orchestrator.cli import main
 from orchestrator.cli import session as cli_session
 from orchestrator.manager import ContextManager

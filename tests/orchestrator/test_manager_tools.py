@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.sdk_types import sdk_problems
 from context_graph.errors import ConfigurationError
 from context_graph.examples import EXAMPLE_SESSION
 from context_graph.graph.node_tokens import NodeTokenCache
@@ -16,7 +17,6 @@ from context_graph.render import FORMATS, Renderer, RenderResult
 from context_graph.render.tools import ToolSpec, read_tools
 from context_graph.tokens.counting import default_counter
 from context_graph.validate import validate
-from context_graph.validate.sdk_types import sdk_problems
 from orchestrator.cli import main
 from orchestrator.manager import ContextManager
 from orchestrator.replay import replay

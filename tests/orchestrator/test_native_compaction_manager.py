@@ -13,13 +13,13 @@ from typing import Any
 
 from anthropic.types.beta import BetaMessage
 
+from benchmarks.sdk_types import sdk_problems
 from context_graph.graph.events import AgentEvent
 from context_graph.graph.nodes import SummaryNode
 from context_graph.graph.sdk_replies import read_response
 from context_graph.importers import load_events
 from context_graph.testing import WordCounter
 from context_graph.validate import validate
-from context_graph.validate.sdk_types import sdk_problems
 from orchestrator.manager import ContextManager
 from orchestrator.replay import replay
 

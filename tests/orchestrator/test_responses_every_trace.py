@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.sdk_types import sdk_problems
 from context_graph.errors import BudgetExceededError
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent, AssistantTurn
@@ -30,7 +31,6 @@ from context_graph.importers import load_sessions
 from context_graph.render import Renderer
 from context_graph.testing import strict_trace, trace_files
 from context_graph.validate.request import validate
-from context_graph.validate.sdk_types import sdk_problems
 from orchestrator.manager import ContextManager
 from orchestrator.profiles import get_profile
 

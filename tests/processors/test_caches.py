@@ -22,7 +22,7 @@ from processors import Distiller, HistorySummarizer, ProcessorContext, Proposal,
 TEXT = "Traceback: KeyError in src/app/main.py line 1234\nbooking ABC-1234 for user_id 99812"
 
 # Memos keyed by something other than session text: the SDK's request types.
-NOT_SESSION_MEMOS = frozenset({"context_graph.validate.sdk_types._fields"})
+NOT_SESSION_MEMOS = frozenset({"benchmarks.sdk_types._fields"})
 
 
 def _lru_caches() -> dict[str, Any]:

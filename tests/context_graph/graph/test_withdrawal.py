@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.sdk_types import sdk_problems
 from context_graph import (
     Compaction,
     ContextGraph,
@@ -21,7 +22,6 @@ from context_graph import (
 from context_graph.render import MISSING_RESULT_TEXT, Renderer
 from context_graph.testing import WordCounter, graph_snapshot
 from context_graph.validate import validate
-from context_graph.validate.sdk_types import sdk_problems
 
 FORMATS = ("openai", "anthropic", "gemini", "responses")
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 
+from benchmarks.sdk_types import sdk_problems
 from context_graph import ContextGraph, Node, Unit
-from context_graph.validate.sdk_types import sdk_problems
 
 SdkCheck = Callable[[Any, str], list[str]]
 

@@ -11,6 +11,7 @@ from typing import Any
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.sdk_types import sdk_problems
 from context_graph.errors import BudgetExceededError
 from context_graph.graph.content import TextPart
 from context_graph.graph.context_graph import ContextGraph
@@ -32,7 +33,6 @@ from context_graph.render.result import count_payload
 from context_graph.render.turns import NATIVE_SUMMARY_HEADER
 from context_graph.testing import WordCounter
 from context_graph.validate import validate
-from context_graph.validate.sdk_types import sdk_problems
 
 SUMMARY = "The user asked to fix a.py; the failure was an off-by-one."
 THINK = {"type": "thinking", "thinking": "Now test it.", "signature": "c2ln"}

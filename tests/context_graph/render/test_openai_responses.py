@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.sdk_types import sdk_problems
 from context_graph import (
     BudgetExceededError,
     ContentPart,
@@ -25,7 +26,6 @@ from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.render import MISSING_RESULT_TEXT, Renderer, RenderSource, count_payload
 from context_graph.testing import WordCounter
 from context_graph.validate import validate
-from context_graph.validate.sdk_types import sdk_problems
 
 REASONING = ReasoningPart(id="rs_1", summary=("Look at a.py first.",), encrypted_content="gAAA==")
 CUSTOM = {"responses_type": "custom_tool_call"}

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import JsonValue, ValidationError
 
+from benchmarks.sdk_types import sdk_problems
 from context_graph import (
     BudgetExceededError,
     ContextGraph,
@@ -25,7 +26,6 @@ from context_graph import (
 from context_graph.render import FORMATS, Renderer, RenderSource
 from context_graph.testing import WordCounter, graph_snapshot
 from context_graph.validate import validate
-from context_graph.validate.sdk_types import sdk_problems
 
 REASONING = ReasoningPart(id="rs_1", summary=("Look at a.py first.",), encrypted_content="gAAA==")
 CUSTOM: Mapping[str, JsonValue] = {"responses_type": "custom_tool_call"}

@@ -13,12 +13,12 @@ from openai.types.chat import ChatCompletionFunctionTool
 from openai.types.responses import FunctionTool
 from openai.types.shared import FunctionDefinition
 
+from benchmarks.sdk_types import sdk_problems
 from context_graph import ConfigurationError, ContextGraph
 from context_graph.render import FORMATS, Renderer, count_payload
 from context_graph.render.tools import ToolSpec, read_tools, tool_names
 from context_graph.testing import WordCounter
 from context_graph.validate import validate
-from context_graph.validate.sdk_types import sdk_problems
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.sdk_types import sdk_problems
 from context_graph import AgentEvent, BudgetExceededError, Note, TiktokenCounter
 from context_graph.render import FORMATS, Renderer
 from context_graph.testing import Recorder, WordCounter
 from context_graph.tokens.counting import ProviderFormat
 from context_graph.validate import validate
-from context_graph.validate.sdk_types import sdk_problems
 from orchestrator import ContextManager
 from orchestrator.agent_tools import AGENT_TOOLS, EXPAND_TOOL
 from orchestrator.agent_tools.offer import MIN_ROOM

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from openai.types.responses import ResponseReasoningItem
 from openai.types.responses.response_reasoning_item import Summary
 
+from benchmarks.sdk_types import sdk_problems
 from context_graph.render import MISSING_RESULT_TEXT
 from context_graph.testing import WordCounter
 from context_graph.validate import validate
-from context_graph.validate.sdk_types import sdk_problems
 from orchestrator import ContextManager
 from orchestrator.integrations.openai_agents import WITHDRAWN_BY_KEY, ContextSession
 

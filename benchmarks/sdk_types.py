@@ -5,7 +5,8 @@ field (`tool_call` for `tool_calls`) would pass it. This checker walks the Typed
 annotations itself and reports unknown keys, missing required keys, wrong literals and
 wrong JSON types, each with a JSON path. The SDKs are optional: they are imported only
 when a body of their format is checked. The tests and the benchmarks use it beside
-`context_graph.validate.request`.
+`context_graph.validate.request`; it is not part of the installed package (it needs the
+SDKs, which the package does not depend on).
 """
 
 from __future__ import annotations
