@@ -24,7 +24,7 @@ from orchestrator.compaction.pipeline import PipelineRun
 from orchestrator.compaction.triggers import Firing, TriggerConfig
 from orchestrator.manager import ContextManager, ManagerStats, default_pipeline
 from orchestrator.persistence.protocol import RestoredSession, SessionStore
-from orchestrator.persistence.sqlite_store import SQLiteStore
+from orchestrator.persistence.sqlite.store import SQLiteStore
 from orchestrator.profiles import PROFILES, Profile, StageConfig, get_profile, load_profile
 from orchestrator.replay import CallReport, ReplayReport, replay
 from orchestrator.working import AuditEntry, WorkingGraph, WorkingView

@@ -7,9 +7,9 @@ journal, so every later change is written as one step with it.
 from __future__ import annotations
 
 from orchestrator.persistence.factory import open_store
-from orchestrator.persistence.postgres_store import PostgresStore
+from orchestrator.persistence.postgres.store import PostgresStore
 from orchestrator.persistence.protocol import Refreshed, RestoredSession, SessionStore
-from orchestrator.persistence.sqlite_store import SQLiteStore
+from orchestrator.persistence.sqlite.store import SQLiteStore
 
 __all__ = [
     "PostgresStore",

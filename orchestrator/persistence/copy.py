@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from context_graph.errors import StoreError
 from orchestrator.persistence.factory import open_store
-from orchestrator.persistence.postgres_store import PostgresStore
+from orchestrator.persistence.postgres.store import PostgresStore
 from orchestrator.persistence.protocol import SessionStore
-from orchestrator.persistence.sqlite_store import SQLiteStore
+from orchestrator.persistence.sqlite.store import SQLiteStore
 
 __all__ = ["Copied", "CounterName", "copy_session"]
 

@@ -13,10 +13,10 @@ import re
 
 from context_graph.errors import ConfigurationError
 from context_graph.tokens.counting import TokenCounter
-from orchestrator.persistence.postgres_connect import redacted
-from orchestrator.persistence.postgres_store import PostgresStore
+from orchestrator.persistence.postgres.connect import redacted
+from orchestrator.persistence.postgres.store import PostgresStore
 from orchestrator.persistence.protocol import SessionStore
-from orchestrator.persistence.sqlite_store import SQLiteStore
+from orchestrator.persistence.sqlite.store import SQLiteStore
 
 __all__ = ["open_store"]
 

@@ -30,7 +30,7 @@ from context_graph.errors import InvariantViolation
 from orchestrator.persistence.codec import JournalEntry, checksum, decode_entry, encode_applied
 from orchestrator.persistence.protocol import Rebased, RestoredSession
 from orchestrator.persistence.restore import ResumingClock, replay_entry
-from orchestrator.persistence.sqlite_writer import Entry
+from orchestrator.persistence.sqlite.writer import Entry
 from processors.base import Proposal
 
 __all__ = ["LiveSession"]

@@ -17,7 +17,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from context_graph.errors import StoreLockedError
 from orchestrator import ContextManager
 from orchestrator.integrations.pydantic_ai import ContextHistory
-from orchestrator.persistence.lock import held_files
+from orchestrator.persistence.sqlite.lock import held_files
 
 
 @pytest.fixture(autouse=True)

@@ -43,7 +43,7 @@ from orchestrator.compaction.renderers import RendererCache
 from orchestrator.compaction.triggers import Firing
 from orchestrator.persistence.manager_state import ManagerState, StateKeeper
 from orchestrator.persistence.protocol import Lease, Refreshed, RestoredSession, SessionStore
-from orchestrator.persistence.sqlite_store import SQLiteStore
+from orchestrator.persistence.sqlite.store import SQLiteStore
 from orchestrator.replay import model_call_points
 
 ROOT = Path(__file__).resolve().parents[3]

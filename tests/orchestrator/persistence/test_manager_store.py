@@ -14,7 +14,7 @@ from context_graph.graph.events import AgentEvent
 from context_graph.importers import load_events
 from context_graph.testing import graph_snapshot
 from orchestrator import ContextManager
-from orchestrator.persistence.sqlite_store import SQLiteStore
+from orchestrator.persistence.sqlite.store import SQLiteStore
 from orchestrator.replay import model_call_points
 
 ROOT = Path(__file__).resolve().parents[3]

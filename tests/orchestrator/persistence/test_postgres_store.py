@@ -19,7 +19,7 @@ from context_graph.errors import (
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager
 from orchestrator.persistence import PostgresStore, open_store
-from orchestrator.persistence.postgres_schema import SCHEMA_VERSION
+from orchestrator.persistence.postgres.schema import SCHEMA_VERSION
 
 _CLOCK = lambda: 1_700_000_000.0  # noqa: E731  (a fixed clock for the audit log)
 

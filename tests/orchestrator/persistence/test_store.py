@@ -41,7 +41,7 @@ from context_graph.testing import WordCounter, graph_snapshot, strict_trace, tra
 from orchestrator.bus import EventBus
 from orchestrator.compaction.pipeline import StageSettings, output_targets, run_pipeline
 from orchestrator.persistence import RestoredSession, SQLiteStore
-from orchestrator.persistence.sqlite_store import SCHEMA_VERSION
+from orchestrator.persistence.sqlite.store import SCHEMA_VERSION
 from orchestrator.working.buffer import WorkingGraph
 from processors.base import Drop, ProcessorContext, Proposal, run_processor
 from processors.distill import Distiller

@@ -22,7 +22,7 @@ import pytest
 
 from context_graph.errors import StoreError
 from orchestrator import ContextManager
-from orchestrator.persistence.lock import held_files
+from orchestrator.persistence.sqlite.lock import held_files
 
 _FULL_DISK = """
 import json, resource, signal, sys

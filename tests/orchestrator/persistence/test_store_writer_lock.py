@@ -22,7 +22,7 @@ import pytest
 from context_graph.errors import StoreLockedError
 from orchestrator import ContextManager
 from orchestrator.persistence import SQLiteStore, open_store
-from orchestrator.persistence.lock import held_files
+from orchestrator.persistence.sqlite.lock import held_files
 
 Alias = Callable[[Path], Path]
 

@@ -14,8 +14,8 @@ from functools import partial
 from pathlib import Path
 
 from context_graph.errors import StoreError
-from orchestrator.persistence.lock import FileClaim, claim_file
 from orchestrator.persistence.schema import check_head, connect, prepare
+from orchestrator.persistence.sqlite.lock import FileClaim, claim_file
 
 __all__ = ["open_file"]
 

@@ -29,8 +29,8 @@ from typing import Any, NoReturn
 
 from context_graph.errors import StoreConflictError, StoreError
 from orchestrator.persistence.codec import checksum
-from orchestrator.persistence.postgres_connect import begin, rollback, translate
-from orchestrator.persistence.sqlite_writer import Entry
+from orchestrator.persistence.postgres.connect import begin, rollback, translate
+from orchestrator.persistence.sqlite.writer import Entry
 
 __all__ = ["CHANNEL", "LogWriter", "digest"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import time
 
-from orchestrator.persistence.postgres_connect import load_driver
-from orchestrator.persistence.postgres_writer import CHANNEL
+from orchestrator.persistence.postgres.connect import load_driver
+from orchestrator.persistence.postgres.writer import CHANNEL
 
 __all__ = ["wait_for_entries"]
 

@@ -18,8 +18,8 @@ from typing import Any
 from context_graph.errors import StoreError
 from context_graph.graph.events import AgentEvent, coerce_events
 from orchestrator.persistence.codec import check_audit, encode_applied, encode_events
-from orchestrator.persistence.postgres_writer import LogWriter
-from orchestrator.persistence.sqlite_writer import Entry
+from orchestrator.persistence.postgres.writer import LogWriter
+from orchestrator.persistence.sqlite.writer import Entry
 from orchestrator.working.buffer import AuditEntry
 from processors.base import Proposal
 

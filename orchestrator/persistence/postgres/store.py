@@ -2,11 +2,11 @@
 
 The session is the same ordered journal as in a SQLite file (`events` and `proposals`
 entries, replayed by `restore`), kept as an append-only log in a database that holds
-many sessions (`postgres_schema`). What changes is that several processes write one
-session: each append is a compare-and-set on the log's head (`postgres_writer`), so a
+many sessions (`postgres.schema`). What changes is that several processes write one
+session: each append is a compare-and-set on the log's head (`postgres.writer`), so a
 writer whose view is behind gets `StoreConflictError` with nothing written, calls
 `refresh()` to replay what the others appended (`live`), and retries. A compactor takes
-the session's lease (`lease()`, `postgres_lease`), whose fencing token every write it
+the session's lease (`lease()`, `postgres.lease`), whose fencing token every write it
 makes is checked against; a compaction run that finds the log moved on when it ends is
 rebased over the newer entries (`atomic(rebased=...)`); a worker waiting for others'
 entries blocks in `wait()` (LISTEN/NOTIFY).
@@ -38,13 +38,13 @@ from context_graph.tokens.counting import TokenCounter, default_counter
 from orchestrator.persistence.codec import JournalEntry, encode_applied, encode_events
 from orchestrator.persistence.journal import GraphJournal
 from orchestrator.persistence.live import LiveSession
-from orchestrator.persistence.postgres_connect import PoolShare, parse_location, run_on, translate
-from orchestrator.persistence.postgres_follow import LogFollower
-from orchestrator.persistence.postgres_gate import WriteGate
-from orchestrator.persistence.postgres_lease import LeaseKeeper
-from orchestrator.persistence.postgres_reader import LogSnapshot, open_session, read_log
-from orchestrator.persistence.postgres_watch import wait_for_entries
-from orchestrator.persistence.postgres_writer import LogWriter
+from orchestrator.persistence.postgres.connect import PoolShare, parse_location, run_on, translate
+from orchestrator.persistence.postgres.follow import LogFollower
+from orchestrator.persistence.postgres.gate import WriteGate
+from orchestrator.persistence.postgres.lease import LeaseKeeper
+from orchestrator.persistence.postgres.reader import LogSnapshot, open_session, read_log
+from orchestrator.persistence.postgres.watch import wait_for_entries
+from orchestrator.persistence.postgres.writer import LogWriter
 from orchestrator.persistence.protocol import Lease, Rebased, Refreshed, RestoredSession
 from orchestrator.persistence.restore import ResumingClock, replay
 from orchestrator.persistence.schema import encode_state

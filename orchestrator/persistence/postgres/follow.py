@@ -1,6 +1,6 @@
 """`LogFollower`: a PostgreSQL store's restored session, kept in step with the shared log.
 
-The other side of `postgres_writer`: the writer appends from where this worker last saw
+The other side of `postgres.writer`: the writer appends from where this worker last saw
 the log; the follower moves that point on. `refresh` replays what other workers
 appended; an atomic block is marked when it begins and, when it ends, written with the
 ways `LiveSession` has to take it back or rebase it, so that a compaction run racing
@@ -16,10 +16,10 @@ from pydantic import JsonValue
 
 from context_graph.errors import StoreError
 from orchestrator.persistence.live import LiveSession
-from orchestrator.persistence.postgres_reader import LogSnapshot
-from orchestrator.persistence.postgres_writer import LogWriter
+from orchestrator.persistence.postgres.reader import LogSnapshot
+from orchestrator.persistence.postgres.writer import LogWriter
 from orchestrator.persistence.protocol import Rebased, Refreshed
-from orchestrator.persistence.sqlite_writer import Entry
+from orchestrator.persistence.sqlite.writer import Entry
 
 __all__ = ["LogFollower"]
 

@@ -309,7 +309,7 @@ def _holder_pid(key: _Key) -> int | None:
 
 # Frames of these folders are the library's or Python's; the first other frame is the
 # caller who opened the store, named in a refusal.
-_LIBRARY = str(Path(__file__).resolve().parents[2])
+_LIBRARY = str(Path(__file__).resolve().parents[3])
 _SKIPPED = tuple(
     {
         *(

@@ -18,8 +18,8 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from context_graph.errors import StoreConflictError, StoreError
-from orchestrator.persistence.postgres_connect import run_on
-from orchestrator.persistence.postgres_writer import LogWriter
+from orchestrator.persistence.postgres.connect import run_on
+from orchestrator.persistence.postgres.writer import LogWriter
 from orchestrator.persistence.protocol import Lease
 
 __all__ = ["Lease", "LeaseKeeper", "acquire_lease", "release_lease"]

@@ -16,7 +16,7 @@ from pydantic import JsonValue
 
 from context_graph.errors import StoreError
 from orchestrator.persistence.codec import JournalEntry, decode_entry
-from orchestrator.persistence.postgres_schema import migrate
+from orchestrator.persistence.postgres.schema import migrate
 from orchestrator.persistence.schema import decode_state
 
 __all__ = ["LogSnapshot", "open_session", "read_log"]

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from context_graph.errors import StoreFormatError
-from orchestrator.persistence.postgres_connect import rollback
+from orchestrator.persistence.postgres.connect import rollback
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
 

@@ -15,10 +15,10 @@ with SQLiteStore.open("session.db") as store:
     store.put_state("triggers", trigger_state.model_dump(mode="json"))
 ```
 
-The store is composed of one idea per module: `sqlite_file` opens the file (`schema`
-its layout, `lock` its one writer), `sqlite_writer` writes entries in transactions
+The store is composed of one idea per module: `sqlite.file` opens the file (`schema`
+its layout, `lock` its one writer), `sqlite.writer` writes entries in transactions
 (a compaction run, `atomic()`, in one; a failed commit stops the journal),
-`sqlite_reader` reads a consistent snapshot while the writer appends, and `restore`
+`sqlite.reader` reads a consistent snapshot while the writer appends, and `restore`
 replays it into graphs holding the store's `GraphJournal` (`journal`), so that each
 change and its entry are one step: a crash leaves the file as it was before the change
 or after it, and an entry that cannot be written leaves memory as it was.
@@ -44,13 +44,13 @@ from context_graph.graph.events import AgentEvent, coerce_events
 from context_graph.tokens.counting import TokenCounter, default_counter
 from orchestrator.persistence.codec import JournalEntry, check_audit, encode_applied, encode_events
 from orchestrator.persistence.journal import GraphJournal
-from orchestrator.persistence.lock import FileClaim
 from orchestrator.persistence.protocol import Lease, Rebased, Refreshed, RestoredSession
 from orchestrator.persistence.restore import replay
 from orchestrator.persistence.schema import SCHEMA_VERSION, encode_state
-from orchestrator.persistence.sqlite_file import open_file
-from orchestrator.persistence.sqlite_reader import Snapshot, read_snapshot
-from orchestrator.persistence.sqlite_writer import Entry, JournalWriter
+from orchestrator.persistence.sqlite.file import open_file
+from orchestrator.persistence.sqlite.lock import FileClaim
+from orchestrator.persistence.sqlite.reader import Snapshot, read_snapshot
+from orchestrator.persistence.sqlite.writer import Entry, JournalWriter
 from orchestrator.working.buffer import AuditEntry
 from processors.base import Proposal
 
