@@ -20,9 +20,10 @@ with the rest. Only its usage is read, to calibrate the engine's count
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
+
+from orchestrator.gateway.sse import data_events
 
 __all__ = ["prompt_tokens", "readable_request", "sse_usage"]
 
@@ -92,17 +93,10 @@ def prompt_tokens(usage: Any) -> int | None:
 def sse_usage(stream: bytes) -> int | None:
     """The prompt tokens of a streamed reply, from its `message_start` event.
 
-    Reads the event stream's `data:` lines; a stream without a readable
-    `message_start` gives `None`.
+    A stream without a readable `message_start` gives `None`.
     """
-    for line in stream.splitlines():
-        if not line.startswith(b"data:"):
-            continue
-        try:
-            event = json.loads(line[5:])
-        except ValueError:
-            continue
-        if isinstance(event, dict) and event.get("type") == "message_start":
+    for event in data_events(stream):
+        if event.get("type") == "message_start":
             message = event.get("message")
             return prompt_tokens(message.get("usage")) if isinstance(message, dict) else None
     return None

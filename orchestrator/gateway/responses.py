@@ -16,9 +16,10 @@ history twice): it is passed through.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
+
+from orchestrator.gateway.sse import data_events
 
 __all__ = ["prompt_tokens", "readable_request", "sse_usage"]
 
@@ -40,14 +41,8 @@ def prompt_tokens(usage: Any) -> int | None:
 
 def sse_usage(stream: bytes) -> int | None:
     """The prompt tokens of a streamed reply, from its `response.completed` event."""
-    for line in reversed(stream.splitlines()):
-        if not line.startswith(b"data:"):
-            continue
-        try:
-            event = json.loads(line[5:])
-        except ValueError:
-            continue
-        if isinstance(event, dict) and event.get("type") == "response.completed":
+    for event in data_events(stream, newest_first=True):
+        if event.get("type") == "response.completed":
             response = event.get("response")
             return prompt_tokens(response.get("usage")) if isinstance(response, dict) else None
     return None

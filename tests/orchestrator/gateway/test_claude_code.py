@@ -17,31 +17,22 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import GatewayThread, gateway_for, session_of
 from orchestrator.profiles import get_profile
+from tests.orchestrator.gateway.scripted import agent_cli
 
-ROOT = Path(__file__).resolve().parents[3]
-AGENTS = Path(os.environ.get("CONTEXT_GRAPH_AGENTS", ROOT / ".agents" / "node_modules"))
-CLAUDE = AGENTS / "@anthropic-ai" / "claude-code" / "cli-wrapper.cjs"
 BUDGET = 40_000
 """Claude Code's own system prompt and 25 tools are about 24,000 tokens of it."""
 TURNS = 40
 
 
 def _claude_code() -> Path:
-    if CLAUDE.exists() and shutil.which("node"):
-        return CLAUDE
-    if os.environ.get("CONTEXT_GRAPH_REQUIRE_AGENTS") == "1":
-        pytest.fail(f"Claude Code is not installed at {CLAUDE} (and node on PATH)")
-    pytest.skip(f"Claude Code is not installed at {CLAUDE}; .ci/run installs it")
+    return agent_cli("@anthropic-ai/claude-code/cli-wrapper.cjs", "Claude Code")
 
 
 class Script:

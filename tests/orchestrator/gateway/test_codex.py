@@ -9,30 +9,21 @@ Claude Code in test_claude_code.py (`$CONTEXT_GRAPH_AGENTS`, `CONTEXT_GRAPH_REQU
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import GatewayThread, gateway_for, session_of
 from orchestrator.profiles import get_profile
+from tests.orchestrator.gateway.scripted import agent_cli
 
-ROOT = Path(__file__).resolve().parents[3]
-AGENTS = Path(os.environ.get("CONTEXT_GRAPH_AGENTS", ROOT / ".agents" / "node_modules"))
-CODEX = AGENTS / "@openai" / "codex" / "bin" / "codex.js"
 BUDGET = 30_000
 TURNS = 20
 
 
 def _codex() -> Path:
-    if CODEX.exists() and shutil.which("node"):
-        return CODEX
-    if os.environ.get("CONTEXT_GRAPH_REQUIRE_AGENTS") == "1":
-        pytest.fail(f"Codex CLI is not installed at {CODEX} (and node on PATH)")
-    pytest.skip(f"Codex CLI is not installed at {CODEX}; .ci/run installs it")
+    return agent_cli("@openai/codex/bin/codex.js", "Codex CLI")
 
 
 class Script:
