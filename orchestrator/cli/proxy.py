@@ -38,7 +38,10 @@ def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
     try:
         from aiohttp import web  # noqa: F401  (the extra is checked before anything starts)
     except ImportError:
-        msg = "proxy: needs the `proxy` extra: pip install 'context-graph[proxy]'"
+        msg = (
+            "proxy: needs aiohttp: in the context-graph checkout, `pip install '.[proxy]'` "
+            "(or `pip install aiohttp`)"
+        )
         raise ConfigurationError(msg) from None
     from orchestrator.gateway.serve import serve
 
