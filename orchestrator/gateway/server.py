@@ -33,7 +33,7 @@ from typing import Any
 
 from context_graph.errors import ConfigurationError, ContextGraphError
 from orchestrator.gateway.identity import session_of
-from orchestrator.gateway.threads import SessionTable, Thread, history_keys
+from orchestrator.gateway.threads import SessionTable, Thread
 from orchestrator.gateway.wires import ANTHROPIC, RESPONSES, Wire
 from orchestrator.integrations.extras import missing_extra
 
@@ -209,7 +209,6 @@ class Gateway:
                 raise ConfigurationError(msg)
         async with thread.lock:
             thread.conversation.take(readable)
-            thread.keys = history_keys(api.read_history(readable))
             result = await thread.manager.render(
                 format=api.format,
                 budget=budget,

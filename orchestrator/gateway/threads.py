@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.integrations.clients_apis import Api
-from orchestrator.integrations.conversation import Conversation
+from orchestrator.integrations.conversation import Conversation, item_keys
 from orchestrator.integrations.held import held_prefix
 from orchestrator.manager import ContextManager
 
-__all__ = ["ManagerFactory", "SessionTable", "Thread", "folder_name", "history_keys"]
+__all__ = ["ManagerFactory", "SessionTable", "Thread", "folder_name"]
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -58,7 +58,6 @@ class Thread:
         manager: The conversation's manager (its record, compaction and renders).
         conversation: What the manager has taken in of the agent's requests.
         number: The thread's place among its session's threads.
-        keys: The last request's history items as JSON (empty: none seen by this process).
         lock: Held while a request is taken in and rendered, so that two requests of one
             conversation are never taken in at once.
     """
@@ -66,12 +65,17 @@ class Thread:
     manager: ContextManager
     conversation: Conversation
     number: int
-    keys: list[str] = field(default_factory=list)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The last request's history items as JSON (empty: none seen by this process)."""
+        return self.conversation.keys
 
     def continues(self, keys: Sequence[str]) -> bool:
         """Whether a history with these item keys extends this thread's last one."""
-        return bool(self.keys) and list(keys[: len(self.keys)]) == self.keys
+        held = self.keys
+        return bool(held) and tuple(keys[: len(held)]) == held
 
 
 ManagerFactory = Callable[[Path | None], ContextManager]
@@ -115,7 +119,7 @@ class SessionTable:
         """
         threads = self._threads(session)
         history = self._api.read_history(request)
-        keys = history_keys(history)
+        keys = item_keys(history)
         extended = [t for t in threads if t.continues(keys)]
         if extended:
             return max(extended, key=lambda t: len(t.keys))
@@ -148,37 +152,34 @@ class SessionTable:
     def _threads(self, session: str) -> list[Thread]:
         threads = self._sessions.get(session)
         if threads is None:
-            threads = [self._thread(path, n) for n, path in enumerate(self._files(session))]
+            threads = [self._thread(path, n) for n, path in self._files(session)]
             self._sessions[session] = threads
         return threads
 
-    def _files(self, session: str) -> list[Path]:
-        """The session's thread files in the store, in thread order."""
+    def _files(self, session: str) -> list[tuple[int, Path]]:
+        """The session's thread files in the store, with their numbers, in number order."""
         if self._store is None:
             return []
         folder = self._store / folder_name(session)
-        found = [(p, _thread_number(p)) for p in folder.glob("thread-*.db")]
-        return [p for p, n in sorted((p, n) for p, n in found if n is not None)]
+        numbered = [(_thread_number(p), p) for p in folder.glob("thread-*.db")]
+        return sorted((n, p) for n, p in numbered if n is not None)
 
     def _new(self, session: str, threads: list[Thread]) -> Thread:
+        # Past the highest number on file: a gap (a file removed by hand) is never reused.
+        number = 1 + max((thread.number for thread in threads), default=-1)
         path = None
         if self._store is not None:
             folder = self._store / folder_name(session)
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "session.json").write_text(json.dumps({"session": session}) + "\n")
-            path = folder / f"thread-{len(threads)}.db"
-        thread = self._thread(path, len(threads))
+            path = folder / f"thread-{number}.db"
+        thread = self._thread(path, number)
         threads.append(thread)
         return thread
 
     def _thread(self, path: Path | None, number: int) -> Thread:
         manager = self._make(path)
         return Thread(manager, Conversation(manager, self._api), number)
-
-
-def history_keys(history: Sequence[Any]) -> list[str]:
-    """A history's items as comparable JSON."""
-    return [json.dumps(item, sort_keys=True) for item in history]
 
 
 def _thread_number(path: Path) -> int | None:

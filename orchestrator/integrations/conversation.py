@@ -20,7 +20,7 @@ append-only.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from context_graph.errors import ConfigurationError, IngestError
@@ -30,7 +30,7 @@ from orchestrator.integrations.clients_apis import Api
 from orchestrator.integrations.held import event_key, held_prefix, node_key, open_calls
 from orchestrator.integrations.streams import Renderer
 
-__all__ = ["Conversation", "Manager"]
+__all__ = ["Conversation", "Manager", "item_keys"]
 
 
 _T = TypeVar("_T")
@@ -79,6 +79,11 @@ class Conversation:
         return self._taken
 
     @property
+    def keys(self) -> tuple[str, ...]:
+        """The items of the last call's conversation, as `item_keys` (empty: none taken)."""
+        return tuple(self._keys)
+
+    @property
     def api(self) -> Api:
         """The method this conversation belongs to."""
         return self._api
@@ -94,7 +99,7 @@ class Conversation:
         api = self._api
         history = api.read_history(kwargs)
         system = api.read_system(kwargs)
-        keys = [json.dumps(item, sort_keys=True) for item in history]
+        keys = item_keys(history)
         if self._keys and keys[: len(self._keys)] == self._keys:
             self._extend(history, system)
         else:
@@ -186,6 +191,11 @@ class Conversation:
         if reply.prompt_tokens:
             self._manager.report_usage(reply.prompt_tokens)
         self._reply, self._reply_due = reply.items, True
+
+
+def item_keys(items: Sequence[Any]) -> list[str]:
+    """Conversation items as comparable JSON (a list extends another when its keys do)."""
+    return [json.dumps(item, sort_keys=True) for item in items]
 
 
 def _latest_system(record: ContextGraph) -> Any:

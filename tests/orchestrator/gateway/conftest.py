@@ -8,9 +8,9 @@ against the real API.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,19 +21,11 @@ from tests.orchestrator.gateway.scripted import BUDGET
 
 
 @pytest.fixture(name="upstream")
-def upstream_fixture() -> Iterator[Callable[..., ProviderServer]]:
-    """A factory of started Anthropic `ProviderServer`s, stopped after the test."""
-    started: list[ProviderServer] = []
-
-    def make(**options: Any) -> ProviderServer:
-        server = ProviderServer("anthropic", **options)
-        server.start()
-        started.append(server)
-        return server
-
-    yield make
-    for server in started:
-        server.stop()
+def upstream_fixture(
+    provider_server: Callable[..., ProviderServer],
+) -> Callable[..., ProviderServer]:
+    """A factory of started Anthropic `ProviderServer`s (tests/orchestrator/conftest.py)."""
+    return functools.partial(provider_server, "anthropic")
 
 
 @pytest.fixture(name="serve_gateway")

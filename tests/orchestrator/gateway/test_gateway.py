@@ -18,6 +18,9 @@ import pytest
 
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import FORWARDED, OUTCOME, GatewayThread
+from orchestrator.gateway.threads import SessionTable
+from orchestrator.integrations.clients_apis import ANTHROPIC_MESSAGES
+from orchestrator.manager import ContextManager
 from tests.orchestrator.gateway.scripted import BUDGET, Steps
 
 SYSTEM = "You are a coding agent. Run the steps the user asks for, one tool call at a time."
@@ -176,23 +179,15 @@ class TestSessions:
         url, served = serve_gateway(server, store=tmp_path)
         messages = agent(url, "s-1", turns=4)
         served.__exit__(None, None, None)
-        again, _ = serve_gateway(server, store=tmp_path)
+        again, reopened = serve_gateway(server, store=tmp_path)
         agent(again, "s-1", messages=messages)
-        reopened = _served_sessions(serve_gateway)
-        (thread,) = reopened["s-1"]
+        (thread,) = reopened.gateway.table.sessions["s-1"]
         assert kinds(thread).count("user") == 1, "the resumed history was not ingested twice"
         assert kinds(thread).count("tool_result") == 8
         assert server.refused == []
         assert json.loads((tmp_path / "anthropic" / "s-1" / "session.json").read_text()) == {
             "session": "s-1"
         }
-
-
-def _served_sessions(serve_gateway: Serve) -> dict[str, Any]:
-    """The sessions of the last gateway the fixture started (read through its closure)."""
-    cells = serve_gateway.__closure__ or ()
-    running = next(c.cell_contents for c in cells if isinstance(c.cell_contents, list))
-    return dict(running[-1].gateway.table.sessions)
 
 
 class TestCountTokens:
@@ -277,3 +272,26 @@ class TestPassingThrough:
         answer = httpx.post(f"{url}/v1/other", content=b"{}")
         assert answer.headers[OUTCOME] == "passthrough"
         assert answer.status_code == 400  # the fake's own answer to a body it cannot read
+
+
+class TestStoredThreads:
+    def test_thread_files_reopen_in_number_order_and_new_ones_never_reuse_a_number(
+        self, tmp_path: Path
+    ) -> None:
+        """thread-10 comes after thread-2 (not between 1 and 2), and a gap is not filled."""
+        folder = tmp_path / "s-1"
+        folder.mkdir()
+        for number in (0, 2, 10):
+            (folder / f"thread-{number}.db").touch()
+        opened: list[Path | None] = []
+
+        def make(path: Path | None) -> ContextManager:
+            opened.append(path)
+            return ContextManager(format="anthropic", budget=BUDGET)
+
+        table = SessionTable(ANTHROPIC_MESSAGES, make, tmp_path)
+        body = {"model": MODEL, "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+        new = table.route("s-1", body)
+        assert [t.number for t in table.sessions["s-1"]] == [0, 2, 10, 11]
+        assert opened == [folder / f"thread-{n}.db" for n in (0, 2, 10, 11)]
+        assert new.number == 11

@@ -15,8 +15,7 @@ import openai
 import pytest
 
 from benchmarks.provider_server import ProviderServer
-from orchestrator.gateway import OUTCOME, GatewayThread, gateway_for
-from orchestrator.profiles import get_profile
+from orchestrator.gateway import OUTCOME, GatewayThread
 from tests.orchestrator.gateway.scripted import BUDGET, Steps
 
 INSTRUCTIONS = "You are a coding agent. Run the steps, one tool call at a time."
@@ -35,22 +34,17 @@ Serve = Callable[..., tuple[str, GatewayThread]]
 
 
 @pytest.fixture(name="responses_gateway")
-def responses_gateway_fixture() -> Any:
-    running: list[tuple[ProviderServer, GatewayThread]] = []
+def responses_gateway_fixture(
+    provider_server: Callable[..., ProviderServer], serve_gateway: Serve
+) -> Callable[..., tuple[ProviderServer, str, GatewayThread]]:
+    """A factory: a Responses `ProviderServer` and a gateway in front of it."""
 
     def make(**options: Any) -> tuple[ProviderServer, str, GatewayThread]:
-        server = ProviderServer("responses", **options)
-        server.start()
-        gateway = gateway_for(server.url, budget=BUDGET, profile=get_profile("coding"), store=None)
-        thread = GatewayThread(gateway)
-        url = thread.__enter__()
-        running.append((server, thread))
+        server = provider_server("responses", **options)
+        url, thread = serve_gateway(server)
         return server, url, thread
 
-    yield make
-    for server, thread in reversed(running):
-        thread.__exit__(None, None, None)
-        server.stop()
+    return make
 
 
 def output(step: int) -> str:

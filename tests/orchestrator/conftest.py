@@ -1,4 +1,4 @@
-"""The integrations' tests run against `benchmarks.provider_server.ProviderServer`.
+"""The integrations' and the gateway's tests run against `ProviderServer` (benchmarks).
 
 One copy of the strict local model server serves these tests and
 `python -m benchmarks.integrations`: four wire formats, every body validated with our
