@@ -2,9 +2,9 @@
 
 Some answers depend on a text alone and are asked for again at every compaction: the
 critical entities of a text, the paths a shell command touches, whether a tool output
-failed, the entities an agent's turn names, a brief's identifiers as code spans. They
-are memoized for the whole process (bounded by entry count). Clearing changes no
-result; it frees the memory and makes the next call pay the first computation again.
+failed, the entities an agent's turn names, a brief's identifiers as code spans, the
+values and subject of a user's sentence. They are memoized for the whole process
+(bounded by entry count). Clearing changes no result; it frees the memory and makes the next call pay the first computation again.
 The benchmarks clear before every replay, so that no contender starts with what an
 earlier replay of the same session computed.
 
@@ -18,6 +18,7 @@ from context_graph import caches as _data_layer
 from processors.distill.references import clear_cache as _clear_references
 from processors.summarize.facts import clear_cache as _clear_facts
 from processors.summarize.quoting import clear_cache as _clear_quoting
+from processors.summarize.updates import clear_cache as _clear_updates
 
 __all__ = ["clear_caches"]
 
@@ -28,3 +29,4 @@ def clear_caches() -> None:
     _clear_facts()
     _clear_references()
     _clear_quoting()
+    _clear_updates()

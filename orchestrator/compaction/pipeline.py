@@ -56,6 +56,7 @@ from processors.base import (
     run_processor,
     scope_of,
 )
+from processors.summarize.targets import rolling_run
 
 logger = logging.getLogger("context_graph")
 
@@ -142,6 +143,10 @@ def history_targets(
     the last `keep_recent`. An agent working on one request for hundreds of steps would
     otherwise never be summarized, and its request would stop fitting.
 
+    A span's earlier summaries are in its run: the new summary absorbs them, with the
+    requests between them (`rolling_run`), so a session of many requests keeps one
+    summary of its past, and the view stays bounded however many requests came.
+
     Never taken: the user's first request (or, in a session that starts from another
     tool's compaction summary, that summary), the latest request, the latest user turn,
     the last `keep_recent` units, every pinned node and every unit holding a `held` one
@@ -161,15 +166,11 @@ def history_targets(
             loop += 1
     spans.append(units[loop : max(loop, len(units) - keep_recent)])
     for span in spans:
-        run = _whole_run(view, span, held)
-        # A span can hold two summaries (one written before a later user turn, one of
-        # the tool loop after it); a summary rolls one earlier summary forward, so the
-        # run starts at the newest one.
-        summaries = [i for i, node in enumerate(run) if node.kind == "summary"]
-        if summaries:
-            run = run[summaries[-1] :]
-        if any(node.kind != "summary" for node in run):
-            return tuple(run)
+        # A span can hold several summaries (one of the tool loop after each request
+        # that came since): the summary takes the whole run and absorbs them all.
+        run = rolling_run(_whole_run(view, span, held))
+        if run:
+            return run
     return ()
 
 

@@ -231,9 +231,9 @@ class HistorySummarizer:
         return self._finish(safe, self._brief(safe, self.fallback), "extractive", "safeguard", note)
 
     def _job(self, plan: Plan, ctx: ProcessorContext) -> _Job:
-        previous = plan.previous
-        carried = _strings(previous.meta.get("entities")) if previous is not None else ()
-        facts = _strings(previous.meta.get("pinned_facts")) if previous is not None else ()
+        # What every summary it updates or absorbs carried, oldest first.
+        carried = tuple(e for s in plan.summaries for e in _strings(s.meta.get("entities")))
+        facts = tuple(f for s in plan.summaries for f in _strings(s.meta.get("pinned_facts")))
         required = required_entities(
             plan.span, carried=carried, per_turn=self.entities_per_turn, limit=self.max_entities
         )
@@ -267,7 +267,7 @@ class HistorySummarizer:
             previous=job.previous,
             instructions=job.ctx.instructions,
             keep=[*job.required, *job.facts],
-            max_tokens=summary_room(job.plan, job.ctx),
+            max_tokens=summary_room(job.plan, job.ctx, [*job.required, *job.facts]),
             tokens=job.ctx.tokens,
         )
 
@@ -388,17 +388,30 @@ _MESSAGE_OVERHEAD = 8
 #: The smallest brief worth writing: the heading, a line of identifiers, the next step.
 _MIN_BRIEF = 64
 _FREE_SHARE = 0.6
+#: The most of the budget the user's own words may claim in a summary's room: a summary
+#: that absorbs earlier requests (`plan_targets`) keeps them up to this much, even when
+#: the run's target leaves less (the tool loop after the latest request is summarized
+#: next in the same run, and is what gives way).
+_USER_SHARE = 0.25
 
 
 def _user_messages(plan: Plan) -> list[str]:
-    """What the user said, oldest first: the previous brief's messages, then the span's."""
-    previous = parse(plan.previous.text) if plan.previous is not None else None
-    said = list(previous.requests) if previous is not None else []
-    said += [n.text for n in plan.span if isinstance(n, UserNode) and not n.notice and n.text]
+    """What the user said, oldest first.
+
+    The previous brief's messages, then the span's: a user turn's text, or the messages
+    of a brief the summary absorbs, where that brief stands.
+    """
+    said: list[str] = []
+    for node in (plan.previous, *plan.span):
+        if isinstance(node, SummaryNode):
+            brief = parse(node.text)
+            said += brief.requests if brief is not None else []
+        elif isinstance(node, UserNode) and not node.notice and node.text:
+            said.append(node.text)
     return said
 
 
-def summary_room(plan: Plan, ctx: ProcessorContext) -> int | None:
+def summary_room(plan: Plan, ctx: ProcessorContext, keep: Sequence[str] = ()) -> int | None:
     """The most tokens the summary may take so that the view lands where the run aims.
 
     Everything the summary does not replace stays, so the room is the run's target (or,
@@ -406,6 +419,11 @@ def summary_room(plan: Plan, ctx: ProcessorContext) -> int | None:
     larger than that would leave the request over the budget, and the renderer would
     drop the summary whole: better a brief that keeps the identifiers and drops the
     prose. The summary is rendered under `SUMMARY_HEADER`, which its room leaves out.
+    The user's words the summary takes (their messages, and those the briefs it updates
+    carry) are the exception: the room holds them and the identifiers it must `keep`, up
+    to `_USER_SHARE` of the budget, however little the target leaves; a rolling summary
+    would otherwise shed the user's requests to make room for a tool loop that the next
+    summary of the run takes anyway.
     Never more than what it replaces (a summary must save tokens). `None` without
     a budget: the summarizer's own bound applies.
     """
@@ -426,7 +444,25 @@ def summary_room(plan: Plan, ctx: ProcessorContext) -> int | None:
         room = ctx.target - stays - own
     elif free >= _MIN_BRIEF:
         room = max(_MIN_BRIEF, int(free * _FREE_SHARE))
+    said = _user_words(plan, ctx)
+    if said:
+        listed = ctx.tokens.count_text(", ".join(keep)) if keep else 0
+        room = max(room, min(said + listed + _MIN_BRIEF, int(ctx.budget * _USER_SHARE)))
     return max(1, min(room, plan.tokens_before - 1))
+
+
+def _user_words(plan: Plan, ctx: ProcessorContext) -> int:
+    """Tokens of what the user said that the summary takes.
+
+    The span's messages, and the goal, messages and constraints of the briefs it updates
+    or absorbs.
+    """
+    texts = [n.text for n in plan.span if isinstance(n, UserNode) and not n.notice]
+    for summary in plan.summaries:
+        brief = parse(summary.text)
+        if brief is not None:
+            texts += [brief.goal, *brief.requests, *brief.constraints]
+    return sum(ctx.tokens.count_text(text) for text in texts if text)
 
 
 def _refusal(result: object, job: _Job) -> str | None:

@@ -3,7 +3,10 @@
 The targets must be whole interaction units in transcript order (a derived copy stands
 in for the node it replaces), with no pinned node. A summary this processor wrote may
 lead the targets, or sit just before them in the graph: the new summary then updates it
-(rolling) instead of summarizing a summary from scratch.
+(rolling) instead of summarizing a summary from scratch. Later summaries of this
+processor among the targets are absorbed: their briefs are merged into the new one, in
+transcript order, with the user turns between them, so that a session of many requests
+keeps one summary of its past (`rolling_run`) instead of one more per request.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.graph.units import Unit
 from processors.base import ProcessorContext
 
-__all__ = ["Plan", "plan_targets"]
+__all__ = ["Plan", "plan_targets", "rolling_run"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +28,8 @@ class Plan:
 
     Attributes:
         previous: The summary this one updates, if any.
-        units: The newer span, grouped by interaction unit, in order.
+        units: The newer span, grouped by interaction unit, in order; it may hold
+            later summaries of the same processor, which the new one absorbs.
         tokens_before: Content tokens of everything the summary replaces.
     """
 
@@ -43,6 +47,12 @@ class Plan:
         """Ids the summary abstracts: the previous summary first, then the span."""
         head = (self.previous.id,) if self.previous is not None else ()
         return (*head, *(node.id for node in self.span))
+
+    @property
+    def summaries(self) -> tuple[SummaryNode, ...]:
+        """Every summary the new one updates or absorbs, oldest first."""
+        head = (self.previous,) if self.previous is not None else ()
+        return (*head, *(n for n in self.span if isinstance(n, SummaryNode)))
 
 
 def _is_own(node: Node, origin: str) -> bool:
@@ -73,6 +83,13 @@ def _group(nodes: Sequence[Node], ctx: ProcessorContext) -> list[tuple[Unit, lis
         try:
             unit, tid = ctx.graph.unit_of(node.id), node.id
         except UnknownNodeError:
+            if isinstance(node, SummaryNode) and node.seq is None:
+                # It has a place only in a working view (a unit of its own); in a plain
+                # graph it stands for nodes that are still there.
+                return (
+                    f"target {node.id} is a summary with no unit in this graph: a summary "
+                    "may only lead the targets, or stand among them in a working view"
+                )
             found = _transcript_id(node, ctx)
             if found is None:
                 return f"target {node.id} is not in the graph's transcript"
@@ -154,9 +171,7 @@ def plan_targets(origin: str, targets: Sequence[Node], ctx: ProcessorContext) ->
     first = rest[0]
     if isinstance(first, SummaryNode) and _is_own(first, origin):
         previous, rest = first, rest[1:]
-    if any(_is_own(n, origin) for n in rest):
-        return "a summary by this processor may only lead the targets"
-    if not rest:
+    if all(_is_own(n, origin) for n in rest):
         return "nothing newer than the previous summary"
     grouped = _group(rest, ctx)
     if isinstance(grouped, str):
@@ -171,3 +186,17 @@ def plan_targets(origin: str, targets: Sequence[Node], ctx: ProcessorContext) ->
     if previous is not None:
         before += ctx.count(previous)
     return Plan(previous, units, before)
+
+
+def rolling_run(run: Sequence[Node]) -> tuple[Node, ...]:
+    """What one summary takes of `run` (whole units in order): all of it, or nothing.
+
+    A run holds earlier summaries when requests came between compactions (each request
+    has the summary of the tool loop after it): the new summary absorbs every one of
+    them with the requests between (`plan_targets`), so the past stays one summary and
+    the view a long session keeps does not grow with its requests. A run of summaries
+    alone holds nothing new: `()`.
+    """
+    if all(node.kind == "summary" for node in run):
+        return ()
+    return tuple(run)

@@ -17,11 +17,13 @@ supersede(["HARD CONSTRAINT: the budget cap is $500 total. Never exceed it.",
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-__all__ = ["is_stale", "stale_values", "supersede"]
+__all__ = ["clear_cache", "is_stale", "stale_values", "supersede"]
 
 #: Sentences end at `.`, `!` or `?` before a space (a host or a file name keeps its dots),
 #: or at a full-width stop, which needs no space after it.
@@ -45,6 +47,29 @@ _STOP = frozenset(
 
 def _sentences(item: str) -> list[str]:
     return [s for s in _SENTENCE_END.split(item) if s.strip()]
+
+
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    """One sentence as `supersede` compares it: its values, their sorts and its subject."""
+
+    text: str
+    values: frozenset[str]
+    kinds: frozenset[str]
+    subject: frozenset[tuple[str, str]]
+
+
+#: A brief is merged again at every compaction, with mostly the same sentences: each is
+#: read once (a long session's briefs held thousands, compared pair by pair).
+@functools.lru_cache(maxsize=8192)
+def _claim(sentence: str) -> _Claim:
+    values = _values(sentence)
+    return _Claim(sentence, values, frozenset(map(_kind, values)), _subject(sentence))
+
+
+def clear_cache() -> None:
+    """Forget the sentences read (`processors.caches.clear_caches`)."""
+    _claim.cache_clear()
 
 
 def _subject(sentence: str) -> frozenset[tuple[str, str]]:
@@ -75,14 +100,36 @@ def _kind(value: str) -> str:
     return "number"
 
 
-def _restates(older: str, newer: str) -> bool:
+def _restates(older: _Claim, newer: _Claim) -> bool:
     """`newer` says the same subject as `older` with other values of the same sort."""
-    old_values, new_values = _values(older), _values(newer)
-    if not old_values or not new_values or old_values <= new_values:
+    if not older.values or not newer.values or older.values <= newer.values:
         return False
-    if not {_kind(v) for v in old_values} & {_kind(v) for v in new_values}:
-        return False
-    return bool(_subject(older) & _subject(newer))
+    return bool(older.kinds & newer.kinds) and bool(older.subject & newer.subject)
+
+
+class _Later:
+    """The sentences with a value said after the one in hand, found by subject pair.
+
+    A sentence is compared only with those that share a pair of its words, not with
+    every later one.
+    """
+
+    def __init__(self) -> None:
+        self._by_pair: dict[tuple[str, str], list[_Claim]] = {}
+
+    def restate(self, claim: _Claim) -> bool:
+        if not claim.values:
+            return False
+        return any(
+            _restates(claim, newer)
+            for pair in claim.subject
+            for newer in self._by_pair.get(pair, ())
+        )
+
+    def add(self, claim: _Claim) -> None:
+        if claim.values:
+            for pair in claim.subject:
+                self._by_pair.setdefault(pair, []).append(claim)
 
 
 def supersede(items: Sequence[str]) -> list[str]:
@@ -91,13 +138,15 @@ def supersede(items: Sequence[str]) -> list[str]:
     An item whose every sentence was restated is left out; every other item keeps its
     text but for the stale sentences.
     """
-    later: list[str] = []
+    later = _Later()
     kept: list[str] = []
     for item in reversed(items):
-        sentences = _sentences(item)
-        stale = [s for s in sentences if any(_restates(s, n) for n in later)]
-        later.extend(s for s in sentences if s not in stale)
-        if len(stale) == len(sentences):
+        claims = [_claim(s) for s in _sentences(item)]
+        stale = [c.text for c in claims if later.restate(c)]
+        for claim in claims:
+            if claim.text not in stale:
+                later.add(claim)
+        if len(stale) == len(claims):
             continue
         text = item
         for sentence in stale:

@@ -81,6 +81,7 @@ def test_clear_caches_knows_every_memo() -> None:
         "processors.summarize.facts._shows_content",
         "processors.distill.references._named",
         "processors.summarize.quoting.code_span",
+        "processors.summarize.updates._claim",
     }
 
 

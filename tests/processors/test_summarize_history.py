@@ -393,7 +393,10 @@ class TestRolling:
         assert proposal.note == "model ok (scripted)"
 
     async def test_summary_elsewhere_in_targets_is_refused(self) -> None:
-        """A summary of this processor after other targets is refused."""
+        """In a plain graph, a summary after other targets has no place: refused.
+
+        (In a working view it is a unit of its own, and absorbed: `TestAbsorb`.)
+        """
         graph = build_session(extra_turns=3)
         old = _edit(await _processor().propose(units_nodes(graph, 1, 6), _ctx(graph))).summary
         graph.add_derived(old)

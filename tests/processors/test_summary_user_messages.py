@@ -17,7 +17,7 @@ from context_graph import ContextGraph
 from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
 from processors.base import Abstract, ProcessorContext
-from processors.summarize import HistorySummarizer
+from processors.summarize import HistorySummarizer, updates
 from processors.summarize.extractive import ExtractiveSummarizer
 from processors.summarize.updates import supersede
 
@@ -113,6 +113,47 @@ def test_supersede_only_removes_older_sentences_that_hold_a_value(items: list[st
     removed = " ".join(items).split()
     for word in " ".join(kept).split():
         assert word in removed
+
+
+_WORDS = ("budget", "cap", "retry", "count", "port", "service", "the", "is", "now", "total")
+_VALUES_SAID = ("$500", "$800", "5", "7", "8080", "src/app.py", "db.internal:5432", "max_retries")
+_CLAIM = st.lists(st.sampled_from(_WORDS + _VALUES_SAID), min_size=1, max_size=6).map(
+    lambda words: " ".join(words) + "."
+)
+
+
+def _restated_pairwise(older: str, newer: str) -> bool:
+    """The rule, read pair by pair: a later sentence on the same subject, other values."""
+    old, new = updates._values(older), updates._values(newer)
+    if not old or not new or old <= new:
+        return False
+    if not {updates._kind(v) for v in old} & {updates._kind(v) for v in new}:
+        return False
+    return bool(updates._subject(older) & updates._subject(newer))
+
+
+def _supersede_pairwise(items: list[str]) -> list[str]:
+    later: list[str] = []
+    kept: list[str] = []
+    for item in reversed(items):
+        sentences = updates._sentences(item)
+        stale = [s for s in sentences if any(_restated_pairwise(s, n) for n in later)]
+        later.extend(s for s in sentences if s not in stale)
+        if len(stale) < len(sentences):
+            text = item
+            for sentence in stale:
+                text = text.replace(sentence, "", 1)
+            kept.append(" ".join(text.split()))
+    return kept[::-1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_CLAIM, min_size=1, max_size=4).map(" ".join), max_size=8))
+def test_supersede_finds_what_a_pairwise_comparison_finds(items: list[str]) -> None:
+    """Comparing only sentences that share a subject pair (and reading each sentence
+    once) drops exactly what comparing every later sentence with every earlier one drops."""
+    updates.clear_cache()
+    assert supersede(items) == _supersede_pairwise(items)
 
 
 class _Model:

@@ -2,8 +2,9 @@
 
 A session summarized twice (the span between two user turns, then the tool loop after
 the second) holds two summaries once a third user turn arrives; the span between the
-first request and the latest turn then starts at the newest summary, which rolls
-forward. A run that must reach its target summarizes the next span too.
+first request and the latest turn then holds both, with the user turn between them, and
+the next summary absorbs all three: the past stays one summary, however many requests
+came. A run that must reach its target summarizes the next span too.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def _manager(summarizer: ScriptedSummarizer, **options: Any) -> ContextManager:
 
 
 class TestTwoSummariesInOneSpan:
-    async def test_the_newest_summary_rolls_forward(self) -> None:
+    async def test_the_next_summary_absorbs_both_and_the_turn_between(self) -> None:
         summarizer = ScriptedSummarizer([f"Summary {n}: steps ran, all ok." for n in range(6)])
         manager = _manager(summarizer)
         manager.add_system("You are a careful coding agent.")
@@ -56,14 +57,19 @@ class TestTwoSummariesInOneSpan:
         third = await manager.compact()
         assert third.applied == 1
         nodes, previous, _ = summarizer.calls[2]
-        # The loop's summary rolls forward over the steps after it; the older one and the
-        # user turn between them are left as they are.
-        assert previous is not None and "Summary 1" in previous
-        assert {n.tool_call_id for n in nodes if n.kind == "tool_call"} == {"c5", "c6"}
-        assert not any(n.kind in {"user", "summary"} for n in nodes)
+        # The oldest summary is updated; the user turn after it, the loop's summary and
+        # the two steps that summary left are merged in, in order.
+        assert previous is not None and "Summary 0" in previous
+        assert [(n.kind, n.text) for n in nodes[:2]] == [
+            ("user", "Also check the logging module."),
+            ("summary", "Summary 1: steps ran, all ok."),
+        ]
+        assert [n.tool_call_id for n in nodes if n.kind == "tool_call"] == ["c5", "c6"]
         result = await manager.render()
         text = str(result.payload)
-        assert "Summary 0" in text and "Summary 2" in text and "Summary 1" not in text
+        assert "Summary 2" in text and "Summary 0" not in text and "Summary 1" not in text
+        assert "Fix the failing test" in text and "Now the docs, please." in text
+        assert sum(unit.kind == "summary" for unit in manager.working.view.units()) == 1
         assert validate(result.payload, "openai") == []
 
 
