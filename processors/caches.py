@@ -4,7 +4,8 @@ Some answers depend on a text alone and are asked for again at every compaction:
 critical entities of a text, the paths a shell command touches, whether a tool output
 failed, the entities an agent's turn names, a brief's identifiers as code spans, the
 values and subject of a user's sentence. They are memoized for the whole process
-(bounded by entry count). Clearing changes no result; it frees the memory and makes the next call pay the first computation again.
+(bounded by entry count). Clearing changes no result; it frees the memory and makes
+the next call pay the first computation again.
 The benchmarks clear before every replay, so that no contender starts with what an
 earlier replay of the same session computed.
 

@@ -388,6 +388,10 @@ _MESSAGE_OVERHEAD = 8
 #: The smallest brief worth writing: the heading, a line of identifiers, the next step.
 _MIN_BRIEF = 64
 _FREE_SHARE = 0.6
+#: What a brief holds besides the user's words and its identifiers, about: its section
+#: headings, the "(n earlier items omitted)" lines and the current state and next step,
+#: which is cut no shorter than 80 tokens (`brief.bound`).
+_BRIEF_FRAME = 192
 #: The most of the budget the user's own words may claim in a summary's room: a summary
 #: that absorbs earlier requests (`plan_targets`) keeps them up to this much, even when
 #: the run's target leaves less (the tool loop after the latest request is summarized
@@ -447,7 +451,7 @@ def summary_room(plan: Plan, ctx: ProcessorContext, keep: Sequence[str] = ()) ->
     said = _user_words(plan, ctx)
     if said:
         listed = ctx.tokens.count_text(", ".join(keep)) if keep else 0
-        room = max(room, min(said + listed + _MIN_BRIEF, int(ctx.budget * _USER_SHARE)))
+        room = max(room, min(said + listed + _BRIEF_FRAME, int(ctx.budget * _USER_SHARE)))
     return max(1, min(room, plan.tokens_before - 1))
 
 

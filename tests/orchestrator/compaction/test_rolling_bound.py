@@ -1,4 +1,5 @@
-"""A long session at a small budget keeps a bounded view: one summary of its past.
+"""A long session at a small budget keeps a bounded view: one summary of its past, with
+the user's words in it.
 
 Each request the user makes gets the summary of the tool loop after it; the summary
 written after the next request absorbs the earlier ones, with the requests between
@@ -8,6 +9,11 @@ Counted, not timed.
 
 from __future__ import annotations
 
+import pytest
+
+from benchmarks.planted import request_text, survives
+from benchmarks.planted_sessions import make_session
+from context_graph import TiktokenCounter
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager
 
@@ -41,3 +47,23 @@ async def test_the_view_stays_bounded_over_many_requests() -> None:
     # Before the fix every request left a summary behind: 40 by the end.
     assert max(summaries) <= 3
     assert max(units[len(units) // 2 :]) <= max(units[: len(units) // 2]) + 2
+
+
+@pytest.mark.parametrize("seed", [0, 3, 4])
+def test_every_rule_said_early_is_kept_at_a_tenth_of_the_session(seed: int) -> None:
+    """A summary written in a run that must compact more than it can take alone still
+    holds every message of the user's it absorbs: its room counts the brief's frame
+    (headings, omission lines, the next step) beside the user's words. These seeds lost
+    two to six of their planted rules and facts at a tenth of their size before."""
+    counter = TiktokenCounter()
+    session = make_session(seed, 3)
+    manager: ContextManager | None = None
+    fed = 0
+    for index, (seen, size) in enumerate(session.rounds(counter)):
+        budget = max(256, size // 10)
+        manager = manager or ContextManager(budget=budget, counter=counter)
+        manager.ingest(seen[fed:])
+        fed = len(seen)
+        text = request_text(manager.render_sync(budget=budget).payload)
+        lost = [item.statement() for item in session.items_after(index) if not survives(item, text)]
+        assert lost == [], f"round {index}"
