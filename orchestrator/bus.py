@@ -78,7 +78,15 @@ SIGNALS: Mapping[str, str] = MappingProxyType(
         ),
         "render_done": "A request was rendered (format, tokens, budget).",
         "trigger_fired": "A trigger fired (firing).",
-        "usage_reported": "The caller reported the provider's usage figures (usage, factor).",
+        "usage_recorded": (
+            "A call's usage was added to the session's (usage: the call's `Usage`, "
+            "totals: the session's `UsageTotals`, cache_hit_rate: the session's cached "
+            "input over its input, `None` without input)."
+        ),
+        "usage_reported": (
+            "The provider's prompt tokens calibrated the count (usage: prompt_tokens and "
+            "the engine's estimate, factor)."
+        ),
     }
 )
 

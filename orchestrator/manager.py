@@ -18,7 +18,7 @@ manager.add_system("You are a careful coding agent.")
 manager.add_user("Fix the failing test in tests/test_io.py.")
 result = await manager.render()  # or manager.render_sync() in blocking code
 client.messages.create(model=..., max_tokens=..., **result.payload)
-manager.report_usage(response.usage.input_tokens)
+manager.add_response(response)  # ingests the reply, reports its usage (`stats().usage`)
 ```
 
 Inside `async with manager:` compaction that is due but not yet needed (a soft trigger:
@@ -53,6 +53,7 @@ from context_graph.models import model_budget, warn_no_budget
 from context_graph.render import RenderResult, RenderSource, count_payload
 from context_graph.render.tools import ToolSpec
 from context_graph.tokens.counting import ProviderFormat, TokenCounter
+from context_graph.tokens.usage import Usage, UsageTotals
 from context_graph.urls import restore_urls, url_map
 from orchestrator.agent_tools.expander import Expander
 from orchestrator.agent_tools.offer import ToolOffer
@@ -118,6 +119,13 @@ class ManagerStats(BaseModel):
     last_render_timed_out: bool
     """`compaction_timeout` cut short the compaction the last render ran; it rendered
     what fit without it."""
+    usage: UsageTotals = UsageTotals()
+    """The provider's usage of the session's calls, summed: prompt, completion, cached
+    and cache-written tokens, and how many calls reported it (`report_usage` with a
+    `Usage`, which `add_response`, the wrapped clients and the gateway give it)."""
+    cache_hit_rate: float | None = None
+    """The session's prompt-cache hit rate: cached input tokens over input tokens
+    (`None` before any call's usage was reported)."""
 
 
 class ContextManager(EventAdders):
@@ -407,6 +415,8 @@ class ContextManager(EventAdders):
             proposals_rejected=state.rejected,
             last_render_tokens=None if state.last is None else state.last.tokens,
             last_render_timed_out=state.last_timed_out,
+            usage=state.usage,
+            cache_hit_rate=state.usage.cache_hit_rate,
         )
 
     # -- ingest (the add_* shorthands come from EventAdders and end here) ---------------
@@ -447,10 +457,10 @@ class ContextManager(EventAdders):
         (`choices[0].message`), an Anthropic `Message`, a Gemini
         `GenerateContentResponse` (`candidates[0].content`), an OpenAI Responses
         `Response` (its `output`) or the compact endpoint's `CompactedResponse` (its
-        `compaction` item alone), as the SDK's object or its dict. When a render came
-        before, the response's prompt tokens are reported for calibration
-        (`report_usage`): the response answers that request. A shortened URL the
-        reply repeats is restored (`url_map`).
+        `compaction` item alone), as the SDK's object or its dict. The response's usage
+        is reported (`report_usage`): added to the session's usage, and when a render
+        came before, its prompt tokens calibrate the count (the response answers that
+        request). A shortened URL the reply repeats is restored (`url_map`).
 
         Args:
             response: The response.
@@ -458,13 +468,14 @@ class ContextManager(EventAdders):
 
         Raises:
             IngestError: the response is malformed or of no kind recognized (says what
-                is expected); nothing was added or reported.
+                is expected), or its usage is (a count that is not an int >= 0, cached
+                tokens beyond the prompt); nothing was added or reported.
         """
         reply = read_response(response, url_map=self.url_map, **fields)
         # A reply's events: the compactions it carries (Anthropic's), then the turn.
         ids = self.ingest(reply.events)
-        if reply.prompt_tokens and self._state.last is not None:
-            self.report_usage(reply.prompt_tokens)
+        if reply.usage is not None:
+            self.report_usage(reply.usage)
         return ids
 
     @exclusive
@@ -823,27 +834,61 @@ class ContextManager(EventAdders):
         return call_blocking(self._lock, "handle_tool_call_sync", work)
 
     @exclusive
-    def report_usage(self, prompt_tokens: int) -> float:
-        """Report the provider's prompt tokens for the last render; return the new factor.
+    def report_usage(self, usage: int | Usage) -> float:
+        """Report what the provider counted for the last render; return the new factor.
 
-        The calibrator learns how the provider counts, and later renders fit the budget
-        by the provider's count.
+        The calibrator learns how the provider counts from the prompt tokens, and later
+        renders fit the budget by the provider's count. A call's `Usage` is also added
+        to the session's (`stats().usage` and its `cache_hit_rate`, the `usage_recorded`
+        signal, the session's stored state); it needs no render before it, and without
+        one it calibrates nothing.
+
+        Args:
+            usage: The provider's prompt tokens (calibration only), or what the call
+                used (`context_graph.tokens.read_usage` reads it from the provider's
+                usage object).
 
         Raises:
-            ConfigurationError: nothing was rendered yet, or `prompt_tokens` is not a
-                positive int.
+            ConfigurationError: `usage` is an int and nothing was rendered yet, or it is
+                neither an int nor a `Usage`; nothing changed.
         """
-        if isinstance(prompt_tokens, bool) or not isinstance(prompt_tokens, int):
-            msg = f"report_usage: `prompt_tokens` must be an int, got {prompt_tokens!r}"
+        if isinstance(usage, Usage):
+            return self._record_usage(usage)
+        if isinstance(usage, bool) or not isinstance(usage, int):
+            msg = (
+                "report_usage: `usage` must be the prompt tokens (an int) or a call's "
+                f"`Usage` (context_graph.tokens.read_usage), got {usage!r}"
+            )
             raise ConfigurationError(msg)
         last = self._state.last
         if last is None:
             msg = "report_usage: nothing was rendered yet; call render() before reporting"
             raise ConfigurationError(msg)
+        factor = self._calibrate(last, usage)
+        self._keeper.save()
+        return factor
+
+    def _record_usage(self, usage: Usage) -> float:
+        """Add a call's usage to the session's, and calibrate by it after a render."""
+        state = self._state
+        factor = state.calibrator.factor
+        if state.last is not None and usage.prompt_tokens:
+            factor = self._calibrate(state.last, usage.prompt_tokens)
+        state.usage = state.usage.add(usage)
+        self._bus.emit(
+            "usage_recorded",
+            usage=usage,
+            totals=state.usage,
+            cache_hit_rate=state.usage.cache_hit_rate,
+        )
+        self._keeper.save()
+        return factor
+
+    def _calibrate(self, last: RenderResult, prompt_tokens: int) -> float:
+        """Teach the calibrator the provider's count of the `last` render."""
         factor = self._state.calibrator.observe(last.tokens, prompt_tokens)
         usage = {"prompt_tokens": prompt_tokens, "estimated": last.tokens}
         self._bus.emit("usage_reported", usage=usage, factor=factor)
-        self._keeper.save()
         return factor
 
     def wrap(self, client: _Client) -> _Client:

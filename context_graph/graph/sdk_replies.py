@@ -1,20 +1,19 @@
 """What the provider SDKs return, read into events: a reply message, or a whole response.
 
-`read_message` gives the `AssistantTurn` of a message, `read_response` also the prompt
-usage of a response:
+`read_message` gives the `AssistantTurn` of a message, `read_response` also the usage of
+a response (`context_graph.tokens.usage`: prompt, completion and cached tokens):
 
 - OpenAI chat: a `ChatCompletionMessage`, or a `ChatCompletion` (its `choices[0].message`);
-  prompt tokens from `usage.prompt_tokens`.
-- Anthropic: a `Message`, which is the whole response too; prompt tokens from
-  `usage.input_tokens` plus the cache reads and writes (`cache_read_input_tokens`,
-  `cache_creation_input_tokens`), which `input_tokens` leaves out.
+  usage from `usage`.
+- Anthropic: a `Message`, which is the whole response too; usage from `usage`, whose
+  prompt is `input_tokens` plus the cache reads and writes, which `input_tokens` leaves out.
 - Gemini: a `Content` (role `model`), or a `GenerateContentResponse` (its
-  `candidates[0].content`); prompt tokens from `usage_metadata.prompt_token_count`.
+  `candidates[0].content`); usage from `usage_metadata` (`usageMetadata`).
 - OpenAI Responses: a `Response` (`"object": "response"`), whose `output` items are the
   turn (reasoning, messages, calls) after any `compaction` item the server wrote; or the
   compact endpoint's `CompactedResponse` (`"object": "response.compaction"`), of which
   only the `compaction` item is new (the user's messages before it are already in the
-  history). Prompt tokens from `usage.input_tokens`, which include the cached ones.
+  history). Usage from `usage`, whose `input_tokens` include the cached ones.
 
 Each is taken as the SDK's object or as its plain dict (the JSON the API sent; Gemini's
 camelCase or snake_case). No SDK is imported: their objects are pydantic models and are
@@ -42,6 +41,7 @@ from context_graph.graph.content import (
     ThinkingPart,
 )
 from context_graph.graph.events import AgentEvent, AssistantTurn, Compaction, make_event
+from context_graph.tokens.usage import Usage, UsageShape, read_usage
 from context_graph.urls import restore_urls
 
 __all__ = ["Provider", "Reply", "is_reply", "read_message", "read_response"]
@@ -68,15 +68,20 @@ class Reply:
     Attributes:
         provider: Whose response it is.
         turn: The assistant turn it holds.
-        prompt_tokens: The prompt's size as the provider counted it, if the response says.
+        usage: What the call used, as the provider reported it (`None`: not reported).
     """
 
     provider: Provider
     turn: AssistantTurn
-    prompt_tokens: int | None
+    usage: Usage | None
     compactions: tuple[Compaction, ...] = ()
     """The provider's own compactions the reply opened with (an Anthropic message's
     `compaction` blocks), each standing for everything before it."""
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        """The prompt's size as the provider counted it, if the response says."""
+        return None if self.usage is None else self.usage.prompt_tokens
 
     @property
     def events(self) -> tuple[AgentEvent, ...]:
@@ -130,7 +135,7 @@ def read_message(message: object, **fields: Any) -> AssistantTurn:
 def read_response(
     response: object, *, url_map: Mapping[str, str] | None = None, **fields: Any
 ) -> Reply:
-    """The assistant turn and the prompt usage of a whole response.
+    """The assistant turn and the usage of a whole response.
 
     Args:
         response: The response, as the SDK's object or its dict.
@@ -150,7 +155,7 @@ def read_response(
         choice = _first(data, "choices", top)
         where = top.with_path("choices[0].message")
         message = _mapping(choice.get("message"), where, "`choices[0].message`")
-        usage = _tokens(data, ("usage", "prompt_tokens"), top)
+        usage = _usage(data, "usage", "openai", top)
         ids = {"message_id": _text(data, "id", top), "model": _text(data, "model", top)}
         return Reply("openai", _turn("openai", message, where, ids, fields), usage)
     if "candidates" in data:
@@ -161,10 +166,7 @@ def read_response(
             msg = f"the first candidate has no content (finish reason: {reason})"
             raise IngestError(msg, where)
         usage_key = "usageMetadata" if "usageMetadata" in data else "usage_metadata"
-        count_key = "promptTokenCount"
-        if not isinstance(data.get(usage_key), Mapping) or count_key not in data[usage_key]:
-            count_key = "prompt_token_count"
-        usage = _tokens(data, (usage_key, count_key), top)
+        usage = _usage(data, usage_key, "gemini", top)
         ids = {
             "message_id": _text(data, "responseId", top) or _text(data, "response_id", top),
             "model": _text(data, "modelVersion", top) or _text(data, "model_version", top),
@@ -173,9 +175,7 @@ def read_response(
     if data.get("object") in _RESPONSES_OBJECTS:
         return _responses_reply(data, top, fields)
     if data.get("type") == "message":
-        keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-        counts = [_tokens(data, ("usage", key), top) for key in keys]
-        usage = None if counts[0] is None else sum(c or 0 for c in counts)
+        usage = _usage(data, "usage", "anthropic", top)
         turn = _turn("anthropic", data, top, {}, fields)
         return Reply("anthropic", turn, usage, _compactions(data, top))
     msg = f"unrecognized response (keys: {_keys(data)}); {_EXPECTED}"
@@ -281,7 +281,7 @@ def _responses_reply(
         raise IngestError(msg, where)
     turn = turns[0] if turns else AssistantTurn()
     ids = {"message_id": _text(data, "id", top), "model": _text(data, "model", top)}
-    usage = _tokens(data, ("usage", "input_tokens"), top)
+    usage = _usage(data, "usage", "responses", top)
     return Reply("responses", _with_fields(turn, ids, fields), usage, compactions)
 
 
@@ -346,20 +346,11 @@ def _text(data: Mapping[str, Any], key: str, where: SourceLocation) -> str | Non
     raise IngestError(msg, where.with_path(key))
 
 
-def _tokens(data: Mapping[str, Any], path: tuple[str, str], where: SourceLocation) -> int | None:
-    """A token count at `path` (`usage.prompt_tokens`); `None` when it is not there."""
-    outer, key = path
-    usage = data.get(outer)
-    if usage is None:
-        return None
-    usage = _mapping(usage, where.with_path(outer), f"`{outer}`")
-    value = usage.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        msg = f"`{outer}.{key}` must be a count of tokens, got {value!r}"
-        raise IngestError(msg, where.with_path(f"{outer}.{key}"))
-    return value
+def _usage(
+    data: Mapping[str, Any], key: str, shape: UsageShape, where: SourceLocation
+) -> Usage | None:
+    """The response's usage object at `key`, read (`None`: the response has none)."""
+    return read_usage(data.get(key), shape, where=where.with_path(key))
 
 
 def _keys(data: Mapping[str, Any]) -> str:

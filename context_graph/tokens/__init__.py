@@ -3,7 +3,8 @@
 Counts texts only and imports nothing of the graph: what a node costs is the graph's
 (`context_graph.graph.node_tokens`). The offline tiktoken counter is the default
 (`counting`, loading its file through `encodings`); `calibration` holds each provider
-format's overhead and learns a provider's count from the usage it reports.
+format's overhead and learns a provider's count from the usage it reports; `usage`
+reads what a provider says a call used (prompt, completion and cached tokens).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from context_graph.tokens.counting import (
     TokenCounter,
     default_counter,
 )
+from context_graph.tokens.usage import Usage, UsageShape, UsageTotals, read_usage
 
 __all__ = [
     "FORMAT_OVERHEADS",
@@ -25,5 +27,9 @@ __all__ = [
     "SeamCounter",
     "TiktokenCounter",
     "TokenCounter",
+    "Usage",
+    "UsageShape",
+    "UsageTotals",
     "default_counter",
+    "read_usage",
 ]

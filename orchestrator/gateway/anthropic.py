@@ -14,8 +14,8 @@ comparable from call to call and readable by the importer:
   the same from call to call.
 
 A reply is not read: the agent sends it back in its next request, where it is taken in
-with the rest. Only its usage is read, to calibrate the engine's count
-(`prompt_tokens`).
+with the rest. Only its usage is read (`answer_usage`, `sse_usage`), to calibrate the
+engine's count and add to the session's usage.
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from context_graph.errors import SourceLocation
+from context_graph.tokens.usage import Usage, read_usage
 from orchestrator.gateway.sse import data_events
 
-__all__ = ["prompt_tokens", "readable_request", "sse_usage"]
+__all__ = ["answer_usage", "readable_request", "sse_usage"]
 
 _REMINDER = "<system-reminder>\n{}\n</system-reminder>"
 
@@ -72,31 +74,36 @@ def _unmarked(block: Any) -> Any:
     return block
 
 
-def prompt_tokens(usage: Any) -> int | None:
-    """The prompt tokens of an Anthropic `usage` object: input plus cache reads and writes.
+def answer_usage(answer: Mapping[str, Any]) -> Usage | None:
+    """The usage of a whole `Message`: input plus cache reads and writes, and the output.
 
-    `None` for anything that is not a usage object with a non-negative `input_tokens`.
+    Raises:
+        IngestError: the usage is malformed.
     """
-    if not isinstance(usage, Mapping):
-        return None
-    total = 0
-    for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
-        value = usage.get(key)
-        if value is None and key != "input_tokens":
-            continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            return None
-        total += value
-    return total
+    return read_usage(answer.get("usage"), "anthropic", where=SourceLocation(path="usage"))
 
 
-def sse_usage(stream: bytes) -> int | None:
-    """The prompt tokens of a streamed reply, from its `message_start` event.
+def sse_usage(stream: bytes) -> Usage | None:
+    """The usage of a streamed reply: `message_start`'s, with the last `message_delta`'s.
 
-    A stream without a readable `message_start` gives `None`.
+    `message_start` says the input and the cache counts, and a first output count;
+    each `message_delta` repeats the counts so far, the last one the final output (and,
+    in newer API versions, the input counts too, which then stand). A stream without a
+    readable `message_start` gives `None`.
+
+    Raises:
+        IngestError: the usage is malformed.
     """
+    start: Mapping[str, Any] | None = None
+    final: Mapping[str, Any] = {}
     for event in data_events(stream):
-        if event.get("type") == "message_start":
-            message = event.get("message")
-            return prompt_tokens(message.get("usage")) if isinstance(message, dict) else None
-    return None
+        kind, usage = event.get("type"), event.get("usage")
+        message = event.get("message")
+        if kind == "message_start" and start is None and isinstance(message, dict):
+            start = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+        elif kind == "message_delta" and isinstance(usage, dict):
+            final = usage
+    if start is None:
+        return None
+    merged = {**start, **{key: value for key, value in final.items() if value is not None}}
+    return read_usage(merged, "anthropic", where=SourceLocation(path="message_start.usage"))

@@ -19,9 +19,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from context_graph.errors import SourceLocation
+from context_graph.tokens.usage import Usage, read_usage
 from orchestrator.gateway.sse import data_events
 
-__all__ = ["prompt_tokens", "readable_request", "sse_usage"]
+__all__ = ["answer_usage", "readable_request", "sse_usage"]
 
 
 def readable_request(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -29,20 +31,23 @@ def readable_request(body: Mapping[str, Any]) -> dict[str, Any]:
     return dict(body)
 
 
-def prompt_tokens(usage: Any) -> int | None:
-    """The prompt tokens of a Responses `usage` object (`input_tokens`, cached included)."""
-    if not isinstance(usage, Mapping):
-        return None
-    value = usage.get("input_tokens")
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        return None
-    return value
+def answer_usage(answer: Mapping[str, Any]) -> Usage | None:
+    """The usage of a whole `Response` (`input_tokens`, the cached ones included).
+
+    Raises:
+        IngestError: the usage is malformed.
+    """
+    return read_usage(answer.get("usage"), "responses", where=SourceLocation(path="usage"))
 
 
-def sse_usage(stream: bytes) -> int | None:
-    """The prompt tokens of a streamed reply, from its `response.completed` event."""
+def sse_usage(stream: bytes) -> Usage | None:
+    """The usage of a streamed reply, from its `response.completed` event's response.
+
+    Raises:
+        IngestError: the usage is malformed.
+    """
     for event in data_events(stream, newest_first=True):
         if event.get("type") == "response.completed":
             response = event.get("response")
-            return prompt_tokens(response.get("usage")) if isinstance(response, dict) else None
+            return answer_usage(response) if isinstance(response, dict) else None
     return None

@@ -10,7 +10,8 @@ without `?beta=true`):
    under the budget: the body goes upstream with the rendered `system`, `messages` and
    `tools` in place of the agent's, every other field as the agent sent it;
 3. the answer comes back as the upstream sent it, streamed byte for byte, errors
-   included; the prompt tokens of its usage calibrate the engine's count.
+   included. Its usage (a stream's: from its events) calibrates the engine's count and
+   adds to the session's usage (`manager.stats().usage`, its `cache_hit_rate`).
 
 `POST /v1/messages/count_tokens` for a conversation the gateway holds is answered by
 the upstream's count of what the gateway would send, not of the agent's whole history
@@ -31,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from context_graph.errors import ConfigurationError, ContextGraphError
+from context_graph.errors import ConfigurationError, ContextGraphError, IngestError
 from orchestrator.gateway.identity import session_of
 from orchestrator.gateway.threads import SessionTable, Thread
 from orchestrator.gateway.wires import ANTHROPIC, RESPONSES, Wire
@@ -80,6 +81,8 @@ class _Prepared:
     thread: Thread | None
     note: str
     wire: Wire | None = None
+    counting: bool = False
+    """A count_tokens request: its answer is a count, not a model call's usage."""
 
 
 class Gateway:
@@ -221,7 +224,7 @@ class Gateway:
         if counting:
             sent = {k: v for k, v in sent.items() if k in _COUNTED}
         encoded = json.dumps(sent, ensure_ascii=False).encode()
-        return _Prepared(encoded, thread, "rendered", wire)
+        return _Prepared(encoded, thread, "rendered", wire, counting)
 
     def _failed(self, raw: bytes, error: Exception) -> _Prepared | web.Response:
         if self._strict:
@@ -264,29 +267,53 @@ class Gateway:
                     head += chunk
                 tail = (tail + chunk)[-_USAGE_SCAN:]
             await answer.write_eof()
-        self._calibrate(prepared, upstream.status, upstream.content_type, head, tail)
+        self._report_usage(prepared, upstream.status, upstream.content_type, head, tail)
         return answer
 
-    def _calibrate(
+    def _report_usage(
         self, prepared: _Prepared, status: int, content_type: str, head: bytes, tail: bytes
     ) -> None:
-        """Report the answer's prompt tokens to the thread's manager, if it says them."""
-        wire = prepared.wire
-        if prepared.thread is None or wire is None or status != 200:
+        """Report the answer's usage to the thread's manager, if it says it.
+
+        The answer has gone to the agent already: a usage that does not read is
+        logged and left out, never an error.
+        """
+        thread, wire = prepared.thread, prepared.wire
+        if thread is None or wire is None or status != 200:
             return
-        if content_type == "text/event-stream":
-            tokens = wire.sse_usage(head) or wire.sse_usage(tail)
-        else:
-            try:
-                answer = json.loads(head)
-            except ValueError:
-                return
-            if not isinstance(answer, dict):
-                return
-            # A message carries `usage`; a count_tokens answer, `input_tokens`.
-            tokens = wire.prompt_tokens(answer.get("usage", answer))
-        if tokens:
-            prepared.thread.manager.report_usage(tokens)
+        try:
+            if content_type == "text/event-stream":
+                # Anthropic says its usage in the first and last events, Responses in its
+                # last; a stream shorter than the scan is in both pieces, read once each.
+                usage = wire.sse_usage(head + b"\n" + tail)
+            else:
+                answer = _json_object(head)
+                if answer is None:
+                    return
+                if prepared.counting:
+                    _report_count(thread, answer.get("input_tokens"))
+                    return
+                usage = wire.answer_usage(answer)
+        except IngestError as error:
+            LOG.warning("context-graph gateway: the upstream's usage was left out: %s", error)
+            return
+        if usage is not None:
+            thread.manager.report_usage(usage)
+
+
+def _json_object(data: bytes) -> dict[str, Any] | None:
+    """`data` read as a JSON object (`None`: it is not one)."""
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _report_count(thread: Thread, tokens: object) -> None:
+    """Calibrate by a count_tokens answer's `input_tokens` (no call was made: no usage)."""
+    if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
+        thread.manager.report_usage(tokens)
 
 
 _COUNTED = frozenset(

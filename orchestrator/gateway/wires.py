@@ -8,6 +8,7 @@ from typing import Any
 
 from context_graph.render import count_payload
 from context_graph.tokens.counting import default_counter
+from context_graph.tokens.usage import Usage
 from orchestrator.gateway import anthropic, responses
 from orchestrator.integrations.clients_apis import ANTHROPIC_MESSAGES, OPENAI_RESPONSES, Api
 
@@ -22,8 +23,8 @@ class Wire:
         name: The wire's name (`anthropic`, `responses`).
         api: How a request holds its conversation, system prompt and tools.
         readable: The request as the engine reads it (see each wire's module).
-        sse_usage: The prompt tokens a streamed answer reports (`None`: not found).
-        prompt_tokens: The prompt tokens of a JSON `usage` object.
+        sse_usage: The usage a streamed answer reports (`None`: not found).
+        answer_usage: The usage of a whole JSON answer (`None`: it has none).
         engine_tools: Whether the engine renders the tools (else they are sent as the
             agent sent them and counted off the budget).
         server_state: Request fields that continue history kept by the provider: such
@@ -33,8 +34,8 @@ class Wire:
     name: str
     api: Api
     readable: Callable[[Mapping[str, Any]], dict[str, Any]]
-    sse_usage: Callable[[bytes], int | None]
-    prompt_tokens: Callable[[Any], int | None]
+    sse_usage: Callable[[bytes], Usage | None]
+    answer_usage: Callable[[Mapping[str, Any]], Usage | None]
     engine_tools: bool
     server_state: tuple[str, ...] = ()
 
@@ -52,7 +53,7 @@ ANTHROPIC = Wire(
     ANTHROPIC_MESSAGES,
     anthropic.readable_request,
     anthropic.sse_usage,
-    anthropic.prompt_tokens,
+    anthropic.answer_usage,
     engine_tools=True,
 )
 RESPONSES = Wire(
@@ -60,7 +61,7 @@ RESPONSES = Wire(
     OPENAI_RESPONSES,
     responses.readable_request,
     responses.sse_usage,
-    responses.prompt_tokens,
+    responses.answer_usage,
     engine_tools=False,
     server_state=OPENAI_RESPONSES.server_state,
 )

@@ -25,8 +25,9 @@ OpenAI's `beta.chat` and `beta.responses`, google-genai's `chats`. A managed cal
    the call's `tools` (or the manager's own when the call has none), and sends that in
    place of the caller's conversation, system prompt and tools; every other argument
    (`model`, `max_tokens`, `temperature`, ...) goes as given.
-3. ingests the reply, reports its prompt tokens (`report_usage`), and returns the SDK's
-   own response object.
+3. ingests the reply, reports its usage (`report_usage`: the prompt tokens calibrate the
+   count; prompt, completion and cached tokens add to `stats().usage` and its
+   `cache_hit_rate`), and returns the SDK's own response object.
 
 Streaming is managed too (`orchestrator.integrations.streams`): `stream=True`, the
 `stream(...)` helpers and `generate_content_stream` take in and render the same way and

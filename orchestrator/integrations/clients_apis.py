@@ -24,6 +24,7 @@ from context_graph.graph.nodes import ToolCallNode
 from context_graph.graph.sdk_replies import read_response
 from context_graph.importers import load_events
 from context_graph.tokens.counting import ProviderFormat
+from context_graph.tokens.usage import Usage
 
 __all__ = [
     "ANTHROPIC_MESSAGES",
@@ -56,10 +57,10 @@ def _given(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class Reply:
-    """A response, read: its events, the provider's prompt tokens, the items a loop appends."""
+    """A response, read: its events, the provider's usage, the items a loop appends."""
 
     events: list[AgentEvent]
-    prompt_tokens: int | None
+    usage: Usage | None
     items: list[Any]
 
 
@@ -220,7 +221,7 @@ def _sdk_reply(item: Callable[[Any], Any]) -> Callable[[Any], Reply]:
 
     def read(response: Any) -> Reply:
         read = read_response(response)
-        return Reply([read.turn], read.prompt_tokens, [item(response)])
+        return Reply([read.turn], read.usage, [item(response)])
 
     return read
 
@@ -313,7 +314,7 @@ def _responses_reply(response: Any) -> Reply:
     # Read by what the model added (`output`): a `Response` also echoes its request
     # (`instructions`, `tools`, settings), which is not new and must not be taken in.
     read = read_response(response)
-    return Reply(list(read.events), read.prompt_tokens, plain(list(response.output)))
+    return Reply(list(read.events), read.usage, plain(list(response.output)))
 
 
 OPENAI_RESPONSES = Api(
@@ -392,9 +393,9 @@ def _gemini_reply(response: Any) -> Reply:
     # Read as a one-item conversation, not as a response: a call without an id gets the
     # made-up id the importer gives it in a conversation, which the next call's
     # `functionResponse`, read after this same item, then answers.
-    prompt_tokens = read_response(response).prompt_tokens
+    usage = read_response(response).usage
     item = plain(response.candidates[0].content)
-    return Reply(load_events({"contents": [item]}, format="gemini"), prompt_tokens, [item])
+    return Reply(load_events({"contents": [item]}, format="gemini"), usage, [item])
 
 
 GEMINI_CONTENT = Api(

@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar
 from context_graph.errors import ConfigurationError, IngestError
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent
+from context_graph.tokens.usage import Usage
 from orchestrator.integrations.clients_apis import Api
 from orchestrator.integrations.held import event_key, held_prefix, node_key, open_calls
 from orchestrator.integrations.streams import Renderer
@@ -49,8 +50,8 @@ class Manager(Renderer, Protocol):
     def restore_urls(self, value: _T) -> _T:
         """`value` with every URL the session shortened restored."""
 
-    def report_usage(self, prompt_tokens: int) -> float:
-        """Report the provider's prompt tokens for the last render."""
+    def report_usage(self, usage: int | Usage) -> float:
+        """Report the provider's usage of the last render's call."""
 
 
 class Conversation:
@@ -181,15 +182,15 @@ class Conversation:
         return count
 
     def give(self, response: Any) -> None:
-        """Ingest a response's reply and report its prompt tokens.
+        """Ingest a response's reply and report its usage (`report_usage`).
 
         Raises:
-            IngestError: the response is malformed; nothing was ingested.
+            IngestError: the response, or its usage, is malformed; nothing was ingested.
         """
         reply = self._api.read_reply(response)
         self._manager.ingest(reply.events)
-        if reply.prompt_tokens:
-            self._manager.report_usage(reply.prompt_tokens)
+        if reply.usage is not None:
+            self._manager.report_usage(reply.usage)
         self._reply, self._reply_due = reply.items, True
 
 

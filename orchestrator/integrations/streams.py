@@ -8,7 +8,7 @@ iterator is wrapped: each event also goes to a collector that assembles the repl
 the SDK's own helpers (openai's `ChatCompletionStreamState`, the Responses
 `response.completed` event's whole response, anthropic's `accumulate_event` and the
 `message_stop` snapshot, Gemini's chunks merged part by part). The reply is ingested,
-and its prompt tokens reported, at the event that completes it (the chunk with the last
+and its usage reported, at the event that completes it (the chunk with the last
 `finish_reason`, or the usage chunk after it when usage was asked for;
 `response.completed`; `message_stop`; the chunk with `finishReason`), before that event
 is handed on. A stream that never gets there (the caller stops reading or closes it,
@@ -83,7 +83,7 @@ class Turns(Protocol):
         """Ingest what is new in a call's conversation and system prompt."""
 
     def give(self, response: Any) -> None:
-        """Ingest a response's reply and report its prompt tokens."""
+        """Ingest a response's reply and report its usage."""
 
 
 # --- Collectors: each assembles one API's reply from its stream's events ------------------------

@@ -5,7 +5,8 @@ graphs a `SessionStore` restores, so nothing here records edits. What is kept he
 manager's own state, which the journal cannot rebuild: trigger and guard state, counters,
 the calibration factor, firings not handled yet, the nodes already scanned for secrets,
 what the model has not been sent yet, how many units each renderer keeps leaving out
-(`Renderer.kept_drops`) and the pins of what `context_expand` restored. Each key is
+(`Renderer.kept_drops`), the pins of what `context_expand` restored and the usage the
+provider reported for the session's calls. Each key is
 written only when its value changed, so a turn that changes nothing costs no write.
 
 What was not sent is kept as `sent`, the number of pristine nodes the last request
@@ -33,6 +34,10 @@ replacing this worker's). That is what each key wants:
   worker's estimate is one, and the last is the freshest.
 - `scanned`: node ids already scanned for secrets; one lost is scanned again, and a
   scan of a node already redacted finds nothing to change.
+- `usage`: the session's usage totals (`report_usage` given a call's `Usage`), written
+  once a call's usage was recorded. Figures for `stats()` like `counters`: in a race
+  between two workers' reports, the later write stands and the other call is lost
+  from the totals.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from context_graph.errors import StoreConflictError, StoreCorruptError, StoreErr
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.render import RenderResult
 from context_graph.tokens.calibration import Calibrator
+from context_graph.tokens.usage import UsageTotals
 from orchestrator.compaction.guards import GuardState
 from orchestrator.compaction.renderers import RendererCache
 from orchestrator.compaction.triggers import Firing, TriggerState
@@ -86,6 +92,8 @@ class ManagerState:
     pins: dict[str, int] = field(default_factory=dict)
     """Nodes `context_expand` brought back, each with the number of user turns at which
     compaction may take it again (the agent tools; `held` reads them)."""
+    usage: UsageTotals = field(default_factory=UsageTotals)
+    """The provider's usage of the session's calls, summed (the manager's `report_usage`)."""
     last: RenderResult | None = None
     """The last rendered request (the manager; not stored)."""
     last_timed_out: bool = False
@@ -148,6 +156,13 @@ class StateKeeper:
             **(
                 {"pins": dict[str, JsonValue](sorted(state.pins.items()))}
                 if state.pins or "pins" in self._saved
+                else {}
+            ),
+            # Written once a call's usage was recorded: a session that never reports one
+            # keeps the keys it always had.
+            **(
+                {"usage": state.usage.model_dump(mode="json")}
+                if state.usage.calls or "usage" in self._saved
                 else {}
             ),
         }
@@ -292,6 +307,8 @@ class StateKeeper:
             state.unsent = set(pristine[sent:])
         if "pins" in values:
             state.pins = {str(node_id): int(until) for node_id, until in values["pins"].items()}
+        if "usage" in values:
+            state.usage = UsageTotals.model_validate(values["usage"])
         if "renderers" in values:
             for fmt, kept in dict(values["renderers"]).items():
                 self._renderers.get(check_format(fmt, "renderers")).keep_drops(kept)

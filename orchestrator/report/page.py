@@ -76,6 +76,17 @@ _SCRIPT = r"""
       t.fill === null ? "-" : (100 * t.fill).toFixed(0) + "% of the budget"],
     ["input cost (" + data.provider + ")", "$" + t.dollars.toFixed(2)],
   ];
+  // What the recorded session's provider reported, when its log kept usage.
+  const u = data.usage;
+  if (u) {
+    facts.push(
+      ["recorded calls with usage", n(u.calls)],
+      ["recorded prompt tokens", n(u.prompt_tokens)],
+      ["recorded completion tokens", n(u.completion_tokens)],
+      ["recorded cache hit rate",
+        u.cache_hit_rate === null ? "-" : (100 * u.cache_hit_rate).toFixed(1) + "%"],
+    );
+  }
   for (const [label, value] of facts) {
     const span = el("span", {}, label + ": ");
     span.appendChild(el("b", {}, value));

@@ -5,8 +5,9 @@ messages, so each distinct message is kept once and a call is the list of its me
 numbers. Every compaction the manager applied is kept with the pieces it added, the
 trigger that set it off (`CompactionCauses`), and each piece with the original it stands
 for (`ContextManager.expand`), so the page can show a compacted piece and, on a click,
-what it replaced. Texts longer than `MAX_TEXT` characters are cut, saying how much was
-left out, to keep the file a size a browser opens at once.
+what it replaced. When the recorded session kept its provider's usage, its sum and real
+cache-hit rate are kept too (`RecordedUsage`). Texts longer than `MAX_TEXT` characters
+are cut, saying how much was left out, to keep the file a size a browser opens at once.
 
 The originals come from the pristine record, which keeps what the session held: with
 redaction on (the manager's `redactor`), every text goes through an `OutputScreen` before
@@ -28,6 +29,7 @@ from orchestrator.pricing import call_dollars, price_for
 from orchestrator.replay import CallReport
 from orchestrator.report.causes import CompactionCauses
 from orchestrator.report.screen import OutputScreen
+from orchestrator.report.usage import RecordedUsage
 
 __all__ = ["MAX_TEXT", "Recording", "ReplayRecorder"]
 
@@ -85,6 +87,9 @@ class Recording:
     compactions: list[dict[str, Any]] = field(default_factory=list)
     screen: OutputScreen = field(default_factory=OutputScreen, repr=False, compare=False)
     """What every text goes through on its way out (`to_json`); off by default."""
+    usage: dict[str, Any] | None = None
+    """The usage the recorded session's provider reported, summed, with its cache-hit
+    rate (`RecordedUsage.to_json`); `None` when the session kept none."""
 
     def totals(self) -> dict[str, Any]:
         """Sums over the calls, as the page's header shows them."""
@@ -118,6 +123,7 @@ class Recording:
             "messages": self.messages,
             "pieces": self.pieces,
             "compactions": self.compactions,
+            "usage": self.usage,
         }
         screened: dict[str, Any] = self.screen.value(data)
         return screened
@@ -140,12 +146,15 @@ class ReplayRecorder:
         self._numbers: dict[str, int] = {}
         self._audited = 0
         self._previous: list[int] = []
+        self._usage = RecordedUsage()
+        self._taken = 0
         self.recording = Recording(format, None, self._price.provider, screen=self._screen)
 
     def __call__(self, call: CallReport, result: RenderResult | None) -> None:
         """Keep one call: its request, the compactions since the last one, its cost."""
         self._screen.learn(self._manager.raw)
         self._take_compactions(call.index)
+        self._take_usage()
         if result is not None:
             self.recording.budget = result.budget
         numbers = [] if result is None else self._numbered(result.payload)
@@ -175,6 +184,14 @@ class ReplayRecorder:
                 "messages": numbers,
             }
         )
+
+    def _take_usage(self) -> None:
+        """Add the recorded usage of the turns ingested since the previous call."""
+        nodes = list(self._manager.raw)
+        for node in nodes[self._taken :]:
+            self._usage.take(node)
+        self._taken = len(nodes)
+        self.recording.usage = self._usage.to_json()
 
     def _take_compactions(self, call_index: int) -> None:
         """Record the audit entries applied since the previous call, with their pieces."""

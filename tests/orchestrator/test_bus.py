@@ -35,6 +35,7 @@ class TestEventBus:
             "proposal_waited",
             "render_done",
             "trigger_fired",
+            "usage_recorded",
             "usage_reported",
         ]
 
