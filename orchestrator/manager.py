@@ -381,7 +381,7 @@ class ContextManager(EventAdders):
         """
         given = {**self._given, **options}
         counter = resolve_options(**given).counter  # a bad option creates nothing
-        nodes = check_fork_point(self._raw, at)
+        nodes = check_fork_point(self._working, at)
         entries = cut_journal(journal_of(self._store, self._record), nodes)
         state = {"calibration": self._keeper.values()["calibration"]}
         if self._store is None and to is None and session is None:

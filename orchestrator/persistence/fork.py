@@ -22,7 +22,6 @@ from pathlib import Path
 from pydantic import JsonValue
 
 from context_graph.errors import ConfigurationError, StoreError, UnknownNodeError
-from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent, AssistantTurn, Withdrawal
 from context_graph.tokens.counting import TokenCounter
 from orchestrator.persistence.codec import JournalEntry
@@ -31,6 +30,7 @@ from orchestrator.persistence.memory import MemoryRecord
 from orchestrator.persistence.postgres.store import PostgresStore
 from orchestrator.persistence.protocol import SessionStore
 from orchestrator.persistence.sqlite.store import SQLiteStore
+from orchestrator.working.buffer import WorkingGraph
 
 __all__ = ["check_fork_point", "cut_journal", "fork_store", "journal_of", "write_fork"]
 
@@ -38,7 +38,7 @@ __all__ = ["check_fork_point", "cut_journal", "fork_store", "journal_of", "write
 _MAX_FORKS = 10_000
 
 
-def check_fork_point(raw: ContextGraph, at: str | None) -> int | None:
+def check_fork_point(working: WorkingGraph, at: str | None) -> int | None:
     """How many transcript nodes up to and including `at` (`None`: the whole record).
 
     Raises:
@@ -47,10 +47,10 @@ def check_fork_point(raw: ContextGraph, at: str | None) -> int | None:
     """
     if at is None:
         return None
-    transcript = raw.transcript()
-    if at in raw and at in transcript:
+    transcript = working.pristine.transcript()
+    if at in working.pristine and at in transcript:
         return transcript.index(at) + 1
-    what = "a node a processor made" if at in raw else "no node of the record"
+    what = "a node a processor made" if at in working else "no node of the record"
     msg = (
         f"fork(at={at!r}): that is {what}; pass the id of a node of the record's "
         "transcript (`manager.raw.transcript()`), such as a user turn's"
