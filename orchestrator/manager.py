@@ -79,7 +79,15 @@ from orchestrator.options import (
     resolve_options,
 )
 from orchestrator.persistence import SessionStore, open_store
+from orchestrator.persistence.fork import (
+    check_fork_point,
+    cut_journal,
+    fork_store,
+    journal_of,
+    write_fork,
+)
 from orchestrator.persistence.manager_state import ManagerState, StateKeeper
+from orchestrator.persistence.memory import MemoryRecord
 from orchestrator.profiles import Profile
 from orchestrator.sync_bridge import (
     ManagerLock,
@@ -227,31 +235,35 @@ class ContextManager(EventAdders):
         expand_pin_turns: int = 3,
         model: str | None = None,
     ) -> None:
-        self._options = options = resolve_options(
-            format=format,
-            budget=budget,
-            profile=profile,
-            counter=counter,
-            triggers=triggers,
-            pipeline=pipeline,
-            pipelines=pipelines,
-            summarizer=summarizer,
-            compact_to=compact_to,
-            guards=guards,
-            background_timeout=background_timeout,
-            compaction_timeout=compaction_timeout,
-            redact_secrets=redact_secrets,
-            cache_breakpoints=cache_breakpoints,
-            clock=clock,
-            tools=tools,
-            agent_tools=agent_tools,
-            expand_pin_turns=expand_pin_turns,
-            model=model,
-        )
+        given: dict[str, Any] = {
+            "format": format,
+            "budget": budget,
+            "profile": profile,
+            "counter": counter,
+            "triggers": triggers,
+            "pipeline": pipeline,
+            "pipelines": pipelines,
+            "summarizer": summarizer,
+            "compact_to": compact_to,
+            "guards": guards,
+            "background_timeout": background_timeout,
+            "compaction_timeout": compaction_timeout,
+            "redact_secrets": redact_secrets,
+            "cache_breakpoints": cache_breakpoints,
+            "clock": clock,
+            "tools": tools,
+            "agent_tools": agent_tools,
+            "expand_pin_turns": expand_pin_turns,
+            "model": model,
+        }
+        self._options = options = resolve_options(**given)
+        self._given = given  # what a fork is made with
+        # Without a store the record keeps the journal in memory, for `fork`.
+        self._record = MemoryRecord(options.clock)
         session = None if store is None else store.restore(clock=options.clock)
         if session is None:
-            self._raw = ContextGraph(counter=options.counter)
-            self._working = WorkingGraph(self._raw, clock=options.clock)
+            self._raw = ContextGraph(counter=options.counter, journal=self._record)
+            self._working = WorkingGraph(self._raw, clock=self._record.clock, journal=self._record)
         else:
             self._raw, self._working = session.raw, session.working
         self._store = store
@@ -332,6 +344,63 @@ class ContextManager(EventAdders):
         store = open_store(path, counter=counter, durable=durable, session=session)
         try:
             return cls(store=store, **options)
+        except BaseException:
+            store.close()
+            raise
+
+    @exclusive
+    def fork(
+        self,
+        at: str | None = None,
+        *,
+        to: str | os.PathLike[str] | None = None,
+        session: str | None = None,
+        durable: bool = True,
+        **options: Any,
+    ) -> ContextManager:
+        """A new session holding this one's record up to and including the node `at`.
+
+        The fork is the session as it was once `at` was ingested (`persistence.fork`):
+        the events up to the end of the event that made `at` (an assistant turn's tool
+        calls come with it), and the edits applied by then; a summary made later is not
+        copied, and the fork compacts on its own. The two share nothing from then on:
+        what either ingests or compacts never shows in the other. It starts with this
+        manager's options and calibration, and a fresh state otherwise (triggers,
+        guards, counters, nothing sent yet).
+
+        Args:
+            at: The id of a node of the pristine record's transcript (a user turn's, a
+                tool result's, ...): the last node the fork holds. `None`: the whole
+                record, with every edit.
+            to: Where the fork is kept, as `open` names a location: a new SQLite file,
+                or a PostgreSQL URL. `None`: in memory for a manager in memory; beside
+                this session for a stored one (the first free `<file>-fork-<n>.db` in
+                its folder, or the session `<name>-fork-<n>` of its database).
+            session: The fork's session name in a database (with `to`, or the
+                database this session is in).
+            durable: As `open`'s.
+            **options: Constructor options that differ from this manager's.
+
+        Raises:
+            UnknownNodeError: `at` is no node of the transcript; nothing was created.
+            ConfigurationError: an option is invalid; nothing was created.
+            StoreError: the destination cannot be opened or written, or holds a
+                session already.
+        """
+        given = {**self._given, **options}
+        counter = resolve_options(**given).counter  # a bad option creates nothing
+        nodes = check_fork_point(self._working, at)
+        entries = cut_journal(journal_of(self._store, self._record), nodes)
+        state = {"calibration": self._keeper.values()["calibration"]}
+        if self._store is None and to is None and session is None:
+            forked = type(self)(**given)
+            forked._record.replay(entries, forked._raw, forked._working)
+            forked._keeper.load(state)
+            return forked
+        store = fork_store(self._store, to, session=session, counter=counter, durable=durable)
+        try:
+            write_fork(store, entries, state)
+            return type(self)(store=store, **given)
         except BaseException:
             store.close()
             raise

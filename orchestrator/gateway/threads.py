@@ -14,9 +14,13 @@ A request goes to the thread it continues:
 2. else the thread whose record holds the longest leading part of it by content
    (`held_prefix`): a thread reopened from the store after a restart, whose last
    request this process never saw;
-3. else a new thread. A history that leaves a thread's partway (the agent compacted
-   itself, `/clear`, a rewind, an edited message) starts a new thread holding the
-   whole of it: the old thread's record is never rewritten.
+3. else a new thread. A history that leaves a thread's partway (a rewind, an edited
+   message or tool result) forks the thread whose record holds the longest leading
+   part of it (`ContextManager.fork` at the last node of that part): the new thread
+   shares the record up to there and takes in only the rest. A history that shares
+   no message with any thread (the agent compacted itself, `/clear`, an edited first
+   message) starts a new thread holding the whole of it. Either way the old thread's
+   record is never rewritten.
 
 With a store folder, each thread is a session file `<folder>/<session>/thread-<n>.db`
 and the threads of a session are reopened when the session is next seen.
@@ -109,7 +113,11 @@ class SessionTable:
             IngestError: the request's history is malformed (nothing was changed).
         """
         found = self.find(session, request)
-        return found if found is not None else self._new(session, self._threads(session))
+        if found is not None:
+            return found
+        threads = self._threads(session)
+        branched = self._branch_point(threads, request)
+        return self._new(session, threads, branched)
 
     def find(self, session: str, request: Mapping[str, Any]) -> Thread | None:
         """The thread a request continues (`None`: none; rules 1 and 2 of the docstring).
@@ -164,7 +172,27 @@ class SessionTable:
         numbered = [(_thread_number(p), p) for p in folder.glob("thread-*.db")]
         return sorted((n, p) for n, p in numbered if n is not None)
 
-    def _new(self, session: str, threads: list[Thread]) -> Thread:
+    def _branch_point(
+        self, threads: Sequence[Thread], request: Mapping[str, Any]
+    ) -> tuple[Thread, str] | None:
+        """The thread holding the longest leading part of a history, and where it ends.
+
+        `None` when no thread holds one of its messages (system prompts aside).
+        """
+        history = self._api.read_history(request)
+        events = self._api.events(None, history)
+        best: tuple[Thread, str] | None = None
+        best_matched = 0
+        for thread in threads:
+            held = held_prefix(events, thread.manager.raw, items=len(history))
+            if held.last is not None and held.matched > best_matched:
+                best, best_matched = (thread, held.last), held.matched
+        return best
+
+    def _new(
+        self, session: str, threads: list[Thread], branched: tuple[Thread, str] | None = None
+    ) -> Thread:
+        """A new thread: a fork of `branched`'s at its node, else an empty one."""
         # Past the highest number on file: a gap (a file removed by hand) is never reused.
         number = 1 + max((thread.number for thread in threads), default=-1)
         path = None
@@ -173,7 +201,12 @@ class SessionTable:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "session.json").write_text(json.dumps({"session": session}) + "\n")
             path = folder / f"thread-{number}.db"
-        thread = self._thread(path, number)
+        if branched is None:
+            manager = self._make(path)
+        else:
+            source, at = branched
+            manager = source.manager.fork(at=at, to=path)
+        thread = Thread(manager, Conversation(manager, self._api), number)
         threads.append(thread)
         return thread
 

@@ -64,12 +64,15 @@ class Held:
             record, or a shorter one).
         systems: The system prompts in the held part that the record does not hold (a
             changed prompt, new): to ingest with what follows the held part.
+        last: The id of the record's node the held part ends at, the last one matched
+            (an assistant turn's: its calls are in its key); `None` when none was.
     """
 
     items: int
     matched: int
     rest: bool
     systems: tuple[AgentEvent, ...] = ()
+    last: str | None = None
 
 
 def held_prefix(
@@ -85,7 +88,7 @@ def held_prefix(
         lead: How many items were read before the caller's list (and are left out of
             `events`): the event's `source.index` counts them.
     """
-    held_keys = _record_keys(record)
+    held_ids, held_keys = _record_keys(record)
     systems = [key for key in held_keys if key[0] == "system"]
     position = count = matched = 0
     changed: list[AgentEvent] = []
@@ -103,11 +106,12 @@ def held_prefix(
             break
         position, count, matched = found + 1, count + 1, matched + 1
     rest = any(k[0] not in _STEPPED_OVER for k in held_keys[position:])
+    last = held_ids[position - 1] if matched else None
     if count == len(events):
-        return Held(items, matched, rest, tuple(changed))
+        return Held(items, matched, rest, tuple(changed), last)
     first = events[count].source
     index = first.index if first is not None and first.index is not None else lead
-    return Held(index - lead, matched, rest, tuple(changed))
+    return Held(index - lead, matched, rest, tuple(changed), last)
 
 
 def open_calls(record: ContextGraph) -> list[ToolCallNode]:
@@ -136,8 +140,8 @@ def event_key(event: AgentEvent) -> Key | None:
     return None
 
 
-def _record_keys(record: ContextGraph) -> list[Key]:
-    """The record's nodes as keys, an assistant turn's calls in its own key."""
+def _record_keys(record: ContextGraph) -> tuple[list[str], list[Key]]:
+    """The record's nodes, as ids and as keys, an assistant turn's calls in its own key."""
     calls: dict[str, list[ToolCallNode]] = {}
     nodes: list[Node] = []
     for node in record:
@@ -145,7 +149,7 @@ def _record_keys(record: ContextGraph) -> list[Key]:
             calls.setdefault(node.assistant_id, []).append(node)
         else:
             nodes.append(node)
-    return [node_key(node, calls.get(node.id, ())) for node in nodes]
+    return [node.id for node in nodes], [node_key(node, calls.get(node.id, ())) for node in nodes]
 
 
 def node_key(node: Node, calls: Sequence[ToolCallNode] = ()) -> Key:

@@ -70,6 +70,7 @@ class PostgresStore:
         self._counter: TokenCounter = options["counter"]
         self._timeout: float = options["timeout"]
         self._pool: Any = options["pool"]
+        self._durable: bool = options["durable"]
         self._writer = LogWriter(location, session_id, self._pool, durable=options["durable"])
         self._gate = WriteGate(location, self._writer, read_only=options["read_only"])
         self._order = self._gate.order
@@ -133,6 +134,23 @@ class PostgresStore:
             read_only=read_only,
             durable=durable,
             pool=pool,
+        )
+
+    def sibling(self, session: str) -> PostgresStore:
+        """Open another session of the same database, writable, as this store was opened.
+
+        It gets this store's counter, timeout and durability (a fork of the session).
+
+        Raises:
+            ConfigurationError: `session` is not a valid session name.
+            StoreError: as `open`.
+        """
+        return PostgresStore.open(
+            self._conninfo,
+            session=session,
+            counter=self._counter,
+            durable=self._durable,
+            timeout=self._timeout,
         )
 
     # -- life cycle --------------------------------------------------------------------

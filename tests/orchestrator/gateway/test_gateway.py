@@ -56,7 +56,18 @@ def agent(
 ) -> list[dict[str, Any]]:
     """Run the agent loop until the model answers without a call (or for `turns` calls)."""
     messages = messages if messages is not None else [{"role": "user", "content": "Run the steps."}]
-    sdk = client(url)
+    with client(url) as sdk:  # closed: a socket left to the collector warns
+        return _loop(sdk, session, stream, messages, turns)
+
+
+def _loop(
+    sdk: anthropic.Anthropic,
+    session: str,
+    stream: bool,
+    messages: list[dict[str, Any]],
+    turns: int | None,
+) -> list[dict[str, Any]]:
+    """`agent`'s loop on an open client."""
     made = 0
     while turns is None or made < turns:
         kwargs: dict[str, Any] = {
@@ -171,6 +182,33 @@ class TestSessions:
         assert old is first and [node.id for node in old.manager.raw] == before
         assert kinds(new).count("tool_result") == 3
         assert server.refused == []
+
+    @pytest.mark.parametrize("stored", [False, True], ids=["memory", "store"])
+    def test_a_history_that_leaves_a_thread_partway_forks_it(
+        self, upstream: Upstream, serve_gateway: Serve, tmp_path: Path, stored: bool
+    ) -> None:
+        """A changed tool result: the new thread shares the record up to the call it answers."""
+        server = upstream(respond=Steps(30), factor=1.0, limit=BUDGET)
+        url, served = serve_gateway(server, store=tmp_path if stored else None)
+        messages = agent(url, "s-1", turns=3)
+        (first,) = served.gateway.table.sessions["s-1"]
+        before = first.manager.raw.transcript()
+        call = messages[3]["content"][-1]["id"]
+        changed = {"type": "tool_result", "tool_use_id": call, "content": "step 1 failed"}
+        agent(url, "s-1", messages=[*messages[:4], {"role": "user", "content": [changed]}], turns=1)
+        old, new = served.gateway.table.sessions["s-1"]
+        assert old is first and old.manager.raw.transcript() == before
+        # The system prompt, the user's message, step 0's turn, call and result, step 1's
+        # turn and call are shared; the changed result is the fork's own.
+        record = new.manager.raw
+        assert record.transcript()[:7] == before[:7]
+        answer = record[record.transcript()[7]]
+        assert (answer.kind, answer.text) == ("tool_result", "step 1 failed")
+        assert kinds(new).count("user") == 1
+        assert server.refused == []
+        if stored:
+            assert new.manager.store is not None
+            assert new.manager.store.location == str(tmp_path / "anthropic" / "s-1" / "thread-1.db")
 
     def test_a_restarted_gateway_resumes_from_the_store(
         self, upstream: Upstream, serve_gateway: Serve, tmp_path: Path
