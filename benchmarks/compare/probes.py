@@ -23,10 +23,12 @@ The generator walks the events once, in order:
 - `last_error`: the last error and whether it was resolved. The informative line of
   the most recent tool error (`informative_line`: the first line that names an error,
   else the first that is more than an exit-status wrapper such as `<returncode>1
-  </returncode>` or `Exit code 128`) is active at the calls after it until a newer
-  error replaces it, or until `STALE_AFTER` more tool results came (an old error is no
-  longer what the agent needs); `resolution`: once a later result of the same tool is
-  not an error, that result's informative line is active from then on, as long.
+  </returncode>` or `Exit code 128`; a traceback's `Traceback (most recent call last):`
+  header is passed over, and an error that is nothing but wrappers is not asked) is
+  active at the calls after it until a newer error replaces it, or until `STALE_AFTER`
+  more tool results came (an old error is no longer what the agent needs);
+  `resolution`: once a later result of the same tool is not an error, that result's
+  informative line is active from then on, as long.
 - `next_step`: the step the agent said comes next. The last line of the latest
   assistant text (the agent's most recent statement of what it does next), at the
   calls after it.
@@ -97,6 +99,9 @@ _WRAPPER = re.compile(
     r"returncode:?\s*-?\d+)\W*$",
     re.IGNORECASE,
 )
+#: The header of a Python traceback: it says an error follows, not which one (the
+#: exception line after the frames does).
+_HEADER = re.compile(r"^Traceback \(most recent call last\):?$")
 _ERROR_WORDS = re.compile(
     r"error|exception|traceback|failed|failure|fatal|not found|denied|invalid|cannot|"
     r"can't|refused|no such|undefined|missing",
@@ -129,11 +134,15 @@ def _text(event: AgentEvent) -> str:
 
 
 def informative_line(text: str) -> str:
-    """The line of an error output that says what went wrong (see the module docstring)."""
+    """The line of an error output that says what went wrong (see the module docstring).
+
+    Empty when the output is nothing but wrappers (a command that failed silently): it
+    has no line to ask for, and a wrapper is no answer.
+    """
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    telling = [line for line in lines if not _WRAPPER.match(line)]
+    telling = [line for line in lines if not _WRAPPER.match(line) and not _HEADER.match(line)]
     named = next((line for line in telling if _ERROR_WORDS.search(line)), None)
-    chosen = named or (telling[0] if telling else (lines[0] if lines else ""))
+    chosen = named or (telling[0] if telling else "")
     return chosen[:_LONGEST]
 
 

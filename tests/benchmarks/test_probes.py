@@ -103,6 +103,22 @@ class TestGenerator:
         found = _at_end(events)
         assert found["last_error"] == ["E   ModuleNotFoundError: No module named 'yaml'"]
 
+    def test_a_traceback_is_asked_by_its_exception_not_its_header(self) -> None:
+        events = _events()
+        events[5] = ToolResult(
+            call_id="c2",
+            content='Traceback (most recent call last):\n  File "run.py", line 3, in <module>\n'
+            "    main()\nKeyError: 'user_id'",
+            is_error=True,
+        )
+        assert _at_end(events)["last_error"] == ["KeyError: 'user_id'"]
+
+    def test_an_error_of_wrappers_alone_is_not_asked(self) -> None:
+        """A command that failed with no output has no line to ask for; it ends the older."""
+        events = _events()
+        events[5] = ToolResult(call_id="c2", content="<returncode>1</returncode>", is_error=True)
+        assert _at_end(events)["last_error"] == []
+
     def test_an_old_error_is_no_longer_asked(self) -> None:
         """After STALE_AFTER more tool results the last error and its resolution end."""
         events = _events()
