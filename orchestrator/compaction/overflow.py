@@ -35,6 +35,8 @@ __all__ = ["MIN_HEAD_CHARS", "OUTPUT_CHARS", "Overflow", "degrade"]
 OUTPUT_CHARS = 2_000
 #: The shortest head the `pinned` step cuts a node to.
 MIN_HEAD_CHARS = 200
+#: The ratio between one head length the `pinned` step tries and the next.
+HEAD_STEP = 1.125
 _MEDIA_NOTICE = "[{kind} omitted: the request was over its token budget]"
 _CUT_NOTICE = "\n[... {cut:,} characters cut: the request was over its token budget ...]"
 _ANSWERS = frozenset({"tool_result", "file", "subagent_result"})
@@ -178,16 +180,62 @@ def degrade(
             if n.kind in _ANSWERS and (c := _head(copies.get(n.id, n), OUTPUT_CHARS)) is not None
         }
         found = tried("outputs", outputs)
-    chars = OUTPUT_CHARS
-    # The outputs are cut with the floor's text from here on: a latest turn's own result
-    # can be what does not fit.
-    floor = [*_floor_text_nodes(nodes), *(n for n in nodes if n.kind in _ANSWERS)]
-    while found is None:
-        heads = {n.id: c for n in floor if (c := _head(copies.get(n.id, n), chars)) is not None}
-        found = tried("pinned", heads)
-        if chars == MIN_HEAD_CHARS:
-            break
-        chars = max(chars // 2, MIN_HEAD_CHARS)
+    if found is None:
+        # The outputs are cut with the floor's text from here on: a latest turn's own
+        # result can be what does not fit.
+        floor = [*_floor_text_nodes(nodes), *(n for n in nodes if n.kind in _ANSWERS)]
+        found = _longest_heads(floor, copies, lambda heads: tried("pinned", heads))
     if found is None:
         raise refused
     return Overflow(tuple(steps), found)
+
+
+def _longest_heads(
+    floor: list[Node],
+    copies: Mapping[str, Node],
+    tried: Callable[[Mapping[str, Node]], RenderResult | None],
+) -> RenderResult | None:
+    """The request with the floor's nodes cut to the longest common head that fits.
+
+    One head length for all (a node shorter than it stays whole), found by bisection
+    between `MIN_HEAD_CHARS` and the longest node: the longest nodes give up the most,
+    and the request fills its budget instead of landing far below it. Longer heads may
+    not push history out: a head that fits only because the renderer left out more
+    turns than at the shortest heads counts as not fitting (the turns the model is
+    acting on matter more than the rest of a prompt it has the head of).
+    """
+    base = {n.id: copies.get(n.id, n) for n in floor}
+
+    def cut(chars: int) -> RenderResult | None:
+        heads = {i: c for i, n in base.items() if (c := _head(n, chars)) is not None}
+        # Nodes an earlier, shorter try cut go back to the head this try gives them.
+        heads |= {i: n for i, n in base.items() if i not in heads}
+        return tried(heads)
+
+    shortest = cut(MIN_HEAD_CHARS)
+    if shortest is None:
+        return None
+    longest = max((len(n.text) for n in base.values()), default=MIN_HEAD_CHARS)
+    levels = _head_levels(longest)
+    best, low, high = shortest, 0, len(levels)  # levels[low] fits; the whole did not
+    while high - low > 1:
+        middle = (low + high) // 2
+        found = cut(levels[middle])
+        if found is None or len(found.dropped) > len(shortest.dropped):
+            high = middle
+        else:
+            best, low = found, middle
+    return best
+
+
+def _head_levels(longest: int) -> list[int]:
+    """The head lengths tried, `MIN_HEAD_CHARS` up, each `HEAD_STEP` times the last.
+
+    A fixed ladder, not any length: the next call (a turn longer) lands on the same
+    level until it no longer fits, so the cut prompt stays the same text and the
+    provider's cache keeps it.
+    """
+    levels = [MIN_HEAD_CHARS]
+    while levels[-1] < longest:
+        levels.append(int(levels[-1] * HEAD_STEP) + 1)
+    return levels

@@ -46,6 +46,20 @@ class TestOverflow:
         assert manager.raw[manager.raw.transcript()[0]].text == HUGE_SYSTEM
         assert HUGE_SYSTEM in _text(manager.render_sync(budget=20_000).payload)
 
+    def test_a_cut_request_fills_its_budget(self) -> None:
+        """The pinned heads are as long as the budget allows, not halved past it.
+
+        Several system prompts of different sizes over a 1,500-token budget: the longest
+        give up the most, and the request lands within a few percent of the budget.
+        """
+        manager = ContextManager(budget=1_500)
+        for size in (2_400, 600, 40, 1_200):
+            manager.add_system(" ".join(f"Rule {n}: check {size}." for n in range(size)))
+        manager.add_user("Fix the parser.")
+        result = manager.render_sync()
+        assert 0.9 * 1_500 <= result.tokens <= 1_500
+        assert "Rule 39: check 40." in _text(result.payload)  # the short one stays whole
+
     def test_media_goes_first(self) -> None:
         """An image the budget cannot hold is left out with a notice before any text is cut."""
         manager = ContextManager(format="anthropic", budget=700)
