@@ -110,7 +110,8 @@ class Node(BaseModel):
     meta: Mapping[str, JsonValue] = Field(default_factory=dict)
     """Extra metadata from the source (read-only)."""
     priority: int = 0
-    """Higher is kept longer by processors that rank nodes."""
+    """Higher is kept longer: a compaction that needs only part of the tool outputs
+    takes those of lowest priority first (oldest first within one priority)."""
     pinned: bool = False
     """A pinned node is never compacted or dropped."""
     triggers: tuple[TriggerSpec, ...] = ()

@@ -101,6 +101,18 @@ class Compactor:
         self._fire(budget)
         return await self.run(RunMode.MANUAL, budget, None, instructions)
 
+    def excess(self, renderer: RequestRenderer, target: int) -> int:
+        """How many content tokens the working view must lose to fit `target` rendered.
+
+        The request's excess (rendered and calibrated) in the view's content tokens, by
+        their share of the request: a stage takes nodes by their content, and each one
+        it takes also frees the framing the request spends on it.
+        """
+        request = self._state.calibrator.apply(renderer.render(self._working).tokens)
+        if request <= target:
+            return request - target
+        return -(-(request - target) * self._working.total_tokens // request)
+
     def fits(self, renderer: RequestRenderer, budget: int | None) -> bool:
         """Whether the working view, rendered by `renderer` and calibrated, fits `budget`."""
         if budget is None:
@@ -177,6 +189,10 @@ class Compactor:
             if mode is RunMode.MANUAL or renderer is None
             else functools.partial(self.fits, renderer, target)
         )
+        if done is not None and renderer is not None and target is not None:
+            # A summary takes just the history that brings the request to the target.
+            excess = functools.partial(self.excess, renderer, target)
+            settings = dataclasses.replace(settings, excess=excess)
         # A run lands in the session file whole or not at all (`SessionStore.atomic`),
         # with the state it leaves: a crash between two of its proposals must not leave
         # a session that is neither before nor after it.
@@ -460,6 +476,10 @@ class Compactor:
         goal = relief
         if guards.cost_aware and settings.target is not None:
             goal = min(relief, settings.target)
+        # Lowest priority and oldest first, only as much as the goal asks for.
+        settings = dataclasses.replace(
+            settings, excess=functools.partial(self.excess, renderer, goal)
+        )
         await self._pipeline(
             self._options.triggers.default_pipeline,
             settings,

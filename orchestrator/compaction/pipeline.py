@@ -86,6 +86,9 @@ class PipelineRun:
     """(stage name, reason) of the stages a guard skipped, in order."""
     guard_state: GuardState | None = None
     """The guard state after this run; `None` when the run had no guards."""
+    partial: bool = False
+    """The last stage's pass took only part of its targets (a goal-sized pass): if the
+    request is still over the target, the stage runs again on all of them."""
     timed_out: bool = False
     """A time limit (`background_timeout`, `compaction_timeout`) cut the run short: the
     stage in progress applied nothing, the stages before it stay applied."""
@@ -133,6 +136,7 @@ def history_targets(
     *,
     keep_recent: int = KEEP_RECENT_UNITS,
     held: frozenset[str] = frozenset(),
+    goal: int | None = None,
 ) -> tuple[Node, ...]:
     """The oldest run of whole, unpinned units that a summary may stand for.
 
@@ -151,6 +155,11 @@ def history_targets(
     tool's compaction summary, that summary), the latest request, the latest user turn,
     the last `keep_recent` units, every pinned node and every unit holding a `held` one
     (content the model brought back with `context_expand`).
+
+    With a `goal` (content tokens the summary must take), only the oldest whole units
+    of the run that hold that much are taken: the newer steps stay verbatim, so a
+    compaction lands near its target instead of far below it, and the latest errors and
+    results the model acts on are the last thing summarized (`goal_prefix`).
     """
     units = view.units()
     anchors = floor_anchors([unit.kind for unit in units])
@@ -170,8 +179,40 @@ def history_targets(
         # that came since): the summary takes the whole run and absorbs them all.
         run = rolling_run(_whole_run(view, span, held))
         if run:
-            return run
+            return run if goal is None else goal_prefix(view, run, goal)
     return ()
+
+
+def goal_prefix(view: WorkingView, run: Sequence[Node], goal: int) -> tuple[Node, ...]:
+    """The shortest run of `run`'s oldest whole units holding `goal` content tokens.
+
+    Earlier summaries lead a run (`rolling_run`) and are always in it, with at least one
+    unit of new material: a prefix of summaries alone would summarize nothing new.
+    """
+    taken: list[Node] = []
+    tokens = 0
+    fresh = False
+    for unit in _units_of(view, run):
+        if tokens >= goal and fresh:
+            break
+        taken.extend(unit)
+        tokens += sum(view.tokens(node.id) for node in unit)
+        fresh = fresh or any(node.kind != "summary" for node in unit)
+    return tuple(taken)
+
+
+def _units_of(view: WorkingView, run: Sequence[Node]) -> list[list[Node]]:
+    """`run` (whole units in order) grouped by the unit each node belongs to."""
+    groups: list[list[Node]] = []
+    head: str | None = None
+    for node in run:
+        unit = view.unit_of(node.id).head
+        if groups and unit == head:
+            groups[-1].append(node)
+        else:
+            groups.append([node])
+            head = unit
+    return groups
 
 
 def _targets(
@@ -180,6 +221,7 @@ def _targets(
     working: WorkingGraph,
     only: frozenset[str] | None,
     held: frozenset[str] = frozenset(),
+    goal: int | None = None,
 ) -> tuple[Node, ...]:
     """The stage's targets, by the scope it declares (`processors.base.Scope`).
 
@@ -193,7 +235,7 @@ def _targets(
     """
     scope = scope_of(processor)
     if scope == "history":
-        return () if only is not None else history_targets(view, held=held)
+        return () if only is not None else history_targets(view, held=held, goal=goal)
     nodes = output_targets(view) if scope == "outputs" else _every_node(view)
     return tuple(
         node
@@ -242,6 +284,53 @@ class StageSettings:
     unsent: frozenset[str] = frozenset()
     """Nodes no request has carried yet: the cost guard counts the cache as holding the
     view up to the first of them (what follows is written at the next call anyway)."""
+    excess: Callable[[], int] | None = None
+    """How many tokens the request is over `target` now (a whole-view run's). With it a
+    summary takes just the oldest history that brings the request down to the target,
+    with room for itself (`summary_goal`), not the whole run."""
+
+
+SUMMARY_RESERVE = 0.15
+"""The share of the budget a goal-sized summary keeps for itself: taken on top of the
+excess, so the summary has that much room and the request lands near the target."""
+
+
+OUTPUT_GOAL_FACTOR = 2
+"""A stage's first pass takes outputs holding this many times the excess: a processor
+frees part of what it is handed (a mask almost all, a distillation half or more)."""
+
+
+def stage_goal(settings: StageSettings, scope: str) -> int | None:
+    """Content tokens a stage's goal-sized pass should take (`None`: all its targets).
+
+    A history stage takes the excess and room for the summary itself; an output stage
+    `OUTPUT_GOAL_FACTOR` times the excess.
+    """
+    if settings.excess is None or settings.budget is None:
+        return None
+    excess = settings.excess()
+    if excess <= 0:
+        return None
+    if scope == "history":
+        return excess + int(settings.budget * SUMMARY_RESERVE)
+    return excess * OUTPUT_GOAL_FACTOR
+
+
+def first_by_priority(view: WorkingView, nodes: Sequence[Node], goal: int) -> tuple[Node, ...]:
+    """The nodes a goal-sized pass takes, handed on in their view order.
+
+    Lowest `priority` first, oldest first within a priority, until they hold `goal`
+    content tokens.
+    """
+    place = {node.id: index for index, node in enumerate(nodes)}
+    chosen: set[str] = set()
+    tokens = 0
+    for node in sorted(nodes, key=lambda n: (n.priority, place[n.id])):
+        if tokens >= goal:
+            break
+        chosen.add(node.id)
+        tokens += view.tokens(node.id)
+    return tuple(node for node in nodes if node.id in chosen)
 
 
 async def run_stage(
@@ -255,9 +344,13 @@ async def run_stage(
     only: frozenset[str] | None = None,
     guards: GuardConfig | None = None,
     rewritten_from: int | None = None,
+    sized: bool = False,
 ) -> StageOutcome:
     """Run one stage on a fresh snapshot and apply its proposal, or report why not.
 
+    With `sized` (and `settings.excess`), the stage takes only what brings the request
+    to the run's target (`stage_goal`): a summary the oldest history, an output stage
+    the outputs of lowest priority, oldest first (`first_by_priority`).
     With `only`, the stage takes just those nodes (see `_targets`). The snapshot comes
     from `settings.snapshot` when given (the one place a processor's view is taken).
     The outcome is marked manual in `RunMode.MANUAL` (the guards record it as such).
@@ -267,7 +360,14 @@ async def run_stage(
     snapshot = working.snapshot() if settings.snapshot is None else await settings.snapshot()
     tokens = snapshot.total_tokens
     nothing = StageOutcome(view_tokens=tokens, manual=mode is RunMode.MANUAL)
-    targets = _targets(processor, snapshot, working, only, settings.held)
+    scope = scope_of(processor)
+    goal = stage_goal(settings, scope) if sized else None
+    targets = _targets(processor, snapshot, working, only, settings.held, goal)
+    run.partial = False
+    if goal is not None and scope != "history":
+        part = first_by_priority(snapshot, targets, goal)
+        run.partial = len(part) < len(targets)
+        targets = part
     run.stages.append(_name(processor))
     if not targets:
         return nothing
@@ -381,8 +481,13 @@ async def run_pipeline(
         # One summary covers one contiguous span; when the older span is summarized and
         # the view is still over the target, the finished steps of the current tool loop
         # are the next span (`history_targets`), so the stage may run again on them.
-        again = scope_of(processor) == "history" and only is None and done is not None
-        for _ in range(1 + MAX_SUMMARY_REPEATS if again else 1):
+        # Any other stage first takes just what the excess asks for (`stage_goal`), and
+        # all its targets only if that was not enough.
+        sized = done is not None and settings.excess is not None
+        history = scope_of(processor) == "history"
+        again = history and only is None and done is not None
+        passes = 1 + MAX_SUMMARY_REPEATS if again else (2 if sized else 1)
+        for number in range(passes):
             outcome = await run_stage(
                 processor,
                 working,
@@ -393,6 +498,7 @@ async def run_pipeline(
                 only=only,
                 guards=guards,
                 rewritten_from=rewritten,
+                sized=sized and (history or number == 0),
             )
             if outcome.rewritten_from is not None:
                 rewritten = outcome.rewritten_from
@@ -401,7 +507,7 @@ async def run_pipeline(
                 notice = disabled_notice(state, name, outcome, guards)
                 if notice is not None:
                     logger.warning("%s", notice)
-            if not outcome.applied or done is None or done():
+            if done is None or done() or not (outcome.applied if history else run.partial):
                 break
         if done is not None and done():
             break

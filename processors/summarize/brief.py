@@ -288,10 +288,15 @@ def cap_lists(brief: Brief, max_items: int) -> None:
             brief.omitted[name] = brief.omitted.get(name, 0) + extra
 
 
-def _drop_one(brief: Brief, name: str, keep: frozenset[str]) -> bool:
-    """Drop the oldest droppable item of one section; whether one was dropped."""
+def _drop_one(brief: Brief, name: str, keep: frozenset[str], *, latest: bool = False) -> bool:
+    """Drop the oldest droppable item of one section; whether one was dropped.
+
+    The newest error is droppable only with `latest`: the error the agent is acting on
+    (or just fixed) is the last thing a brief gives up (`bound`).
+    """
     if name in ("open", "resolved"):
-        for index, error in enumerate(brief.errors):
+        errors = brief.errors if latest else brief.errors[:-1]
+        for index, error in enumerate(errors):
             if error.resolved == (name == "resolved"):
                 del brief.errors[index]
                 brief.omitted["errors"] = brief.omitted.get("errors", 0) + 1
@@ -345,6 +350,12 @@ def bound(brief: Brief, max_tokens: int, count: Callable[[str], int], keep: Sequ
             sections[name] = _section(brief, name)
             text = _joined(list(sections.values()))
             tokens = count(text)
+    if tokens > max_tokens and brief.errors:
+        # Last of all, the newest error (kept through every drop above).
+        status = "resolved" if brief.errors[-1].resolved else "open"
+        _drop_one(brief, status, kept, latest=True)
+        sections["errors"] = _section(brief, "errors")
+        text = _joined(list(sections.values()))
     return text
 
 

@@ -1,0 +1,110 @@
+"""A compaction takes what brings the request to its target, lowest priority and oldest
+first, and leaves the rest as it was.
+
+Before, every stage took all its targets: a request that was a little over its budget
+came out far below it (the budget the user gave was thrown away), the latest steps of
+a tool loop were summarized with the rest, and `priority` was read by nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from context_graph.testing import WordCounter
+from context_graph.validate import validate
+from orchestrator import ContextManager, TriggerConfig
+from processors import HistorySummarizer, ToolOutputTruncator
+from processors.summarize.brief import Brief, bound
+from processors.summarize.facts import ErrorFact
+
+HARD = TriggerConfig(soft_ratio=None, hard_ratio=0.95, hysteresis=0.1)
+
+
+def _output(tag: str, words: int) -> str:
+    return " ".join(f"{tag}{n}" for n in range(words))
+
+
+@pytest.mark.parametrize("kept", ["first", "second"])
+def test_the_lower_priority_output_is_cut_first(kept: str) -> None:
+    """Two outputs of one size, one cut is enough: the one of lower priority is cut."""
+    manager = ContextManager(
+        budget=4_000,
+        counter=WordCounter(),
+        triggers=HARD,
+        pipeline=[ToolOutputTruncator(max_tokens=40)],
+        compact_to=0.9,
+    )
+    manager.add_system("You are an agent.")
+    manager.add_user("Read both logs.")
+    priorities = {"first": (5, 0), "second": (0, 5)}[kept]
+    for tag, priority in zip(("alpha", "beta"), priorities, strict=True):
+        manager.add_assistant(f"Reading {tag}.", [{"id": tag, "name": "cat"}])
+        manager.add_tool_result(tag, _output(tag, 1_900), priority=priority)
+    body = str(manager.render_sync().payload)
+    whole, cut = ("alpha", "beta") if kept == "first" else ("beta", "alpha")
+    assert f"{whole}1000" in body  # the higher priority output is whole
+    assert f"{cut}1000" not in body and f"{cut}0" in body  # the other one was cut
+
+
+def _loop(manager: ContextManager, steps: int, words: int) -> None:
+    manager.add_system("You are a coding agent.")
+    manager.add_user("Fix the failing build in /srv/app.")
+    for step in range(steps):
+        call = f"c{step}"
+        manager.add_assistant(f"Step {step}.", [{"id": call, "name": "bash"}])
+        manager.add_tool_result(call, _output(f"s{step}x", words), is_error=step % 4 == 3)
+
+
+def test_a_summary_takes_the_oldest_steps_and_the_request_fills_its_target() -> None:
+    """A tool loop a little over its budget: the summary stands for the oldest steps
+    only; the newer steps than the last two stay verbatim, and the request lands between
+    half the budget and the target (before: only the last two steps stayed and the
+    request was at a fifth of the budget)."""
+    manager = ContextManager(
+        budget=2_000,
+        counter=WordCounter(),
+        triggers=HARD,
+        pipeline=[HistorySummarizer()],
+        compact_to=0.7,
+    )
+    _loop(manager, steps=20, words=100)
+    result = manager.render_sync()
+    body = str(result.payload)
+    verbatim = [step for step in range(20) if f"s{step}x99" in body]
+    assert "Summary" in body and 0 not in verbatim
+    assert verbatim == list(range(verbatim[0], 20)) and len(verbatim) >= 6
+    assert 0.5 * 2_000 <= result.tokens <= 0.7 * 2_000
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    steps=st.integers(min_value=3, max_value=30),
+    words=st.integers(min_value=10, max_value=300),
+    budget=st.integers(min_value=600, max_value=4_000),
+    ratio=st.floats(min_value=0.3, max_value=0.9),
+)
+def test_sized_compaction_stays_valid_and_under_the_budget(
+    steps: int, words: int, budget: int, ratio: float
+) -> None:
+    manager = ContextManager(
+        budget=budget, counter=WordCounter(), triggers=HARD, profile="coding", compact_to=ratio
+    )
+    _loop(manager, steps=steps, words=words)
+    result = manager.render_sync()
+    assert result.tokens <= budget
+    assert validate(result.payload, "openai") == []
+
+
+def test_the_newest_error_is_the_last_thing_a_brief_gives_up() -> None:
+    """At a room too small for everything, older errors and the state's tail go first;
+    the newest error (what the agent is acting on) stays."""
+    errors = [
+        ErrorFact(f"pytest run {n}", "", f"E   AssertionError: case {n}", "bash", False)
+        for n in range(6)
+    ]
+    brief = Brief(goal="Fix the build.", errors=errors, state="Working on it. " * 60)
+    text = bound(brief, 120, lambda s: len(s.split()), keep=())
+    assert "case 5" in text
+    assert "case 0" not in text
