@@ -275,7 +275,7 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
                 StageConfig(processor="summarize", options={"timeout": 120.0}),
             ),
             pipelines={"outputs": _CODING_OUTPUT_STAGES},
-            compact_to=0.5,
+            compact_to=0.7,
         ),
         "service": Profile(
             name="service",
@@ -289,7 +289,7 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
                 StageConfig(processor="summarize", options={"timeout": 60.0}),
             ),
             pipelines={"outputs": _SERVICE_OUTPUT_STAGES},
-            compact_to=0.5,
+            compact_to=0.7,
         ),
         "chat": Profile(
             name="chat",
@@ -304,7 +304,7 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
                 StageConfig(processor="truncate", options={"max_tokens": 1_000}),
                 StageConfig(processor="summarize", options={"timeout": 60.0}),
             ),
-            compact_to=0.4,
+            compact_to=0.7,
         ),
     }
 )
