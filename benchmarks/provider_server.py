@@ -7,8 +7,8 @@
 is checked with the engine's validator (`context_graph.validate.validate`) and the SDK
 request types (`sdk_problems`), and its prompt is counted the provider's way: the
 renderer's count times `factor` (a provider whose tokenizer counts more than ours). A
-body that breaks a rule, or whose prompt is over `limit`, is refused with the provider's own error shape
-(HTTP 400), so a client sees what the real API would answer. Answers come from
+body that breaks a rule, or whose prompt is over `limit`, is refused with the provider's
+own error shape (HTTP 400), so a client sees what the real API would answer. Answers come from
 `respond(body)`: a dict of `Turn`'s fields (`{"text": ...}`,
 `{"calls": [["read_file", {"path": "a.py"}]], "reasoning": True}`).
 
