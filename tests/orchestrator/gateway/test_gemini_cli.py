@@ -168,6 +168,9 @@ def test_gemini_cli_finishes_a_long_task_under_the_budget(tmp_path: Path) -> Non
     assert masked and len(held[ANONYMOUS]) > 1, held
     assert recorded > 2 * BUDGET, "the agent's history grew far past the budget"
     assert (tmp_path / "store" / "gemini" / ANONYMOUS / "thread-0.db").exists()
+    main_calls = [r for r in upstream.requests if "responseMimeType" not in r["generationConfig"]]
+    heads = {json.dumps([r["systemInstruction"], r["tools"]]) for r in main_calls}
+    assert len(heads) == 1, "the cached prefix's head (system prompt, tools) never changed"
 
 
 def test_two_sessions_at_once_in_one_project_stay_apart(tmp_path: Path) -> None:
