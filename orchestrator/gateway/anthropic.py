@@ -27,7 +27,14 @@ from context_graph.errors import SourceLocation
 from context_graph.tokens.usage import Usage, read_usage
 from orchestrator.gateway.sse import data_events
 
-__all__ = ["answer_usage", "count_request", "counted_tokens", "readable_request", "sse_usage"]
+__all__ = [
+    "answer_usage",
+    "count_request",
+    "counted_tokens",
+    "readable_request",
+    "refusal",
+    "sse_usage",
+]
 
 _REMINDER = "<system-reminder>\n{}\n</system-reminder>"
 
@@ -123,3 +130,8 @@ def count_request(sent: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str,
 def counted_tokens(answer: Mapping[str, Any]) -> Any:
     """The count a count_tokens answer gives (`input_tokens`)."""
     return answer.get("input_tokens")
+
+
+def refusal(message: str) -> dict[str, Any]:
+    """The API's error body for a request refused as invalid."""
+    return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}

@@ -36,6 +36,7 @@ __all__ = [
     "counted_tokens",
     "model_of",
     "readable_request",
+    "refusal",
     "sse_usage",
 ]
 
@@ -135,3 +136,8 @@ def sse_usage(stream: bytes) -> Usage | None:
         if isinstance(usage, dict) and usage.get("promptTokenCount") is not None:
             return answer_usage(event)
     return None
+
+
+def refusal(message: str) -> dict[str, Any]:
+    """The API's error body for a request refused as invalid (a `google.rpc.Status`)."""
+    return {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}

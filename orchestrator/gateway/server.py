@@ -195,10 +195,10 @@ class Gateway:
                 request.headers, body, wire, counting=counting, path=request.path
             )
         except ContextGraphError as error:
-            return self._failed(raw, error)
+            return self._failed(raw, error, wire)
         except Exception as error:  # a bug must not stop the agent: see `strict`
             LOG.exception("context-graph gateway: the engine failed on a request")
-            return self._failed(raw, error)
+            return self._failed(raw, error, wire)
 
     async def _render(
         self,
@@ -246,11 +246,11 @@ class Gateway:
         encoded = json.dumps(sent, ensure_ascii=False).encode()
         return _Prepared(encoded, thread, "rendered", wire, counting)
 
-    def _failed(self, raw: bytes, error: Exception) -> _Prepared | web.Response:
+    def _failed(self, raw: bytes, error: Exception, wire: Wire) -> _Prepared | web.Response:
         if self._strict:
             message = f"context-graph gateway (--strict): {type(error).__name__}: {error}"
             return web.json_response(
-                {"type": "error", "error": {"type": "invalid_request_error", "message": message}},
+                wire.refusal(message),
                 status=400,
                 headers={OUTCOME: "refused"},
             )

@@ -33,6 +33,7 @@ class Wire:
             count body).
         counted_tokens: The count a token-count answer gives.
         model_of: The model a request's URL path names (`None`: the body names it).
+        refusal: The API's own error body (HTTP 400) for a message (`--strict`).
     """
 
     name: str
@@ -47,6 +48,7 @@ class Wire:
     )
     counted_tokens: Callable[[Mapping[str, Any]], Any] = anthropic.counted_tokens
     model_of: Callable[[str], str | None] = lambda path: None
+    refusal: Callable[[str], dict[str, Any]] = anthropic.refusal
 
     def held_upstream(self, body: Mapping[str, Any]) -> bool:
         """Whether a request continues history the provider keeps (not the gateway's)."""
@@ -85,6 +87,7 @@ GEMINI = Wire(
     count_request=gemini.count_request,
     counted_tokens=gemini.counted_tokens,
     model_of=gemini.model_of,
+    refusal=gemini.refusal,
 )
 WIRES = {wire.name: wire for wire in (ANTHROPIC, RESPONSES, GEMINI)}
 """Every wire, by name."""

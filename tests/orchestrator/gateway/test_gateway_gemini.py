@@ -254,7 +254,9 @@ class TestPassingThrough:
         answer = httpx.post(f"{url}/v1beta/models/{MODEL}:generateContent", json=body)
         if strict:
             assert answer.status_code == 400 and answer.headers[OUTCOME] == "refused"
-            assert "nobody" in answer.json()["error"]["message"]
+            error = answer.json()["error"]  # the API's own shape, as gemini-cli reads errors
+            assert error["code"] == 400 and error["status"] == "INVALID_ARGUMENT"
+            assert "(--strict)" in error["message"] and "nobody" in error["message"]
             assert server.requests == server.refused == []
         else:
             assert answer.headers[OUTCOME] == "passthrough"
