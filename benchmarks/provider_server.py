@@ -3,12 +3,12 @@
 `ProviderServer(wire)` listens on 127.0.0.1 (port 0) and answers like the real API:
 `POST /v1/chat/completions` (`openai`), `POST /v1/responses` (`responses`),
 `POST /v1/messages` and `/v1/messages/count_tokens` (`anthropic`) and
-`POST /v1beta/models/<model>:generateContent` (`gemini`). Every body is checked with the
-engine's validator (`context_graph.validate.validate`) and the SDK request types
-(`sdk_problems`), and its prompt is counted the provider's way: the renderer's count
-times `factor` (a provider whose tokenizer counts more than ours). A body that breaks a
-rule, or whose prompt is over `limit`, is refused with the provider's own error shape
-(HTTP 400), so a client sees what the real API would answer. Answers come from
+`POST /v1beta/models/<model>:generateContent` and `:countTokens` (`gemini`). Every body
+is checked with the engine's validator (`context_graph.validate.validate`) and the SDK
+request types (`sdk_problems`), and its prompt is counted the provider's way: the
+renderer's count times `factor` (a provider whose tokenizer counts more than ours). A
+body that breaks a rule, or whose prompt is over `limit`, is refused with the provider's
+own error shape (HTTP 400), so a client sees what the real API would answer. Answers come from
 `respond(body)`: a dict of `Turn`'s fields (`{"text": ...}`,
 `{"calls": [["read_file", {"path": "a.py"}]], "reasoning": True}`).
 
@@ -107,6 +107,8 @@ class ProviderServer:
         """The status and JSON answer to one request."""
         if self.wire == "anthropic" and path.split("?")[0] == "/v1/messages/count_tokens":
             return self.count_tokens(body)
+        if self.wire == "gemini" and path.split("?")[0].endswith(":countTokens"):
+            return self.count_gemini_tokens(body)
         checked = _sent_back(body) if self.wire == "openai" else body
         problems = [f"{v.rule}: {v.message}" for v in validate(checked, self.wire)]
         problems += _known_to_sdk(sdk_problems(checked, self.wire), checked)
@@ -151,6 +153,22 @@ class ProviderServer:
         with self._lock:
             self.counted.append(body)
         return 200, {"input_tokens": tokens}
+
+    def count_gemini_tokens(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Gemini's `countTokens`: bare `contents`, or a whole `generateContentRequest`
+        (which names its `model`), checked as a request is; kept in `counted`."""
+        inner = body.get("generateContentRequest")
+        request = inner if isinstance(inner, dict) else {"contents": body.get("contents")}
+        problems = [f"{v.rule}: {v.message}" for v in validate(request, "gemini")]
+        if isinstance(inner, dict) and not isinstance(inner.get("model"), str):
+            problems.append("generateContentRequest.model: required")
+        if problems:
+            return 400, _error("gemini", "; ".join(problems))
+        tokens = self.count(request)
+        with self._lock:
+            self.counted.append(body)
+        details = [{"modality": "TEXT", "tokenCount": tokens}]
+        return 200, {"totalTokens": tokens, "promptTokensDetails": details}
 
     def cached(self, body: dict[str, Any], previous: dict[str, Any] | None) -> int:
         """The prompt tokens an automatic prefix cache holds after `previous` (OpenAI, Gemini).

@@ -6,7 +6,8 @@ when needed); a model turn's `functionCall` parts are answered by `functionRespo
 parts first in the next user turn, in call order, each with the call's id and name;
 `response` is an object (`{"output": ...}`, or `{"error": ...}` for a failed call);
 thought parts go back only with a Gemini signature, and a call's Gemini signature goes
-back on its `functionCall` part (Gemini 3 refuses function calls without it).
+back on its `functionCall` part (Gemini 3 refuses function calls without it); a plain
+text part's signature (`Turn.part_signatures`) goes back on that part.
 """
 
 from __future__ import annotations
@@ -64,14 +65,18 @@ def unit_messages(unit: UnitTurns) -> list[Content]:
 
 def _model_parts(turn: Turn) -> list[Part]:
     parts: list[Part] = []
-    for part in turn.parts:
+    signatures = dict(turn.part_signatures)
+    for n, part in enumerate(turn.parts):
         if isinstance(part, ThinkingPart):
             if part.provider == "gemini" and part.signature is not None:
                 parts.append(
                     {"text": part.thinking, "thought": True, "thoughtSignature": part.signature}
                 )
         elif isinstance(part, TextPart) and part.text:
-            parts.append({"text": part.text})
+            text: Part = {"text": part.text}
+            if n in signatures:
+                text["thoughtSignature"] = signatures[n]
+            parts.append(text)
     for call in turn.calls:
         args = arguments_object(call.node)
         call_part: Part = {

@@ -142,6 +142,9 @@ class Turn:
     parts: tuple[ContentPart, ...] = ()
     calls: tuple[Call, ...] = ()
     results: tuple[Result, ...] = ()
+    part_signatures: tuple[tuple[int, str], ...] = ()
+    """Gemini signatures of plain parts (not thinking, not calls), by their place in `parts`:
+    opaque, sent back on the part they came with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +255,23 @@ def _native_parts(native: NativeCompaction) -> tuple[ContentPart, ...]:
     return (TextPart(text=f"{NATIVE_SUMMARY_HEADER}\n\n{text}"),)
 
 
+_PART_SIGNATURES = "thought_signatures"
+"""The `meta` key where the Gemini importer keeps plain parts' signatures (`content:<n>`)."""
+
+
+def _part_signatures(node: AssistantNode) -> tuple[tuple[int, str], ...]:
+    """The signatures the Gemini importer kept of the node's plain parts, by part index."""
+    kept = node.meta.get(_PART_SIGNATURES)
+    if not isinstance(kept, dict):
+        return ()
+    found = []
+    for key, value in kept.items():
+        place = key.removeprefix("content:")
+        if place.isdigit() and int(place) < len(node.content) and isinstance(value, str):
+            found.append((int(place), value))
+    return tuple(sorted(found))
+
+
 def _assistant_turns(
     source: RenderSource, head: AssistantNode, rest: Sequence[Node]
 ) -> tuple[Turn, ...]:
@@ -260,7 +280,9 @@ def _assistant_turns(
         for n in rest
         if isinstance(n, ToolCallNode)
     ]
-    assistant = Turn("assistant", sendable(head.content), tuple(calls))
+    assistant = Turn(
+        "assistant", sendable(head.content), tuple(calls), part_signatures=_part_signatures(head)
+    )
     results = [_result_for(source, call) for call in calls]
     answered = {r.answer.id for r in results if r.answer is not None}
     # An answer whose call a projection hid goes as plain text after the results: a

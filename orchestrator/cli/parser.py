@@ -228,7 +228,8 @@ def _add_store(commands: _Commands) -> None:
 def _add_proxy(commands: _Commands) -> None:
     proxy = commands.add_parser(
         "proxy",
-        help="serve a gateway that compacts an agent CLI's context (Claude Code, Codex CLI)",
+        help="serve a gateway that compacts an agent CLI's context (Claude Code, Codex CLI, "
+        "gemini-cli)",
         description=(
             "Serve an HTTP proxy between an agent and its provider: each model call is "
             "rendered under --budget by the engine (one managed conversation per agent "
@@ -239,10 +240,10 @@ def _add_proxy(commands: _Commands) -> None:
     )
     proxy.add_argument(
         "--upstream",
-        choices=("anthropic", "openai"),
+        choices=("anthropic", "openai", "gemini"),
         default="anthropic",
-        help="the provider: anthropic (Messages API, Claude Code) or openai (Responses API, "
-        "Codex CLI); default: anthropic",
+        help="the provider: anthropic (Messages API, Claude Code), openai (Responses API, "
+        "Codex CLI) or gemini (generateContent, gemini-cli); default: anthropic",
     )
     proxy.add_argument(
         "--upstream-url",

@@ -21,9 +21,13 @@ from orchestrator.cli.session import choose_profile
 
 __all__ = ["default_store", "run_proxy"]
 
-UPSTREAMS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
+UPSTREAMS = {
+    "anthropic": "https://api.anthropic.com",
+    "openai": "https://api.openai.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+}
 """Each upstream the proxy speaks to, and its public base URL."""
-WIRES = {"anthropic": ("anthropic",), "openai": ("responses",)}
+WIRES = {"anthropic": ("anthropic",), "openai": ("responses",), "gemini": ("gemini",)}
 """The wire formats the proxy manages for each upstream (the others pass through)."""
 
 
@@ -73,6 +77,9 @@ def _announce(url: str, upstream: str, args: argparse.Namespace, store: Path | N
     if args.upstream == "anthropic":
         print("Set in the agent's environment (Claude Code):")
         print(f"  export ANTHROPIC_BASE_URL={url}")
+    elif args.upstream == "gemini":
+        print("Set in the agent's environment (gemini-cli, with its Gemini API key auth):")
+        print(f"  export GOOGLE_GEMINI_BASE_URL={url}")
     else:
         print("Add to ~/.codex/config.toml (Codex CLI), and run codex with that key set:")
         print('  model_provider = "context-graph"')

@@ -1,7 +1,7 @@
 """The drop-in gateway: an HTTP proxy that compacts an agent CLI's context.
 
 `context-graph proxy` (orchestrator/cli/proxy.py) serves `Gateway` between an agent
-(Claude Code) and its provider; see docs/proxy.md.
+(Claude Code, Codex CLI, gemini-cli) and its provider; see docs/proxy.md.
 """
 
 from orchestrator.gateway.identity import ANONYMOUS, session_of

@@ -27,7 +27,14 @@ from context_graph.errors import SourceLocation
 from context_graph.tokens.usage import Usage, read_usage
 from orchestrator.gateway.sse import data_events
 
-__all__ = ["answer_usage", "readable_request", "sse_usage"]
+__all__ = [
+    "answer_usage",
+    "count_request",
+    "counted_tokens",
+    "readable_request",
+    "refusal",
+    "sse_usage",
+]
 
 _REMINDER = "<system-reminder>\n{}\n</system-reminder>"
 
@@ -107,3 +114,24 @@ def sse_usage(stream: bytes) -> Usage | None:
         return None
     merged = {**start, **{key: value for key, value in final.items() if value is not None}}
     return read_usage(merged, "anthropic", where=SourceLocation(path="message_start.usage"))
+
+
+_COUNTED = frozenset(
+    {"model", "system", "messages", "tools", "tool_choice", "thinking", "mcp_servers"}
+)
+"""The fields a count_tokens request takes."""
+
+
+def count_request(sent: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+    """The count_tokens body for the request the gateway would send: its counted fields."""
+    return {key: value for key, value in sent.items() if key in _COUNTED}
+
+
+def counted_tokens(answer: Mapping[str, Any]) -> Any:
+    """The count a count_tokens answer gives (`input_tokens`)."""
+    return answer.get("input_tokens")
+
+
+def refusal(message: str) -> dict[str, Any]:
+    """The API's error body for a request refused as invalid."""
+    return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}

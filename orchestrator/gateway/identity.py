@@ -12,7 +12,10 @@ The identity is read, in order, from:
    opencode, and the Responses API's `prompt_cache_key`.
 
 A request with none of these belongs to the anonymous session, where conversations are
-told apart by their content alone (`orchestrator.gateway.threads`).
+told apart by their content alone (`orchestrator.gateway.threads`). gemini-cli 0.61 sends
+none (captured: no session header, nothing in the body; its one per-machine id,
+`x-gemini-api-privileged-user-id`, is sent only with usage statistics on, and is shared by
+every session of the machine); its `GEMINI_CLI_CUSTOM_HEADERS` can send the first.
 """
 
 from __future__ import annotations

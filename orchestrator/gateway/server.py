@@ -2,7 +2,8 @@
 
 The agent points its base URL at the gateway; the gateway points at the provider (or
 any endpoint that speaks its API). For each model call (`POST /v1/messages`, with or
-without `?beta=true`):
+without `?beta=true`; `POST /v1/responses`; Gemini's
+`POST /v1beta/models/<model>:generateContent` and `:streamGenerateContent`):
 
 1. the session is read from what the client sends (`orchestrator.gateway.identity`)
    and the request goes to the conversation it continues (`threads.SessionTable`);
@@ -33,9 +34,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_graph.errors import ConfigurationError, ContextGraphError, IngestError
+from orchestrator.gateway.gemini import COUNT_REQUEST
 from orchestrator.gateway.identity import session_of
 from orchestrator.gateway.threads import SessionTable, Thread
-from orchestrator.gateway.wires import ANTHROPIC, RESPONSES, Wire
+from orchestrator.gateway.wires import ANTHROPIC, GEMINI, RESPONSES, Wire
 from orchestrator.integrations.extras import missing_extra
 
 try:
@@ -126,6 +128,7 @@ class Gateway:
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         app.router.add_post("/v1/responses", self._responses)
+        app.router.add_post("/v1beta/models/{target}", self._gemini)
         app.router.add_route("*", "/{tail:.*}", self._passthrough)
         app.on_startup.append(self._start)
         app.on_cleanup.append(self._stop)
@@ -151,6 +154,15 @@ class Gateway:
 
     async def _responses(self, request: web.Request) -> web.StreamResponse:
         return await self._managed(request, RESPONSES)
+
+    async def _gemini(self, request: web.Request) -> web.StreamResponse:
+        method = request.match_info["target"].rpartition(":")[2]
+        if method in ("generateContent", "streamGenerateContent"):
+            return await self._managed(request, GEMINI)
+        if method == "countTokens" and COUNT_REQUEST.encode() in await request.read():
+            # Bare `contents` name no system prompt: not a conversation (gemini.py).
+            return await self._managed(request, GEMINI, counting=True)
+        return await self._passthrough(request)
 
     async def _managed(
         self, request: web.Request, wire: Wire, *, counting: bool = False
@@ -179,15 +191,23 @@ class Gateway:
         if not isinstance(body, dict) or wire.held_upstream(body):
             return _Prepared(raw, None, "passthrough")
         try:
-            return await self._render(request.headers, body, wire, counting=counting)
+            return await self._render(
+                request.headers, body, wire, counting=counting, path=request.path
+            )
         except ContextGraphError as error:
-            return self._failed(raw, error)
+            return self._failed(raw, error, wire)
         except Exception as error:  # a bug must not stop the agent: see `strict`
             LOG.exception("context-graph gateway: the engine failed on a request")
-            return self._failed(raw, error)
+            return self._failed(raw, error, wire)
 
     async def _render(
-        self, headers: Mapping[str, str], body: dict[str, Any], wire: Wire, *, counting: bool
+        self,
+        headers: Mapping[str, str],
+        body: dict[str, Any],
+        wire: Wire,
+        *,
+        counting: bool,
+        path: str = "",
     ) -> _Prepared:
         readable = wire.readable(body)
         session = session_of(headers, body)
@@ -216,21 +236,21 @@ class Gateway:
                 format=api.format,
                 budget=budget,
                 tools=tools if wire.engine_tools else None,
-                model=body.get("model"),
+                model=body.get("model") or wire.model_of(path),
             )
         sent = api.write(dict(readable), result.payload)
-        if not wire.engine_tools and "tools" in body:
-            sent["tools"] = body["tools"]
+        if not wire.engine_tools and "tools" in readable:
+            sent["tools"] = readable["tools"]
         if counting:
-            sent = {k: v for k, v in sent.items() if k in _COUNTED}
+            sent = wire.count_request(sent, body)
         encoded = json.dumps(sent, ensure_ascii=False).encode()
         return _Prepared(encoded, thread, "rendered", wire, counting)
 
-    def _failed(self, raw: bytes, error: Exception) -> _Prepared | web.Response:
+    def _failed(self, raw: bytes, error: Exception, wire: Wire) -> _Prepared | web.Response:
         if self._strict:
             message = f"context-graph gateway (--strict): {type(error).__name__}: {error}"
             return web.json_response(
-                {"type": "error", "error": {"type": "invalid_request_error", "message": message}},
+                wire.refusal(message),
                 status=400,
                 headers={OUTCOME: "refused"},
             )
@@ -291,7 +311,7 @@ class Gateway:
                 if answer is None:
                     return
                 if prepared.counting:
-                    _report_count(thread, answer.get("input_tokens"))
+                    _report_count(thread, wire.counted_tokens(answer))
                     return
                 usage = wire.answer_usage(answer)
         except IngestError as error:
@@ -311,12 +331,6 @@ def _json_object(data: bytes) -> dict[str, Any] | None:
 
 
 def _report_count(thread: Thread, tokens: object) -> None:
-    """Calibrate by a count_tokens answer's `input_tokens` (no call was made: no usage)."""
+    """Calibrate by a token-count answer's count (no call was made: no usage)."""
     if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
         thread.manager.report_usage(tokens)
-
-
-_COUNTED = frozenset(
-    {"model", "system", "messages", "tools", "tool_choice", "thinking", "mcp_servers"}
-)
-"""The fields a count_tokens request takes."""

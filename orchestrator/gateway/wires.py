@@ -9,10 +9,10 @@ from typing import Any
 from context_graph.render import count_payload
 from context_graph.tokens.counting import default_counter
 from context_graph.tokens.usage import Usage
-from orchestrator.gateway import anthropic, responses
+from orchestrator.gateway import anthropic, gemini, responses
 from orchestrator.integrations.clients_apis import ANTHROPIC_MESSAGES, OPENAI_RESPONSES, Api
 
-__all__ = ["ANTHROPIC", "RESPONSES", "WIRES", "Wire"]
+__all__ = ["ANTHROPIC", "GEMINI", "RESPONSES", "WIRES", "Wire"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,11 @@ class Wire:
             agent sent them and counted off the budget).
         server_state: Request fields that continue history kept by the provider: such
             a request is passed through.
+        count_request: The token-count body for a rendered request (and the agent's
+            count body).
+        counted_tokens: The count a token-count answer gives.
+        model_of: The model a request's URL path names (`None`: the body names it).
+        refusal: The API's own error body (HTTP 400) for a message (`--strict`).
     """
 
     name: str
@@ -38,6 +43,12 @@ class Wire:
     answer_usage: Callable[[Mapping[str, Any]], Usage | None]
     engine_tools: bool
     server_state: tuple[str, ...] = ()
+    count_request: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] = (
+        anthropic.count_request
+    )
+    counted_tokens: Callable[[Mapping[str, Any]], Any] = anthropic.counted_tokens
+    model_of: Callable[[str], str | None] = lambda path: None
+    refusal: Callable[[str], dict[str, Any]] = anthropic.refusal
 
     def held_upstream(self, body: Mapping[str, Any]) -> bool:
         """Whether a request continues history the provider keeps (not the gateway's)."""
@@ -65,5 +76,18 @@ RESPONSES = Wire(
     engine_tools=False,
     server_state=OPENAI_RESPONSES.server_state,
 )
-WIRES = {wire.name: wire for wire in (ANTHROPIC, RESPONSES)}
+GEMINI = Wire(
+    "gemini",
+    gemini.GEMINI_REST,
+    gemini.readable_request,
+    gemini.sse_usage,
+    gemini.answer_usage,
+    engine_tools=False,
+    server_state=gemini.GEMINI_REST.server_state,
+    count_request=gemini.count_request,
+    counted_tokens=gemini.counted_tokens,
+    model_of=gemini.model_of,
+    refusal=gemini.refusal,
+)
+WIRES = {wire.name: wire for wire in (ANTHROPIC, RESPONSES, GEMINI)}
 """Every wire, by name."""

@@ -9,7 +9,7 @@ API's echoed `instructions`) fails here as it would against the real API.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from anthropic.types import Message
@@ -214,3 +214,30 @@ def _cached(wire: Wire, usage: dict[str, Any]) -> int:
     if wire == "responses":
         return int(usage["input_tokens_details"]["cached_tokens"])
     return int(usage.get("cachedContentTokenCount", 0))
+
+
+class TestGeminiCountTokens:
+    """`:countTokens` answers as the API does: a count of what it was given, no model call."""
+
+    PATH = "/v1beta/models/gemini-2.5-flash:countTokens"
+    CONTENTS: ClassVar[list[Any]] = [{"role": "user", "parts": [{"text": "read a.py " * 50}]}]
+
+    def test_bare_contents_and_a_whole_request_are_counted(self) -> None:
+        whole = {
+            "model": "models/gemini-2.5-flash",
+            "systemInstruction": {"parts": [{"text": "Be careful."}]},
+            "contents": self.CONTENTS,
+        }
+        with ProviderServer("gemini", factor=1.0) as server:
+            bare = server.answer(self.PATH, {"contents": self.CONTENTS})
+            counted = server.answer(self.PATH, {"generateContentRequest": whole})
+        assert bare[0] == counted[0] == 200
+        assert 0 < bare[1]["totalTokens"] < counted[1]["totalTokens"]
+        assert server.requests == [] and len(server.counted) == 2
+
+    def test_a_whole_request_without_its_model_is_refused(self) -> None:
+        with ProviderServer("gemini") as server:
+            status, answer = server.answer(
+                self.PATH, {"generateContentRequest": {"contents": self.CONTENTS}}
+            )
+        assert status == 400 and "generateContentRequest.model" in answer["error"]["message"]
