@@ -23,7 +23,7 @@ __all__ = ["default_store", "run_proxy"]
 
 UPSTREAMS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
 """Each upstream the proxy speaks to, and its public base URL."""
-WIRES = {"anthropic": ("anthropic",), "openai": ("responses",)}
+WIRES = {"anthropic": ("anthropic",), "openai": ("responses", "chat")}
 """The wire formats the proxy manages for each upstream (the others pass through)."""
 
 

@@ -35,7 +35,7 @@ from typing import Any
 from context_graph.errors import ConfigurationError, ContextGraphError, IngestError
 from orchestrator.gateway.identity import session_of
 from orchestrator.gateway.threads import SessionTable, Thread
-from orchestrator.gateway.wires import ANTHROPIC, RESPONSES, Wire
+from orchestrator.gateway.wires import ANTHROPIC, CHAT, RESPONSES, Wire
 from orchestrator.integrations.extras import missing_extra
 
 try:
@@ -91,7 +91,7 @@ class Gateway:
     Args:
         upstream: The provider's base URL (`https://...`, no trailing `/v1`).
         tables: The sessions' conversations, one table per wire format served
-            (`"anthropic"`, `"responses"`).
+            (`"anthropic"`, `"responses"`, `"chat"`).
         budget: The budget of every request (the engine's renders are under it).
         strict: Answer a request the engine fails on with an error instead of passing
             it through unchanged.
@@ -126,6 +126,7 @@ class Gateway:
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         app.router.add_post("/v1/responses", self._responses)
+        app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_route("*", "/{tail:.*}", self._passthrough)
         app.on_startup.append(self._start)
         app.on_cleanup.append(self._stop)
@@ -151,6 +152,9 @@ class Gateway:
 
     async def _responses(self, request: web.Request) -> web.StreamResponse:
         return await self._managed(request, RESPONSES)
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._managed(request, CHAT)
 
     async def _managed(
         self, request: web.Request, wire: Wire, *, counting: bool = False
