@@ -270,7 +270,12 @@ class Gateway:
                 if not streaming or len(head) < _USAGE_SCAN:  # a JSON answer is read whole
                     head += chunk
                 tail = (tail + chunk)[-_USAGE_SCAN:]
-            await answer.write_eof()
+            try:
+                await answer.write_eof()
+            except ConnectionResetError:
+                # The agent hung up once it had the stream's last event (the openai SDK
+                # may, after `data: [DONE]`): the call was made, so its usage still counts.
+                LOG.debug("context-graph gateway: the agent left before the answer's end")
         self._report_usage(prepared, upstream.status, upstream.content_type, head, tail)
         return answer
 
