@@ -81,4 +81,6 @@ def _announce(url: str, upstream: str, args: argparse.Namespace, store: Path | N
         print(f'  base_url = "{url}/v1"')
         print('  env_key = "OPENAI_API_KEY"')
         print('  wire_api = "responses"')
+        print("For opencode, an @ai-sdk/openai-compatible provider in opencode.json with:")
+        print(f'  "options": {{"baseURL": "{url}/v1"}}')
     sys.stdout.flush()

@@ -175,6 +175,7 @@ def test_a_malformed_body_goes_through_unchanged(chat_gateway: Any, body: Any) -
     """The engine cannot read it: the upstream gets it as sent and names what is wrong."""
     server, url, served = chat_gateway()
     answer = httpx.post(f"{url}/v1/chat/completions", json=body, headers={"X-Session-Id": "s"})
+    assert len(server.refused) == 1 and server.requests == []
     assert answer.headers[OUTCOME] == "passthrough"
     assert answer.status_code == 400
     assert answer.json()["error"]["type"] == "invalid_request_error"
@@ -213,7 +214,11 @@ class TestUsageReaders:
             }
         )
         assert usage is not None
-        assert (usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens) == (2000, 1536, 7)
+        assert (usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens) == (
+            2000,
+            1536,
+            7,
+        )
 
     def test_the_last_chunk_holds_the_usage(self) -> None:
         head = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}

@@ -60,7 +60,10 @@ class Script:
         if done >= self.turns:
             return {"text": "All done."}
         command = f"seq {done + 1} 3000"
-        return {"text": f"Step {done + 1}.", "calls": [["bash", {"command": command, "description": "Count"}]]}
+        return {
+            "text": f"Step {done + 1}.",
+            "calls": [["bash", {"command": command, "description": "Count"}]],
+        }
 
     @staticmethod
     def _done(messages: list[dict[str, Any]]) -> int:
