@@ -13,6 +13,8 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import OUTCOME, GatewayThread
@@ -233,3 +235,38 @@ class TestUsageReaders:
     def test_a_stream_without_a_usage_chunk_has_none(self) -> None:
         chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}}]}
         assert sse_usage(b"data: " + json.dumps(chunk).encode() + b"\n\ndata: [DONE]\n\n") is None
+
+    @given(
+        st.lists(st.none() | st.tuples(st.integers(0, 10**6), st.integers(0, 10**4)), max_size=8),
+        st.integers(1, 64),
+    )
+    def test_the_newest_usage_is_read_from_any_cut(
+        self, usages: list[tuple[int, int] | None], cut: int
+    ) -> None:
+        """Whatever the chunks say, the newest usage stands; a line cut in two is skipped."""
+        head = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+        lines = [
+            b"data: "
+            + json.dumps(
+                {
+                    **head,
+                    "choices": [],
+                    "usage": None
+                    if u is None
+                    else {"prompt_tokens": u[0], "completion_tokens": u[1]},
+                }
+            ).encode()
+            + b"\n\n"
+            for u in usages
+        ]
+        stream = b"".join(lines) + b"data: [DONE]\n\n"
+        said = [u for u in usages if u is not None]
+        usage = sse_usage(stream)
+        if said:
+            assert usage is not None
+            assert (usage.prompt_tokens, usage.completion_tokens) == said[-1]
+        else:
+            assert usage is None
+        # The head of a stream cut anywhere reads as the chunks it holds whole, or none.
+        partial = sse_usage(stream[: max(0, len(stream) - cut)])
+        assert partial is None or (partial.prompt_tokens, partial.completion_tokens) in said
