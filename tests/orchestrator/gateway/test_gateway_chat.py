@@ -270,3 +270,26 @@ class TestUsageReaders:
         # The head of a stream cut anywhere reads as the chunks it holds whole, or none.
         partial = sse_usage(stream[: max(0, len(stream) - cut)])
         assert partial is None or (partial.prompt_tokens, partial.completion_tokens) in said
+
+
+def test_developer_and_system_messages_are_the_system_prompt(chat_gateway: Any) -> None:
+    """A `developer` message at the head is the system prompt; a mid-conversation one too."""
+    server, url, served = chat_gateway()
+    sdk = openai.OpenAI(base_url=f"{url}/v1", api_key="test-key", max_retries=0)
+    messages: list[Any] = [
+        {"role": "developer", "content": "Answer briefly."},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "system", "content": "The user is in a hurry."},
+        {"role": "user", "content": "bye"},
+    ]
+    sdk.chat.completions.create(
+        model=MODEL, messages=messages, extra_headers={"X-Session-Id": "ses_d"}
+    )
+    sent = server.requests[-1]["messages"]
+    heads = [m for m in sent if m["role"] in ("system", "developer")]
+    assert [m["content"] for m in heads] == ["Answer briefly.", "The user is in a hurry."]
+    assert sent[: len(heads)] == heads, "the system prompt goes first"
+    assert [m["content"] for m in sent[len(heads) :]] == ["hi", "hello", "bye"]
+    (thread,) = served.gateway.table_of("chat").sessions["ses_d"]
+    assert sum(n.kind == "system" for n in thread.manager.raw) == 2
