@@ -112,7 +112,12 @@ class ProviderServer:
         checked = _sent_back(body) if self.wire == "openai" else body
         problems = [f"{v.rule}: {v.message}" for v in validate(checked, self.wire)]
         problems += _known_to_sdk(sdk_problems(checked, self.wire), checked)
-        tokens = self.count(body)
+        try:
+            tokens = self.count(body)
+        except (AttributeError, TypeError, KeyError):
+            if not problems:
+                raise
+            tokens = 0  # too malformed to count (`messages` not a list): refused for its problems
         if not problems and self.limit is not None and tokens > self.limit:
             problems = [f"prompt is {tokens} tokens, over the {self.limit}-token limit"]
         with self._lock:

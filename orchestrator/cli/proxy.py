@@ -27,7 +27,11 @@ UPSTREAMS = {
     "gemini": "https://generativelanguage.googleapis.com",
 }
 """Each upstream the proxy speaks to, and its public base URL."""
-WIRES = {"anthropic": ("anthropic",), "openai": ("responses",), "gemini": ("gemini",)}
+WIRES = {
+    "anthropic": ("anthropic",),
+    "openai": ("responses", "chat"),
+    "gemini": ("gemini",),
+}
 """The wire formats the proxy manages for each upstream (the others pass through)."""
 
 
@@ -88,4 +92,6 @@ def _announce(url: str, upstream: str, args: argparse.Namespace, store: Path | N
         print(f'  base_url = "{url}/v1"')
         print('  env_key = "OPENAI_API_KEY"')
         print('  wire_api = "responses"')
+        print("For opencode, an @ai-sdk/openai-compatible provider in opencode.json with:")
+        print(f'  "options": {{"baseURL": "{url}/v1"}}')
     sys.stdout.flush()

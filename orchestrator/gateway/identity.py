@@ -8,8 +8,10 @@ The identity is read, in order, from:
 2. `x-claude-code-session-id`, which Claude Code sends on every call;
 3. `metadata.user_id`, which Claude Code fills with a JSON object whose `session_id`
    is the same id (older versions: a string ending in `_session_<id>`);
-4. `session-id` / `session_id` and `x-opencode-session`, sent by Codex CLI and
-   opencode, and the Responses API's `prompt_cache_key`.
+4. `session-id` / `session_id`, sent by Codex CLI; `x-opencode-session`, which
+   opencode sends to its own providers, and `x-session-id`, which it sends to every
+   other provider (an openai-compatible one in `opencode.json`);
+5. the Responses API's `prompt_cache_key`.
 
 A request with none of these belongs to the anonymous session, where conversations are
 told apart by their content alone (`orchestrator.gateway.threads`). gemini-cli 0.61 sends
@@ -36,6 +38,7 @@ _HEADERS = (
     "session-id",
     "session_id",
     "x-opencode-session",
+    "x-session-id",
 )
 _LONGEST = 200
 """Longer ids are refused as ids: a session id names a file, and a header may be anything."""

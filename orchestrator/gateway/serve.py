@@ -29,7 +29,7 @@ def gateway_for(
     profile: Profile,
     store: Path | None,
     strict: bool = False,
-    wires: Sequence[str] = ("anthropic", "responses"),
+    wires: Sequence[str] = ("anthropic", "responses", "chat"),
 ) -> Gateway:
     """A gateway to `upstream` whose conversations are managed under `profile` and `budget`.
 

@@ -37,7 +37,7 @@ from context_graph.errors import ConfigurationError, ContextGraphError, IngestEr
 from orchestrator.gateway.gemini import COUNT_REQUEST
 from orchestrator.gateway.identity import session_of
 from orchestrator.gateway.threads import SessionTable, Thread
-from orchestrator.gateway.wires import ANTHROPIC, GEMINI, RESPONSES, Wire
+from orchestrator.gateway.wires import ANTHROPIC, CHAT, GEMINI, RESPONSES, Wire
 from orchestrator.integrations.extras import missing_extra
 
 try:
@@ -93,7 +93,7 @@ class Gateway:
     Args:
         upstream: The provider's base URL (`https://...`, no trailing `/v1`).
         tables: The sessions' conversations, one table per wire format served
-            (`"anthropic"`, `"responses"`).
+            (`"anthropic"`, `"responses"`, `"chat"`).
         budget: The budget of every request (the engine's renders are under it).
         strict: Answer a request the engine fails on with an error instead of passing
             it through unchanged.
@@ -129,6 +129,7 @@ class Gateway:
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         app.router.add_post("/v1/responses", self._responses)
         app.router.add_post("/v1beta/models/{target}", self._gemini)
+        app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_route("*", "/{tail:.*}", self._passthrough)
         app.on_startup.append(self._start)
         app.on_cleanup.append(self._stop)
@@ -163,6 +164,9 @@ class Gateway:
             # Bare `contents` name no system prompt: not a conversation (gemini.py).
             return await self._managed(request, GEMINI, counting=True)
         return await self._passthrough(request)
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._managed(request, CHAT)
 
     async def _managed(
         self, request: web.Request, wire: Wire, *, counting: bool = False
@@ -286,7 +290,12 @@ class Gateway:
                 if not streaming or len(head) < _USAGE_SCAN:  # a JSON answer is read whole
                     head += chunk
                 tail = (tail + chunk)[-_USAGE_SCAN:]
-            await answer.write_eof()
+            try:
+                await answer.write_eof()
+            except ConnectionResetError:
+                # The agent hung up once it had the stream's last event (the openai SDK
+                # may, after `data: [DONE]`): the call was made, so its usage still counts.
+                LOG.debug("context-graph gateway: the agent left before the answer's end")
         self._report_usage(prepared, upstream.status, upstream.content_type, head, tail)
         return answer
 

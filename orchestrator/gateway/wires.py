@@ -9,10 +9,15 @@ from typing import Any
 from context_graph.render import count_payload
 from context_graph.tokens.counting import default_counter
 from context_graph.tokens.usage import Usage
-from orchestrator.gateway import anthropic, gemini, responses
-from orchestrator.integrations.clients_apis import ANTHROPIC_MESSAGES, OPENAI_RESPONSES, Api
+from orchestrator.gateway import anthropic, chat, gemini, responses
+from orchestrator.integrations.clients_apis import (
+    ANTHROPIC_MESSAGES,
+    OPENAI_CHAT,
+    OPENAI_RESPONSES,
+    Api,
+)
 
-__all__ = ["ANTHROPIC", "GEMINI", "RESPONSES", "WIRES", "Wire"]
+__all__ = ["ANTHROPIC", "CHAT", "GEMINI", "RESPONSES", "WIRES", "Wire"]
 
 
 @dataclass(frozen=True)
@@ -20,7 +25,7 @@ class Wire:
     """One API the gateway manages.
 
     Attributes:
-        name: The wire's name (`anthropic`, `responses`).
+        name: The wire's name (`anthropic`, `responses`, `chat`).
         api: How a request holds its conversation, system prompt and tools.
         readable: The request as the engine reads it (see each wire's module).
         sse_usage: The usage a streamed answer reports (`None`: not found).
@@ -89,5 +94,13 @@ GEMINI = Wire(
     model_of=gemini.model_of,
     refusal=gemini.refusal,
 )
-WIRES = {wire.name: wire for wire in (ANTHROPIC, RESPONSES, GEMINI)}
+CHAT = Wire(
+    "chat",
+    OPENAI_CHAT,
+    chat.readable_request,
+    chat.sse_usage,
+    chat.answer_usage,
+    engine_tools=False,
+)
+WIRES = {wire.name: wire for wire in (ANTHROPIC, RESPONSES, CHAT, GEMINI)}
 """Every wire, by name."""

@@ -56,6 +56,32 @@ def test_the_command_serves_and_says_what_to_set(tmp_path: Path) -> None:
     assert (tmp_path / "sessions" / "anthropic" / "cli-1" / "thread-0.db").exists()
 
 
+def test_the_openai_upstream_serves_chat_completions_for_opencode(tmp_path: Path) -> None:
+    with ProviderServer("openai", factor=1.0) as upstream:
+        command = [
+            *(sys.executable, "-m", "orchestrator.cli", "proxy", "--upstream", "openai"),
+            *("--upstream-url", upstream.url, "--budget", "5000", "--port", "0"),
+            *("--store", str(tmp_path / "sessions")),
+        ]
+        proxy = subprocess.Popen(
+            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            assert proxy.stdout is not None
+            announced = [proxy.stdout.readline() for _ in range(10)]
+            url = re.search(r'"baseURL": "(\S+)/v1"', announced[-1])
+            assert url is not None, announced
+            body = {"model": "gpt-5.5", "messages": [{"role": "user", "content": "hi"}]}
+            headers = {"X-Session-Id": "ses_1"}
+            answer = httpx.post(f"{url.group(1)}/v1/chat/completions", json=body, headers=headers)
+        finally:
+            proxy.terminate()
+            proxy.communicate(timeout=30)
+    assert answer.status_code == 200 and answer.headers[OUTCOME] == "rendered"
+    assert upstream.requests[-1]["messages"] == [{"role": "user", "content": "hi"}]
+    assert (tmp_path / "sessions" / "chat" / "ses_1" / "thread-0.db").exists()
+
+
 def test_a_store_that_is_a_file_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

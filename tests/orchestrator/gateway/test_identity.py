@@ -39,6 +39,12 @@ class TestSessionOf:
         assert session_of({"x-opencode-session": "oc-1"}, {}) == "oc-1"
         assert session_of({}, {"prompt_cache_key": "pck"}) == "pck"
 
+    def test_opencode_to_an_openai_compatible_provider(self) -> None:
+        """What opencode 1.18.33 sends to a provider of its `opencode.json` (captured)."""
+        session = "ses_dc0c1f7c2ffe9l33ynD2zLLKI5"
+        headers = {"x-session-affinity": session, "X-Session-Id": session}
+        assert session_of(headers, {"model": "m", "messages": []}) == session
+
     def test_nothing_named_is_anonymous(self) -> None:
         """Two requests with the same prompt and no id are not told apart by a prompt hash."""
         body = {"system": "You are a coding agent.", "messages": [{"role": "user", "content": "x"}]}
