@@ -35,6 +35,10 @@ def default_store() -> Path:
 
 def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
     """Serve until interrupted (Ctrl-C ends with exit code 130, as every command)."""
+    if getattr(args, "proxy_action", None) is not None:  # reads the store, serves nothing
+        from orchestrator.cli.proxy_sessions import run_proxy_action
+
+        return run_proxy_action(args, progress)
     try:
         from aiohttp import web  # noqa: F401  (the extra is checked before anything starts)
     except ImportError:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_graph.errors import ConfigurationError, ContextGraphError, IngestError
+from orchestrator.gateway.activity import note_request
 from orchestrator.gateway.identity import session_of
 from orchestrator.gateway.threads import SessionTable, Thread
 from orchestrator.gateway.wires import ANTHROPIC, RESPONSES, Wire
@@ -218,6 +219,8 @@ class Gateway:
                 tools=tools if wire.engine_tools else None,
                 model=body.get("model"),
             )
+            if not counting:
+                note_request(thread.manager, session=session, wire=wire.name)
         sent = api.write(dict(readable), result.payload)
         if not wire.engine_tools and "tools" in body:
             sent["tools"] = body["tools"]
