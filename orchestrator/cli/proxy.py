@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
 from pathlib import Path
 
 from context_graph.errors import ConfigurationError
-from orchestrator.cli.errors import EXIT_OK
+from orchestrator.cli.errors import EXIT_INTERRUPTED, EXIT_OK
 from orchestrator.cli.progress import Progress
 from orchestrator.cli.session import choose_profile
 
@@ -34,7 +35,7 @@ def default_store() -> Path:
 
 
 def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
-    """Serve until interrupted (Ctrl-C ends with exit code 130, as every command)."""
+    """Serve until SIGTERM (exit code 0) or Ctrl-C (130, as every command); see `serve`."""
     if getattr(args, "proxy_action", None) is not None:  # reads the store, serves nothing
         from orchestrator.cli.proxy_sessions import run_proxy_action
 
@@ -55,7 +56,7 @@ def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
         msg = f"proxy --store {store}: not a folder (the proxy keeps a folder per session)"
         raise ConfigurationError(msg)
     upstream = args.upstream_url or UPSTREAMS[args.upstream]
-    asyncio.run(
+    received = asyncio.run(
         serve(
             upstream=upstream,
             budget=args.budget,
@@ -66,9 +67,11 @@ def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
             strict=args.strict,
             wires=WIRES[args.upstream],
             announce=lambda url: _announce(url, upstream, args, store),
+            stopped=lambda line: print(f"context-graph proxy: {line}", file=sys.stderr),
         )
     )
-    return EXIT_OK
+    # SIGTERM is how a service manager stops it: a clean stop. Ctrl-C ends as every command.
+    return EXIT_INTERRUPTED if received == signal.SIGINT else EXIT_OK
 
 
 def _announce(url: str, upstream: str, args: argparse.Namespace, store: Path | None) -> None:
