@@ -14,7 +14,7 @@ from context_graph.importers import FORMATS
 from context_graph.render import FORMATS as RENDER_FORMATS
 from orchestrator.profiles import PROFILES
 
-__all__ = ["MAX_BUDGET", "build_parser", "parse_budget"]
+__all__ = ["MAX_BUDGET", "build_parser", "parse_budget", "store_location"]
 
 #: The largest budget accepted: far above any model's context window, and small enough
 #: that the renderer's float arithmetic on it stays exact.
@@ -269,9 +269,10 @@ def _add_proxy(commands: _Commands) -> None:
     _add_profile(proxy)
     proxy.add_argument(
         "--store",
-        type=Path,
+        type=store_location,
         help="folder of the session files (default: context-graph/proxy in the user's data "
-        "folder, $XDG_DATA_HOME or ~/.local/share)",
+        "folder, $XDG_DATA_HOME or ~/.local/share), or a postgresql:// database that any "
+        "number of proxies serve at once",
     )
     proxy.add_argument(
         "--memory", action="store_true", help="keep sessions in memory only (no --store)"
@@ -327,10 +328,18 @@ def _add_proxy_actions(proxy: argparse.ArgumentParser) -> None:
 def _add_proxy_store(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--store",
-        type=Path,
+        type=store_location,
         default=argparse.SUPPRESS,  # `proxy --store DIR sessions` keeps the folder given first
-        help="the proxy's store folder (default: context-graph/proxy in the user's data folder)",
+        help="the proxy's store folder or postgresql:// database (default: context-graph/proxy "
+        "in the user's data folder)",
     )
+
+
+def store_location(text: str) -> Path | str:
+    """A proxy's `--store`: a `postgresql://` URL as given, anything else a folder's path."""
+    if text.lower().startswith(("postgresql://", "postgres://")):
+        return text
+    return Path(text)
 
 
 def _add_trace_arguments(command: argparse.ArgumentParser) -> None:

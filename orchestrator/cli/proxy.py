@@ -19,6 +19,7 @@ from context_graph.errors import ConfigurationError
 from orchestrator.cli.errors import EXIT_INTERRUPTED, EXIT_OK
 from orchestrator.cli.progress import Progress
 from orchestrator.cli.session import choose_profile
+from orchestrator.persistence.postgres.connect import redacted
 
 __all__ = ["default_store", "run_proxy"]
 
@@ -52,7 +53,7 @@ def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
 
     profile = choose_profile(args.profile)
     store = None if args.memory else (args.store or default_store())
-    if store is not None and store.exists() and not store.is_dir():
+    if isinstance(store, Path) and store.exists() and not store.is_dir():
         msg = f"proxy --store {store}: not a folder (the proxy keeps a folder per session)"
         raise ConfigurationError(msg)
     upstream = args.upstream_url or UPSTREAMS[args.upstream]
@@ -74,8 +75,8 @@ def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
     return EXIT_INTERRUPTED if received == signal.SIGINT else EXIT_OK
 
 
-def _announce(url: str, upstream: str, args: argparse.Namespace, store: Path | None) -> None:
-    where = "memory only" if store is None else str(store)
+def _announce(url: str, upstream: str, args: argparse.Namespace, store: Path | str | None) -> None:
+    where = "memory only" if store is None else redacted(str(store))
     print(f"context-graph proxy: {url} -> {upstream}, budget {args.budget}, sessions in {where}")
     if args.upstream == "anthropic":
         print("Set in the agent's environment (Claude Code):")

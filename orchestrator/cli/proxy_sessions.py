@@ -1,7 +1,7 @@
 """`context-graph proxy sessions` and `proxy handoff`: what the proxy's store holds.
 
-Both read the store folder read only, so they run beside a serving proxy as well as
-after it stopped.
+Both read the store (a folder, or a PostgreSQL database) read only, so they run beside
+a serving proxy as well as after it stopped.
 """
 
 from __future__ import annotations
@@ -23,30 +23,35 @@ from orchestrator.gateway.listing import (
     list_sessions,
     read_thread,
 )
+from orchestrator.persistence.postgres.connect import redacted
 
 __all__ = ["run_proxy_action"]
 
 
 def run_proxy_action(args: argparse.Namespace, progress: Progress) -> int:
     """Run `proxy sessions` or `proxy handoff`."""
-    store: Path = args.store or default_store()
+    store: Path | str = args.store or default_store()
     if args.proxy_action == "sessions":
         return _run_sessions(store, args, progress)
     return _run_handoff(store, args, progress)
 
 
-def _run_sessions(store: Path, args: argparse.Namespace, progress: Progress) -> int:
+def _run_sessions(store: Path | str, args: argparse.Namespace, progress: Progress) -> int:
     progress.phase("reading the sessions...")
     sessions = list_sessions(store)
     progress.close()
     if args.json:
-        print(json.dumps({"store": str(store), "sessions": [_json(s) for s in sessions]}, indent=2))
+        print(
+            json.dumps(
+                {"store": redacted(str(store)), "sessions": [_json(s) for s in sessions]}, indent=2
+            )
+        )
     else:
         print(_table(store, sessions))
     return EXIT_OK
 
 
-def _run_handoff(store: Path, args: argparse.Namespace, progress: Progress) -> int:
+def _run_handoff(store: Path | str, args: argparse.Namespace, progress: Progress) -> int:
     check_outputs(out=args.out)
     progress.phase("reading the session...")
     session = _the_session(list_sessions(store), args.session, args.wire, store)
@@ -64,13 +69,14 @@ def _run_handoff(store: Path, args: argparse.Namespace, progress: Progress) -> i
 
 
 def _the_session(
-    sessions: list[SessionListing], wanted: str, wire: str | None, store: Path
+    sessions: list[SessionListing], wanted: str, wire: str | None, store: Path | str
 ) -> SessionListing:
     found = [s for s in sessions if s.session == wanted and wire in (None, s.wire)]
     if not found:
         known = ", ".join(s.session for s in sessions[:10]) or "none"
         raise UsageError(
-            f"proxy handoff {wanted}", f"no such session in {store} (it holds: {known})"
+            f"proxy handoff {wanted}",
+            f"no such session in {redacted(str(store))} (it holds: {known})",
         )
     if len(found) > 1:
         wires = ", ".join(s.wire for s in found)
@@ -94,7 +100,7 @@ def _json(session: SessionListing) -> dict[str, Any]:
     return {
         "session": session.session,
         "wire": session.wire,
-        "folder": str(session.folder),
+        "place": session.place,
         "last_activity": session.last_activity,
         "usage": None if usage is None else usage.model_dump(mode="json"),
         "cache_hit_rate": None if usage is None else usage.cache_hit_rate,
@@ -122,9 +128,9 @@ _COLUMNS = (
 )  # fmt: skip
 
 
-def _table(store: Path, sessions: list[SessionListing]) -> str:
+def _table(store: Path | str, sessions: list[SessionListing]) -> str:
     if not sessions:
-        return f"no sessions in {store}"
+        return f"no sessions in {redacted(str(store))}"
     rows = [_COLUMNS, *(_row(s) for s in sessions)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]

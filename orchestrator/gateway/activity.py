@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from context_graph.errors import StoreConflictError
 from orchestrator.manager import ContextManager
 
 __all__ = ["ACTIVITY_KEY", "Activity", "note_request", "read_activity"]
@@ -51,7 +52,11 @@ def note_request(manager: ContextManager, *, session: str, wire: str) -> None:
         "sent_tokens": manager.stats().last_render_tokens,
         "at": time.time(),
     }
-    store.put_states({ACTIVITY_KEY: note})
+    try:
+        store.put_states({ACTIVITY_KEY: note})
+    except StoreConflictError:
+        # Another gateway on a shared store wrote first: its note is as recent as this one.
+        return
 
 
 def read_activity(state: dict[str, Any]) -> Activity | None:

@@ -10,6 +10,7 @@ for a handoff or an inspection.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,7 +19,10 @@ from pathlib import Path
 from context_graph.errors import ConfigurationError
 from context_graph.tokens.usage import UsageTotals
 from orchestrator.gateway.activity import Activity, read_activity
+from orchestrator.gateway.places import PREFIX, is_database
 from orchestrator.persistence.factory import open_store
+from orchestrator.persistence.postgres.connect import redacted
+from orchestrator.persistence.postgres.names import session_names
 from orchestrator.persistence.protocol import RestoredSession
 
 __all__ = ["SessionListing", "ThreadListing", "list_sessions", "read_thread", "thread_files"]
@@ -54,13 +58,13 @@ class SessionListing:
     Attributes:
         session: The agent's session id.
         wire: The wire format it came in.
-        folder: Its folder in the store.
+        place: Where the store keeps it: its folder, or its name's prefix in a database.
         threads: Its conversations.
     """
 
     session: str
     wire: str
-    folder: Path
+    place: str
     threads: tuple[ThreadListing, ...]
 
     @property
@@ -84,13 +88,21 @@ class SessionListing:
         )
 
 
-def list_sessions(store: Path) -> list[SessionListing]:
-    """Every session in a proxy's store folder, by wire then session id.
+def list_sessions(store: Path | str) -> list[SessionListing]:
+    """Every session in a proxy's store (a folder, or a database), by wire then session id.
 
     Raises:
-        ConfigurationError: `store` is not a folder.
-        StoreError: a session file does not open or replay (names it).
+        ConfigurationError: a folder `store` is not a folder.
+        StoreError: a thread does not open or replay (names it).
     """
+    if is_database(store):
+        found = _database_sessions(str(store))
+    else:
+        found = _folder_sessions(Path(store))
+    return sorted(found, key=lambda s: (s.wire, s.session))
+
+
+def _folder_sessions(store: Path) -> list[SessionListing]:
     if not store.is_dir():
         msg = f"proxy store {store}: not a folder (give the proxy's --store folder)"
         raise ConfigurationError(msg)
@@ -99,9 +111,27 @@ def list_sessions(store: Path) -> list[SessionListing]:
         for folder in sorted(p for p in wire_folder.iterdir() if p.is_dir()):
             files = thread_files(folder)
             if files:
-                threads = tuple(_thread_listing(n, path) for n, path in files)
-                found.append(SessionListing(_session_id(folder), wire_folder.name, folder, threads))
-    return sorted(found, key=lambda s: (s.wire, s.session))
+                threads = tuple(_thread_listing(n, str(path)) for n, path in files)
+                session = _session_id(folder, threads)
+                found.append(SessionListing(session, wire_folder.name, str(folder), threads))
+    return found
+
+
+def _database_sessions(url: str) -> list[SessionListing]:
+    """The proxy's sessions in a database: its sessions named `proxy/<wire>/<id>/thread-<n>`."""
+    base = url.partition("#")[0]
+    grouped: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    for name in session_names(base, f"{PREFIX}/"):
+        parts = name.split("/")
+        number = parts[-1].removeprefix("thread-")
+        if len(parts) == 4 and number.isdigit():
+            grouped.setdefault((parts[1], parts[2]), []).append((int(number), name))
+    found: list[SessionListing] = []
+    for (wire, folder), names in grouped.items():
+        threads = tuple(_thread_listing(n, f"{base}#{name}") for n, name in sorted(names))
+        place = f"{redacted(base)}#{PREFIX}/{wire}/{folder}"
+        found.append(SessionListing(_session_of(threads, folder), wire, place, threads))
+    return found
 
 
 def thread_files(folder: Path) -> list[tuple[int, Path]]:
@@ -117,19 +147,19 @@ def read_thread(location: str | Path) -> Iterator[RestoredSession]:
     Raises:
         StoreError: the store does not open or replay.
     """
-    store = open_store(str(location) if isinstance(location, Path) else location, read_only=True)
+    store = open_store(str(location), read_only=True)
     try:
-        yield store.restore()
+        yield store.restore(clock=time.time)
     finally:
         store.close()
 
 
-def _thread_listing(number: int, path: Path) -> ThreadListing:
-    with read_thread(path) as restored:
+def _thread_listing(number: int, location: str) -> ThreadListing:
+    with read_thread(location) as restored:
         usage = restored.state.get("usage")
         return ThreadListing(
             number=number,
-            location=str(path),
+            location=location,
             nodes=len(restored.raw.transcript()),
             recorded_tokens=restored.raw.total_tokens,
             held_tokens=restored.working.total_tokens,
@@ -138,14 +168,22 @@ def _thread_listing(number: int, path: Path) -> ThreadListing:
         )
 
 
-def _session_id(folder: Path) -> str:
-    """The agent's session id, as the gateway wrote it beside the threads (else the folder)."""
+def _session_id(folder: Path, threads: tuple[ThreadListing, ...]) -> str:
+    """The agent's session id, as the gateway wrote it beside the threads (else noted)."""
     try:
         named = json.loads((folder / "session.json").read_text())
     except (OSError, ValueError):
-        return folder.name
+        return _session_of(threads, folder.name)
     session = named.get("session") if isinstance(named, dict) else None
-    return session if isinstance(session, str) else folder.name
+    return session if isinstance(session, str) else _session_of(threads, folder.name)
+
+
+def _session_of(threads: tuple[ThreadListing, ...], fallback: str) -> str:
+    """The agent's session id in the gateway's notes (else `fallback`, its store name)."""
+    for thread in threads:
+        if thread.activity is not None:
+            return thread.activity.session
+    return fallback
 
 
 def _thread_number(path: Path) -> int | None:

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from orchestrator.gateway.places import places_for
 from orchestrator.gateway.server import Gateway
 from orchestrator.gateway.threads import ManagerFactory, SessionTable
 from orchestrator.gateway.wires import WIRES
@@ -28,20 +29,19 @@ def gateway_for(
     *,
     budget: int | None,
     profile: Profile,
-    store: Path | None,
+    store: Path | str | None,
     strict: bool = False,
     wires: Sequence[str] = ("anthropic", "responses"),
 ) -> Gateway:
     """A gateway to `upstream` whose conversations are managed under `profile` and `budget`.
 
     Each wire format named in `wires` is served (the others' paths are passed through);
-    its sessions are kept under `<store>/<wire>/`.
+    its sessions are kept under `<store>/<wire>/`, or, for a `postgresql://` store, as
+    sessions of that database which other gateways may serve at the same time (`places`).
     """
     tables = {
         name: SessionTable(
-            WIRES[name].api,
-            _factory(name, budget, profile),
-            None if store is None else store / name,
+            WIRES[name].api, _factory(name, budget, profile), places_for(store, name)
         )
         for name in wires
     }
@@ -56,7 +56,7 @@ def _factory(wire: str, budget: int | None, profile: Profile) -> ManagerFactory:
         options = {**options, "cache_breakpoints": True}
     format = WIRES[wire].api.format
 
-    def make(path: Path | None) -> ContextManager:
+    def make(path: Path | str | None) -> ContextManager:
         if path is None:
             return ContextManager(format=format, budget=budget, **options)
         return ContextManager.open(path, format=format, budget=budget, **options)
@@ -69,7 +69,7 @@ async def serve(
     upstream: str,
     budget: int | None,
     profile: Profile,
-    store: Path | None,
+    store: Path | str | None,
     host: str,
     port: int,
     strict: bool,

@@ -35,6 +35,7 @@ from typing import Any
 from context_graph.errors import ConfigurationError, ContextGraphError, IngestError
 from orchestrator.gateway.activity import note_request
 from orchestrator.gateway.identity import session_of
+from orchestrator.gateway.replicas import take_and_render
 from orchestrator.gateway.threads import SessionTable, Thread
 from orchestrator.gateway.wires import ANTHROPIC, RESPONSES, Wire
 from orchestrator.integrations.extras import missing_extra
@@ -212,12 +213,15 @@ class Gateway:
                 msg = f"the agent's tools alone are over the budget of {self._budget} tokens"
                 raise ConfigurationError(msg)
         async with thread.lock:
-            thread.conversation.take(readable)
-            result = await thread.manager.render(
-                format=api.format,
-                budget=budget,
-                tools=tools if wire.engine_tools else None,
-                model=body.get("model"),
+            result = await take_and_render(
+                thread,
+                readable,
+                lambda: thread.manager.render(
+                    format=api.format,
+                    budget=budget,
+                    tools=tools if wire.engine_tools else None,
+                    model=body.get("model"),
+                ),
             )
             if not counting:
                 note_request(thread.manager, session=session, wire=wire.name)
