@@ -98,5 +98,6 @@ def _next_step(nodes: Sequence[Node], brief: Brief) -> str:
 
 
 def _body(text: str) -> str:
-    """The brief without its own title (the handoff has one)."""
-    return text.strip().removeprefix(brief_format.TITLE).strip()
+    """The brief without its own title (the handoff has one), its sections one level down."""
+    body = text.strip().removeprefix(brief_format.TITLE).strip()
+    return "\n".join("#" + line if line.startswith("## ") else line for line in body.split("\n"))

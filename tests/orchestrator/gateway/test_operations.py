@@ -125,7 +125,8 @@ def test_the_handoff_says_what_a_fresh_session_needs(
     last_error = text.split("## Last error\n\n", 1)[1].split("\n\n")[0]
     assert "pytest -q tests/test_app.py" in last_error and "AssertionError" in last_error
     assert "Answer the latest request" in text
-    assert FIRST in text.split("## Summary of the session", 1)[1]
+    summary = text.split("## Summary of the session", 1)[1]
+    assert FIRST in summary and "\n### Files modified\n" in summary
     assert main(["proxy", "handoff", "s-1", "--store", str(tmp_path / "store")]) == 0
     assert capsys.readouterr().out == text
 
