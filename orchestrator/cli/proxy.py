@@ -37,10 +37,6 @@ def default_store() -> Path:
 
 def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
     """Serve until SIGTERM (exit code 0) or Ctrl-C (130, as every command); see `serve`."""
-    if getattr(args, "proxy_action", None) is not None:  # reads the store, serves nothing
-        from orchestrator.cli.proxy_sessions import run_proxy_action
-
-        return run_proxy_action(args, progress)
     try:
         from aiohttp import web  # noqa: F401  (the extra is checked before anything starts)
     except ImportError:

@@ -14,7 +14,7 @@ from typing import Any
 
 from orchestrator.cli.errors import EXIT_OK, UsageError
 from orchestrator.cli.progress import Progress
-from orchestrator.cli.proxy import default_store
+from orchestrator.cli.proxy import default_store, run_proxy
 from orchestrator.cli.session import check_outputs, write_text
 from orchestrator.gateway.handoff import HandoffSource, write_handoff
 from orchestrator.gateway.listing import (
@@ -25,7 +25,14 @@ from orchestrator.gateway.listing import (
 )
 from orchestrator.persistence.postgres.connect import redacted
 
-__all__ = ["run_proxy_action"]
+__all__ = ["run_proxy_action", "run_proxy_command"]
+
+
+def run_proxy_command(args: argparse.Namespace, progress: Progress) -> int:
+    """`context-graph proxy`: serve (`run_proxy`), or read the store for an action."""
+    if getattr(args, "proxy_action", None) is None:
+        return run_proxy(args, progress)
+    return run_proxy_action(args, progress)
 
 
 def run_proxy_action(args: argparse.Namespace, progress: Progress) -> int:

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import anthropic
 import httpx
 import pytest
 
@@ -46,7 +45,7 @@ def _in_background(
     def run() -> None:
         try:
             outcome["messages"] = work()
-        except anthropic.APIError as error:
+        except Exception as error:  # the test asserts which one it is
             outcome["error"] = error
 
     worker = threading.Thread(target=run)
@@ -141,7 +140,10 @@ def test_a_proxy_killed_mid_stream_resumes_the_session_from_its_store(
     finally:
         stall.released.set()
         proxy.close()
-    assert isinstance(outcome.get("error"), anthropic.APIConnectionError), outcome
+    # Cut before the answer's head: the SDK's connection error; after it, its HTTP
+    # library's (which the SDK bundles under another name than `httpx`).
+    cut = type(outcome.get("error")).__name__
+    assert cut in {"APIConnectionError", "RemoteProtocolError"}, outcome
     # Nothing lost: the record holds every message the agent sent, the last one included.
     (session,) = list_sessions(tmp_path)
     (thread,) = session.threads
