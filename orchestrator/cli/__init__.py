@@ -30,7 +30,7 @@ from orchestrator.cli.errors import (
 from orchestrator.cli.inspect import run_inspect
 from orchestrator.cli.parser import build_parser
 from orchestrator.cli.progress import Progress
-from orchestrator.cli.proxy import run_proxy
+from orchestrator.cli.proxy_sessions import run_proxy_command
 from orchestrator.cli.render import run_render
 from orchestrator.cli.replay import run_replay
 from orchestrator.cli.session import output_screen
@@ -43,7 +43,7 @@ Command = Callable[[argparse.Namespace, Progress], int]
 _COMMANDS: dict[str, Command] = {
     "check": run_check,
     "inspect": run_inspect,
-    "proxy": run_proxy,
+    "proxy": run_proxy_command,
     "render": run_render,
     "replay": run_replay,
     "store": run_store,

@@ -6,6 +6,7 @@ import argparse
 import importlib.metadata
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -13,7 +14,7 @@ from context_graph.importers import FORMATS
 from context_graph.render import FORMATS as RENDER_FORMATS
 from orchestrator.profiles import PROFILES
 
-__all__ = ["MAX_BUDGET", "build_parser", "parse_budget"]
+__all__ = ["MAX_BUDGET", "build_parser", "parse_budget", "store_location"]
 
 #: The largest budget accepted: far above any model's context window, and small enough
 #: that the renderer's float arithmetic on it stays exact.
@@ -26,6 +27,20 @@ class _Parser(argparse.ArgumentParser):
     """An argument parser that reports a usage error on one line (as JSON with --json)."""
 
     json_errors = False
+    serve_action: str | None = None
+    """The dest of this command's optional actions: without one it serves, and then the
+    options in `needed_to_serve` are required (`proxy` serves; `proxy sessions` reads)."""
+    needed_to_serve: tuple[tuple[str, str], ...] = ()
+
+    def parse_known_args(  # type: ignore[override]  # one form: the CLI passes a list
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if self.serve_action is not None and getattr(parsed, self.serve_action, None) is None:
+            missing = [flag for flag, dest in self.needed_to_serve if getattr(parsed, dest) is None]
+            if missing:
+                self.error(f"the following arguments are required: {', '.join(missing)}")
+        return parsed, extras
 
     def error(self, message: str) -> NoReturn:
         if len(message) > 200:  # argparse echoes what it refuses, however long
@@ -250,14 +265,15 @@ def _add_proxy(commands: _Commands) -> None:
         help="the upstream's base URL, for a compatible endpoint (default: the provider's)",
     )
     proxy.add_argument(
-        "--budget", type=parse_budget, required=True, help="token budget of every request"
+        "--budget", type=parse_budget, help="token budget of every request (required to serve)"
     )
     _add_profile(proxy)
     proxy.add_argument(
         "--store",
-        type=Path,
+        type=store_location,
         help="folder of the session files (default: context-graph/proxy in the user's data "
-        "folder, $XDG_DATA_HOME or ~/.local/share)",
+        "folder, $XDG_DATA_HOME or ~/.local/share), or a postgresql:// database that any "
+        "number of proxies serve at once",
     )
     proxy.add_argument(
         "--memory", action="store_true", help="keep sessions in memory only (no --store)"
@@ -272,6 +288,59 @@ def _add_proxy(commands: _Commands) -> None:
         help="answer a request the engine fails on with an error (default: forward it "
         "unchanged, with a warning)",
     )
+    _add_proxy_actions(proxy)
+
+
+def _add_proxy_actions(proxy: argparse.ArgumentParser) -> None:
+    """`proxy sessions` and `proxy handoff`: reading the store, without serving."""
+    if isinstance(proxy, _Parser):
+        proxy.serve_action = "proxy_action"
+        proxy.needed_to_serve = (("--budget", "budget"),)
+    actions = proxy.add_subparsers(dest="proxy_action", metavar="ACTION", parser_class=_Parser)
+    sessions = actions.add_parser(
+        "sessions",
+        help="list the sessions the proxy's store holds",
+        description=(
+            "List every session in the proxy's store: its wire format, threads, nodes, "
+            "tokens held and last sent, last activity and the provider's usage. Reads "
+            "the session files read only, so a serving proxy is not disturbed."
+        ),
+    )
+    _add_proxy_store(sessions)
+    _add_json(sessions, "print the sessions as JSON; errors as a JSON object on stdout")
+    handoff = actions.add_parser(
+        "handoff",
+        help="write a Markdown handoff of a session for a fresh agent session",
+        description=(
+            "Write the handoff of one session's thread (its latest request verbatim, the "
+            "files touched, the last open error, the next step and the engine's summary) "
+            "to paste into a fresh agent session once the proxy is stopped."
+        ),
+    )
+    handoff.add_argument("session", help="the session id (as `proxy sessions` lists it)")
+    handoff.add_argument(
+        "--thread", type=int, help="the thread's number (default: the longest thread)"
+    )
+    handoff.add_argument("--wire", help="the wire format, when one session id is in more than one")
+    _add_proxy_store(handoff)
+    handoff.add_argument("--out", type=Path, help="write the handoff here (default: stdout)")
+
+
+def _add_proxy_store(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--store",
+        type=store_location,
+        default=argparse.SUPPRESS,  # `proxy --store DIR sessions` keeps the folder given first
+        help="the proxy's store folder or postgresql:// database (default: context-graph/proxy "
+        "in the user's data folder)",
+    )
+
+
+def store_location(text: str) -> Path | str:
+    """A proxy's `--store`: a `postgresql://` URL as given, anything else a folder's path."""
+    if text.lower().startswith(("postgresql://", "postgres://")):
+        return text
+    return Path(text)
 
 
 def _add_trace_arguments(command: argparse.ArgumentParser) -> None:

@@ -11,13 +11,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
 from pathlib import Path
 
 from context_graph.errors import ConfigurationError
-from orchestrator.cli.errors import EXIT_OK
+from orchestrator.cli.errors import EXIT_INTERRUPTED, EXIT_OK
 from orchestrator.cli.progress import Progress
 from orchestrator.cli.session import choose_profile
+from orchestrator.persistence.postgres.connect import redacted
 
 __all__ = ["default_store", "run_proxy"]
 
@@ -42,7 +44,7 @@ def default_store() -> Path:
 
 
 def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
-    """Serve until interrupted (Ctrl-C ends with exit code 130, as every command)."""
+    """Serve until SIGTERM (exit code 0) or Ctrl-C (130, as every command); see `serve`."""
     try:
         from aiohttp import web  # noqa: F401  (the extra is checked before anything starts)
     except ImportError:
@@ -55,11 +57,11 @@ def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
 
     profile = choose_profile(args.profile)
     store = None if args.memory else (args.store or default_store())
-    if store is not None and store.exists() and not store.is_dir():
+    if isinstance(store, Path) and store.exists() and not store.is_dir():
         msg = f"proxy --store {store}: not a folder (the proxy keeps a folder per session)"
         raise ConfigurationError(msg)
     upstream = args.upstream_url or UPSTREAMS[args.upstream]
-    asyncio.run(
+    received = asyncio.run(
         serve(
             upstream=upstream,
             budget=args.budget,
@@ -70,13 +72,15 @@ def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
             strict=args.strict,
             wires=WIRES[args.upstream],
             announce=lambda url: _announce(url, upstream, args, store),
+            stopped=lambda line: print(f"context-graph proxy: {line}", file=sys.stderr),
         )
     )
-    return EXIT_OK
+    # SIGTERM is how a service manager stops it: a clean stop. Ctrl-C ends as every command.
+    return EXIT_INTERRUPTED if received == signal.SIGINT else EXIT_OK
 
 
-def _announce(url: str, upstream: str, args: argparse.Namespace, store: Path | None) -> None:
-    where = "memory only" if store is None else str(store)
+def _announce(url: str, upstream: str, args: argparse.Namespace, store: Path | str | None) -> None:
+    where = "memory only" if store is None else redacted(str(store))
     print(f"context-graph proxy: {url} -> {upstream}, budget {args.budget}, sessions in {where}")
     if args.upstream == "anthropic":
         print("Set in the agent's environment (Claude Code):")

@@ -18,6 +18,7 @@ from context_graph.importers import ImportedSession, load_sessions, select_sessi
 from context_graph.render.tools import ToolSpec, read_tools
 from orchestrator.cli.errors import UsageError
 from orchestrator.cli.progress import Progress
+from orchestrator.cli.stored import is_session_file, stored_session
 from orchestrator.profiles import PROFILES, Profile, get_profile, load_profile
 from orchestrator.report.screen import OutputScreen
 from processors.redact import SecretRedactor
@@ -75,6 +76,8 @@ def load(args: argparse.Namespace, progress: Progress, screen: OutputScreen) -> 
         msg = "is a folder; give one session file (JSON or JSONL) inside it"
         raise IngestError(msg, SourceLocation(str(trace)))
     progress.phase(screen.text(f"reading {trace.name}{_size(trace)}..."))
+    if is_session_file(trace):  # a session store (a proxy's thread): its recorded events
+        return Loaded(trace, stored_session(trace), 1)
     sessions = load_sessions(trace, format=args.input_format, strict=not args.lenient)
     text: str = args.session
     which: int | str = int(text) if text.removeprefix("-").isdecimal() and text.isascii() else text

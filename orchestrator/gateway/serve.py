@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from orchestrator.gateway.places import places_for
 from orchestrator.gateway.server import Gateway
 from orchestrator.gateway.threads import ManagerFactory, SessionTable
 from orchestrator.gateway.wires import WIRES
@@ -27,20 +29,19 @@ def gateway_for(
     *,
     budget: int | None,
     profile: Profile,
-    store: Path | None,
+    store: Path | str | None,
     strict: bool = False,
     wires: Sequence[str] = ("anthropic", "responses", "chat"),
 ) -> Gateway:
     """A gateway to `upstream` whose conversations are managed under `profile` and `budget`.
 
     Each wire format named in `wires` is served (the others' paths are passed through);
-    its sessions are kept under `<store>/<wire>/`.
+    its sessions are kept under `<store>/<wire>/`, or, for a `postgresql://` store, as
+    sessions of that database which other gateways may serve at the same time (`places`).
     """
     tables = {
         name: SessionTable(
-            WIRES[name].api,
-            _factory(name, budget, profile),
-            None if store is None else store / name,
+            WIRES[name].api, _factory(name, budget, profile), places_for(store, name)
         )
         for name in wires
     }
@@ -55,7 +56,7 @@ def _factory(wire: str, budget: int | None, profile: Profile) -> ManagerFactory:
         options = {**options, "cache_breakpoints": True}
     format = WIRES[wire].api.format
 
-    def make(path: Path | None) -> ContextManager:
+    def make(path: Path | str | None) -> ContextManager:
         if path is None:
             return ContextManager(format=format, budget=budget, **options)
         return ContextManager.open(path, format=format, budget=budget, **options)
@@ -68,27 +69,65 @@ async def serve(
     upstream: str,
     budget: int | None,
     profile: Profile,
-    store: Path | None,
+    store: Path | str | None,
     host: str,
     port: int,
     strict: bool,
     wires: Sequence[str],
     announce: Callable[[str], None],
-) -> None:
-    """Serve the gateway on `host:port` until cancelled; `announce` gets its URL once bound."""
+    stopped: Callable[[str], None] | None = None,
+) -> int:
+    """Serve the gateway on `host:port` until SIGTERM or SIGINT (or cancelled).
+
+    `announce` gets its URL once bound. On a signal the server stops taking connections,
+    lets the requests in flight finish (their streams included, for up to
+    `SHUTDOWN_GRACE` seconds; then they are cut), and closes every session's store;
+    `stopped` then gets a line saying so. A second signal while it stops ends the
+    process at once, as the signal does by default. Returns the signal's number.
+    """
     gateway = gateway_for(
         upstream, budget=budget, profile=profile, store=store, strict=strict, wires=wires
     )
-    runner = web.AppRunner(gateway.app(), access_log=None)
+    runner = web.AppRunner(gateway.app(), access_log=None, shutdown_timeout=SHUTDOWN_GRACE)
     await runner.setup()
+    received: list[int] = []
     try:
         site = web.TCPSite(runner, host, port)
         await site.start()
         bound = runner.addresses[0]
         announce(f"http://{bound[0]}:{bound[1]}")
-        await asyncio.Event().wait()
+        received.append(await _signalled())
     finally:
-        await runner.cleanup()
+        threads = sum(len(t) for w in wires for t in gateway.table_of(w).sessions.values())
+        await runner.cleanup()  # waits for the requests in flight, then closes the stores
+    if stopped is not None:
+        name = signal.Signals(received[0]).name
+        stopped(f"stopped on {name}: {threads} conversation(s) closed, every store saved")
+    return received[0]
+
+
+SHUTDOWN_GRACE = 30.0
+"""Seconds a stopping gateway lets the requests in flight run before it cuts them."""
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+async def _signalled() -> int:
+    """Wait for SIGTERM or SIGINT; the number of the one that came."""
+    loop = asyncio.get_running_loop()
+    came: asyncio.Future[int] = loop.create_future()
+    for number in _STOP_SIGNALS:
+        loop.add_signal_handler(number, _settle, came, number)
+    try:
+        return await came
+    finally:
+        for number in _STOP_SIGNALS:
+            loop.remove_signal_handler(number)
+
+
+def _settle(came: asyncio.Future[int], number: int) -> None:
+    if not came.done():  # two at once: the first decides (a later one ends the process)
+        came.set_result(number)
 
 
 class GatewayThread:

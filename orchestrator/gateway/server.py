@@ -34,8 +34,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_graph.errors import ConfigurationError, ContextGraphError, IngestError
+from orchestrator.gateway.activity import note_request
 from orchestrator.gateway.gemini import COUNT_REQUEST
 from orchestrator.gateway.identity import session_of
+from orchestrator.gateway.replicas import take_and_render
 from orchestrator.gateway.threads import SessionTable, Thread
 from orchestrator.gateway.wires import ANTHROPIC, CHAT, GEMINI, RESPONSES, Wire
 from orchestrator.integrations.extras import missing_extra
@@ -235,13 +237,18 @@ class Gateway:
                 msg = f"the agent's tools alone are over the budget of {self._budget} tokens"
                 raise ConfigurationError(msg)
         async with thread.lock:
-            thread.conversation.take(readable)
-            result = await thread.manager.render(
-                format=api.format,
-                budget=budget,
-                tools=tools if wire.engine_tools else None,
-                model=body.get("model") or wire.model_of(path),
+            result = await take_and_render(
+                thread,
+                readable,
+                lambda: thread.manager.render(
+                    format=api.format,
+                    budget=budget,
+                    tools=tools if wire.engine_tools else None,
+                    model=body.get("model") or wire.model_of(path),
+                ),
             )
+            if not counting:
+                note_request(thread.manager, session=session, wire=wire.name)
         sent = api.write(dict(readable), result.payload)
         if not wire.engine_tools and "tools" in readable:
             sent["tools"] = readable["tools"]

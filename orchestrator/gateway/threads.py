@@ -22,36 +22,26 @@ A request goes to the thread it continues:
    message) starts a new thread holding the whole of it. Either way the old thread's
    record is never rewritten.
 
-With a store folder, each thread is a session file `<folder>/<session>/thread-<n>.db`
-and the threads of a session are reopened when the session is next seen.
+With a store folder, each thread is a session file `<folder>/<session>/thread-<n>.db`;
+with a database, a session of it (`places`); the threads of a session are reopened when
+the session is next seen.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator.gateway.places import FolderPlaces, Location, ThreadPlaces, folder_name
 from orchestrator.integrations.clients_apis import Api
 from orchestrator.integrations.conversation import Conversation, item_keys
 from orchestrator.integrations.held import held_prefix
 from orchestrator.manager import ContextManager
 
 __all__ = ["ManagerFactory", "SessionTable", "Thread", "folder_name"]
-
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-
-
-def folder_name(session: str) -> str:
-    """The store folder of a session: its id when that is a safe file name, else a digest."""
-    if _PLAIN_NAME.fullmatch(session):
-        return session
-    return "h-" + hashlib.sha256(session.encode()).hexdigest()[:32]
 
 
 @dataclass
@@ -64,12 +54,15 @@ class Thread:
         number: The thread's place among its session's threads.
         lock: Held while a request is taken in and rendered, so that two requests of one
             conversation are never taken in at once.
+        shared: Other processes write its record too (a PostgreSQL store): what they
+            appended is brought in before each request (`replicas`).
     """
 
     manager: ContextManager
     conversation: Conversation
     number: int
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    shared: bool = False
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -82,8 +75,9 @@ class Thread:
         return bool(held) and tuple(keys[: len(held)]) == held
 
 
-ManagerFactory = Callable[[Path | None], ContextManager]
-"""Makes a thread's manager: on the session file at the path, or in memory (`None`)."""
+ManagerFactory = Callable[[Location | None], ContextManager]
+"""Makes a thread's manager: on the store location given (a session file's path, a
+database URL naming the session), or in memory (`None`)."""
 
 
 class SessionTable:
@@ -92,13 +86,16 @@ class SessionTable:
     Args:
         api: The wire format's managed method (how a request holds its conversation).
         make_manager: Makes a thread's manager.
-        store: The folder of session files (`None`: sessions live in memory only).
+        store: Where the threads are kept (`places`): a folder of session files, a
+            database (`DatabasePlaces`), or `None`: sessions live in memory only.
     """
 
-    def __init__(self, api: Api, make_manager: ManagerFactory, store: Path | None) -> None:
+    def __init__(
+        self, api: Api, make_manager: ManagerFactory, store: Path | ThreadPlaces | None
+    ) -> None:
         self._api = api
         self._make = make_manager
-        self._store = store
+        self._places = FolderPlaces(store) if isinstance(store, Path) else store
         self._sessions: dict[str, list[Thread]] = {}
 
     @property
@@ -164,13 +161,9 @@ class SessionTable:
             self._sessions[session] = threads
         return threads
 
-    def _files(self, session: str) -> list[tuple[int, Path]]:
-        """The session's thread files in the store, with their numbers, in number order."""
-        if self._store is None:
-            return []
-        folder = self._store / folder_name(session)
-        numbered = [(_thread_number(p), p) for p in folder.glob("thread-*.db")]
-        return sorted((n, p) for n, p in numbered if n is not None)
+    def _files(self, session: str) -> list[tuple[int, Location]]:
+        """The session's threads in the store, with their numbers, in number order."""
+        return [] if self._places is None else self._places.existing(session)
 
     def _branch_point(
         self, threads: Sequence[Thread], request: Mapping[str, Any]
@@ -195,26 +188,20 @@ class SessionTable:
         """A new thread: a fork of `branched`'s at its node, else an empty one."""
         # Past the highest number on file: a gap (a file removed by hand) is never reused.
         number = 1 + max((thread.number for thread in threads), default=-1)
-        path = None
-        if self._store is not None:
-            folder = self._store / folder_name(session)
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "session.json").write_text(json.dumps({"session": session}) + "\n")
-            path = folder / f"thread-{number}.db"
+        path = None if self._places is None else self._places.new(session, number)
         if branched is None:
             manager = self._make(path)
         else:
             source, at = branched
             manager = source.manager.fork(at=at, to=path)
-        thread = Thread(manager, Conversation(manager, self._api), number)
+        thread = Thread(manager, Conversation(manager, self._api), number, shared=self._shared)
         threads.append(thread)
         return thread
 
-    def _thread(self, path: Path | None, number: int) -> Thread:
+    def _thread(self, path: Location | None, number: int) -> Thread:
         manager = self._make(path)
-        return Thread(manager, Conversation(manager, self._api), number)
+        return Thread(manager, Conversation(manager, self._api), number, shared=self._shared)
 
-
-def _thread_number(path: Path) -> int | None:
-    number = path.stem.removeprefix("thread-")
-    return int(number) if number.isdigit() else None
+    @property
+    def _shared(self) -> bool:
+        return self._places is not None and self._places.shared
