@@ -192,15 +192,16 @@ class Gateway:
         readable = wire.readable(body)
         session = session_of(headers, body)
         table = self._tables[wire.name]
+        read = table.read(readable)  # once: a long history's copy and keys are costly
         if counting:
             # A count for a conversation the gateway does not hold (a tool list, a
             # file) is counted as sent, and starts no thread.
-            found = table.find(session, readable)
+            found = table.find(session, readable, read)
             if found is None:
                 return _Prepared(json.dumps(body).encode(), None, "passthrough")
             thread = found
         else:
-            thread = table.route(session, readable)
+            thread = table.route(session, readable, read)
         api = wire.api
         tools = api.read_tools(readable)
         budget = self._budget
@@ -211,7 +212,7 @@ class Gateway:
                 msg = f"the agent's tools alone are over the budget of {self._budget} tokens"
                 raise ConfigurationError(msg)
         async with thread.lock:
-            thread.conversation.take(readable)
+            thread.conversation.take(readable, read=read)
             result = await thread.manager.render(
                 format=api.format,
                 budget=budget,
