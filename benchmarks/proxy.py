@@ -23,7 +23,7 @@ Two measurements, against the strict fake upstream (`benchmarks.provider_server`
    session's manager has applied proposals; between two compactions every request should
    reuse all of the previous one.
 
-    python -m benchmarks.proxy            # the page's section (about 7 minutes)
+    python -m benchmarks.proxy            # the page's section (about 5 minutes)
     python -m benchmarks.proxy --quick    # seconds: small histories, a short task
     python -m benchmarks.proxy --profile  # cProfile of the gateway's render at 300k
 

@@ -44,7 +44,7 @@ def proxy_page_section(tables: str) -> str:
             "## The gateway: overhead per request, and a scripted task through it",
             "",
             "```bash",
-            "python -m benchmarks.proxy            # this section (about 7 minutes)",
+            "python -m benchmarks.proxy            # this section (about 5 minutes)",
             "python -m benchmarks.proxy --quick    # seconds: 10k only, a short task",
             "python -m benchmarks.proxy --profile  # cProfile of the gateway's handling at 300k",
             "```",

@@ -125,3 +125,19 @@ def test_a_percentile_interpolates_between_ranks() -> None:
     assert proxy.percentile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.5
     assert proxy.percentile([float(n) for n in range(1, 101)], 0.99) == pytest.approx(99.01)
     assert proxy.percentile([7.0], 0.99) == 7.0
+
+
+def test_the_page_section_runs_the_benchmark_and_says_how() -> None:
+    from benchmarks.compare.proxy_section import proxy_section
+
+    ran: list[tuple[str, list[str]]] = []
+
+    def run(module: str, argv: list[str]) -> str:
+        ran.append((module, argv))
+        return "| the tables |"
+
+    section = proxy_section(lambda message: None, run)
+    assert ran == [("benchmarks.proxy", [])]
+    assert section.startswith("## The gateway")
+    assert "python -m benchmarks.proxy " in section
+    assert section.endswith("| the tables |")
