@@ -32,6 +32,7 @@ from benchmarks.compare.openhands_peer import openhands_specs
 from benchmarks.compare.page import Measured, build_page
 from benchmarks.compare.planted_section import planted_section
 from benchmarks.compare.plots import matplotlib_available, plot_dollars, plot_family
+from benchmarks.compare.proxy_section import proxy_section
 from benchmarks.compare.runner import replay_all, setup
 from benchmarks.compare.sessions import BUDGET_LABELS, Session, discover, fast_selection
 from context_graph import TiktokenCounter
@@ -117,6 +118,7 @@ def _tail(traces: Path, out: Path, judged: list[str]) -> tuple[list[str], list[s
         ),
         lambda: processors_section(traces, progress),
         lambda: planted_section(progress, judged),
+        lambda: proxy_section(progress),
     ]
     written: list[str] = []
     failed: list[str] = []

@@ -29,21 +29,27 @@ _R = TypeVar("_R")
 
 
 async def take_and_render(
-    thread: Thread, request: Mapping[str, Any], render: Callable[[], Awaitable[_R]]
+    thread: Thread,
+    request: Mapping[str, Any],
+    read: tuple[list[Any], list[str]] | None,
+    render: Callable[[], Awaitable[_R]],
 ) -> _R:
     """Take in what is new of `request` on `thread`, then `render()`; call it under its lock.
+
+    `read` is `SessionTable.read(request)` when the caller has it (read once: a long
+    history's copy and keys are costly).
 
     Raises:
         StoreConflictError: on a shared thread, the others won the race `ATTEMPTS` times.
         IngestError, ConfigurationError: as `Conversation.take`; nothing was ingested.
     """
     if not thread.shared:
-        thread.conversation.take(request)
+        thread.conversation.take(request, read=read)
         return await render()
     for attempt in range(1, ATTEMPTS + 1):
         _catch_up(thread)
         try:
-            thread.conversation.take(request)
+            thread.conversation.take(request, read=read)
             return await render()
         except StoreConflictError:
             if attempt == ATTEMPTS:

@@ -218,15 +218,16 @@ class Gateway:
         readable = wire.readable(body)
         session = session_of(headers, body)
         table = self._tables[wire.name]
+        read = table.read(readable)  # once: a long history's copy and keys are costly
         if counting:
             # A count for a conversation the gateway does not hold (a tool list, a
             # file) is counted as sent, and starts no thread.
-            found = table.find(session, readable)
+            found = table.find(session, readable, read)
             if found is None:
                 return _Prepared(json.dumps(body).encode(), None, "passthrough")
             thread = found
         else:
-            thread = table.route(session, readable)
+            thread = table.route(session, readable, read)
         api = wire.api
         tools = api.read_tools(readable)
         budget = self._budget
@@ -240,6 +241,7 @@ class Gateway:
             result = await take_and_render(
                 thread,
                 readable,
+                read,
                 lambda: thread.manager.render(
                     format=api.format,
                     budget=budget,

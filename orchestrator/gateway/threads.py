@@ -103,28 +103,55 @@ class SessionTable:
         """The sessions seen by this process, each with its threads."""
         return self._sessions
 
-    def route(self, session: str, request: Mapping[str, Any]) -> Thread:
+    def read(self, request: Mapping[str, Any]) -> tuple[list[Any], list[str]]:
+        """A request's history as plain items, and their `item_keys`.
+
+        Read once per request and given to `route`, `find` and the thread's
+        `Conversation.take`: on a long history the copy and the encoding are most of a
+        request's cost.
+
+        Raises:
+            ConfigurationError: the request's history is not a list.
+        """
+        history = self._api.read_history(request)
+        return history, item_keys(history)
+
+    def route(
+        self,
+        session: str,
+        request: Mapping[str, Any],
+        read: tuple[list[Any], list[str]] | None = None,
+    ) -> Thread:
         """The thread a request continues, or a new one (see the module docstring).
+
+        `read`: the request as `read` gives it (read here when not given).
 
         Raises:
             IngestError: the request's history is malformed (nothing was changed).
         """
-        found = self.find(session, request)
+        read = self.read(request) if read is None else read
+        found = self.find(session, request, read)
         if found is not None:
             return found
         threads = self._threads(session)
-        branched = self._branch_point(threads, request)
+        branched = self._branch_point(threads, read[0])
         return self._new(session, threads, branched)
 
-    def find(self, session: str, request: Mapping[str, Any]) -> Thread | None:
+    def find(
+        self,
+        session: str,
+        request: Mapping[str, Any],
+        read: tuple[list[Any], list[str]] | None = None,
+    ) -> Thread | None:
         """The thread a request continues (`None`: none; rules 1 and 2 of the docstring).
+
+        `read`: the request as `read` gives it (read here when not given).
 
         Raises:
             IngestError: the request's history is malformed (nothing was changed).
         """
         threads = self._threads(session)
-        history = self._api.read_history(request)
-        keys = item_keys(history)
+        history, keys = self.read(request) if read is None else read
         extended = [t for t in threads if t.continues(keys)]
         if extended:
             return max(extended, key=lambda t: len(t.keys))
@@ -166,13 +193,12 @@ class SessionTable:
         return [] if self._places is None else self._places.existing(session)
 
     def _branch_point(
-        self, threads: Sequence[Thread], request: Mapping[str, Any]
+        self, threads: Sequence[Thread], history: list[Any]
     ) -> tuple[Thread, str] | None:
         """The thread holding the longest leading part of a history, and where it ends.
 
         `None` when no thread holds one of its messages (system prompts aside).
         """
-        history = self._api.read_history(request)
         events = self._api.events(None, history)
         best: tuple[Thread, str] | None = None
         best_matched = 0

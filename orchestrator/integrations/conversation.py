@@ -89,8 +89,13 @@ class Conversation:
         """The method this conversation belongs to."""
         return self._api
 
-    def take(self, kwargs: Mapping[str, Any]) -> None:
+    def take(
+        self, kwargs: Mapping[str, Any], *, read: tuple[list[Any], list[str]] | None = None
+    ) -> None:
         """Ingest what is new in a call's conversation and system prompt.
+
+        `read` is the call's history and its `item_keys`, when the caller has read them
+        already (the gateway has: a long history is copied and encoded once, not twice).
 
         Raises:
             ConfigurationError: the conversation is not a list, or leaves the record's
@@ -98,9 +103,12 @@ class Conversation:
             IngestError: a new item is malformed; nothing was ingested.
         """
         api = self._api
-        history = api.read_history(kwargs)
+        if read is None:
+            history = api.read_history(kwargs)
+            keys = item_keys(history)
+        else:
+            history, keys = read
         system = api.read_system(kwargs)
-        keys = item_keys(history)
         if self._keys and keys[: len(self._keys)] == self._keys:
             self._extend(history, system)
         else:

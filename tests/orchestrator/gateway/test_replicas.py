@@ -129,7 +129,7 @@ async def test_a_request_that_loses_the_race_is_taken_in_again_from_the_record(
         monkeypatch.setattr(mine, "refresh", refresh_then_lose_the_race)
         thread = Thread(mine, Conversation(mine, ANTHROPIC_MESSAGES), 0, shared=True)
         rendered = await take_and_render(
-            thread, grown, lambda: mine.render(format="anthropic", budget=BUDGET)
+            thread, grown, None, lambda: mine.render(format="anthropic", budget=BUDGET)
         )
         assert raced == [1]
         kinds = [mine.raw[n].kind for n in mine.raw.transcript()]
