@@ -53,13 +53,14 @@ from processors.summarize.facts import (
     user_entities,
 )
 from processors.summarize.quoting import quote_output
+from processors.summarize.said import MESSAGE_CHARS
 
 __all__ = ["ExtractiveSummarizer"]
 
 _STATE_CHARS = 800
 #: How long one of the user's messages may be in the brief: longer ones keep their head,
 #: and the constraint sentences of what was cut are listed on their own.
-_USER_MESSAGE_CHARS = 2_000
+_USER_MESSAGE_CHARS = MESSAGE_CHARS
 _STOPWORDS = frozenset(
     "about also especially focus include keep make mention only please should summary "
     "summarize sure that their there these they this those what when which with from into "

@@ -132,9 +132,11 @@ class TestRegistry:
         assert isinstance(stage.provider, Echo)
         working = WorkingGraph(build_session())
         proposal = await _propose(stage, working)
-        assert proposal.note == "provider ok (echo_test)"
+        # Its summary names identifiers only: the user's later message is appended, quoted.
+        assert proposal.note.startswith("provider ok (echo_test; its summary lost 1 of the")
         summary = _summary(proposal)
         assert summary.text.startswith("Remote: ")
+        assert "\n- Now also bump version to 2.4.5 in setup.cfg." in summary.text
         assert summary.meta["path"] == "provider"
         (call,) = stage.provider.calls
         assert call[2] and all(identifier in summary.text for identifier in call[2])
@@ -202,7 +204,7 @@ class TestAnthropicCompact:
     ) -> None:
         working = WorkingGraph(build_session())
         proposal = await _propose(_processor(_anthropic(server)), working)
-        assert proposal.note == "provider ok (anthropic-compact)"
+        assert proposal.note.startswith("provider ok (anthropic-compact; its summary lost 1")
         ((path, body),) = server.bodies
         assert path == "/v1/messages"
         TypeAdapter(BetaContextManagementConfigParam).validate_python(body["context_management"])
