@@ -17,6 +17,7 @@ from processors.summarize.quoting import code_span, find_output_quote, quote_out
 from processors.summarize.updates import is_stale, stale_values, supersede
 
 __all__ = [
+    "ASKED_BY",
     "DROP_ORDER",
     "TITLE",
     "TOOL_IDENTIFIERS",
@@ -41,11 +42,15 @@ _LISTS = {
     "requests": "User messages (verbatim; a later value replaces an earlier one)",
     "focus": "Requested focus",
     "constraints": "User constraints and preferences (verbatim)",
-    "decisions": "Decisions",
+    "decisions": "Decisions made and why",
+    "plan": "Plan (the latest todo list)",
     "files_modified": "Files modified",
     "files_read": "Files read",
     "commands": "Commands and tool use",
+    "questions": "Open questions (not answered later)",
 }
+#: Headings earlier versions wrote, read back as the section they name now.
+_FORMER_HEADINGS = {"Decisions": "decisions"}
 _ERRORS = "Errors"
 _IDENTIFIERS = "Key identifiers"
 _STATE = "Current state and next step"
@@ -55,6 +60,7 @@ _HEADING_TO_FIELD = {
     _ERRORS: "errors",
     _IDENTIFIERS: "identifiers",
     _STATE: "state",
+    **_FORMER_HEADINGS,
 }
 _OMITTED = re.compile(r"^\((\d+) earlier items? omitted\)$")
 _ERROR_ITEM = re.compile(r"^\[(open|resolved)\] `(.*?)`: (.*)$")
@@ -71,6 +77,8 @@ DROP_ORDER = (
     "decisions",
     "focus",
     "resolved",
+    "questions",
+    "plan",
     "files_modified",
     "constraints",
     "open",
@@ -92,9 +100,14 @@ class Brief:
     focus: list[str] = field(default_factory=list)
     constraints: list[str] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)
+    """The assistant's decisions, each with the reason it gave, if any."""
+    plan: list[str] = field(default_factory=list)
+    """The latest todo list an agent wrote (`[status] step`); a newer list replaces it."""
     files_modified: list[str] = field(default_factory=list)
     files_read: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
+    questions: list[str] = field(default_factory=list)
+    """Questions the user or the assistant asked that the other has not answered since."""
     errors: list[ErrorFact] = field(default_factory=list)
     identifiers: list[str] = field(default_factory=list)
     tool_identifiers: list[str] = field(default_factory=list)
@@ -103,6 +116,9 @@ class Brief:
     omitted: dict[str, int] = field(default_factory=dict)
     successes: set[str] = field(default_factory=set)
     """Keys of tool uses that read `ok` in the span (not written; resolves older errors)."""
+    spoke: set[str] = field(default_factory=set)
+    """Who wrote text in the span, `user` or `assistant` (not written; answers older
+    questions of the other)."""
 
     def list_of(self, name: str) -> list[str]:
         """The list section called `name`."""
@@ -263,6 +279,9 @@ def merge(old: Brief, new: Brief) -> Brief:
         tool_identifiers=[i for i in from_tools if i not in identifiers],
         state=new.state or old.state,
         successes=old.successes | new.successes,
+        spoke=old.spoke | new.spoke,
+        plan=new.plan or old.plan,
+        questions=dedupe([*_unanswered(old.questions, new.spoke), *new.questions]),
     )
     for name in ("focus", "constraints", "decisions", "commands"):
         setattr(merged, name, dedupe([*old.list_of(name), *new.list_of(name)]))
@@ -273,6 +292,20 @@ def merge(old: Brief, new: Brief) -> Brief:
     for name in {*old.omitted, *new.omitted}:
         merged.omitted[name] = old.omitted.get(name, 0) + new.omitted.get(name, 0)
     return merged
+
+
+#: How a question item says who asked it; the other party's reply answers it.
+ASKED_BY = {"user": "the user asked: ", "assistant": "the assistant asked: "}
+
+
+def _unanswered(questions: Sequence[str], spoke: set[str]) -> list[str]:
+    """The questions no later text of the other party answers."""
+    other = {"user": "assistant", "assistant": "user"}
+    return [
+        question
+        for question in questions
+        if not any(question.startswith(ASKED_BY[who]) and other[who] in spoke for who in other)
+    ]
 
 
 def cap_lists(brief: Brief, max_items: int) -> None:

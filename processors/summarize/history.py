@@ -5,10 +5,11 @@ replaces, no tool-call syntax, every pinned fact and critical entity kept verbat
 sentence of the user's later messages kept, in any language); a refused candidate gets
 one retry with instructions that name what was wrong. A retry that still loses only the
 user's sentences is repaired (they are appended, quoted); otherwise the deterministic
-extractive brief is used instead, and is itself refused if its bound dropped one. A timeout or a summarizer that raises
-falls back the same way, and an error's text never becomes the summary. Input larger
-than the summarizer's window is split at unit boundaries, summarized chunk by chunk
-(map) and the chunk summaries summarized together (reduce).
+extractive brief is used instead, and is itself refused if its bound dropped one. A
+timeout or a summarizer that raises falls back the same way, and an error's text never
+becomes the summary. Input larger than the summarizer's window is split at unit
+boundaries, summarized chunk by chunk (map) and the chunk summaries summarized together
+(reduce).
 
 ```python
 proposal = await HistorySummarizer(timeout=30).propose(old_units_nodes, ctx)
@@ -41,8 +42,9 @@ from processors.summarize.checks import (
     required_entities,
     tool_names_of,
 )
-from processors.summarize.extractive import ExtractiveSummarizer
+from processors.summarize.extractive import ExtractiveSummarizer, describe_use
 from processors.summarize.facts import clip, dedupe
+from processors.summarize.lineage import LINE_SOURCES, line_sources
 from processors.summarize.providers import (
     Compacted,
     CompactionProvider,
@@ -202,14 +204,15 @@ class HistorySummarizer:
     async def _remote(self, job: _Job, provider: CompactionProvider) -> Proposal:
         """The provider's compaction; on any failure, the safeguard brief (never partial)."""
         label = _label(provider)
+        result: Compacted | None
         try:
             with anyio.fail_after(self.timeout):
-                result = await provider.compact(
+                returned = await provider.compact(
                     strip_signed_secrets(job.plan.span),
                     job.ctx.instructions,
                     [*job.required, *job.facts],
                 )
-            result, detail = _accepted(result, job)
+            result, detail = _accepted(returned, job)
         except Exception as exc:
             result, detail = None, _describe(exc)
         if result is None:
@@ -336,6 +339,9 @@ class HistorySummarizer:
         # The hint follows the checks: it names an id, which is no fact of the history.
         hint = job.ctx.expand_hint(job.plan.abstract_ids[0], "the turns this summary stands for")
         node = self._node(job, text if hint is None else f"{text}\n{hint}", label, kind)
+        carried = () if job.plan.previous is None else (job.plan.previous,)
+        sources = line_sources(text, job.plan.span, carried=carried, describe=describe_use)
+        node = node.model_copy(update={"meta": {**node.meta, LINE_SOURCES: sources}})
         if native is not None:
             node = node.model_copy(update={"native": native})
         if job.plan.previous is not None:
@@ -420,12 +426,17 @@ def _user_messages(plan: Plan, *, later: bool = False) -> list[str]:
 REPAIR_HEADING = "## The user's words (verbatim)"
 
 
-def _repaired(text: str, verdict: CandidateCheck, job: _Job) -> str | None:
-    """A model's summary with the user's sentences it lost appended, if that is all it lacks.
+#: The problems appending the user's lost sentences may mend.
+_REPAIRABLE = frozenset({"lost_user_words", "missing"})
 
-    `None` when it has another problem, or when the sentences do not fit.
+
+def _repaired(text: str, verdict: CandidateCheck, job: _Job) -> str | None:
+    """A model's summary with the user's sentences it lost appended, if that mends it.
+
+    Only for a summary that lost some of them: the identifiers it dropped may be in the
+    quoted sentences. `None` when it is still refused with them.
     """
-    if verdict.kinds != ("lost_user_words",):
+    if "lost_user_words" not in verdict.kinds or not set(verdict.kinds) <= _REPAIRABLE:
         return None
     quoted = "\n".join(f"- {sentence}" for sentence in verdict.lost)
     repaired = f"{text.rstrip()}\n\n{REPAIR_HEADING}\n{quoted}"

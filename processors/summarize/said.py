@@ -1,4 +1,4 @@
-"""What the user said that a summary must keep, in any language, and whether it did.
+r"""What the user said that a summary must keep, in any language, and whether it did.
 
 No list of cue words decides which of the user's sentences matter: "禁止修改 tests/",
 "Skip the invoices table." and "Mia prefers short lists." carry none of "must", "never"
@@ -11,7 +11,7 @@ them, in whatever frame the summary puts around them.
 
 ```python
 said = user_sentences(["Skip the invoices table. 禁止修改 tests/ 目录。"], message_chars=2_000)
-lost_sentences(said, "# Brief\\n- Skip the invoices table.")  # ['禁止修改 tests/ 目录。']
+lost_sentences(said, "# Brief\n- Skip the invoices table.")  # ['禁止修改 tests/ 目录。']
 ```
 """
 
