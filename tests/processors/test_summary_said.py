@@ -101,7 +101,7 @@ class TestWhatMustBeKept:
 
     def test_own_words_on_one_line_count_verbatim_elsewhere_do_not(self) -> None:
         assert said_in("Skip the invoices table.", "- The user said: skip the INVOICES table")
-        assert said_in("禁止修改 tests/ 目录。", "- 用户说：禁止修改 tests/ 目录")
+        assert said_in("禁止修改 tests/ 目录。", "- 用户说:禁止修改 tests/ 目录")
         assert not said_in("Skip the invoices table.", "- skip the\n- invoices table")
         assert not said_in("Use port 5433.", "- Use port 5432.")
 
@@ -154,8 +154,10 @@ class TestEveryPath:
 
 
 _WORDS = st.sampled_from(
-    ["skip", "the", "invoices", "table", "never", "touch", "prod", "禁止", "修改", "目录"]
-    + ["budget", "cap", "is", "port", "$500", "$800", "5433", "src/app.py", "Mia", "prefers"]
+    [
+        *("skip", "the", "invoices", "table", "never", "touch", "prod", "禁止", "修改", "目录"),
+        *("budget", "cap", "is", "port", "$500", "$800", "5433", "src/app.py", "Mia", "prefers"),
+    ]
 )
 _SENTENCE = st.lists(_WORDS, min_size=1, max_size=7).map(lambda w: " ".join(w) + ".")
 _MESSAGE = st.lists(_SENTENCE, min_size=1, max_size=3).map(" ".join)
