@@ -9,8 +9,9 @@ sections, the newer span's facts are merged in, and the result is bounded again.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from processors.summarize.facts import ErrorFact, dedupe
 from processors.summarize.quoting import code_span, find_output_quote, quote_output, read_span
@@ -295,7 +296,9 @@ def merge(old: Brief, new: Brief) -> Brief:
 
 
 #: How a question item says who asked it; the other party's reply answers it.
-ASKED_BY = {"user": "the user asked: ", "assistant": "the assistant asked: "}
+ASKED_BY: Mapping[str, str] = MappingProxyType(
+    {"user": "the user asked: ", "assistant": "the assistant asked: "}
+)
 
 
 def _unanswered(questions: Sequence[str], spoke: set[str]) -> list[str]:

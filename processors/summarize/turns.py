@@ -17,7 +17,7 @@ decisions_with_reasons("I'll use SQLite. It needs no server, so tests stay local
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from context_graph.graph.nodes import AssistantNode, Node, ToolCallNode, UserNode
 from processors.summarize.facts import ITEM_CHARS, arguments_of, clip, dedupe, sentences
@@ -93,7 +93,7 @@ class Questions:
         self._open[other].clear()
         self._open[who].extend(question_sentences(node.text))
 
-    def open(self, asked_by: dict[str, str]) -> list[str]:
+    def open(self, asked_by: Mapping[str, str]) -> list[str]:
         """The open questions, each opened by `asked_by[who]`, oldest first per party."""
         return dedupe(
             clip(asked_by[who] + question, ITEM_CHARS)
