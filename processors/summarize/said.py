@@ -35,6 +35,14 @@ _SENTENCE_END = re.compile("(?<=[.!?])\\s+|(?<=[\u3002\uff01\uff1f])\\s*|\\n+")
 _WORD = re.compile(r"\w+")
 #: What `facts.clip` ends a cut text with: the sentence it ends was cut open.
 _CUT = " [...]"
+#: An element an agent harness wraps what it adds to a user turn in: a tag name with a
+#: hyphen or an underscore (`<system-reminder>`, `<command-message>`,
+#: `<local-command-stdout>`, `<ide_opened_file>`). Its text is the harness's, not the
+#: user's; a lone end tag closes one whose start the head cut off.
+_HARNESS = re.compile(
+    r"<([a-z][a-z\d]*(?:[-_][a-z\d]+)+)\b[^<>]*>.*?</\1\s*>|</[a-z][a-z\d]*(?:[-_][a-z\d]+)+\s*>",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -48,13 +56,13 @@ def user_sentences(messages: Sequence[str], *, message_chars: int) -> list[str]:
 
     Each message is taken as a brief keeps it (its head, when longer than
     `message_chars`); a sentence a later message restates with another value is not
-    required, nor is the sentence a cut ends in.
+    required, nor is the sentence a cut ends in, nor what a harness wrapped in its tags.
     """
     kept = supersede([clip(message, message_chars) for message in messages if message.strip()])
     return dedupe(
         sentence
         for message in kept
-        for sentence in split_sentences(message)
+        for sentence in split_sentences(_HARNESS.sub(" ", message))
         if not sentence.endswith(_CUT)
     )
 

@@ -99,6 +99,19 @@ class TestWhatMustBeKept:
         said = user_sentences([huge], message_chars=200)
         assert said == ["Keep the head.", "Log line number forty two."]
 
+    def test_what_a_harness_wrapped_in_its_tags_is_not_the_users(self) -> None:
+        """Claude Code's slash-command and reminder elements are left out; HTML is not."""
+        said = user_sentences(
+            [
+                "<command-message>publish-session</command-message> "
+                "<command-name>/publish-session</command-name>",
+                "Why won't you run it? <system-reminder>Be terse.\nReally.</system-reminder> "
+                "Use <b>bold</b> text.",
+            ],
+            message_chars=2_000,
+        )
+        assert said == ["Why won't you run it?", "Use <b>bold</b> text."]
+
     def test_own_words_on_one_line_count_verbatim_elsewhere_do_not(self) -> None:
         assert said_in("Skip the invoices table.", "- The user said: skip the INVOICES table")
         assert said_in("禁止修改 tests/ 目录。", "- 用户说:禁止修改 tests/ 目录")
