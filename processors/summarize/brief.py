@@ -368,20 +368,36 @@ def bound(brief: Brief, max_tokens: int, count: Callable[[str], int], keep: Sequ
     text = _joined(list(sections.values()))
     tokens = count(text)
     for name in DROP_ORDER:
+        if name == "requests":
+            # The user's own words go last: the earlier-summary block and the assistant's
+            # last text are shortened before any of them is dropped.
+            text, tokens = _shorten_blocks(brief, sections, max_tokens, count)
         section = _SECTION_OF[name]
         while tokens > max_tokens and _drop_one(brief, name, kept):
             sections[section] = _section(brief, section)
             text = _joined(list(sections.values()))
             tokens = count(text)
+    return text
+
+
+def _shorten_blocks(
+    brief: Brief, sections: dict[str, str], limit: int, count: Callable[[str], int]
+) -> tuple[str, int]:
+    """Shorten the earlier-summary block, then the state (to 80 tokens at least).
+
+    Toward `limit`; returns the brief's text and its tokens after.
+    """
+    text = _joined(list(sections.values()))
+    tokens = count(text)
     for name, floor in (("earlier", 0), ("state", 80)):
-        over = tokens - max_tokens
+        over = tokens - limit
         block = getattr(brief, name)
         if over > 0 and block:
             setattr(brief, name, clip_tokens(block, max(count(block) - over, floor), count))
             sections[name] = _section(brief, name)
             text = _joined(list(sections.values()))
             tokens = count(text)
-    return text
+    return text, tokens
 
 
 def tool_lines(text: str) -> list[int]:
