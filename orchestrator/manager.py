@@ -43,11 +43,11 @@ from typing import Any, Self, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 import orchestrator._own  # noqa: F401  (checks the packages when __init__.py was replaced)
-from context_graph.errors import BudgetExceededError, ConfigurationError
+from context_graph.errors import BudgetExceededError, ConfigurationError, GraphError
 from context_graph.graph.adders import EventAdders
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent, coerce_events
-from context_graph.graph.nodes import Node
+from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.graph.sdk_replies import read_response
 from context_graph.models import model_budget, warn_no_budget
 from context_graph.render import RenderResult, RenderSource, count_payload
@@ -100,6 +100,7 @@ from orchestrator.withdrawal import Withdrawer
 from orchestrator.working.buffer import WorkingGraph
 from processors.base import Processor, Summarizer
 from processors.redact import SecretRedactor
+from processors.summarize.lineage import sources_of
 
 __all__ = ["ContextManager", "ManagerStats", "default_pipeline"]
 
@@ -452,6 +453,30 @@ class ContextManager(EventAdders):
     def expand(self, node_id: str) -> tuple[Node, ...]:
         """The original pristine nodes behind any node (a summary, a masked copy)."""
         return self._working.expand(node_id)
+
+    @exclusive
+    def expand_line(self, node_id: str, line: int) -> tuple[Node, ...]:
+        """The original pristine nodes one line (1-based) of a summary came from.
+
+        Read from the lineage the summary recorded per line (`line_sources` in its
+        meta): "- Skip the invoices table." leads back to the user turn that said it.
+        A heading or a count the brief wrote itself has none: an empty tuple.
+
+        Raises:
+            UnknownNodeError: no node has this id.
+            GraphError: the node is not a summary, or has no such line.
+        """
+        working = self._working
+        node = working[node_id]
+        if not isinstance(node, SummaryNode):
+            msg = f"expand_line: {node_id} is a {node.kind} node, not a summary"
+            raise GraphError(msg)
+        count = len(node.text.split("\n"))
+        if isinstance(line, bool) or not isinstance(line, int) or not 1 <= line <= count:
+            msg = f"expand_line: summary {node_id} has lines 1 to {count}, not {line!r}"
+            raise GraphError(msg)
+        roots = {root for source in sources_of(node, line) for root in working.roots(source)}
+        return tuple(sorted((working[root] for root in roots), key=lambda n: n.seq or 0))
 
     @property
     def url_map(self) -> dict[str, str]:

@@ -9,14 +9,16 @@ sections, the newer span's facts are merged in, and the result is bounded again.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from processors.summarize.facts import ErrorFact, dedupe
 from processors.summarize.quoting import code_span, find_output_quote, quote_output, read_span
 from processors.summarize.updates import is_stale, stale_values, supersede
 
 __all__ = [
+    "ASKED_BY",
     "DROP_ORDER",
     "TITLE",
     "TOOL_IDENTIFIERS",
@@ -41,11 +43,15 @@ _LISTS = {
     "requests": "User messages (verbatim; a later value replaces an earlier one)",
     "focus": "Requested focus",
     "constraints": "User constraints and preferences (verbatim)",
-    "decisions": "Decisions",
+    "decisions": "Decisions made and why",
+    "plan": "Plan (the latest todo list)",
     "files_modified": "Files modified",
     "files_read": "Files read",
     "commands": "Commands and tool use",
+    "questions": "Open questions (not answered later)",
 }
+#: Headings earlier versions wrote, read back as the section they name now.
+_FORMER_HEADINGS = {"Decisions": "decisions"}
 _ERRORS = "Errors"
 _IDENTIFIERS = "Key identifiers"
 _STATE = "Current state and next step"
@@ -55,6 +61,7 @@ _HEADING_TO_FIELD = {
     _ERRORS: "errors",
     _IDENTIFIERS: "identifiers",
     _STATE: "state",
+    **_FORMER_HEADINGS,
 }
 _OMITTED = re.compile(r"^\((\d+) earlier items? omitted\)$")
 _ERROR_ITEM = re.compile(r"^\[(open|resolved)\] `(.*?)`: (.*)$")
@@ -71,6 +78,8 @@ DROP_ORDER = (
     "decisions",
     "focus",
     "resolved",
+    "questions",
+    "plan",
     "files_modified",
     "constraints",
     "open",
@@ -92,9 +101,14 @@ class Brief:
     focus: list[str] = field(default_factory=list)
     constraints: list[str] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)
+    """The assistant's decisions, each with the reason it gave, if any."""
+    plan: list[str] = field(default_factory=list)
+    """The latest todo list an agent wrote (`[status] step`); a newer list replaces it."""
     files_modified: list[str] = field(default_factory=list)
     files_read: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
+    questions: list[str] = field(default_factory=list)
+    """Questions the user or the assistant asked that the other has not answered since."""
     errors: list[ErrorFact] = field(default_factory=list)
     identifiers: list[str] = field(default_factory=list)
     tool_identifiers: list[str] = field(default_factory=list)
@@ -103,6 +117,9 @@ class Brief:
     omitted: dict[str, int] = field(default_factory=dict)
     successes: set[str] = field(default_factory=set)
     """Keys of tool uses that read `ok` in the span (not written; resolves older errors)."""
+    spoke: set[str] = field(default_factory=set)
+    """Who wrote text in the span, `user` or `assistant` (not written; answers older
+    questions of the other)."""
 
     def list_of(self, name: str) -> list[str]:
         """The list section called `name`."""
@@ -263,6 +280,9 @@ def merge(old: Brief, new: Brief) -> Brief:
         tool_identifiers=[i for i in from_tools if i not in identifiers],
         state=new.state or old.state,
         successes=old.successes | new.successes,
+        spoke=old.spoke | new.spoke,
+        plan=new.plan or old.plan,
+        questions=dedupe([*_unanswered(old.questions, new.spoke), *new.questions]),
     )
     for name in ("focus", "constraints", "decisions", "commands"):
         setattr(merged, name, dedupe([*old.list_of(name), *new.list_of(name)]))
@@ -273,6 +293,22 @@ def merge(old: Brief, new: Brief) -> Brief:
     for name in {*old.omitted, *new.omitted}:
         merged.omitted[name] = old.omitted.get(name, 0) + new.omitted.get(name, 0)
     return merged
+
+
+#: How a question item says who asked it; the other party's reply answers it.
+ASKED_BY: Mapping[str, str] = MappingProxyType(
+    {"user": "the user asked: ", "assistant": "the assistant asked: "}
+)
+
+
+def _unanswered(questions: Sequence[str], spoke: set[str]) -> list[str]:
+    """The questions no later text of the other party answers."""
+    other = {"user": "assistant", "assistant": "user"}
+    return [
+        question
+        for question in questions
+        if not any(question.startswith(ASKED_BY[who]) and other[who] in spoke for who in other)
+    ]
 
 
 def cap_lists(brief: Brief, max_items: int) -> None:
@@ -337,17 +373,13 @@ def bound(brief: Brief, max_tokens: int, count: Callable[[str], int], keep: Sequ
     text = _joined(list(sections.values()))
     tokens = count(text)
     for name in DROP_ORDER:
+        if name == "requests":
+            # The user's own words go last: the earlier-summary block and the assistant's
+            # last text are shortened before any of them is dropped.
+            text, tokens = _shorten_blocks(brief, sections, max_tokens, count)
         section = _SECTION_OF[name]
         while tokens > max_tokens and _drop_one(brief, name, kept):
             sections[section] = _section(brief, section)
-            text = _joined(list(sections.values()))
-            tokens = count(text)
-    for name, floor in (("earlier", 0), ("state", 80)):
-        over = tokens - max_tokens
-        block = getattr(brief, name)
-        if over > 0 and block:
-            setattr(brief, name, clip_tokens(block, max(count(block) - over, floor), count))
-            sections[name] = _section(brief, name)
             text = _joined(list(sections.values()))
             tokens = count(text)
     if tokens > max_tokens and brief.errors:
@@ -357,6 +389,26 @@ def bound(brief: Brief, max_tokens: int, count: Callable[[str], int], keep: Sequ
         sections["errors"] = _section(brief, "errors")
         text = _joined(list(sections.values()))
     return text
+
+
+def _shorten_blocks(
+    brief: Brief, sections: dict[str, str], limit: int, count: Callable[[str], int]
+) -> tuple[str, int]:
+    """Shorten the earlier-summary block, then the state (to 80 tokens at least).
+
+    Toward `limit`; returns the brief's text and its tokens after.
+    """
+    text = _joined(list(sections.values()))
+    tokens = count(text)
+    for name, floor in (("earlier", 0), ("state", 80)):
+        over = tokens - limit
+        block = getattr(brief, name)
+        if over > 0 and block:
+            setattr(brief, name, clip_tokens(block, max(count(block) - over, floor), count))
+            sections[name] = _section(brief, name)
+            text = _joined(list(sections.values()))
+            tokens = count(text)
+    return text, tokens
 
 
 def tool_lines(text: str) -> list[int]:

@@ -6,7 +6,9 @@ tends to copy it as prose instead of calling the tool), when it carries role mar
 speaker label or chat-template token would forge a turn in the history), or when it
 drops a pinned fact or a critical entity: the identifiers, paths and numbers of the user's
 turns and of the errors still open (a summary that turns `ABC-1234` into `ABC-1243` is
-worse than none).
+worse than none), or when it loses a sentence the user said (`said`: every sentence of
+their later messages that no later one restated, in any language). Each problem has a
+kind (`CandidateCheck.kinds`), the typed reason a refusal is reported with.
 
 ```python
 check = check_candidate(text, tokens=812, limit=5_000, required=["ABC-1234"])
@@ -20,15 +22,23 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from context_graph.entities import missing_entities
 from context_graph.graph.nodes import Node, ToolCallNode
 from processors.summarize.facts import dedupe, open_error_entities, user_entities
 from processors.summarize.quoting import outside_spans
+from processors.summarize.said import lost_sentences
+
+#: Why a candidate was refused, one kind per problem.
+RefusalKind = Literal[
+    "empty", "too_long", "tool_syntax", "role_markup", "missing", "lost_user_words"
+]
 
 __all__ = [
     "COMMON_TOOL_NAMES",
     "CandidateCheck",
+    "RefusalKind",
     "check_candidate",
     "find_role_markup",
     "find_tool_call_syntax",
@@ -167,6 +177,8 @@ class CandidateCheck:
         tool_syntax: Snippets that look like tool calls.
         role_markup: Snippets that say who speaks (`Human:`, `<|im_start|>system`).
         empty: Whether the candidate has no text at all.
+        lost: The user's sentences it does not keep (neither verbatim nor all their
+            words on one line).
     """
 
     tokens: int
@@ -175,6 +187,7 @@ class CandidateCheck:
     tool_syntax: tuple[str, ...] = ()
     role_markup: tuple[str, ...] = ()
     empty: bool = False
+    lost: tuple[str, ...] = ()
 
     @property
     def too_long(self) -> bool:
@@ -184,9 +197,20 @@ class CandidateCheck:
     @property
     def ok(self) -> bool:
         """Whether the candidate may be committed."""
-        return not (
-            self.empty or self.too_long or self.missing or self.tool_syntax or self.role_markup
-        )
+        return not self.kinds
+
+    @property
+    def kinds(self) -> tuple[RefusalKind, ...]:
+        """The kind of every problem found, in a fixed order (empty when `ok`)."""
+        found: dict[RefusalKind, object] = {
+            "empty": self.empty,
+            "too_long": self.too_long,
+            "tool_syntax": self.tool_syntax,
+            "role_markup": self.role_markup,
+            "missing": self.missing,
+            "lost_user_words": self.lost,
+        }
+        return tuple(kind for kind, present in found.items() if present)
 
     def reason(self) -> str:
         """A short phrase naming every problem (empty when `ok`)."""
@@ -201,6 +225,9 @@ class CandidateCheck:
             problems.append(f"role markup ({_shorten(self.role_markup[0])})")
         if self.missing:
             problems.append("dropped " + ", ".join(self.missing[:5]))
+        if self.lost:
+            shown = " | ".join(_shorten(s) for s in self.lost[:3])
+            problems.append(f"lost {len(self.lost)} of the user's sentences ({shown})")
         return "; ".join(problems)
 
     def retry_instructions(self) -> str:
@@ -212,6 +239,11 @@ class CandidateCheck:
             lines.append(
                 "- It dropped or changed these; copy each exactly as written: "
                 + ", ".join(self.missing)
+            )
+        if self.lost:
+            lines.append(
+                "- It lost what the user said; quote each of these sentences of the user "
+                "exactly, in its own language: " + " | ".join(self.lost)
             )
         if self.tool_syntax:
             lines.append(
@@ -240,6 +272,7 @@ def check_candidate(
     required: Sequence[str] = (),
     facts: Sequence[str] = (),
     tool_names: Iterable[str] = (),
+    said: Sequence[str] = (),
 ) -> CandidateCheck:
     """Check a candidate summary.
 
@@ -250,6 +283,7 @@ def check_candidate(
         required: Critical entities it must contain verbatim.
         facts: Pinned facts it must contain verbatim.
         tool_names: Names of the tools the summarized span used.
+        said: The user's sentences it must keep (`said.user_sentences`).
     """
     return CandidateCheck(
         tokens=tokens,
@@ -258,6 +292,7 @@ def check_candidate(
         tool_syntax=tuple(find_tool_call_syntax(text, tool_names)),
         role_markup=tuple(find_role_markup(text)),
         empty=not text.strip(),
+        lost=tuple(lost_sentences(said, text)),
     )
 
 

@@ -41,7 +41,6 @@ from processors.summarize.facts import (
     clip,
     command_of,
     constraint_sentences,
-    decision_sentences,
     dedupe,
     errors_of,
     failure_entities,
@@ -53,13 +52,20 @@ from processors.summarize.facts import (
     user_entities,
 )
 from processors.summarize.quoting import quote_output
+from processors.summarize.said import MESSAGE_CHARS
+from processors.summarize.turns import (
+    Questions,
+    decisions_with_reasons,
+    is_todo_tool,
+    latest_plan,
+)
 
-__all__ = ["ExtractiveSummarizer"]
+__all__ = ["ExtractiveSummarizer", "describe_use"]
 
 _STATE_CHARS = 800
 #: How long one of the user's messages may be in the brief: longer ones keep their head,
 #: and the constraint sentences of what was cut are listed on their own.
-_USER_MESSAGE_CHARS = 2_000
+_USER_MESSAGE_CHARS = MESSAGE_CHARS
 _STOPWORDS = frozenset(
     "about also especially focus include keep make mention only please should summary "
     "summarize sure that their there these they this those what when which with from into "
@@ -73,9 +79,10 @@ class ExtractiveSummarizer:
 
     Sections: the goal (the user's first request, verbatim), every later user message
     (verbatim; a later value replaces an earlier one), constraints (notes, and those of a
-    message too long to keep whole), decisions, files modified and read, commands and tool use with
-    their outcomes, errors open and resolved, key identifiers, the current state and next
-    step. Given `previous` (a brief it wrote), the newer span is merged into it.
+    message too long to keep whole), decisions made and why, the latest todo list, files
+    modified and read, commands and tool use with their outcomes, open questions, errors
+    open and resolved, key identifiers, the current state and next step. Given `previous`
+    (a brief it wrote), the newer span is merged into it.
 
     Args:
         max_tokens: Upper bound of the brief; the least needed items are dropped first.
@@ -187,7 +194,7 @@ class ExtractiveSummarizer:
         _read_turns(brief, nodes, limit // 2, counter)
         _read_files(brief, nodes)
         brief.commands = [
-            _describe_use(use.call, use) for use in uses if use.call and _is_command(use.call)
+            describe_use(use.call, use) for use in uses if use.call and _is_command(use.call)
         ]
         brief.identifiers = user_entities(nodes, per_turn=self.entities_per_turn)
         said = set(brief.identifiers)
@@ -236,23 +243,28 @@ def _user_text(node: Node) -> str:
 
 
 def _read_turns(brief: Brief, nodes: Sequence[Node], goal_tokens: int, c: TokenCounter) -> None:
-    """Goal, the user's messages, constraints, decisions and the last assistant text.
+    """Goal, the user's messages, constraints, decisions, questions, the last assistant text.
 
     The goal is the session's first request (a node of turn 1, or the span's first user
     node when turns are unknown); every later user message is kept verbatim, in any
     language, its head when it is very long. A notice (`UserNode.notice`) is neither:
     the harness wrote it ("DO NOT respond to these messages" is not the user's rule).
     """
+    questions = Questions()
     for node in nodes:
+        questions.read(node)
         if isinstance(node, UserNode) and not node.notice:
             _read_user_turn(brief, node, goal_tokens, c)
         elif isinstance(node, NoteNode) and node.text:
             brief.constraints.append(clip(f"Note: {node.text}"))
         elif isinstance(node, AssistantNode) and node.text.strip():
-            brief.decisions.extend(clip(s) for s in decision_sentences(node.text))
+            brief.decisions.extend(decisions_with_reasons(node.text))
             brief.state = clip(node.text, _STATE_CHARS)
     brief.constraints = dedupe(brief.constraints)
     brief.decisions = dedupe(brief.decisions)
+    brief.questions = questions.open(brief_format.ASKED_BY)
+    brief.spoke = questions.spoke
+    brief.plan = latest_plan(nodes)
 
 
 def _read_user_turn(brief: Brief, node: UserNode, goal_tokens: int, c: TokenCounter) -> None:
@@ -292,11 +304,13 @@ def _successes(uses: Iterable[ToolUse]) -> set[str]:
 
 
 def _is_command(call: ToolCallNode) -> bool:
-    """Shell commands and other tools; plain file reads and edits are listed as files."""
+    """Shell commands and other tools (a todo list is the plan, files are listed apart)."""
+    if is_todo_tool(call.name):
+        return False
     return command_of(call) is not None or files_of(call) == ([], [])
 
 
-def _describe_use(call: ToolCallNode, use: ToolUse) -> str:
+def describe_use(call: ToolCallNode, use: ToolUse) -> str:
     """One line in prose: what was run and how it ended (never call syntax).
 
     A line copied from the output ends the item as quoted tool output, attributed to

@@ -1,12 +1,15 @@
 """`HistorySummarizer`: abstract a run of old interaction units into one summary node.
 
 Candidate, check, commit: the summarizer's candidate is checked (shorter than what it
-replaces, no tool-call syntax, every pinned fact and critical entity kept verbatim); a
-refused candidate gets one retry with instructions that name what was wrong, then the
-deterministic extractive brief is used instead. A timeout or a summarizer that raises
-falls back the same way, and an error's text never becomes the summary. Input larger
-than the summarizer's window is split at unit boundaries, summarized chunk by chunk
-(map) and the chunk summaries summarized together (reduce).
+replaces, no tool-call syntax, every pinned fact and critical entity kept verbatim, every
+sentence of the user's later messages kept, in any language); a refused candidate gets
+one retry with instructions that name what was wrong. A retry that still loses only the
+user's sentences is repaired (they are appended, quoted); otherwise the deterministic
+extractive brief is used instead, and is itself refused if its bound dropped one. A
+timeout or a summarizer that raises falls back the same way, and an error's text never
+becomes the summary. Input larger than the summarizer's window is split at unit
+boundaries, summarized chunk by chunk (map) and the chunk summaries summarized together
+(reduce).
 
 ```python
 proposal = await HistorySummarizer(timeout=30).propose(old_units_nodes, ctx)
@@ -15,6 +18,7 @@ proposal = await HistorySummarizer(timeout=30).propose(old_units_nodes, ctx)
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -38,16 +42,18 @@ from processors.summarize.checks import (
     required_entities,
     tool_names_of,
 )
-from processors.summarize.extractive import ExtractiveSummarizer
-from processors.summarize.facts import ITEM_CHARS, clip, constraint_sentences, dedupe
+from processors.summarize.extractive import ExtractiveSummarizer, describe_use
+from processors.summarize.facts import clip, dedupe
+from processors.summarize.lineage import LINE_SOURCES, line_sources
 from processors.summarize.providers import (
     Compacted,
     CompactionProvider,
     resolve_provider,
     safeguard_targets,
 )
+from processors.summarize.said import MESSAGE_CHARS, user_sentences
 from processors.summarize.targets import Plan, plan_targets
-from processors.summarize.updates import is_stale, stale_values, supersede
+from processors.summarize.updates import is_stale, stale_values
 
 __all__ = ["HistorySummarizer", "summary_room"]
 
@@ -64,25 +70,22 @@ class _Job:
     facts: tuple[str, ...]
     tool_names: tuple[str, ...]
     said: tuple[str, ...] = ()
-    """The user's constraint sentences a model's summary must quote (not carried on)."""
+    """The user's sentences every summary must keep (`said.user_sentences`)."""
 
     @property
     def previous(self) -> str | None:
         return self.plan.previous.text if self.plan.previous is not None else None
 
-    def check(self, text: str, *, quoting: bool = False) -> CandidateCheck:
-        """The candidate's verdict; `quoting`: it must also quote the user's constraints.
-
-        A model's candidate must (its prompt asks for the user's messages quoted whole);
-        the extractive brief quotes them itself, unless its bound had to drop one.
-        """
+    def check(self, text: str) -> CandidateCheck:
+        """The candidate's verdict, whoever wrote it (a model, a provider, the brief)."""
         return check_candidate(
             text,
             tokens=self.ctx.tokens.count_text(text),
             limit=self.plan.tokens_before,
             required=self.required,
-            facts=(*self.facts, *self.said) if quoting else self.facts,
+            facts=self.facts,
             tool_names=self.tool_names,
+            said=self.said,
         )
 
 
@@ -194,27 +197,30 @@ class HistorySummarizer:
         if text is None:
             note = f"fallback to extractive ({label}: {detail})"
             return self._finish(job, self._brief(job, self.fallback), "extractive", kind, note)
-        note = f"model ok ({label})" if kind == "model" else f"retry ok ({label}; {detail})"
+        notes = {"model": f"model ok ({label})", "retry": f"retry ok ({label}; {detail})"}
+        note = notes.get(kind, f"repaired ({label}; {detail})")
         return self._finish(job, text, label, kind, note)
 
     async def _remote(self, job: _Job, provider: CompactionProvider) -> Proposal:
         """The provider's compaction; on any failure, the safeguard brief (never partial)."""
         label = _label(provider)
+        result: Compacted | None
         try:
             with anyio.fail_after(self.timeout):
-                result = await provider.compact(
+                returned = await provider.compact(
                     strip_signed_secrets(job.plan.span),
                     job.ctx.instructions,
                     [*job.required, *job.facts],
                 )
-            detail = _refusal(result, job)
+            result, detail = _accepted(returned, job)
         except Exception as exc:
             result, detail = None, _describe(exc)
-        if detail is not None or not isinstance(result, Compacted):
+        if result is None:
             return self._safeguard(job, label, detail or "no result")
         # An opaque artifact is shown to other providers as our own brief of the span.
         text = result.text or self._brief(job, self.fallback)
-        return self._finish(job, text, label, "provider", f"provider ok ({label})", result.native)
+        note = f"provider ok ({label}{'; ' if detail else ''}{detail})"
+        return self._finish(job, text, label, "provider", note, result.native)
 
     def _safeguard(self, job: _Job, label: str, detail: str) -> Proposal:
         """The extractive brief of the span's older units: the recent ones stay as they are."""
@@ -241,23 +247,16 @@ class HistorySummarizer:
         messages = _user_messages(plan)
         stale = stale_values(messages)
         required = [entity for entity in required if not is_stale(entity, stale)]
-        current = " ".join(" ".join(m.split()) for m in supersede(messages))
         return _Job(
             plan=plan,
             ctx=ctx,
             required=tuple(required),
             facts=tuple(dedupe([*self.keep, *facts])),
             tool_names=tuple(tool_names_of(plan.span)),
+            # The first request is never summarized in a managed session (it stays in
+            # the floor, verbatim): the sentences of the user's later messages.
             said=tuple(
-                sentence
-                for node in plan.span
-                # The first request is never summarized in a managed session (it stays in
-                # the floor, verbatim): the sentences of the user's later turns.
-                if isinstance(node, UserNode) and not node.notice and node.turn > 1
-                for sentence in dict.fromkeys(
-                    " ".join(s.split()) for s in constraint_sentences(node.text)
-                )
-                if len(sentence) <= ITEM_CHARS and sentence in current
+                user_sentences(_user_messages(plan, later=True), message_chars=MESSAGE_CHARS)
             ),
         )
 
@@ -276,14 +275,18 @@ class HistorySummarizer:
         instructions = _instructions(job)
         nodes = await self._fit_window(summarizer, job, job.plan.units, instructions, 0)
         first = await self._call(summarizer, nodes, job.previous, instructions)
-        verdict = job.check(first, quoting=True)
+        verdict = job.check(first)
         if verdict.ok:
             return first, "model", ""
         retry = "\n\n".join(t for t in (instructions, verdict.retry_instructions()) if t)
         second = await self._call(summarizer, nodes, job.previous, retry)
-        again = job.check(second, quoting=True)
+        again = job.check(second)
         if again.ok:
             return second, "retry", f"first candidate: {verdict.reason()}"
+        repaired = _repaired(second, again, job)
+        if repaired is not None:
+            detail = f"first candidate: {verdict.reason()}; the retry {again.reason()}, appended"
+            return repaired, "repaired", detail
         return None, "fallback", f"refused twice: {verdict.reason()}; then {again.reason()}"
 
     async def _call(
@@ -336,6 +339,9 @@ class HistorySummarizer:
         # The hint follows the checks: it names an id, which is no fact of the history.
         hint = job.ctx.expand_hint(job.plan.abstract_ids[0], "the turns this summary stands for")
         node = self._node(job, text if hint is None else f"{text}\n{hint}", label, kind)
+        carried = () if job.plan.previous is None else (job.plan.previous,)
+        sources = line_sources(text, job.plan.span, carried=carried, describe=describe_use)
+        node = node.model_copy(update={"meta": {**node.meta, LINE_SOURCES: sources}})
         if native is not None:
             node = node.model_copy(update={"native": native})
         if job.plan.previous is not None:
@@ -399,8 +405,8 @@ _BRIEF_FRAME = 192
 _USER_SHARE = 0.25
 
 
-def _user_messages(plan: Plan) -> list[str]:
-    """What the user said, oldest first.
+def _user_messages(plan: Plan, *, later: bool = False) -> list[str]:
+    """What the user said, oldest first; `later`: the first request (turn 1) left out.
 
     The previous brief's messages, then the span's: a user turn's text, or the messages
     of a brief the summary absorbs, where that brief stands.
@@ -411,8 +417,30 @@ def _user_messages(plan: Plan) -> list[str]:
             brief = parse(node.text)
             said += brief.requests if brief is not None else []
         elif isinstance(node, UserNode) and not node.notice and node.text:
-            said.append(node.text)
+            if not (later and node.turn <= 1):
+                said.append(node.text)
     return said
+
+
+#: Heads the user's sentences a model's summary left out, appended to it (`_repaired`).
+REPAIR_HEADING = "## The user's words (verbatim)"
+
+
+#: The problems appending the user's lost sentences may mend.
+_REPAIRABLE = frozenset({"lost_user_words", "missing"})
+
+
+def _repaired(text: str, verdict: CandidateCheck, job: _Job) -> str | None:
+    """A model's summary with the user's sentences it lost appended, if that mends it.
+
+    Only for a summary that lost some of them: the identifiers it dropped may be in the
+    quoted sentences. `None` when it is still refused with them.
+    """
+    if "lost_user_words" not in verdict.kinds or not set(verdict.kinds) <= _REPAIRABLE:
+        return None
+    quoted = "\n".join(f"- {sentence}" for sentence in verdict.lost)
+    repaired = f"{text.rstrip()}\n\n{REPAIR_HEADING}\n{quoted}"
+    return repaired if job.check(repaired).ok else None
 
 
 def summary_room(plan: Plan, ctx: ProcessorContext, keep: Sequence[str] = ()) -> int | None:
@@ -469,17 +497,26 @@ def _user_words(plan: Plan, ctx: ProcessorContext) -> int:
     return sum(ctx.tokens.count_text(text) for text in texts if text)
 
 
-def _refusal(result: object, job: _Job) -> str | None:
-    """Why a provider's result cannot be committed, or None."""
+def _accepted(result: object, job: _Job) -> tuple[Compacted | None, str]:
+    """A provider's result as it may be committed, or `None` and why not.
+
+    A readable summary that lost only the user's sentences is repaired: they are
+    appended (the detail says so). An opaque artifact has no text to check.
+    """
     if not isinstance(result, Compacted):
-        return f"returned {type(result).__name__}, expected Compacted"
+        return None, f"returned {type(result).__name__}, expected Compacted"
     if result.empty:
-        return "empty result"
-    if result.text is not None:
-        verdict = job.check(result.text)
-        if not verdict.ok:
-            return f"refused its summary: {verdict.reason()}"
-    return None
+        return None, "empty result"
+    if result.text is None:
+        return result, ""
+    verdict = job.check(result.text)
+    if verdict.ok:
+        return result, ""
+    repaired = _repaired(result.text, verdict, job)
+    if repaired is None:
+        return None, f"refused its summary: {verdict.reason()}"
+    detail = f"its summary {verdict.reason()}, appended"
+    return dataclasses.replace(result, text=repaired), detail
 
 
 def _strings(value: object) -> tuple[str, ...]:
@@ -498,7 +535,10 @@ def _instructions(job: _Job) -> str:
     if job.facts:
         parts.append("These facts must appear verbatim: " + "; ".join(job.facts))
     if job.said:
-        parts.append("Quote these sentences of the user exactly: " + " | ".join(job.said))
+        parts.append(
+            "Quote these sentences of the user exactly, in their own language: "
+            + " | ".join(job.said)
+        )
     return "\n".join(p for p in parts if p)
 
 

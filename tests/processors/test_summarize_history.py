@@ -349,8 +349,10 @@ class TestRolling:
         first = await _processor().propose(units_nodes(graph, 1, 6), _ctx(graph))
         old = _edit(first).summary
         graph.add_derived(old)
+        # The user's later messages are quoted, as every summary must.
+        steps = " ".join(f"Step {n}: also bump version to 2.4.{n} in setup.cfg." for n in range(3))
         model = ScriptedSummarizer(
-            GOOD + " Now update CHANGELOG.md for release v2.3.1 please. setup.cfg at 2.4.0."
+            f"{GOOD} Now update CHANGELOG.md for release v2.3.1 please. {steps}"
         )
         span = units_nodes(graph, 6, 10)
         proposal = await _processor(summarizer=model).propose(span, _ctx(graph))
@@ -384,7 +386,8 @@ class TestRolling:
         old = _edit(await _processor().propose(units_nodes(graph, 1, 6), _ctx(graph))).summary
         graph.add_derived(old.model_copy(update={"pinned": True}))
         model = ScriptedSummarizer(
-            "Now update CHANGELOG.md for release v2.3.1 please. Done; setup.cfg is at 2.4.0."
+            "Now update CHANGELOG.md for release v2.3.1 please. "
+            "Step 0: also bump version to 2.4.0 in setup.cfg. Done."
         )
         span = units_nodes(graph, 6, 10)
         proposal = await _processor(summarizer=model).propose(span, _ctx(graph))
@@ -435,7 +438,11 @@ class TestWindow:
             assert _tokens(graph, call["nodes"]) <= 60 or len(heads) == 1
         assert all(isinstance(n, SummaryNode) for n in final["nodes"])
         assert sum(len(n.text.split()) for n in final["nodes"]) <= 60
-        assert proposal.note == "model ok (scripted)"
+        # The echo of the chunk summaries loses user messages: they are appended, quoted.
+        assert proposal.note.startswith("repaired (scripted; first candidate: lost 2 of the")
+        text = _edit(proposal).summary.text
+        assert "## The user's words (verbatim)" in text
+        assert "- Step 5: also bump version to 2.4.5 in setup.cfg." in text
 
     async def test_input_that_never_fits_falls_back(self) -> None:
         """Chunk summaries that stay over the window end in the extractive fallback."""

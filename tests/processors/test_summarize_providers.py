@@ -132,9 +132,11 @@ class TestRegistry:
         assert isinstance(stage.provider, Echo)
         working = WorkingGraph(build_session())
         proposal = await _propose(stage, working)
-        assert proposal.note == "provider ok (echo_test)"
+        # Its summary names identifiers only: the user's later message is appended, quoted.
+        assert proposal.note.startswith("provider ok (echo_test; its summary lost 1 of the")
         summary = _summary(proposal)
         assert summary.text.startswith("Remote: ")
+        assert "\n- Now also bump version to 2.4.5 in setup.cfg." in summary.text
         assert summary.meta["path"] == "provider"
         (call,) = stage.provider.calls
         assert call[2] and all(identifier in summary.text for identifier in call[2])
@@ -202,7 +204,7 @@ class TestAnthropicCompact:
     ) -> None:
         working = WorkingGraph(build_session())
         proposal = await _propose(_processor(_anthropic(server)), working)
-        assert proposal.note == "provider ok (anthropic-compact)"
+        assert proposal.note.startswith("provider ok (anthropic-compact; its summary lost 1")
         ((path, body),) = server.bodies
         assert path == "/v1/messages"
         TypeAdapter(BetaContextManagementConfigParam).validate_python(body["context_management"])
@@ -264,9 +266,28 @@ class TestFallback:
                 return Compacted(text="The user wanted some fixes.", provider="lossy")
 
         working = WorkingGraph(build_session())
-        proposal = await _propose(_processor(Lossy()), working)
+        # A pinned fact that none of the user's sentences holds: quoting them (the repair
+        # of a summary that lost them) cannot bring it back.
+        proposal = await _propose(_processor(Lossy(), keep=["TICKET-77"]), working)
         assert "refused its summary" in proposal.note
+        assert "TICKET-77" in proposal.note
         assert _summary(proposal).meta["path"] == "safeguard"
+
+    async def test_a_summary_that_lost_the_users_words_is_repaired(self) -> None:
+        """The identifiers it dropped were the user's: quoting the sentence restores them."""
+
+        class Lossy(Echo):
+            async def compact(
+                self, messages: Sequence[Node], instructions: str | None, ids: Sequence[str]
+            ) -> Compacted:
+                return Compacted(text="The user wanted some fixes.", provider="lossy")
+
+        proposal = await _propose(_processor(Lossy()), WorkingGraph(build_session()))
+        assert "its summary dropped setup.cfg, 2.4.5; lost 1 of the user's" in proposal.note
+        summary = _summary(proposal)
+        assert summary.meta["path"] == "provider"
+        assert summary.text.startswith("The user wanted some fixes.\n\n## The user's words")
+        assert summary.text.endswith("- Now also bump version to 2.4.5 in setup.cfg.")
 
 
 class Scripted:
@@ -324,6 +345,13 @@ async def test_the_proposal_is_the_providers_or_the_safeguards(outcome: object, 
     if outcome == "ok":
         assert summary.meta["path"] == "provider"
         assert summary.text.startswith("All done: ")
+        assert summary.abstracts == tuple(n.id for n in span)
+    elif summary.meta["path"] == "provider":
+        # A readable summary that lost only the user's words (and identifiers they hold)
+        # is the provider's with those sentences appended, quoted.
+        assert isinstance(outcome, Compacted) and outcome.text
+        assert summary.text.startswith(f"{outcome.text.rstrip()}\n\n## The user's words")
+        assert "appended" in proposal.note
         assert summary.abstracts == tuple(n.id for n in span)
     else:
         assert summary.meta["path"] == "safeguard"

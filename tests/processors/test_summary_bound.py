@@ -28,17 +28,20 @@ TIKTOKEN = TiktokenCounter()
 def _plain_bound(
     brief: Brief, max_tokens: int, count: Callable[[str], int], keep: Sequence[str]
 ) -> str:
-    """`bound` as it was: the whole brief written and counted again after every drop."""
+    """`bound` written plainly: the whole brief written and counted again after every
+    drop; the blocks are shortened before the user's messages are dropped."""
     kept = frozenset(keep)
     text = render(brief)
     for name in DROP_ORDER:
+        if name == "requests":
+            for block_name, floor in (("earlier", 0), ("state", 80)):
+                over = count(text) - max_tokens
+                block = getattr(brief, block_name)
+                if over > 0 and block:
+                    shorter = clip_tokens(block, max(count(block) - over, floor), count)
+                    setattr(brief, block_name, shorter)
+                    text = render(brief)
         while count(text) > max_tokens and brief_format._drop_one(brief, name, kept):
-            text = render(brief)
-    for name, floor in (("earlier", 0), ("state", 80)):
-        over = count(text) - max_tokens
-        block = getattr(brief, name)
-        if over > 0 and block:
-            setattr(brief, name, clip_tokens(block, max(count(block) - over, floor), count))
             text = render(brief)
     return text
 

@@ -183,7 +183,7 @@ class TestModelSummaryCheck:
         model = _Model(paraphrase, quoted)
         processor = HistorySummarizer(summarizer=model)
         proposal = await processor.propose(span, ProcessorContext.for_graph(graph))
-        assert proposal.note.startswith("retry ok (scripted; first candidate: dropped Please")
+        assert proposal.note.startswith("retry ok (scripted; first candidate: lost 2 of the user")
         (edit,) = proposal.edits
         assert isinstance(edit, Abstract) and edit.summary.text == quoted
         assert "Quote these sentences of the user exactly" in (model.instructions[0] or "")

@@ -41,9 +41,11 @@ Write markdown with these headings, leaving out any that would be empty: Goal (t
 user's first request, quoted), User messages (every later message of the user, quoted \
 whole, in its own language; when a later message changes a value, such as a budget or a \
 host, keep only the latest value), Constraints and preferences (each rule in one line \
-with its value), Decisions (and why), Files read, Files modified (what changed), \
-Commands and outcomes, Errors (the last error line quoted, open or resolved, and what \
-resolved it), Key identifiers, Current state and next step, Open questions.
+with its value), Decisions made and why (each decision with the reason given for it), \
+Plan (the latest todo list, each step with its status), Files read, Files modified \
+(what changed), Commands and outcomes, Open questions (asked by the user or the \
+assistant and not answered later), Errors (the last error line quoted, open or \
+resolved, and what resolved it), Key identifiers, Current state and next step.
 
 Rules:
 - Copy identifiers, file paths, numbers, names of errors and quoted values exactly, \

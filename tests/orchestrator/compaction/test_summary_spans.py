@@ -42,7 +42,11 @@ def _manager(summarizer: ScriptedSummarizer, **options: Any) -> ContextManager:
 
 class TestTwoSummariesInOneSpan:
     async def test_the_next_summary_absorbs_both_and_the_turn_between(self) -> None:
-        summarizer = ScriptedSummarizer([f"Summary {n}: steps ran, all ok." for n in range(6)])
+        # Each quotes the user's later message, as a summary of a span holding it must.
+        quote = "The user said: Also check the logging module."
+        summarizer = ScriptedSummarizer(
+            [f"Summary {n}: steps ran, all ok. {quote}" for n in range(6)]
+        )
         manager = _manager(summarizer)
         manager.add_system("You are a careful coding agent.")
         manager.add_user("Fix the failing test in tests/test_io.py.")
@@ -62,7 +66,7 @@ class TestTwoSummariesInOneSpan:
         assert previous is not None and "Summary 0" in previous
         assert [(n.kind, n.text) for n in nodes[:2]] == [
             ("user", "Also check the logging module."),
-            ("summary", "Summary 1: steps ran, all ok."),
+            ("summary", f"Summary 1: steps ran, all ok. {quote}"),
         ]
         assert [n.tool_call_id for n in nodes if n.kind == "tool_call"] == ["c5", "c6"]
         result = await manager.render()

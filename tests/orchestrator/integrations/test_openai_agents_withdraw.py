@@ -146,14 +146,20 @@ class TestPop:
         assert [i["type"] for i in (await manager.render()).payload["input"]] == ["message"]
 
     async def test_pops_through_summarized_history_show_nothing_popped(self) -> None:
-        """Summaries that stood for a popped item are undone; what stays is summarized anew."""
+        """Summaries that stood for a popped item are undone; what stays is summarized anew.
+
+        The bulk is in the replies: a summary keeps every sentence the user said, and
+        thirty long user messages alone would not fit the budget in any summary.
+        """
         manager = ContextManager(format="responses", budget=900, counter=WordCounter())
         session = ContextSession(manager)
         for n in range(30):
-            await session.add_items([_user(f"ask-{n}-mark {LONG}")])
+            reply = {"role": "assistant", "content": f"reply-{n} {LONG}"}
+            await session.add_items([_user(f"ask-{n}-mark"), reply])
             if n % 3 == 0:
                 await manager.render()
         for popped in range(29, 0, -1):
+            await session.pop_item()
             await session.pop_item()
             result = await manager.render()
             assert validate(result.payload, "responses") == []
@@ -162,7 +168,9 @@ class TestPop:
             assert [n for n in range(popped, 30) if f"ask-{n}-mark" in text] == []
         undone = [e for e in manager.working.audit() if e.processor == "withdraw"]
         assert undone and all(e.removed for e in undone)
-        assert await session.get_items() == [_user(f"ask-0-mark {LONG}")]
+        first, reply = await session.get_items()
+        assert first == _user("ask-0-mark")
+        assert f"reply-0 {LONG}" in json.dumps(reply)
 
     # `Runner.run_sync` keeps its event loop (and the sockets on it) open for the next
     # call; closing them is this test's cleanup, not a failure of the code under test.

@@ -1,0 +1,201 @@
+"""Every sentence the user said is kept, in any language, or the summary is refused.
+
+Issue 34.1: a Chinese rule, a bare imperative and "Mia prefers ..." have no English cue
+word; German, Spanish, French and Japanese imperatives and prohibitions neither. The
+check knows no cue words: every sentence of the user's later messages that no later one
+restates with another value must be in the summary, verbatim or word for word on one
+line; the extractive brief is refused when its bound dropped one, a model's summary is
+retried, then repaired, and a provider's readable summary is repaired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from context_graph import ContextGraph
+from context_graph.graph.nodes import Node
+from context_graph.testing import WordCounter
+from processors.base import Abstract, ProcessorContext, Proposal
+from processors.summarize import HistorySummarizer, check_candidate
+from processors.summarize.said import lost_sentences, said_in, user_sentences
+from processors.summarize.updates import supersede
+
+#: One instruction per language, none with an English cue word.
+MULTILINGUAL = (
+    "禁止修改 tests/ 目录。",
+    "Skip the invoices table.",
+    "Mia prefers short bullet lists in status updates.",
+    "Ändere niemals die Datei config/prod.yaml.",
+    "No borres la tabla de clientes.",
+    "Ne touchez pas au dossier migrations/.",
+    "本番データベースには接続しないでください。",
+)
+
+
+def _session(*later: str, first: str = "Migrate the billing service.") -> ContextGraph:
+    graph = ContextGraph(counter=WordCounter())
+    graph.add_system("You are a coding agent.")
+    graph.add_user(first)
+    for number, text in enumerate(later):
+        graph.add_user(text)
+        graph.add_assistant(
+            f"Working on step {number}.",
+            tool_calls=[{"id": f"c{number}", "name": "bash", "arguments": {"command": "ls"}}],
+        )
+        graph.add_tool_result(f"c{number}", "\n".join(f"file_{i}.py" for i in range(40)))
+    graph.add_user("Carry on.")
+    return graph
+
+
+def _span(graph: ContextGraph) -> list[Node]:
+    """Every node after the first request, up to the last user turn."""
+    last = max(graph[i].turn for i in graph.transcript())
+    return [graph[i] for i in graph.transcript() if 1 < graph[i].turn < last]
+
+
+async def _propose(processor: HistorySummarizer, graph: ContextGraph, **ctx: object) -> Proposal:
+    return await processor.propose(_span(graph), ProcessorContext.for_graph(graph, **ctx))
+
+
+def _summary_text(proposal: Proposal) -> str:
+    (edit,) = proposal.edits
+    assert isinstance(edit, Abstract)
+    return edit.summary.text
+
+
+class _Model:
+    """A summarizer that answers from a script, as a model would."""
+
+    name = "scripted"
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+        self.instructions: list[str | None] = []
+
+    async def summarize(
+        self, nodes: Sequence[Node], *, previous: str | None, instructions: str | None
+    ) -> str:
+        self.instructions.append(instructions)
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+class TestWhatMustBeKept:
+    def test_every_sentence_in_any_language_is_required(self) -> None:
+        said = user_sentences(list(MULTILINGUAL), message_chars=2_000)
+        assert said == list(MULTILINGUAL)
+
+    def test_a_sentence_restated_later_with_another_value_is_not(self) -> None:
+        said = user_sentences(
+            ["The budget cap is $500 total. Never skip review.", "The budget cap is now $800."],
+            message_chars=2_000,
+        )
+        assert said == ["Never skip review.", "The budget cap is now $800."]
+
+    def test_past_the_head_of_a_huge_message_nothing_is_required(self) -> None:
+        huge = "Keep the head. " + "Log line number forty two. " * 200
+        said = user_sentences([huge], message_chars=200)
+        assert said == ["Keep the head.", "Log line number forty two."]
+
+    def test_what_a_harness_wrapped_in_its_tags_is_not_the_users(self) -> None:
+        """Claude Code's slash-command and reminder elements are left out; HTML is not."""
+        said = user_sentences(
+            [
+                "<command-message>publish-session</command-message> "
+                "<command-name>/publish-session</command-name>",
+                "Why won't you run it? <system-reminder>Be terse.\nReally.</system-reminder> "
+                "Use <b>bold</b> text.",
+            ],
+            message_chars=2_000,
+        )
+        assert said == ["Why won't you run it?", "Use <b>bold</b> text."]
+
+    def test_own_words_on_one_line_count_verbatim_elsewhere_do_not(self) -> None:
+        assert said_in("Skip the invoices table.", "- The user said: skip the INVOICES table")
+        assert said_in("禁止修改 tests/ 目录。", "- 用户说:禁止修改 tests/ 目录")
+        assert not said_in("Skip the invoices table.", "- skip the\n- invoices table")
+        assert not said_in("Use port 5433.", "- Use port 5432.")
+
+    def test_the_check_names_the_lost_sentence_with_a_typed_kind(self) -> None:
+        check = check_candidate(
+            "The user gave some rules.", tokens=5, limit=100, said=list(MULTILINGUAL)
+        )
+        assert not check.ok
+        assert check.kinds == ("lost_user_words",)
+        assert check.lost == MULTILINGUAL
+        assert "lost 7 of the user's sentences (禁止修改 tests/ 目录。" in check.reason()
+        assert "Skip the invoices table." in check.retry_instructions()
+
+
+class TestEveryPath:
+    async def test_the_extractive_brief_keeps_them_all(self) -> None:
+        proposal = await _propose(HistorySummarizer(), _session(*MULTILINGUAL))
+        text = _summary_text(proposal)
+        assert lost_sentences(MULTILINGUAL, text) == []
+
+    async def test_a_brief_whose_bound_drops_one_is_refused(self) -> None:
+        """A budget so small the brief must drop a message: refused, nothing proposed."""
+        graph = _session(*MULTILINGUAL)
+        proposal = await _propose(HistorySummarizer(), graph, budget=60, target=60)
+        assert proposal.empty
+        assert "refused extractive summary: lost " in proposal.note
+        assert "of the user's sentences" in proposal.note
+
+    async def test_a_model_summary_that_paraphrases_is_retried_then_repaired(self) -> None:
+        paraphrase = "The user set rules about tests, invoices, config, clients and prod."
+        model = _Model(paraphrase)
+        proposal = await _propose(HistorySummarizer(summarizer=model), _session(*MULTILINGUAL))
+        assert len(model.instructions) == 2
+        assert "Quote these sentences of the user exactly" in (model.instructions[0] or "")
+        assert "It lost what the user said" in (model.instructions[1] or "")
+        assert proposal.note.startswith("repaired (scripted; first candidate: dropped config")
+        assert "lost 7 of the user's sentences" in proposal.note
+        text = _summary_text(proposal)
+        assert text.startswith(paraphrase)
+        assert "## The user's words (verbatim)" in text
+        assert lost_sentences(MULTILINGUAL, text) == []
+
+    async def test_a_model_summary_that_quotes_them_passes(self) -> None:
+        quoted = "Rules, quoted: " + " ".join(MULTILINGUAL)
+        proposal = await _propose(
+            HistorySummarizer(summarizer=_Model(quoted)), _session(*MULTILINGUAL)
+        )
+        assert proposal.note == "model ok (scripted)"
+        assert _summary_text(proposal).startswith(quoted)
+
+
+_WORDS = st.sampled_from(
+    [
+        *("skip", "the", "invoices", "table", "never", "touch", "prod", "禁止", "修改", "目录"),
+        *("budget", "cap", "is", "port", "$500", "$800", "5433", "src/app.py", "Mia", "prefers"),
+    ]
+)
+_SENTENCE = st.lists(_WORDS, min_size=1, max_size=7).map(lambda w: " ".join(w) + ".")
+_MESSAGE = st.lists(_SENTENCE, min_size=1, max_size=3).map(" ".join)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    messages=st.lists(_MESSAGE, min_size=1, max_size=6),
+    budget=st.sampled_from([None, 80, 200, 2_000]),
+)
+async def test_every_sentence_not_superseded_is_kept_or_the_brief_is_refused(
+    messages: list[str], budget: int | None
+) -> None:
+    """For generated sessions and budgets: the proposal keeps every user sentence that no
+    later message restated, or proposes nothing and says it lost one."""
+    graph = _session(*messages)
+    context = {} if budget is None else {"budget": budget, "target": budget}
+    proposal = await _propose(HistorySummarizer(), graph, **context)
+    current = supersede(messages)
+    required = [s for m in current for s in user_sentences([m], message_chars=2_000)]
+    if proposal.empty:
+        assert "refused" in proposal.note
+        return
+    assert lost_sentences(required, _summary_text(proposal)) == []
