@@ -1,0 +1,178 @@
+"""After a compaction: the auto-continue line, and the latest user turn replayed.
+
+Seed 004's two answers to "the model lost its place":
+
+- **auto-continue**: after a compaction the engine started on its own (a trigger, an
+  overflow; not the caller's `compact()`), the next request ends with a short notice
+  saying the history was compacted and the task goes on. Once: the request after it is
+  back to the view alone. A manual compaction waits for the caller's next word instead.
+- **replay**: when the latest user turn is no longer in the view because a summary
+  stands for it (a provider's own compaction takes in everything before it), every
+  request ends with that turn again, verbatim, until a newer user turn arrives, so the
+  model still reads the request it is answering.
+
+Both are added at render time to a read-only view over the working graph (`_Extended`),
+as user-role nodes at its end: nothing is written to the record or the session store,
+and the renderer places them as any user turn (merged with a user neighbour in the
+formats that alternate roles), counted inside the budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from context_graph.graph.anchors import unit_kind
+from context_graph.graph.content import TextPart
+from context_graph.graph.nodes import Node, UserNode
+from context_graph.graph.units import Unit
+from context_graph.render import RenderResult
+from context_graph.render.turns import RenderSource
+from context_graph.tokens.counting import ProviderFormat
+from orchestrator.bus import EventBus
+from orchestrator.working import WorkingGraph
+
+__all__ = ["AUTO_CONTINUE_TEXT", "Continuation"]
+
+_REPLAY = "~replay"
+_CONTINUE = "auto-continue~"
+
+#: What the model reads after an automatic compaction.
+AUTO_CONTINUE_TEXT = (
+    "[Context note: the earlier conversation was compacted automatically to fit the "
+    "context window; a summary stands in for it above. Carry on with the task in "
+    "progress from where it stopped. If the next step is unclear, ask the user.]"
+)
+
+
+class _Extended:
+    """A view with nodes of its own after its last unit (a `RenderSource`)."""
+
+    def __init__(self, view: RenderSource, extra: Sequence[Node]) -> None:
+        self._view = view
+        self._extra = {node.id: node for node in extra}
+        self._units = tuple(Unit(node.id, unit_kind(node), (node.id,)) for node in extra)
+        self._version = hash((view.version, "continuation", *self._extra))
+
+    @property
+    def version(self) -> int:
+        """Another version than the view's: the renderer caches by it."""
+        return self._version
+
+    def units(self) -> tuple[Unit, ...]:
+        """The view's units, then one unit per added node."""
+        return (*self._view.units(), *self._units)
+
+    def __getitem__(self, node_id: str) -> Node:
+        found = self._extra.get(node_id)
+        return found if found is not None else self._view[node_id]
+
+    def answer_to(self, call_node_id: str) -> Node | None:
+        return self._view.answer_to(call_node_id)
+
+    def first_call_with_id(self, tool_call_id: str) -> str | None:
+        return self._view.first_call_with_id(tool_call_id)
+
+
+class Continuation:
+    """Decides what a request carries after its view: the auto-continue line, a replay.
+
+    Args:
+        bus: Where `auto_continued` and `user_turn_replayed` are reported.
+        enabled: Whether the auto-continue line is added at all (replay always is).
+    """
+
+    def __init__(self, bus: EventBus, *, enabled: bool = True) -> None:
+        self._bus = bus
+        self._enabled = enabled
+        self._due = False
+        self._sent = 0
+
+    @property
+    def due(self) -> bool:
+        """Whether the next request carries the auto-continue line."""
+        return self._due
+
+    def compacted(self, *, automatic: bool, applied: int) -> None:
+        """Note a finished run: one the engine started that changed the view is announced."""
+        if automatic and applied > 0 and self._enabled:
+            self._due = True
+
+    def source(self, graph: WorkingGraph, fmt: ProviderFormat) -> RenderSource:
+        """What to render for `graph` in `fmt`: it, or it with the nodes added at its end."""
+        extra: list[Node] = []
+        replayed = _replay_of(graph, fmt)
+        if replayed is not None:
+            extra.append(replayed)
+        if self._due:
+            extra.append(
+                UserNode(
+                    id=f"{_CONTINUE}{self._sent}",
+                    content=(TextPart(text=AUTO_CONTINUE_TEXT),),
+                    notice=True,
+                )
+            )
+        return graph if not extra else _Extended(graph, extra)
+
+    def rendered(self, fmt: ProviderFormat, source: RenderSource, result: RenderResult) -> None:
+        """Report what the request carried; the auto-continue line is spent."""
+        if not isinstance(source, _Extended):
+            return
+        for node_id, node in source._extra.items():
+            if node_id in result.dropped:
+                continue
+            if node_id.startswith(_CONTINUE):
+                self._due = False
+                self._sent += 1
+                self._bus.emit("auto_continued", format=fmt, text=AUTO_CONTINUE_TEXT)
+            else:
+                original = node_id.removesuffix(_REPLAY)
+                self._bus.emit("user_turn_replayed", format=fmt, node_id=original)
+
+
+def _latest_user(graph: WorkingGraph) -> UserNode | None:
+    """The latest user turn the record holds (not a notice, not withdrawn)."""
+    pristine = graph.pristine
+    for unit in reversed(pristine.units()):
+        if unit.kind == "user":
+            node = pristine[unit.head]
+            return node if isinstance(node, UserNode) else None
+    return None
+
+
+def _replay_of(graph: WorkingGraph, fmt: ProviderFormat) -> UserNode | None:
+    """A copy of the latest user turn when a summary takes it out of the `fmt` request."""
+    latest = _latest_user(graph)
+    if latest is None:
+        return None
+    ids = graph.current_ids()
+    if graph.is_current(latest.id):
+        # Still in the view; only a provider's own compaction sent back to that provider
+        # leaves it out (the provider drops what its artifact stands for).
+        natives = (i for i in ids if _native_to(graph, i) == fmt)
+        hidden = any(latest.id in graph.pristine.covered(i) for i in natives)
+        return _copy(latest) if hidden else None
+    if any(graph.roots(i) == (latest.id,) for i in ids):
+        return None  # a shortened copy of it is in the view
+    if not any(latest.id in _stands_for(graph, i) for i in ids):
+        return None  # nothing in the view stands for it: taken out, not summarized
+    return _copy(latest)
+
+
+def _native_to(graph: WorkingGraph, node_id: str) -> str | None:
+    """The provider a node of the view is a compaction artifact of, if it is one."""
+    native = getattr(graph[node_id], "native", None)
+    return None if native is None else str(native.provider)
+
+
+def _copy(latest: UserNode) -> UserNode:
+    return latest.model_copy(update={"id": f"{latest.id}{_REPLAY}", "seq": None})
+
+
+def _stands_for(graph: WorkingGraph, node_id: str) -> set[str]:
+    """The pristine nodes a view node stands for, an imported compaction's included."""
+    roots = graph.roots(node_id)
+    found = set(roots)
+    for root in roots:
+        if graph.pristine[root].kind == "summary":
+            found.update(graph.pristine.covered(root))
+    return found
