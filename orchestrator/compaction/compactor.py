@@ -27,8 +27,8 @@ import anyio
 
 from context_graph.errors import BudgetExceededError, StoreConflictError
 from orchestrator.bus import EventBus
-from orchestrator.compaction.floor import pipeline_truncator, shrink_floor
 from orchestrator.compaction.continuation import Continuation
+from orchestrator.compaction.floor import pipeline_truncator, shrink_floor
 from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.hooks import CompactionHooks, Prepared
 from orchestrator.compaction.pipeline import PipelineRun, StageSettings, run_pipeline

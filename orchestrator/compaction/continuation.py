@@ -54,6 +54,11 @@ class _Extended:
         self._version = hash((view.version, "continuation", *self._extra))
 
     @property
+    def added(self) -> tuple[str, ...]:
+        """The ids of the nodes added after the view's units."""
+        return tuple(self._extra)
+
+    @property
     def version(self) -> int:
         """Another version than the view's: the renderer caches by it."""
         return self._version
@@ -117,7 +122,7 @@ class Continuation:
         """Report what the request carried; the auto-continue line is spent."""
         if not isinstance(source, _Extended):
             return
-        for node_id, node in source._extra.items():
+        for node_id in source.added:
             if node_id in result.dropped:
                 continue
             if node_id.startswith(_CONTINUE):

@@ -190,8 +190,8 @@ class PostCompaction:
     """Those of `added` that are summaries."""
 
 
-BeforeHook = Callable[[PreCompaction], None | Awaitable[None]]
-AfterHook = Callable[[PostCompaction], None | Awaitable[None]]
+BeforeHook = Callable[[PreCompaction], Awaitable[None] | None]
+AfterHook = Callable[[PostCompaction], Awaitable[None] | None]
 _Hook = TypeVar("_Hook", bound=Callable[..., Any])
 
 

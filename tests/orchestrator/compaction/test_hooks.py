@@ -169,7 +169,7 @@ class TestBeforeCompaction:
         manager.hooks.before_compaction(broken)
         fill(manager)
         working, raw = _view(manager), len(manager.raw.transcript())
-        with pytest.raises(HookError, match="before_compaction hook .*broken.*disk full") as info:
+        with pytest.raises(HookError, match=r"before_compaction hook .*broken.*disk full") as info:
             manager.render_sync()
         assert info.value.stage == "before_compaction"
         assert _view(manager) == working
