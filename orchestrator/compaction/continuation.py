@@ -6,10 +6,12 @@ Seed 004's two answers to "the model lost its place":
   overflow; not the caller's `compact()`), the next request ends with a short notice
   saying the history was compacted and the task goes on. Once: the request after it is
   back to the view alone. A manual compaction waits for the caller's next word instead.
-- **replay**: when the latest user turn is no longer in the view because a summary
-  stands for it (a provider's own compaction takes in everything before it), every
-  request ends with that turn again, verbatim, until a newer user turn arrives, so the
-  model still reads the request it is answering.
+- **replay**: when the latest user turn is no longer in the request because a summary
+  stands for it (a provider's own compaction sent back to that provider, or a summary
+  that took the turn in), and the model has not answered it yet (no assistant turn
+  without tool calls came after it), every request ends with that turn again, verbatim,
+  until the model answers it or a newer user turn arrives, so the model still reads the
+  request it is working on.
 
 Both are added at render time to a read-only view over the working graph (`_Extended`),
 as user-role nodes at its end: nothing is written to the record or the session store,
@@ -135,9 +137,16 @@ class Continuation:
 
 
 def _latest_user(graph: WorkingGraph) -> UserNode | None:
-    """The latest user turn the record holds (not a notice, not withdrawn)."""
+    """The latest user turn the record holds, while the model is still working on it.
+
+    A notice or a withdrawn turn is not one; a turn the model answered already (an
+    assistant turn with no tool call after it) needs no replay: the next request brings
+    the user's next turn.
+    """
     pristine = graph.pristine
     for unit in reversed(pristine.units()):
+        if unit.kind == "assistant" and len(unit.node_ids) == 1:
+            return None
         if unit.kind == "user":
             node = pristine[unit.head]
             return node if isinstance(node, UserNode) else None

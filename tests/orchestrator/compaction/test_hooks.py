@@ -244,7 +244,9 @@ class TestAutoContinue:
         assert AUTO_CONTINUE_TEXT not in _texts(manager.render_sync().payload)
 
 
-def _compacted_reply() -> dict[str, Any]:
+def _compacted_reply(*, final: bool = False) -> dict[str, Any]:
+    """Anthropic's reply whose compaction took in the request; a tool call unless `final`."""
+    call = {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"cmd": "pytest"}}
     return {
         "id": "msg_1",
         "type": "message",
@@ -252,9 +254,10 @@ def _compacted_reply() -> dict[str, Any]:
         "model": "claude-opus-4-6",
         "content": [
             {"type": "compaction", "content": "The user asked to fix a.py; the fix is half done."},
-            {"type": "text", "text": "Working on it."},
+            {"type": "text", "text": "Done." if final else "Running the tests."},
+            *(() if final else (call,)),
         ],
-        "stop_reason": "end_turn",
+        "stop_reason": "end_turn" if final else "tool_use",
         "stop_sequence": None,
         "usage": {"input_tokens": 10, "output_tokens": 5},
     }
@@ -267,6 +270,7 @@ class TestReplay:
         manager.add_system("You are a coding agent.")
         manager.add_user("Fix a.py, then run the tests; do not touch b.py.")
         manager.add_response(_compacted_reply())
+        manager.add_tool_result("toolu_1", "3 passed")
         with Recorder(manager.bus) as recorder:
             result = manager.render_sync()
         assert validate(result.payload, "anthropic") == []
@@ -275,7 +279,8 @@ class TestReplay:
         assert last["content"][-1]["text"] == "Fix a.py, then run the tests; do not touch b.py."
         [event] = recorder.of("user_turn_replayed")
         assert manager.raw[event["node_id"]].kind == "user"
-        assert len(manager.raw.transcript()) == 4  # nothing recorded
+        assert last["content"][0]["type"] == "tool_result"  # one user message, merged
+        assert len(manager.raw.transcript()) == 6  # nothing recorded
         manager.add_user("Thanks. Now b.py too.")
         with Recorder(manager.bus) as recorder:
             manager.render_sync()
@@ -286,6 +291,7 @@ class TestReplay:
         manager = make(format=fmt, budget=None)
         manager.add_user("Fix a.py, then run the tests; do not touch b.py.")
         manager.add_response(_compacted_reply())
+        manager.add_tool_result("toolu_1", "3 passed")
         with Recorder(manager.bus) as recorder:
             result = manager.render_sync()
         assert validate(result.payload, fmt) == []
@@ -298,12 +304,24 @@ class TestReplay:
             manager = make(format=fmt, budget=None)
             manager.add_user("first request")
             latest = manager.add_user("Fix a.py, then run the tests; do not touch b.py.")
-            manager.add_assistant("On it.")
+            manager.add_assistant(
+                "On it.", tool_calls=[{"id": "c1", "name": "bash", "arguments": {"cmd": "ls"}}]
+            )
+            manager.add_tool_result("c1", "a.py b.py")
             _summarize_everything(manager)
             assert not manager.working.is_current(latest)
             result = manager.render_sync()
             assert validate(result.payload, fmt) == []
             assert "do not touch b.py" in _last_message_text(result.payload, fmt)
+
+    def test_a_turn_the_model_answered_is_not_replayed(self) -> None:
+        manager = make(format="anthropic", budget=None)
+        manager.add_user("Fix a.py.")
+        manager.add_response(_compacted_reply(final=True))
+        with Recorder(manager.bus) as recorder:
+            result = manager.render_sync()
+        assert result.payload["messages"][-1]["role"] == "assistant"
+        assert recorder.of("user_turn_replayed") == []
 
     def test_a_visible_latest_user_turn_is_not_replayed(self) -> None:
         manager = make()
