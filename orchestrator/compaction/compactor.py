@@ -169,12 +169,12 @@ class Compactor:
         if total.timed_out:
             self._report_timeout(total, mode, floor=False)
         self._report_done(total, mode, cancelled=False)
-        if self._continuation is not None:
-            self._continuation.compacted(
-                automatic=mode is not RunMode.MANUAL, applied=total.applied
-            )
         if self._hooks is not None and prepared is not None:
-            await self._hooks.after(mode, prepared, total)
+            done = self._hooks.changes(mode, prepared, total)
+            if self._continuation is not None:
+                automatic = mode is not RunMode.MANUAL
+                self._continuation.compacted(automatic=automatic, summarized=bool(done.summaries))
+            await self._hooks.after(done)
         return total
 
     async def _prepare(

@@ -3,7 +3,8 @@
 Seed 004's two answers to "the model lost its place":
 
 - **auto-continue**: after a compaction the engine started on its own (a trigger, an
-  overflow; not the caller's `compact()`), the next request ends with a short notice
+  overflow; not the caller's `compact()`) that summarized history (a run that only
+  masked or cut tool outputs leaves the conversation in place), the next request ends with a short notice
   saying the history was compacted and the task goes on. Once: the request after it is
   back to the view alone. A manual compaction waits for the caller's next word instead.
 - **replay**: when the latest user turn is no longer in the request because a summary
@@ -99,9 +100,13 @@ class Continuation:
         """Whether the next request carries the auto-continue line."""
         return self._due
 
-    def compacted(self, *, automatic: bool, applied: int) -> None:
-        """Note a finished run: one the engine started that changed the view is announced."""
-        if automatic and applied > 0 and self._enabled:
+    def compacted(self, *, automatic: bool, summarized: bool) -> None:
+        """Note a finished run: one the engine started that summarized history is announced.
+
+        A run that only masked or cut tool outputs left the conversation in place: the
+        model has not lost it, and nothing is said.
+        """
+        if automatic and summarized and self._enabled:
             self._due = True
 
     def source(self, graph: WorkingGraph, fmt: ProviderFormat) -> RenderSource:

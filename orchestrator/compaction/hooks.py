@@ -285,16 +285,12 @@ class CompactionHooks:
             view_ids=view_ids,
         )
 
-    async def after(self, mode: RunMode, prepared: Prepared, run: PipelineRun) -> PostCompaction:
-        """Call the after-hooks with what the run changed; return it.
-
-        Raises:
-            HookError: a hook raised; the run stays applied.
-        """
+    def changes(self, mode: RunMode, prepared: Prepared, run: PipelineRun) -> PostCompaction:
+        """What the run changed in the view."""
         now = self._working.current_ids()
         before, after = set(prepared.view_ids), set(now)
         added = tuple(i for i in now if i not in before)
-        done = PostCompaction(
+        return PostCompaction(
             trigger=mode.value,
             run=run,
             tokens_before=prepared.tokens,
@@ -303,10 +299,16 @@ class CompactionHooks:
             added=added,
             summaries=tuple(i for i in added if self._working[i].kind == "summary"),
         )
+
+    async def after(self, done: PostCompaction) -> None:
+        """Call the after-hooks with what the run changed.
+
+        Raises:
+            HookError: a hook raised; the run stays applied.
+        """
         for hook in self._after:
             await _call(hook, done, "after_compaction")
             self._bus.emit("compaction_hook_ran", hook=hook, stage="after", trigger=done.trigger)
-        return done
 
     def _movable(self, view_ids: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(i for i in view_ids if not self._working[i].pinned)

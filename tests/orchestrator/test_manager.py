@@ -268,7 +268,6 @@ class TestRenderSync:
 
     async def test_works_inside_a_loop(self, manager: ContextManager) -> None:
         """Inside a running loop (a notebook) it renders what `await render()` renders."""
-        manager.render_sync()  # compacts, and the next request alone says so (auto-continue)
         assert manager.render_sync().payload == (await manager.render()).payload
 
     def test_async_api_runs_under_anyio_run(self, manager: ContextManager) -> None:

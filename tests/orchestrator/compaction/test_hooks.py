@@ -224,8 +224,9 @@ class TestAfterCompaction:
 
 class TestAutoContinue:
     @pytest.mark.parametrize("fmt", FORMATS)
-    def test_the_request_after_an_automatic_run_carries_it_once(self, fmt: str) -> None:
-        manager = make(format=fmt)
+    def test_the_request_after_an_automatic_summary_carries_it_once(self, fmt: str) -> None:
+        summarizer = ScriptedSummarizer(["Ran the tests four times; all lines were ok."] * 4)
+        manager = make(format=fmt, summarizer=summarizer, pipeline=[HistorySummarizer()])
         fill(manager)
         with Recorder(manager.bus) as recorder:
             first = manager.render_sync()
@@ -237,10 +238,20 @@ class TestAutoContinue:
         second = manager.render_sync()
         assert AUTO_CONTINUE_TEXT not in _texts(second.payload)
 
+    def test_a_run_that_only_masks_outputs_says_nothing(self) -> None:
+        manager = make(pipeline=[ObservationMasker()])
+        fill(manager)
+        with Recorder(manager.bus) as recorder:
+            result = manager.render_sync()
+        assert "compaction_done" in recorder.names()
+        assert "auto_continued" not in recorder.names()
+        assert AUTO_CONTINUE_TEXT not in _texts(result.payload)
+
     def test_a_manual_compaction_waits_for_the_user(self) -> None:
-        manager = make()
+        manager = make(pipeline=[HistorySummarizer()])
         fill(manager, steps=2)
         anyio.run(manager.compact)
+        assert any(manager.working[i].kind == "summary" for i in manager.working.current_ids())
         assert AUTO_CONTINUE_TEXT not in _texts(manager.render_sync().payload)
 
 
