@@ -4,9 +4,10 @@ Seed 004's two answers to "the model lost its place":
 
 - **auto-continue**: after a compaction the engine started on its own (a trigger, an
   overflow; not the caller's `compact()`) that summarized history (a run that only
-  masked or cut tool outputs leaves the conversation in place), the next request ends with a short notice
-  saying the history was compacted and the task goes on. Once: the request after it is
-  back to the view alone. A manual compaction waits for the caller's next word instead.
+  masked or cut tool outputs leaves the conversation in place), the next request ends
+  with a short notice saying the history was compacted and the task goes on. Once: the
+  request after it is back to the view alone. A manual compaction waits for the
+  caller's next word instead.
 - **replay**: when the latest user turn is no longer in the request because a summary
   stands for it (a provider's own compaction sent back to that provider, or a summary
   that took the turn in), and the model has not answered it yet (no assistant turn
