@@ -351,6 +351,8 @@ def _hook_plans(draw: st.DrawFn) -> dict[str, Any]:
         "steps": draw(st.integers(min_value=1, max_value=6)),
         "budget": draw(st.integers(min_value=1_500, max_value=8_000)),
         "fmt": draw(st.sampled_from(FORMATS)),
+        "summarize": draw(st.booleans()),
+        "raises": draw(st.booleans()),
     }
 
 
@@ -358,7 +360,8 @@ def _hook_plans(draw: st.DrawFn) -> dict[str, Any]:
 @given(plan=_hook_plans())
 def test_whatever_hooks_do_every_request_is_valid_and_fits(plan: dict[str, Any]) -> None:
     """Notes, instructions and deferrals never make a request invalid or over budget."""
-    manager = make(format=plan["fmt"], budget=plan["budget"])
+    pipeline = [HistorySummarizer()] if plan["summarize"] else None
+    manager = make(format=plan["fmt"], budget=plan["budget"], pipeline=pipeline)
 
     def hook(pre: PreCompaction) -> None:
         for note in plan["notes"]:
@@ -367,6 +370,8 @@ def test_whatever_hooks_do_every_request_is_valid_and_fits(plan: dict[str, Any])
             pre.add_instructions(told)
         if plan["defer"]:
             pre.defer("property test")
+        if plan["raises"] and pre.trigger == "overflow":
+            raise RuntimeError("the hook failed")
 
     manager.hooks.before_compaction(hook)
     manager.add_system("You are a careful coding agent.")
@@ -376,9 +381,16 @@ def test_whatever_hooks_do_every_request_is_valid_and_fits(plan: dict[str, Any])
             f"step {step}", tool_calls=[{"id": f"c{step}", "name": "bash", "arguments": {}}]
         )
         manager.add_tool_result(f"c{step}", _log(step))
-        result = manager.render_sync()
+        try:
+            result = manager.render_sync()
+        except HookError:
+            assert plan["raises"]
+            manager.hooks.remove(hook)
+            result = manager.render_sync()
         assert validate(result.payload, plan["fmt"]) == []
         assert result.tokens <= plan["budget"]
+        if AUTO_CONTINUE_TEXT in _texts(result.payload):
+            assert AUTO_CONTINUE_TEXT not in _texts(manager.render_sync().payload)  # once
 
 
 def _summarize_everything(manager: ContextManager) -> None:
