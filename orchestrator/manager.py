@@ -207,6 +207,11 @@ class ContextManager(EventAdders):
             A tool of `tools` may not take one of their names.
         expand_pin_turns: User turns for which compaction leaves what `context_expand`
             restored alone (0: it may take it again at once).
+        auto_continue: After a compaction the manager ran on its own that summarized
+            history, end the next request (once) with a short notice telling the model
+            the history was compacted and to carry on with its task
+            (`orchestrator.compaction.continuation`). Off by default (the gateway turns
+            it on); a latest user turn compacted out of the request is replayed either way.
 
     Raises:
         ConfigurationError: an option is invalid.
@@ -236,6 +241,7 @@ class ContextManager(EventAdders):
         agent_tools: bool | Sequence[str] = False,
         expand_pin_turns: int = 3,
         model: str | None = None,
+        auto_continue: bool = False,
     ) -> None:
         given: dict[str, Any] = {
             "format": format,
@@ -257,6 +263,7 @@ class ContextManager(EventAdders):
             "agent_tools": agent_tools,
             "expand_pin_turns": expand_pin_turns,
             "model": model,
+            "auto_continue": auto_continue,
         }
         self._options = options = resolve_options(**given)
         self._given = given  # what a fork is made with
@@ -285,7 +292,7 @@ class ContextManager(EventAdders):
         self._screen = SecretScreen(self._working, self._bus, options.redactor, self._state)
         self._offer = ToolOffer(options.agent_tools, self._working)
         self._hooks = CompactionHooks(self._working, self._bus, on_ingest=self._flushed)
-        self._continuation = Continuation(self._bus)
+        self._continuation = Continuation(self._bus, enabled=options.auto_continue)
         self._compactor = Compactor(
             self._working,
             self._bus,

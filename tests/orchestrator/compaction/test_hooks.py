@@ -226,7 +226,9 @@ class TestAutoContinue:
     @pytest.mark.parametrize("fmt", FORMATS)
     def test_the_request_after_an_automatic_summary_carries_it_once(self, fmt: str) -> None:
         summarizer = ScriptedSummarizer(["Ran the tests four times; all lines were ok."] * 4)
-        manager = make(format=fmt, summarizer=summarizer, pipeline=[HistorySummarizer()])
+        manager = make(
+            format=fmt, summarizer=summarizer, pipeline=[HistorySummarizer()], auto_continue=True
+        )
         fill(manager)
         with Recorder(manager.bus) as recorder:
             first = manager.render_sync()
@@ -238,8 +240,29 @@ class TestAutoContinue:
         second = manager.render_sync()
         assert AUTO_CONTINUE_TEXT not in _texts(second.payload)
 
+    def test_it_is_off_by_default(self) -> None:
+        manager = make(pipeline=[HistorySummarizer()])
+        fill(manager)
+        with Recorder(manager.bus) as recorder:
+            result = manager.render_sync()
+        assert "auto_continued" not in recorder.names()
+        assert AUTO_CONTINUE_TEXT not in _texts(result.payload)
+        assert any(manager.working[i].kind == "summary" for i in manager.working.current_ids())
+
+    @pytest.mark.parametrize("value", [1, "yes", None])
+    def test_the_option_is_a_bool(self, value: object) -> None:
+        with pytest.raises(ConfigurationError, match="auto_continue must be True or False"):
+            make(auto_continue=value)
+
+    def test_the_gateway_turns_it_on(self) -> None:
+        from orchestrator.gateway.serve import _factory
+        from orchestrator.options import resolve_profile
+
+        manager = _factory("anthropic", BUDGET, resolve_profile("coding"))(None)
+        assert manager._options.auto_continue
+
     def test_a_run_that_only_masks_outputs_says_nothing(self) -> None:
-        manager = make(pipeline=[ObservationMasker()])
+        manager = make(pipeline=[ObservationMasker()], auto_continue=True)
         fill(manager)
         with Recorder(manager.bus) as recorder:
             result = manager.render_sync()
@@ -248,7 +271,7 @@ class TestAutoContinue:
         assert AUTO_CONTINUE_TEXT not in _texts(result.payload)
 
     def test_a_manual_compaction_waits_for_the_user(self) -> None:
-        manager = make(pipeline=[HistorySummarizer()])
+        manager = make(pipeline=[HistorySummarizer()], auto_continue=True)
         fill(manager, steps=2)
         anyio.run(manager.compact)
         assert any(manager.working[i].kind == "summary" for i in manager.working.current_ids())
@@ -361,7 +384,7 @@ def _hook_plans(draw: st.DrawFn) -> dict[str, Any]:
 def test_whatever_hooks_do_every_request_is_valid_and_fits(plan: dict[str, Any]) -> None:
     """Notes, instructions and deferrals never make a request invalid or over budget."""
     pipeline = [HistorySummarizer()] if plan["summarize"] else None
-    manager = make(format=plan["fmt"], budget=plan["budget"], pipeline=pipeline)
+    manager = make(format=plan["fmt"], budget=plan["budget"], pipeline=pipeline, auto_continue=True)
 
     def hook(pre: PreCompaction) -> None:
         for note in plan["notes"]:
