@@ -9,11 +9,11 @@ Seed 004's two answers to "the model lost its place":
   request after it is back to the view alone. A manual compaction waits for the
   caller's next word instead.
 - **replay**: when the latest user turn is no longer in the request because a summary
-  stands for it (a provider's own compaction sent back to that provider, or a summary
-  that took the turn in), and the model has not answered it yet (no assistant turn
-  without tool calls came after it), every request ends with that turn again, verbatim,
-  until the model answers it or a newer user turn arrives, so the model still reads the
-  request it is working on.
+  stands for it (one this engine made, or Anthropic's own compaction sent back to
+  Anthropic; not a compaction imported with a transcript, see `_replay_of`), and the
+  model has not answered it yet (no assistant turn without tool calls came after it),
+  every request ends with that turn again, verbatim, until the model answers it or a
+  newer user turn arrives, so the model still reads the request it is working on.
 
 Both are added at render time to a read-only view over the working graph (`_Extended`),
 as user-role nodes at its end: nothing is written to the record or the session store,
@@ -160,21 +160,29 @@ def _latest_user(graph: WorkingGraph) -> UserNode | None:
 
 
 def _replay_of(graph: WorkingGraph, fmt: ProviderFormat) -> UserNode | None:
-    """A copy of the latest user turn when a summary takes it out of the `fmt` request."""
+    """A copy of the latest user turn when a summary takes it out of the `fmt` request.
+
+    Two summaries do: one this engine made that took the turn in, and Anthropic's own
+    compaction sent back to Anthropic (which drops what the block stands for; the
+    Responses API's compacted window keeps the user's messages, and the renderer sends
+    them). A compaction summary imported with a transcript does not count: the harness
+    that wrote it carried the agent on itself, as the transcript shows.
+    """
     latest = _latest_user(graph)
     if latest is None:
         return None
     ids = graph.current_ids()
     if graph.is_current(latest.id):
-        # Still in the view; only a provider's own compaction sent back to that provider
-        # leaves it out (the provider drops what its artifact stands for).
+        if fmt != "anthropic":
+            return None
         natives = (i for i in ids if _native_to(graph, i) == fmt)
         hidden = any(latest.id in graph.pristine.covered(i) for i in natives)
         return _copy(latest) if hidden else None
-    if any(graph.roots(i) == (latest.id,) for i in ids):
+    derived = [i for i in ids if graph.pristine.get(i) is None]
+    if any(graph.roots(i) == (latest.id,) for i in derived):
         return None  # a shortened copy of it is in the view
-    if not any(latest.id in _stands_for(graph, i) for i in ids):
-        return None  # nothing in the view stands for it: taken out, not summarized
+    if not any(latest.id in graph.roots(i) for i in derived):
+        return None  # no summary of this engine's stands for it
     return _copy(latest)
 
 
@@ -186,13 +194,3 @@ def _native_to(graph: WorkingGraph, node_id: str) -> str | None:
 
 def _copy(latest: UserNode) -> UserNode:
     return latest.model_copy(update={"id": f"{latest.id}{_REPLAY}", "seq": None})
-
-
-def _stands_for(graph: WorkingGraph, node_id: str) -> set[str]:
-    """The pristine nodes a view node stands for, an imported compaction's included."""
-    roots = graph.roots(node_id)
-    found = set(roots)
-    for root in roots:
-        if graph.pristine[root].kind == "summary":
-            found.update(graph.pristine.covered(root))
-    return found
