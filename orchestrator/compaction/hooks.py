@@ -83,7 +83,8 @@ class PreCompaction:
         self._mode = mode
         self._reasons = tuple(dict.fromkeys(f.name for f in firings))
         aimed = [f for f in firings if f.targets]
-        whole = not aimed or len(aimed) < len(firings) or mode is not RunMode.SOFT
+        # Manual and overflow runs go on to the whole view, whatever aimed them.
+        whole = not aimed or len(aimed) < len(firings) or mode not in _DEFERRABLE
         targets = None if whole else frozenset(t for f in aimed for t in f.targets)
         self._targets = targets
         self._tokens = tokens
