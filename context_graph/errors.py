@@ -38,6 +38,7 @@ __all__ = [
     "CycleError",
     "DuplicateNodeError",
     "GraphError",
+    "HookError",
     "IngestError",
     "InvariantViolation",
     "ProcessorError",
@@ -177,6 +178,20 @@ class SummarizerError(ProcessorError):
     def __init__(self, summarizer: str, message: str) -> None:
         self.summarizer = summarizer
         super().__init__(summarizer, message)
+
+
+class HookError(ContextGraphError):
+    """A compaction hook (user code the manager calls) raised; raised from its error.
+
+    Attributes:
+        stage: `before_compaction` or `after_compaction`.
+        hook: The hook's qualified name.
+    """
+
+    def __init__(self, stage: str, hook: str, message: str) -> None:
+        self.stage = stage
+        self.hook = hook
+        super().__init__(f"{stage} hook {hook}: {message}")
 
 
 class TokenizerError(ContextGraphError, LookupError):

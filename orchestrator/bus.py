@@ -46,6 +46,9 @@ SIGNALS: Mapping[str, str] = MappingProxyType(
             "they were left out of it (format, tools: their names, budget, required: what "
             "the request needed with them)."
         ),
+        "auto_continued": (
+            "A request after an automatic compaction carried the auto-continue line (format, text)."
+        ),
         "budget_crossed": "The view's tokens crossed a budget ratio (ratio, threshold, tokens).",
         "compaction_done": (
             "A pipeline run ended (run: what it did, background, timed_out: its time limit "
@@ -57,10 +60,20 @@ SIGNALS: Mapping[str, str] = MappingProxyType(
             "compaction (background, floor: the floor's truncation rather than a run, "
             "reason: who holds it, or why it was not kept)."
         ),
+        "compaction_hook_deferred": (
+            "A before-compaction hook asked to defer a run (trigger, reason, honoured: "
+            "False when the run could not wait: an overflow or an explicit compact())."
+        ),
+        "compaction_hook_ran": (
+            "A compaction hook returned (hook, stage: `before` or `after`, trigger)."
+        ),
         "compaction_timed_out": (
             "A time limit cut a compaction short; its unfinished stage applied nothing "
             "(run: what it did before, background, floor: the floor's truncation rather "
             "than a pipeline run, timeout: the limit in seconds)."
+        ),
+        "memory_flushed": (
+            "Before a run, the notes the hooks asked for were pinned (node_ids, notes)."
         ),
         "node_added": "A node entered the pristine record (node_id, node).",
         "overflow_fallback": (
@@ -86,6 +99,10 @@ SIGNALS: Mapping[str, str] = MappingProxyType(
         "usage_reported": (
             "The provider's prompt tokens calibrated the count (usage: prompt_tokens and "
             "the engine's estimate, factor)."
+        ),
+        "user_turn_replayed": (
+            "The latest user turn was compacted away, so a request carried it again at "
+            "its end (format, node_id)."
         ),
     }
 )

@@ -62,7 +62,9 @@ from orchestrator.agent_tools.specs import agent_tool_specs
 from orchestrator.bus import EventBus
 from orchestrator.compaction.background import BackgroundRunner
 from orchestrator.compaction.compactor import Compactor
+from orchestrator.compaction.continuation import Continuation
 from orchestrator.compaction.guards import GuardConfig
+from orchestrator.compaction.hooks import CompactionHooks
 from orchestrator.compaction.overflow import degrade
 from orchestrator.compaction.pipeline import PipelineRun
 from orchestrator.compaction.plan import RunMode
@@ -206,6 +208,11 @@ class ContextManager(EventAdders):
             A tool of `tools` may not take one of their names.
         expand_pin_turns: User turns for which compaction leaves what `context_expand`
             restored alone (0: it may take it again at once).
+        auto_continue: After a compaction the manager ran on its own that summarized
+            history, end the next request (once) with a short notice telling the model
+            the history was compacted and to carry on with its task
+            (`orchestrator.compaction.continuation`). Off by default (the gateway turns
+            it on); a latest user turn compacted out of the request is replayed either way.
 
     Raises:
         ConfigurationError: an option is invalid.
@@ -235,6 +242,7 @@ class ContextManager(EventAdders):
         agent_tools: bool | Sequence[str] = False,
         expand_pin_turns: int = 3,
         model: str | None = None,
+        auto_continue: bool = False,
     ) -> None:
         given: dict[str, Any] = {
             "format": format,
@@ -256,6 +264,7 @@ class ContextManager(EventAdders):
             "agent_tools": agent_tools,
             "expand_pin_turns": expand_pin_turns,
             "model": model,
+            "auto_continue": auto_continue,
         }
         self._options = options = resolve_options(**given)
         self._given = given  # what a fork is made with
@@ -283,6 +292,8 @@ class ContextManager(EventAdders):
             self._keeper.load(session.state)
         self._screen = SecretScreen(self._working, self._bus, options.redactor, self._state)
         self._offer = ToolOffer(options.agent_tools, self._working)
+        self._hooks = CompactionHooks(self._working, self._bus, on_ingest=self._flushed)
+        self._continuation = Continuation(self._bus, enabled=options.auto_continue)
         self._compactor = Compactor(
             self._working,
             self._bus,
@@ -291,6 +302,8 @@ class ContextManager(EventAdders):
             self._keeper,
             self._screen,
             hints=self._offer.hints,
+            hooks=self._hooks,
+            continuation=self._continuation,
         )
         self._background = BackgroundRunner(self._compactor, self._renderers, options, self._lock)
         expander = Expander(
@@ -422,6 +435,16 @@ class ContextManager(EventAdders):
     def bus(self) -> EventBus:
         """The signals to observe the manager with (`bus.connect(name, receiver)`)."""
         return self._bus
+
+    @property
+    def hooks(self) -> CompactionHooks:
+        """The compaction hooks (`hooks.before_compaction(fn)`, `hooks.after_compaction(fn)`).
+
+        See `orchestrator.compaction.hooks`: a hook before a run may pin notes, add
+        summarizer instructions or defer a run the request does not need; a hook after
+        it sees what changed. Hooks are code: a reopened session starts with none.
+        """
+        return self._hooks
 
     @property
     def budget(self) -> int | None:
@@ -582,6 +605,12 @@ class ContextManager(EventAdders):
         self._compactor.mark_boundary(label)
         self._on_ingest()
 
+    def _flushed(self, ids: tuple[str, ...]) -> None:
+        """The notes a memory flush ingested: unsent until a request carries them."""
+        self._state.unsent.update(ids)
+        for node_id in ids:
+            self._bus.emit("node_added", node_id=node_id, node=self._raw[node_id])
+
     def _on_ingest(self) -> None:
         """Evaluate the triggers against the default budget after every ingest.
 
@@ -724,7 +753,8 @@ class ContextManager(EventAdders):
         timed_out: bool = False,
         source: WorkingGraph | None = None,
     ) -> RenderResult:
-        graph = self._working if source is None else source
+        # After a compaction the request may end with more (`compaction/continuation.py`).
+        graph = self._continuation.source(self._working if source is None else source, fmt)
         try:
             result = renderer.render(graph, budget=limit)
         except BudgetExceededError as exc:
@@ -733,6 +763,7 @@ class ContextManager(EventAdders):
             except BudgetExceededError as refused:
                 result = self._degraded(renderer, fmt, refused, graph)
         self._state.last, self._state.last_timed_out = result, timed_out
+        self._continuation.rendered(fmt, graph, result)
         self._state.unsent.clear()
         self._bus.emit("render_done", format=fmt, tokens=result.tokens, budget=limit)
         self._keeper.save()
@@ -743,7 +774,7 @@ class ContextManager(EventAdders):
         renderer: RequestRenderer,
         fmt: ProviderFormat,
         refused: BudgetExceededError,
-        graph: WorkingGraph,
+        graph: RenderSource,
     ) -> RenderResult:
         """The request degraded step by step rather than refused (`compaction/overflow.py`).
 
@@ -778,7 +809,7 @@ class ContextManager(EventAdders):
         renderer: RequestRenderer,
         fmt: ProviderFormat,
         refused: BudgetExceededError,
-        working: WorkingGraph,
+        working: RenderSource,
     ) -> RenderResult:
         """The request without the agent tools, when only their definitions did not fit.
 

@@ -36,6 +36,7 @@ __all__ = [
     "check_batch",
     "check_budget",
     "check_cache_breakpoints",
+    "check_flag",
     "check_format",
     "check_model",
     "check_options",
@@ -92,6 +93,8 @@ class ManagerOptions:
     """User turns for which compaction leaves what `context_expand` restored alone."""
     model: str | None = None
     """The model the requests are for (`None`: not said); it sets the default budget."""
+    auto_continue: bool = False
+    """End the request after an automatic summary with the auto-continue line."""
 
     @property
     def expand_hints(self) -> bool:
@@ -125,6 +128,7 @@ def resolve_options(
     agent_tools: object = False,
     expand_pin_turns: int = 3,
     model: str | None = None,
+    auto_continue: bool = False,
 ) -> ManagerOptions:
     """Check `ContextManager`'s options (its keywords, defaults alike) and freeze them.
 
@@ -186,7 +190,20 @@ def resolve_options(
         agent_tools=tuple(spec.name for spec in agents),
         expand_pin_turns=pin_turns,
         model=chosen_model,
+        auto_continue=check_flag(auto_continue, "auto_continue"),
     )
+
+
+def check_flag(value: object, name: str) -> bool:
+    """A boolean option, refused when it is anything else (`1`, `"yes"`).
+
+    Raises:
+        ConfigurationError: naming the option and the value.
+    """
+    if not isinstance(value, bool):
+        msg = f"ContextManager: {name} must be True or False, got {value!r}"
+        raise ConfigurationError(msg)
+    return value
 
 
 def check_batch(batch: Sequence[AgentEvent], pipelines: Mapping[str, object]) -> None:

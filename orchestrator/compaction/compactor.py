@@ -27,8 +27,10 @@ import anyio
 
 from context_graph.errors import BudgetExceededError, StoreConflictError
 from orchestrator.bus import EventBus
+from orchestrator.compaction.continuation import Continuation
 from orchestrator.compaction.floor import pipeline_truncator, shrink_floor
 from orchestrator.compaction.guards import GuardConfig
+from orchestrator.compaction.hooks import CompactionHooks, Prepared
 from orchestrator.compaction.pipeline import PipelineRun, StageSettings, run_pipeline
 from orchestrator.compaction.plan import RunMode, plan_runs
 from orchestrator.compaction.renderers import RequestRenderer
@@ -55,6 +57,8 @@ class Compactor:
         screen: Gives every stage its view, scanned for secrets.
         hints: Whether what a run under a budget writes names the id to pass
             `context_expand` (the manager's `ToolOffer.hints`); the options say by default.
+        hooks: Called before and after each run (`orchestrator.compaction.hooks`).
+        continuation: Told of each finished run, for the auto-continue line.
     """
 
     def __init__(
@@ -67,8 +71,12 @@ class Compactor:
         screen: SecretScreen,
         *,
         hints: Callable[[int | None], bool] | None = None,
+        hooks: CompactionHooks | None = None,
+        continuation: Continuation | None = None,
     ) -> None:
         self._working = working
+        self._hooks = hooks
+        self._continuation = continuation
         self._hints = hints
         self._bus = bus
         self._options = options
@@ -158,7 +166,11 @@ class Compactor:
             with self._keeper.leased(self._lease_ttl(mode)) as held_by:
                 if held_by is not None:
                     return self._defer(mode, held_by, floor=False)
-                total = await self._run_atomic(mode, budget, renderer, instructions, busy, rebases)
+                prepared = await self._prepare(mode, budget, instructions)
+                if prepared is not None and prepared.deferred:
+                    return PipelineRun(guard_state=self._state.guards)  # what fired stays due
+                told = instructions if prepared is None else prepared.instructions
+                total = await self._run_atomic(mode, budget, renderer, told, busy, rebases)
                 self._take_back_dropped(rebases, total)
         except StoreConflictError as exc:
             if mode is RunMode.MANUAL:
@@ -169,7 +181,21 @@ class Compactor:
         if total.timed_out:
             self._report_timeout(total, mode, floor=False)
         self._report_done(total, mode, cancelled=False)
+        if self._hooks is not None and prepared is not None:
+            done = self._hooks.changes(mode, prepared, total)
+            if self._continuation is not None:
+                automatic = mode is not RunMode.MANUAL
+                self._continuation.compacted(automatic=automatic, summarized=bool(done.summaries))
+            await self._hooks.after(done)
         return total
+
+    async def _prepare(
+        self, mode: RunMode, budget: int | None, instructions: str | None
+    ) -> Prepared | None:
+        """Call the before-hooks on what fired (`None` without hooks)."""
+        if self._hooks is None:
+            return None
+        return await self._hooks.before(mode, self._state.pending, budget, instructions)
 
     async def _run_atomic(
         self,

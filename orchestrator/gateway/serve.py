@@ -49,7 +49,9 @@ def gateway_for(
 
 
 def _factory(wire: str, budget: int | None, profile: Profile) -> ManagerFactory:
-    options = profile.manager_options()
+    # An agent behind the gateway works on its own between user turns: after a summary
+    # it is told to carry on (`auto_continue`).
+    options = {**profile.manager_options(), "auto_continue": True}
     if wire == "anthropic":
         # The agent's own cache marks are taken off what it sends (they move every call):
         # the engine marks the prefix it keeps stable, or nothing would be cached.

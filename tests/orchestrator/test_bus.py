@@ -23,10 +23,14 @@ class TestEventBus:
         """The bus carries exactly the signals the orchestrator sends."""
         assert sorted(SIGNALS) == [
             "agent_tools_withheld",
+            "auto_continued",
             "budget_crossed",
             "compaction_deferred",
             "compaction_done",
+            "compaction_hook_deferred",
+            "compaction_hook_ran",
             "compaction_timed_out",
+            "memory_flushed",
             "node_added",
             "overflow_fallback",
             "proposal_applied",
@@ -37,6 +41,7 @@ class TestEventBus:
             "trigger_fired",
             "usage_recorded",
             "usage_reported",
+            "user_turn_replayed",
         ]
 
     def test_emit_calls_receivers_with_sender_and_payload(self, bus: EventBus) -> None:
