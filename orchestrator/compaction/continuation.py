@@ -176,7 +176,11 @@ def _replay_of(graph: WorkingGraph, fmt: ProviderFormat) -> UserNode | None:
         if fmt != "anthropic":
             return None
         natives = (i for i in ids if _native_to(graph, i) == fmt)
-        hidden = any(latest.id in graph.pristine.covered(i) for i in natives)
+        # A native block may be shown as an edited copy (redacted): what it stands
+        # for is what its pristine roots stand for.
+        hidden = any(
+            latest.id in graph.pristine.covered(root) for i in natives for root in graph.roots(i)
+        )
         return _copy(latest) if hidden else None
     derived = [i for i in ids if graph.pristine.get(i) is None]
     if any(graph.roots(i) == (latest.id,) for i in derived):

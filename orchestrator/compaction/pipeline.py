@@ -63,10 +63,13 @@ logger = logging.getLogger("context_graph")
 __all__ = [
     "PipelineRun",
     "StageSettings",
+    "first_by_priority",
+    "goal_prefix",
     "history_targets",
     "output_targets",
     "run_pipeline",
     "run_stage",
+    "stage_goal",
     "stands_for",
     "summary_chain",
 ]

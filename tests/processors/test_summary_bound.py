@@ -29,7 +29,8 @@ def _plain_bound(
     brief: Brief, max_tokens: int, count: Callable[[str], int], keep: Sequence[str]
 ) -> str:
     """`bound` written plainly: the whole brief written and counted again after every
-    drop; the blocks are shortened before the user's messages are dropped."""
+    drop; the blocks are shortened before the user's messages are dropped, and the
+    newest error is dropped last of all."""
     kept = frozenset(keep)
     text = render(brief)
     for name in DROP_ORDER:
@@ -43,6 +44,10 @@ def _plain_bound(
                     text = render(brief)
         while count(text) > max_tokens and brief_format._drop_one(brief, name, kept):
             text = render(brief)
+    if count(text) > max_tokens and brief.errors:  # the newest error goes last of all
+        del brief.errors[-1]
+        brief.omitted["errors"] = brief.omitted.get("errors", 0) + 1
+        text = render(brief)
     return text
 
 

@@ -95,6 +95,9 @@ def test_claude_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> No
                 (t.number, [n.kind for n in t.manager.raw]) for ts in sessions.values() for t in ts
             ]
             recorded = max(t.manager.raw.total_tokens for ts in sessions.values() for t in ts)
+            applied = sum(
+                t.manager.stats().proposals_applied for ts in sessions.values() for t in ts
+            )
             asked = [
                 n.id
                 for ts in sessions.values()
@@ -115,7 +118,8 @@ def test_claude_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> No
     assert main[1].count("tool_result") == TURNS
     assert len(asked) == 1, "the task was taken in once, not again with every request"
     assert recorded > 2 * BUDGET, "the agent's history grew far past the budget"
-    assert_cache_safe([r for r in upstream.requests if "format" not in r.get("output_config", {})])
+    calls = [r for r in upstream.requests if "format" not in r.get("output_config", {})]
+    assert_cache_safe(calls, applied)
 
 
 def test_two_sessions_at_once_in_one_project_stay_apart(tmp_path: Path) -> None:
@@ -165,16 +169,20 @@ def _without_auto_continue(messages: list[Any]) -> list[Any]:
     return kept
 
 
-def assert_cache_safe(requests: list[dict[str, Any]]) -> None:
-    """The cached prefix holds: the system prompt and tools never change, and between two
-    compactions each request's messages extend the previous request's unchanged (but for
-    the auto-continue line the request after a summary ends with, once)."""
+def assert_cache_safe(requests: list[dict[str, Any]], applied: int) -> None:
+    """The cached prefix holds: the system prompt and tools never change, and each
+    request's messages extend the previous request's unchanged (but for the auto-continue
+    line the request after a summary ends with, once), except at a compaction.
+
+    A compaction may cut an old output in place while the request still grows, so the
+    requests that do not extend the previous one are counted: at most one per proposal
+    the engine applied, and fewer than a third of the calls.
+    """
     assert len({json.dumps([r.get("system"), r.get("tools")]) for r in requests}) == 1
-    compactions = 0
+    breaks = 0
     for before, after in itertools.pairwise(requests):
         held = _without_auto_continue(_unmarked(before["messages"]))
-        if len(after["messages"]) > len(held):
-            assert _unmarked(after["messages"][: len(held)]) == held
-        else:
-            compactions += 1
-    assert 0 < compactions < len(requests) // 3
+        if _unmarked(after["messages"][: len(held)]) != held:
+            breaks += 1
+    assert 0 < breaks <= applied
+    assert breaks < len(requests) // 3
