@@ -12,10 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import anthropic
 import httpx
 import pytest
 
+from benchmarks.gateway_script import MODEL, SYSTEM, TOOLS, agent, client, output
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import FORWARDED, OUTCOME, GatewayThread
 from orchestrator.gateway.threads import SessionTable
@@ -23,82 +23,8 @@ from orchestrator.integrations.clients_apis import ANTHROPIC_MESSAGES
 from orchestrator.manager import ContextManager
 from tests.orchestrator.gateway.scripted import BUDGET, Steps
 
-SYSTEM = "You are a coding agent. Run the steps the user asks for, one tool call at a time."
-TOOLS = [
-    {
-        "name": "run",
-        "description": "Run one step and return its output.",
-        "input_schema": {"type": "object", "properties": {"step": {"type": "integer"}}},
-    }
-]
-MODEL = "claude-sonnet-4-5"
-
 Serve = Callable[..., tuple[str, GatewayThread]]
 Upstream = Callable[..., ProviderServer]
-
-
-def output(step: int) -> str:
-    """A tool output of about 800 tokens, different at every step."""
-    return "\n".join(f"step {step} line {n}: value {step * 1000 + n}" for n in range(100))
-
-
-def client(url: str) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=url, api_key="test-key", max_retries=0)
-
-
-def agent(
-    url: str,
-    session: str,
-    *,
-    stream: bool = False,
-    messages: list[dict[str, Any]] | None = None,
-    turns: int | None = None,
-) -> list[dict[str, Any]]:
-    """Run the agent loop until the model answers without a call (or for `turns` calls)."""
-    messages = messages if messages is not None else [{"role": "user", "content": "Run the steps."}]
-    with client(url) as sdk:  # closed: a socket left to the collector warns
-        return _loop(sdk, session, stream, messages, turns)
-
-
-def _loop(
-    sdk: anthropic.Anthropic,
-    session: str,
-    stream: bool,
-    messages: list[dict[str, Any]],
-    turns: int | None,
-) -> list[dict[str, Any]]:
-    """`agent`'s loop on an open client."""
-    made = 0
-    while turns is None or made < turns:
-        kwargs: dict[str, Any] = {
-            "model": MODEL,
-            "max_tokens": 1024,
-            "system": SYSTEM,
-            "tools": TOOLS,
-            "messages": messages,
-            "metadata": {"user_id": json.dumps({"session_id": session})},
-        }
-        if stream:
-            with sdk.messages.stream(**kwargs) as streamed:
-                reply = streamed.get_final_message()
-        else:
-            reply = sdk.messages.create(**kwargs)
-        made += 1
-        messages.append(
-            {
-                "role": "assistant",
-                "content": [b.model_dump(exclude_none=True) for b in reply.content],
-            }
-        )
-        calls = [b for b in reply.content if b.type == "tool_use"]
-        if not calls:
-            break
-        results = [
-            {"type": "tool_result", "tool_use_id": c.id, "content": output(c.input["step"])}
-            for c in calls
-        ]
-        messages.append({"role": "user", "content": results})
-    return messages
 
 
 def kinds(thread: Any) -> list[str]:
