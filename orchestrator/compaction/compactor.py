@@ -83,6 +83,8 @@ class Compactor:
         self._state = state
         self._keeper = keeper
         self._screen = screen
+        self._measured: tuple[RequestRenderer, int, int] | None = None
+        """(renderer, view version, tokens) of the last request measured (`_request_tokens`)."""
         self.slot = RunSlot()
         """The one run slot (a background run holds it while it works)."""
 
@@ -116,17 +118,27 @@ class Compactor:
         their share of the request: a stage takes nodes by their content, and each one
         it takes also frees the framing the request spends on it.
         """
-        request = self._state.calibrator.apply(renderer.render(self._working).tokens)
+        request = self._request_tokens(renderer)
         if request <= target:
             return request - target
         return -(-(request - target) * self._working.total_tokens // request)
 
     def fits(self, renderer: RequestRenderer, budget: int | None) -> bool:
         """Whether the working view, rendered by `renderer` and calibrated, fits `budget`."""
-        if budget is None:
-            return False
-        tokens = renderer.render(self._working).tokens
-        return self._state.calibrator.apply(tokens) <= budget
+        return budget is not None and self._request_tokens(renderer) <= budget
+
+    def _request_tokens(self, renderer: RequestRenderer) -> int:
+        """The working view's request by `renderer`, calibrated; rendered once per version.
+
+        A sized stage reads the excess before it runs and the run checks the fit after:
+        both are the same figure while no proposal landed in between.
+        """
+        version = self._working.version
+        measured = self._measured
+        if measured is None or measured[0] is not renderer or measured[1] != version:
+            measured = (renderer, version, renderer.render(self._working).tokens)
+            self._measured = measured
+        return self._state.calibrator.apply(measured[2])
 
     def _fire(self, budget: int | None) -> list[Firing]:
         config = self._options.triggers
@@ -207,6 +219,7 @@ class Compactor:
         rebases: list[Rebased],
     ) -> PipelineRun:
         """The run in one store transaction; a race with another writer is rebased."""
+        self._measured = None  # a run taken back may leave an old version number reused
         target = self._target(budget)
         settings = self._settings(budget, instructions, target)
         guards = self._guards(mode)
