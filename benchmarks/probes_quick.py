@@ -1,0 +1,89 @@
+"""`python -m benchmarks.probes_quick`: the page's fidelity probes and fill, one profile.
+
+The benchmarks page replays every contender (about 16 minutes); this replays one
+context-graph profile and AutoGen's buffered context (the peer that leads on the recency
+probes) with the page's own harness (`benchmarks.compare.runner.replay_all`), at the
+page's budgets, and prints per budget the probe shares, reference facts, fill at
+compacted calls, retention, prefix stability and refused calls. It is how the coding
+profile's figures in docs/configuration.md were taken.
+
+    python -m benchmarks.probes_quick                    # coding, every session
+    python -m benchmarks.probes_quick --profile service --only swe_agent
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from benchmarks.compare.contenders import ContenderSpec, ContextGraphContender
+from benchmarks.compare.fidelity import probe_recall, reach
+from benchmarks.compare.probes import PROBE_KINDS
+from benchmarks.compare.runner import Run, replay_all
+from benchmarks.compare.sessions import BUDGET_LABELS, discover
+from benchmarks.compare.stats import summarize
+
+__all__ = ["main", "table"]
+
+DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+
+
+def _spec(profile: str) -> ContenderSpec:
+    return ContenderSpec(
+        name=f"context-graph {profile}",
+        family="context-graph",
+        make=lambda budget, counter: ContextGraphContender(profile, budget, counter),
+        settings=f"get_profile({profile!r})",
+    )
+
+
+def table(runs: list[Run], names: list[str], label: str) -> str:
+    """One budget's rows: probe shares, reference facts, fill, retention, prefix, refused."""
+    head = ["contender", *PROBE_KINDS, "reference facts", "fill", "retention", "prefix"]
+    head.append("refused")
+    rows = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for name in names:
+        shares = [f"{p / a:.3f}" if a else "-" for a, p, _ in probe_recall(runs, name, label)]
+        reference, kept, _ = reach(runs, name, label)
+        figures = summarize(runs, name, label)
+        rows.append(
+            "| "
+            + " | ".join(
+                [
+                    name,
+                    *shares,
+                    f"{kept / reference:.3f}" if reference else "-",
+                    f"{figures.fill or 0:.2f}",
+                    f"{figures.retention or 0:.3f}",
+                    f"{figures.prefix_stability or 0:.2f}",
+                    str(figures.refused),
+                ]
+            )
+            + " |"
+        )
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
+    parser.add_argument("--profile", default="coding")
+    parser.add_argument("--only", metavar="FAMILY", help="only this session family")
+    parser.add_argument("--budgets", nargs="+", default=list(BUDGET_LABELS))
+    args = parser.parse_args(argv)
+    from benchmarks.compare.autogen_peer import autogen_specs
+
+    specs = [_spec(args.profile), *(s for s in autogen_specs() if "buffered" in s.name)]
+    sessions = discover(args.traces, only=args.only)
+    if not sessions:
+        print(f"no sessions under {args.traces}", file=sys.stderr)
+        return 1
+    runs = replay_all(specs, sessions, tuple(args.budgets), memory=False, progress=lambda _: None)
+    for label in args.budgets:
+        print(f"Budget {label}:\n\n{table(runs, [s.name for s in specs], label)}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
