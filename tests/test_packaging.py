@@ -157,3 +157,48 @@ class TestRuntimeDependencies:
 
 def _dist_name(name: str) -> str:
     return name.strip().lower().replace("_", "-")
+
+
+# The extras' top-level packages (pyproject.toml [project.optional-dependencies]).
+EXTRA_PACKAGES = (
+    "aiohttp",
+    "psycopg",
+    "psycopg_pool",
+    "openai",
+    "anthropic",
+    "google",
+    "agents",
+    "langchain",
+    "langchain_core",
+    "langgraph",
+    "pydantic_ai",
+    "litellm",
+    "autogen_core",
+    "trio",
+    "websockets",
+)
+
+
+class TestBareInstall:
+    @pytest.mark.parametrize(
+        "argv",
+        [["inspect"], ["render", "--budget", "4000"], ["--version"], ["proxy", "--help"]],
+        ids=["inspect", "render", "version", "proxy-help"],
+    )
+    def test_the_cli_runs_with_no_extra_installed(self, tmp_path: Path, argv: list[str]) -> None:
+        """The README's first command runs on `pip install .` alone: no extra is imported.
+
+        Each extra is made unimportable (`sys.modules[name] = None`), as on a bare install:
+        the CLI's `proxy` command imports the gateway's store readers, and the package
+        once imported aiohttp with them (CI's bare install failed on `context-graph inspect`).
+        """
+        code = (
+            "import sys\n"
+            f"for name in {EXTRA_PACKAGES!r}:\n"
+            "    sys.modules[name] = None\n"
+            "from orchestrator.cli import main\n"
+            f"sys.exit(main({argv!r}))\n"
+        )
+        done = _python(code, tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
