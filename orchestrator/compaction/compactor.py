@@ -33,6 +33,7 @@ from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.hooks import CompactionHooks, Prepared
 from orchestrator.compaction.pipeline import PipelineRun, StageSettings, run_pipeline
 from orchestrator.compaction.plan import RunMode, plan_runs
+from orchestrator.compaction.recency import live_outputs
 from orchestrator.compaction.renderers import RequestRenderer
 from orchestrator.compaction.screen import SecretScreen
 from orchestrator.compaction.slot import RunSlot
@@ -515,9 +516,14 @@ class Compactor:
         goal = relief
         if guards.cost_aware and settings.target is not None:
             goal = min(relief, settings.target)
-        # Lowest priority and oldest first, only as much as the goal asks for.
+        # Lowest priority and oldest first, only as much as the goal asks for. The live
+        # error and its resolution (`recency.live_outputs`) are what the agent acts on
+        # next: when one of them is the new material, the whole-view run frees the room
+        # from older history instead.
         settings = dataclasses.replace(
-            settings, excess=functools.partial(self.excess, renderer, goal)
+            settings,
+            excess=functools.partial(self.excess, renderer, goal),
+            held=settings.held | live_outputs(self._working.view),
         )
         await self._pipeline(
             self._options.triggers.default_pipeline,

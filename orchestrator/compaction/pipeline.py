@@ -24,6 +24,7 @@ costs more than it saves waits (listed in `PipelineRun.skipped`, sent as
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -46,6 +47,7 @@ from orchestrator.compaction.guards import (
     tick,
 )
 from orchestrator.compaction.plan import RunMode
+from orchestrator.compaction.recency import live_outputs
 from orchestrator.working import WorkingGraph, WorkingView
 from processors.base import (
     Abstract,
@@ -472,6 +474,37 @@ async def run_pipeline(
     """
     run = PipelineRun() if run is None else run
     state = None if guards is None else tick(GuardState() if guard_state is None else guard_state)
+    sized = done is not None and settings.excess is not None
+    # A run that compacts to a target leaves the live error and its resolution
+    # (`recency.live_outputs`) to the last: every stage first frees the room from the
+    # rest, and only a run still over after all of them takes them too.
+    live = live_outputs(working.view) - settings.held if sized else frozenset()
+    phases = (
+        [dataclasses.replace(settings, held=settings.held | live), settings] if live else [settings]
+    )
+    for phase in phases:
+        state = await _run_stages(
+            pipeline, working, bus, phase, run, state, done, guards, mode, only
+        )
+        if done is None or done():
+            break
+    run.guard_state = state if guards is not None else guard_state
+    return run
+
+
+async def _run_stages(
+    pipeline: Sequence[Processor],
+    working: WorkingGraph,
+    bus: EventBus,
+    settings: StageSettings,
+    run: PipelineRun,
+    state: GuardState | None,
+    done: Callable[[], bool] | None,
+    guards: GuardConfig | None,
+    mode: RunMode,
+    only: frozenset[str] | None,
+) -> GuardState | None:
+    """The stages in order, once (see `run_pipeline`); the guards' state after them."""
     rewritten: int | None = None  # where this run's applied proposals rewrote the view from
     for processor in pipeline:
         name = _name(processor)
@@ -486,9 +519,9 @@ async def run_pipeline(
         # are the next span (`history_targets`), so the stage may run again on them.
         # Any other stage first takes just what the excess asks for (`stage_goal`), and
         # all its targets only if that was not enough.
-        sized = done is not None and settings.excess is not None
         history = scope_of(processor) == "history"
         again = history and only is None and done is not None
+        sized = done is not None and settings.excess is not None
         passes = 1 + MAX_SUMMARY_REPEATS if again else (2 if sized else 1)
         for number in range(passes):
             outcome = await run_stage(
@@ -514,5 +547,4 @@ async def run_pipeline(
                 break
         if done is not None and done():
             break
-    run.guard_state = state if guards is not None else guard_state
-    return run
+    return state

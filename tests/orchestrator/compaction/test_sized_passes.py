@@ -108,3 +108,60 @@ def test_the_newest_error_is_the_last_thing_a_brief_gives_up() -> None:
     text = bound(brief, 120, lambda s: len(s.split()), keep=())
     assert "case 5" in text
     assert "case 0" not in text
+
+
+def _recency_manager() -> ContextManager:
+    manager = ContextManager(
+        budget=2_000,
+        counter=WordCounter(),
+        triggers=HARD,
+        pipeline=[ToolOutputTruncator(max_tokens=40), HistorySummarizer()],
+        compact_to=0.7,
+    )
+    _loop(manager, steps=12, words=100)  # steps 3, 7 and 11 failed
+    manager.render_sync()  # sent: what follows is new material
+    return manager
+
+
+def test_a_new_error_output_stays_whole_and_older_outputs_make_room() -> None:
+    """The output that just failed pushes the request over: it is what the agent acts
+    on next, so older outputs are cut instead (before: the pass over new material cut
+    the error itself, since cutting it left every message already sent as it was)."""
+    manager = _recency_manager()
+    manager.add_assistant("Run the tests.", [{"id": "t", "name": "bash"}])
+    manager.add_tool_result("t", _output("err", 700), is_error=True)
+    result = manager.render_sync()
+    body = str(result.payload)
+    assert "err350" in body  # the new error is whole, not a head and a tail
+    assert "s0x99" not in body  # the oldest output made room
+    assert result.tokens <= 2_000
+
+
+def test_the_output_that_resolved_the_error_stays_whole_too() -> None:
+    """An error, then a long output of the same tool that did not fail (the first one
+    after it): both live, both whole."""
+    manager = _recency_manager()
+    manager.add_assistant("Run the tests.", [{"id": "t1", "name": "bash"}])
+    manager.add_tool_result("t1", _output("err", 60), is_error=True)
+    manager.render_sync()
+    manager.add_assistant("Run them again.", [{"id": "t2", "name": "bash"}])
+    manager.add_tool_result("t2", _output("fixed", 700))
+    body = str(manager.render_sync().payload)
+    assert "err30" in body and "fixed350" in body  # whole, not a head and a tail
+
+
+def test_an_error_older_than_the_newest_outputs_is_not_live() -> None:
+    """The live error is looked for among the newest `RECENT_ANSWERS` outputs only."""
+    from orchestrator.compaction.recency import RECENT_ANSWERS, live_outputs
+
+    manager = ContextManager(budget=None, counter=WordCounter(), triggers=HARD)
+    manager.add_system("You are a coding agent.")
+    manager.add_user("Fix it.")
+    manager.add_assistant("Try.", [{"id": "bad", "name": "bash"}])
+    error = manager.add_tool_result("bad", "Traceback: ValueError: boom", is_error=True)
+    assert live_outputs(manager.working.view) == {error}
+    ids = []
+    for step in range(RECENT_ANSWERS):
+        manager.add_assistant("Look.", [{"id": f"r{step}", "name": "cat"}])
+        ids.append(manager.add_tool_result(f"r{step}", "ok"))
+    assert live_outputs(manager.working.view) == frozenset()
