@@ -91,8 +91,12 @@ def _exported_names(root: Path) -> set[str]:
             if isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
             ):
-                names |= {e.value for e in ast.walk(node.value) if isinstance(e, ast.Constant)}
-    return _with_bases({name for name in names if isinstance(name, str)}, root)
+                names |= {
+                    e.value
+                    for e in ast.walk(node.value)
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                }
+    return _with_bases(names, root)
 
 
 def _with_bases(exported: set[str], root: Path) -> set[str]:
