@@ -35,9 +35,9 @@ from orchestrator.compaction.pipeline import PipelineRun, StageSettings, run_pip
 from orchestrator.compaction.plan import RunMode, plan_runs
 from orchestrator.compaction.renderers import RequestRenderer
 from orchestrator.compaction.screen import SecretScreen
+from orchestrator.compaction.settings import CompactionSettings
 from orchestrator.compaction.slot import RunSlot
 from orchestrator.compaction.triggers import Firing, evaluate
-from orchestrator.options import ManagerOptions
 from orchestrator.persistence.manager_state import ManagerState, StateKeeper
 from orchestrator.persistence.protocol import Rebased
 from orchestrator.working import WorkingGraph
@@ -65,7 +65,7 @@ class Compactor:
         self,
         working: WorkingGraph,
         bus: EventBus,
-        options: ManagerOptions,
+        options: CompactionSettings,
         state: ManagerState,
         keeper: StateKeeper,
         screen: SecretScreen,
