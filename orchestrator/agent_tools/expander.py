@@ -16,19 +16,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from context_graph.errors import BudgetExceededError, InvariantViolation
 from context_graph.render import Renderer
+from context_graph.tokens.counting import ProviderFormat
 from orchestrator.agent_tools.calls import Refusal, shown
 from orchestrator.agent_tools.specs import EXPAND_TOOL
 from orchestrator.bus import EventBus
 from orchestrator.compaction.renderers import RendererCache
-from orchestrator.options import ManagerOptions
 from orchestrator.persistence.manager_state import ManagerState, StateKeeper
 from orchestrator.working import WorkingGraph, WorkingView
 from processors.base import Proposal, Restore
 
-__all__ = ["Expander", "RestorePlan", "plan_restore", "restore_proposal"]
+__all__ = ["ExpandSettings", "Expander", "RestorePlan", "plan_restore", "restore_proposal"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +124,26 @@ def _dropped_with(view: WorkingView, dropped: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+class ExpandSettings(Protocol):
+    """What `Expander` reads of the manager's options.
+
+    Declared here, not imported: the options module imports agent_tools/'s specs, and
+    the two would import each other (issue 32).
+    """
+
+    @property
+    def format(self) -> ProviderFormat:
+        """The wire format the restored request is measured in."""
+
+    @property
+    def budget(self) -> int | None:
+        """The render budget a restore must fit under (`None`: no budget)."""
+
+    @property
+    def expand_pin_turns(self) -> int:
+        """How many user turns what came back stays pinned."""
+
+
 class Expander:
     """Runs `context_expand` for a manager.
 
@@ -141,7 +162,7 @@ class Expander:
         state: ManagerState,
         keeper: StateKeeper,
         bus: EventBus,
-        options: ManagerOptions,
+        options: ExpandSettings,
         renderers: RendererCache,
     ) -> None:
         self._working = working

@@ -24,7 +24,7 @@ from anyio.abc import TaskGroup
 from orchestrator.compaction.compactor import Compactor
 from orchestrator.compaction.plan import RunMode
 from orchestrator.compaction.renderers import RendererCache
-from orchestrator.options import ManagerOptions
+from orchestrator.compaction.settings import BackgroundSettings
 from orchestrator.sync_bridge import ManagerLock
 
 __all__ = ["BackgroundRunner"]
@@ -46,7 +46,7 @@ class BackgroundRunner:
         self,
         compactor: Compactor,
         renderers: RendererCache,
-        options: ManagerOptions,
+        options: BackgroundSettings,
         lock: ManagerLock,
     ) -> None:
         self._compactor = compactor

@@ -36,9 +36,9 @@ from orchestrator.compaction.plan import RunMode, plan_runs
 from orchestrator.compaction.recency import live_outputs
 from orchestrator.compaction.renderers import RequestRenderer
 from orchestrator.compaction.screen import SecretScreen
+from orchestrator.compaction.settings import CompactionSettings
 from orchestrator.compaction.slot import RunSlot
 from orchestrator.compaction.triggers import Firing, evaluate
-from orchestrator.options import ManagerOptions
 from orchestrator.persistence.manager_state import ManagerState, StateKeeper
 from orchestrator.persistence.protocol import Rebased
 from orchestrator.working import WorkingGraph
@@ -66,7 +66,7 @@ class Compactor:
         self,
         working: WorkingGraph,
         bus: EventBus,
-        options: ManagerOptions,
+        options: CompactionSettings,
         state: ManagerState,
         keeper: StateKeeper,
         screen: SecretScreen,

@@ -1,0 +1,192 @@
+"""`python -m benchmarks.house`: issue 32's counts, on small trees and on this one.
+
+The checks on the repository assert what holds today and what may only shrink: other
+work on issue 32 cuts the constructor, the `**Any` signatures and the mutual imports, and
+tightens these bounds as it lands.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from benchmarks.house import (
+    LIBRARY,
+    any_keyword_signatures,
+    builtin_processor_isinstance,
+    constructor_parameters,
+    count_house,
+    format_mentions,
+    main,
+    mutual_folder_imports,
+)
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    """A library laid out under `root`: every package of `LIBRARY`, with `files` in it."""
+    for package in LIBRARY:
+        (root / package).mkdir(parents=True, exist_ok=True)
+        (root / package / "__init__.py").touch()
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+class TestMutualFolderImports:
+    def test_a_function_level_import_back_closes_a_pair(self, tmp_path: Path) -> None:
+        """Two folders importing each other are a pair even when one import is deferred."""
+        root = _tree(
+            tmp_path,
+            {
+                "orchestrator/a/__init__.py": "",
+                "orchestrator/a/one.py": "from orchestrator.b.two import X\n",
+                "orchestrator/b/__init__.py": "",
+                "orchestrator/b/two.py": "X = 1\ndef f():\n    from orchestrator.a import one\n",
+            },
+        )
+        assert mutual_folder_imports(root) == [("orchestrator.a", "orchestrator.b")]
+
+    def test_a_top_level_module_is_a_unit_of_its_own(self, tmp_path: Path) -> None:
+        """`manager.py` and `compaction/` importing each other are a pair; one way is none."""
+        root = _tree(
+            tmp_path,
+            {
+                "orchestrator/manager.py": "from orchestrator.compaction import run\n",
+                "orchestrator/compaction/__init__.py": "from .run import run\n",
+                "orchestrator/compaction/run.py": (
+                    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                    "    from orchestrator.manager import M\ndef run(): ...\n"
+                ),
+                "orchestrator/bus.py": "",
+                "orchestrator/working/__init__.py": "from orchestrator import bus\n",
+            },
+        )
+        assert mutual_folder_imports(root) == [("orchestrator.compaction", "orchestrator.manager")]
+
+    def test_the_package_init_owns_no_piece(self, tmp_path: Path) -> None:
+        """The package's `__init__` re-exporting a folder that imports the package is no pair."""
+        root = _tree(
+            tmp_path,
+            {
+                "orchestrator/__init__.py": "from orchestrator.manager import M\n",
+                "orchestrator/manager.py": "import orchestrator\nM = 1\n",
+            },
+        )
+        assert mutual_folder_imports(root) == []
+
+    def test_orchestrator_has_at_most_the_two_left(self) -> None:
+        """The one `wrap()` needs, and compaction/ with persistence/ (the shared state record).
+
+        Issue 32 counted four; agent_tools/ and compaction/ now read the options through
+        protocols of their own (`ExpandSettings`, `CompactionSettings`) instead of
+        importing the options module, which imports them.
+        """
+        known = {
+            ("orchestrator.compaction", "orchestrator.persistence"),
+            ("orchestrator.integrations", "orchestrator.manager"),
+        }
+        found = set(mutual_folder_imports())
+        assert found <= known, f"a new pair of folders imports each other: {found - known}"
+
+
+class TestAnyKeywordSignatures:
+    def test_only_exported_names_and_their_bases_count(self, tmp_path: Path) -> None:
+        """An exported class's method, and one it inherits, count; a private helper does not."""
+        root = _tree(
+            tmp_path,
+            {
+                "processors/__init__.py": '__all__ = ["Maker", "make"]\n',
+                "processors/things.py": """\
+                    from typing import Any
+                    class Base:
+                        def add(self, **fields: Any) -> None: ...
+                    class Maker(Base):
+                        def __init__(self, **options: Any) -> None: ...
+                        def _inner(self, **options: Any) -> None: ...
+                        def typed(self, **options: int) -> None: ...
+                    def make(**options: "Any") -> None: ...
+                    def helper(**options: Any) -> None: ...
+                    """,
+            },
+        )
+        assert any_keyword_signatures(root) == [
+            "processors/things.py:3 Base.add(**fields: Any)",
+            "processors/things.py:5 Maker.__init__(**options: Any)",
+            "processors/things.py:8 make(**options: Any)",
+        ]
+
+    def test_the_managers_open_is_still_counted(self) -> None:
+        """`ContextManager.open(**options: Any)`, which the issue names, is found today."""
+        found = any_keyword_signatures()
+        assert found, "no **Any left: tighten this test to assert none"
+        assert all(":" in place and "(**" in place for place in found)
+
+
+class TestBuiltinProcessorIsinstance:
+    def test_a_check_outside_processors_is_found(self, tmp_path: Path) -> None:
+        """`isinstance(x, HistorySummarizer)` in orchestrator/ is counted; in processors/ not."""
+        check = "def f(p):\n    return isinstance(p, (int, HistorySummarizer))\n"
+        root = _tree(tmp_path, {"orchestrator/pick.py": check, "processors/own.py": check})
+        assert builtin_processor_isinstance(root) == ["orchestrator/pick.py:2 HistorySummarizer"]
+
+    def test_only_the_options_redact_check_is_left(self) -> None:
+        """Today only the redact-stage checks of orchestrator/options.py remain."""
+        found = builtin_processor_isinstance()
+        assert all(place.startswith("orchestrator/options.py:") for place in found), found
+
+
+class TestFormatMentions:
+    def test_a_string_literal_counts_a_word_in_prose_does_not(self, tmp_path: Path) -> None:
+        """`"responses"` as a literal names the format; the English word in a docstring does not."""
+        root = _tree(
+            tmp_path,
+            {
+                "context_graph/wire.py": 'FORMAT = "responses"\n',
+                "processors/prose.py": '"""The model\'s responses, kept."""\n',
+            },
+        )
+        found = format_mentions(root)
+        assert found["responses"] == ["context_graph/wire.py"]
+        assert found["anthropic"] == []
+
+    def test_every_registered_format_is_listed(self) -> None:
+        """Each format of the validators' registry has its files, the registry's among them."""
+        found = format_mentions()
+        assert sorted(found) == ["anthropic", "gemini", "openai", "responses"]
+        for files in found.values():
+            assert files, "a format named by no library file"
+
+
+class TestScript:
+    def test_the_constructor_parameters_are_the_signatures(self) -> None:
+        """The parameters are read from `ContextManager.__init__`, in order, without `self`."""
+        names = constructor_parameters()
+        assert names[:2] == ["format", "budget"]
+        assert "self" not in names
+
+    def test_json_holds_every_count(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """`--json` prints one object whose counts are those `count_house` finds."""
+        assert main(["--json"]) == 0
+        printed = json.loads(capsys.readouterr().out)
+        counts = count_house()
+        assert printed["constructor_parameters"] == counts.constructor_parameters
+        assert [tuple(p) for p in printed["mutual_folder_imports"]] == counts.mutual_folder_imports
+        assert printed["format_mentions"] == counts.format_mentions
+
+    def test_text_names_each_count(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """The text report has one headline per count, with its target."""
+        assert main([]) == 0
+        out = capsys.readouterr().out
+        for headline in (
+            "ContextManager constructor parameters:",
+            "**Any in public signatures:",
+            "isinstance on built-in processor classes outside processors/:",
+            "mutual folder imports in orchestrator/:",
+            "library files naming each format",
+        ):
+            assert headline in out
