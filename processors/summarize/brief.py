@@ -115,8 +115,9 @@ class Brief:
     """Key identifiers found only in tool output (written quoted, on a line of their own)."""
     state: str = ""
     omitted: dict[str, int] = field(default_factory=dict)
-    successes: set[str] = field(default_factory=set)
-    """Keys of tool uses that read `ok` in the span (not written; resolves older errors)."""
+    successes: dict[str, str] = field(default_factory=dict)
+    """Keys of tool uses that read `ok` in the span, each with the line its output showed
+    (not written; resolves older errors, and says what fixed them)."""
     spoke: set[str] = field(default_factory=set)
     """Who wrote text in the span, `user` or `assistant` (not written; answers older
     questions of the other)."""
@@ -127,22 +128,39 @@ class Brief:
         return items
 
 
+_FIXED = " then: "
+"""Ends a resolved error's item: the line of the output that showed the fix worked."""
+
+
 def _error_line(error: ErrorFact) -> str:
     status = "resolved" if error.resolved else "open"
     key = error.key.replace("`", "'")
     quoted = quote_output(error.source, error.line) if error.line else ""
     said = "; ".join(part for part in (error.said, quoted) if part)
-    return f"[{status}] `{key}`: {said or 'failed'}"
+    fixed = f";{_FIXED}{code_span(error.fixed)}" if error.resolved and error.fixed else ""
+    return f"[{status}] `{key}`: {said or 'failed'}{fixed}"
 
 
 def _read_error(status: str, key: str, rest: str) -> ErrorFact:
-    """An error item read back: its words, and the tool output it quotes, if any."""
-    found = find_output_quote(rest)
+    """An error item read back: its words, the tool output it quotes, and what fixed it."""
     resolved = status == "resolved"
+    rest, fixed = _split_fixed(rest) if resolved else (rest, "")
+    found = find_output_quote(rest)
     if found is None:
-        return ErrorFact(key, rest, "", "", resolved)
+        return ErrorFact(key, rest, "", "", resolved, fixed)
     start, source, line = found
-    return ErrorFact(key, rest[:start].removesuffix("; "), line, source, resolved)
+    return ErrorFact(key, rest[:start].removesuffix("; "), line, source, resolved, fixed)
+
+
+def _split_fixed(rest: str) -> tuple[str, str]:
+    """`rest` without its closing `; then: <span>`, and the span's text ("" if none)."""
+    start = rest.rfind(";" + _FIXED)
+    while start >= 0:
+        span = read_span(rest, start + 1 + len(_FIXED))
+        if span is not None and span[1] == len(rest):
+            return rest[:start], span[0]
+        start = rest.rfind(";" + _FIXED, 0, start)
+    return rest, ""
 
 
 def _identifier_lines(brief: Brief) -> list[str]:
@@ -261,7 +279,12 @@ def parse(text: str) -> Brief | None:
 
 def merge(old: Brief, new: Brief) -> Brief:
     """`old` updated with the facts of a newer span (`new`): a rolling update."""
-    errors = {e.key: replace(e, resolved=True) if e.key in new.successes else e for e in old.errors}
+    errors = {
+        e.key: replace(e, resolved=True, fixed=new.successes[e.key])
+        if e.key in new.successes and not e.resolved
+        else e
+        for e in old.errors
+    }
     for error in new.errors:
         errors.pop(error.key, None)
         errors[error.key] = error

@@ -51,6 +51,7 @@ from processors.summarize.facts import (
     tool_uses,
     user_entities,
 )
+from processors.summarize.outcomes import success_gist
 from processors.summarize.quoting import quote_output
 from processors.summarize.said import MESSAGE_CHARS
 from processors.summarize.turns import (
@@ -298,9 +299,16 @@ def _read_files(brief: Brief, nodes: Sequence[Node]) -> None:
     brief.files_read = [p for p in dedupe(clip(p, 200) for p in read) if p not in touched]
 
 
-def _successes(uses: Iterable[ToolUse]) -> set[str]:
-    """Keys of the uses that read `ok` (an unknown outcome resolves no earlier error)."""
-    return {use.key for use in uses if use.outcome.ok}
+def _successes(uses: Iterable[ToolUse]) -> dict[str, str]:
+    """Keys of the uses that read `ok`, with what the first such output showed.
+
+    An unknown outcome resolves no earlier error; the line is `success_gist`'s.
+    """
+    found: dict[str, str] = {}
+    for use in uses:
+        if use.outcome.ok and use.key not in found:
+            found[use.key] = success_gist(use.answer.text)
+    return found
 
 
 def _is_command(call: ToolCallNode) -> bool:

@@ -23,7 +23,7 @@ from context_graph.graph.nodes import (
     UserNode,
 )
 from processors.exit_status import meta_exit_code
-from processors.summarize.outcomes import Outcome, read_outcome
+from processors.summarize.outcomes import Outcome, read_outcome, success_gist
 
 __all__ = [
     "ITEM_CHARS",
@@ -381,6 +381,8 @@ class ErrorFact:
         line: The line copied from the output that says what went wrong; else empty.
         source: The tool whose output `line` is.
         resolved: Whether a later use of the same tool or command read `ok`.
+        fixed: The line of that later use's output that shows it worked
+            (`outcomes.success_gist`); empty when unresolved or when it showed nothing.
     """
 
     key: str
@@ -388,6 +390,7 @@ class ErrorFact:
     line: str
     source: str
     resolved: bool
+    fixed: str = ""
 
     @property
     def gist(self) -> str:
@@ -414,8 +417,9 @@ def errors_of(uses: Iterable[ToolUse]) -> list[ErrorFact]:
         if outcome.failed:
             said = outcome.counts or ("" if outcome.line else "failed")
             state[use.key] = ErrorFact(use.key, said, outcome.line, source_of(use), False)
-        elif outcome.ok and use.key in state:
-            state[use.key] = replace(state[use.key], resolved=True)
+        elif outcome.ok and use.key in state and not state[use.key].resolved:
+            fixed = success_gist(use.answer.text)
+            state[use.key] = replace(state[use.key], resolved=True, fixed=fixed)
     return list(state.values())
 
 

@@ -23,7 +23,15 @@ from typing import Literal, TypeAlias
 from processors.distill.testruns import count_tests, parse_failures
 from processors.distill.tracebacks import find_tracebacks
 
-__all__ = ["Outcome", "Status", "error_gist", "exit_code", "harness_exit_code", "read_outcome"]
+__all__ = [
+    "Outcome",
+    "Status",
+    "error_gist",
+    "exit_code",
+    "harness_exit_code",
+    "read_outcome",
+    "success_gist",
+]
 
 Status: TypeAlias = Literal["failed", "ok", "unknown"]
 
@@ -310,6 +318,23 @@ def read_outcome(text: str, *, is_error: bool, code: int | None, content: bool) 
     if success:
         return Outcome("ok", None, line=success)
     return Outcome("unknown", None)
+
+
+def success_gist(text: str) -> str:
+    """The line of an output that did not fail that shows what it did, for a brief.
+
+    A tool's confirmation or a checker's all-clear; else, for a test run, its last line
+    (the runner's tally); else the first line that is more than an exit status.
+    """
+    plain = _WRAPPERS.sub("", text)
+    lines = plain.splitlines()
+    found = _success_line(plain, lines)
+    if found:
+        return found
+    shown = [line for line in lines if line.strip() and not _EXIT_LINE.match(line)]
+    if not shown:
+        return ""
+    return _clip(shown[-1] if _tests(lines) is not None else shown[0], 160)
 
 
 def _success_line(plain: str, lines: Sequence[str]) -> str | None:
