@@ -39,9 +39,10 @@ def _spec(profile: str) -> ContenderSpec:
 
 
 def table(runs: list[Run], names: list[str], label: str) -> str:
-    """One budget's rows: probe shares, reference facts, fill, retention, prefix, refused."""
+    """One budget's rows: probe shares (a request over the budget passes none), reference
+    facts, fill, retention, prefix, refused and over-budget calls."""
     head = ["contender", *PROBE_KINDS, "reference facts", "fill", "retention", "prefix"]
-    head.append("refused")
+    head += ["refused", "over budget"]
     rows = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for name in names:
         shares = [f"{p / a:.3f}" if a else "-" for a, p, _ in probe_recall(runs, name, label)]
@@ -58,6 +59,7 @@ def table(runs: list[Run], names: list[str], label: str) -> str:
                     f"{figures.retention or 0:.3f}",
                     f"{figures.prefix_stability or 0:.2f}",
                     str(figures.refused),
+                    str(figures.over_budget),
                 ]
             )
             + " |"

@@ -12,13 +12,20 @@ __all__ = ["probe_recall", "probe_section", "probe_table", "reach"]
 
 def probe_recall(runs: Sequence[Run], name: str, label: str) -> list[tuple[int, int, int]]:
     """(active, passed, recoverable) per probe kind, pooled over every call of `name` at
-    `label`."""
+    `label`.
+
+    A request over the budget passes none of its probes (as a refused call): a
+    contender that sends more than the budget allows is not keeping what the agent needs
+    within it, and the provider would refuse the request or bill what the user capped.
+    """
     totals = [[0, 0, 0] for _ in PROBE_KINDS]
     for run in _chosen(runs, name, label):
         for row in run.rows:
-            for index, counts in enumerate(row.probed):
-                for slot, count in enumerate(counts):
-                    totals[index][slot] += count
+            for index, (active, passed, back) in enumerate(row.probed):
+                totals[index][0] += active
+                if not row.over_budget:
+                    totals[index][1] += passed
+                    totals[index][2] += back
     return [(active, passed, back) for active, passed, back in totals]
 
 
@@ -76,7 +83,9 @@ def probe_section(runs: Sequence[Run], names: Sequence[str], budgets: Sequence[s
         "latest message verbatim (`instruction`). At a call a probe passes when its answer "
         "is in the request verbatim; the share is pooled over every call at which the "
         f"probe was active (at most {LIMIT} probes of an accumulating kind per session; the "
-        "kinds that keep one live probe are not capped). A refused call passes none. Where "
+        "kinds that keep one live probe are not capped). A refused call passes none, nor "
+        "does a request over the budget (the buffered peers send some: their shares are "
+        "what they keep within the budget, as for retention's *within budget*). Where "
         "a share reads `a + b`, `b` is the share not in the request but recoverable: "
         "inside what one `context_expand` call on an id the request names brings back "
         "(only a contender with agent tools names ids). The last column is the same for "

@@ -253,3 +253,48 @@ class TestScoring:
         assert kept == 0 and 0 < recoverable <= reference
         row = probe_table([run], ["expands"], "50%").splitlines()[-1]
         assert " 0.000 + 1.000 " in row
+
+
+class TestWithinBudget:
+    def test_a_request_over_the_budget_passes_no_probe(self) -> None:
+        """The same request passes its probes under a budget it fits and none over one
+        it exceeds: a peer that overruns the budget does not score what it overran with."""
+        session = Session.made(_events())
+        body = {
+            "messages": [{"role": "user", "content": "You must keep the public API unchanged."}]
+        }
+
+        def make(budget: int, counter: TokenCounter) -> _Sends:
+            return _Sends(body)
+
+        spec = ContenderSpec(name="sends", family="test", make=make, settings="")
+        counter = TiktokenCounter()
+        ctx = setup(session, counter)
+        fits = replay(spec, ctx, "50%", 10_000, counter, memory=False)
+        over = replay(spec, ctx, "50%", 3, counter, memory=False)
+        assert all(row.over_budget for row in over.rows)
+        index = PROBE_KINDS.index("constraint")
+        active, passed, _ = probe_recall([fits], "sends", "50%")[index]
+        assert active > 0 and passed == active
+        assert probe_recall([over], "sends", "50%")[index] == (active, 0, 0)
+
+    def test_the_quick_table_shows_the_same_shares_and_the_overrun(self) -> None:
+        """`benchmarks.probes_quick.table`: one row per contender, the probe shares as the
+        page computes them, and the calls over the budget counted."""
+        from benchmarks.probes_quick import table
+
+        session = Session.made(_events())
+        body = {
+            "messages": [{"role": "user", "content": "You must keep the public API unchanged."}]
+        }
+        spec = ContenderSpec(
+            name="sends", family="test", make=lambda b, c: _Sends(body), settings=""
+        )
+        counter = TiktokenCounter()
+        over = replay(spec, setup(session, counter), "50%", 3, counter, memory=False)
+        head, _, row = table([over], ["sends"], "50%").splitlines()
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        columns = [cell.strip() for cell in head.strip("|").split("|")]
+        assert len(cells) == len(columns) and columns[-1] == "over budget"
+        assert cells[columns.index("constraint")] == "0.000"
+        assert cells[-1] == str(len(session.calls))
