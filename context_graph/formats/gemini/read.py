@@ -44,6 +44,17 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.formats.gemini.read_pairing import CallBook
+from context_graph.formats.gemini.read_parts import (
+    data_key,
+    dump,
+    get,
+    key_of,
+    name_of,
+    optional_id,
+    plain_part,
+    signature_of,
+)
 from context_graph.graph.content import ContentPart, ProviderSignature, TextPart, ThinkingPart
 from context_graph.graph.events import (
     AgentEvent,
@@ -61,17 +72,6 @@ from context_graph.importers._base import (
     expect_list,
     expect_mapping,
     strays_of,
-)
-from context_graph.importers._gemini_pairing import CallBook
-from context_graph.importers._gemini_parts import (
-    data_key,
-    dump,
-    get,
-    key_of,
-    name_of,
-    optional_id,
-    plain_part,
-    signature_of,
 )
 
 __all__ = ["model_turn", "response_text", "sniff", "to_sessions"]

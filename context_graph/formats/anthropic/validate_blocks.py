@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_graph.validate.anthropic_turns import TOOL_ID, Msg
+from context_graph.formats.anthropic.validate_turns import TOOL_ID, Msg
 from context_graph.validate.common import (
     Collector,
     article,

@@ -15,6 +15,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
+from context_graph.formats.openai_responses.validate_items import (
+    ITEM_FIELDS,
+    check_call_id,
+    check_compaction,
+    check_message,
+    check_output,
+    check_reasoning,
+)
 from context_graph.validate.common import (
     Collector,
     as_list,
@@ -23,14 +31,6 @@ from context_graph.validate.common import (
     nonempty_str,
     objects_in,
     show,
-)
-from context_graph.validate.openai_responses_items import (
-    ITEM_FIELDS,
-    check_call_id,
-    check_compaction,
-    check_message,
-    check_output,
-    check_reasoning,
 )
 from context_graph.validate.tool_fields import check_tools
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+from context_graph.formats.gemini.validate_turns import ContentInfo, check_pairing, check_sequence
 from context_graph.validate.common import (
     Collector,
     article,
@@ -20,7 +21,6 @@ from context_graph.validate.common import (
     objects_in,
     show,
 )
-from context_graph.validate.gemini_turns import ContentInfo, check_pairing, check_sequence
 from context_graph.validate.tool_fields import check_tools
 
 __all__ = ["GEMINI_RULES", "GeminiContentsValidator", "gemini_clues", "validate_gemini"]

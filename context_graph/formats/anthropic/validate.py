@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from context_graph.validate.anthropic_blocks import check_block, check_text
-from context_graph.validate.anthropic_turns import (
+from context_graph.formats.anthropic.validate_blocks import check_block, check_text
+from context_graph.formats.anthropic.validate_turns import (
     THINKING,
     Msg,
     check_pairing,

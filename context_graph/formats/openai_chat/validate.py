@@ -6,6 +6,13 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+from context_graph.formats.openai_chat.tool_calls import (
+    AssistantTurn,
+    check_tool_calls,
+    close_turn,
+    leave_run,
+    pair_tool_message,
+)
 from context_graph.validate.common import (
     Collector,
     article,
@@ -15,13 +22,6 @@ from context_graph.validate.common import (
     is_obj,
     objects_in,
     show,
-)
-from context_graph.validate.openai_tool_calls import (
-    AssistantTurn,
-    check_tool_calls,
-    close_turn,
-    leave_run,
-    pair_tool_message,
 )
 from context_graph.validate.tool_fields import check_tools
 
