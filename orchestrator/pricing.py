@@ -32,9 +32,15 @@ from context_graph.tokens.counting import ProviderFormat
 __all__ = ["PRICES", "CachePrice", "call_dollars", "price_for"]
 
 
-#: Each provider's caching price, once (formats its provider reads share it); each
-#: format's folder holds its own (`context_graph.formats.<format>.wire`).
-PRICES: tuple[CachePrice, ...] = tuple(dict.fromkeys(wire.price for wire in WIRES.values()))
+#: Each provider's caching price, once (formats one provider reads share it), dearest
+#: input first; each format's folder holds its own (`context_graph.formats.<folder>.wire`).
+PRICES: tuple[CachePrice, ...] = tuple(
+    sorted(
+        dict.fromkeys(wire.price for wire in WIRES.values()),
+        key=lambda price: price.input_per_million,
+        reverse=True,
+    )
+)
 
 
 def price_for(format: ProviderFormat) -> CachePrice:
