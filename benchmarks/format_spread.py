@@ -67,11 +67,8 @@ ALLOWED: Mapping[str, str] = {
     "context_graph/models.py": "model limits: which vendor serves a model name",
     # Left for a later change: generic code that still branches on a format (issue 32).
     "context_graph/graph/sdk_replies.py": "LEFT: reads every SDK's reply object in one place",
-    "context_graph/graph/native.py": "LEFT: the two native compaction artifacts' shapes",
-    "context_graph/importers/_native.py": "LEFT: those artifacts read into events",
     "context_graph/graph/content.py": "LEFT: signatures and thinking parts name their provider",
     "context_graph/graph/call_shapes.py": "LEFT: Gemini's call shape among the readers",
-    "context_graph/render/fragments.py": "LEFT: a Responses compaction keeps the user turns",
     "context_graph/render/tools.py": "LEFT: Gemini's tool declarations wrapper",
     "context_graph/render/renderer.py": "LEFT: default format; cache marks named in an error",
     "context_graph/render/__init__.py": "LEFT: `render_history`'s default format",

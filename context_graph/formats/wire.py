@@ -7,9 +7,11 @@ gathers them by name. Nothing here names a format.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["CachePrice", "FormatOverhead", "IdRule", "Wire"]
+__all__ = ["ArtifactProblem", "CachePrice", "FormatOverhead", "IdRule", "NativeArtifact", "Wire"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,39 @@ class CachePrice:
     """Cached prefixes are served in multiples of this many tokens."""
 
 
+class ArtifactProblem(ValueError):
+    """A compaction artifact that breaks its format's shape, at `path` inside it."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+@dataclass(frozen=True)
+class NativeArtifact:
+    """A format's own compaction artifact: what its provider returns and takes back.
+
+    `context_graph.graph.native.NativeCompaction` holds one as received and checks it
+    against this; the renderers send it back only to its own format.
+    """
+
+    keys: frozenset[str]
+    """The keys the provider's SDK types the artifact with (as returned and as sent)."""
+    optional_text: tuple[str, ...]
+    """Keys that, when present and not null, must be strings."""
+    check: Callable[[Mapping[str, Any]], None]
+    """The format's own further rules; raises `ArtifactProblem`."""
+    readable_key: str | None
+    """The key holding a readable summary (None: the artifact is opaque)."""
+    reader: str
+    """Who alone can read the artifact, for the note other formats are sent instead."""
+    noun: str
+    """What the provider calls it, for error messages ("compaction block")."""
+    keeps_user_turns: bool
+    """Whether the provider keeps the user's messages beside the artifact (it then stands
+    for every earlier node but those), rather than ignoring everything before it."""
+
+
 @dataclass(frozen=True)
 class Wire:
     """One wire format's constants: what the graph, token and price code need of it."""
@@ -75,3 +110,5 @@ class Wire:
     """What the provider accepts as a tool-call id."""
     price: CachePrice
     """How the provider that reads the format bills a request's input."""
+    native: NativeArtifact | None = None
+    """The provider's own compaction artifact, if it makes one."""
