@@ -72,7 +72,6 @@ ALLOWED: Mapping[str, str] = {
     "context_graph/render/tools.py": "LEFT: Gemini's tool declarations wrapper",
     "context_graph/render/renderer.py": "LEFT: default format; cache marks named in an error",
     "context_graph/render/__init__.py": "LEFT: `render_history`'s default format",
-    "context_graph/tokens/usage.py": "LEFT: each SDK's usage object read in one function",
     "context_graph/validate/tool_fields.py": "LEFT: each format's tool field rules",
     "context_graph/validate/request.py": "LEFT: detect_request_format's tie-breaks",
     "orchestrator/manager.py": "LEFT: the manager's default format (h-policy's file)",

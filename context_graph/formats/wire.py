@@ -9,7 +9,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # only annotations: importing `context_graph.tokens` here would
+    # reach `formats.wires` while it is being built (the tokens package reads it)
+    from context_graph.tokens.usage_counts import Usage, UsageCounts
 
 __all__ = ["ArtifactProblem", "CachePrice", "FormatOverhead", "IdRule", "NativeArtifact", "Wire"]
 
@@ -110,5 +114,7 @@ class Wire:
     """What the provider accepts as a tool-call id."""
     price: CachePrice
     """How the provider that reads the format bills a request's input."""
+    read_usage: Callable[[UsageCounts], Usage | None]
+    """Reads the provider's usage object (`None`: it reports no input)."""
     native: NativeArtifact | None = None
     """The provider's own compaction artifact, if it makes one."""

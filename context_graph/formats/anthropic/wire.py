@@ -1,4 +1,4 @@
-"""Anthropic Messages' constants: overheads, tool-call ids, price."""
+"""Anthropic Messages' constants: overheads, tool-call ids, price, usage."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from context_graph.formats.anthropic.usage import read_anthropic_usage
 from context_graph.formats.wire import (
     ArtifactProblem,
     CachePrice,
@@ -68,5 +69,6 @@ WIRE = Wire(
     # Anthropic accepts `^[a-zA-Z0-9_-]+$` and rejects an id used twice in one request.
     id_rule=IdRule(re.compile(r"[a-zA-Z0-9_-]+"), 64),
     price=CachePrice("Anthropic", "Claude Sonnet 4.5", 3.00, read=0.1, write=1.25, minimum=1024),
+    read_usage=read_anthropic_usage,
     native=COMPACTION,
 )

@@ -1,9 +1,10 @@
-"""OpenAI Chat Completions' constants: overheads, tool-call ids, price."""
+"""OpenAI Chat Completions' constants: overheads, tool-call ids, price, usage."""
 
 from __future__ import annotations
 
 import re
 
+from context_graph.formats.openai_chat.usage import read_chat_usage
 from context_graph.formats.wire import CachePrice, FormatOverhead, IdRule, Wire
 
 __all__ = ["OPENAI_OVERHEAD", "OPENAI_PRICE", "WIRE"]
@@ -30,4 +31,5 @@ WIRE = Wire(
     # Chat Completions caps a tool-call id at 40 characters.
     id_rule=IdRule(re.compile(r"[^\x00-\x1f]+"), 40),
     price=OPENAI_PRICE,
+    read_usage=read_chat_usage,
 )

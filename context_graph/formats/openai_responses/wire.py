@@ -1,4 +1,4 @@
-"""The OpenAI Responses API's constants: overheads, tool-call ids, price."""
+"""The OpenAI Responses API's constants: overheads, tool-call ids, price, usage."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from context_graph.formats.openai_chat.wire import OPENAI_OVERHEAD, OPENAI_PRICE
+from context_graph.formats.openai_responses.usage import read_responses_usage
 from context_graph.formats.wire import ArtifactProblem, IdRule, NativeArtifact, Wire
 
 __all__ = ["COMPACTION", "WIRE"]
@@ -45,5 +46,6 @@ WIRE = Wire(
     # The Responses API refuses a `call_id` over 64 characters (`string_above_max_length`).
     id_rule=IdRule(re.compile(r"[^\x00-\x1f]+"), 64),
     price=OPENAI_PRICE,
+    read_usage=read_responses_usage,
     native=COMPACTION,
 )

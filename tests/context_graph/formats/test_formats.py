@@ -78,6 +78,9 @@ class TestRegistry:
         "context_graph.formats.gemini.read",
         "context_graph.formats.openai_chat.wire",
         "context_graph.graph.call_ids",
+        "context_graph.formats.gemini.usage",
+        "context_graph.tokens.usage_counts",
+        "context_graph.formats.wire",
     ],
 )
 def test_any_module_imports_first(module: str) -> None:
