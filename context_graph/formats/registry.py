@@ -19,16 +19,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType, ModuleType
 
-from context_graph.formats.anthropic import read as anthropic_read
+import context_graph.formats.anthropic.read as anthropic_read
+import context_graph.formats.gemini.read as gemini_read
+import context_graph.formats.openai_chat.read as openai_chat_read
+import context_graph.formats.openai_responses.read as openai_responses_read
 from context_graph.formats.anthropic.render import AnthropicMessagesRenderer
 from context_graph.formats.anthropic.validate import AnthropicMessagesValidator
-from context_graph.formats.gemini import read as gemini_read
 from context_graph.formats.gemini.render import GeminiContentsRenderer
 from context_graph.formats.gemini.validate import GeminiContentsValidator
-from context_graph.formats.openai_chat import read as openai_chat_read
 from context_graph.formats.openai_chat.render import OpenAIChatRenderer
 from context_graph.formats.openai_chat.validate import OpenAIChatValidator
-from context_graph.formats.openai_responses import read as openai_responses_read
 from context_graph.formats.openai_responses.render import OpenAIResponsesRenderer
 from context_graph.formats.openai_responses.validate import OpenAIResponsesValidator
 from context_graph.formats.wires import FORMAT_NAMES, WIRES, FormatName

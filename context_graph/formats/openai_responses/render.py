@@ -238,7 +238,7 @@ def tools_field(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 
 def count_tools(field_value: Any, cache: NodeTokenCache) -> int:
     """Tokens of a rendered `tools` field, with the format's tool overheads."""
-    return count_tool_field("responses", field_value, cache)
+    return count_tool_field(field_value, _OVERHEAD, cache)
 
 
 # --- counting -----------------------------------------------------------------------------
