@@ -1,6 +1,6 @@
 """Rules of each Anthropic content block on its own: its type, its role, its fields.
 
-`check_block` is called by the per-message checks in `anthropic_messages` for every
+`check_block` is called by the per-message checks in `validate` for every
 block of a message's `content`.
 """
 
