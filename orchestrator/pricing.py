@@ -25,48 +25,27 @@ between two ways of sending the same session does not depend on them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from context_graph.formats.wire import CachePrice
+from context_graph.formats.wires import WIRES
 from context_graph.tokens.counting import ProviderFormat
 
 __all__ = ["PRICES", "CachePrice", "call_dollars", "price_for"]
 
 
-@dataclass(frozen=True)
-class CachePrice:
-    """How one provider bills a request's input with its prompt cache."""
-
-    provider: str
-    model: str
-    input_per_million: float
-    read: float
-    """Price of a cached token, as a multiple of the input price."""
-    write: float
-    """Price of a token written to the cache, as a multiple (1.0: no surcharge)."""
-    minimum: int
-    """The shortest prefix the cache serves (and, with a surcharge, writes)."""
-    step: int = 1
-    """Cached prefixes are served in multiples of this many tokens."""
-
-
-PRICES: tuple[CachePrice, ...] = (
-    CachePrice("Anthropic", "Claude Sonnet 4.5", 3.00, read=0.1, write=1.25, minimum=1024),
-    CachePrice("OpenAI", "GPT-5.4", 2.50, read=0.1, write=1.0, minimum=1024, step=128),
-    CachePrice("Gemini", "Gemini 3 Pro", 2.00, read=0.1, write=1.0, minimum=4096),
+#: Each provider's caching price, once (formats one provider reads share it), dearest
+#: input first; each format's folder holds its own (`context_graph.formats.<folder>.wire`).
+PRICES: tuple[CachePrice, ...] = tuple(
+    sorted(
+        dict.fromkeys(wire.price for wire in WIRES.values()),
+        key=lambda price: price.input_per_million,
+        reverse=True,
+    )
 )
-
-_BY_FORMAT: dict[str, str] = {
-    "anthropic": "Anthropic",
-    "openai": "OpenAI",
-    "responses": "OpenAI",
-    "gemini": "Gemini",
-}
 
 
 def price_for(format: ProviderFormat) -> CachePrice:
     """The price of the provider that reads `format`."""
-    provider = _BY_FORMAT[format]
-    return next(price for price in PRICES if price.provider == provider)
+    return WIRES[format].price
 
 
 def call_dollars(tokens: int, reused: int, price: CachePrice) -> tuple[float, int]:

@@ -1,12 +1,12 @@
 """Tool-call ids as each provider accepts them, mapped deterministically (and back).
 
-Anthropic accepts `^[a-zA-Z0-9_-]+$` and rejects an id used twice in one request; OpenAI
-caps ids at 40 characters in Chat Completions and at 64 in the Responses API (`call_id`).
-Sessions break both: tau-bench reuses ids, other tools write
-ids with dots or colons, some ids are long. An id that is valid and the first use of
-its value is sent as it is (so most renders are byte-identical to the source); any
-other id is rewritten from its value and the call's position, which never change once
-ingested, so the mapping is stable from one render to the next.
+Each format's `wire` module says what its provider accepts (a character set, a length
+cap; some providers also reject an id used twice in one request). Sessions break these:
+tau-bench reuses ids, other tools write ids with dots or colons, some ids are long. An
+id that is valid and the first use of its value is sent as it is (so most renders are
+byte-identical to the source); any other id is rewritten from its value and the call's
+position, which never change once ingested, so the mapping is stable from one render to
+the next.
 """
 
 from __future__ import annotations
@@ -14,29 +14,18 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
+
+from context_graph.formats.wire import IdRule
+from context_graph.formats.wires import WIRES
 
 __all__ = ["ID_RULES", "IdRule", "provider_call_id"]
 
 
-@dataclass(frozen=True, slots=True)
-class IdRule:
-    """What a provider accepts as a tool-call id."""
-
-    pattern: re.Pattern[str]
-    max_length: int
-
-
-#: What each provider format accepts as a tool-call id (read-only).
+#: What each provider format accepts as a tool-call id (read-only); each format's
+#: folder holds its own.
 ID_RULES: Mapping[str, IdRule] = MappingProxyType(
-    {
-        "openai": IdRule(re.compile(r"[^\x00-\x1f]+"), 40),
-        "anthropic": IdRule(re.compile(r"[a-zA-Z0-9_-]+"), 64),
-        "gemini": IdRule(re.compile(r"[^\x00-\x1f]+"), 64),
-        # The Responses API refuses a `call_id` over 64 characters (`string_above_max_length`).
-        "responses": IdRule(re.compile(r"[^\x00-\x1f]+"), 64),
-    }
+    {name: wire.id_rule for name, wire in WIRES.items()}
 )
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
@@ -49,7 +38,7 @@ def provider_call_id(original: str, seq: int | None, first_use: bool, fmt: str) 
         original: The call id as recorded.
         seq: The call node's transcript position.
         first_use: Whether no earlier call in the session used `original`.
-        fmt: `openai`, `anthropic`, `gemini` or `responses`.
+        fmt: A format's name (a key of `ID_RULES`).
     """
     rule = ID_RULES[fmt]
     if first_use and len(original) <= rule.max_length and rule.pattern.fullmatch(original):

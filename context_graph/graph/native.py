@@ -1,42 +1,62 @@
 """Provider-native compaction: a provider's own compaction artifact, kept as received.
 
-Two providers compact a conversation on their side and hand the client an artifact to
-send back in place of what it stands for: Anthropic a `compaction` content block at the
-start of an assistant message (the `compact_20260112` context-management edit), readable
-`content` with optional opaque fields; the OpenAI Responses API a `compaction` item whose
-`encrypted_content` only OpenAI can read. A `NativeCompaction` holds one of them byte for
-byte; the `Compaction` event that carries it becomes a summary node standing for every
-earlier node (a Responses item: every earlier node but the user's messages, which the
-API keeps beside it), rendered verbatim to its own provider and set aside for any other
-(which renders the nodes it stands for instead).
+Some providers compact a conversation on their side and hand the client an artifact to
+send back in place of what it stands for; each such format describes its artifact in its
+`wire` module (`Wire.native`: keys, rules, whether it is readable). A `NativeCompaction`
+holds one byte for byte; the `Compaction` event that carries it becomes a summary node
+standing for every earlier node (or every earlier node but the user's messages, for an
+artifact whose provider keeps them beside it), rendered verbatim to its own format and
+set aside for any other (which renders the nodes it stands for instead).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias
+from typing import Annotated, Any, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, JsonValue, field_serializer, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    JsonValue,
+    field_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
-__all__ = ["NativeCompaction", "NativeProvider", "opaque_note", "readable_text"]
+from context_graph.formats.wire import ArtifactProblem, NativeArtifact
+from context_graph.formats.wires import WIRES, FormatName
 
-NativeProvider: TypeAlias = Literal["anthropic", "responses"]
+__all__ = [
+    "NATIVE_FORMATS",
+    "NativeCompaction",
+    "NativeProvider",
+    "artifact",
+    "opaque_note",
+    "readable_text",
+]
+
+#: The formats whose provider makes a compaction artifact (its `Wire.native`).
+NATIVE_FORMATS: tuple[str, ...] = tuple(name for name, wire in WIRES.items() if wire.native)
+
+
+def _makes_artifacts(name: FormatName) -> FormatName:
+    if name not in NATIVE_FORMATS:
+        msg = f"{name!r} makes no compaction artifact; expected one of {', '.join(NATIVE_FORMATS)}"
+        raise ValueError(msg)
+    return name
+
+
+NativeProvider: TypeAlias = Annotated[FormatName, AfterValidator(_makes_artifacts)]
 """The formats whose compaction artifacts are read: each one's format name."""
 
-# The keys each provider's SDK types the artifact with (as returned, and as sent back).
-_KEYS: Mapping[str, frozenset[str]] = MappingProxyType(
-    {
-        "anthropic": frozenset(
-            {"type", "content", "encrypted_content", "signature", "tool_changes", "cache_control"}
-        ),
-        "responses": frozenset({"type", "id", "encrypted_content", "created_by"}),
-    }
-)
-_OPTIONAL_TEXT: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {"anthropic": ("encrypted_content", "signature"), "responses": ("id", "created_by")}
-)
+
+def artifact(provider: str) -> NativeArtifact:
+    """The shape of `provider`'s compaction artifact (a name of `NATIVE_FORMATS`)."""
+    native = WIRES[provider].native
+    assert native is not None, provider  # the field's validator admits no other
+    return native
 
 
 def _problem(reason: str, path: str) -> PydanticCustomError:
@@ -62,47 +82,29 @@ class NativeCompaction(BaseModel):
     @model_validator(mode="after")
     def _check_shape(self) -> NativeCompaction:
         item = self.item
+        rules = artifact(self.provider)
         if item.get("type") != "compaction":
             msg = f'`type` must be "compaction", got {item.get("type")!r}'
             raise _problem(msg, "item.type")
-        unknown = sorted(set(item) - _KEYS[self.provider])
+        unknown = sorted(set(item) - rules.keys)
         if unknown:
             msg = (
                 f"unknown key `{unknown[0]}` for a {self.provider} compaction; expected "
-                f"{', '.join(sorted(_KEYS[self.provider]))}"
+                f"{', '.join(sorted(rules.keys))}"
             )
             raise _problem(msg, f"item.{unknown[0]}")
-        for key in _OPTIONAL_TEXT[self.provider]:
+        for key in rules.optional_text:
             _optional_text(item, key)
-        if self.provider == "anthropic":
-            _check_anthropic(item)
-        else:
-            encrypted = item.get("encrypted_content")
-            if not isinstance(encrypted, str) or not encrypted:
-                msg = (
-                    "a Responses compaction item needs its `encrypted_content` as a "
-                    f"non-empty string, got {_shown(encrypted)}"
-                )
-                raise _problem(msg, "item.encrypted_content")
+        try:
+            rules.check(item)
+        except ArtifactProblem as problem:
+            raise _problem(str(problem), problem.path) from None
         object.__setattr__(self, "item", MappingProxyType(dict(item)))
         return self
 
     @field_serializer("item")
     def _dump_item(self, value: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
         return dict(value)
-
-
-def _check_anthropic(item: Mapping[str, Any]) -> None:
-    content = item.get("content")
-    if content is not None and (not isinstance(content, str) or not content):
-        msg = f"`content` must be the summary text or null, got {_shown(content)}"
-        raise _problem(msg, "item.content")
-    changes = item.get("tool_changes")
-    if changes is not None and not (
-        isinstance(changes, list | tuple) and all(isinstance(c, Mapping) for c in changes)
-    ):
-        msg = f"`tool_changes` must be a list of objects or null, got {_shown(changes)}"
-        raise _problem(msg, "item.tool_changes")
 
 
 def _optional_text(item: Mapping[str, Any], key: str) -> None:
@@ -118,16 +120,15 @@ def _shown(value: Any) -> str:
 
 
 def readable_text(native: NativeCompaction) -> str | None:
-    """The artifact's readable summary (Anthropic's `content`); None when it has none."""
-    if native.provider != "anthropic":
-        return None
-    content = native.item.get("content")
+    """The artifact's readable summary (its format's `readable_key`); None when it has none."""
+    key = artifact(native.provider).readable_key
+    content = native.item.get(key) if key else None
     return content if isinstance(content, str) and content else None
 
 
 def opaque_note(native: NativeCompaction) -> str:
     """What another provider is told in place of an artifact with no readable text."""
-    who = "OpenAI" if native.provider == "responses" else "Anthropic"
+    who = artifact(native.provider).reader
     return (
         f"[the conversation before this point was compacted by {who} into an opaque "
         f"artifact that only {who} can read, and no earlier record of it is available]"

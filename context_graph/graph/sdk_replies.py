@@ -209,7 +209,9 @@ def _turn(
 ) -> AssistantTurn:
     """Convert with the format's importer, then add the ids and the caller's fields."""
     # Imported here: the importers import the graph, whose `add_*` methods use this module.
-    from context_graph.importers import anthropic, gemini, openai
+    from context_graph.formats.anthropic import read as anthropic
+    from context_graph.formats.gemini import read as gemini
+    from context_graph.formats.openai_chat import read as openai
 
     if kind == "gemini":
         turn = gemini.model_turn(data, where)
@@ -237,7 +239,7 @@ def _responses_reply(
 ) -> Reply:
     """A Responses `Response` or `CompactedResponse`: its compactions, then its turn."""
     # Imported here, as in `_turn`: the importers import the graph.
-    from context_graph.importers import openai_responses
+    from context_graph.formats.openai_responses import read as openai_responses
 
     status = data.get("status")
     if status in ("failed", "cancelled"):
@@ -304,7 +306,7 @@ def _with_fields(
 
 def _compactions(data: Mapping[str, Any], where: SourceLocation) -> tuple[Compaction, ...]:
     """An Anthropic message's leading `compaction` blocks, as events."""
-    from context_graph.importers import anthropic
+    from context_graph.formats.anthropic import read as anthropic
 
     found = anthropic.leading_compactions(data.get("content"), where)
     if found is None:

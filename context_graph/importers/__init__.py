@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.formats.wires import READ_ORDER
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent
 from context_graph.importers._base import ImportedSession, RawInput, Stray, read_raw
@@ -45,8 +46,8 @@ __all__ = [
     "select_session",
 ]
 
-#: Every supported input format, in detection order.
-FORMATS: tuple[str, ...] = (
+#: The agent trace formats, each an importer module of this package, in detection order.
+TRACE_FORMATS: tuple[str, ...] = (
     "claude_code",
     "codex_cli",
     "tau2",
@@ -55,15 +56,21 @@ FORMATS: tuple[str, ...] = (
     "mini_swe_agent",
     "swe_agent",
     "gemini_cli",
-    "anthropic",
-    "gemini",
-    "openai_responses",
-    "openai",
 )
+
+#: Every supported input format, in detection order: the agent traces, then the wire
+#: formats' request bodies (`context_graph.formats.wires.READ_ORDER`).
+FORMATS: tuple[str, ...] = (*TRACE_FORMATS, *READ_ORDER)
 
 
 def _module(fmt: str) -> ModuleType:
-    return importlib.import_module(f"context_graph.importers.{fmt}")
+    """The importer of `fmt`: a trace importer here, or a wire format's reader."""
+    if fmt in TRACE_FORMATS:
+        return importlib.import_module(f"context_graph.importers.{fmt}")
+    # Asked here, not at the top: see `context_graph.formats.registry`.
+    from context_graph.formats.registry import READERS
+
+    return READERS[fmt]
 
 
 def _as_raw(source: Any) -> RawInput:

@@ -37,6 +37,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.formats.anthropic.read import assistant_content, tool_result_event, user_content
 from context_graph.graph.content import ContentPart
 from context_graph.graph.events import AgentEvent, AssistantTurn, Compaction, ToolCall, UserTurn
 from context_graph.importers._base import ImportedSession, RawInput, read_raw, text_content
@@ -48,7 +49,6 @@ from context_graph.importers._claude_code_records import (
     session_meta,
     subagent_files,
 )
-from context_graph.importers.anthropic import assistant_content, tool_result_event, user_content
 
 __all__ = ["sniff", "to_sessions"]
 

@@ -41,6 +41,8 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.formats.openai_responses.read import ItemReader
+from context_graph.formats.openai_responses.read_content import content_parts, plain_json
 from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.events import Compaction, SystemPrompt, UserTurn
 from context_graph.importers._base import (
@@ -52,8 +54,6 @@ from context_graph.importers._base import (
     expect_str,
 )
 from context_graph.importers._native import native_compaction
-from context_graph.importers._responses_content import content_parts, plain_json
-from context_graph.importers.openai_responses import ItemReader
 
 __all__ = ["is_harness_context", "sniff", "to_sessions"]
 

@@ -35,6 +35,16 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.formats.gemini.read import response_text
+from context_graph.formats.gemini.read_parts import (
+    data_key,
+    dump,
+    get,
+    key_of,
+    name_of,
+    optional_id,
+    plain_part,
+)
 from context_graph.graph.content import ContentPart, TextPart, ThinkingPart
 from context_graph.graph.events import AgentEvent, AssistantTurn, ToolCall, ToolResult, UserTurn
 from context_graph.importers._base import (
@@ -47,16 +57,6 @@ from context_graph.importers._base import (
     expect_str,
     strays_of,
 )
-from context_graph.importers._gemini_parts import (
-    data_key,
-    dump,
-    get,
-    key_of,
-    name_of,
-    optional_id,
-    plain_part,
-)
-from context_graph.importers.gemini import response_text
 
 __all__ = ["sniff", "to_sessions"]
 

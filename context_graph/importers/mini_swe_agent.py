@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from context_graph.formats.openai_chat.read import ConversionState, message_to_events
 from context_graph.graph.events import AgentEvent, AssistantTurn, ToolResult, UserTurn
 from context_graph.importers._base import (
     ImportedSession,
@@ -29,7 +30,6 @@ from context_graph.importers._base import (
     iso_timestamp,
     with_fields,
 )
-from context_graph.importers.openai import ConversionState, message_to_events
 
 __all__ = ["sniff", "to_sessions"]
 

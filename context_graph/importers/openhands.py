@@ -22,6 +22,11 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError
+from context_graph.formats.openai_chat.read import (
+    ConversionState,
+    message_to_events,
+    messages_to_events,
+)
 from context_graph.graph.events import AgentEvent, UserTurn
 from context_graph.importers._base import (
     ImportedSession,
@@ -31,7 +36,6 @@ from context_graph.importers._base import (
     iso_timestamp,
     with_fields,
 )
-from context_graph.importers.openai import ConversionState, message_to_events, messages_to_events
 
 __all__ = ["sniff", "to_sessions"]
 

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.formats.openai_chat.read import ConversionState, message_to_events
 from context_graph.graph.content import ContentPart
 from context_graph.graph.events import AgentEvent, AssistantTurn, UserTurn
 from context_graph.importers._base import (
@@ -32,7 +33,6 @@ from context_graph.importers._base import (
     expect_str,
     with_fields,
 )
-from context_graph.importers.openai import ConversionState, message_to_events
 
 __all__ = ["sniff", "to_sessions"]
 

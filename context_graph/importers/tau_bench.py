@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.formats.openai_chat.read import messages_to_events
 from context_graph.importers._base import (
     ImportedSession,
     RawInput,
@@ -24,7 +25,6 @@ from context_graph.importers._base import (
     expect_mapping,
     expect_str,
 )
-from context_graph.importers.openai import messages_to_events
 
 __all__ = ["sniff", "to_sessions"]
 

@@ -12,8 +12,8 @@ never got one), puts roles in the order the provider requires, and fits the budg
 dropping whole interaction units, or raises `BudgetExceededError`. See
 docs/rendering.md for the rules per provider.
 
-Each format is a `ProviderRenderer` (one module per format, `PROVIDER_RENDERERS` maps
-the format names to them); the `Renderer` holds the one of its format.
+Each format is a `ProviderRenderer` (in the format's folder under `context_graph.formats`;
+`PROVIDER_RENDERERS` maps the format names to them); the `Renderer` holds the one of its format.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from context_graph.formats.wires import FORMAT_NAMES
 from context_graph.render.fit import marker_text
 from context_graph.render.native import ForeignCompaction
 from context_graph.render.provider import (
@@ -30,7 +31,6 @@ from context_graph.render.provider import (
     CacheMarking,
     ProviderRenderer,
 )
-from context_graph.render.registry import FORMATS, PROVIDER_RENDERERS
 from context_graph.render.renderer import Renderer
 from context_graph.render.result import RenderResult, count_payload
 from context_graph.render.tools import ToolSpec, read_tools
@@ -57,6 +57,23 @@ __all__ = [
     "read_tools",
     "render_history",
 ]
+
+
+#: The formats `Renderer` accepts.
+FORMATS: tuple[ProviderFormat, ...] = FORMAT_NAMES
+
+
+def __getattr__(name: str) -> Any:
+    """`PROVIDER_RENDERERS`, read from the registry when first asked.
+
+    Not imported at the top: see `context_graph.formats.registry`.
+    """
+    if name == "PROVIDER_RENDERERS":
+        from context_graph.formats.registry import PROVIDER_RENDERERS
+
+        return PROVIDER_RENDERERS
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
 
 
 def render_history(

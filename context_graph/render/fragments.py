@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from context_graph.graph.content import ContentPart
-from context_graph.graph.native import NativeCompaction
+from context_graph.graph.native import NativeCompaction, artifact
 from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.graph.nodes import SIGNED_SECRETS, Node
 from context_graph.graph.units import Unit
@@ -157,8 +157,9 @@ class FragmentCache:
                         fragments.append(fragment)
                     continue
                 own = getattr(node, "native", None)
-                # Anthropic's API ignores everything before its compaction block.
-                keeps_users = own is not None and own.provider == "responses"
+                # Some providers keep the user's turns beside their artifact; the
+                # others ignore everything before it.
+                keeps_users = own is not None and artifact(own.provider).keeps_user_turns
                 _cover(source, node, beside_users if keeps_users else abstracted, followed)
                 if node.seq is None:
                     own_summaries.append(unit.head)

@@ -2,8 +2,9 @@
 
 The `Renderer` does the format-neutral work (units to neutral turns, the token budget,
 which units to leave out, the render cache); a `ProviderRenderer` writes that into one
-provider's request body and counts it. Each format has one, in the module named after
-it, and `context_graph.render.registry` maps every format to its renderer.
+provider's request body and counts it. Each format has one, in its folder under
+`context_graph.formats`, and `context_graph.formats.registry` maps every format to its
+renderer.
 """
 
 from __future__ import annotations

@@ -35,7 +35,6 @@ from context_graph.render.provider import (
     Message,
     ProviderRenderer,
 )
-from context_graph.render.registry import FORMATS, PROVIDER_RENDERERS
 from context_graph.render.result import RenderResult
 from context_graph.render.running import RunningSums
 from context_graph.render.tools import ToolSpec, read_tools, tools_key
@@ -93,7 +92,7 @@ class Renderer:
     """Renders a graph (or a working projection of one) for one provider format.
 
     Args:
-        format: A key of `PROVIDER_RENDERERS`: `openai`, `anthropic`, `gemini` or `responses`.
+        format: A format's name (a key of `context_graph.formats.registry.PROVIDER_RENDERERS`).
         counter: The token counter for the budget; by default the source graph's own
             (so tokens counted at ingest are reused).
         cache_breakpoints: Anthropic only: mark the system prompt, the end of the part
@@ -138,9 +137,12 @@ class Renderer:
         tools: Sequence[Any] = (),
         model: str | None = None,
     ) -> None:
+        # Asked here, not at the top: see `context_graph.formats.registry`.
+        from context_graph.formats.registry import FORMAT_NAMES, PROVIDER_RENDERERS
+
         provider = PROVIDER_RENDERERS.get(format)
         if provider is None:
-            msg = f"unknown format {format!r}; expected one of {', '.join(FORMATS)}"
+            msg = f"unknown format {format!r}; expected one of {', '.join(FORMAT_NAMES)}"
             raise ConfigurationError(msg)
         marking = provider.cache_marking
         if cache_breakpoints and marking is None:

@@ -9,7 +9,6 @@ from typing import Any
 
 from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.render.native import ForeignCompaction
-from context_graph.render.registry import PROVIDER_RENDERERS
 from context_graph.tokens.counting import ProviderFormat, TokenCounter
 
 __all__ = ["RenderResult", "count_payload"]
@@ -68,4 +67,7 @@ def count_payload(
     """
     if not isinstance(cache, NodeTokenCache):
         cache = NodeTokenCache(cache)
+    # Asked here, not at the top: see `context_graph.formats.registry`.
+    from context_graph.formats.registry import PROVIDER_RENDERERS
+
     return PROVIDER_RENDERERS[format].count_payload(dict(payload), cache)

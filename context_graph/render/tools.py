@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context_graph.errors import ConfigurationError
+from context_graph.formats.wire import FormatOverhead
 from context_graph.graph.node_tokens import NodeTokenCache
-from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
 __all__ = [
     "ToolSpec",
@@ -221,20 +221,26 @@ def _checked(name: Any, description: Any, parameters: Any, strict: Any, where: s
 # --- counting -----------------------------------------------------------------------------
 
 
-def count_tools(format: str, field_value: Any, cache: NodeTokenCache) -> int:
+def count_tools(
+    field_value: Any,
+    overhead: FormatOverhead,
+    cache: NodeTokenCache,
+    *,
+    nested_in: str | None = None,
+) -> int:
     """Tokens of a format's rendered tools field, with the format's tool overheads.
 
     Each tool costs its JSON text (a `cache_control` mark costs nothing) plus
     `per_tool`; a request with tools adds `per_tools` once (the tool-use preamble the
-    provider puts before them).
+    provider puts before them). A format that lists its functions inside tool objects
+    names the key (`nested_in`): each function there is counted as a tool.
     """
     if not field_value or not isinstance(field_value, list):
         return 0
-    overhead = FORMAT_OVERHEADS[format]
     tools: list[Any] = []
     for tool in field_value:
-        inner = tool.get("functionDeclarations") if isinstance(tool, dict) else None
-        tools.extend(inner if format == "gemini" and isinstance(inner, list) else [tool])
+        inner = tool.get(nested_in) if nested_in and isinstance(tool, dict) else None
+        tools.extend(inner if isinstance(inner, list) else [tool])
     total = overhead.per_tools
     for tool in tools:
         # A body from elsewhere may hold anything here: count what JSON can carry.

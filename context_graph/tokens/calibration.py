@@ -7,71 +7,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 
 from context_graph.errors import ConfigurationError
+from context_graph.formats.wire import FormatOverhead
+from context_graph.formats.wires import WIRES
 
 __all__ = ["FORMAT_OVERHEADS", "Calibrator", "FormatOverhead"]
 
 
-@dataclass(frozen=True, slots=True)
-class FormatOverhead:
-    """Tokens a provider format adds around the content.
-
-    The OpenAI figures follow OpenAI's published counting recipe (3 per message, 1 per
-    name, 3 to prime the reply); the Responses API serves the same models and gets the
-    same figures per item. Anthropic and Gemini do not publish theirs; the figures
-    here are conservative estimates that `Calibrator` corrects from reported usage.
-    """
-
-    per_message: int
-    """Added for every message (role markers, separators)."""
-    per_tool_call: int
-    """Added for every tool call (id, type and name wrappers)."""
-    per_tool_result: int
-    """Added for every tool result (id wrapper)."""
-    per_request: int
-    """Added once per request (reply priming)."""
-    per_tool: int = 0
-    """Added for every tool definition the request carries (its wrapper)."""
-    per_tools: int = 0
-    """Added once when the request carries tool definitions (the provider's tool-use
-    preamble: Anthropic documents a few hundred tokens of system prompt for it)."""
-
-
-# OpenAI's two APIs are counted alike: no figure of its own was measured for Responses.
-_OPENAI = FormatOverhead(
-    per_message=3,
-    per_tool_call=8,
-    per_tool_result=4,
-    per_request=3,
-    per_tool=8,
-    per_tools=12,
-)
-
-#: Each provider format's overhead (read-only).
+#: Each provider format's overhead (read-only); each format's folder holds its own.
 FORMAT_OVERHEADS: Mapping[str, FormatOverhead] = MappingProxyType(
-    {
-        "openai": _OPENAI,
-        "anthropic": FormatOverhead(
-            per_message=4,
-            per_tool_call=12,
-            per_tool_result=8,
-            per_request=4,
-            per_tool=8,
-            per_tools=346,
-        ),
-        "gemini": FormatOverhead(
-            per_message=4,
-            per_tool_call=10,
-            per_tool_result=8,
-            per_request=4,
-            per_tool=8,
-            per_tools=8,
-        ),
-        "responses": _OPENAI,
-    }
+    {name: wire.overhead for name, wire in WIRES.items()}
 )
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Sequence
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Protocol, TypeAlias, runtime_checkable
 
+from context_graph.formats.wires import FormatName
 from context_graph.tokens.encodings import load_encoding
 
 __all__ = [
@@ -23,7 +24,8 @@ __all__ = [
     "seam_runs",
 ]
 
-ProviderFormat: TypeAlias = Literal["openai", "anthropic", "gemini", "responses"]
+#: A wire format's name (`context_graph.formats.wires.FormatName`).
+ProviderFormat: TypeAlias = FormatName
 
 
 @runtime_checkable

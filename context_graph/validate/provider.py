@@ -1,19 +1,21 @@
 """`ProviderValidator`: one provider's rules on a request body.
 
-Each format has one, in the module named after it, and
-`context_graph.validate.registry` maps every format to its validator.
+Each format has one, in its folder under `context_graph.formats`, and
+`context_graph.formats.registry` maps every format to its validator.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+from context_graph.formats.wires import FormatName
 from context_graph.validate.common import Collector
 
 __all__ = ["ProviderValidator", "ValidationFormat"]
 
-ValidationFormat: TypeAlias = Literal["openai", "anthropic", "gemini", "responses"]
+#: A wire format's name (`context_graph.formats.wires.FormatName`).
+ValidationFormat: TypeAlias = FormatName
 
 
 @runtime_checkable

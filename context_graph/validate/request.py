@@ -14,14 +14,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
 from context_graph.errors import ConfigurationError
 from context_graph.validate.common import COMMON_RULES, Collector, Violation, check_finite
-from context_graph.validate.provider import ValidationFormat
-from context_graph.validate.registry import PROVIDER_VALIDATORS
+from context_graph.validate.provider import ProviderValidator, ValidationFormat
 from context_graph.validate.tool_fields import TOOL_RULES
 
 __all__ = [
@@ -34,16 +34,43 @@ __all__ = [
 ]
 
 
+def _validators() -> Mapping[ValidationFormat, ProviderValidator]:
+    """The registry's validators, asked at call time: see `context_graph.formats.registry`."""
+    from context_graph.formats.registry import PROVIDER_VALIDATORS
+
+    return PROVIDER_VALIDATORS
+
+
 def _all_rules() -> dict[str, str]:
     merged = dict(COMMON_RULES)
     merged.update(TOOL_RULES)
-    for validator in PROVIDER_VALIDATORS.values():
+    for validator in _validators().values():
         merged.update(validator.rules)
     return dict(sorted(merged.items()))
 
 
+class _Rules(Mapping[str, str]):
+    """Every rule code, gathered from the registry's validators when first read."""
+
+    @functools.cached_property
+    def _table(self) -> Mapping[str, str]:
+        return MappingProxyType(_all_rules())
+
+    def __getitem__(self, code: str) -> str:
+        return self._table[code]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def __repr__(self) -> str:
+        return repr(dict(self._table))
+
+
 #: Every rule code `validate` can report, with a one-line description (read-only).
-RULES: Mapping[str, str] = MappingProxyType(_all_rules())
+RULES: Mapping[str, str] = _Rules()
 
 
 def validate(payload: Any, format: ValidationFormat) -> list[Violation]:
@@ -64,10 +91,11 @@ def validate(payload: Any, format: ValidationFormat) -> list[Violation]:
     Raises:
         ConfigurationError: `format` is not a known provider.
     """
-    validator = PROVIDER_VALIDATORS.get(format) if isinstance(format, str) else None
+    validators = _validators()
+    validator = validators.get(format) if isinstance(format, str) else None
     if validator is None:
         shown = repr(format) if isinstance(format, str) else f"of type {type(format).__name__}"
-        msg = f"unknown format {shown}; use one of {', '.join(sorted(PROVIDER_VALIDATORS))}"
+        msg = f"unknown format {shown}; use one of {', '.join(sorted(validators))}"
         raise ConfigurationError(msg)
     out = Collector()
     check_finite(payload, out)
@@ -86,10 +114,11 @@ def request_format_clues(body: Any) -> dict[ValidationFormat, list[str]]:
         For each format, the signs its `ProviderValidator.clues` finds, each once (first
         found first); empty lists when `body` is not a JSON object or shows none.
     """
-    clues: dict[ValidationFormat, list[str]] = {fmt: [] for fmt in PROVIDER_VALIDATORS}
+    validators = _validators()
+    clues: dict[ValidationFormat, list[str]] = {fmt: [] for fmt in validators}
     if not isinstance(body, dict):
         return clues
-    for fmt, validator in PROVIDER_VALIDATORS.items():
+    for fmt, validator in validators.items():
         clues[fmt] = list(dict.fromkeys(validator.clues(body)))
     return clues
 

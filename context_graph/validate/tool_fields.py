@@ -1,22 +1,23 @@
 """The `tools` field of a request body: function tools in each format's own shape.
 
-Chat Completions nests each function (`{"type": "function", "function": {...}}`),
-Responses keeps it flat (`{"type": "function", "name": ...}`), Anthropic gives it an
-`input_schema`, and Gemini lists `functionDeclarations` inside tool objects. Built-in
-tools (web search, code execution, ...) are the providers' own and left to them: only
-their being objects is checked. Tool names are unique across the field.
+Each format nests its function tools its own way; its validator says where they are
+(`FunctionsOf`, beside the validator in its folder) and this module checks the rest:
+the field is an array of objects, names are well formed and unique across the field, a
+parameter schema is an object. Built-in tools (web search, code execution, ...) are the
+providers' own and left to them: only their being objects is checked.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeAlias
 
 from context_graph.validate.common import Collector, as_list, is_obj, show
 
-__all__ = ["TOOL_RULES", "check_tools"]
+__all__ = ["TOOL_NAME", "TOOL_RULES", "FunctionSite", "FunctionsOf", "check_tools"]
 
 #: The rules of the `tools` field, shared by every format.
 TOOL_RULES: Mapping[str, str] = MappingProxyType(
@@ -30,12 +31,36 @@ TOOL_RULES: Mapping[str, str] = MappingProxyType(
     }
 )
 
-_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-_GEMINI_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$")
+#: What most formats accept as a function tool's name.
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
-def check_tools(payload: dict[Any, Any], format: str, out: Collector) -> None:
-    """Add every violation of `payload`'s `tools` field (if it has one) to `out`."""
+@dataclass(frozen=True)
+class FunctionSite:
+    """One function tool in a `tools` field, as its format nests it."""
+
+    function: dict[Any, Any]
+    """The object holding the function's `name` and its parameter schema."""
+    path: str
+    """Where `function` sits in the body."""
+    schema_key: str
+    """The key of its parameter schema (`parameters`, `input_schema`, ...)."""
+    name_pattern: re.Pattern[str] = TOOL_NAME
+    """What the format accepts as a name."""
+    capital_types: bool = False
+    """Whether the schema may spell its `type` in capitals (`OBJECT`)."""
+
+
+#: A format's reading of one tool object at a path: its function tools (none for a
+#: built-in tool), adding to the collector what is wrong with the tool's own shape.
+FunctionsOf: TypeAlias = Callable[[dict[Any, Any], str, Collector], Iterable[FunctionSite]]
+
+
+def check_tools(payload: dict[Any, Any], functions_of: FunctionsOf, out: Collector) -> None:
+    """Add every violation of `payload`'s `tools` field (if it has one) to `out`.
+
+    `functions_of` is the format's own reading of a tool object (its validator's).
+    """
     if "tools" not in payload:
         return
     tools = as_list(payload["tools"])
@@ -47,60 +72,15 @@ def check_tools(payload: dict[Any, Any], format: str, out: Collector) -> None:
         path = f"tools[{k}]"
         if not is_obj(tool):
             out.add("tools_invalid", path, None, f"a tool is {show(tool)}; send an object")
-        elif format == "gemini":
-            _gemini_tool(tool, path, seen, out)
-        else:
-            function = _function_of(tool, format, path)
-            if function is not None:
-                _function(*function, _NAME, seen, out)
-
-
-def _function_of(
-    tool: dict[Any, Any], format: str, path: str
-) -> tuple[dict[Any, Any], str, str] | None:
-    """The function object of a tool, its path, and its schema key; None: a built-in."""
-    if format == "openai":
-        if tool.get("type") != "function":
-            return None
-        function = tool.get("function")
-        return (function if is_obj(function) else {}), f"{path}.function", "parameters"
-    if format == "responses":
-        return (tool, path, "parameters") if tool.get("type") == "function" else None
-    # Anthropic: a custom tool has no type, or type "custom"; the rest are built-ins.
-    if tool.get("type") not in (None, "custom"):
-        return None
-    return tool, path, "input_schema"
-
-
-def _gemini_tool(tool: dict[Any, Any], path: str, seen: dict[str, str], out: Collector) -> None:
-    if "functionDeclarations" not in tool:
-        return
-    declarations = as_list(tool["functionDeclarations"])
-    if declarations is None:
-        text = "`functionDeclarations` must be an array of function declarations"
-        out.add("tools_invalid", f"{path}.functionDeclarations", None, text)
-        return
-    for n, declaration in enumerate(declarations):
-        where = f"{path}.functionDeclarations[{n}]"
-        if not is_obj(declaration):
-            out.add("tools_invalid", where, None, f"a declaration is {show(declaration)}")
             continue
-        key = "parametersJsonSchema" if "parametersJsonSchema" in declaration else "parameters"
-        _function(declaration, where, key, _GEMINI_NAME, seen, out, gemini=True)
+        for site in functions_of(tool, path, out):
+            _function(site, seen, out)
 
 
-def _function(
-    function: dict[Any, Any],
-    path: str,
-    schema_key: str,
-    pattern: re.Pattern[str],
-    seen: dict[str, str],
-    out: Collector,
-    *,
-    gemini: bool = False,
-) -> None:
+def _function(site: FunctionSite, seen: dict[str, str], out: Collector) -> None:
+    function, path, schema_key = site.function, site.path, site.schema_key
     name = function.get("name")
-    if not isinstance(name, str) or not pattern.match(name):
+    if not isinstance(name, str) or not site.name_pattern.match(name):
         text = f"the tool's name is {show(name)}; use 1-64 letters, digits, `_` or `-`"
         out.add("tool_name_invalid", f"{path}.name", None, text)
     elif name in seen:
@@ -112,8 +92,8 @@ def _function(
         return
     schema = function[schema_key]
     kind = schema.get("type") if is_obj(schema) else None
-    if gemini and isinstance(kind, str) and schema_key == "parameters":
-        kind = kind.lower()  # Gemini's Schema spells types in capitals
+    if site.capital_types and isinstance(kind, str):
+        kind = kind.lower()
     if not is_obj(schema) or kind not in ("object", None):
         text = f"the schema is {show(schema)}; send a JSON schema object of type `object`"
         out.add("tool_schema_invalid", f"{path}.{schema_key}", None, text)

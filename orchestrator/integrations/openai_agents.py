@@ -51,8 +51,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import JsonValue
 
 from context_graph.errors import ConfigurationError, SourceLocation
+from context_graph.formats.openai_responses.read import ItemReader
 from context_graph.graph.events import AgentEvent, AssistantTurn, Withdrawal
-from context_graph.importers.openai_responses import ItemReader
 from context_graph.render import ToolSpec, count_payload
 from orchestrator.integrations.clients_apis import plain
 

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph.errors import ConfigurationError
+from context_graph.formats.openai_responses.validate import RESPONSES_RULES
 from context_graph.validate import (
     PROVIDER_VALIDATORS,
     RULES,
@@ -20,7 +21,6 @@ from context_graph.validate import (
     request_format_clues,
     validate,
 )
-from context_graph.validate.openai_responses import RESPONSES_RULES
 
 # --- payload builders -------------------------------------------------------------------
 

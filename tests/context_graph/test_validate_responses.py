@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchmarks.sdk_types import sdk_problems
+from context_graph.formats.openai_responses.validate import RESPONSES_RULES
 from context_graph.validate import (
     PROVIDER_VALIDATORS,
     ProviderValidator,
@@ -22,7 +23,6 @@ from context_graph.validate import (
     request_format_clues,
     validate,
 )
-from context_graph.validate.openai_responses import RESPONSES_RULES
 
 USER = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
 SAID = {

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from context_graph import ContextGraph
+from context_graph.formats.gemini import read as gemini
 from context_graph.graph.content import ProviderSignature
 from context_graph.graph.nodes import ToolCallNode, node_adapter
-from context_graph.importers import RawInput, gemini
+from context_graph.importers import RawInput
 from context_graph.render import Renderer
 from context_graph.testing import WordCounter
 from context_graph.validate.request import validate

@@ -16,6 +16,9 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from openai.types.chat import ChatCompletionMessageFunctionToolCall as OpenAIToolCall
 
 from context_graph import ContextGraph, IngestError
+from context_graph.formats.anthropic import read as anthropic_format
+from context_graph.formats.gemini import read as gemini_format
+from context_graph.formats.openai_chat import read as openai_format
 from context_graph.graph.content import (
     ProviderSignature,
     RedactedThinkingPart,
@@ -26,9 +29,6 @@ from context_graph.graph.events import AssistantTurn, ToolCall
 from context_graph.graph.nodes import ToolCallNode
 from context_graph.graph.sdk_replies import is_reply, read_message, read_response
 from context_graph.importers import RawInput
-from context_graph.importers import anthropic as anthropic_format
-from context_graph.importers import gemini as gemini_format
-from context_graph.importers import openai as openai_format
 from context_graph.testing import WordCounter, graph_snapshot
 
 FLAT = ToolCall(id="c1", name="read", arguments='{"path": "a.py"}')

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from context_graph.errors import IngestError
+from context_graph.formats.anthropic import read as anthropic
 from context_graph.graph.content import (
     DocumentPart,
     ImagePart,
@@ -19,7 +20,7 @@ from context_graph.graph.content import (
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AssistantTurn, SystemPrompt, ToolResult, UserTurn
 from context_graph.graph.nodes import AssistantNode, ToolCallNode, ToolResultNode, UserNode
-from context_graph.importers import RawInput, anthropic, detect_format, load_sessions
+from context_graph.importers import RawInput, detect_format, load_sessions
 from context_graph.testing import graph_snapshot
 
 PNG = (

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from context_graph.errors import IngestError
+from context_graph.formats.gemini import read as gemini
 from context_graph.graph.content import (
     DocumentPart,
     ImagePart,
@@ -17,7 +18,7 @@ from context_graph.graph.content import (
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AssistantTurn, SystemPrompt, ToolCall, ToolResult, UserTurn
 from context_graph.graph.nodes import ToolCallNode
-from context_graph.importers import detect_format, gemini, load_events, load_sessions
+from context_graph.importers import detect_format, load_events, load_sessions
 from context_graph.importers._base import RawInput
 from context_graph.testing import graph_snapshot
 

@@ -17,10 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph.errors import IngestError
+from context_graph.formats.gemini import read as gemini
 from context_graph.graph.content import ProviderSignature, TextPart, ThinkingPart
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AssistantTurn, Note, ToolResult, UserTurn
-from context_graph.importers import gemini, load_events, load_graph, load_sessions
+from context_graph.importers import load_events, load_graph, load_sessions
 from context_graph.importers._base import RawInput
 from context_graph.testing import graph_snapshot
 

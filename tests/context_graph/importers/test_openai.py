@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from context_graph.errors import IngestError
+from context_graph.formats.openai_chat import read as openai_importer
 from context_graph.graph.content import ImagePart, TextPart, ThinkingPart
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AssistantTurn, SystemPrompt, ToolResult, UserTurn
 from context_graph.graph.nodes import ToolCallNode
 from context_graph.importers import RawInput, detect_format, load_sessions, read_raw
-from context_graph.importers import openai as openai_importer
 from context_graph.testing import graph_snapshot
 
 

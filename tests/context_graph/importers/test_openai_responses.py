@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from context_graph.errors import IngestError
+from context_graph.formats.openai_responses import read as openai_responses
 from context_graph.graph.content import ImagePart, ReasoningPart, TextPart
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import (
@@ -19,7 +20,7 @@ from context_graph.graph.events import (
     UserTurn,
 )
 from context_graph.graph.nodes import ToolCallNode
-from context_graph.importers import RawInput, detect_format, load_sessions, openai_responses
+from context_graph.importers import RawInput, detect_format, load_sessions
 from context_graph.testing import graph_snapshot
 
 TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"

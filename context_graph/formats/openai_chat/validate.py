@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+from context_graph.formats.openai_chat.tool_calls import (
+    AssistantTurn,
+    check_tool_calls,
+    close_turn,
+    leave_run,
+    pair_tool_message,
+)
 from context_graph.validate.common import (
     Collector,
     article,
@@ -16,14 +23,7 @@ from context_graph.validate.common import (
     objects_in,
     show,
 )
-from context_graph.validate.openai_tool_calls import (
-    AssistantTurn,
-    check_tool_calls,
-    close_turn,
-    leave_run,
-    pair_tool_message,
-)
-from context_graph.validate.tool_fields import check_tools
+from context_graph.validate.tool_fields import FunctionSite, check_tools
 
 __all__ = ["OPENAI_RULES", "OpenAIChatValidator", "openai_clues", "validate_openai"]
 
@@ -69,7 +69,7 @@ def validate_openai(payload: Any, out: Collector) -> None:
             f"the request body is {show(payload)}; send a JSON object with a `messages` array",
         )
         return
-    check_tools(payload, "openai", out)
+    check_tools(payload, _functions, out)
     messages = as_list(payload.get("messages"))
     if messages is None:
         out.add(
@@ -311,3 +311,11 @@ class OpenAIChatValidator:
     rules: Final = OPENAI_RULES
     check = staticmethod(validate_openai)
     clues = staticmethod(openai_clues)
+
+
+def _functions(tool: dict[Any, Any], path: str, out: Collector) -> Iterable[FunctionSite]:
+    """Chat Completions nests each function: `{"type": "function", "function": {...}}`."""
+    if tool.get("type") != "function":
+        return ()
+    function = tool.get("function")
+    return (FunctionSite(function if is_obj(function) else {}, f"{path}.function", "parameters"),)

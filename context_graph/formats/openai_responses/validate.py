@@ -10,11 +10,19 @@ accepted as they are.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
+from context_graph.formats.openai_responses.validate_items import (
+    ITEM_FIELDS,
+    check_call_id,
+    check_compaction,
+    check_message,
+    check_output,
+    check_reasoning,
+)
 from context_graph.validate.common import (
     Collector,
     as_list,
@@ -24,15 +32,7 @@ from context_graph.validate.common import (
     objects_in,
     show,
 )
-from context_graph.validate.openai_responses_items import (
-    ITEM_FIELDS,
-    check_call_id,
-    check_compaction,
-    check_message,
-    check_output,
-    check_reasoning,
-)
-from context_graph.validate.tool_fields import check_tools
+from context_graph.validate.tool_fields import FunctionSite, check_tools
 
 __all__ = ["RESPONSES_RULES", "OpenAIResponsesValidator", "responses_clues", "validate_responses"]
 
@@ -110,7 +110,7 @@ def validate_responses(payload: Any, out: Collector) -> None:
             f"the request body is {show(payload)}; send a JSON object with an `input` array",
         )
         return
-    check_tools(payload, "responses", out)
+    check_tools(payload, _functions, out)
     instructions = payload.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         out.add(
@@ -310,3 +310,8 @@ class OpenAIResponsesValidator:
     rules: Final = RESPONSES_RULES
     check = staticmethod(validate_responses)
     clues = staticmethod(responses_clues)
+
+
+def _functions(tool: dict[Any, Any], path: str, out: Collector) -> Iterable[FunctionSite]:
+    """Responses keeps each function flat: `{"type": "function", "name": ...}`."""
+    return (FunctionSite(tool, path, "parameters"),) if tool.get("type") == "function" else ()

@@ -1,6 +1,6 @@
 """The shape of one OpenAI Responses input item: messages and their parts, reasoning.
 
-`context_graph.validate.openai_responses` walks the `input` list, pairs calls with their
+`context_graph.formats.openai_responses.validate` walks the `input` list, pairs calls with their
 outputs and calls these for the items' own fields.
 """
 

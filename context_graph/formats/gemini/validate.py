@@ -6,10 +6,12 @@ both spellings are accepted; paths name the key as the payload spells it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+from context_graph.formats.gemini.validate_turns import ContentInfo, check_pairing, check_sequence
 from context_graph.validate.common import (
     Collector,
     article,
@@ -20,8 +22,7 @@ from context_graph.validate.common import (
     objects_in,
     show,
 )
-from context_graph.validate.gemini_turns import ContentInfo, check_pairing, check_sequence
-from context_graph.validate.tool_fields import check_tools
+from context_graph.validate.tool_fields import FunctionSite, check_tools
 
 __all__ = ["GEMINI_RULES", "GeminiContentsValidator", "gemini_clues", "validate_gemini"]
 
@@ -58,7 +59,7 @@ def validate_gemini(payload: Any, out: Collector) -> None:
             f"the request body is {show(payload)}; send a JSON object with a `contents` array",
         )
         return
-    check_tools(payload, "gemini", out)
+    check_tools(payload, _functions, out)
     _check_system(payload, out)
     contents = as_list(payload.get("contents"))
     if contents is None:
@@ -293,3 +294,28 @@ class GeminiContentsValidator:
     rules: Final = GEMINI_RULES
     check = staticmethod(validate_gemini)
     clues = staticmethod(gemini_clues)
+
+
+#: Gemini's function names may also hold `.` and `:`, and start with a letter or `_`.
+_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$")
+
+
+def _functions(tool: dict[Any, Any], path: str, out: Collector) -> Iterable[FunctionSite]:
+    """Gemini lists `functionDeclarations` inside tool objects."""
+    if "functionDeclarations" not in tool:
+        return []
+    declarations = as_list(tool["functionDeclarations"])
+    if declarations is None:
+        text = "`functionDeclarations` must be an array of function declarations"
+        out.add("tools_invalid", f"{path}.functionDeclarations", None, text)
+        return []
+    sites = []
+    for n, declaration in enumerate(declarations):
+        where = f"{path}.functionDeclarations[{n}]"
+        if not is_obj(declaration):
+            out.add("tools_invalid", where, None, f"a declaration is {show(declaration)}")
+            continue
+        key = "parametersJsonSchema" if "parametersJsonSchema" in declaration else "parameters"
+        # Gemini's own Schema (`parameters`) spells its types in capitals.
+        sites.append(FunctionSite(declaration, where, key, _NAME, key == "parameters"))
+    return sites

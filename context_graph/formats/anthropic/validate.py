@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from context_graph.validate.anthropic_blocks import check_block, check_text
-from context_graph.validate.anthropic_turns import (
+from context_graph.formats.anthropic.validate_blocks import check_block, check_text
+from context_graph.formats.anthropic.validate_turns import (
     THINKING,
     Msg,
     check_pairing,
@@ -24,7 +24,7 @@ from context_graph.validate.common import (
     objects_in,
     show,
 )
-from context_graph.validate.tool_fields import check_tools
+from context_graph.validate.tool_fields import FunctionSite, check_tools
 
 __all__ = [
     "ANTHROPIC_RULES",
@@ -72,7 +72,7 @@ def validate_anthropic(payload: Any, out: Collector) -> None:
             f"the request body is {show(payload)}; send a JSON object with a `messages` array",
         )
         return
-    check_tools(payload, "anthropic", out)
+    check_tools(payload, _functions, out)
     breakpoints = tool_breakpoints(payload)
     _check_system(payload, out, breakpoints)
     messages = as_list(payload.get("messages"))
@@ -296,3 +296,10 @@ class AnthropicMessagesValidator:
     rules: Final = ANTHROPIC_RULES
     check = staticmethod(validate_anthropic)
     clues = staticmethod(anthropic_clues)
+
+
+def _functions(tool: dict[Any, Any], path: str, out: Collector) -> Iterable[FunctionSite]:
+    """A custom tool: no type, or type "custom", with an `input_schema` (else a built-in)."""
+    if tool.get("type") not in (None, "custom"):
+        return ()
+    return (FunctionSite(tool, path, "input_schema"),)

@@ -16,13 +16,13 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
+from context_graph.formats.gemini.wire import WIRE
 from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart, ThinkingPart
 from context_graph.graph.node_tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, NodeTokenCache
 from context_graph.render.provider import EMPTY_USER_TEXT, LEADING_USER_TEXT, AssemblyStats
 from context_graph.render.tools import ToolSpec
 from context_graph.render.tools import count_tools as count_tool_field
 from context_graph.render.turns import Result, Turn, UnitTurns, arguments_object, call_id_for
-from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
 __all__ = [
     "GeminiContentsRenderer",
@@ -37,7 +37,7 @@ __all__ = [
 
 Content = dict[str, Any]
 Part = dict[str, Any]
-_OVERHEAD = FORMAT_OVERHEADS["gemini"]
+_OVERHEAD = WIRE.overhead
 
 
 def system_instruction(parts: Sequence[ContentPart]) -> list[Part]:
@@ -159,7 +159,7 @@ def tools_field(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 
 def count_tools(field_value: Any, cache: NodeTokenCache) -> int:
     """Tokens of a rendered `tools` field, with the format's tool overheads."""
-    return count_tool_field("gemini", field_value, cache)
+    return count_tool_field(field_value, _OVERHEAD, cache, nested_in="functionDeclarations")
 
 
 # --- counting -----------------------------------------------------------------------------

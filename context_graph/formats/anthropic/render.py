@@ -15,6 +15,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
+from context_graph.formats.anthropic.wire import WIRE
 from context_graph.graph.content import (
     ContentPart,
     DocumentPart,
@@ -33,7 +34,6 @@ from context_graph.render.provider import (
 from context_graph.render.tools import ToolSpec
 from context_graph.render.tools import count_tools as count_tool_field
 from context_graph.render.turns import Result, Turn, UnitTurns, arguments_object, call_id_for
-from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
 __all__ = [
     "MAX_CACHE_BREAKPOINTS",
@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 Block = dict[str, Any]
-_OVERHEAD = FORMAT_OVERHEADS["anthropic"]
+_OVERHEAD = WIRE.overhead
 _THINKING = ("thinking", "redacted_thinking")
 _CACHE = {"type": "ephemeral"}
 
@@ -291,7 +291,7 @@ def tools_field(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 
 def count_tools(field_value: Any, cache: NodeTokenCache) -> int:
     """Tokens of a rendered `tools` field, with the format's tool overheads."""
-    return count_tool_field("anthropic", field_value, cache)
+    return count_tool_field(field_value, _OVERHEAD, cache)
 
 
 # --- counting -----------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Rules of each Anthropic content block on its own: its type, its role, its fields.
 
-`check_block` is called by the per-message checks in `anthropic_messages` for every
+`check_block` is called by the per-message checks in `validate` for every
 block of a message's `content`.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_graph.validate.anthropic_turns import TOOL_ID, Msg
+from context_graph.formats.anthropic.validate_turns import TOOL_ID, Msg
 from context_graph.validate.common import (
     Collector,
     article,

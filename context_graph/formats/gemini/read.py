@@ -6,7 +6,7 @@ keys such as `system_instruction`, `function_call` or `inline_data` too), or a b
 `function` (an older role for function responses); a content without a role is a user
 turn, as the API reads it.
 
-Parts become content parts (see `_gemini_parts`): `text`; `thought: true` text (a
+Parts become content parts (see `read_parts`): `text`; `thought: true` text (a
 `ThinkingPart` with `provider="gemini"`, its `thoughtSignature` kept as the signature);
 `inlineData` and `fileData` (an `ImagePart` for `image/*`, a `DocumentPart` otherwise);
 `executableCode` and `codeExecutionResult` (as text). A `functionCall` becomes a tool call
@@ -18,7 +18,7 @@ kept in the assistant turn's `meta["thought_signatures"]`, keyed `content:<n>`. 
 Calls without an id get a deterministic one, `gemini_<name>_<i>_<k>`: `contents[i]` is
 the model turn and `k` counts the earlier calls with the same name in that turn (a
 content that stands alone, read by `model_turn`, has no `i`: `gemini_<name>_<k>`).
-Responses pair with calls as the API pairs them (see `_gemini_pairing`): by id when both
+Responses pair with calls as the API pairs them (see `read_pairing`): by id when both
 carry one, else by name and order within the model turn before; a call without an id
 answered by a response with one takes the response's id.
 
@@ -44,6 +44,17 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.formats.gemini.read_pairing import CallBook
+from context_graph.formats.gemini.read_parts import (
+    data_key,
+    dump,
+    get,
+    key_of,
+    name_of,
+    optional_id,
+    plain_part,
+    signature_of,
+)
 from context_graph.graph.content import ContentPart, ProviderSignature, TextPart, ThinkingPart
 from context_graph.graph.events import (
     AgentEvent,
@@ -61,17 +72,6 @@ from context_graph.importers._base import (
     expect_list,
     expect_mapping,
     strays_of,
-)
-from context_graph.importers._gemini_pairing import CallBook
-from context_graph.importers._gemini_parts import (
-    data_key,
-    dump,
-    get,
-    key_of,
-    name_of,
-    optional_id,
-    plain_part,
-    signature_of,
 )
 
 __all__ = ["model_turn", "response_text", "sniff", "to_sessions"]

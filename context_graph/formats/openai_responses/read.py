@@ -42,6 +42,11 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.formats.openai_responses.read_content import (
+    content_parts,
+    optional_str,
+    plain_json,
+)
 from context_graph.graph.content import (
     ContentPart,
     ReasoningPart,
@@ -64,7 +69,6 @@ from context_graph.importers._base import (
     expect_str,
 )
 from context_graph.importers._native import native_compaction
-from context_graph.importers._responses_content import content_parts, optional_str, plain_json
 
 __all__ = [
     "OTHER_ITEMS",

@@ -16,7 +16,7 @@ Claude Code records hold Anthropic messages too; its importer converts them with
 from __future__ import annotations
 
 from collections.abc import Container, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from pydantic import JsonValue, ValidationError
 
@@ -25,6 +25,7 @@ from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.events import (
     AgentEvent,
     AssistantTurn,
+    Compaction,
     SystemPrompt,
     ToolCall,
     ToolResult,
@@ -39,7 +40,7 @@ from context_graph.importers._base import (
     expect_mapping,
     expect_str,
 )
-from context_graph.importers._native import anthropic_compactions
+from context_graph.importers._native import native_compaction
 
 __all__ = [
     "ROLES",
@@ -266,13 +267,13 @@ def leading_compactions(
 ) -> tuple[list[AgentEvent], list[LocatedBlock]] | None:
     """The `compaction` blocks an assistant message opens with, as events, and the rest.
 
-    None when the message has no `compaction` block (see `anthropic_compactions`).
+    None when the message has no `compaction` block (see `_compaction_events`).
     """
     if not isinstance(content, list) or not any(
         isinstance(b, Mapping) and b.get("type") == "compaction" for b in content
     ):
         return None
-    events, rest = anthropic_compactions(_blocks(content, where))
+    events, rest = _compaction_events(_blocks(content, where))
     return list(events), rest
 
 
@@ -403,3 +404,35 @@ def _misplaced(
     else:
         msg = f"unknown content block type {kind!r} in {place}; expected one of {expected}"
     return IngestError(msg, where.with_path("type"))
+
+
+_Block = TypeVar("_Block", bound=tuple[Mapping[str, Any], SourceLocation])
+
+
+def _compaction_events(blocks: Sequence[_Block]) -> tuple[list[Compaction], list[_Block]]:
+    """The `compaction` blocks a message's located blocks open with, as events; the rest.
+
+    The API puts the block first in the reply that compacted; one anywhere else is
+    refused (what it stands for would be ambiguous). A block with null `content` is a
+    compaction that failed, which the API treats as a no-op: it stands for nothing and
+    is left out.
+
+    Raises:
+        IngestError: a block is malformed, or comes after another kind of block.
+    """
+    events: list[Compaction] = []
+    lead = 0
+    while lead < len(blocks) and blocks[lead][0].get("type") == "compaction":
+        block, at = blocks[lead]
+        event = native_compaction("anthropic", block, at)
+        if event.content:
+            events.append(event)
+        lead += 1
+    for block, at in blocks[lead:]:
+        if block.get("type") == "compaction":
+            msg = (
+                "a `compaction` block must come first in its assistant message, before any "
+                "other block, as the API returns it"
+            )
+            raise IngestError(msg, at.with_path("type"))
+    return events, list(blocks[lead:])

@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import Any, Final
 
+from context_graph.formats.openai_chat.wire import WIRE
 from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart
 from context_graph.graph.node_tokens import DOCUMENT_TOKENS, IMAGE_TOKENS, NodeTokenCache
 from context_graph.render.provider import LEADING_USER_TEXT, AssemblyStats, Message
 from context_graph.render.tools import ToolSpec
 from context_graph.render.tools import count_tools as count_tool_field
 from context_graph.render.turns import Turn, UnitTurns, arguments_text, call_id_for
-from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
 __all__ = [
     "OpenAIChatRenderer",
@@ -31,7 +31,7 @@ __all__ = [
     "unit_messages",
 ]
 
-_OVERHEAD = FORMAT_OVERHEADS["openai"]
+_OVERHEAD = WIRE.overhead
 
 
 def system_messages(parts: Sequence[ContentPart]) -> list[Message]:
@@ -150,7 +150,7 @@ def tools_field(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 
 def count_tools(field_value: Any, cache: NodeTokenCache) -> int:
     """Tokens of a rendered `tools` field, with the format's tool overheads."""
-    return count_tool_field("openai", field_value, cache)
+    return count_tool_field(field_value, _OVERHEAD, cache)
 
 
 # --- counting ---------------------------------------------------------------------------

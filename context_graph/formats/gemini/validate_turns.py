@@ -1,6 +1,6 @@
 """Request-wide rules of the Gemini generateContent body: turn order and call pairing.
 
-The per-content checks in `gemini_contents` hand over a `ContentInfo` for each content.
+The per-content checks in `validate` hand over a `ContentInfo` for each content.
 Calls and responses pair by id when every one carries an id, else by name and order.
 """
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+from context_graph.formats.openai_responses.wire import WIRE
 from context_graph.graph.content import (
     ContentPart,
     DocumentPart,
@@ -32,7 +33,6 @@ from context_graph.render.provider import (
 from context_graph.render.tools import ToolSpec
 from context_graph.render.tools import count_tools as count_tool_field
 from context_graph.render.turns import Result, Turn, UnitTurns, call_id_for, is_custom_call
-from context_graph.tokens.calibration import FORMAT_OVERHEADS
 
 __all__ = [
     "OpenAIResponsesRenderer",
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 Item = dict[str, Any]
-_OVERHEAD = FORMAT_OVERHEADS["responses"]
+_OVERHEAD = WIRE.overhead
 #: The keys of a `compaction` input item (the output item has `created_by` too).
 _COMPACTION_KEYS = ("type", "id", "encrypted_content")
 #: Items that answer a reasoning item: what the model produced after reasoning.
@@ -238,7 +238,7 @@ def tools_field(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 
 def count_tools(field_value: Any, cache: NodeTokenCache) -> int:
     """Tokens of a rendered `tools` field, with the format's tool overheads."""
-    return count_tool_field("responses", field_value, cache)
+    return count_tool_field(field_value, _OVERHEAD, cache)
 
 
 # --- counting -----------------------------------------------------------------------------

@@ -1,0 +1,7 @@
+"""Gemini `generateContent`: `wire` (constants), `render`, `validate`, `read`.
+
+Imports nothing, so that the constants can be read without the renderer (see
+`context_graph.formats.wires`).
+"""
+
+__all__: list[str] = []

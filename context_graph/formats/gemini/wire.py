@@ -1,0 +1,27 @@
+"""Gemini `generateContent`'s constants: overheads, tool-call ids, price, usage."""
+
+from __future__ import annotations
+
+import re
+
+from context_graph.formats.gemini.usage import read_gemini_usage
+from context_graph.formats.wire import CachePrice, FormatOverhead, IdRule, Wire
+
+__all__ = ["WIRE"]
+
+WIRE = Wire(
+    name="gemini",
+    reader_name="gemini",
+    # Not published: conservative estimates the calibrator corrects.
+    overhead=FormatOverhead(
+        per_message=4,
+        per_tool_call=10,
+        per_tool_result=8,
+        per_request=4,
+        per_tool=8,
+        per_tools=8,
+    ),
+    id_rule=IdRule(re.compile(r"[^\x00-\x1f]+"), 64),
+    price=CachePrice("Gemini", "Gemini 3 Pro", 2.00, read=0.1, write=1.0, minimum=4096),
+    read_usage=read_gemini_usage,
+)

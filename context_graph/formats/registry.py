@@ -1,0 +1,76 @@
+"""The registry: every wire format's renderer, validator and reader, by name.
+
+The generic machinery asks here by format name and never imports a format's folder
+itself: `Renderer(format=...)` takes `PROVIDER_RENDERERS[format]`, `validate` takes
+`PROVIDER_VALIDATORS[format]`, `load_sessions(format=...)` takes a module of `READERS`.
+The constants (overheads, id rules, prices) are in `context_graph.formats.wires`.
+
+The generic packages import this module inside their functions, not at their top: a
+format's modules import the generic packages' building blocks (`render.provider`,
+`validate.common`, `importers._base`), so a format module imported first would
+otherwise come back to itself half-built through this registry.
+
+A new format is a folder holding `wire`, `render`, `validate` and `read`, and one entry
+in each table here and in `wires`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType, ModuleType
+
+import context_graph.formats.anthropic.read as anthropic_read
+import context_graph.formats.gemini.read as gemini_read
+import context_graph.formats.openai_chat.read as openai_chat_read
+import context_graph.formats.openai_responses.read as openai_responses_read
+from context_graph.formats.anthropic.render import AnthropicMessagesRenderer
+from context_graph.formats.anthropic.validate import AnthropicMessagesValidator
+from context_graph.formats.gemini.render import GeminiContentsRenderer
+from context_graph.formats.gemini.validate import GeminiContentsValidator
+from context_graph.formats.openai_chat.render import OpenAIChatRenderer
+from context_graph.formats.openai_chat.validate import OpenAIChatValidator
+from context_graph.formats.openai_responses.render import OpenAIResponsesRenderer
+from context_graph.formats.openai_responses.validate import OpenAIResponsesValidator
+from context_graph.formats.wires import FORMAT_NAMES, WIRES, FormatName
+from context_graph.render.provider import ProviderRenderer
+from context_graph.validate.provider import ProviderValidator
+
+__all__ = [
+    "FORMAT_NAMES",
+    "PROVIDER_RENDERERS",
+    "PROVIDER_VALIDATORS",
+    "READERS",
+    "WIRES",
+    "FormatName",
+]
+
+#: The renderer of each format, read-only, in the order of `FORMAT_NAMES`.
+PROVIDER_RENDERERS: Mapping[FormatName, ProviderRenderer] = MappingProxyType(
+    {
+        "openai": OpenAIChatRenderer(),
+        "anthropic": AnthropicMessagesRenderer(),
+        "gemini": GeminiContentsRenderer(),
+        "responses": OpenAIResponsesRenderer(),
+    }
+)
+
+#: The validator of each format, read-only, in the order of `FORMAT_NAMES`.
+PROVIDER_VALIDATORS: Mapping[FormatName, ProviderValidator] = MappingProxyType(
+    {
+        "openai": OpenAIChatValidator(),
+        "anthropic": AnthropicMessagesValidator(),
+        "gemini": GeminiContentsValidator(),
+        "responses": OpenAIResponsesValidator(),
+    }
+)
+
+#: The reader of each format (a module with `sniff` and `to_sessions`, as every importer
+#: has), keyed by the format's name among the importers (`Wire.reader_name`).
+READERS: Mapping[str, ModuleType] = MappingProxyType(
+    {
+        WIRES["anthropic"].reader_name: anthropic_read,
+        WIRES["gemini"].reader_name: gemini_read,
+        WIRES["responses"].reader_name: openai_responses_read,
+        WIRES["openai"].reader_name: openai_chat_read,
+    }
+)

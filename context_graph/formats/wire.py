@@ -1,0 +1,120 @@
+"""The shapes of a wire format's constants, the same for every format.
+
+A format's folder fills one `Wire` in its `wire` module; `context_graph.formats.wires`
+gathers them by name. Nothing here names a format.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # only annotations: importing `context_graph.tokens` here would
+    # reach `formats.wires` while it is being built (the tokens package reads it)
+    from context_graph.tokens.usage_counts import Usage, UsageCounts
+
+__all__ = ["ArtifactProblem", "CachePrice", "FormatOverhead", "IdRule", "NativeArtifact", "Wire"]
+
+
+@dataclass(frozen=True, slots=True)
+class FormatOverhead:
+    """Tokens a provider format adds around the content.
+
+    A format whose provider publishes its counting recipe follows it; the others are
+    conservative estimates that `context_graph.tokens.Calibrator` corrects from
+    reported usage.
+    """
+
+    per_message: int
+    """Added for every message (role markers, separators)."""
+    per_tool_call: int
+    """Added for every tool call (id, type and name wrappers)."""
+    per_tool_result: int
+    """Added for every tool result (id wrapper)."""
+    per_request: int
+    """Added once per request (reply priming)."""
+    per_tool: int = 0
+    """Added for every tool definition the request carries (its wrapper)."""
+    per_tools: int = 0
+    """Added once when the request carries tool definitions (the provider's tool-use
+    preamble, which some providers document as a few hundred tokens of system prompt)."""
+
+
+@dataclass(frozen=True, slots=True)
+class IdRule:
+    """What a provider accepts as a tool-call id."""
+
+    pattern: re.Pattern[str]
+    max_length: int
+
+
+@dataclass(frozen=True)
+class CachePrice:
+    """How one provider bills a request's input with its prompt cache."""
+
+    provider: str
+    model: str
+    input_per_million: float
+    read: float
+    """Price of a cached token, as a multiple of the input price."""
+    write: float
+    """Price of a token written to the cache, as a multiple (1.0: no surcharge)."""
+    minimum: int
+    """The shortest prefix the cache serves (and, with a surcharge, writes)."""
+    step: int = 1
+    """Cached prefixes are served in multiples of this many tokens."""
+
+
+class ArtifactProblem(ValueError):
+    """A compaction artifact that breaks its format's shape, at `path` inside it."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+@dataclass(frozen=True)
+class NativeArtifact:
+    """A format's own compaction artifact: what its provider returns and takes back.
+
+    `context_graph.graph.native.NativeCompaction` holds one as received and checks it
+    against this; the renderers send it back only to its own format.
+    """
+
+    keys: frozenset[str]
+    """The keys the provider's SDK types the artifact with (as returned and as sent)."""
+    optional_text: tuple[str, ...]
+    """Keys that, when present and not null, must be strings."""
+    check: Callable[[Mapping[str, Any]], None]
+    """The format's own further rules; raises `ArtifactProblem`."""
+    readable_key: str | None
+    """The key holding a readable summary (None: the artifact is opaque)."""
+    reader: str
+    """Who alone can read the artifact, for the note other formats are sent instead."""
+    noun: str
+    """What the provider calls it, for error messages ("compaction block")."""
+    keeps_user_turns: bool
+    """Whether the provider keeps the user's messages beside the artifact (it then stands
+    for every earlier node but those), rather than ignoring everything before it."""
+
+
+@dataclass(frozen=True)
+class Wire:
+    """One wire format's constants: what the graph, token and price code need of it."""
+
+    name: str
+    """The format's name, its key everywhere (`Renderer(format=...)`, `validate`)."""
+    reader_name: str
+    """The format's name among the importers' formats (`load_sessions(format=...)`)."""
+    overhead: FormatOverhead
+    """The tokens the format adds around content."""
+    id_rule: IdRule
+    """What the provider accepts as a tool-call id."""
+    price: CachePrice
+    """How the provider that reads the format bills a request's input."""
+    read_usage: Callable[[UsageCounts], Usage | None]
+    """Reads the provider's usage object (`None`: it reports no input)."""
+    native: NativeArtifact | None = None
+    """The provider's own compaction artifact, if it makes one."""

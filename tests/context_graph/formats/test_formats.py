@@ -1,0 +1,95 @@
+"""One folder per wire format, and one registry that the generic code asks by name."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from types import MappingProxyType
+
+import pytest
+
+from context_graph.formats.registry import PROVIDER_RENDERERS, PROVIDER_VALIDATORS, READERS
+from context_graph.formats.wires import FORMAT_NAMES, READ_ORDER, WIRES
+from context_graph.graph.call_ids import ID_RULES
+from context_graph.importers import FORMATS as IMPORT_FORMATS
+from context_graph.render import FORMATS as RENDER_FORMATS
+from context_graph.tokens.calibration import FORMAT_OVERHEADS
+from orchestrator.pricing import PRICES, price_for
+
+ROOT = Path(__file__).resolve().parents[3]
+FOLDERS = sorted(
+    p
+    for p in (ROOT / "context_graph" / "formats").iterdir()
+    if p.is_dir() and p.name != "__pycache__"
+)
+
+
+class TestRegistry:
+    def test_every_table_lists_the_same_formats_in_one_order(self) -> None:
+        """Constants, renderers, validators and the render formats agree, in order."""
+        assert tuple(WIRES) == FORMAT_NAMES == RENDER_FORMATS
+        assert tuple(PROVIDER_RENDERERS) == tuple(PROVIDER_VALIDATORS) == FORMAT_NAMES
+
+    def test_each_entry_is_its_own_format(self) -> None:
+        """A renderer, validator and wire filed under a name say that name."""
+        for name in FORMAT_NAMES:
+            assert WIRES[name].name == PROVIDER_RENDERERS[name].format == name
+            assert PROVIDER_VALIDATORS[name].format == name
+            assert PROVIDER_RENDERERS[name].overhead is WIRES[name].overhead
+
+    def test_the_readers_are_the_wires_readers(self) -> None:
+        """Each format's reader is found by its importer name, after every trace format."""
+        assert (
+            sorted(READERS) == sorted(READ_ORDER) == sorted(w.reader_name for w in WIRES.values())
+        )
+        assert IMPORT_FORMATS[-len(READ_ORDER) :] == READ_ORDER
+        for module in READERS.values():
+            assert callable(module.sniff) and callable(module.to_sessions)
+
+    def test_the_derived_tables_read_the_wires(self) -> None:
+        """Id rules, overheads and prices are each format's own, read-only where tabled."""
+        for name, wire in WIRES.items():
+            assert ID_RULES[name] is wire.id_rule
+            assert FORMAT_OVERHEADS[name] is wire.overhead
+            assert price_for(name) is wire.price
+        assert isinstance(WIRES, MappingProxyType)
+        assert set(PRICES) == {wire.price for wire in WIRES.values()}
+        assert len(PRICES) == len(set(PRICES))
+
+    @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+    def test_each_folder_holds_the_four_parts(self, folder: Path) -> None:
+        """wire, render, validate and read: what one format needs, in one place."""
+        assert {"wire.py", "render.py", "validate.py", "read.py"} <= {
+            p.name for p in folder.iterdir()
+        }
+
+    def test_the_folders_are_the_registered_formats(self) -> None:
+        """No folder without a registry entry, and no entry without a folder."""
+        homes = {type(PROVIDER_RENDERERS[n]).__module__.split(".")[2] for n in FORMAT_NAMES}
+        assert homes == {folder.name for folder in FOLDERS}
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "context_graph.formats.anthropic.render",
+        "context_graph.formats.openai_responses.validate",
+        "context_graph.formats.gemini.read",
+        "context_graph.formats.openai_chat.wire",
+        "context_graph.graph.call_ids",
+        "context_graph.formats.gemini.usage",
+        "context_graph.tokens.usage_counts",
+        "context_graph.formats.wire",
+    ],
+)
+def test_any_module_imports_first(module: str) -> None:
+    """A format module imported before the generic packages loads (the registry is asked late)."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {module}; import context_graph.render"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
