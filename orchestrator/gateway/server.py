@@ -218,7 +218,9 @@ class Gateway:
         readable = wire.readable(body)
         session = session_of(headers, body)
         table = self._tables[wire.name]
-        read = table.read(readable)  # once: a long history's copy and keys are costly
+        # Once, and only what is new since the session's last request: a long history's
+        # copy and keys are most of a request's cost.
+        read = table.read(readable, session)
         if counting:
             # A count for a conversation the gateway does not hold (a tool list, a
             # file) is counted as sent, and starts no thread.
