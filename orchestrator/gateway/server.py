@@ -35,6 +35,7 @@ from typing import Any
 
 from context_graph.errors import ConfigurationError, ContextGraphError, IngestError
 from orchestrator.gateway.activity import note_request
+from orchestrator.gateway.failures import api_of_path, unreachable_upstream
 from orchestrator.gateway.gemini import COUNT_REQUEST
 from orchestrator.gateway.identity import session_of
 from orchestrator.gateway.replicas import take_and_render
@@ -285,7 +286,7 @@ class Gateway:
             )
         except ClientError as error:
             message = f"context-graph gateway: the upstream {self._upstream} failed: {error}"
-            body = {"type": "error", "error": {"type": "api_error", "message": message}}
+            body = unreachable_upstream(api_of_path(request.path), message)
             return web.json_response(body, status=502, headers={OUTCOME: prepared.note})
         async with upstream:
             answer = web.StreamResponse(status=upstream.status, reason=upstream.reason)

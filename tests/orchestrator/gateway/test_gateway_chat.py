@@ -200,6 +200,9 @@ def test_strict_refuses_a_body_the_engine_cannot_read(
     answer = httpx.post(f"{url}/v1/chat/completions", json=body)
     assert answer.status_code == 400 and answer.headers[OUTCOME] == "refused"
     assert "wizard" in answer.text
+    # OpenAI's error shape, which the client's SDK reads (`message`, `type`, `param`, `code`).
+    assert answer.json()["error"]["type"] == "invalid_request_error"
+    assert set(answer.json()["error"]) == {"message", "type", "param", "code"}
     assert server.requests == [] and server.refused == []
 
 
