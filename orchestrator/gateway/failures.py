@@ -20,7 +20,7 @@ Api = Literal["anthropic", "openai", "gemini"]
 
 def api_of_path(path: str) -> Api:
     """Whose API a request path belongs to (`anthropic` for any path of none of the three)."""
-    if path.startswith("/v1beta/") or path.startswith("/v1/models/"):
+    if path.startswith("/v1beta/"):
         return "gemini"
     if path.startswith(("/v1/chat/", "/v1/responses", "/v1/completions", "/v1/embeddings")):
         return "openai"
