@@ -20,8 +20,8 @@ Api = Literal["anthropic", "openai", "gemini"]
 
 def api_of_path(path: str) -> Api:
     """Whose API a request path belongs to (`anthropic` for any path of none of the three)."""
-    if path.startswith("/v1beta/"):
-        return "gemini"
+    if path.startswith("/v1beta/") or (path.startswith("/v1/models/") and ":" in path):
+        return "gemini"  # `models/<model>:<method>`; OpenAI's `/v1/models/<id>` has no method
     if path.startswith(("/v1/chat/", "/v1/responses", "/v1/completions", "/v1/embeddings")):
         return "openai"
     return "anthropic"

@@ -72,7 +72,11 @@ def test_openai_chat_and_responses(gateway_url: str, method: str) -> None:
 def test_gemini_generate_content(gateway_url: str) -> None:
     client = genai.Client(
         api_key="k",
-        http_options={"base_url": gateway_url, "retry_options": {"attempts": 1}},
+        http_options={
+            "base_url": gateway_url,
+            "api_version": "v1beta",  # gemini-cli's (the SDK says `v1` for a custom URL)
+            "retry_options": {"attempts": 1},
+        },
     )
     with pytest.raises(genai_errors.ServerError) as raised:
         client.models.generate_content(model="gemini-2.5-flash", contents="hi")
