@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,9 +125,9 @@ class Gateway:
         """The conversations of the sessions of one wire format."""
         return self._tables[wire]
 
-    def app(self) -> web.Application:
-        """The aiohttp application serving the gateway."""
-        app = web.Application(client_max_size=256 * 1024 * 1024)
+    def app(self, middlewares: Sequence[Any] = ()) -> web.Application:
+        """The aiohttp application serving the gateway (with these aiohttp middlewares)."""
+        app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=middlewares)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         app.router.add_post("/v1/responses", self._responses)
