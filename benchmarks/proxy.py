@@ -5,7 +5,9 @@ Two measurements, against the strict fake upstream (`benchmarks.provider_server`
 1. **Overhead per request.** The same client (httpx, one keep-alive connection per
    target) sends the same encoded body to the upstream directly and through a gateway
    in front of it (`context-graph proxy --memory`, in a process of its own as it is
-   deployed), the two alternated (which goes first swaps every pair), at histories
+   deployed; the fake upstream in a third process, so that its validating and counting
+   of each body does not share the client's interpreter), the two alternated (which
+   goes first swaps every pair), at histories
    of about 10k, 100k and 300k tokens, on the Anthropic Messages and the OpenAI
    Responses wire. The gateway's budget is above the history, so nothing is compacted:
    what is timed is reading the request, taking in what is new, rendering and
