@@ -5,7 +5,9 @@ Two measurements, against the strict fake upstream (`benchmarks.provider_server`
 1. **Overhead per request.** The same client (httpx, one keep-alive connection per
    target) sends the same encoded body to the upstream directly and through a gateway
    in front of it (`context-graph proxy --memory`, in a process of its own as it is
-   deployed), the two alternated (which goes first swaps every pair), at histories
+   deployed; the fake upstream in a third process, so that its validating and counting
+   of each body does not share the client's interpreter), the two alternated (which
+   goes first swaps every pair), at histories
    of about 10k, 100k and 300k tokens, on the Anthropic Messages and the OpenAI
    Responses wire. The gateway's budget is above the history, so nothing is compacted:
    what is timed is reading the request, taking in what is new, rendering and
@@ -44,6 +46,7 @@ import pstats
 import re
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -289,6 +292,25 @@ def proxy_process(wire: str, upstream: str, budget: int) -> Iterator[str]:
         "--port",
         "0",
     ]
+    with _announced(command, "`context-graph proxy`") as url:
+        yield url
+
+
+@contextmanager
+def upstream_process(wire: str) -> Iterator[str]:
+    """The fake upstream (`ProviderServer(wire)`) in a process of its own; its URL.
+
+    Its validation and counting of each 100k-token body would otherwise share the
+    client's interpreter and make the times it takes part of the noise.
+    """
+    command = [sys.executable, "-m", "benchmarks.proxy", "--serve-upstream", wire]
+    with _announced(command, "the fake upstream") as url:
+        yield url
+
+
+@contextmanager
+def _announced(command: list[str], name: str) -> Iterator[str]:
+    """Run `command`, which prints its URL on its first line, until the block ends."""
     environment = {**os.environ, "PYTHONUNBUFFERED": "1"}  # the announce line comes at once
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=environment) as served:
         try:
@@ -296,7 +318,7 @@ def proxy_process(wire: str, upstream: str, budget: int) -> Iterator[str]:
             announced = served.stdout.readline()
             found = re.search(r"http://\S+", announced)
             if found is None:
-                msg = f"`context-graph proxy` did not announce its URL: {announced!r}"
+                msg = f"{name} did not announce its URL: {announced!r}"
                 raise RuntimeError(msg)
             yield found.group(0)
         finally:
@@ -304,14 +326,23 @@ def proxy_process(wire: str, upstream: str, budget: int) -> Iterator[str]:
             served.wait(timeout=30)
 
 
+def serve_upstream(wire: str) -> None:
+    """Serve `ProviderServer(wire)` until the process is ended; print its URL first."""
+    with ProviderServer(wire) as server:  # type: ignore[arg-type]
+        print(server.url, flush=True)
+        threading.Event().wait()
+
+
 def measure_overhead(wire: str, sizes: Sequence[int], *, steady: int, first: int) -> list[Overhead]:
     """The overhead of `steady` one-turn requests and `first` new sessions at each size."""
     case = CASES[wire]
     results: list[Overhead] = []
     with ExitStack() as stack:
+        # Counts here; the requests go to the same server in a process of its own.
         server = stack.enter_context(ProviderServer(wire))  # type: ignore[arg-type]
-        proxy = stack.enter_context(proxy_process(wire, server.url, ROOMY))
-        pair = _Pair(server.url, proxy, case.path, stack)
+        upstream = stack.enter_context(upstream_process(wire))
+        proxy = stack.enter_context(proxy_process(wire, upstream, ROOMY))
+        pair = _Pair(upstream, proxy, case.path, stack)
         for size in sizes:
             items = history(case, server, size)
             tokens = server.count(case.body(items))
@@ -469,7 +500,8 @@ def _task_figures(server: ProviderServer, budget: int | None, applied: list[int]
         largest=max(prompts, default=0),
         reused=sum(reused),
         compactions=len(compacted),
-        reuse_between_compactions=kept / offered if offered else None,
+        # With no proxy nothing compacts, and there is nothing to compare the reuse with.
+        reuse_between_compactions=kept / offered if offered and budget is not None else None,
         prompts=list(prompts),
     )
 
@@ -593,11 +625,15 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--wires", default="anthropic,responses")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
     parser.add_argument("--profile", action="store_true", help="print a cProfile and stop")
+    parser.add_argument("--serve-upstream", metavar="WIRE", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
+    if args.serve_upstream:
+        serve_upstream(args.serve_upstream)
+        return 0
     if args.profile:
         print(profile_render("anthropic", 300_000, 30))
         return 0

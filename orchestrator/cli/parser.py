@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from context_graph.importers import FORMATS
 from context_graph.render import FORMATS as RENDER_FORMATS
+from orchestrator.cli.stored import is_store_url
 from orchestrator.profiles import PROFILES
 
 __all__ = ["MAX_BUDGET", "build_parser", "parse_budget", "store_location"]
@@ -343,8 +344,18 @@ def store_location(text: str) -> Path | str:
     return Path(text)
 
 
+def _trace_location(text: str) -> Path | str:
+    """A trace's path, or a session store's URL kept as written (a path would fold its `//`)."""
+    return text if is_store_url(text) else Path(text)
+
+
 def _add_trace_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("trace", nargs="?", type=Path, help="session file (JSON or JSONL)")
+    command.add_argument(
+        "trace",
+        nargs="?",
+        type=_trace_location,
+        help="session file (JSON or JSONL), or a stored session's URL (postgresql://...#NAME)",
+    )
     command.add_argument(
         "--from", dest="input_format", choices=FORMATS, help="input format (default: detect)"
     )

@@ -71,6 +71,10 @@ def load(args: argparse.Namespace, progress: Progress, screen: OutputScreen) -> 
     Raises:
         IngestError: the file is not a readable session, or has no such session.
     """
+    if isinstance(args.trace, str):  # a database URL (`parser`): the session it names
+        stored = stored_session(args.trace)
+        # Its name stands for the file (the URL may hold a password: never shown).
+        return Loaded(Path(stored.name), stored, 1)
     trace: Path = args.trace or EXAMPLE_SESSION
     if trace.is_dir():
         msg = "is a folder; give one session file (JSON or JSONL) inside it"

@@ -5,8 +5,15 @@ package over `POST /v1/chat/completions`, streamed, with
 `stream_options.include_usage` set (docs/proxy.md, "opencode").
 
 The conversation is read as the managed `chat.completions.create` reads its keyword
-arguments (`OPENAI_CHAT`): `messages`, whose `system` and `developer` messages are the
-system prompt (the renderer sends it first, as `system` messages).
+arguments (`OPENAI_CHAT`): `messages`, whose leading `system` and `developer` messages
+are the system prompt (the renderer sends it first, as `system` messages). A `system` or
+`developer` message later in the conversation (a reminder an agent adds mid-task) would
+be read as a new system prompt and sent at the head, changing the head of the provider's
+prefix cache and moving the reminder away from where the agent put it; it is read as a
+user message in its place instead, its text wrapped in `<system-reminder>` tags (as the
+Anthropic wire reads Claude Code's). A user message is accepted at any place by every
+Chat Completions server, where some (the chat templates of several open models) refuse
+a system message that is not first.
 
 The agent's `tools` are sent as it sent them, counted off the budget: a tool list sent
 unchanged keeps the head of the provider's automatic prefix cache the same from call
@@ -31,9 +38,44 @@ from orchestrator.gateway.sse import data_events
 __all__ = ["answer_usage", "readable_request", "sse_usage"]
 
 
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+_REMINDER = "<system-reminder>\n{}\n</system-reminder>"
+
+
 def readable_request(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The request as the engine reads it (unchanged: the importer reads every role)."""
-    return dict(body)
+    """The request as the engine reads it: a system message past the head made user text."""
+    out = dict(body)
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        head = next(
+            (i for i, m in enumerate(messages) if not _is_system(m)),
+            len(messages),
+        )
+        if any(_is_system(m) for m in messages[head:]):
+            out["messages"] = [
+                *messages[:head],
+                *(_as_user(m) if _is_system(m) else m for m in messages[head:]),
+            ]
+    return out
+
+
+def _is_system(message: Any) -> bool:
+    return isinstance(message, Mapping) and message.get("role") in _SYSTEM_ROLES
+
+
+def _as_user(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A mid-conversation system message as a user message, its text marked a reminder."""
+    content = message.get("content")
+    if isinstance(content, str):
+        content = _REMINDER.format(content)
+    elif isinstance(content, list):
+        content = [
+            {**part, "text": _REMINDER.format(part["text"])}
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+            else part
+            for part in content
+        ]
+    return {"role": "user", "content": content}
 
 
 def answer_usage(answer: Mapping[str, Any]) -> Usage | None:

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from orchestrator.gateway.collector import IdleCollector
 from orchestrator.gateway.places import places_for
 from orchestrator.gateway.server import Gateway
 from orchestrator.gateway.threads import ManagerFactory, SessionTable
@@ -90,7 +91,13 @@ async def serve(
     gateway = gateway_for(
         upstream, budget=budget, profile=profile, store=store, strict=strict, wires=wires
     )
-    runner = web.AppRunner(gateway.app(), access_log=None, shutdown_timeout=SHUTDOWN_GRACE)
+    # The process is the gateway's own: its garbage collection is kept off the requests.
+    collector = IdleCollector()
+    runner = web.AppRunner(
+        gateway.app(middlewares=[collector.middleware]),
+        access_log=None,
+        shutdown_timeout=SHUTDOWN_GRACE,
+    )
     await runner.setup()
     received: list[int] = []
     try:
@@ -102,6 +109,7 @@ async def serve(
     finally:
         threads = sum(len(t) for w in wires for t in gateway.table_of(w).sessions.values())
         await runner.cleanup()  # waits for the requests in flight, then closes the stores
+        collector.close()
     if stopped is not None:
         name = signal.Signals(received[0]).name
         stopped(f"stopped on {name}: {threads} conversation(s) closed, every store saved")

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from context_graph.errors import ConfigurationError, ContextGraphError, IngestError
 from orchestrator.gateway.activity import note_request
+from orchestrator.gateway.failures import api_of_path, unreachable_upstream
 from orchestrator.gateway.gemini import COUNT_REQUEST
 from orchestrator.gateway.identity import session_of
 from orchestrator.gateway.replicas import take_and_render
@@ -124,9 +125,9 @@ class Gateway:
         """The conversations of the sessions of one wire format."""
         return self._tables[wire]
 
-    def app(self) -> web.Application:
-        """The aiohttp application serving the gateway."""
-        app = web.Application(client_max_size=256 * 1024 * 1024)
+    def app(self, middlewares: Sequence[Any] = ()) -> web.Application:
+        """The aiohttp application serving the gateway (with these aiohttp middlewares)."""
+        app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=middlewares)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         app.router.add_post("/v1/responses", self._responses)
@@ -218,7 +219,9 @@ class Gateway:
         readable = wire.readable(body)
         session = session_of(headers, body)
         table = self._tables[wire.name]
-        read = table.read(readable)  # once: a long history's copy and keys are costly
+        # Once, and only what is new since the session's last request: a long history's
+        # copy and keys are most of a request's cost.
+        read = table.read(readable, session)
         if counting:
             # A count for a conversation the gateway does not hold (a tool list, a
             # file) is counted as sent, and starts no thread.
@@ -283,7 +286,7 @@ class Gateway:
             )
         except ClientError as error:
             message = f"context-graph gateway: the upstream {self._upstream} failed: {error}"
-            body = {"type": "error", "error": {"type": "api_error", "message": message}}
+            body = unreachable_upstream(api_of_path(request.path), message)
             return web.json_response(body, status=502, headers={OUTCOME: prepared.note})
         async with upstream:
             answer = web.StreamResponse(status=upstream.status, reason=upstream.reason)

@@ -75,6 +75,23 @@ class Thread:
         return bool(held) and tuple(keys[: len(held)]) == held
 
 
+@dataclass(frozen=True)
+class _Read:
+    """A request's history as sent, and as `SessionTable.read` read it."""
+
+    sent: list[Any]
+    history: list[Any]
+    keys: list[str]
+
+    def shared_with(self, sent: list[Any]) -> int:
+        """How many leading items of `sent` equal this request's (compared as sent)."""
+        held = self.sent
+        count = min(len(held), len(sent))
+        if held[:count] == sent[:count]:  # the common case, compared in one pass
+            return count
+        return next(i for i in range(count) if held[i] != sent[i])
+
+
 ManagerFactory = Callable[[Location | None], ContextManager]
 """Makes a thread's manager: on the store location given (a session file's path, a
 database URL naming the session), or in memory (`None`)."""
@@ -97,24 +114,42 @@ class SessionTable:
         self._make = make_manager
         self._places = FolderPlaces(store) if isinstance(store, Path) else store
         self._sessions: dict[str, list[Thread]] = {}
+        self._last_read: dict[str, _Read] = {}
+        """Each session's last request as read: its next one re-reads only what is new."""
 
     @property
     def sessions(self) -> dict[str, list[Thread]]:
         """The sessions seen by this process, each with its threads."""
         return self._sessions
 
-    def read(self, request: Mapping[str, Any]) -> tuple[list[Any], list[str]]:
+    def read(
+        self, request: Mapping[str, Any], session: str | None = None
+    ) -> tuple[list[Any], list[str]]:
         """A request's history as plain items, and their `item_keys`.
 
         Read once per request and given to `route`, `find` and the thread's
         `Conversation.take`: on a long history the copy and the encoding are most of a
-        request's cost.
+        request's cost. With `session`, the items that equal the leading items of the
+        session's last request reuse that request's reading (an agent resends its whole
+        history each time: only the new turn is copied and encoded).
 
         Raises:
             ConfigurationError: the request's history is not a list.
         """
-        history = self._api.read_history(request)
-        return history, item_keys(history)
+        sent = request.get(self._api.history_key)
+        if session is None or not isinstance(sent, list):
+            history = self._api.read_history(request)
+            return history, item_keys(history)
+        last = self._last_read.get(session)
+        kept = 0 if last is None else last.shared_with(sent)
+        tail = self._api.read_history({self._api.history_key: sent[kept:]}) if sent[kept:] else []
+        if last is None:
+            history, keys = tail, item_keys(tail)
+        else:
+            history = [*last.history[:kept], *tail]
+            keys = [*last.keys[:kept], *item_keys(tail)]
+        self._last_read[session] = _Read(sent, history, keys)
+        return history, keys
 
     def route(
         self,
@@ -178,6 +213,7 @@ class SessionTable:
                 except Exception as error:  # every file is released, then the first error
                     failures.append(error)
         self._sessions.clear()
+        self._last_read.clear()
         if failures:
             raise failures[0]
 

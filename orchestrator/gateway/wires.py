@@ -10,6 +10,7 @@ from context_graph.render import count_payload
 from context_graph.tokens.counting import default_counter
 from context_graph.tokens.usage import Usage
 from orchestrator.gateway import anthropic, chat, gemini, responses
+from orchestrator.gateway.failures import openai_refusal
 from orchestrator.integrations.clients_apis import (
     ANTHROPIC_MESSAGES,
     OPENAI_CHAT,
@@ -80,6 +81,7 @@ RESPONSES = Wire(
     responses.answer_usage,
     engine_tools=False,
     server_state=OPENAI_RESPONSES.server_state,
+    refusal=openai_refusal,
 )
 GEMINI = Wire(
     "gemini",
@@ -101,6 +103,7 @@ CHAT = Wire(
     chat.sse_usage,
     chat.answer_usage,
     engine_tools=False,
+    refusal=openai_refusal,
 )
 WIRES = {wire.name: wire for wire in (ANTHROPIC, RESPONSES, CHAT, GEMINI)}
 """Every wire, by name."""

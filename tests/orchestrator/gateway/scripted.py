@@ -6,15 +6,27 @@ same script); they are imported from here as before.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from benchmarks.gateway_script import BUDGET, Steps
+from benchmarks.provider_server import ProviderServer
 
-__all__ = ["AGENTS", "BUDGET", "Steps", "agent_cli"]
+__all__ = [
+    "AGENTS",
+    "BUDGET",
+    "Recorder",
+    "Steps",
+    "agent_cli",
+    "reuse_between_compactions",
+    "reused_tokens",
+]
 
 ROOT = Path(__file__).resolve().parents[3]
 AGENTS = Path(os.environ.get("CONTEXT_GRAPH_AGENTS", ROOT / ".agents" / "node_modules"))
@@ -29,3 +41,89 @@ def agent_cli(entry: str, name: str) -> Path:
     if os.environ.get("CONTEXT_GRAPH_REQUIRE_AGENTS") == "1":
         pytest.fail(f"{name} is not installed at {script} (and node on PATH)")
     pytest.skip(f"{name} is not installed at {script}; .ci/run installs it")
+
+
+_HISTORY = {
+    "anthropic": "messages",
+    "openai": "messages",
+    "responses": "input",
+    "gemini": "contents",
+}
+"""Each fake upstream wire's conversation field (the rest of the prompt leads it)."""
+_HEAD = {
+    "anthropic": ("system", "tools"),
+    "openai": ("tools",),
+    "responses": ("instructions", "tools"),
+    "gemini": ("systemInstruction", "tools"),
+}
+
+
+class Recorder:
+    """A fake upstream's script, wrapped: each request it answers, with the gateway's threads.
+
+    The upstream answers a request after the gateway rendered it, so the gateway's
+    thread count read then says whether the agent rewrote its own history (a rewind, a
+    masking pass: the gateway forks a new thread). Set `gateway` once it is made;
+    `table` is the gateway's wire (`"chat"`, ...).
+    """
+
+    def __init__(self, respond: Callable[[dict[str, Any]], dict[str, Any]], table: str) -> None:
+        self.respond = respond
+        self.table = table
+        self.gateway: Any = None
+        self.calls: list[tuple[dict[str, Any], int]] = []
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        threads = 0
+        if self.gateway is not None:
+            threads = sum(len(ts) for ts in self.gateway.table_of(self.table).sessions.values())
+        self.calls.append((body, threads))
+        return self.respond(body)
+
+
+def _unmarked(value: Any) -> Any:
+    """`value` without Anthropic's `cache_control` marks (a prompt cache matches past them)."""
+    if isinstance(value, dict):
+        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_unmarked(v) for v in value]
+    return value
+
+
+def reused_tokens(server: ProviderServer, body: dict[str, Any], previous: dict[str, Any]) -> int:
+    """The prompt tokens of `body` that lead `previous` too: what a prefix cache serves."""
+    wire, key = server.wire, _HISTORY[server.wire]
+    head = [k for k in _HEAD[wire] if k in body]
+    if any(_unmarked(body.get(k)) != _unmarked(previous.get(k)) for k in head):
+        return 0
+    items, before = _unmarked(body.get(key) or []), _unmarked(previous.get(key) or [])
+    shared = next(
+        (i for i, (a, b) in enumerate(zip(items, before, strict=False)) if a != b),
+        min(len(items), len(before)),
+    )
+    return server.count({**{k: body[k] for k in head}, key: body[key][:shared]})
+
+
+def reuse_between_compactions(
+    server: ProviderServer,
+    recorder: Recorder,
+    keep: Callable[[dict[str, Any]], bool] = lambda body: True,
+) -> tuple[float, int]:
+    """The cached share of the conversation's requests between compactions, and how many
+    pairs it was read from.
+
+    Of the requests `keep` picks (the task's, not a title's), each consecutive pair but
+    those across a compaction: where the prompt shrank (the engine cut the history) or
+    the agent rewrote its own history (a new thread). Anything else the engine changes
+    in the part already sent counts against the share: the tokens the later request
+    reused of the earlier, over the earlier's tokens, summed over the pairs.
+    """
+    calls = [(body, server.count(body), threads) for body, threads in recorder.calls if keep(body)]
+    reused = offered = pairs = 0
+    for (before, was, then), (after, size, now) in itertools.pairwise(calls):
+        if size < was or now != then:
+            continue
+        reused += reused_tokens(server, after, before)
+        offered += was
+        pairs += 1
+    return (reused / offered if offered else 0.0), pairs

@@ -25,7 +25,7 @@ from benchmarks.provider_server import ProviderServer
 from orchestrator.compaction.continuation import AUTO_CONTINUE_TEXT
 from orchestrator.gateway import GatewayThread, gateway_for, session_of
 from orchestrator.profiles import get_profile
-from tests.orchestrator.gateway.scripted import agent_cli
+from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
 
 BUDGET = 40_000
 """Claude Code's own system prompt, tools and reminders take over a third of it (below)."""
@@ -83,10 +83,12 @@ def test_claude_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> No
     project.mkdir()
     home.mkdir()
     script = Script()
-    with ProviderServer("anthropic", respond=script, factor=1.0, limit=BUDGET) as upstream:
+    recorder = Recorder(script, "anthropic")
+    with ProviderServer("anthropic", respond=recorder, factor=1.0, limit=BUDGET) as upstream:
         gateway = gateway_for(
             upstream.url, budget=BUDGET, profile=get_profile("coding"), store=tmp_path / "store"
         )
+        recorder.gateway = gateway
         with GatewayThread(gateway) as url:
             agent = start(claude, url, home, project, "Count with seq, step by step.")
             out, err = agent.communicate(timeout=600)
@@ -120,6 +122,13 @@ def test_claude_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> No
     assert recorded > 2 * BUDGET, "the agent's history grew far past the budget"
     calls = [r for r in upstream.requests if "format" not in r.get("output_config", {})]
     assert_cache_safe(calls, applied)
+    share, pairs = reuse_between_compactions(upstream, recorder, _task_call)
+    assert share >= 0.9 and pairs > TURNS // 2, (share, pairs)
+
+
+def _task_call(body: dict[str, Any]) -> bool:
+    """A request of the task's conversation (not the session title's)."""
+    return "format" not in body.get("output_config", {})
 
 
 def test_two_sessions_at_once_in_one_project_stay_apart(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 
 from benchmarks.provider_server import ProviderServer
 from orchestrator.cli import main
+from orchestrator.cli.proxy import _announce
 from orchestrator.gateway import OUTCOME
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -99,3 +101,28 @@ def test_bad_options_are_usage_errors(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main(argv)
     assert exited.value.code == 2
+
+
+AGENT_PAGES = ROOT / "docs" / "agents"
+
+
+@pytest.mark.parametrize(
+    ("page", "upstream", "shown"),
+    [
+        ("claude-code.md", "anthropic", slice(1, None)),
+        ("gemini-cli.md", "gemini", slice(1, None)),
+        ("codex.md", "openai", slice(2, 8)),  # the Codex entry
+        ("opencode.md", "openai", slice(9, None)),  # the opencode provider's base URL
+    ],
+)
+def test_each_agent_page_shows_what_the_proxy_prints(
+    page: str, upstream: str, shown: slice, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/agents/: the variable or config each page says to set is what the proxy prints."""
+    options = argparse.Namespace(upstream=upstream, budget=60000)
+    _announce("http://127.0.0.1:8787", "https://provider.example", options, None)
+    printed = [line.strip() for line in capsys.readouterr().out.splitlines()[shown]]
+    text = (AGENT_PAGES / page).read_text(encoding="utf-8")
+    assert printed
+    for line in printed:
+        assert line.strip("{}") in text, f"{page} does not show {line!r}"

@@ -16,7 +16,7 @@ from typing import Any
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import GatewayThread, gateway_for, session_of
 from orchestrator.profiles import get_profile
-from tests.orchestrator.gateway.scripted import agent_cli
+from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
 
 BUDGET = 30_000
 TURNS = 20
@@ -47,7 +47,8 @@ def test_codex_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
     home.mkdir()
     project.mkdir()
     script = Script()
-    with ProviderServer("responses", respond=script, factor=1.0, limit=BUDGET) as upstream:
+    recorder = Recorder(script, "responses")
+    with ProviderServer("responses", respond=recorder, factor=1.0, limit=BUDGET) as upstream:
         gateway = gateway_for(
             upstream.url,
             budget=BUDGET,
@@ -55,6 +56,7 @@ def test_codex_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
             store=tmp_path / "store",
             wires=("responses",),
         )
+        recorder.gateway = gateway
         with GatewayThread(gateway) as url:
             (home / "config.toml").write_text(
                 'model = "gpt-5.5"\n'
@@ -97,3 +99,5 @@ def test_codex_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
     (counts,) = held.values()
     assert max(counts) == TURNS, held
     assert recorded > 2 * BUDGET, "the agent's history grew far past the budget"
+    share, pairs = reuse_between_compactions(upstream, recorder)
+    assert share >= 0.9 and pairs > TURNS // 2, (share, pairs)

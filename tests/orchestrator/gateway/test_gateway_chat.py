@@ -200,6 +200,9 @@ def test_strict_refuses_a_body_the_engine_cannot_read(
     answer = httpx.post(f"{url}/v1/chat/completions", json=body)
     assert answer.status_code == 400 and answer.headers[OUTCOME] == "refused"
     assert "wizard" in answer.text
+    # OpenAI's error shape, which the client's SDK reads (`message`, `type`, `param`, `code`).
+    assert answer.json()["error"]["type"] == "invalid_request_error"
+    assert set(answer.json()["error"]) == {"message", "type", "param", "code"}
     assert server.requests == [] and server.refused == []
 
 
@@ -272,24 +275,35 @@ class TestUsageReaders:
         assert partial is None or (partial.prompt_tokens, partial.completion_tokens) in said
 
 
-def test_developer_and_system_messages_are_the_system_prompt(chat_gateway: Any) -> None:
-    """A `developer` message at the head is the system prompt; a mid-conversation one too."""
+def test_a_mid_conversation_system_message_stays_in_place(chat_gateway: Any) -> None:
+    """A `developer` message at the head is the system prompt; a later system message is
+    sent where the agent put it, as a marked user message: the head (the provider's
+    cached prefix) stays the same from call to call, and a server that takes a system
+    message only first takes the request."""
     server, url, served = chat_gateway()
     sdk = openai.OpenAI(base_url=f"{url}/v1", api_key="test-key", max_retries=0)
     messages: list[Any] = [
         {"role": "developer", "content": "Answer briefly."},
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": "hello"},
-        {"role": "system", "content": "The user is in a hurry."},
-        {"role": "user", "content": "bye"},
     ]
-    sdk.chat.completions.create(
-        model=MODEL, messages=messages, extra_headers={"X-Session-Id": "ses_d"}
-    )
-    sent = server.requests[-1]["messages"]
-    heads = [m for m in sent if m["role"] in ("system", "developer")]
-    assert [m["content"] for m in heads] == ["Answer briefly.", "The user is in a hurry."]
-    assert sent[: len(heads)] == heads, "the system prompt goes first"
-    assert [m["content"] for m in sent[len(heads) :]] == ["hi", "hello", "bye"]
+    for extra in ([], [{"role": "system", "content": "The user is in a hurry."}]):
+        messages += [*extra, {"role": "user", "content": f"turn {len(messages)}"}]
+        sdk.chat.completions.create(
+            model=MODEL, messages=messages, extra_headers={"X-Session-Id": "ses_d"}
+        )
+        messages.append({"role": "assistant", "content": "ok"})
+    before, sent = (r["messages"] for r in server.requests[-2:])
+    assert sent[: len(before)] == before, "the second request extends the first"
+    assert [m["role"] for m in sent].count("system") == 1
+    assert sent[0] == {"role": "system", "content": "Answer briefly."}
+    assert sent[len(before) :] == [
+        {"role": "assistant", "content": "ok"},
+        {
+            "role": "user",
+            "content": "<system-reminder>\nThe user is in a hurry.\n</system-reminder>",
+        },
+        {"role": "user", "content": "turn 5"},
+    ]
     (thread,) = served.gateway.table_of("chat").sessions["ses_d"]
-    assert sum(n.kind == "system" for n in thread.manager.raw) == 2
+    assert sum(n.kind == "system" for n in thread.manager.raw) == 1

@@ -26,7 +26,7 @@ from typing import Any
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import ANONYMOUS, GatewayThread, gateway_for
 from orchestrator.profiles import get_profile
-from tests.orchestrator.gateway.scripted import agent_cli
+from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
 
 BUDGET = 30_000
 """gemini-cli's own system prompt and tools take a third of it (about 10,000 tokens)."""
@@ -137,7 +137,8 @@ def test_gemini_cli_finishes_a_long_task_under_the_budget(tmp_path: Path) -> Non
     project.mkdir()
     home.mkdir()
     script = Script()
-    with ProviderServer("gemini", respond=script, factor=1.0, limit=BUDGET) as upstream:
+    recorder = Recorder(script, "gemini")
+    with ProviderServer("gemini", respond=recorder, factor=1.0, limit=BUDGET) as upstream:
         gateway = gateway_for(
             upstream.url,
             budget=BUDGET,
@@ -145,6 +146,7 @@ def test_gemini_cli_finishes_a_long_task_under_the_budget(tmp_path: Path) -> Non
             store=tmp_path / "store",
             wires=("gemini",),
         )
+        recorder.gateway = gateway
         with GatewayThread(gateway) as url:
             agent = start(cli, url, home, project, "Count with seq, step by step.")
             out, err = agent.communicate(timeout=900)
@@ -171,6 +173,14 @@ def test_gemini_cli_finishes_a_long_task_under_the_budget(tmp_path: Path) -> Non
     main_calls = [r for r in upstream.requests if "responseMimeType" not in r["generationConfig"]]
     heads = {json.dumps([r["systemInstruction"], r["tools"]]) for r in main_calls}
     assert len(heads) == 1, "the cached prefix's head (system prompt, tools) never changed"
+    # Between compactions (the engine's, and gemini-cli's own masking passes).
+    share, pairs = reuse_between_compactions(upstream, recorder, _task_call)
+    assert share >= 0.9 and pairs > TURNS // 2, (share, pairs)
+
+
+def _task_call(body: dict[str, Any]) -> bool:
+    """A request of the task's conversation (not a JSON-answer side call's)."""
+    return "responseMimeType" not in body["generationConfig"]
 
 
 def test_two_sessions_at_once_in_one_project_stay_apart(tmp_path: Path) -> None:

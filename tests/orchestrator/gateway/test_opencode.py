@@ -28,7 +28,7 @@ from typing import Any
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import GatewayThread, gateway_for
 from orchestrator.profiles import get_profile
-from tests.orchestrator.gateway.scripted import agent_cli
+from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
 
 BUDGET = 30_000
 """opencode's own system prompt and tools take about a quarter of it."""
@@ -129,7 +129,8 @@ def test_opencode_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
     project, home = tmp_path / "project", tmp_path / "home"
     project.mkdir()
     home.mkdir()
-    with ProviderServer("openai", respond=Script(), factor=1.0, limit=BUDGET) as upstream:
+    recorder = Recorder(Script(), "chat")
+    with ProviderServer("openai", respond=recorder, factor=1.0, limit=BUDGET) as upstream:
         gateway = gateway_for(
             upstream.url,
             budget=BUDGET,
@@ -137,6 +138,7 @@ def test_opencode_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
             store=tmp_path / "store",
             wires=("chat",),
         )
+        recorder.gateway = gateway
         with GatewayThread(gateway) as url:
             configure(project, url)
             agent = start(opencode, home, project, "Count with seq, step by step.")
@@ -159,6 +161,8 @@ def test_opencode_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
     heads = {json.dumps([r["messages"][0], r["tools"]]) for r in upstream.requests if "tools" in r}
     assert len(heads) == 1
     assert recorded > 2 * BUDGET, "the agent's history grew far past the budget"
+    share, pairs = reuse_between_compactions(upstream, recorder, lambda body: "tools" in body)
+    assert share >= 0.9 and pairs > TURNS // 2, (share, pairs)
 
 
 def test_two_sessions_at_once_in_one_project_stay_apart(tmp_path: Path) -> None:

@@ -142,3 +142,28 @@ async def test_a_request_that_loses_the_race_is_taken_in_again_from_the_record(
 
 def _said(role: str, content: Any) -> dict[str, Any]:
     return {"role": role, "content": content if isinstance(content, str) else [content]}
+
+
+def test_inspect_reads_a_thread_kept_in_postgresql(
+    upstream: Upstream, database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`context-graph inspect 'postgresql://...#proxy/<wire>/<session>/thread-<n>'`, as
+    `proxy sessions` names the thread, shows what the proxy kept of the session."""
+    server = upstream(respond=Steps(3), factor=1.0, limit=BUDGET)
+    proxy = ProxyProcess(server.url, database, BUDGET)
+    try:
+        messages = agent(proxy.url, "s-inspect")
+        proxy.stop(signal.SIGTERM)
+    finally:
+        proxy.close()
+    assert messages[-1]["content"][0]["text"] == "All done."
+    (session,) = list_sessions(database)
+    (thread,) = session.threads
+    assert str(thread.location).startswith(database + "#proxy/anthropic/s-inspect/thread-")
+    capsys.readouterr()
+    assert main(["inspect", str(thread.location)]) == 0
+    shown = capsys.readouterr().out
+    # Named by its session, never by the URL (which may hold a password).
+    assert "session:     proxy/anthropic/s-inspect/thread-0" in shown, shown
+    assert "tool_result 3" in shown and "user turns: 1" in shown, shown
+    assert "postgres@" not in shown
