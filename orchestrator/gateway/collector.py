@@ -18,7 +18,12 @@ import gc
 import time
 from collections.abc import Awaitable, Callable
 
-from aiohttp import web
+from orchestrator.integrations.extras import missing_extra
+
+try:
+    from aiohttp import web
+except ImportError as exc:  # the extra is not installed
+    raise missing_extra(__name__, "aiohttp", "proxy", "aiohttp") from exc
 
 __all__ = ["IdleCollector"]
 
