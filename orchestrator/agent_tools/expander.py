@@ -23,8 +23,8 @@ from orchestrator.agent_tools.calls import Refusal, shown
 from orchestrator.agent_tools.specs import EXPAND_TOOL
 from orchestrator.bus import EventBus
 from orchestrator.compaction.renderers import RendererCache
-from orchestrator.options import ManagerOptions
 from orchestrator.persistence.manager_state import ManagerState, StateKeeper
+from orchestrator.policy.resolved import ManagerOptions
 from orchestrator.working import WorkingGraph, WorkingView
 from processors.base import Proposal, Restore
 

@@ -24,7 +24,7 @@ from anyio.abc import TaskGroup
 from orchestrator.compaction.compactor import Compactor
 from orchestrator.compaction.plan import RunMode
 from orchestrator.compaction.renderers import RendererCache
-from orchestrator.options import ManagerOptions
+from orchestrator.policy.resolved import ManagerOptions
 from orchestrator.sync_bridge import ManagerLock
 
 __all__ = ["BackgroundRunner"]

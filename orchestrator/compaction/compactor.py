@@ -37,9 +37,9 @@ from orchestrator.compaction.renderers import RequestRenderer
 from orchestrator.compaction.screen import SecretScreen
 from orchestrator.compaction.slot import RunSlot
 from orchestrator.compaction.triggers import Firing, evaluate
-from orchestrator.options import ManagerOptions
 from orchestrator.persistence.manager_state import ManagerState, StateKeeper
 from orchestrator.persistence.protocol import Rebased
+from orchestrator.policy.resolved import ManagerOptions
 from orchestrator.working import WorkingGraph
 
 __all__ = ["Compactor"]

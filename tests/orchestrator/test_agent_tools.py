@@ -20,8 +20,10 @@ from context_graph.tokens.counting import ProviderFormat
 from context_graph.validate import validate
 from orchestrator.cli import main
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 from orchestrator.replay import replay
 from processors import Distiller, HistorySummarizer, ObservationMasker, ToolOutputTruncator
+from tests.orchestrator.policy_keywords import make_manager, open_manager
 
 NAMED = re.compile(r"call context_expand with id ([^\s\]]+) to restore")
 
@@ -69,7 +71,7 @@ def fixture_make() -> Callable[..., ContextManager]:
         options.setdefault("budget", 4_000)
         options.setdefault("agent_tools", True)
         options.setdefault("pipeline", [ObservationMasker(keep_turns=1)])
-        return ContextManager(**options)
+        return make_manager(**options)
 
     return make
 
@@ -162,7 +164,7 @@ class TestConfiguration:
     def test_bad_pin_turns(self, value: object) -> None:
         """`expand_pin_turns` is an int >= 0."""
         with pytest.raises(ConfigurationError, match="expand_pin_turns"):
-            ContextManager(agent_tools=True, expand_pin_turns=value)  # type: ignore[arg-type]
+            ContextManager(agent_tools=True, policy=Policy(expand_pin_turns=value))  # type: ignore[arg-type]
 
     def test_handling_a_call_without_agent_tools_is_a_host_error(self) -> None:
         """`handle_tool_call` on a manager with no agent tools raises ConfigurationError."""
@@ -490,14 +492,14 @@ class TestPersistence:
             "agent_tools": True,
             "pipeline": [ObservationMasker(keep_turns=1)],
         }
-        manager = ContextManager.open(path, **options)
+        manager = open_manager(path, **options)
         outputs = fill(manager)
         manager.render_sync()
         manager.handle_tool_call_sync("context_expand", {"id": outputs[0]})
         body = manager.render_sync().payload
         audit = manager.working.audit()
         manager.close()
-        again = ContextManager.open(path, **options)
+        again = open_manager(path, **options)
         try:
             assert again.working.audit() == audit
             assert again.working.is_current(outputs[0])

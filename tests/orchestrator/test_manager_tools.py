@@ -19,6 +19,7 @@ from context_graph.tokens.counting import default_counter
 from context_graph.validate import validate
 from orchestrator.cli import main
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 from orchestrator.replay import replay
 
 #: Two tool schemas of the size real agents send (a shell and a file editor).
@@ -126,7 +127,7 @@ class TestCalibrationWithTools:
 
         The usable budget is then halved: the next render fits half of it.
         """
-        manager = ContextManager(budget=5_000, pipeline=[])
+        manager = ContextManager(budget=5_000, policy=Policy(pipeline=[]))
         _session(manager)
         result = manager.render_sync()
         reported = _provider_count(result.payload, TOOLS)
@@ -140,7 +141,7 @@ class TestCalibrationWithTools:
 
         The whole budget stays usable.
         """
-        manager = ContextManager(tools=TOOLS, budget=5_000, pipeline=[])
+        manager = ContextManager(tools=TOOLS, budget=5_000, policy=Policy(pipeline=[]))
         _session(manager)
         result = manager.render_sync()
         plain = {k: v for k, v in result.payload.items() if k != "tools"}

@@ -16,6 +16,7 @@ from context_graph.validate import validate
 from orchestrator import ContextManager
 from orchestrator.withdrawal import WITHDRAW_PROCESSOR
 from processors import Abstract, Drop, Proposal
+from tests.orchestrator.policy_keywords import make_manager
 
 FORMATS = ("openai", "anthropic", "gemini", "responses")
 LONG = " ".join(f"word{i}" for i in range(40))
@@ -23,7 +24,7 @@ LONG = " ".join(f"word{i}" for i in range(40))
 
 def _manager(**options: Any) -> tuple[ContextManager, list[str]]:
     """A manager with a system prompt and four user turns; the turns' ids."""
-    manager = ContextManager(counter=WordCounter(), **options)
+    manager = make_manager(counter=WordCounter(), **options)
     manager.add_system("be careful")
     return manager, [manager.add_user(f"turn-{n}-mark {LONG}") for n in range(4)]
 

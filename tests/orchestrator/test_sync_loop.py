@@ -24,6 +24,7 @@ from context_graph.render import RenderResult
 from context_graph.testing import WordCounter
 from context_graph.validate.request import validate
 from orchestrator import ContextManager, GuardConfig, TriggerConfig
+from orchestrator.policy import Policy
 from processors.base import ProcessorContext, Proposal, run_processor
 from processors.truncate import ToolOutputTruncator
 
@@ -77,11 +78,13 @@ def overflowing(stage: Any = None) -> ContextManager:
     """A session whose request does not fit: the next render must compact."""
     manager = ContextManager(
         counter=WordCounter(),
-        pipeline=[stage or ToolOutputTruncator(max_tokens=40)],
         budget=260,
-        triggers=TriggerConfig(soft_ratio=0.5, hard_ratio=0.95),
-        guards=GuardConfig(floor_tokens=0),
         clock=lambda: 0.0,
+        policy=Policy(
+            pipeline=[stage or ToolOutputTruncator(max_tokens=40)],
+            triggers=TriggerConfig(soft_ratio=0.5, hard_ratio=0.95),
+            guards=GuardConfig(floor_tokens=0),
+        ),
     )
     manager.add_system("You are a careful agent.")
     manager.add_user("Find the bug in app.py and fix it.")
@@ -144,8 +147,8 @@ class TestRenderSyncInALoop:
         """`handle_tool_call_sync('context_compact')` from a coroutine runs the compaction."""
         manager = ContextManager(
             counter=WordCounter(),
-            pipeline=[ToolOutputTruncator(max_tokens=40)],
             agent_tools=("expand", "compact"),
+            policy=Policy(pipeline=[ToolOutputTruncator(max_tokens=40)]),
         )
         manager.add_user("Find the bug.")
         manager.add_assistant("Reading.", [{"id": "c0", "name": "bash", "arguments": {}}])
@@ -194,10 +197,12 @@ class TestInsideAsyncWith:
 
         manager = ContextManager(
             counter=WordCounter(),
-            pipeline=[Slow()],
             budget=300,
-            triggers=TriggerConfig(soft_ratio=0.5, hard_ratio=0.95),
-            guards=GuardConfig(floor_tokens=0),
+            policy=Policy(
+                pipeline=[Slow()],
+                triggers=TriggerConfig(soft_ratio=0.5, hard_ratio=0.95),
+                guards=GuardConfig(floor_tokens=0),
+            ),
         )
 
         async def main() -> None:

@@ -14,6 +14,7 @@ from orchestrator.compaction.cost_guard import (
     measure_rewrite,
     weigh_rewrite,
 )
+from orchestrator.policy import Policy
 from orchestrator.pricing import PRICES, CachePrice, call_dollars, price_for
 from processors import ObservationMasker, ProcessorContext
 from processors.base import run_processor
@@ -153,13 +154,17 @@ class TestOption:
 
     def test_the_manager_fills_in_its_formats_price(self) -> None:
         """With no price given, the manager weighs with its own provider's prices."""
-        manager = ContextManager(format="gemini", guards=GuardConfig(cost_aware=True))
+        manager = ContextManager(
+            format="gemini", policy=Policy(guards=GuardConfig(cost_aware=True))
+        )
         assert manager._options.guards.price == price_for("gemini")
 
     def test_a_given_price_is_kept(self) -> None:
         """A price given explicitly (another model) is the one used."""
         mine = CachePrice("Anthropic", "Haiku", 1.0, read=0.1, write=1.25, minimum=2048)
-        manager = ContextManager(format="openai", guards=GuardConfig(cost_aware=True, price=mine))
+        manager = ContextManager(
+            format="openai", policy=Policy(guards=GuardConfig(cost_aware=True, price=mine))
+        )
         assert manager._options.guards.price == mine
 
     def test_bad_values_raise(self) -> None:

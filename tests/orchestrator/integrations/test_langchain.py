@@ -424,7 +424,7 @@ class TestOptions:
     def test_factory_and_options_are_exclusive(self) -> None:
         """A factory builds the manager; options beside it would be ignored, so they are refused."""
         with pytest.raises(ConfigurationError, match="either `factory`"):
-            ContextMiddleware(factory=lambda thread: ContextManager(), profile="coding")
+            ContextMiddleware(factory=lambda thread: ContextManager(), policy="coding")
 
     def test_a_missing_directory_is_refused(self, tmp_path: Path) -> None:
         """The session files' directory must exist."""

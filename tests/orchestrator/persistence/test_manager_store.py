@@ -15,7 +15,9 @@ from context_graph.importers import load_events
 from context_graph.testing import graph_snapshot
 from orchestrator import ContextManager
 from orchestrator.persistence.sqlite.store import SQLiteStore
+from orchestrator.policy import Policy
 from orchestrator.replay import model_call_points
+from tests.orchestrator.policy_keywords import make_manager, open_manager
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "context_graph" / "examples" / "example_session.jsonl"
@@ -69,10 +71,10 @@ class TestResume:
         """Stop halfway, reopen, go on: the same requests as a manager never stopped."""
         half = len(events) // 2
         path = tmp_path / "session.db"
-        reference = ContextManager(**_options())
+        reference = make_manager(**_options())
         expected = _feed(reference, events, 0, len(events))
 
-        first = ContextManager.open(path, durable=False, **_options())
+        first = open_manager(path, durable=False, **_options())
         before = _feed(first, events, 0, half)
         first.report_usage(first.stats().last_render_tokens or 1)
         audit = first.working.audit()
@@ -80,20 +82,20 @@ class TestResume:
         first.close()
         stored = _stored_state(path)
 
-        resumed = ContextManager.open(path, durable=False, **_options())
+        resumed = open_manager(path, durable=False, **_options())
         resumed.close()
         # Closing saves every key whose value differs from the one loaded, so an
         # unchanged file says the resumed state (triggers, guards, counters, calibration,
         # ...) is the first process's.
         assert _stored_state(path) == stored
-        second = ContextManager.open(path, durable=False, **_options())
+        second = open_manager(path, durable=False, **_options())
         assert graph_snapshot(second.raw) == graph_snapshot(first.raw)
         assert second.working.audit() == audit
         assert second.working.view.transcript() == first.working.view.transcript()
         assert second.stats().proposals_applied == first.stats().proposals_applied
         for node_id in second.working.view.current_ids():
             assert second.expand(node_id) == first.expand(node_id)
-        reference_calibrated = ContextManager(**_options())
+        reference_calibrated = make_manager(**_options())
         _feed(reference_calibrated, events, 0, half)
         reference_calibrated.report_usage(reference_calibrated.stats().last_render_tokens or 1)
         after = _feed(second, events, half, len(events))
@@ -111,7 +113,7 @@ class TestResume:
         if not (TRACES / trace).exists():
             pytest.skip("shared traces not present")
         events = list(load_events(TRACES / trace))
-        probe = ContextManager(pipeline=[])
+        probe = ContextManager(policy=Policy(pipeline=[]))
         probe.ingest(events)
         options: dict[str, Any] = {
             "format": "openai",
@@ -121,9 +123,9 @@ class TestResume:
         if pipeline == "none":
             options["pipeline"] = []
         points = sorted(model_call_points(events))
-        reference = ContextManager(**options)
+        reference = make_manager(**options)
         path = tmp_path / "session.db"
-        manager = ContextManager.open(path, durable=False, **options)
+        manager = open_manager(path, durable=False, **options)
         fed = 0
         expected, got, sent, rendered = [], [], [], [0]
         for point in points:
@@ -132,7 +134,7 @@ class TestResume:
             fed = point
             manager.close()
             sent.append(_stored_state(path)["sent"])
-            manager = ContextManager.open(path, durable=False, **options)
+            manager = open_manager(path, durable=False, **options)
             expected.append(reference.render_sync())
             got.append(manager.render_sync())
             rendered.append(_pristine(manager))
@@ -166,7 +168,7 @@ class TestResume:
     ) -> None:
         """What the model was not sent is known from the journal, not only from the state."""
         path = tmp_path / "session.db"
-        manager = ContextManager.open(path, durable=False, pipeline=[])
+        manager = ContextManager.open(path, durable=False, policy=Policy(pipeline=[]))
         manager.add_user("sent")
         manager.render_sync()
         manager.add_user("not sent yet")
@@ -174,7 +176,7 @@ class TestResume:
         assert store is not None
         store.close()  # the process dies: the state is not written again
         assert _stored_state(path)["sent"] == {"nodes": 1}
-        again = ContextManager.open(path, durable=False, pipeline=[])
+        again = ContextManager.open(path, durable=False, policy=Policy(pipeline=[]))
         again.close()  # saves `sent` anew: 1 if the late node was taken for unsent
         assert _stored_state(path)["sent"] == {"nodes": 1}
 

@@ -28,8 +28,10 @@ from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.testing import ScriptedSummarizer, WordCounter, graph_snapshot
 from orchestrator import ContextManager
 from orchestrator.persistence import SQLiteStore
+from orchestrator.policy import Policy
 from processors.base import Abstract, Drop, Proposal
 from processors.summarize import HistorySummarizer
+from tests.orchestrator.policy_keywords import make_manager, open_manager
 
 
 @pytest.fixture(name="path")
@@ -102,8 +104,8 @@ class TestCandidatesThatCannotBeEncoded:
             "clock": lambda: 1e9,
         }
         if path is None:
-            return ContextManager(**options)
-        return ContextManager.open(path, durable=False, **options)
+            return make_manager(**options)
+        return open_manager(path, durable=False, **options)
 
     @pytest.mark.parametrize("stored", [False, True], ids=["in-memory", "stored"])
     def test_summary_with_a_lone_surrogate_is_rejected(self, path: Path, stored: bool) -> None:
@@ -241,8 +243,10 @@ class TestFailedWrites:
             path,
             durable=False,
             counter=WordCounter(),
-            pipeline=[HistorySummarizer()],
-            summarizer=ScriptedSummarizer(["The agent ran the tests six times."]),
+            policy=Policy(
+                pipeline=[HistorySummarizer()],
+                summarizer=ScriptedSummarizer(["The agent ran the tests six times."]),
+            ),
         )
         _session(manager)
         store = manager.store
