@@ -213,8 +213,8 @@ class ContextManager(EventAdders):
             one `UnknownModelWarning`), or with no model no limit, which a render warns
             about once per process (`NoBudgetWarning`: nothing is cut to fit).
         model: The model the requests are for, such as `claude-sonnet-5`: it sets the
-            budget when `budget` is not given, and with `cache_breakpoints` a mark goes
-            only where the prefix is as long as the model caches.
+            budget when `budget` is not given, and with the policy's `cache_breakpoints`
+            a mark goes only where the prefix is as long as the model caches.
         policy: How the manager compacts: a `Policy`, a named policy (`coding`,
             `service`, `chat`) or the path of a TOML policy file; `coding` by default
             (`orchestrator.policy`: triggers, pipelines, summarizer, `compact_to`,

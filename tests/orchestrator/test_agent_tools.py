@@ -121,7 +121,7 @@ class TestToolsInTheRequest:
 
     def test_off_by_default(self) -> None:
         """Without `agent_tools` the request has no agent tool and no expand hint."""
-        manager = ContextManager(counter=WordCounter(), budget=4_000)
+        manager = ContextManager(counter=WordCounter(), budget=4_000, policy=Policy())
         fill(manager)
         body = manager.render_sync().payload
         assert "tools" not in body
@@ -144,13 +144,13 @@ class TestConfiguration:
     def test_bad_agent_tools(self, value: object, fragment: str) -> None:
         """A value of `agent_tools` that names no tool is refused, naming the fix."""
         with pytest.raises(ConfigurationError, match=fragment):
-            ContextManager(agent_tools=value)  # type: ignore[arg-type]
+            ContextManager(agent_tools=value, policy=Policy())  # type: ignore[arg-type]
 
     def test_a_user_tool_may_not_take_the_name(self) -> None:
         """A tool of `tools` called context_expand clashes with the agent tool."""
         clash = [{"name": "context_expand", "input_schema": {"type": "object"}}]
         with pytest.raises(ConfigurationError, match="rename that tool"):
-            ContextManager(agent_tools=True, tools=clash)
+            ContextManager(agent_tools=True, tools=clash, policy=Policy())
 
     def test_a_call_tool_may_not_take_the_name(self, make: Callable[..., ContextManager]) -> None:
         """One render's tools may not define an agent tool either."""
@@ -168,7 +168,7 @@ class TestConfiguration:
 
     def test_handling_a_call_without_agent_tools_is_a_host_error(self) -> None:
         """`handle_tool_call` on a manager with no agent tools raises ConfigurationError."""
-        manager = ContextManager(counter=WordCounter())
+        manager = ContextManager(counter=WordCounter(), policy=Policy())
         with pytest.raises(ConfigurationError, match="agent_tools=True"):
             manager.handle_tool_call_sync("context_expand", {"id": "x"})
 
@@ -590,7 +590,7 @@ class TestHints:
 
     def test_the_mask_placeholder_without_the_tool_names_no_id(self) -> None:
         """Off, the placeholder gives the gist and points at no tool the model lacks."""
-        manager = ContextManager(counter=WordCounter(), budget=4_000)
+        manager = ContextManager(counter=WordCounter(), budget=4_000, policy=Policy())
         outputs = fill(manager)
         manager.render_sync()
         copy, _ = manager.working.view.overlay.resolve(outputs[0])

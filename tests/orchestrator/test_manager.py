@@ -304,9 +304,10 @@ class TestOptions:
             make_manager(**options)
 
     def test_options_are_keyword_only(self) -> None:
-        """Positional options are refused."""
+        """Format and budget may be positional; every option after them is refused so."""
+        ContextManager("openai", 1_000)
         with pytest.raises(TypeError):
-            ContextManager("openai")  # type: ignore[call-arg]
+            ContextManager("openai", 1_000, Policy())  # type: ignore[misc]
 
     async def test_bad_render_options(self, manager: ContextManager) -> None:
         """An unknown format or a bad budget at render time is refused."""
@@ -329,7 +330,7 @@ def _replay(path: Path) -> tuple[int, int, int]:
     final = ContextGraph()
     final.ingest(events)
     budget = Renderer().render(final).tokens // 2
-    manager, raw, plain = ContextManager(budget=budget), ContextGraph(), Renderer()
+    manager, raw, plain = ContextManager(budget=budget, policy=Policy()), ContextGraph(), Renderer()
     calls = manager_raised = raw_raised = 0
     for event in events:
         if type(event).__name__ == "AssistantTurn" and len(raw):

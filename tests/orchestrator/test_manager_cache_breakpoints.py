@@ -33,7 +33,7 @@ class TestCacheBreakpoints:
 
     def test_off_by_default(self) -> None:
         """Without the option the manager's Anthropic body has no cache marks."""
-        manager = ContextManager(format="anthropic")
+        manager = ContextManager(format="anthropic", policy=Policy())
         manager.add_system("be brief")
         manager.add_user("hello")
         assert _marks(manager.render_sync().payload) == 0

@@ -145,7 +145,7 @@ class Setup:
     redact: bool
 
     def manager(self) -> ContextManager:
-        pipeline = None if self.stages == "default" else get_policy(self.stages).build_pipeline()
+        pipeline = None if self.stages == "default" else get_policy(self.stages).pipeline
         return ContextManager(
             format=self.format,
             budget=self.budget,
@@ -276,7 +276,7 @@ class TestRefusedRender:
         """
         # Under even the overflow fallback's shortest heads (the system prompt, both
         # requests and the outputs cut to 200 characters each, with notices).
-        manager = ContextManager(format="openai", budget=60, counter=WordCounter())
+        manager = ContextManager(format="openai", budget=60, counter=WordCounter(), policy=Policy())
         manager.add_system("you are a careful agent")
         manager.add_user("fix the parser " * 50)  # the first request: part of the floor
         for i in range(3):

@@ -82,7 +82,7 @@ class TestManagerTools:
     @pytest.mark.parametrize("fmt", FORMATS)
     def test_every_render_carries_the_tools(self, fmt: Any) -> None:
         """`ContextManager(tools=...)` puts them in every render's tools field, valid."""
-        manager = ContextManager(format=fmt, tools=TOOLS)
+        manager = ContextManager(format=fmt, tools=TOOLS, policy=Policy())
         _session(manager)
         body = manager.render_sync().payload
         assert "tools" in body
@@ -91,7 +91,7 @@ class TestManagerTools:
 
     def test_render_tools_override_one_call(self) -> None:
         """`render(tools=...)` sends another set once; the manager's is back after."""
-        manager = ContextManager(tools=TOOLS)
+        manager = ContextManager(tools=TOOLS, policy=Policy())
         _session(manager)
         other = manager.render_sync(tools=[ToolSpec("clock")]).payload
         assert [t["function"]["name"] for t in other["tools"]] == ["clock"]
@@ -101,11 +101,11 @@ class TestManagerTools:
     def test_bad_tools_fail_at_construction(self) -> None:
         """A bad tool definition is a ConfigurationError naming the option and the tool."""
         with pytest.raises(ConfigurationError, match=r"ContextManager: tools\[1\]"):
-            ContextManager(tools=[TOOLS[0], {"name": "bad name"}])
+            ContextManager(tools=[TOOLS[0], {"name": "bad name"}], policy=Policy())
 
     def test_compaction_counts_the_tools(self) -> None:
         """Under a budget the whole request, tools included, fits."""
-        manager = ContextManager(tools=TOOLS, budget=1_500)
+        manager = ContextManager(tools=TOOLS, budget=1_500, policy=Policy())
         _session(manager)
         for n in range(20):
             manager.add_assistant(f"step {n}", tool_calls=[{"id": f"c{n}", "name": "bash"}])
@@ -158,7 +158,7 @@ class TestReplayTools:
         events = load_sessions(EXAMPLE_SESSION)[0].events
         same = replay(events, budget=None, tools=TOOLS)
         assert same.calls[-1].prefix_reused
-        manager = ContextManager(tools=TOOLS)
+        manager = ContextManager(tools=TOOLS, policy=Policy())
         changing = _ChangingTools(manager)
         report = replay(events, budget=None, manager=changing.manager)
         assert not report.calls[changing.changed_at].prefix_reused

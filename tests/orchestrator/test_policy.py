@@ -384,3 +384,44 @@ class TestPolicyValue:
         other = manager.fork(policy="service")
         assert same._given.policy is get_policy("chat")
         assert other._given.policy is get_policy("service")
+
+
+class TestTheDefaultIsMeasured:
+    """A manager given no policy runs `coding`, the policy docs/benchmarks.md measures,
+    wherever it is made: the constructor, `open`, the CLI and the integrations."""
+
+    def test_the_constructor_and_open_run_coding(self, tmp_path: Path) -> None:
+        coding = get_policy("coding")
+        made = ContextManager(budget=1_000)
+        assert made._given.policy is coding
+        assert made._options.triggers == coding.triggers  # no soft trigger, hard at 0.95
+        opened = ContextManager.open(tmp_path / "s.db", budget=1_000)
+        try:
+            assert opened._given.policy is coding
+        finally:
+            opened.close()
+
+    def test_the_general_mechanics_are_a_policy_of_their_own(self) -> None:
+        """`Policy()`: soft 0.7, hard 0.9, the default pipeline (what the default was)."""
+        manager = ContextManager(budget=1_000, policy=Policy())
+        assert (manager._options.triggers.soft_ratio, manager._options.triggers.hard_ratio) == (
+            0.7,
+            0.9,
+        )
+        assert [type(p) for p in manager._options.default_stages] == [
+            ObservationMasker,
+            ToolOutputTruncator,
+            Distiller,
+            HistorySummarizer,
+        ]
+
+    def test_the_integrations_run_coding(self) -> None:
+        pytest.importorskip("langchain")
+        pytest.importorskip("pydantic_ai")
+        from orchestrator.integrations.langchain import ContextMiddleware
+        from orchestrator.integrations.pydantic_ai import ContextHistory
+
+        middleware = ContextMiddleware(budget=1_000)
+        history = ContextHistory(budget=1_000)
+        assert middleware.manager("t")._given.policy is get_policy("coding")
+        assert history.manager("c")._given.policy is get_policy("coding")

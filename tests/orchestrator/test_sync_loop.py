@@ -122,7 +122,7 @@ class TestRenderSyncInALoop:
 
     def test_a_render_with_nothing_to_do(self, runner: str) -> None:
         """A render that compacts nothing gives the same request in a loop as outside."""
-        manager = ContextManager(counter=WordCounter(), budget=10_000)
+        manager = ContextManager(counter=WordCounter(), budget=10_000, policy=Policy())
         manager.add_system("Be brief.")
         manager.add_user("hi")
         outside = manager.render_sync()
@@ -242,7 +242,7 @@ class TestWrappedSyncClient:
         self, runner: str, server: ProviderServer
     ) -> None:
         """`manager.wrap(OpenAI())` in a coroutine: every request valid and under the budget."""
-        manager = ContextManager(format="openai", budget=BUDGET)
+        manager = ContextManager(format="openai", budget=BUDGET, policy=Policy())
         client = manager.wrap(
             openai.OpenAI(base_url=f"{server.url}/v1", api_key="test", max_retries=0)
         )

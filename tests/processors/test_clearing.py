@@ -79,7 +79,7 @@ class TestToolInputClearer:
     @pytest.mark.parametrize("fmt", FORMATS)
     def test_old_write_is_cleared_and_stays_valid(self, fmt: str) -> None:
         """An old 300-line write is sent as its path, its mode and a placeholder, validly."""
-        manager = ContextManager(format=fmt)
+        manager = ContextManager(format=fmt, policy=Policy())
         manager.ingest(session())
         before = manager.render_sync()
         manager = compacted(fmt, session(), ToolInputClearer())

@@ -504,7 +504,7 @@ class TestImportedCompactions:
             {"type": "compaction", "content": f"The agent used GITHUB_TOKEN={TOKEN}."},
             {"type": "user", "content": "go on"},
         ]
-        plain = ContextManager(format="openai")
+        plain = ContextManager(format="openai", policy=Policy())
         plain.ingest(events)
         manager = ContextManager(format="openai", policy=Policy(redact_secrets=True))
         manager.ingest(events)

@@ -242,11 +242,11 @@ def test_mutated_traces_give_a_typed_error_or_a_valid_render(trace: Path, tmp_pa
 
 def _assert_survives_the_store(events: Any, path: Path, n: int) -> None:
     """Ingested through a session file, closed and reopened: the same pristine record."""
-    manager = ContextManager.open(path, durable=False)
+    manager = ContextManager.open(path, durable=False, policy=Policy())
     manager.ingest(events)
     written = graph_snapshot(manager.raw)
     manager.close()
-    reopened = ContextManager.open(path, durable=False)
+    reopened = ContextManager.open(path, durable=False, policy=Policy())
     try:
         assert graph_snapshot(reopened.raw) == written, f"mutation {n}: changed by reopening"
     finally:

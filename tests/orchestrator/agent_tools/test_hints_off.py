@@ -78,7 +78,9 @@ class TestWithoutTheTool:
 
     def test_with_the_tool_the_same_piece_names_its_id(self) -> None:
         """The control: with `context_expand` offered, the placeholder names the id to pass."""
-        manager = ContextManager(counter=WordCounter(), budget=4_000, agent_tools=True)
+        manager = ContextManager(
+            counter=WordCounter(), budget=4_000, agent_tools=True, policy=Policy()
+        )
         outputs = fill(manager)
         payload = manager.render_sync().payload
         copy, _ = manager.working.view.overlay.resolve(outputs[0])

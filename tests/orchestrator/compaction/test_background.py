@@ -366,7 +366,7 @@ class TestRedactSecrets:
         assert self.TOKEN not in given
 
     def test_off_by_default(self) -> None:
-        manager = ContextManager()
+        manager = ContextManager(policy=Policy())
         self._feed(manager)
         assert self.KEY in str(manager.render_sync().payload)
 

@@ -284,4 +284,4 @@ class TestOptions:
 
     def test_the_signal_is_on_the_bus(self) -> None:
         assert "compaction_timed_out" in SIGNALS
-        assert ContextManager().stats().last_render_timed_out is False
+        assert ContextManager(policy=Policy()).stats().last_render_timed_out is False

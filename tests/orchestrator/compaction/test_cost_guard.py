@@ -176,13 +176,13 @@ class TestOption:
 
     def test_calls_ahead_default_to_the_calls_so_far(self) -> None:
         """Without `expected_calls` the guard counts the session's assistant turns."""
-        manager = ContextManager(format="openai")
+        manager = ContextManager(format="openai", policy=Policy())
         manager.add_user("Go.")
         for i in range(3):
             manager.add_assistant(f"Step {i}.")
         assert expected_calls(manager.working, GuardConfig()) == 3
         assert expected_calls(manager.working, GuardConfig(expected_calls=40)) == 40
-        assert expected_calls(ContextManager().working, GuardConfig()) == 1
+        assert expected_calls(ContextManager(policy=Policy()).working, GuardConfig()) == 1
 
 
 class TestMeasureRewrite:
@@ -190,7 +190,7 @@ class TestMeasureRewrite:
 
     async def test_the_prefix_ends_at_the_first_changed_node(self) -> None:
         """A masked tool result keeps the nodes before it as the cached prefix."""
-        manager = ContextManager(format="openai")
+        manager = ContextManager(format="openai", policy=Policy())
         manager.add_system("You fix bugs.")
         manager.add_user("Read it.")
         manager.add_assistant("Reading.", tool_calls=[{"id": "c1", "name": "read"}])

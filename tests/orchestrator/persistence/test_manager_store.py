@@ -150,13 +150,13 @@ class TestResume:
     def test_a_version_1_session_opens_and_is_upgraded(self, tmp_path: Path) -> None:
         """A file of session schema 1 (no `sent`, no `renderers`) opens and is marked 2."""
         path = tmp_path / "old.db"
-        manager = ContextManager.open(path, durable=False)
+        manager = ContextManager.open(path, durable=False, policy=Policy())
         manager.add_user("hello")
         manager.close()
         with sqlite3.connect(path) as connection:
             connection.execute("DELETE FROM state WHERE key IN ('sent', 'renderers')")
             connection.execute("PRAGMA user_version = 1")
-        again = ContextManager.open(path, durable=False)
+        again = ContextManager.open(path, durable=False, policy=Policy())
         assert [node.text for node in again.raw] == ["hello"]
         again.close()  # nothing is taken for unsent: the one node counts as sent
         assert _stored_state(path)["sent"] == {"nodes": 1}
@@ -182,12 +182,12 @@ class TestResume:
 
     def test_reopening_an_empty_session(self, tmp_path: Path) -> None:
         path = tmp_path / "new.db"
-        ContextManager.open(path).close()
-        manager = ContextManager.open(path)
+        ContextManager.open(path, policy=Policy()).close()
+        manager = ContextManager.open(path, policy=Policy())
         assert len(manager.raw) == 0
         manager.add_user("hello")
         manager.close()
-        again = ContextManager.open(path)
+        again = ContextManager.open(path, policy=Policy())
         assert [node.text for node in again.raw] == ["hello"]
         again.close()
 
@@ -195,21 +195,21 @@ class TestResume:
 class TestOneWriter:
     def test_a_second_manager_on_the_same_file_is_refused(self, tmp_path: Path) -> None:
         path = tmp_path / "session.db"
-        manager = ContextManager.open(path)
+        manager = ContextManager.open(path, policy=Policy())
         with pytest.raises(StoreLockedError):
-            ContextManager.open(path)
+            ContextManager.open(path, policy=Policy())
         manager.close()
-        ContextManager.open(path).close()  # free again once closed
+        ContextManager.open(path, policy=Policy()).close()  # free again once closed
 
     def test_a_closed_manager_refuses_ingest_and_changes_nothing(self, tmp_path: Path) -> None:
         path = tmp_path / "session.db"
-        manager = ContextManager.open(path)
+        manager = ContextManager.open(path, policy=Policy())
         manager.add_user("first")
         manager.close()
         manager.close()  # twice is harmless
         with pytest.raises(StoreError):
             manager.add_user("second")
-        reopened = ContextManager.open(path)
+        reopened = ContextManager.open(path, policy=Policy())
         assert [node.text for node in reopened.raw] == ["first"]
         reopened.close()
 
@@ -217,16 +217,16 @@ class TestOneWriter:
         path = tmp_path / "session.db"
 
         async def main() -> None:
-            async with ContextManager.open(path) as manager:
+            async with ContextManager.open(path, policy=Policy()) as manager:
                 manager.add_user("inside")
                 await manager.render()
 
         anyio.run(main)
-        ContextManager.open(path).close()  # the lock was released
+        ContextManager.open(path, policy=Policy()).close()  # the lock was released
 
     def test_close_inside_async_with_is_refused(self, tmp_path: Path) -> None:
         async def main() -> None:
-            async with ContextManager.open(tmp_path / "s.db") as manager:
+            async with ContextManager.open(tmp_path / "s.db", policy=Policy()) as manager:
                 with pytest.raises(RuntimeError, match="aclose"):
                     manager.close()
 
@@ -236,7 +236,7 @@ class TestOneWriter:
 class TestBadFiles:
     def test_state_of_the_wrong_shape_is_refused_and_the_file_kept(self, tmp_path: Path) -> None:
         path = tmp_path / "session.db"
-        manager = ContextManager.open(path)
+        manager = ContextManager.open(path, policy=Policy())
         manager.add_user("hello")
         manager.render_sync()
         manager.close()
@@ -246,14 +246,14 @@ class TestBadFiles:
             )
         before = path.read_bytes()
         with pytest.raises(StoreCorruptError, match=r"session\.db"):
-            ContextManager.open(path)
+            ContextManager.open(path, policy=Policy())
         assert path.read_bytes() == before
 
     def test_a_file_that_is_not_a_session_is_refused(self, tmp_path: Path) -> None:
         path = tmp_path / "notes.db"
         path.write_text("just some notes\n", encoding="utf-8")
         with pytest.raises(StoreError, match=r"notes\.db"):
-            ContextManager.open(path)
+            ContextManager.open(path, policy=Policy())
         assert path.read_text(encoding="utf-8") == "just some notes\n"
 
     def test_bad_options_fail_before_the_file_is_touched(self, tmp_path: Path) -> None:
@@ -261,7 +261,7 @@ class TestBadFiles:
 
         path = tmp_path / "session.db"
         with pytest.raises(ConfigurationError):
-            ContextManager.open(path, budget=-1)
+            ContextManager.open(path, budget=-1, policy=Policy())
         assert not path.exists()
 
     def test_a_database_url_naming_no_session_is_refused_by_name(
@@ -273,6 +273,6 @@ class TestBadFiles:
 
         monkeypatch.chdir(tmp_path)
         with pytest.raises(ConfigurationError, match="name one") as info:
-            ContextManager.open("postgresql://agent:hunter2@localhost/sessions")
+            ContextManager.open("postgresql://agent:hunter2@localhost/sessions", policy=Policy())
         assert "hunter2" not in str(info.value)
         assert list(tmp_path.iterdir()) == []

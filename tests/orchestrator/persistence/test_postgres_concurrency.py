@@ -140,8 +140,10 @@ class TestConflicts:
     def test_managers_refresh_and_retry(self, postgres: Any) -> None:
         """Two managers on one session: the stale one refreshes, retries, renders the same."""
         location = postgres.location("m")
-        first = ContextManager.open(location, counter=WordCounter(), durable=False)
-        second = ContextManager.open(location, counter=WordCounter(), durable=False)
+        first = ContextManager.open(location, counter=WordCounter(), durable=False, policy=Policy())
+        second = ContextManager.open(
+            location, counter=WordCounter(), durable=False, policy=Policy()
+        )
         try:
             first.add_user("from the first worker")
             with pytest.raises(StoreConflictError):

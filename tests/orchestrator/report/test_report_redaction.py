@@ -112,7 +112,7 @@ class TestOutputScreen:
 
     def test_a_secret_learned_from_the_session_is_hidden_where_it_stands_bare(self) -> None:
         """`learn` the nodes: a password found by its key is redacted in a bare mention."""
-        manager = ContextManager()
+        manager = ContextManager(policy=Policy())
         manager.add_user(f"DB_PASSWORD={PASSWORD}")
         screen = OutputScreen(SecretRedactor())
         bare = f"the login with {PASSWORD} failed"
