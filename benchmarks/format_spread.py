@@ -73,7 +73,7 @@ ALLOWED: Mapping[str, str] = {
     "context_graph/render/__init__.py": "LEFT: `render_history`'s default format",
     "context_graph/validate/request.py": "LEFT: detect_request_format's tie-breaks",
     "orchestrator/manager.py": "LEFT: the manager's default format (h-policy's file)",
-    "orchestrator/options.py": "LEFT: option defaults (h-policy's file)",
+    "orchestrator/policy/resolved.py": "LEFT: the default format; cache marks Anthropic-only",
     "orchestrator/replay.py": "LEFT: replay's default format",
     "orchestrator/compaction/": "LEFT: continuation and cost guard defaults",
 }

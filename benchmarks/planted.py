@@ -34,6 +34,7 @@ from context_graph.errors import BudgetExceededError
 from context_graph.graph.events import AgentEvent, UserTurn
 from context_graph.tokens.counting import TokenCounter
 from orchestrator.manager import ContextManager
+from orchestrator.policy import DEFAULT_POLICY
 
 FRACTIONS = (0.1, 0.2, 0.3)
 #: The targets the issue sets: survival of every kind at 20% and 30%, no stale value.
@@ -99,7 +100,11 @@ def _ours(profile: str | None) -> Contender:
         for seen, size in session.rounds(counter):
             budget = max(256, int(size * fraction))
             if manager is None:
-                manager = ContextManager(budget=budget, profile=profile, counter=counter)
+                manager = ContextManager(
+                    budget=budget,
+                    counter=counter,
+                    policy=DEFAULT_POLICY if profile is None else profile,
+                )
             manager.ingest(seen[fed:])
             fed = len(seen)
             try:

@@ -34,7 +34,7 @@ def _spec(profile: str) -> ContenderSpec:
         name=f"context-graph {profile}",
         family="context-graph",
         make=lambda budget, counter: ContextGraphContender(profile, budget, counter),
-        settings=f"get_profile({profile!r})",
+        settings=f"get_policy({profile!r})",
     )
 
 

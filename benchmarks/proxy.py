@@ -61,7 +61,7 @@ from benchmarks.gateway_script import BUDGET, MODEL, SYSTEM, TOOLS, Steps, agent
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import OUTCOME, GatewayThread, gateway_for
 from orchestrator.gateway.wires import WIRES
-from orchestrator.profiles import get_profile
+from orchestrator.policy import get_policy
 
 __all__ = [
     "Overhead",
@@ -469,7 +469,7 @@ def run_task(turns: int, budget: int | None) -> TaskRun:
         gateway = None
         if budget is not None:
             gateway = gateway_for(
-                server.url, budget=budget, profile=get_profile("coding"), store=None
+                server.url, budget=budget, policy=get_policy("coding"), store=None
             )
             url = stack.enter_context(GatewayThread(gateway))
         messages = [{"role": "user", "content": "Run the steps."}]
@@ -560,7 +560,7 @@ def profile_render(wire: str, size: int, turns: int, top: int = 25) -> str:
     with ProviderServer(wire) as server:  # type: ignore[arg-type]
         items = history(case, server, size)
     gateway = gateway_for(
-        "http://127.0.0.1:9", budget=ROOMY, profile=get_profile("coding"), store=None, wires=(wire,)
+        "http://127.0.0.1:9", budget=ROOMY, policy=get_policy("coding"), store=None, wires=(wire,)
     )
     headers = {"x-context-graph-session": "profiled"}
     prepare = gateway._render

@@ -92,7 +92,7 @@ def _session() -> Path:
 def _run(
     profile: str, fmt: ProviderFormat, budget: int, counter: TiktokenCounter, session: Path
 ) -> Signals:
-    manager = ContextManager(format=fmt, budget=budget, counter=counter, profile=profile)
+    manager = ContextManager(format=fmt, budget=budget, counter=counter, policy=profile)
     events = load_events(session)
     with Recorder(manager.bus) as recorder:
         for event in events:

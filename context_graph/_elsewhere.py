@@ -18,10 +18,10 @@ from context_graph.errors import WrongPackageError
 __all__ = ["HOMES", "elsewhere"]
 
 _ORCHESTRATOR = (
-    "INVARIANT_RULES PROFILES SIGNALS AuditEntry CallReport ContextManager EventBus Firing "
-    "GuardConfig ManagerStats PipelineRun Profile RecordedEvent Recorder ReplayReport "
+    "INVARIANT_RULES POLICIES SIGNALS AuditEntry CallReport ContextManager EventBus Firing "
+    "GuardConfig ManagerStats PipelineRun Policy RecordedEvent Recorder ReplayReport "
     "RestoredSession SQLiteStore SessionStore StageConfig TriggerConfig WorkingGraph "
-    "WorkingView default_pipeline get_profile load_profile replay"
+    "WorkingView default_pipeline get_policy replay"
 )
 _PROCESSORS = (
     "Abstract AnthropicSummarizer Distiller Drop Edit ExtractiveSummarizer GraphView "

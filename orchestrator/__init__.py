@@ -2,7 +2,7 @@
 
 `ContextManager` is the one object an agent loop holds: it records events, compacts the
 double-buffered working graph (`WorkingGraph`) through checked proposals, and renders.
-Exported here: the manager and its configuration (triggers, guards, profiles), what an
+Exported here: the manager and its configuration (its `Policy`, triggers, guards), what an
 observer receives (the event bus, its signals and their payloads), the `SessionStore`
 protocol with its SQLite implementation, and `replay`. The command-line tool is
 `orchestrator.cli`; docs/api.md lists the public names by job. Any other name is
@@ -25,14 +25,14 @@ from orchestrator.compaction.triggers import Firing, TriggerConfig
 from orchestrator.manager import ContextManager, ManagerStats, default_pipeline
 from orchestrator.persistence.protocol import RestoredSession, SessionStore
 from orchestrator.persistence.sqlite.store import SQLiteStore
-from orchestrator.profiles import PROFILES, Profile, StageConfig, get_profile, load_profile
+from orchestrator.policy import POLICIES, Policy, StageConfig, get_policy
 from orchestrator.replay import CallReport, ReplayReport, replay
 from orchestrator.working import AuditEntry, WorkingGraph, WorkingView
 from orchestrator.working.invariants import RULES as INVARIANT_RULES
 
 __all__ = [
     "INVARIANT_RULES",
-    "PROFILES",
+    "POLICIES",
     "SIGNALS",
     "AuditEntry",
     "CallReport",
@@ -42,7 +42,7 @@ __all__ = [
     "GuardConfig",
     "ManagerStats",
     "PipelineRun",
-    "Profile",
+    "Policy",
     "RecordedEvent",
     "Recorder",
     "ReplayReport",
@@ -54,7 +54,6 @@ __all__ = [
     "WorkingGraph",
     "WorkingView",
     "default_pipeline",
-    "get_profile",
-    "load_profile",
+    "get_policy",
     "replay",
 ]

@@ -13,7 +13,7 @@ choose what to do and hand the work to them: the frozen `ManagerOptions`, one
 `BackgroundRunner` (`async with`) and the `StateKeeper` (the state in the session store).
 
 ```python
-manager = ContextManager(format="anthropic", budget=50_000, profile="coding")
+manager = ContextManager("anthropic", 50_000)  # the `coding` policy, or policy=...
 manager.add_system("You are a careful coding agent.")
 manager.add_user("Fix the failing test in tests/test_io.py.")
 result = await manager.render()  # or manager.render_sync() in blocking code
@@ -63,23 +63,12 @@ from orchestrator.bus import EventBus
 from orchestrator.compaction.background import BackgroundRunner
 from orchestrator.compaction.compactor import Compactor
 from orchestrator.compaction.continuation import Continuation
-from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.hooks import CompactionHooks
 from orchestrator.compaction.overflow import degrade
 from orchestrator.compaction.pipeline import PipelineRun
 from orchestrator.compaction.plan import RunMode
 from orchestrator.compaction.renderers import CallRenderer, RendererCache, RequestRenderer
 from orchestrator.compaction.screen import SecretScreen
-from orchestrator.compaction.triggers import TriggerConfig
-from orchestrator.options import (
-    check_batch,
-    check_budget,
-    check_format,
-    check_model,
-    check_tools,
-    default_pipeline,
-    resolve_options,
-)
 from orchestrator.persistence import SessionStore, open_store
 from orchestrator.persistence.fork import (
     check_fork_point,
@@ -90,7 +79,17 @@ from orchestrator.persistence.fork import (
 )
 from orchestrator.persistence.manager_state import ManagerState, StateKeeper
 from orchestrator.persistence.memory import MemoryRecord
-from orchestrator.profiles import Profile
+from orchestrator.policy import DEFAULT_POLICY, Policy, PolicyLike, as_policy
+from orchestrator.policy.resolved import (
+    ManagerOptions,
+    check_batch,
+    check_budget,
+    check_format,
+    check_model,
+    check_tools,
+    default_pipeline,
+    resolve_options,
+)
 from orchestrator.sync_bridge import (
     ManagerLock,
     call_blocking,
@@ -100,13 +99,13 @@ from orchestrator.sync_bridge import (
 )
 from orchestrator.withdrawal import Withdrawer
 from orchestrator.working.buffer import WorkingGraph
-from processors.base import Processor, Summarizer
 from processors.redact import SecretRedactor
 from processors.summarize.lineage import sources_of
 
 __all__ = ["ContextManager", "ManagerStats", "default_pipeline"]
 
 _Client = TypeVar("_Client")
+_Manager = TypeVar("_Manager", bound="ContextManager")
 _T = TypeVar("_T")
 
 
@@ -139,6 +138,71 @@ class ManagerStats(BaseModel):
     (`None` before any call's usage was reported)."""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Construction:
+    """What a manager was made with (its store aside): what `open` checks, `fork` reuses."""
+
+    format: ProviderFormat
+    budget: int | None
+    policy: Policy
+    tools: Sequence[Any] | None
+    agent_tools: bool | Sequence[str]
+    counter: TokenCounter | None
+    clock: Callable[[], float]
+    model: str | None
+
+    def resolve(self) -> ManagerOptions:
+        """The options checked (`ConfigurationError` naming the first bad one)."""
+        return resolve_options(
+            self.policy,
+            format=self.format,
+            budget=self.budget,
+            counter=self.counter,
+            clock=self.clock,
+            tools=self.tools,
+            agent_tools=self.agent_tools,
+            model=self.model,
+        )
+
+    def updated(
+        self,
+        *,
+        format: ProviderFormat | None,
+        budget: int | None,
+        policy: Policy | None,
+        tools: Sequence[Any] | None,
+        agent_tools: bool | Sequence[str] | None,
+        counter: TokenCounter | None,
+        clock: Callable[[], float] | None,
+        model: str | None,
+    ) -> _Construction:
+        """These options with the ones given (not `None`) in their place."""
+        return _Construction(
+            format=self.format if format is None else format,
+            budget=self.budget if budget is None else budget,
+            policy=self.policy if policy is None else policy,
+            tools=self.tools if tools is None else tools,
+            agent_tools=self.agent_tools if agent_tools is None else agent_tools,
+            counter=self.counter if counter is None else counter,
+            clock=self.clock if clock is None else clock,
+            model=self.model if model is None else model,
+        )
+
+    def make(self, cls: type[_Manager], store: SessionStore | None) -> _Manager:
+        """A manager of class `cls` made with these options and `store`."""
+        return cls(
+            self.format,
+            self.budget,
+            policy=self.policy,
+            tools=self.tools,
+            agent_tools=self.agent_tools,
+            store=store,
+            counter=self.counter,
+            clock=self.clock,
+            model=self.model,
+        )
+
+
 class ContextManager(EventAdders):
     """Feeds agent events into a context graph and renders a request that fits.
 
@@ -149,49 +213,13 @@ class ContextManager(EventAdders):
             one `UnknownModelWarning`), or with no model no limit, which a render warns
             about once per process (`NoBudgetWarning`: nothing is cut to fit).
         model: The model the requests are for, such as `claude-sonnet-5`: it sets the
-            budget when `budget` is not given, and with `cache_breakpoints` a mark goes
-            only where the prefix is as long as the model caches.
-        profile: A `Profile`, a built-in profile's name (`coding`, `service`, `chat`) or
-            the path of a TOML profile: its triggers, stages and `compact_to`. Options
-            given explicitly (`triggers=`, `pipeline=`, `compact_to=`) override it.
+            budget when `budget` is not given, and with the policy's `cache_breakpoints`
+            a mark goes only where the prefix is as long as the model caches.
+        policy: How the manager compacts: a `Policy`, a named policy (`coding`,
+            `service`, `chat`) or the path of a TOML policy file; `coding` by default
+            (`orchestrator.policy`: triggers, pipelines, summarizer, `compact_to`,
+            guards, time limits, redaction, cache marks, expand pins, auto-continue).
         counter: The token counter; the offline tiktoken counter by default.
-        triggers: When compaction runs; `TriggerConfig()` by default.
-        pipeline: The default pipeline: processors run in order (cheapest first);
-            `default_pipeline()` when `None`.
-        pipelines: More pipelines by name, for the triggers that name them (in
-            `TriggerConfig.pipelines` or a node's `TriggerSpec.pipeline`). A node trigger's
-            pipeline runs on the nodes that fired; a graph-level one on the whole view.
-        summarizer: Given to processors (the history summarizer writes with it); the
-            deterministic extractive brief when `None`.
-        compact_to: When compaction runs to make a request fit, it goes on until the
-            request is at most this share of the budget (default 0.7). The headroom lets
-            the next turns render without compacting again, so the rendered prefix stays
-            byte-stable between compactions and the provider's prompt cache keeps
-            working; 1.0 compacts only just enough, every turn.
-        guards: Loop guards (minimum progress, failure limit, re-summarize cap, and a
-            floor below which trigger-driven compaction does not run); `GuardConfig()`
-            by default. The floor does not apply when a request does not fit its budget
-            at all; manual `compact()` bypasses every guard.
-        background_timeout: Seconds a background compaction may run before it is
-            cancelled (nothing of an unfinished stage is applied); `None` for no limit.
-        compaction_timeout: Seconds a compaction in the foreground (the pipeline run of
-            a render or of `compact()`, and the floor's truncation after it) may run
-            before it is cancelled in the same way; the render then goes on with what
-            fits, and the bus reports `compaction_timed_out`. `None` for no limit.
-        redact_secrets: Replace credentials (API keys, tokens, private keys, passwords)
-            with typed placeholders in what the model is shown: `True` for a
-            `SecretRedactor()` with its defaults, or a configured `SecretRedactor`. Every
-            new node is scanned before a render and in every view a processor is given,
-            also mid-run (so a model summarizer never sees a secret either); the
-            pristine record keeps the original. A `SecretRedactor` stage in any
-            pipeline (a profile's `redact` stage) turns it on the same way, with that
-            stage's options. Off by default: a redacted value the agent needs (a test
-            fixture's key) is lost to it, so turn it on where secrets may appear.
-        cache_breakpoints: Mark Anthropic prompt-cache breakpoints (`cache_control` on
-            the system prompt, the end of the part unchanged since the previous render,
-            and the last message; at most 4 marks), as `Renderer(cache_breakpoints=True)`
-            does. Anthropic only, like the `Renderer`: refused with another `format`,
-            and a `render(format=...)` in another format raises `ConfigurationError`.
         clock: Seconds since the epoch, for the audit log; injectable for tests.
         tools: The tool definitions every request carries (OpenAI, Anthropic or Gemini
             function tools, or `ToolSpec`s; read once, order kept): each render puts
@@ -206,13 +234,6 @@ class ContextManager(EventAdders):
             "compact")` to add `context_compact` (compact now). With `context_expand`
             every masked, truncated, distilled or summarized piece names the id to pass.
             A tool of `tools` may not take one of their names.
-        expand_pin_turns: User turns for which compaction leaves what `context_expand`
-            restored alone (0: it may take it again at once).
-        auto_continue: After a compaction the manager ran on its own that summarized
-            history, end the next request (once) with a short notice telling the model
-            the history was compacted and to carry on with its task
-            (`orchestrator.compaction.continuation`). Off by default (the gateway turns
-            it on); a latest user turn compacted out of the request is replayed either way.
 
     Raises:
         ConfigurationError: an option is invalid.
@@ -221,53 +242,29 @@ class ContextManager(EventAdders):
 
     def __init__(
         self,
-        *,
         format: ProviderFormat = "openai",
         budget: int | None = None,
-        profile: Profile | str | None = None,
-        counter: TokenCounter | None = None,
-        triggers: TriggerConfig | None = None,
-        pipeline: Sequence[Processor] | None = None,
-        pipelines: Mapping[str, Sequence[Processor]] | None = None,
-        summarizer: Summarizer | None = None,
-        compact_to: float | None = None,
-        guards: GuardConfig | None = None,
-        background_timeout: float | None = 120.0,
-        compaction_timeout: float | None = 60.0,
-        redact_secrets: bool | SecretRedactor = False,
-        cache_breakpoints: bool = False,
-        clock: Callable[[], float] = time.time,
-        store: SessionStore | None = None,
+        *,
+        policy: PolicyLike = DEFAULT_POLICY,
         tools: Sequence[Any] | None = None,
         agent_tools: bool | Sequence[str] = False,
-        expand_pin_turns: int = 3,
+        store: SessionStore | None = None,
+        counter: TokenCounter | None = None,
+        clock: Callable[[], float] = time.time,
         model: str | None = None,
-        auto_continue: bool = False,
     ) -> None:
-        given: dict[str, Any] = {
-            "format": format,
-            "budget": budget,
-            "profile": profile,
-            "counter": counter,
-            "triggers": triggers,
-            "pipeline": pipeline,
-            "pipelines": pipelines,
-            "summarizer": summarizer,
-            "compact_to": compact_to,
-            "guards": guards,
-            "background_timeout": background_timeout,
-            "compaction_timeout": compaction_timeout,
-            "redact_secrets": redact_secrets,
-            "cache_breakpoints": cache_breakpoints,
-            "clock": clock,
-            "tools": tools,
-            "agent_tools": agent_tools,
-            "expand_pin_turns": expand_pin_turns,
-            "model": model,
-            "auto_continue": auto_continue,
-        }
-        self._options = options = resolve_options(**given)
+        given = _Construction(
+            format=format,
+            budget=budget,
+            policy=as_policy(policy),
+            tools=tools,
+            agent_tools=agent_tools,
+            counter=counter,
+            clock=clock,
+            model=model,
+        )
         self._given = given  # what a fork is made with
+        self._options = options = given.resolve()
         # Without a store the record keeps the journal in memory, for `fork`.
         self._record = MemoryRecord(options.clock)
         session = None if store is None else store.restore(clock=options.clock)
@@ -321,7 +318,14 @@ class ContextManager(EventAdders):
         *,
         durable: bool = True,
         session: str | None = None,
-        **options: Any,
+        format: ProviderFormat = "openai",
+        budget: int | None = None,
+        policy: PolicyLike = DEFAULT_POLICY,
+        tools: Sequence[Any] | None = None,
+        agent_tools: bool | Sequence[str] = False,
+        counter: TokenCounter | None = None,
+        clock: Callable[[], float] = time.time,
+        model: str | None = None,
     ) -> ContextManager:
         """A manager whose session lives in the SQLite file `path`, resumed if it exists.
 
@@ -339,8 +343,15 @@ class ContextManager(EventAdders):
                 but may lose the last writes on a power cut.
             session: The session's name in a database (`postgresql://...`); see
                 `open_store`.
-            **options: The constructor's options. The processors, triggers and budget
-                are not stored: pass the same ones when you reopen.
+            format: As the constructor's.
+            budget: As the constructor's. The budget and the policy are not stored:
+                pass the same ones when you reopen.
+            policy: As the constructor's (`coding` by default).
+            tools: As the constructor's.
+            agent_tools: As the constructor's.
+            counter: As the constructor's.
+            clock: As the constructor's.
+            model: As the constructor's.
 
         Raises:
             StoreLockedError: another manager or process has the file open, by this
@@ -353,11 +364,21 @@ class ContextManager(EventAdders):
                 the session was recorded with.
             ConfigurationError: an option is invalid.
         """
+        given = _Construction(
+            format=format,
+            budget=budget,
+            policy=as_policy(policy, "ContextManager.open"),
+            tools=tools,
+            agent_tools=agent_tools,
+            counter=counter,
+            clock=clock,
+            model=model,
+        )
         # Checked before the file is touched: a bad option creates no session file.
-        counter = resolve_options(**options).counter
+        given.resolve()
         store = open_store(path, counter=counter, durable=durable, session=session)
         try:
-            return cls(store=store, **options)
+            return given.make(cls, store)
         except BaseException:
             store.close()
             raise
@@ -370,7 +391,14 @@ class ContextManager(EventAdders):
         to: str | os.PathLike[str] | None = None,
         session: str | None = None,
         durable: bool = True,
-        **options: Any,
+        format: ProviderFormat | None = None,
+        budget: int | None = None,
+        policy: PolicyLike | None = None,
+        tools: Sequence[Any] | None = None,
+        agent_tools: bool | Sequence[str] | None = None,
+        counter: TokenCounter | None = None,
+        clock: Callable[[], float] | None = None,
+        model: str | None = None,
     ) -> ContextManager:
         """A new session holding this one's record up to and including the node `at`.
 
@@ -393,7 +421,15 @@ class ContextManager(EventAdders):
             session: The fork's session name in a database (with `to`, or the
                 database this session is in).
             durable: As `open`'s.
-            **options: Constructor options that differ from this manager's.
+            format: The fork's format; `None` (so for each option below): this
+                manager's.
+            budget: The fork's default budget.
+            policy: The fork's policy (a name, a `Policy` or a TOML path).
+            tools: The tool definitions every request of the fork carries.
+            agent_tools: The agent tools the fork adds and runs.
+            counter: The fork's token counter.
+            clock: The fork's clock.
+            model: The model the fork's requests are for.
 
         Raises:
             UnknownNodeError: `at` is no node of the transcript; nothing was created.
@@ -401,20 +437,29 @@ class ContextManager(EventAdders):
             StoreError: the destination cannot be opened or written, or holds a
                 session already.
         """
-        given = {**self._given, **options}
-        counter = resolve_options(**given).counter  # a bad option creates nothing
+        given = self._given.updated(
+            format=format,
+            budget=budget,
+            policy=None if policy is None else as_policy(policy, "ContextManager.fork"),
+            tools=tools,
+            agent_tools=agent_tools,
+            counter=counter,
+            clock=clock,
+            model=model,
+        )
+        given.resolve()  # a bad option creates nothing
         nodes = check_fork_point(self._working, at)
         entries = cut_journal(journal_of(self._store, self._record), nodes)
         state = {"calibration": self._keeper.values()["calibration"]}
         if self._store is None and to is None and session is None:
-            forked = type(self)(**given)
+            forked = given.make(type(self), None)
             forked._record.replay(entries, forked._raw, forked._working)
             forked._keeper.load(state)
             return forked
-        store = fork_store(self._store, to, session=session, counter=counter, durable=durable)
+        store = fork_store(self._store, to, session=session, counter=given.counter, durable=durable)
         try:
             write_fork(store, entries, state)
-            return type(self)(store=store, **given)
+            return given.make(type(self), store)
         except BaseException:
             store.close()
             raise

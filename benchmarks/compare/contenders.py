@@ -24,7 +24,8 @@ from typing import Any, Protocol
 from benchmarks.compare.facts import strings_in
 from context_graph import AgentEvent, BudgetExceededError, TokenCounter
 from context_graph.errors import UnknownNodeError
-from orchestrator import ContextManager, GuardConfig, get_profile
+from orchestrator import ContextManager, GuardConfig
+from orchestrator.policy import get_policy
 from orchestrator.pricing import price_for
 
 
@@ -71,9 +72,21 @@ _NAMED_ID = re.compile(r"context_expand with id (\S+?)(?=[\s\]]|$)")
 class ContextGraphContender:
     """`orchestrator.ContextManager` with a built-in profile, rendering OpenAI bodies."""
 
-    def __init__(self, profile: str, budget: int, counter: TokenCounter, **extra: Any) -> None:
-        options = get_profile(profile).manager_options() | extra
-        self._manager = ContextManager(format="openai", budget=budget, counter=counter, **options)
+    def __init__(
+        self,
+        profile: str,
+        budget: int,
+        counter: TokenCounter,
+        *,
+        agent_tools: bool = False,
+        guards: GuardConfig | None = None,
+    ) -> None:
+        policy = get_policy(profile)
+        if guards is not None:
+            policy = policy.replace(guards=guards)
+        self._manager = ContextManager(
+            "openai", budget, policy=policy, agent_tools=agent_tools, counter=counter
+        )
         self._expanded: dict[str, str] = {}
 
     def prepare(self, events: Sequence[AgentEvent]) -> list[Any]:
@@ -123,8 +136,12 @@ def context_graph_specs() -> list[ContenderSpec]:
     """One contender per built-in profile, the coding profile with agent tools, and with
     the cost guard."""
 
-    def maker(profile: str, **extra: Any) -> Callable[[int, TokenCounter], Contender]:
-        return lambda budget, counter: ContextGraphContender(profile, budget, counter, **extra)
+    def maker(
+        profile: str, *, agent_tools: bool = False, guards: GuardConfig | None = None
+    ) -> Callable[[int, TokenCounter], Contender]:
+        return lambda budget, counter: ContextGraphContender(
+            profile, budget, counter, agent_tools=agent_tools, guards=guards
+        )
 
     specs = [
         ContenderSpec(
@@ -132,8 +149,7 @@ def context_graph_specs() -> list[ContenderSpec]:
             family="context-graph",
             make=maker(profile),
             settings=(
-                f"`ContextManager(format='openai', budget=B, "
-                f"**get_profile('{profile}').manager_options())`; "
+                f"`ContextManager('openai', B, policy={profile!r})`; "
                 "a `BudgetExceededError` is a refused call"
             ),
         )
@@ -146,10 +162,7 @@ def context_graph_specs() -> list[ContenderSpec]:
             name="context-graph coding + agent tools",
             family="context-graph",
             make=maker("coding", agent_tools=True),
-            settings=(
-                "`ContextManager(format='openai', budget=B, agent_tools=True, "
-                "**get_profile('coding').manager_options())`"
-            ),
+            settings=("`ContextManager('openai', B, policy='coding', agent_tools=True)`"),
         )
     )
     # The cost guard weighs at Anthropic's prices: its cache writes cost 1.25x, so a
@@ -163,9 +176,8 @@ def context_graph_specs() -> list[ContenderSpec]:
             family="context-graph",
             make=maker("coding", guards=guards),
             settings=(
-                "`ContextManager(format='openai', budget=B, guards=GuardConfig("
-                "cost_aware=True, price=price_for('anthropic')), "
-                "**get_profile('coding').manager_options())`"
+                "`ContextManager('openai', B, policy=get_policy('coding').replace(guards="
+                "GuardConfig(cost_aware=True, price=price_for('anthropic'))))`"
             ),
         )
     )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, NoReturn
 from context_graph.importers import FORMATS
 from context_graph.render import FORMATS as RENDER_FORMATS
 from orchestrator.cli.stored import is_store_url
-from orchestrator.profiles import PROFILES
+from orchestrator.policy import POLICIES
 
 __all__ = ["MAX_BUDGET", "build_parser", "parse_budget", "store_location"]
 
@@ -393,7 +393,7 @@ def _add_budget_and_format(command: argparse.ArgumentParser) -> None:
 def _add_profile(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--profile",
-        help=f"a built-in profile ({', '.join(PROFILES)}) or a TOML file (default: coding)",
+        help=f"a named policy ({', '.join(POLICIES)}) or a TOML file (default: coding)",
     )
 
 

@@ -65,7 +65,7 @@ def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
         serve(
             upstream=upstream,
             budget=args.budget,
-            profile=profile,
+            policy=profile,
             store=store,
             host=args.host,
             port=args.port,

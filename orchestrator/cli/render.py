@@ -74,10 +74,10 @@ def run_render(args: argparse.Namespace, progress: Progress) -> int:
         manager = ContextManager(
             format=args.provider,
             budget=args.budget,
-            cache_breakpoints=args.cache_breakpoints,
+            policy=profile.replace(
+                cache_breakpoints=args.cache_breakpoints, redact_secrets=args.redact
+            ),
             tools=tools,
-            redact_secrets=args.redact,
-            **profile.manager_options(),
         )
         screen = output_screen(args, manager.redactor)
         events = _events(args, progress, screen)

@@ -36,11 +36,11 @@ def run_replay(args: argparse.Namespace, progress: Progress) -> int:
     manager = ContextManager(
         format=args.provider,
         budget=args.budget,
-        cache_breakpoints=args.cache_breakpoints,
+        policy=profile.replace(
+            cache_breakpoints=args.cache_breakpoints, redact_secrets=args.redact
+        ),
         tools=tools,
         agent_tools=args.agent_tools,
-        redact_secrets=args.redact,
-        **profile.manager_options(),
     )
     screen = output_screen(args, manager.redactor)
     loaded = load(args, progress, screen)

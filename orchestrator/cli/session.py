@@ -19,7 +19,7 @@ from context_graph.render.tools import ToolSpec, read_tools
 from orchestrator.cli.errors import UsageError
 from orchestrator.cli.progress import Progress
 from orchestrator.cli.stored import is_session_file, stored_session
-from orchestrator.profiles import PROFILES, Profile, get_profile, load_profile
+from orchestrator.policy import POLICIES, Policy, get_policy
 from orchestrator.report.screen import OutputScreen
 from processors.redact import SecretRedactor
 
@@ -100,20 +100,20 @@ def _size(path: Path) -> str:
     return f" ({size / 1e6:.1f} MB)" if size >= 1e6 else ""
 
 
-def choose_profile(name: str | None) -> Profile:
-    """A built-in profile by name, or a TOML profile file; `coding` by default.
+def choose_profile(name: str | None) -> Policy:
+    """A named policy, or a TOML policy file (`--profile`); `coding` by default.
 
     Raises:
-        ConfigurationError: no such built-in profile, or a profile file that is wrong.
+        ConfigurationError: no such named policy, or a policy file that is wrong.
     """
     if name is None:
-        return get_profile("coding")
-    if name in PROFILES:
-        return get_profile(name)
+        return get_policy("coding")
+    if name in POLICIES:
+        return get_policy(name)
     path = Path(name)
     if path.suffix == ".toml" or path.exists():
-        return load_profile(path)
-    return get_profile(name)  # raises, listing the built-in names
+        return Policy.load(path)
+    return get_policy(name)  # raises, listing the named policies
 
 
 def check_outputs(**options: Path | None) -> None:

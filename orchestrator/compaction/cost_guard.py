@@ -31,7 +31,7 @@ drops the view under the provider's minimum cached prefix can still wait), so wi
 `cost_aware` that pass goes on to the run's low-water mark (`compact_to`) instead of
 stopping just under the level that fired: the freed tokens are never written nor read,
 and the next compaction, which rewrites the cached history, comes later. On the shared
-coding sessions that is where the guard saves: the built-in profiles compact only when
+coding sessions that is where the guard saves: the named policies compact only when
 a request (nearly) no longer fits, so a proposal that waits runs a call or two later
 anyway while every call in between reads more (weighing an overflow run's proposals
 once the request fits, tried, made the bill larger, not smaller).

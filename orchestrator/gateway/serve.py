@@ -1,4 +1,4 @@
-"""Running the gateway: the sessions' managers made from a profile, served on a port."""
+"""Running the gateway: the sessions' managers made from a policy, served on a port."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from orchestrator.gateway.threads import ManagerFactory, SessionTable
 from orchestrator.gateway.wires import WIRES
 from orchestrator.integrations.extras import missing_extra
 from orchestrator.manager import ContextManager
-from orchestrator.profiles import Profile
+from orchestrator.policy import Policy
 
 try:
     from aiohttp import web
@@ -29,40 +29,38 @@ def gateway_for(
     upstream: str,
     *,
     budget: int | None,
-    profile: Profile,
+    policy: Policy,
     store: Path | str | None,
     strict: bool = False,
     wires: Sequence[str] = ("anthropic", "responses", "chat"),
 ) -> Gateway:
-    """A gateway to `upstream` whose conversations are managed under `profile` and `budget`.
+    """A gateway to `upstream` whose conversations are managed under `policy` and `budget`.
 
     Each wire format named in `wires` is served (the others' paths are passed through);
     its sessions are kept under `<store>/<wire>/`, or, for a `postgresql://` store, as
     sessions of that database which other gateways may serve at the same time (`places`).
     """
     tables = {
-        name: SessionTable(
-            WIRES[name].api, _factory(name, budget, profile), places_for(store, name)
-        )
+        name: SessionTable(WIRES[name].api, _factory(name, budget, policy), places_for(store, name))
         for name in wires
     }
     return Gateway(upstream, tables, budget=budget, strict=strict)
 
 
-def _factory(wire: str, budget: int | None, profile: Profile) -> ManagerFactory:
+def _factory(wire: str, budget: int | None, policy: Policy) -> ManagerFactory:
     # An agent behind the gateway works on its own between user turns: after a summary
     # it is told to carry on (`auto_continue`).
-    options = {**profile.manager_options(), "auto_continue": True}
+    chosen = policy.replace(auto_continue=True)
     if wire == "anthropic":
         # The agent's own cache marks are taken off what it sends (they move every call):
         # the engine marks the prefix it keeps stable, or nothing would be cached.
-        options = {**options, "cache_breakpoints": True}
+        chosen = chosen.replace(cache_breakpoints=True)
     format = WIRES[wire].api.format
 
     def make(path: Path | str | None) -> ContextManager:
         if path is None:
-            return ContextManager(format=format, budget=budget, **options)
-        return ContextManager.open(path, format=format, budget=budget, **options)
+            return ContextManager(format, budget, policy=chosen)
+        return ContextManager.open(path, format=format, budget=budget, policy=chosen)
 
     return make
 
@@ -71,7 +69,7 @@ async def serve(
     *,
     upstream: str,
     budget: int | None,
-    profile: Profile,
+    policy: Policy,
     store: Path | str | None,
     host: str,
     port: int,
@@ -89,7 +87,7 @@ async def serve(
     process at once, as the signal does by default. Returns the signal's number.
     """
     gateway = gateway_for(
-        upstream, budget=budget, profile=profile, store=store, strict=strict, wires=wires
+        upstream, budget=budget, policy=policy, store=store, strict=strict, wires=wires
     )
     # The process is the gateway's own: its garbage collection is kept off the requests.
     collector = IdleCollector()

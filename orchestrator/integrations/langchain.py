@@ -121,7 +121,7 @@ class ContextMiddleware(AgentMiddleware):
             `directory` and the manager options.
         format: Render every call in this format (`openai`, `anthropic`, `gemini`,
             `responses`) instead of the model's own; also the managers' default.
-        **options: `ContextManager` options (`profile=`, `pipeline=`, ...).
+        **options: `ContextManager` options (`policy=`, `tools=`, ...).
 
     Raises:
         ConfigurationError: `factory` given with other options, an unknown `format`,

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from context_graph.errors import ConfigurationError
 from context_graph.tokens.counting import ProviderFormat
 from orchestrator.manager import ContextManager
-from orchestrator.options import check_format
+from orchestrator.policy.resolved import check_format
 
 __all__ = [
     "FALLBACK_FORMAT",
@@ -145,5 +145,5 @@ def check_manager_options(
         raise ConfigurationError(msg)
     if factory is None:
         # Checks the options now, not at a call.
-        ContextManager(budget=budget, format=chosen, **options)
+        ContextManager(chosen, budget, **options)
     return folder

@@ -94,7 +94,7 @@ class ContextHistory:
             exclusive with `directory` and the manager options.
         format: Render every request in this format (`openai`, `anthropic`, `gemini`,
             `responses`) instead of the model's own; also the managers' default.
-        **options: `ContextManager` options (`profile=`, `pipeline=`, ...).
+        **options: `ContextManager` options (`policy=`, `tools=`, ...).
 
     Raises:
         ConfigurationError: `factory` with other options, an unknown `format`, or a

@@ -58,8 +58,8 @@ from context_graph.tokens.usage import UsageTotals
 from orchestrator.compaction.guards import GuardState
 from orchestrator.compaction.renderers import RendererCache
 from orchestrator.compaction.triggers import Firing, TriggerState
-from orchestrator.options import check_format
 from orchestrator.persistence.protocol import Rebased, SessionStore
+from orchestrator.policy.resolved import check_format
 
 __all__ = ["ManagerState", "StateKeeper"]
 

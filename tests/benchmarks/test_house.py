@@ -134,10 +134,10 @@ class TestBuiltinProcessorIsinstance:
         root = _tree(tmp_path, {"orchestrator/pick.py": check, "processors/own.py": check})
         assert builtin_processor_isinstance(root) == ["orchestrator/pick.py:2 HistorySummarizer"]
 
-    def test_only_the_options_redact_check_is_left(self) -> None:
-        """Today only the redact-stage checks of orchestrator/options.py remain."""
+    def test_only_the_policy_redact_check_is_left(self) -> None:
+        """Today only the redact-stage check of orchestrator/policy/resolved.py remains."""
         found = builtin_processor_isinstance()
-        assert all(place.startswith("orchestrator/options.py:") for place in found), found
+        assert all(place.startswith("orchestrator/policy/resolved.py:") for place in found), found
 
 
 class TestFormatMentions:

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from benchmarks.provider_server import ProviderServer, Wire
 from context_graph.graph.sdk_replies import read_response
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
 TOOLS: dict[Wire, list[Any]] = {
@@ -95,7 +96,7 @@ TURNS: list[dict[str, Any]] = [
 
 def answer(wire: Wire, turn: dict[str, Any], **request: Any) -> dict[str, Any]:
     """The server's answer to a valid rendered request, with `request`'s settings added."""
-    manager = ContextManager(format=wire)
+    manager = ContextManager(format=wire, policy=Policy())
     manager.add_system("Be careful.")
     manager.add_user("read a.py")
     body = {"model": "m", **manager.render_sync(tools=TOOLS[wire]).payload, **request}
@@ -171,7 +172,7 @@ class TestRepliesReadByWhatTheyAdd:
         data = answer(wire, TURNS[2])
         reply = read_response(SDK_TYPES[wire].model_validate(data))
         assert [type(e).__name__ for e in reply.events] == ["AssistantTurn"]
-        manager = ContextManager(format=wire)
+        manager = ContextManager(format=wire, policy=Policy())
         manager.add_user("read a.py")
         manager.add_response(data)
         assert [n.kind for n in manager.raw] == ["user", "assistant", "tool_call"]
@@ -190,7 +191,7 @@ class TestCachedTokens:
     @pytest.mark.parametrize("wire", ["openai", "responses", "gemini"])
     def test_a_shared_prefix_is_reported_cached(self, wire: Wire) -> None:
         """A request that extends the previous one reports its shared prefix as cached."""
-        manager = ContextManager(format=wire)
+        manager = ContextManager(format=wire, policy=Policy())
         manager.add_system("Be careful. " + " ".join(f"rule {i}" for i in range(900)))
         manager.add_user("read a.py")
         first = {"model": "m", **manager.render_sync().payload}

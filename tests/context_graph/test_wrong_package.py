@@ -36,7 +36,7 @@ class TestWrongPackage:
             ("ContextMiddleware", "orchestrator.integrations.langchain"),
             ("ContextSession", "orchestrator.integrations.openai_agents"),
             ("ObservationMasker", "processors"),
-            ("get_profile", "orchestrator"),
+            ("get_policy", "orchestrator"),
         ],
     )
     def test_other_names_name_their_module(self, name: str, home: str) -> None:

@@ -23,6 +23,7 @@ from context_graph.testing import WordCounter, graph_snapshot
 from context_graph.validate.request import validate
 from orchestrator.bus import Recorder
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 
 CALL_ARGS = {"path": "a.py"}
 OPENAI = ChatCompletion.model_validate(
@@ -135,7 +136,7 @@ CASES = [
 
 
 def _manager(fmt: Any) -> ContextManager:
-    manager = ContextManager(format=fmt, counter=WordCounter())
+    manager = ContextManager(format=fmt, counter=WordCounter(), policy=Policy())
     manager.add_system("You read files.")
     manager.add_user("What is in a.py?")
     return manager
@@ -338,12 +339,14 @@ class TestSessionFile:
     def test_signature_survives_reopening(self, tmp_path: Any) -> None:
         """Reopened, the session renders the same Gemini body, signature included."""
         path = tmp_path / "session.db"
-        manager = ContextManager.open(path, format="gemini", counter=WordCounter())
+        manager = ContextManager.open(path, format="gemini", counter=WordCounter(), policy=Policy())
         manager.add_user("What is in a.py?")
         manager.add_response(GEMINI)
         body = manager.render_sync().payload
         manager.close()
-        reopened = ContextManager.open(path, format="gemini", counter=WordCounter())
+        reopened = ContextManager.open(
+            path, format="gemini", counter=WordCounter(), policy=Policy()
+        )
         assert reopened.render_sync().payload == body
         assert body["contents"][1]["parts"][0]["thoughtSignature"] == "c2ln"
         reopened.close()

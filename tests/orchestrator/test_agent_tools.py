@@ -20,8 +20,10 @@ from context_graph.tokens.counting import ProviderFormat
 from context_graph.validate import validate
 from orchestrator.cli import main
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 from orchestrator.replay import replay
 from processors import Distiller, HistorySummarizer, ObservationMasker, ToolOutputTruncator
+from tests.orchestrator.policy_keywords import make_manager, open_manager
 
 NAMED = re.compile(r"call context_expand with id ([^\s\]]+) to restore")
 
@@ -69,7 +71,7 @@ def fixture_make() -> Callable[..., ContextManager]:
         options.setdefault("budget", 4_000)
         options.setdefault("agent_tools", True)
         options.setdefault("pipeline", [ObservationMasker(keep_turns=1)])
-        return ContextManager(**options)
+        return make_manager(**options)
 
     return make
 
@@ -119,7 +121,7 @@ class TestToolsInTheRequest:
 
     def test_off_by_default(self) -> None:
         """Without `agent_tools` the request has no agent tool and no expand hint."""
-        manager = ContextManager(counter=WordCounter(), budget=4_000)
+        manager = ContextManager(counter=WordCounter(), budget=4_000, policy=Policy())
         fill(manager)
         body = manager.render_sync().payload
         assert "tools" not in body
@@ -142,13 +144,13 @@ class TestConfiguration:
     def test_bad_agent_tools(self, value: object, fragment: str) -> None:
         """A value of `agent_tools` that names no tool is refused, naming the fix."""
         with pytest.raises(ConfigurationError, match=fragment):
-            ContextManager(agent_tools=value)  # type: ignore[arg-type]
+            ContextManager(agent_tools=value, policy=Policy())  # type: ignore[arg-type]
 
     def test_a_user_tool_may_not_take_the_name(self) -> None:
         """A tool of `tools` called context_expand clashes with the agent tool."""
         clash = [{"name": "context_expand", "input_schema": {"type": "object"}}]
         with pytest.raises(ConfigurationError, match="rename that tool"):
-            ContextManager(agent_tools=True, tools=clash)
+            ContextManager(agent_tools=True, tools=clash, policy=Policy())
 
     def test_a_call_tool_may_not_take_the_name(self, make: Callable[..., ContextManager]) -> None:
         """One render's tools may not define an agent tool either."""
@@ -162,11 +164,11 @@ class TestConfiguration:
     def test_bad_pin_turns(self, value: object) -> None:
         """`expand_pin_turns` is an int >= 0."""
         with pytest.raises(ConfigurationError, match="expand_pin_turns"):
-            ContextManager(agent_tools=True, expand_pin_turns=value)  # type: ignore[arg-type]
+            ContextManager(agent_tools=True, policy=Policy(expand_pin_turns=value))  # type: ignore[arg-type]
 
     def test_handling_a_call_without_agent_tools_is_a_host_error(self) -> None:
         """`handle_tool_call` on a manager with no agent tools raises ConfigurationError."""
-        manager = ContextManager(counter=WordCounter())
+        manager = ContextManager(counter=WordCounter(), policy=Policy())
         with pytest.raises(ConfigurationError, match="agent_tools=True"):
             manager.handle_tool_call_sync("context_expand", {"id": "x"})
 
@@ -490,14 +492,14 @@ class TestPersistence:
             "agent_tools": True,
             "pipeline": [ObservationMasker(keep_turns=1)],
         }
-        manager = ContextManager.open(path, **options)
+        manager = open_manager(path, **options)
         outputs = fill(manager)
         manager.render_sync()
         manager.handle_tool_call_sync("context_expand", {"id": outputs[0]})
         body = manager.render_sync().payload
         audit = manager.working.audit()
         manager.close()
-        again = ContextManager.open(path, **options)
+        again = open_manager(path, **options)
         try:
             assert again.working.audit() == audit
             assert again.working.is_current(outputs[0])
@@ -588,7 +590,7 @@ class TestHints:
 
     def test_the_mask_placeholder_without_the_tool_names_no_id(self) -> None:
         """Off, the placeholder gives the gist and points at no tool the model lacks."""
-        manager = ContextManager(counter=WordCounter(), budget=4_000)
+        manager = ContextManager(counter=WordCounter(), budget=4_000, policy=Policy())
         outputs = fill(manager)
         manager.render_sync()
         copy, _ = manager.working.view.overlay.resolve(outputs[0])

@@ -22,6 +22,7 @@ from context_graph.testing import WordCounter, graph_snapshot
 from context_graph.tokens.counting import ProviderFormat
 from context_graph.validate.request import validate
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 from orchestrator.replay import model_call_points
 from tests.orchestrator.test_manager_properties import SECRET, sessions
 
@@ -66,9 +67,8 @@ def test_expanding_at_random_keeps_every_promise(
         format=fmt,
         budget=budget,
         counter=WordCounter(),
-        redact_secrets=redact,
         agent_tools=True,
-        expand_pin_turns=pins,
+        policy=Policy(redact_secrets=redact, expand_pin_turns=pins),
     )
     points = model_call_points(events)
     for fed, agent_event in enumerate(events, start=1):

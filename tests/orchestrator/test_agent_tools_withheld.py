@@ -15,6 +15,7 @@ from context_graph.testing import Recorder, WordCounter
 from context_graph.tokens.counting import ProviderFormat
 from context_graph.validate import validate
 from orchestrator.manager import ContextManager
+from tests.orchestrator.policy_keywords import make_manager
 from tests.orchestrator.test_agent_tools import tool_names
 
 BASH = {"name": "bash", "input_schema": {"type": "object"}}
@@ -25,7 +26,7 @@ COMPACT = ("compact",)
 
 def _manager(fmt: ProviderFormat, budget: int | None, **options: Any) -> ContextManager:
     """A session that is all floor: the system prompt and the one request."""
-    manager = ContextManager(format=fmt, counter=WordCounter(), budget=budget, **options)
+    manager = make_manager(format=fmt, counter=WordCounter(), budget=budget, **options)
     manager.add_system("You are a careful coding agent.")
     manager.add_user("Fix the failing test in tests/test_io.py without touching the API.")
     return manager

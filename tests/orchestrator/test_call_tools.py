@@ -16,6 +16,7 @@ import pytest
 from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager, GuardConfig, TriggerConfig
+from orchestrator.policy import Policy
 from processors import ToolOutputTruncator
 from processors.base import ProcessorContext, Proposal
 
@@ -50,9 +51,11 @@ def manager() -> ContextManager:
     made = ContextManager(
         counter=WordCounter(),
         budget=600,
-        pipeline=[Slow()],
-        triggers=TriggerConfig(soft_ratio=None, hard_ratio=None),
-        guards=GuardConfig(floor_tokens=0),
+        policy=Policy(
+            pipeline=[Slow()],
+            triggers=TriggerConfig(soft_ratio=None, hard_ratio=None),
+            guards=GuardConfig(floor_tokens=0),
+        ),
     )
     made.add_system("You are careful.")
     made.add_user("Read the logs.")

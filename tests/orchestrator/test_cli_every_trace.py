@@ -26,7 +26,6 @@ from context_graph.validate.request import validate
 from orchestrator.cli import main
 from orchestrator.cli import session as cli_session
 from orchestrator.manager import ContextManager
-from orchestrator.profiles import get_profile
 from orchestrator.replay import replay
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
@@ -94,8 +93,7 @@ def test_render_answers_with_a_valid_body(
     code = main(argv)
     if code == 3:
         events = _sessions(path)[0].events
-        options = get_profile("coding").manager_options()
-        manager = ContextManager(format=fmt, budget=budget, **options)
+        manager = ContextManager(fmt, budget, policy="coding")
         manager.ingest(events)
         with pytest.raises(BudgetExceededError):
             manager.render_sync()
@@ -105,7 +103,7 @@ def test_render_answers_with_a_valid_body(
             events,
             budget=budget,
             format=fmt,
-            manager=ContextManager(format=fmt, budget=budget, **options),
+            manager=ContextManager(fmt, budget, policy="coding"),
         )
         assert replayed.calls[-1].rendered_tokens is None, replayed.calls[-1]
         refused.append(f"{path.relative_to(TRACES)} {fmt} {level} ({budget:,} of {raw:,})")
@@ -131,8 +129,7 @@ def test_render_in_the_responses_format_is_valid(
     argv += [] if strict_trace(path) else ["--lenient"]
     code = main(argv)
     if code == 3:
-        options = get_profile("coding").manager_options()
-        manager = ContextManager(format="responses", budget=budget, **options)
+        manager = ContextManager("responses", budget, policy="coding")
         manager.ingest(_sessions(path)[0].events)
         with pytest.raises(BudgetExceededError):
             manager.render_sync()

@@ -13,7 +13,7 @@ from context_graph.render import Renderer
 from context_graph.validate.request import validate
 from orchestrator.cli import main
 from orchestrator.manager import ContextManager
-from orchestrator.profiles import get_profile, load_profile
+from orchestrator.policy import Policy, get_policy
 
 BUDGET = 6_000
 
@@ -64,7 +64,7 @@ class TestRenderCompacts:
         payload = json.loads(out)
         assert validate(payload, "openai") == []
         events = load_sessions(long_session)[0].events
-        manager = ContextManager(budget=BUDGET, **get_profile("coding").manager_options())
+        manager = ContextManager(budget=BUDGET, policy=get_policy("coding"))
         manager.ingest(events)
         assert payload == manager.render_sync().payload
 
@@ -105,7 +105,7 @@ class TestRenderCompacts:
     ) -> None:
         """A budget below the compacted floor exits 3 with the manager's own message."""
         events = load_sessions(long_session)[0].events
-        manager = ContextManager(budget=50, **get_profile("coding").manager_options())
+        manager = ContextManager(budget=50, policy=get_policy("coding"))
         manager.ingest(events)
         with pytest.raises(BudgetExceededError) as refused:
             manager.render_sync()
@@ -123,7 +123,7 @@ class TestRenderCompacts:
             capsys, "render", str(long_session), "--budget", str(BUDGET), "--profile", profile
         )
         assert code == 0, err
-        manager = ContextManager(budget=BUDGET, **get_profile(profile).manager_options())
+        manager = ContextManager(budget=BUDGET, policy=get_policy(profile))
         manager.ingest(load_sessions(long_session)[0].events)
         assert json.loads(out) == manager.render_sync().payload
         assert f"({profile} profile)" in err
@@ -142,7 +142,7 @@ class TestRenderCompacts:
             capsys, "render", str(long_session), "--budget", str(BUDGET), "--profile", str(path)
         )
         assert code == 0, err
-        manager = ContextManager(budget=BUDGET, **load_profile(path).manager_options())
+        manager = ContextManager(budget=BUDGET, policy=Policy.load(path))
         manager.ingest(load_sessions(long_session)[0].events)
         assert json.loads(out) == manager.render_sync().payload
         assert "(mine profile)" in err
@@ -173,8 +173,7 @@ class TestCacheBreakpoints:
         manager = ContextManager(
             format="anthropic",
             budget=BUDGET,
-            cache_breakpoints=True,
-            **get_profile("coding").manager_options(),
+            policy=get_policy("coding").replace(cache_breakpoints=True),
         )
         manager.ingest(load_sessions(long_session)[0].events)
         payload = json.loads(out)

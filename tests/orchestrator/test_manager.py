@@ -19,8 +19,10 @@ from context_graph.testing import ScriptedSummarizer, WordCounter, graph_snapsho
 from context_graph.validate.request import validate
 from orchestrator.bus import Recorder
 from orchestrator.manager import ContextManager, ManagerStats
+from orchestrator.policy import Policy
 from processors import HistorySummarizer, ObservationMasker, ProcessorContext, Proposal
 from processors.base import Processor
+from tests.orchestrator.policy_keywords import make_manager
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT.parent / "shared" / "traces"
@@ -69,7 +71,7 @@ def fixture_make_manager() -> Callable[..., ContextManager]:
 
     def make(**options: Any) -> ContextManager:
         options.setdefault("counter", WordCounter())
-        return ContextManager(**options)
+        return make_manager(**options)
 
     return make
 
@@ -299,12 +301,13 @@ class TestOptions:
     def test_bad_option(self, options: dict[str, Any]) -> None:
         """Each invalid option raises ConfigurationError."""
         with pytest.raises(ConfigurationError):
-            ContextManager(**options)
+            make_manager(**options)
 
     def test_options_are_keyword_only(self) -> None:
-        """Positional options are refused."""
+        """Format and budget may be positional; every option after them is refused so."""
+        ContextManager("openai", 1_000)
         with pytest.raises(TypeError):
-            ContextManager("openai")  # type: ignore[call-arg]
+            ContextManager("openai", 1_000, Policy())  # type: ignore[misc]
 
     async def test_bad_render_options(self, manager: ContextManager) -> None:
         """An unknown format or a bad budget at render time is refused."""
@@ -327,7 +330,7 @@ def _replay(path: Path) -> tuple[int, int, int]:
     final = ContextGraph()
     final.ingest(events)
     budget = Renderer().render(final).tokens // 2
-    manager, raw, plain = ContextManager(budget=budget), ContextGraph(), Renderer()
+    manager, raw, plain = ContextManager(budget=budget, policy=Policy()), ContextGraph(), Renderer()
     calls = manager_raised = raw_raised = 0
     for event in events:
         if type(event).__name__ == "AssistantTurn" and len(raw):
@@ -388,15 +391,14 @@ class TestCompactTo:
         from orchestrator import ContextManager
 
         with pytest.raises(ConfigurationError, match="compact_to"):
-            ContextManager(compact_to=value)  # type: ignore[arg-type]
+            ContextManager(policy=Policy(compact_to=value))  # type: ignore[arg-type]
 
 
 class TestGuardsWiring:
     def _manager(self, **options: Any) -> Any:
         from context_graph.testing import WordCounter
-        from orchestrator import ContextManager
 
-        manager = ContextManager(counter=WordCounter(), **options)
+        manager = make_manager(counter=WordCounter(), **options)
         manager.add_user("go")
         for i in range(6):
             manager.add_assistant(tool_calls=[{"id": f"c{i}", "name": "bash"}])

@@ -10,6 +10,7 @@ from context_graph.graph.context_graph import ContextGraph
 from context_graph.importers import load_sessions
 from context_graph.render import Renderer
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 
 
 def _marks(payload: object) -> int:
@@ -21,7 +22,7 @@ class TestCacheBreakpoints:
     def test_manager_render_carries_the_renderers_marks(self) -> None:
         """A manager with breakpoints renders exactly what a breakpoint Renderer does."""
         events = load_sessions(EXAMPLE_SESSION)[0].events
-        manager = ContextManager(format="anthropic", cache_breakpoints=True)
+        manager = ContextManager(format="anthropic", policy=Policy(cache_breakpoints=True))
         manager.ingest(events)
         graph = ContextGraph()
         graph.ingest(events)
@@ -32,7 +33,7 @@ class TestCacheBreakpoints:
 
     def test_off_by_default(self) -> None:
         """Without the option the manager's Anthropic body has no cache marks."""
-        manager = ContextManager(format="anthropic")
+        manager = ContextManager(format="anthropic", policy=Policy())
         manager.add_system("be brief")
         manager.add_user("hello")
         assert _marks(manager.render_sync().payload) == 0
@@ -41,13 +42,13 @@ class TestCacheBreakpoints:
     def test_another_format_is_refused_at_construction(self, fmt: str) -> None:
         """As the Renderer does, breakpoints with a non-Anthropic format are refused."""
         with pytest.raises(ConfigurationError, match="Anthropic"):
-            ContextManager(format=fmt, cache_breakpoints=True)  # type: ignore[arg-type]
+            ContextManager(format=fmt, policy=Policy(cache_breakpoints=True))  # type: ignore[arg-type]
         with pytest.raises(ConfigurationError, match="Anthropic"):
             Renderer(format=fmt, cache_breakpoints=True)  # type: ignore[arg-type]
 
     def test_a_render_in_another_format_is_refused(self) -> None:
         """A render asked in another format refuses the marks as the Renderer would."""
-        manager = ContextManager(format="anthropic", cache_breakpoints=True)
+        manager = ContextManager(format="anthropic", policy=Policy(cache_breakpoints=True))
         manager.add_user("hello")
         with pytest.raises(ConfigurationError, match="Anthropic"):
             manager.render_sync(format="openai")
@@ -55,4 +56,4 @@ class TestCacheBreakpoints:
     def test_not_a_bool_is_refused(self) -> None:
         """A value that is not a bool names the option."""
         with pytest.raises(ConfigurationError, match="cache_breakpoints"):
-            ContextManager(format="anthropic", cache_breakpoints="yes")  # type: ignore[arg-type]
+            ContextManager(format="anthropic", policy=Policy(cache_breakpoints="yes"))  # type: ignore[arg-type]

@@ -23,6 +23,7 @@ from context_graph.render import Renderer
 from context_graph.testing import Recorder, WordCounter, graph_snapshot
 from orchestrator import ContextManager
 from orchestrator.persistence import SQLiteStore, open_store
+from orchestrator.policy import Policy
 from processors import HistorySummarizer, ObservationMasker
 from processors.base import Processor, ProcessorContext, Proposal
 
@@ -77,8 +78,7 @@ def _open(path: Path, pipeline: Sequence[Processor], summarizer: Any) -> Context
         counter=WordCounter(),
         durable=False,
         clock=_CLOCK,
-        summarizer=summarizer,
-        pipeline=list(pipeline),
+        policy=Policy(summarizer=summarizer, pipeline=list(pipeline)),
     )
 
 

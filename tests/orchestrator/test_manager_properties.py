@@ -35,8 +35,9 @@ from context_graph.render import FORMATS, count_payload
 from context_graph.testing import WordCounter, graph_snapshot
 from context_graph.tokens.counting import ProviderFormat
 from context_graph.validate.request import validate
-from orchestrator import ContextManager, GuardConfig, Recorder, TriggerConfig, get_profile
+from orchestrator import ContextManager, GuardConfig, Recorder, TriggerConfig
 from orchestrator.compaction.overflow import MIN_HEAD_CHARS
+from orchestrator.policy import Policy, get_policy
 from orchestrator.replay import model_call_points
 
 VOCABULARY = (
@@ -144,16 +145,18 @@ class Setup:
     redact: bool
 
     def manager(self) -> ContextManager:
-        pipeline = None if self.stages == "default" else get_profile(self.stages).build_pipeline()
+        pipeline = None if self.stages == "default" else get_policy(self.stages).pipeline
         return ContextManager(
             format=self.format,
             budget=self.budget,
             counter=WordCounter(),
-            triggers=self.triggers,
-            pipeline=pipeline,
-            guards=self.guards,
-            compact_to=self.compact_to,
-            redact_secrets=self.redact,
+            policy=Policy(
+                triggers=self.triggers,
+                pipeline=pipeline,
+                guards=self.guards,
+                compact_to=self.compact_to,
+                redact_secrets=self.redact,
+            ),
         )
 
 
@@ -273,7 +276,7 @@ class TestRefusedRender:
         """
         # Under even the overflow fallback's shortest heads (the system prompt, both
         # requests and the outputs cut to 200 characters each, with notices).
-        manager = ContextManager(format="openai", budget=60, counter=WordCounter())
+        manager = ContextManager(format="openai", budget=60, counter=WordCounter(), policy=Policy())
         manager.add_system("you are a careful agent")
         manager.add_user("fix the parser " * 50)  # the first request: part of the floor
         for i in range(3):

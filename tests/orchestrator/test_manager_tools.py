@@ -19,6 +19,7 @@ from context_graph.tokens.counting import default_counter
 from context_graph.validate import validate
 from orchestrator.cli import main
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 from orchestrator.replay import replay
 
 #: Two tool schemas of the size real agents send (a shell and a file editor).
@@ -81,7 +82,7 @@ class TestManagerTools:
     @pytest.mark.parametrize("fmt", FORMATS)
     def test_every_render_carries_the_tools(self, fmt: Any) -> None:
         """`ContextManager(tools=...)` puts them in every render's tools field, valid."""
-        manager = ContextManager(format=fmt, tools=TOOLS)
+        manager = ContextManager(format=fmt, tools=TOOLS, policy=Policy())
         _session(manager)
         body = manager.render_sync().payload
         assert "tools" in body
@@ -90,7 +91,7 @@ class TestManagerTools:
 
     def test_render_tools_override_one_call(self) -> None:
         """`render(tools=...)` sends another set once; the manager's is back after."""
-        manager = ContextManager(tools=TOOLS)
+        manager = ContextManager(tools=TOOLS, policy=Policy())
         _session(manager)
         other = manager.render_sync(tools=[ToolSpec("clock")]).payload
         assert [t["function"]["name"] for t in other["tools"]] == ["clock"]
@@ -100,11 +101,11 @@ class TestManagerTools:
     def test_bad_tools_fail_at_construction(self) -> None:
         """A bad tool definition is a ConfigurationError naming the option and the tool."""
         with pytest.raises(ConfigurationError, match=r"ContextManager: tools\[1\]"):
-            ContextManager(tools=[TOOLS[0], {"name": "bad name"}])
+            ContextManager(tools=[TOOLS[0], {"name": "bad name"}], policy=Policy())
 
     def test_compaction_counts_the_tools(self) -> None:
         """Under a budget the whole request, tools included, fits."""
-        manager = ContextManager(tools=TOOLS, budget=1_500)
+        manager = ContextManager(tools=TOOLS, budget=1_500, policy=Policy())
         _session(manager)
         for n in range(20):
             manager.add_assistant(f"step {n}", tool_calls=[{"id": f"c{n}", "name": "bash"}])
@@ -126,7 +127,7 @@ class TestCalibrationWithTools:
 
         The usable budget is then halved: the next render fits half of it.
         """
-        manager = ContextManager(budget=5_000, pipeline=[])
+        manager = ContextManager(budget=5_000, policy=Policy(pipeline=[]))
         _session(manager)
         result = manager.render_sync()
         reported = _provider_count(result.payload, TOOLS)
@@ -140,7 +141,7 @@ class TestCalibrationWithTools:
 
         The whole budget stays usable.
         """
-        manager = ContextManager(tools=TOOLS, budget=5_000, pipeline=[])
+        manager = ContextManager(tools=TOOLS, budget=5_000, policy=Policy(pipeline=[]))
         _session(manager)
         result = manager.render_sync()
         plain = {k: v for k, v in result.payload.items() if k != "tools"}
@@ -157,7 +158,7 @@ class TestReplayTools:
         events = load_sessions(EXAMPLE_SESSION)[0].events
         same = replay(events, budget=None, tools=TOOLS)
         assert same.calls[-1].prefix_reused
-        manager = ContextManager(tools=TOOLS)
+        manager = ContextManager(tools=TOOLS, policy=Policy())
         changing = _ChangingTools(manager)
         report = replay(events, budget=None, manager=changing.manager)
         assert not report.calls[changing.changed_at].prefix_reused

@@ -14,8 +14,10 @@ from context_graph.graph.nodes import SummaryNode
 from context_graph.testing import WordCounter
 from context_graph.validate import validate
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 from orchestrator.withdrawal import WITHDRAW_PROCESSOR
 from processors import Abstract, Drop, Proposal
+from tests.orchestrator.policy_keywords import make_manager
 
 FORMATS = ("openai", "anthropic", "gemini", "responses")
 LONG = " ".join(f"word{i}" for i in range(40))
@@ -23,7 +25,7 @@ LONG = " ".join(f"word{i}" for i in range(40))
 
 def _manager(**options: Any) -> tuple[ContextManager, list[str]]:
     """A manager with a system prompt and four user turns; the turns' ids."""
-    manager = ContextManager(counter=WordCounter(), **options)
+    manager = make_manager(counter=WordCounter(), **options)
     manager.add_system("be careful")
     return manager, [manager.add_user(f"turn-{n}-mark {LONG}") for n in range(4)]
 
@@ -161,7 +163,9 @@ class TestStore:
     def test_a_withdrawal_survives_a_restart(self, tmp_path: Path) -> None:
         """The reopened session has the same withdrawn nodes and the same request."""
         path = tmp_path / "session.db"
-        manager = ContextManager.open(path, format="responses", counter=WordCounter())
+        manager = ContextManager.open(
+            path, format="responses", counter=WordCounter(), policy=Policy()
+        )
         manager.add_system("rules")
         turns = [manager.add_user(f"turn-{n}-mark {LONG}") for n in range(3)]
         manager.add_assistant("calling", tool_calls=[{"id": "c1", "name": "ls"}])
@@ -170,7 +174,9 @@ class TestStore:
         manager.withdraw([turns[0], result])
         before = manager.render_sync().payload
         manager.close()
-        reopened = ContextManager.open(path, format="responses", counter=WordCounter())
+        reopened = ContextManager.open(
+            path, format="responses", counter=WordCounter(), policy=Policy()
+        )
         try:
             assert reopened.raw.withdrawn() == (turns[0], result)
             assert reopened.render_sync().payload == before

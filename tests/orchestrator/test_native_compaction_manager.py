@@ -21,6 +21,7 @@ from context_graph.importers import load_events
 from context_graph.testing import WordCounter
 from context_graph.validate import validate
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 from orchestrator.replay import replay
 
 SUMMARY = "The user asked to fix a.py; line 3 had an off-by-one; the fix is in."
@@ -69,7 +70,7 @@ def _valid(payload: Any, fmt: str) -> None:
 class TestRender:
     def test_the_own_provider_gets_the_item_back(self) -> None:
         """A Responses manager sends the user's messages, the item, and what follows it."""
-        manager = ContextManager(format="responses", counter=WordCounter())
+        manager = ContextManager(format="responses", counter=WordCounter(), policy=Policy())
         manager.ingest(_responses_session())
         result = manager.render_sync()
         _valid(result.payload, "responses")
@@ -86,10 +87,12 @@ class TestRender:
     def test_another_provider_is_fitted_by_the_managers_compaction(self) -> None:
         """Under a tight budget the pristine record is compacted to fit; nothing native goes."""
         events = _responses_session()
-        whole = ContextManager(format="anthropic", counter=WordCounter())
+        whole = ContextManager(format="anthropic", counter=WordCounter(), policy=Policy())
         whole.ingest(events)
         size = whole.render_sync().tokens
-        manager = ContextManager(format="anthropic", counter=WordCounter(), budget=size // 3)
+        manager = ContextManager(
+            format="anthropic", counter=WordCounter(), budget=size // 3, policy=Policy()
+        )
         manager.ingest(events)
         result = manager.render_sync()
         _valid(result.payload, "anthropic")
@@ -100,7 +103,7 @@ class TestRender:
 
     def test_the_summary_node_is_not_pinned(self) -> None:
         """The manager's compaction may act on it like any summary: it is not protected."""
-        manager = ContextManager(format="responses", counter=WordCounter())
+        manager = ContextManager(format="responses", counter=WordCounter(), policy=Policy())
         manager.ingest(_responses_session())
         (node_id,) = manager.raw.by_kind("summary")
         node = manager.raw[node_id]
@@ -108,7 +111,7 @@ class TestRender:
 
     def test_an_sdk_reply_with_a_compaction_block_goes_in_whole(self) -> None:
         """`read_response(...).events` ingests the compaction and the turn; Anthropic gets both."""
-        manager = ContextManager(format="anthropic", counter=WordCounter())
+        manager = ContextManager(format="anthropic", counter=WordCounter(), policy=Policy())
         manager.ingest(load_events([{"role": "user", "content": "fix a.py"}], format="anthropic"))
         manager.ingest(read_response(_compacted_reply()).events)
         result = manager.render_sync()
@@ -120,7 +123,7 @@ class TestRender:
 
     def test_add_response_keeps_the_compaction(self) -> None:
         """`add_response` of a reply that compacted ingests its compaction too."""
-        manager = ContextManager(format="anthropic", counter=WordCounter())
+        manager = ContextManager(format="anthropic", counter=WordCounter(), policy=Policy())
         manager.ingest(load_events([{"role": "user", "content": "fix a.py"}], format="anthropic"))
         manager.add_response(_compacted_reply())
         assert manager.raw.by_kind("summary")
@@ -138,11 +141,11 @@ class TestReplayAndStore:
     def test_a_reopened_session_renders_the_same(self, tmp_path: Path) -> None:
         """The artifact survives the session file: a resumed manager sends the same body."""
         path = tmp_path / "session.db"
-        first = ContextManager.open(path, format="responses")
+        first = ContextManager.open(path, format="responses", policy=Policy())
         first.ingest(_responses_session())
         before = first.render_sync().payload
         first.close()
-        again = ContextManager.open(path, format="responses")
+        again = ContextManager.open(path, format="responses", policy=Policy())
         try:
             assert again.render_sync().payload == before
         finally:

@@ -17,6 +17,7 @@ from context_graph.errors import BudgetExceededError
 from context_graph.graph.content import ImagePart, TextPart
 from orchestrator import ContextManager, Recorder
 from orchestrator.compaction.overflow import MIN_HEAD_CHARS
+from orchestrator.policy import Policy
 
 HUGE_SYSTEM = "You are a careful agent. " + " ".join(f"Rule {n}: be exact." for n in range(600))
 PNG = "iVBORw0KGgo" + "A" * 40_000
@@ -29,7 +30,7 @@ def _text(payload: object) -> str:
 class TestOverflow:
     def test_a_system_prompt_over_the_budget_is_cut_with_a_notice(self) -> None:
         """The request fits with the system prompt's head and a notice, and the bus says so."""
-        manager = ContextManager(budget=600)
+        manager = ContextManager(budget=600, policy=Policy())
         manager.add_system(HUGE_SYSTEM)
         manager.add_user("Fix the parser.")
         with Recorder(manager.bus) as recorder:
@@ -52,7 +53,7 @@ class TestOverflow:
         Several system prompts of different sizes over a 1,500-token budget: the longest
         give up the most, and the request lands within a few percent of the budget.
         """
-        manager = ContextManager(budget=1_500)
+        manager = ContextManager(budget=1_500, policy=Policy())
         for size in (2_400, 600, 40, 1_200):
             manager.add_system(" ".join(f"Rule {n}: check {size}." for n in range(size)))
         manager.add_user("Fix the parser.")
@@ -62,7 +63,7 @@ class TestOverflow:
 
     def test_media_goes_first(self) -> None:
         """An image the budget cannot hold is left out with a notice before any text is cut."""
-        manager = ContextManager(format="anthropic", budget=700)
+        manager = ContextManager(format="anthropic", budget=700, policy=Policy())
         manager.add_system("You describe screenshots.")
         manager.add_user(
             [TextPart(text="What does this show?"), ImagePart(media_type="image/png", data=PNG)]
@@ -77,7 +78,7 @@ class TestOverflow:
 
     def test_a_budget_below_the_minimum_still_refuses(self) -> None:
         """When even the shortest heads do not fit, the original refusal stands."""
-        manager = ContextManager(budget=20)
+        manager = ContextManager(budget=20, policy=Policy())
         manager.add_system(HUGE_SYSTEM)
         manager.add_user("Fix the parser. " * 100)
         with pytest.raises(BudgetExceededError):
@@ -96,7 +97,7 @@ def test_a_degraded_request_fits_or_the_call_is_refused(
 ) -> None:
     """Any sizes: the request is under its budget, or refused; never over it, and never
     refused where the floor's text cut to its shortest heads fits with room to spare."""
-    manager = ContextManager(budget=budget)
+    manager = ContextManager(budget=budget, policy=Policy())
     if system:
         manager.add_system("s " * system)
     manager.add_user("u " * user)

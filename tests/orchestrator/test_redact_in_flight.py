@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager, GuardConfig, Recorder, TriggerConfig
+from orchestrator.policy import Policy
 from orchestrator.working import WorkingView
 from processors.base import ProcessorContext, Proposal, run_processor
 from processors.summarize import HistorySummarizer
@@ -145,10 +146,12 @@ class TestSummarizerHeldOpen:
         manager = ContextManager(
             counter=WordCounter(),
             budget=600,
-            redact_secrets=True,
-            summarizer=summarizer,
-            pipeline=[HistorySummarizer()],
-            guards=GuardConfig(floor_tokens=0),
+            policy=Policy(
+                redact_secrets=True,
+                summarizer=summarizer,
+                pipeline=[HistorySummarizer()],
+                guards=GuardConfig(floor_tokens=0),
+            ),
         )
         _session(manager)
 
@@ -179,17 +182,19 @@ class TestSummarizerHeldOpen:
         manager = ContextManager(
             counter=WordCounter(),
             budget=2_000,
-            redact_secrets=True,
-            summarizer=summarizer,
-            pipeline=[HistorySummarizer()],
-            pipelines={"slow": [slow]},
-            # The soft level runs only the slow stage, in the background; the render
-            # that does not fit runs the default pipeline (the summary) itself. No hard
-            # level: nothing else fires, so no second background run races the render.
-            triggers=TriggerConfig(
-                soft_ratio=0.3, hard_ratio=None, pipelines={"budget_soft": "slow"}
+            policy=Policy(
+                redact_secrets=True,
+                summarizer=summarizer,
+                pipeline=[HistorySummarizer()],
+                pipelines={"slow": [slow]},
+                # The soft level runs only the slow stage, in the background; the render
+                # that does not fit runs the default pipeline (the summary) itself. No hard
+                # level: nothing else fires, so no second background run races the render.
+                triggers=TriggerConfig(
+                    soft_ratio=0.3, hard_ratio=None, pipelines={"budget_soft": "slow"}
+                ),
+                guards=GuardConfig(floor_tokens=0),
             ),
-            guards=GuardConfig(floor_tokens=0),
         )
         order: list[str] = []
 
@@ -225,11 +230,13 @@ class TestSummarizerHeldOpen:
         manager = ContextManager(
             counter=WordCounter(),
             budget=2_000,
-            redact_secrets=True,
-            pipeline=[slow, probe],
-            triggers=TriggerConfig(soft_ratio=0.3, hard_ratio=0.95),
-            compact_to=0.1,  # the run goes on to the probe after the slow stage
-            guards=GuardConfig(floor_tokens=0),
+            policy=Policy(
+                redact_secrets=True,
+                pipeline=[slow, probe],
+                triggers=TriggerConfig(soft_ratio=0.3, hard_ratio=0.95),
+                compact_to=0.1,  # the run goes on to the probe after the slow stage
+                guards=GuardConfig(floor_tokens=0),
+            ),
         )
         recorder = Recorder(manager.bus).__enter__()
 
@@ -268,7 +275,9 @@ def test_no_stage_of_a_compaction_ever_reads_a_secret(backend: str, plan: list[b
 
     probes = [Probe(arrival(secret, index)) for index, secret in enumerate(plan)]
     probes.append(Probe())  # the stage after the last arrival
-    manager = ContextManager(counter=WordCounter(), redact_secrets=True, pipeline=probes)
+    manager = ContextManager(
+        counter=WordCounter(), policy=Policy(redact_secrets=True, pipeline=probes)
+    )
     _session(manager)
 
     async def main() -> None:

@@ -11,6 +11,7 @@ from context_graph.importers import load_sessions
 from context_graph.validate.request import validate
 from orchestrator.cli import main
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 from orchestrator.replay import replay
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
@@ -57,7 +58,9 @@ class TestReplay:
             events,
             budget=budget,
             format="anthropic",
-            manager=ContextManager(format="anthropic", budget=budget, compact_to=1.0),
+            manager=ContextManager(
+                format="anthropic", budget=budget, policy=Policy(compact_to=1.0)
+            ),
         )
         # Measured at 3bf56da: 0.94 batched, 0.92 eager (compact_to=1.0).
         assert batched.prefix_reuse_share >= 0.9

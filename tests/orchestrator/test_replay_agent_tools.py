@@ -21,6 +21,7 @@ from context_graph.render import FORMATS, Renderer
 from context_graph.testing import strict_trace, trace_files
 from context_graph.validate.request import validate
 from orchestrator import ContextManager, ReplayReport, replay
+from orchestrator.policy import Policy
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 FILES = trace_files(TRACES)
@@ -61,7 +62,7 @@ def test_every_session_replays_valid_with_agent_tools(path: Path) -> None:
         graph = ContextGraph()
         graph.ingest(session.events)
         budget = max(1, Renderer(format=fmt).render(graph).tokens // 2)
-        manager = ContextManager(format=fmt, budget=budget, agent_tools=True)
+        manager = ContextManager(format=fmt, budget=budget, agent_tools=True, policy=Policy())
         report = replay(session.events, budget=budget, format=fmt, manager=manager)
         where = f"{session.name} {fmt} budget={budget}"
         assert report.calls, where

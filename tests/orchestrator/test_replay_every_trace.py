@@ -23,11 +23,11 @@ from context_graph.importers import ImportedSession, load_sessions
 from context_graph.render import FORMATS, Renderer
 from context_graph.testing import strict_trace, trace_files
 from context_graph.tokens.counting import ProviderFormat
-from orchestrator import PROFILES, ContextManager, ReplayReport, replay
+from orchestrator import POLICIES, ContextManager, ReplayReport, replay
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 FILES = trace_files(TRACES)
-PROFILE_NAMES = tuple(PROFILES)  # every built-in profile: coding, service, chat
+PROFILE_NAMES = tuple(POLICIES)  # every named policy: coding, service, chat
 FIXED_BUDGET = 8_000
 
 pytestmark = [
@@ -97,7 +97,7 @@ def test_every_session_replays_valid(path: Path, profile: str, refusals: Refusal
         if half:
             raw = Renderer(format=fmt).render(_graph(session)).tokens
             budget = max(1, raw // 2)
-        manager = ContextManager(format=fmt, budget=budget, profile=profile)
+        manager = ContextManager(format=fmt, budget=budget, policy=profile)
         report = replay(session.events, budget=budget, format=fmt, manager=manager)
         where = f"{session.name} {profile} {fmt} budget={budget}"
         assert report.calls, where

@@ -5,6 +5,7 @@ from __future__ import annotations
 from context_graph.graph.events import AssistantTurn, SystemPrompt, ToolCall, ToolResult, UserTurn
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 from orchestrator.replay import replay
 
 
@@ -22,7 +23,9 @@ def test_every_call_says_its_fill_and_the_report_the_mean_of_compacted_calls() -
     """fill = sent / budget per call; mean_fill averages the calls sent compacted."""
     budget = 2_000
     report = replay(
-        _events(), budget=budget, manager=ContextManager(budget=budget, counter=WordCounter())
+        _events(),
+        budget=budget,
+        manager=ContextManager(budget=budget, counter=WordCounter(), policy=Policy()),
     )
     for call in report.calls:
         assert call.rendered_tokens is not None and call.fill == call.rendered_tokens / budget

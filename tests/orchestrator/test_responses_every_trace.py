@@ -32,7 +32,6 @@ from context_graph.render import Renderer
 from context_graph.testing import strict_trace, trace_files
 from context_graph.validate.request import validate
 from orchestrator.manager import ContextManager
-from orchestrator.profiles import get_profile
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 FILES = trace_files(TRACES)
@@ -168,8 +167,7 @@ def test_every_budget_renders_a_valid_responses_body(
     graph.ingest(events)
     raw = Renderer(format="responses", tools=specs).render(graph).tokens
     budgets = sorted({_budget(level, raw) for level in LEVELS}, reverse=True)
-    options = get_profile("coding").manager_options()
-    manager = ContextManager(format="responses", tools=specs, **options)
+    manager = ContextManager("responses", policy="coding", tools=specs)
     manager.ingest(events)
     for budget in budgets:
         try:

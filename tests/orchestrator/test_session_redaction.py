@@ -9,8 +9,9 @@ keeps what the session held (docs/processors/redact.md).
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from context_graph.errors import BudgetExceededError
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager
-from orchestrator.profiles import Profile, StageConfig
+from orchestrator.policy import Policy, PolicyLike, StageConfig
 from processors.mask import ObservationMasker
 from processors.redact import SecretRedactor
 from tests.orchestrator.secret_sessions import PASSWORD, PLANTED, leaks
@@ -34,25 +35,28 @@ options = { keep_turns = 1, min_tokens = 20 }
 """
 
 
-def _toml_profile() -> dict[str, Any]:
-    return {"profile": Profile.from_toml(REDACT_TOML)}
-
-
-def _python_profile() -> dict[str, Any]:
+def _python_policy() -> Policy:
     stages = (StageConfig(processor="mask"), StageConfig(processor="redact"))
-    return Profile(name="p", stages=stages).manager_options()
+    return Policy(name="p", pipeline=stages)
 
 
-#: Every way to switch redaction on, as `ContextManager` keywords.
-SWITCHES: dict[str, Callable[[], dict[str, Any]]] = {
-    "redact_secrets": lambda: {"redact_secrets": True},
-    "configured redactor": lambda: {"redact_secrets": SecretRedactor(min_length=12)},
-    "toml profile": _toml_profile,
-    "toml profile, unpacked": lambda: Profile.from_toml(REDACT_TOML).manager_options(),
-    "python profile": _python_profile,
-    "pipeline stage": lambda: {"pipeline": [SecretRedactor(), ObservationMasker()]},
-    "named pipeline": lambda: {"pipelines": {"safety": [SecretRedactor()]}},
+#: Every way to switch redaction on, as a `ContextManager` policy.
+SWITCHES: dict[str, Callable[[], PolicyLike]] = {
+    "redact_secrets": lambda: Policy(redact_secrets=True),
+    "configured redactor": lambda: Policy(redact_secrets=SecretRedactor(min_length=12)),
+    "toml policy": lambda: Policy.from_toml(REDACT_TOML),
+    "toml policy file": lambda: str(_toml_file()),
+    "python policy": _python_policy,
+    "pipeline stage": lambda: Policy(pipeline=[SecretRedactor(), ObservationMasker()]),
+    "named pipeline": lambda: Policy(pipelines={"safety": [SecretRedactor()]}),
 }
+
+
+def _toml_file() -> Path:
+    folder = Path(tempfile.mkdtemp())
+    path = folder / "redact.toml"
+    path.write_text(REDACT_TOML, encoding="utf-8")
+    return path
 
 
 class TestLatestTurn:
@@ -61,7 +65,7 @@ class TestLatestTurn:
     def test_a_toml_redact_stage_redacts_the_latest_turn(self) -> None:
         """A TOML profile's `redact` stage: the latest turn's key is not in the request."""
         line, secret = PLANTED["openai_api_key"]
-        manager = ContextManager(budget=100_000, **Profile.from_toml(REDACT_TOML).manager_options())
+        manager = ContextManager(budget=100_000, policy=Policy.from_toml(REDACT_TOML))
         manager.add_system("You deploy services.")
         manager.add_user(f"Use this key:\n{line}")
         request = manager.render_sync().to_json()
@@ -72,7 +76,7 @@ class TestLatestTurn:
     @pytest.mark.parametrize("switch", sorted(SWITCHES))
     def test_every_switch_redacts_every_new_turn(self, switch: str) -> None:
         """Whatever switched it on, each turn is redacted before the render after it."""
-        manager = ContextManager(budget=100_000, **SWITCHES[switch]())
+        manager = ContextManager(budget=100_000, policy=SWITCHES[switch]())
         manager.add_system("You deploy services.")
         for line, secret in PLANTED.values():
             manager.add_user(line)
@@ -82,7 +86,7 @@ class TestLatestTurn:
     def test_the_pristine_record_keeps_the_original(self) -> None:
         """As documented: the raw record is the record; only what the model is shown changes."""
         line, secret = PLANTED["github_token"]
-        manager = ContextManager(**Profile.from_toml(REDACT_TOML).manager_options())
+        manager = ContextManager(policy=Policy.from_toml(REDACT_TOML))
         manager.add_user(line)
         manager.render_sync()
         assert any(secret in node.text for node in manager.raw)
@@ -90,7 +94,7 @@ class TestLatestTurn:
     def test_without_a_switch_nothing_is_redacted(self) -> None:
         """The default profile has no `redact` stage: the session is sent as it is."""
         line, secret = PLANTED["github_token"]
-        manager = ContextManager(profile="coding")
+        manager = ContextManager(policy="coding")
         manager.add_user(line)
         assert manager.redactor is None
         assert secret in manager.render_sync().to_json()
@@ -102,7 +106,7 @@ class TestEchoes:
     @pytest.mark.parametrize("switch", sorted(SWITCHES))
     def test_a_repeated_password_is_redacted_in_the_later_turn(self, switch: str) -> None:
         """`DB_PASSWORD=...` read in one turn, the bare password in the next: both hidden."""
-        manager = ContextManager(**SWITCHES[switch]())
+        manager = ContextManager(policy=SWITCHES[switch]())
         manager.add_user(f"here is .env:\nDB_PASSWORD={PASSWORD}")
         manager.render_sync()
         manager.add_user(f"the login with {PASSWORD} failed, retry?")
@@ -137,7 +141,7 @@ def test_no_request_holds_a_planted_secret(
     switch: str, turns: list[tuple[str, str, bool]], budget: int | None
 ) -> None:
     """Any session, secrets at random turns, any switch, any budget: no request leaks."""
-    manager = ContextManager(budget=budget, counter=WordCounter(), **SWITCHES[switch]())
+    manager = ContextManager(budget=budget, counter=WordCounter(), policy=SWITCHES[switch]())
     manager.add_system("You deploy services.")
     for index, (kind, text, render) in enumerate(turns):
         if kind == "tool":

@@ -7,12 +7,13 @@ import pytest
 from context_graph import TextPart, ThinkingPart
 from context_graph.graph.nodes import SIGNED_SECRETS
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 
 TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
 
 def _manager(fmt: str) -> ContextManager:
-    manager = ContextManager(format=fmt, redact_secrets=True)  # type: ignore[arg-type]
+    manager = ContextManager(format=fmt, policy=Policy(redact_secrets=True))  # type: ignore[arg-type]
     manager.add_user("Deploy it.")
     manager.add_assistant(
         [
@@ -39,7 +40,7 @@ class TestSignedSecretsReported:
 
     def test_no_secret_no_report(self) -> None:
         """A session without secrets in signed blocks reports none."""
-        manager = ContextManager(format="anthropic", redact_secrets=True)
+        manager = ContextManager(format="anthropic", policy=Policy(redact_secrets=True))
         manager.add_user("Hello.")
         result = manager.render_sync()
         assert dict(result.signed_secrets) == {}

@@ -24,6 +24,7 @@ from context_graph.render import RenderResult
 from context_graph.testing import WordCounter
 from context_graph.validate.request import validate
 from orchestrator import ContextManager, GuardConfig, TriggerConfig
+from orchestrator.policy import Policy
 from processors.base import ProcessorContext, Proposal, run_processor
 from processors.truncate import ToolOutputTruncator
 
@@ -77,11 +78,13 @@ def overflowing(stage: Any = None) -> ContextManager:
     """A session whose request does not fit: the next render must compact."""
     manager = ContextManager(
         counter=WordCounter(),
-        pipeline=[stage or ToolOutputTruncator(max_tokens=40)],
         budget=260,
-        triggers=TriggerConfig(soft_ratio=0.5, hard_ratio=0.95),
-        guards=GuardConfig(floor_tokens=0),
         clock=lambda: 0.0,
+        policy=Policy(
+            pipeline=[stage or ToolOutputTruncator(max_tokens=40)],
+            triggers=TriggerConfig(soft_ratio=0.5, hard_ratio=0.95),
+            guards=GuardConfig(floor_tokens=0),
+        ),
     )
     manager.add_system("You are a careful agent.")
     manager.add_user("Find the bug in app.py and fix it.")
@@ -119,7 +122,7 @@ class TestRenderSyncInALoop:
 
     def test_a_render_with_nothing_to_do(self, runner: str) -> None:
         """A render that compacts nothing gives the same request in a loop as outside."""
-        manager = ContextManager(counter=WordCounter(), budget=10_000)
+        manager = ContextManager(counter=WordCounter(), budget=10_000, policy=Policy())
         manager.add_system("Be brief.")
         manager.add_user("hi")
         outside = manager.render_sync()
@@ -144,8 +147,8 @@ class TestRenderSyncInALoop:
         """`handle_tool_call_sync('context_compact')` from a coroutine runs the compaction."""
         manager = ContextManager(
             counter=WordCounter(),
-            pipeline=[ToolOutputTruncator(max_tokens=40)],
             agent_tools=("expand", "compact"),
+            policy=Policy(pipeline=[ToolOutputTruncator(max_tokens=40)]),
         )
         manager.add_user("Find the bug.")
         manager.add_assistant("Reading.", [{"id": "c0", "name": "bash", "arguments": {}}])
@@ -194,10 +197,12 @@ class TestInsideAsyncWith:
 
         manager = ContextManager(
             counter=WordCounter(),
-            pipeline=[Slow()],
             budget=300,
-            triggers=TriggerConfig(soft_ratio=0.5, hard_ratio=0.95),
-            guards=GuardConfig(floor_tokens=0),
+            policy=Policy(
+                pipeline=[Slow()],
+                triggers=TriggerConfig(soft_ratio=0.5, hard_ratio=0.95),
+                guards=GuardConfig(floor_tokens=0),
+            ),
         )
 
         async def main() -> None:
@@ -237,7 +242,7 @@ class TestWrappedSyncClient:
         self, runner: str, server: ProviderServer
     ) -> None:
         """`manager.wrap(OpenAI())` in a coroutine: every request valid and under the budget."""
-        manager = ContextManager(format="openai", budget=BUDGET)
+        manager = ContextManager(format="openai", budget=BUDGET, policy=Policy())
         client = manager.wrap(
             openai.OpenAI(base_url=f"{server.url}/v1", api_key="test", max_retries=0)
         )

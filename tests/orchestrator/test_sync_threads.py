@@ -21,8 +21,10 @@ from context_graph.render import RenderResult
 from context_graph.testing import WordCounter
 from context_graph.validate.request import validate
 from orchestrator import ContextManager, GuardConfig, TriggerConfig
+from orchestrator.policy import Policy
 from processors.base import ProcessorContext, Proposal, run_processor
 from processors.truncate import ToolOutputTruncator
+from tests.orchestrator.policy_keywords import make_manager
 
 HANG = 60.0
 BUDGET = 260
@@ -71,13 +73,15 @@ class Slow:
 
 def make(stage: Any = None, **options: Any) -> ContextManager:
     options.setdefault("budget", BUDGET)
-    return ContextManager(
+    return make_manager(
         counter=WordCounter(),
-        pipeline=[stage or Slow()],
-        triggers=TriggerConfig(soft_ratio=0.5, hard_ratio=0.95),
-        guards=GuardConfig(floor_tokens=0),
         clock=lambda: 0.0,
         **options,
+        policy=Policy(
+            pipeline=[stage or Slow()],
+            triggers=TriggerConfig(soft_ratio=0.5, hard_ratio=0.95),
+            guards=GuardConfig(floor_tokens=0),
+        ),
     )
 
 

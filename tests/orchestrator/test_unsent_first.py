@@ -19,6 +19,7 @@ from context_graph.testing import WordCounter
 from context_graph.validate.request import validate
 from orchestrator.compaction.triggers import TriggerConfig
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 from processors import HistorySummarizer, ProcessorContext, Proposal, ToolOutputTruncator
 
 BUDGET = 2_000
@@ -32,9 +33,11 @@ def _manager(budget: int | None = BUDGET) -> ContextManager:
     return ContextManager(
         counter=WordCounter(),
         budget=budget,
-        triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.9, hysteresis=0.1),
-        pipeline=[ToolOutputTruncator(max_tokens=150), HistorySummarizer()],
-        compact_to=0.4,
+        policy=Policy(
+            triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.9, hysteresis=0.1),
+            pipeline=[ToolOutputTruncator(max_tokens=150), HistorySummarizer()],
+            compact_to=0.4,
+        ),
     )
 
 
@@ -65,7 +68,7 @@ def _recorded(triggers: TriggerConfig) -> tuple[list[list[str]], list[str], list
     """Each call's targets, and the outputs sent before and after the last render."""
     recorder = Recorder()
     manager = ContextManager(
-        counter=WordCounter(), budget=BUDGET, triggers=triggers, pipeline=[recorder]
+        counter=WordCounter(), budget=BUDGET, policy=Policy(triggers=triggers, pipeline=[recorder])
     )
     manager.add_system("You are a careful coding agent.")
     manager.add_user("Find why the export of report 42 fails.")

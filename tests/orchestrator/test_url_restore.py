@@ -15,6 +15,7 @@ from context_graph.graph.nodes import AssistantNode, ToolCallNode
 from context_graph.graph.sdk_replies import read_response
 from context_graph.urls import url_map
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 from processors import UrlShortener
 from processors.urls import HINT_CHARS, restore_urls, shorten_urls
 
@@ -27,7 +28,7 @@ QUERY = URL[URL.index("?") :]
 
 def shortened_session(fmt: str = "openai") -> tuple[ContextManager, str]:
     """A manager whose view shortened `URL`, and the shortened URL the model saw."""
-    manager = ContextManager(format=fmt, pipeline=(UrlShortener(),))
+    manager = ContextManager(format=fmt, policy=Policy(pipeline=(UrlShortener(),)))
     results = "\n".join(f"{i}. {URL}&page={i}" for i in range(3))
     manager.ingest(
         [

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from context_graph.errors import ConfigurationError
 from context_graph.validate.request import validate
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 from processors import ThinkingClearer, ToolInputClearer, available_processors, create_processor
 from processors.tool_inputs import CLEARED_INPUT_KEY
 
@@ -58,7 +59,7 @@ def session(turns: int = 5, *, write: str = BIG, tool: str = "write") -> list[di
 
 
 def compacted(fmt: str, events: list[dict[str, Any]], *processors: Any) -> ContextManager:
-    manager = ContextManager(format=fmt, pipeline=processors)
+    manager = ContextManager(format=fmt, policy=Policy(pipeline=processors))
     manager.ingest(events)
     anyio.run(manager.compact)
     return manager
@@ -78,7 +79,7 @@ class TestToolInputClearer:
     @pytest.mark.parametrize("fmt", FORMATS)
     def test_old_write_is_cleared_and_stays_valid(self, fmt: str) -> None:
         """An old 300-line write is sent as its path, its mode and a placeholder, validly."""
-        manager = ContextManager(format=fmt)
+        manager = ContextManager(format=fmt, policy=Policy())
         manager.ingest(session())
         before = manager.render_sync()
         manager = compacted(fmt, session(), ToolInputClearer())

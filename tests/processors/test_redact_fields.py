@@ -23,6 +23,7 @@ from context_graph.graph.content import ContentPart
 from context_graph.graph.nodes import FileNode, Node, SubagentResultNode, ToolCallNode
 from context_graph.testing import ScriptedSummarizer, WordCounter
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 from processors import HistorySummarizer
 from processors.base import ProcessorContext, Replace
 from processors.redact import SIGNED_SECRETS, SecretRedactor, strip_signed_secrets
@@ -272,7 +273,9 @@ class TestSignedThinking:
         """With a model summarizer, the marked node reaches it without its signed thinking."""
         summarizer = ScriptedSummarizer(["The agent deployed."] * 4)
         manager = ContextManager(
-            redact_secrets=True, summarizer=summarizer, pipeline=[HistorySummarizer()]
+            policy=Policy(
+                redact_secrets=True, summarizer=summarizer, pipeline=[HistorySummarizer()]
+            )
         )
         manager.add_user("deploy it")
         manager.add_assistant(
@@ -454,7 +457,9 @@ class TestNothingLeaks:
         name, text, secret = placement
         summarizer = ScriptedSummarizer(["The agent worked on the task."] * 8)
         manager = ContextManager(
-            redact_secrets=True, summarizer=summarizer, pipeline=[HistorySummarizer()]
+            policy=Policy(
+                redact_secrets=True, summarizer=summarizer, pipeline=[HistorySummarizer()]
+            )
         )
         manager.add_system("You are a careful agent.")
         manager.add_user("start")
@@ -499,9 +504,9 @@ class TestImportedCompactions:
             {"type": "compaction", "content": f"The agent used GITHUB_TOKEN={TOKEN}."},
             {"type": "user", "content": "go on"},
         ]
-        plain = ContextManager(format="openai")
+        plain = ContextManager(format="openai", policy=Policy())
         plain.ingest(events)
-        manager = ContextManager(redact_secrets=True, format="openai")
+        manager = ContextManager(format="openai", policy=Policy(redact_secrets=True))
         manager.ingest(events)
         sent = manager.render_sync().payload
         expected = json.loads(
@@ -513,7 +518,7 @@ class TestImportedCompactions:
     def test_an_unsigned_block_goes_back_redacted(self) -> None:
         """The summary the block sends to Anthropic holds the placeholder, not the secret."""
         block = {"type": "compaction", "content": f"The agent used GITHUB_TOKEN={TOKEN}."}
-        manager = ContextManager(redact_secrets=True, format="anthropic")
+        manager = ContextManager(format="anthropic", policy=Policy(redact_secrets=True))
         manager.ingest(_compacted(block))
         payload = manager.render_sync().payload
         assert TOKEN not in json.dumps(payload)

@@ -22,7 +22,7 @@ from context_graph.render import Renderer
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager, WorkingGraph
 from orchestrator.bus import Recorder
-from orchestrator.profiles import Profile
+from orchestrator.policy import Policy
 from processors.base import Abstract, ProcessorContext, Proposal
 from processors.summarize import ExtractiveSummarizer, HistorySummarizer
 from processors.summarize.providers import (
@@ -119,7 +119,7 @@ class TestRegistry:
 
     async def test_chosen_in_a_toml_profile(self, echo: None) -> None:
         """A summarize stage names the provider; its options reach the provider."""
-        profile = Profile.from_toml(
+        profile = Policy.from_toml(
             """
             name = "remote"
             [[stages]]
@@ -127,7 +127,8 @@ class TestRegistry:
             options = { provider = "echo_test", provider_options = { prefix = "Remote" } }
             """
         )
-        (stage,) = profile.build_pipeline()
+        (stage,), _ = profile.build_pipelines()
+        assert stage is not None
         assert isinstance(stage, HistorySummarizer)
         assert isinstance(stage.provider, Echo)
         working = WorkingGraph(build_session())
@@ -370,7 +371,10 @@ class TestInAManager:
         server.mode = mode
         processor = HistorySummarizer(provider=_openai(server), timeout=5)
         manager = ContextManager(
-            format="responses", budget=1_500, counter=WordCounter(), pipeline=[processor]
+            format="responses",
+            budget=1_500,
+            counter=WordCounter(),
+            policy=Policy(pipeline=[processor]),
         )
         manager.add_system("You are a careful coding agent.")
         manager.add_user(REQUEST)

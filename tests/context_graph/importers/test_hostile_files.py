@@ -22,7 +22,7 @@ from context_graph.render import Renderer
 from context_graph.testing import graph_snapshot, strict_trace, trace_files
 from context_graph.validate.request import validate
 from orchestrator import ContextManager
-from orchestrator.profiles import load_profile
+from orchestrator.policy import Policy
 
 TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"
 
@@ -140,14 +140,14 @@ class TestProfileFiles:
         path = tmp_path / "p.toml"
         path.write_bytes(b'name = "\xff\xfe"\n')
         with pytest.raises(ConfigurationError, match="not valid UTF-8"):
-            load_profile(path)
+            Policy.load(path)
 
     def test_a_profile_nested_too_deeply(self, tmp_path: Path) -> None:
         """Arrays nested thousands deep are a configuration error, not a RecursionError."""
         path = tmp_path / "p.toml"
         path.write_text("x = " + "[" * 3_000 + "]" * 3_000 + "\n")
         with pytest.raises(ConfigurationError, match="nested too deeply"):
-            load_profile(path)
+            Policy.load(path)
 
 
 # --- fuzz: mutated real traces -----------------------------------------------------------
@@ -242,11 +242,11 @@ def test_mutated_traces_give_a_typed_error_or_a_valid_render(trace: Path, tmp_pa
 
 def _assert_survives_the_store(events: Any, path: Path, n: int) -> None:
     """Ingested through a session file, closed and reopened: the same pristine record."""
-    manager = ContextManager.open(path, durable=False)
+    manager = ContextManager.open(path, durable=False, policy=Policy())
     manager.ingest(events)
     written = graph_snapshot(manager.raw)
     manager.close()
-    reopened = ContextManager.open(path, durable=False)
+    reopened = ContextManager.open(path, durable=False, policy=Policy())
     try:
         assert graph_snapshot(reopened.raw) == written, f"mutation {n}: changed by reopening"
     finally:

@@ -21,6 +21,7 @@ from context_graph.importers import load_graph
 from context_graph.render import Renderer
 from context_graph.testing import ScriptedSummarizer, WordCounter
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 from processors import HistorySummarizer
 
 REQUEST = "Fix the failing test in tests/test_io.py."
@@ -33,8 +34,9 @@ async def compacted(summarizer: Any = None) -> ContextManager:
     """A one-request tool loop whose finished steps were summarized."""
     manager = ContextManager(
         counter=WordCounter(),
-        summarizer=summarizer or ScriptedSummarizer([SUMMARY]),
-        pipeline=[HistorySummarizer()],
+        policy=Policy(
+            summarizer=summarizer or ScriptedSummarizer([SUMMARY]), pipeline=[HistorySummarizer()]
+        ),
     )
     manager.add_system("You are a careful coding agent.")
     manager.add_user(REQUEST)
@@ -88,7 +90,9 @@ class TestHeader:
     @pytest.mark.parametrize("fmt", FORMATS)
     async def test_the_default_brief_is_marked_once(self, fmt: str) -> None:
         """The extractive brief opens with the header, which appears nowhere else."""
-        manager = ContextManager(counter=WordCounter(), pipeline=[HistorySummarizer()])
+        manager = ContextManager(
+            counter=WordCounter(), policy=Policy(pipeline=[HistorySummarizer()])
+        )
         manager.add_user(REQUEST)
         for step in range(6):
             manager.add_assistant(f"Step {step}.", [{"id": f"c{step}", "name": "bash"}])

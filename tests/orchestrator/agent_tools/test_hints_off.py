@@ -20,7 +20,7 @@ from context_graph.testing import WordCounter
 from orchestrator import ContextManager
 from orchestrator.agent_tools import EXPAND_TOOL
 from orchestrator.agent_tools.offer import MIN_ROOM
-from orchestrator.profiles import PROFILES
+from orchestrator.policy import POLICIES, Policy
 from orchestrator.replay import model_call_points
 from processors import (
     Distiller,
@@ -57,7 +57,9 @@ class TestWithoutTheTool:
     @pytest.mark.parametrize("stage", sorted(STAGES))
     async def test_a_compacted_piece_points_nowhere(self, stage: str) -> None:
         """Masked, truncated, distilled or summarized, the request says nothing of expanding."""
-        manager = ContextManager(counter=WordCounter(), budget=None, pipeline=[STAGES[stage]])
+        manager = ContextManager(
+            counter=WordCounter(), budget=None, policy=Policy(pipeline=[STAGES[stage]])
+        )
         fill(manager, steps=4, lines=300 if stage != "summarize" else 20)
         await manager.compact()
         assert manager.working.audit() != ()
@@ -65,10 +67,10 @@ class TestWithoutTheTool:
         assert _pointers(payload) == []
         assert tool_names(payload, "openai") == []
 
-    @pytest.mark.parametrize("profile", sorted(PROFILES))
+    @pytest.mark.parametrize("profile", sorted(POLICIES))
     def test_every_profile_sends_no_pointer(self, profile: str) -> None:
         """Each built-in profile, made to compact, names no tool the request lacks."""
-        manager = ContextManager(counter=WordCounter(), budget=3_000, profile=profile)
+        manager = ContextManager(counter=WordCounter(), budget=3_000, policy=profile)
         fill(manager, steps=8)
         payload = manager.render_sync().payload
         assert manager.working.audit() != ()
@@ -76,7 +78,9 @@ class TestWithoutTheTool:
 
     def test_with_the_tool_the_same_piece_names_its_id(self) -> None:
         """The control: with `context_expand` offered, the placeholder names the id to pass."""
-        manager = ContextManager(counter=WordCounter(), budget=4_000, agent_tools=True)
+        manager = ContextManager(
+            counter=WordCounter(), budget=4_000, agent_tools=True, policy=Policy()
+        )
         outputs = fill(manager)
         payload = manager.render_sync().payload
         copy, _ = manager.working.view.overlay.resolve(outputs[0])
@@ -91,7 +95,7 @@ class TestWithoutTheTool:
             counter=WordCounter(),
             budget=None,
             agent_tools=True,
-            pipeline=[ObservationMasker(keep_turns=1)],
+            policy=Policy(pipeline=[ObservationMasker(keep_turns=1)]),
         )
         fill(manager, steps=4, lines=30)
         # What every request keeps: the system prompt and the first request.
@@ -104,7 +108,7 @@ class TestWithoutTheTool:
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     events=sessions(),
-    profile=st.sampled_from(sorted(PROFILES)),
+    profile=st.sampled_from(sorted(POLICIES)),
     budget=st.integers(150, 3_000),
 )
 def test_no_request_without_the_tool_points_at_it(
@@ -112,7 +116,7 @@ def test_no_request_without_the_tool_points_at_it(
 ) -> None:
     """Whatever the session, profile and budget, a manager without agent tools sends no
     request that names `context_expand`, expanding, or a node id."""
-    manager = ContextManager(counter=WordCounter(), budget=budget, profile=profile)
+    manager = ContextManager(counter=WordCounter(), budget=budget, policy=profile)
     points = model_call_points(events)
     for fed, event in enumerate(events, start=1):
         manager.ingest([event])

@@ -24,6 +24,7 @@ from orchestrator.agent_tools.offer import MIN_ROOM
 from orchestrator.replay import model_call_points
 from processors import ObservationMasker
 from processors.truncate import ToolOutputTruncator
+from tests.orchestrator.policy_keywords import make_manager, open_manager
 from tests.orchestrator.test_agent_tools import fill, named_ids, tool_names
 from tests.orchestrator.test_manager_properties import sessions
 
@@ -36,7 +37,7 @@ def _manager(fmt: ProviderFormat = "openai", **options: Any) -> ContextManager:
     options.setdefault("counter", WordCounter())
     options.setdefault("budget", 4_000)
     options.setdefault("agent_tools", True)
-    return ContextManager(format=fmt, **options)
+    return make_manager(format=fmt, **options)
 
 
 def _one_turn(manager: ContextManager, lines: int = 40) -> ContextManager:
@@ -225,7 +226,7 @@ def test_the_offer_is_the_same_at_every_render_and_after_reopening(
     }
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "session.db"
-        manager = ContextManager.open(path, **options)
+        manager = open_manager(path, **options)
         kept = _long_task(manager, system_words)
         options["budget"] = kept + spare
         sets: list[list[str]] = []
@@ -238,7 +239,7 @@ def test_the_offer_is_the_same_at_every_render_and_after_reopening(
                     assert EXPAND_TOOL in tool_names(payload, "openai")
         finally:
             manager.close()
-        again = ContextManager.open(path, **options)
+        again = open_manager(path, **options)
         try:
             _steps(again, steps, 1, lines=60)
             payload = again.render_sync(budget=kept + spare).payload

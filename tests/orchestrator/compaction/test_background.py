@@ -20,9 +20,11 @@ from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
 from context_graph.validate.request import validate
 from orchestrator import ContextManager, GuardConfig, Recorder, TriggerConfig
-from orchestrator.options import resolve_options
+from orchestrator.policy import Policy, get_policy
+from orchestrator.policy.resolved import resolve_options
 from processors.base import ProcessorContext, Proposal, run_processor
 from processors.truncate import ToolOutputTruncator
+from tests.orchestrator.policy_keywords import make_manager
 
 BACKENDS = ["asyncio", "trio"]
 
@@ -59,7 +61,7 @@ def _manager(stage: Any, **options: Any) -> ContextManager:
     options.setdefault("triggers", TriggerConfig(soft_ratio=0.5, hard_ratio=0.95))
     # These sessions are tiny; the floor that spares the prompt cache would hold them.
     options.setdefault("guards", GuardConfig(floor_tokens=0))
-    return ContextManager(counter=WordCounter(), pipeline=[stage], **options)
+    return make_manager(counter=WordCounter(), **options, policy=Policy(pipeline=[stage]))
 
 
 def _session(manager: ContextManager, results: int = 3, words: int = 60) -> None:
@@ -287,22 +289,21 @@ class TestOptions:
     @pytest.mark.parametrize("value", [0, -1, "soon", True])
     def test_bad_background_timeout_is_refused(self, value: object) -> None:
         with pytest.raises(ConfigurationError, match="background_timeout"):
-            ContextManager(background_timeout=value)  # type: ignore[arg-type]
+            ContextManager(policy=Policy(background_timeout=value))  # type: ignore[arg-type]
 
     def test_profile_by_name_sets_pipeline_and_triggers(self) -> None:
-        from orchestrator import get_profile
 
-        profile = get_profile("chat")
-        options = resolve_options(profile="chat")
-        assert [type(p) for p in options.default_stages] == [
-            type(p) for p in profile.build_pipeline()
-        ]
+        profile = get_policy("chat")
+        options = ContextManager(policy="chat")._options
+        built, _ = profile.build_pipelines()
+        assert built is not None
+        assert [type(p) for p in options.default_stages] == [type(p) for p in built]
         assert options.triggers == profile.triggers
         assert options.compact_to == profile.compact_to
 
     def test_explicit_options_override_the_profile(self) -> None:
         stage = ToolOutputTruncator(max_tokens=40)
-        options = resolve_options(profile="coding", pipeline=[stage], compact_to=0.5)
+        options = resolve_options(get_policy("coding").replace(pipeline=[stage], compact_to=0.5))
         assert options.default_stages == (stage,)
         assert options.compact_to == 0.5
 
@@ -312,14 +313,14 @@ class TestOptions:
             'name = "mine"\ncompact_to = 0.6\n[[stages]]\nprocessor = "truncate"\n',
             encoding="utf-8",
         )
-        options = resolve_options(profile=str(path))
+        options = ContextManager(policy=str(path))._options
         assert options.compact_to == 0.6
         assert [type(p) for p in options.default_stages] == [ToolOutputTruncator]
 
     @pytest.mark.parametrize("profile", ["nonesuch", 42, ["coding"]])
     def test_bad_profile_is_refused(self, profile: object) -> None:
-        with pytest.raises(ConfigurationError, match="profile"):
-            ContextManager(profile=profile)  # type: ignore[arg-type]
+        with pytest.raises(ConfigurationError, match="policy"):
+            ContextManager(policy=profile)  # type: ignore[arg-type]
 
 
 class TestRedactSecrets:
@@ -333,7 +334,7 @@ class TestRedactSecrets:
         manager.add_tool_result("c1", f"GITHUB_TOKEN={self.TOKEN}\nDEBUG=1")
 
     def test_secrets_never_reach_the_request_and_the_record_keeps_them(self) -> None:
-        manager = ContextManager(redact_secrets=True)
+        manager = ContextManager(policy=Policy(redact_secrets=True))
         self._feed(manager)
         text = str(manager.render_sync().payload)
         assert self.KEY not in text and self.TOKEN not in text
@@ -351,7 +352,9 @@ class TestRedactSecrets:
 
         summarizer = ScriptedSummarizer(["The agent read the env."] * 4)
         manager = ContextManager(
-            redact_secrets=True, summarizer=summarizer, pipeline=[HistorySummarizer()]
+            policy=Policy(
+                redact_secrets=True, summarizer=summarizer, pipeline=[HistorySummarizer()]
+            )
         )
         self._feed(manager)
         for step in range(3):
@@ -363,14 +366,14 @@ class TestRedactSecrets:
         assert self.TOKEN not in given
 
     def test_off_by_default(self) -> None:
-        manager = ContextManager()
+        manager = ContextManager(policy=Policy())
         self._feed(manager)
         assert self.KEY in str(manager.render_sync().payload)
 
     @pytest.mark.parametrize("value", ["yes", 1, None])
     def test_bad_value_is_refused(self, value: object) -> None:
         with pytest.raises(ConfigurationError, match="redact_secrets"):
-            ContextManager(redact_secrets=value)  # type: ignore[arg-type]
+            ContextManager(policy=Policy(redact_secrets=value))  # type: ignore[arg-type]
 
 
 class TestBlockingRender:

@@ -27,9 +27,11 @@ from context_graph.testing import WordCounter
 from context_graph.validate.request import validate
 from orchestrator import ContextManager, GuardConfig, Recorder
 from orchestrator.bus import SIGNALS
+from orchestrator.policy import Policy
 from processors.base import ProcessorContext, Proposal
 from processors.summarize import HistorySummarizer
 from processors.truncate import ToolOutputTruncator
+from tests.orchestrator.policy_keywords import make_manager
 
 BACKENDS = ["asyncio", "trio"]
 LIMIT = 0.2
@@ -59,11 +61,10 @@ def _manager(summarizer: HungSummarizer, **options: Any) -> ContextManager:
     options.setdefault("budget", 400)
     options.setdefault("compaction_timeout", LIMIT)
     options.setdefault("pipeline", [HistorySummarizer(timeout=30)])
-    return ContextManager(
+    return make_manager(
         counter=WordCounter(),
-        summarizer=summarizer,
-        guards=GuardConfig(floor_tokens=0),
         **options,
+        policy=Policy(summarizer=summarizer, guards=GuardConfig(floor_tokens=0)),
     )
 
 
@@ -275,12 +276,12 @@ class TestOptions:
     @pytest.mark.parametrize("value", [0, -1, "soon", True, float("nan")])
     def test_bad_compaction_timeout_is_refused(self, value: object) -> None:
         with pytest.raises(ConfigurationError, match="compaction_timeout"):
-            ContextManager(compaction_timeout=value)  # type: ignore[arg-type]
+            ContextManager(policy=Policy(compaction_timeout=value))  # type: ignore[arg-type]
 
     @pytest.mark.parametrize("value", [None, 1, 0.5])
     def test_good_values_are_taken(self, value: float | None) -> None:
-        ContextManager(compaction_timeout=value)
+        ContextManager(policy=Policy(compaction_timeout=value))
 
     def test_the_signal_is_on_the_bus(self) -> None:
         assert "compaction_timed_out" in SIGNALS
-        assert ContextManager().stats().last_render_timed_out is False
+        assert ContextManager(policy=Policy()).stats().last_render_timed_out is False

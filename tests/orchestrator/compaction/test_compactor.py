@@ -20,8 +20,9 @@ from orchestrator.compaction.plan import RunMode
 from orchestrator.compaction.renderers import RendererCache
 from orchestrator.compaction.screen import SecretScreen
 from orchestrator.compaction.slot import RunSlot
-from orchestrator.options import resolve_options
 from orchestrator.persistence.manager_state import ManagerState, StateKeeper
+from orchestrator.policy import Policy
+from orchestrator.policy.resolved import resolve_options
 from orchestrator.working.buffer import WorkingGraph
 from processors.base import ProcessorContext, Proposal
 
@@ -70,7 +71,9 @@ class Parts:
 
 def _parts(pipeline: Sequence[Any], **options: Any) -> Parts:
     """A compactor over a small session with one large tool output, as the manager builds it."""
-    resolved = resolve_options(counter=WordCounter(), pipeline=pipeline, **options)
+    if options.get("triggers", "given") is None:
+        options.pop("triggers")  # the default triggers
+    resolved = resolve_options(Policy(pipeline=pipeline, **options), counter=WordCounter())
     raw = ContextGraph(counter=WordCounter())
     raw.add_system("You are careful.")
     raw.add_user("Run the tests.")

@@ -14,6 +14,7 @@ from orchestrator.compaction.cost_guard import (
     measure_rewrite,
     weigh_rewrite,
 )
+from orchestrator.policy import Policy
 from orchestrator.pricing import PRICES, CachePrice, call_dollars, price_for
 from processors import ObservationMasker, ProcessorContext
 from processors.base import run_processor
@@ -153,13 +154,17 @@ class TestOption:
 
     def test_the_manager_fills_in_its_formats_price(self) -> None:
         """With no price given, the manager weighs with its own provider's prices."""
-        manager = ContextManager(format="gemini", guards=GuardConfig(cost_aware=True))
+        manager = ContextManager(
+            format="gemini", policy=Policy(guards=GuardConfig(cost_aware=True))
+        )
         assert manager._options.guards.price == price_for("gemini")
 
     def test_a_given_price_is_kept(self) -> None:
         """A price given explicitly (another model) is the one used."""
         mine = CachePrice("Anthropic", "Haiku", 1.0, read=0.1, write=1.25, minimum=2048)
-        manager = ContextManager(format="openai", guards=GuardConfig(cost_aware=True, price=mine))
+        manager = ContextManager(
+            format="openai", policy=Policy(guards=GuardConfig(cost_aware=True, price=mine))
+        )
         assert manager._options.guards.price == mine
 
     def test_bad_values_raise(self) -> None:
@@ -171,13 +176,13 @@ class TestOption:
 
     def test_calls_ahead_default_to_the_calls_so_far(self) -> None:
         """Without `expected_calls` the guard counts the session's assistant turns."""
-        manager = ContextManager(format="openai")
+        manager = ContextManager(format="openai", policy=Policy())
         manager.add_user("Go.")
         for i in range(3):
             manager.add_assistant(f"Step {i}.")
         assert expected_calls(manager.working, GuardConfig()) == 3
         assert expected_calls(manager.working, GuardConfig(expected_calls=40)) == 40
-        assert expected_calls(ContextManager().working, GuardConfig()) == 1
+        assert expected_calls(ContextManager(policy=Policy()).working, GuardConfig()) == 1
 
 
 class TestMeasureRewrite:
@@ -185,7 +190,7 @@ class TestMeasureRewrite:
 
     async def test_the_prefix_ends_at_the_first_changed_node(self) -> None:
         """A masked tool result keeps the nodes before it as the cached prefix."""
-        manager = ContextManager(format="openai")
+        manager = ContextManager(format="openai", policy=Policy())
         manager.add_system("You fix bugs.")
         manager.add_user("Read it.")
         manager.add_assistant("Reading.", tool_calls=[{"id": "c1", "name": "read"}])

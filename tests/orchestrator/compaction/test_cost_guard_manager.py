@@ -14,7 +14,9 @@ from context_graph.render import RenderResult
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager, GuardConfig, TriggerConfig
 from orchestrator.bus import Recorder
+from orchestrator.policy import Policy
 from processors import ObservationMasker, ToolOutputTruncator
+from tests.orchestrator.policy_keywords import make_manager
 
 BUDGET = 40_000
 
@@ -43,7 +45,7 @@ def _events(first_lines: int, steps: int = 12, lines: int = 40) -> list[AgentEve
 def _manager(guards: GuardConfig, budget: int = BUDGET, **options: Any) -> ContextManager:
     """An Anthropic manager that masks outputs one user turn old, at a task boundary."""
     options.setdefault("pipeline", [ObservationMasker(keep_turns=1)])
-    return ContextManager(format="anthropic", budget=budget, guards=guards, **options)
+    return make_manager(format="anthropic", budget=budget, **options, policy=Policy(guards=guards))
 
 
 async def _at_boundary(manager: ContextManager, events: list[AgentEvent]) -> Recorder:
@@ -215,10 +217,15 @@ class TestDeeperRelief:
         manager = ContextManager(
             counter=WordCounter(),
             budget=20_000,
-            guards=guards,
-            triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.9, hysteresis=0.1),
-            pipeline=[ToolOutputTruncator(max_tokens=4_000), ToolOutputTruncator(max_tokens=1_000)],
-            compact_to=0.4,
+            policy=Policy(
+                guards=guards,
+                triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.9, hysteresis=0.1),
+                pipeline=[
+                    ToolOutputTruncator(max_tokens=4_000),
+                    ToolOutputTruncator(max_tokens=1_000),
+                ],
+                compact_to=0.4,
+            ),
         )
         manager.add_system("You are a careful coding agent.")
         manager.add_user("Find why the export of report 42 fails.")

@@ -16,6 +16,7 @@ from context_graph.testing import WordCounter
 from context_graph.validate.request import validate
 from orchestrator.compaction.floor import MIN_CAP, floor_outputs, output_cap
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 from processors import ToolOutputTruncator
 
 
@@ -72,7 +73,9 @@ def _session(manager: ContextManager, output_lines: int, *, pinned: bool = False
 
 class TestShrinkFloor:
     async def test_an_oversized_latest_output_is_cut_to_fit(self) -> None:
-        manager = ContextManager(counter=WordCounter(), pipeline=[ToolOutputTruncator()])
+        manager = ContextManager(
+            counter=WordCounter(), policy=Policy(pipeline=[ToolOutputTruncator()])
+        )
         _session(manager, 400)
         raw = (await manager.render()).tokens
         budget = raw // 3
@@ -89,7 +92,9 @@ class TestShrinkFloor:
         assert original.text == _log(400)
 
     async def test_the_users_words_are_never_cut(self) -> None:
-        manager = ContextManager(counter=WordCounter(), pipeline=[ToolOutputTruncator()])
+        manager = ContextManager(
+            counter=WordCounter(), policy=Policy(pipeline=[ToolOutputTruncator()])
+        )
         manager.add_system("You are a careful coding agent.")
         manager.add_user("Please " + "fix everything " * 400)
         raw = (await manager.render()).tokens
@@ -100,7 +105,9 @@ class TestShrinkFloor:
         assert manager.working.audit() == ()
 
     async def test_a_pinned_output_is_left_alone(self) -> None:
-        manager = ContextManager(counter=WordCounter(), pipeline=[ToolOutputTruncator()])
+        manager = ContextManager(
+            counter=WordCounter(), policy=Policy(pipeline=[ToolOutputTruncator()])
+        )
         _session(manager, 400, pinned=True)
         raw = (await manager.render()).tokens
         result = await manager.render(budget=raw // 3)  # degraded, not edited
@@ -109,7 +116,7 @@ class TestShrinkFloor:
 
     async def test_the_pipelines_truncator_lends_its_policy(self) -> None:
         truncator = ToolOutputTruncator(max_tokens=5_000, default_policy="tail")
-        manager = ContextManager(counter=WordCounter(), pipeline=[truncator])
+        manager = ContextManager(counter=WordCounter(), policy=Policy(pipeline=[truncator]))
         _session(manager, 400)
         raw = (await manager.render()).tokens
         result = await manager.render(budget=raw // 3)
@@ -121,7 +128,7 @@ class TestShrinkFloor:
         # on the newest output leaves the whole view too large, but the renderer may
         # leave that answer out, and then the cut output fits.
         manager = ContextManager(
-            counter=WordCounter(), pipeline=[ToolOutputTruncator(max_tokens=5_000)]
+            counter=WordCounter(), policy=Policy(pipeline=[ToolOutputTruncator(max_tokens=5_000)])
         )
         manager.add_system("You are a careful coding agent.")
         manager.add_user("Fix the failing test in tests/test_io.py.")
@@ -141,7 +148,7 @@ class TestShrinkFloor:
         self,
     ) -> None:
         manager = ContextManager(
-            counter=WordCounter(), pipeline=[ToolOutputTruncator(max_tokens=50_000)]
+            counter=WordCounter(), policy=Policy(pipeline=[ToolOutputTruncator(max_tokens=50_000)])
         )
         _session(manager, 300)
         sent = await manager.render(budget=100_000)
@@ -159,7 +166,9 @@ class TestShrinkFloor:
         assert not first.meta.get("truncated") and second.meta.get("truncated")
 
     def test_the_blocking_render_takes_the_same_path(self) -> None:
-        manager = ContextManager(counter=WordCounter(), pipeline=[ToolOutputTruncator()])
+        manager = ContextManager(
+            counter=WordCounter(), policy=Policy(pipeline=[ToolOutputTruncator()])
+        )
         _session(manager, 400)
         raw = manager.render_sync().tokens
         assert manager.render_sync(budget=raw // 3).tokens <= raw // 3

@@ -27,6 +27,7 @@ from orchestrator.compaction.pipeline import StageSettings, run_pipeline
 from orchestrator.compaction.plan import RunMode
 from orchestrator.manager import ContextManager
 from processors import HistorySummarizer, ObservationMasker, ProcessorContext, Proposal
+from tests.orchestrator.policy_keywords import make_manager
 
 NO_FLOOR = GuardConfig(floor_tokens=0)
 
@@ -297,7 +298,7 @@ def fixture_make_manager() -> Callable[..., ContextManager]:
     """A factory of filled word-counting managers."""
 
     def make(**options: Any) -> ContextManager:
-        manager = ContextManager(counter=WordCounter(), **options)
+        manager = make_manager(counter=WordCounter(), **options)
         fill(manager)
         return manager
 

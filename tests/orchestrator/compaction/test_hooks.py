@@ -20,6 +20,7 @@ from orchestrator.compaction.hooks import PostCompaction, PreCompaction
 from orchestrator.compaction.triggers import TriggerConfig
 from orchestrator.manager import ContextManager
 from processors import Abstract, HistorySummarizer, ObservationMasker, Proposal
+from tests.orchestrator.policy_keywords import make_manager
 
 FORMATS = ("openai", "anthropic", "gemini", "responses")
 BUDGET = 2_000
@@ -46,7 +47,7 @@ def fill(manager: ContextManager, steps: int = 4) -> None:
 def make(**options: Any) -> ContextManager:
     options.setdefault("counter", WordCounter())
     options.setdefault("budget", BUDGET)
-    return ContextManager(**options)
+    return make_manager(**options)
 
 
 def _view(manager: ContextManager) -> tuple[tuple[str, ...], int, int]:
@@ -258,9 +259,9 @@ class TestAutoContinue:
 
     def test_the_gateway_turns_it_on(self) -> None:
         from orchestrator.gateway.serve import _factory
-        from orchestrator.options import resolve_profile
+        from orchestrator.policy import get_policy
 
-        manager = _factory("anthropic", BUDGET, resolve_profile("coding"))(None)
+        manager = _factory("anthropic", BUDGET, get_policy("coding"))(None)
         assert manager._options.auto_continue
 
     def test_a_run_that_only_masks_outputs_says_nothing(self) -> None:

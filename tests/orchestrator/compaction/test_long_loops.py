@@ -20,7 +20,7 @@ import pytest
 
 from context_graph.testing import WordCounter
 from orchestrator.manager import ContextManager
-from orchestrator.profiles import get_profile
+from orchestrator.policy import Policy, get_policy
 from orchestrator.working import WorkingView
 from orchestrator.working.layered import LayeredMap, MapDraft
 
@@ -29,8 +29,9 @@ _BUDGET = 1_000
 
 
 def _manager(profile: str | None) -> ContextManager:
-    options = {} if profile is None else get_profile(profile).manager_options()
-    manager = ContextManager(format="openai", budget=_BUDGET, counter=WordCounter(), **options)
+    # No profile: the general mechanics, `Policy()` (soft trigger 0.7, hard 0.9).
+    policy = Policy() if profile is None else get_policy(profile)
+    manager = ContextManager("openai", _BUDGET, policy=policy, counter=WordCounter())
     manager.add_system("You are a careful coding agent. Use the `bash` tool.")
     manager.add_user("Find why tests/test_io.py fails and fix it.")
     return manager

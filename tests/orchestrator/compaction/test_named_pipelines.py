@@ -11,11 +11,12 @@ import pytest
 from context_graph.errors import ConfigurationError, IngestError
 from context_graph.graph.nodes import TriggerSpec
 from context_graph.testing import WordCounter
-from orchestrator import ContextManager, GuardConfig, Profile, TriggerConfig
+from orchestrator import ContextManager, GuardConfig, Policy, TriggerConfig
 from orchestrator.compaction.plan import RunMode, Step, plan_runs
 from orchestrator.compaction.triggers import Firing
-from orchestrator.options import resolve_options
+from orchestrator.policy.resolved import resolve_options
 from processors import ObservationMasker, ToolOutputTruncator
+from tests.orchestrator.policy_keywords import make_manager
 
 LOG = " ".join(f"word{n}" for n in range(300))
 
@@ -72,7 +73,7 @@ class TestPlan:
 def _manager(**options: Any) -> ContextManager:
     options.setdefault("counter", WordCounter())
     options.setdefault("guards", GuardConfig(floor_tokens=0))
-    return ContextManager(**options)
+    return make_manager(**options)
 
 
 def _session(manager: ContextManager, aimed: TriggerSpec | None = None) -> tuple[str, str]:
@@ -148,7 +149,7 @@ class TestManager:
             _manager(pipelines=pipelines)
 
 
-class TestProfile:
+class TestTomlPolicy:
     TOML = """
 name = "split"
 [triggers]
@@ -161,18 +162,18 @@ options = { mask_consumed = true }
 """
 
     def test_named_pipelines_from_toml_reach_the_manager(self) -> None:
-        profile = Profile.from_toml(self.TOML)
-        options = resolve_options(profile=profile)
+        profile = Policy.from_toml(self.TOML)
+        options = resolve_options(profile)
         assert [type(p) for p in options.pipelines["light"]] == [ObservationMasker]
         assert [type(p) for p in options.default_stages] == [ToolOutputTruncator]
 
     def test_a_trigger_naming_a_pipeline_the_profile_lacks_is_refused(self) -> None:
         with pytest.raises(ConfigurationError, match=r"triggers\.pipelines\.boundary"):
-            Profile.from_toml(self.TOML.replace('"light" }', '"heavy" }'))
+            Policy.from_toml(self.TOML.replace('"light" }', '"heavy" }'))
 
     def test_a_bad_stage_in_a_named_pipeline_names_its_place(self) -> None:
         with pytest.raises(ConfigurationError, match=r"pipelines\.light\[0\]"):
-            Profile.from_toml(self.TOML.replace("mask_consumed = true", "keep_turns = -5"))
+            Policy.from_toml(self.TOML.replace("mask_consumed = true", "keep_turns = -5"))
 
     def test_a_firing_first_seen_at_render_runs_its_own_pipeline(self) -> None:
         """No budget on ingest: the soft trigger first fires when render gives one."""

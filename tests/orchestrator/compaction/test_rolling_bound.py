@@ -16,6 +16,7 @@ from benchmarks.planted_sessions import make_session
 from context_graph import TiktokenCounter
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 
 REQUESTS = 40
 STEPS = 8
@@ -26,7 +27,7 @@ def _log(request: int, step: int) -> str:
 
 
 async def test_the_view_stays_bounded_over_many_requests() -> None:
-    manager = ContextManager(budget=1_500, counter=WordCounter())
+    manager = ContextManager(budget=1_500, counter=WordCounter(), policy=Policy())
     manager.add_system("You are a careful coding agent.")
     manager.add_user("Set up the project in /srv/app.")
     summaries: list[int] = []
@@ -61,7 +62,7 @@ def test_every_rule_said_early_is_kept_at_a_tenth_of_the_session(seed: int) -> N
     fed = 0
     for index, (seen, size) in enumerate(session.rounds(counter)):
         budget = max(256, size // 10)
-        manager = manager or ContextManager(budget=budget, counter=counter)
+        manager = manager or ContextManager(budget=budget, counter=counter, policy=Policy())
         manager.ingest(seen[fed:])
         fed = len(seen)
         text = request_text(manager.render_sync(budget=budget).payload)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from context_graph.testing import WordCounter
 from context_graph.validate import validate
 from orchestrator import ContextManager, TriggerConfig
+from orchestrator.policy import Policy, get_policy
 from processors import HistorySummarizer, ToolOutputTruncator
 from processors.summarize.brief import Brief, bound
 from processors.summarize.facts import ErrorFact
@@ -32,9 +33,7 @@ def test_the_lower_priority_output_is_cut_first(kept: str) -> None:
     manager = ContextManager(
         budget=4_000,
         counter=WordCounter(),
-        triggers=HARD,
-        pipeline=[ToolOutputTruncator(max_tokens=40)],
-        compact_to=0.9,
+        policy=Policy(triggers=HARD, pipeline=[ToolOutputTruncator(max_tokens=40)], compact_to=0.9),
     )
     manager.add_system("You are an agent.")
     manager.add_user("Read both logs.")
@@ -65,9 +64,7 @@ def test_a_summary_takes_the_oldest_steps_and_the_request_fills_its_target() -> 
     manager = ContextManager(
         budget=2_000,
         counter=WordCounter(),
-        triggers=HARD,
-        pipeline=[HistorySummarizer()],
-        compact_to=0.7,
+        policy=Policy(triggers=HARD, pipeline=[HistorySummarizer()], compact_to=0.7),
     )
     _loop(manager, steps=20, words=100)
     result = manager.render_sync()
@@ -89,7 +86,9 @@ def test_sized_compaction_stays_valid_and_under_the_budget(
     steps: int, words: int, budget: int, ratio: float
 ) -> None:
     manager = ContextManager(
-        budget=budget, counter=WordCounter(), triggers=HARD, profile="coding", compact_to=ratio
+        budget=budget,
+        counter=WordCounter(),
+        policy=get_policy("coding").replace(triggers=HARD, compact_to=ratio),
     )
     _loop(manager, steps=steps, words=words)
     result = manager.render_sync()
@@ -114,9 +113,11 @@ def _recency_manager() -> ContextManager:
     manager = ContextManager(
         budget=2_000,
         counter=WordCounter(),
-        triggers=HARD,
-        pipeline=[ToolOutputTruncator(max_tokens=40), HistorySummarizer()],
-        compact_to=0.7,
+        policy=Policy(
+            triggers=HARD,
+            pipeline=[ToolOutputTruncator(max_tokens=40), HistorySummarizer()],
+            compact_to=0.7,
+        ),
     )
     _loop(manager, steps=12, words=100)  # steps 3, 7 and 11 failed
     manager.render_sync()  # sent: what follows is new material
@@ -154,7 +155,7 @@ def test_an_error_older_than_the_newest_outputs_is_not_live() -> None:
     """The live error is looked for among the newest `RECENT_ANSWERS` outputs only."""
     from orchestrator.compaction.recency import RECENT_ANSWERS, live_outputs
 
-    manager = ContextManager(budget=None, counter=WordCounter(), triggers=HARD)
+    manager = ContextManager(budget=None, counter=WordCounter(), policy=Policy(triggers=HARD))
     manager.add_system("You are a coding agent.")
     manager.add_user("Fix it.")
     manager.add_assistant("Try.", [{"id": "bad", "name": "bash"}])

@@ -26,6 +26,7 @@ from orchestrator.compaction.pipeline import (
     summary_chain,
 )
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 from orchestrator.working import WorkingGraph, WorkingView
 from orchestrator.working.layered import LayeredMap
 from processors import HistorySummarizer, ObservationMasker, Proposal
@@ -61,7 +62,7 @@ async def _run(manager: ContextManager, pipeline: list[Any]) -> list[Proposal]:
 
 async def _chained(rounds: int, steps: int) -> tuple[ContextManager, Proposal]:
     """A manager whose summaries roll forward `rounds` times; the last summary's proposal."""
-    manager = ContextManager(counter=WordCounter())
+    manager = ContextManager(counter=WordCounter(), policy=Policy())
     _fill(manager, steps)
     last: Proposal | None = None
     for round_ in range(rounds):
@@ -158,7 +159,7 @@ class TestOutputTargets:
 
     async def test_second_stage_walks_nothing(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Asked again of the same view (a stage that applied nothing), no node is read."""
-        manager = ContextManager(counter=WordCounter())
+        manager = ContextManager(counter=WordCounter(), policy=Policy())
         _fill(manager, 20)
         snapshot = manager.working.snapshot()
         first = output_targets(snapshot)
@@ -169,7 +170,7 @@ class TestOutputTargets:
 
     async def test_an_ingest_brings_the_new_output(self) -> None:
         """An output ingested after the walk is among the outputs asked for next."""
-        manager = ContextManager(counter=WordCounter())
+        manager = ContextManager(counter=WordCounter(), policy=Policy())
         _fill(manager, 3)
         before = output_targets(manager.working.view)
         _fill(manager, 1, start=3)
@@ -183,7 +184,7 @@ class TestOutputTargets:
     )
     async def test_equals_the_walk_of_every_unit(self, plan: list[str]) -> None:
         """After any mix of ingests (pinned too), masks and summaries, the walk agrees."""
-        manager = ContextManager(counter=WordCounter())
+        manager = ContextManager(counter=WordCounter(), policy=Policy())
         _fill(manager, 4)
         step = 4
         for action in plan:
@@ -207,7 +208,7 @@ class TestStandsFor:
 
     async def test_pristine_node_walks_no_lineage(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Matching the outputs of a view nothing edited asks for no roots."""
-        manager = ContextManager(counter=WordCounter())
+        manager = ContextManager(counter=WordCounter(), policy=Policy())
         _fill(manager, 10)
         working = manager.working
         roots: list[str] = []
@@ -227,7 +228,7 @@ class TestStandsFor:
     @given(masks=st.integers(0, 3), named=st.sets(st.integers(0, 30), max_size=6))
     async def test_equals_the_walk_of_the_roots(self, masks: int, named: set[int]) -> None:
         """Masked copies and pristine nodes alike match as their roots say."""
-        manager = ContextManager(counter=WordCounter())
+        manager = ContextManager(counter=WordCounter(), policy=Policy())
         _fill(manager, 6)
         for round_ in range(masks):
             await _run(manager, [ObservationMasker(keep_turns=1)])

@@ -16,7 +16,9 @@ from context_graph.graph.nodes import Node
 from context_graph.testing import Recorder, ScriptedSummarizer, WordCounter
 from context_graph.validate.request import validate
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 from processors import HistorySummarizer
+from tests.orchestrator.policy_keywords import make_manager
 
 
 def _log(step: int, lines: int = 60) -> str:
@@ -35,8 +37,10 @@ def _given(summarizer: ScriptedSummarizer, call: int) -> Sequence[Node]:
 
 
 def _manager(summarizer: ScriptedSummarizer, **options: Any) -> ContextManager:
-    return ContextManager(
-        counter=WordCounter(), summarizer=summarizer, pipeline=[HistorySummarizer()], **options
+    return make_manager(
+        counter=WordCounter(),
+        **options,
+        policy=Policy(summarizer=summarizer, pipeline=[HistorySummarizer()]),
     )
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import GatewayThread, gateway_for
-from orchestrator.profiles import get_profile
+from orchestrator.policy import get_policy
 from tests.orchestrator.gateway.scripted import BUDGET
 
 
@@ -42,7 +42,7 @@ def serve_gateway_fixture() -> Iterator[Callable[..., tuple[str, GatewayThread]]
         profile: str = "coding",
     ) -> tuple[str, GatewayThread]:
         gateway = gateway_for(
-            upstream.url, budget=budget, profile=get_profile(profile), store=store, strict=strict
+            upstream.url, budget=budget, policy=get_policy(profile), store=store, strict=strict
         )
         thread = GatewayThread(gateway)
         url = thread.__enter__()

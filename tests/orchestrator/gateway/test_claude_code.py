@@ -24,7 +24,7 @@ from typing import Any
 from benchmarks.provider_server import ProviderServer
 from orchestrator.compaction.continuation import AUTO_CONTINUE_TEXT
 from orchestrator.gateway import GatewayThread, gateway_for, session_of
-from orchestrator.profiles import get_profile
+from orchestrator.policy import get_policy
 from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
 
 BUDGET = 40_000
@@ -86,7 +86,7 @@ def test_claude_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> No
     recorder = Recorder(script, "anthropic")
     with ProviderServer("anthropic", respond=recorder, factor=1.0, limit=BUDGET) as upstream:
         gateway = gateway_for(
-            upstream.url, budget=BUDGET, profile=get_profile("coding"), store=tmp_path / "store"
+            upstream.url, budget=BUDGET, policy=get_policy("coding"), store=tmp_path / "store"
         )
         recorder.gateway = gateway
         with GatewayThread(gateway) as url:
@@ -139,9 +139,7 @@ def test_two_sessions_at_once_in_one_project_stay_apart(tmp_path: Path) -> None:
     home.mkdir()
     script = Script(turns=12)
     with ProviderServer("anthropic", respond=script, factor=1.0, limit=BUDGET) as upstream:
-        gateway = gateway_for(
-            upstream.url, budget=BUDGET, profile=get_profile("coding"), store=None
-        )
+        gateway = gateway_for(upstream.url, budget=BUDGET, policy=get_policy("coding"), store=None)
         with GatewayThread(gateway) as url:
             agents = [start(claude, url, home, project, "Count with seq.") for _ in range(2)]
             finished = [agent.communicate(timeout=600) for agent in agents]

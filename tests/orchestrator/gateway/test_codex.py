@@ -15,7 +15,7 @@ from typing import Any
 
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import GatewayThread, gateway_for, session_of
-from orchestrator.profiles import get_profile
+from orchestrator.policy import get_policy
 from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
 
 BUDGET = 30_000
@@ -52,7 +52,7 @@ def test_codex_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
         gateway = gateway_for(
             upstream.url,
             budget=BUDGET,
-            profile=get_profile("coding"),
+            policy=get_policy("coding"),
             store=tmp_path / "store",
             wires=("responses",),
         )

@@ -14,7 +14,7 @@ from google.genai import errors as genai_errors
 
 from benchmarks.gateway_script import MODEL
 from orchestrator.gateway import OUTCOME, GatewayThread, gateway_for
-from orchestrator.profiles import get_profile
+from orchestrator.policy import get_policy
 
 
 def _closed_port() -> int:
@@ -30,7 +30,7 @@ def gateway_url_fixture() -> Iterator[str]:
     gateway = gateway_for(
         f"http://127.0.0.1:{_closed_port()}",
         budget=30_000,
-        profile=get_profile("coding"),
+        policy=get_policy("coding"),
         store=None,
         wires=("anthropic", "responses", "chat", "gemini"),
     )

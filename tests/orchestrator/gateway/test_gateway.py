@@ -21,6 +21,7 @@ from orchestrator.gateway import FORWARDED, OUTCOME, GatewayThread
 from orchestrator.gateway.threads import SessionTable
 from orchestrator.integrations.clients_apis import ANTHROPIC_MESSAGES
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 from tests.orchestrator.gateway.scripted import BUDGET, Steps
 
 Serve = Callable[..., tuple[str, GatewayThread]]
@@ -251,7 +252,7 @@ class TestStoredThreads:
 
         def make(path: Path | None) -> ContextManager:
             opened.append(path)
-            return ContextManager(format="anthropic", budget=BUDGET)
+            return ContextManager(format="anthropic", budget=BUDGET, policy=Policy())
 
         table = SessionTable(ANTHROPIC_MESSAGES, make, tmp_path)
         body = {"model": MODEL, "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}

@@ -24,7 +24,7 @@ from benchmarks.provider_server import ProviderServer
 from context_graph.errors import IngestError
 from orchestrator.gateway import ANONYMOUS, FORWARDED, OUTCOME, GatewayThread, gateway_for
 from orchestrator.gateway.gemini import answer_usage, model_of, sse_usage
-from orchestrator.profiles import get_profile
+from orchestrator.policy import get_policy
 from tests.orchestrator.gateway.scripted import BUDGET, Steps
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -61,7 +61,7 @@ def gemini_gateway_fixture(
         gateway = gateway_for(
             server.url,
             budget=BUDGET,
-            profile=get_profile("coding"),
+            policy=get_policy("coding"),
             store=store,
             strict=strict,
             wires=("gemini",),

@@ -25,7 +25,7 @@ from typing import Any
 
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import ANONYMOUS, GatewayThread, gateway_for
-from orchestrator.profiles import get_profile
+from orchestrator.policy import get_policy
 from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
 
 BUDGET = 30_000
@@ -142,7 +142,7 @@ def test_gemini_cli_finishes_a_long_task_under_the_budget(tmp_path: Path) -> Non
         gateway = gateway_for(
             upstream.url,
             budget=BUDGET,
-            profile=get_profile("coding"),
+            policy=get_policy("coding"),
             store=tmp_path / "store",
             wires=("gemini",),
         )
@@ -194,7 +194,7 @@ def test_two_sessions_at_once_in_one_project_stay_apart(tmp_path: Path) -> None:
         gateway = gateway_for(
             upstream.url,
             budget=BUDGET,
-            profile=get_profile("coding"),
+            policy=get_policy("coding"),
             store=None,
             wires=("gemini",),
         )

@@ -27,7 +27,7 @@ from typing import Any
 
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import GatewayThread, gateway_for
-from orchestrator.profiles import get_profile
+from orchestrator.policy import get_policy
 from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
 
 BUDGET = 30_000
@@ -134,7 +134,7 @@ def test_opencode_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
         gateway = gateway_for(
             upstream.url,
             budget=BUDGET,
-            profile=get_profile("coding"),
+            policy=get_policy("coding"),
             store=tmp_path / "store",
             wires=("chat",),
         )
@@ -173,7 +173,7 @@ def test_two_sessions_at_once_in_one_project_stay_apart(tmp_path: Path) -> None:
     home.mkdir()
     with ProviderServer("openai", respond=Script(turns=12), factor=1.0, limit=BUDGET) as upstream:
         gateway = gateway_for(
-            upstream.url, budget=BUDGET, profile=get_profile("coding"), store=None, wires=("chat",)
+            upstream.url, budget=BUDGET, policy=get_policy("coding"), store=None, wires=("chat",)
         )
         with GatewayThread(gateway) as url:
             configure(project, url)

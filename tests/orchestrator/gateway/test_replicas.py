@@ -23,6 +23,7 @@ from orchestrator.gateway.threads import Thread
 from orchestrator.integrations.clients_apis import ANTHROPIC_MESSAGES
 from orchestrator.integrations.conversation import Conversation
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 from tests.orchestrator.gateway.proxy_process import ProxyProcess
 from tests.orchestrator.gateway.scripted import BUDGET, Steps
 from tests.orchestrator.gateway.test_gateway import MODEL, agent
@@ -104,8 +105,8 @@ async def test_a_request_that_loses_the_race_is_taken_in_again_from_the_record(
 ) -> None:
     """Another proxy appends between this one's catch-up and its ingest: retried, once each."""
     location = postgres.location("proxy")
-    mine = ContextManager.open(location, format="anthropic", budget=BUDGET)
-    other = ContextManager.open(location, format="anthropic", budget=BUDGET)
+    mine = ContextManager.open(location, format="anthropic", budget=BUDGET, policy=Policy())
+    other = ContextManager.open(location, format="anthropic", budget=BUDGET, policy=Policy())
     try:
         theirs = Conversation(other, ANTHROPIC_MESSAGES)
         asked = {"model": MODEL, "max_tokens": 64, "messages": [_said("user", "Run the steps.")]}

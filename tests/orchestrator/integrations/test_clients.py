@@ -18,6 +18,7 @@ from context_graph.importers import load_graph
 from orchestrator import ContextManager
 from orchestrator.integrations.clients import Conversation
 from orchestrator.integrations.clients_apis import OPENAI_CHAT, plain
+from orchestrator.policy import Policy
 
 BUDGET = 6_000
 BIG = "\n".join(f"row {i}: worker-{i % 7} handled batch {i * 37} status=ok" for i in range(250))
@@ -47,7 +48,7 @@ class TestAsyncLoops:
     async def test_async_openai_chat(self, provider_server: Any) -> None:
         """`AsyncOpenAI`'s managed chat loop: 30 valid requests under the budget."""
         server = provider_server("openai", respond=reads(30), limit=BUDGET)
-        manager = ContextManager(format="openai", budget=BUDGET)
+        manager = ContextManager(format="openai", budget=BUDGET, policy=Policy())
         client = manager.wrap(openai_client(server, is_async=True))
         messages: list[Any] = [{"role": "user", "content": "read everything"}]
         while True:
@@ -70,7 +71,7 @@ class TestAsyncLoops:
     async def test_async_responses_keeps_reasoning(self, provider_server: Any) -> None:
         """`AsyncOpenAI`'s managed Responses loop sends each reasoning item back verbatim."""
         server = provider_server("responses", respond=reads(30), limit=BUDGET)
-        manager = ContextManager(format="responses", budget=BUDGET)
+        manager = ContextManager(format="responses", budget=BUDGET, policy=Policy())
         client = manager.wrap(openai_client(server, is_async=True))
         tools = [{"type": "function", "name": "read_file", "parameters": SCHEMA}]
         items: list[Any] = [{"role": "user", "content": "read everything"}]
@@ -97,7 +98,7 @@ class TestAsyncLoops:
     async def test_async_anthropic(self, provider_server: Any) -> None:
         """`AsyncAnthropic`'s managed loop: 30 valid requests under the budget."""
         server = provider_server("anthropic", respond=reads(30), limit=BUDGET)
-        manager = ContextManager(format="anthropic", budget=BUDGET)
+        manager = ContextManager(format="anthropic", budget=BUDGET, policy=Policy())
         client = manager.wrap(
             anthropic.AsyncAnthropic(base_url=server.url, api_key="test", max_retries=0)
         )
@@ -124,7 +125,7 @@ class TestAsyncLoops:
     async def test_async_gemini(self, provider_server: Any) -> None:
         """google-genai's `aio.models.generate_content`, managed: 30 valid requests."""
         server = provider_server("gemini", respond=reads(30), limit=BUDGET)
-        manager = ContextManager(format="gemini", budget=BUDGET)
+        manager = ContextManager(format="gemini", budget=BUDGET, policy=Policy())
         options = types.HttpOptions(base_url=server.url)
         client = manager.wrap(genai.Client(api_key="test", http_options=options))
         declaration = types.FunctionDeclaration(name="read_file", parameters_json_schema=SCHEMA)
@@ -159,7 +160,7 @@ class TestTakingIn:
     def test_sends_the_render_not_the_callers_list(self, provider_server: Any) -> None:
         """The body is the manager's render: what was added to the manager is sent too."""
         server = provider_server("openai")
-        manager = ContextManager(format="openai")
+        manager = ContextManager(format="openai", policy=Policy())
         manager.add_note("The repository uses tabs.")
         client = manager.wrap(openai_client(server))
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
@@ -170,7 +171,7 @@ class TestTakingIn:
     def test_each_item_is_ingested_once(self, provider_server: Any) -> None:
         """Across calls, the reply the loop appended and the older items are not ingested again."""
         server = provider_server("openai", respond=reads(3))
-        manager = ContextManager(format="openai")
+        manager = ContextManager(format="openai", policy=Policy())
         client = manager.wrap(openai_client(server))
         messages: list[Any] = [{"role": "user", "content": "go"}]
         for _ in range(3):
@@ -189,7 +190,7 @@ class TestTakingIn:
     def test_a_reply_not_appended_is_still_kept(self, provider_server: Any) -> None:
         """A loop that does not append the reply still has it in the next request."""
         server = provider_server("openai", respond=lambda body: {"text": "first answer"})
-        manager = ContextManager(format="openai")
+        manager = ContextManager(format="openai", policy=Policy())
         client = manager.wrap(openai_client(server))
         messages: list[Any] = [{"role": "user", "content": "one"}]
         client.chat.completions.create(model="m", messages=messages)
@@ -204,7 +205,7 @@ class TestTakingIn:
     def test_a_shorter_history_adds_nothing(self, provider_server: Any) -> None:
         """A conversation the record already holds whole is taken in as nothing new."""
         server = provider_server("openai")
-        manager = ContextManager(format="openai")
+        manager = ContextManager(format="openai", policy=Policy())
         client = manager.wrap(openai_client(server))
         messages: list[Any] = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
         client.chat.completions.create(model="m", messages=messages)
@@ -215,7 +216,7 @@ class TestTakingIn:
     def test_a_changed_item_is_refused(self, provider_server: Any) -> None:
         """A conversation that leaves the record's partway is refused before anything is sent."""
         server = provider_server("openai")
-        manager = ContextManager(format="openai")
+        manager = ContextManager(format="openai", policy=Policy())
         client = manager.wrap(openai_client(server))
         messages: list[Any] = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
         client.chat.completions.create(model="m", messages=messages)
@@ -227,7 +228,7 @@ class TestTakingIn:
     def test_only_the_new_prompt_is_taken_in(self, provider_server: Any) -> None:
         """A call that passes only its new prompt adds it after what the record holds."""
         server = provider_server("responses")
-        manager = ContextManager(format="responses")
+        manager = ContextManager(format="responses", policy=Policy())
         client = manager.wrap(openai_client(server))
         client.responses.create(model="m", input="first question")
         client.responses.create(model="m", input="second question")
@@ -237,7 +238,7 @@ class TestTakingIn:
     def test_a_changed_system_prompt_is_ingested(self, provider_server: Any) -> None:
         """Anthropic's `system=` is taken in once, and again only when it changes."""
         server = provider_server("anthropic")
-        manager = ContextManager(format="anthropic")
+        manager = ContextManager(format="anthropic", policy=Policy())
         client = manager.wrap(anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0))
         messages: list[Any] = [{"role": "user", "content": "a"}]
         for system in ("one", "one", "two"):
@@ -253,7 +254,7 @@ class TestTakingIn:
     def test_usage_is_reported(self, provider_server: Any) -> None:
         """Each reply's prompt tokens reach the calibrator (`usage_reported`)."""
         server = provider_server("openai")
-        manager = ContextManager(format="openai")
+        manager = ContextManager(format="openai", policy=Policy())
         seen: list[Any] = []
         manager.bus.connect("usage_reported", lambda sender, **kw: seen.append(kw["usage"]))
         client = manager.wrap(openai_client(server))
@@ -265,7 +266,7 @@ class TestRefusals:
     def test_server_side_history_is_refused(self, provider_server: Any) -> None:
         """`previous_response_id` would send the history twice: refused before sending."""
         server = provider_server("responses")
-        client = ContextManager(format="responses").wrap(openai_client(server))
+        client = ContextManager(format="responses", policy=Policy()).wrap(openai_client(server))
         with pytest.raises(ConfigurationError, match="previous_response_id"):
             client.responses.create(model="m", input="hi", previous_response_id="resp_1")
         assert server.requests == []
@@ -273,13 +274,13 @@ class TestRefusals:
     def test_unknown_client_is_refused(self) -> None:
         """Anything but a supported SDK client is a `ConfigurationError` listing them."""
         with pytest.raises(ConfigurationError, match=r"cannot manage a builtins.object; expected"):
-            ContextManager().wrap(object())
+            ContextManager(policy=Policy()).wrap(object())
 
     def test_other_attributes_are_the_clients_own(self, provider_server: Any) -> None:
         """Attributes that are not managed come from the client itself."""
         server = provider_server("openai")
         bare = openai_client(server)
-        client = ContextManager().wrap(bare)
+        client = ContextManager(policy=Policy()).wrap(bare)
         assert client.models is bare.models
         assert client.chat.completions.list == bare.chat.completions.list
 
@@ -321,7 +322,7 @@ class TestConversation:
         self, steps: list[tuple[int, int, bool]]
     ) -> None:
         """Whatever the loop's shape, the manager holds its whole conversation, each item once."""
-        manager = ContextManager(format="openai")
+        manager = ContextManager(format="openai", policy=Policy())
         conversation = Conversation(manager, OPENAI_CHAT)
         messages: list[Any] = [{"role": "user", "content": "start"}]
         for turn, (calls, users, as_dict) in enumerate(steps):

@@ -7,6 +7,7 @@ from typing import Any
 import openai
 
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 
 
 def _budgets(manager: ContextManager) -> list[int | None]:
@@ -19,7 +20,7 @@ class TestWrappedClient:
     def test_the_requests_model_sets_the_budget(self, provider_server: Any) -> None:
         """A wrapped client's call renders under its model's window when the manager has none."""
         server = provider_server("openai")
-        manager = ContextManager(format="openai")
+        manager = ContextManager(format="openai", policy=Policy())
         budgets = _budgets(manager)
         client = manager.wrap(
             openai.OpenAI(base_url=f"{server.url}/v1", api_key="test", max_retries=0)
@@ -31,7 +32,7 @@ class TestWrappedClient:
     def test_the_managers_budget_is_kept(self, provider_server: Any) -> None:
         """A manager with a budget of its own keeps it whatever the call's model."""
         server = provider_server("openai")
-        manager = ContextManager(format="openai", budget=7_000)
+        manager = ContextManager(format="openai", budget=7_000, policy=Policy())
         budgets = _budgets(manager)
         client = manager.wrap(
             openai.OpenAI(base_url=f"{server.url}/v1", api_key="test", max_retries=0)

@@ -19,6 +19,7 @@ from google.genai import types
 
 from orchestrator import ContextManager
 from orchestrator.integrations.clients import UnmanagedCallError
+from orchestrator.policy import Policy
 
 LIMIT = 4_000
 TURNS = 10
@@ -62,7 +63,7 @@ class TestOtherWaysAreManaged:
     def test_openai_chat(self, way: str, provider_server: Any) -> None:
         """Every other turn through `way`: all requests under the limit, each item once."""
         server = provider_server("openai", respond=reads(TURNS), limit=LIMIT)
-        manager = ContextManager(format="openai", budget=LIMIT)
+        manager = ContextManager(format="openai", budget=LIMIT, policy=Policy())
         client: Any = manager.wrap(openai.OpenAI(base_url=f"{server.url}/v1", api_key="k"))
         strict = {**SCHEMA, "additionalProperties": False}  # `parse` takes strict tools only
         function = {"name": "read_file", "parameters": strict, "strict": True}
@@ -82,7 +83,7 @@ class TestOtherWaysAreManaged:
     def test_anthropic(self, way: str, provider_server: Any) -> None:
         """Every other turn through `way`: all requests under the limit, each item once."""
         server = provider_server("anthropic", respond=reads(TURNS), limit=LIMIT)
-        manager = ContextManager(format="anthropic", budget=LIMIT)
+        manager = ContextManager(format="anthropic", budget=LIMIT, policy=Policy())
         client: Any = manager.wrap(anthropic.Anthropic(base_url=server.url, api_key="k"))
         tools = [{"name": "read_file", "input_schema": SCHEMA}]
         messages: list[Any] = [{"role": "user", "content": "read everything"}]
@@ -102,7 +103,7 @@ class TestOtherWaysAreManaged:
     async def test_async_raw_responses(self, provider_server: Any) -> None:
         """`AsyncOpenAI`'s `responses.with_raw_response.create` is managed: its reply is kept."""
         server = provider_server("responses", respond=reads(TURNS), limit=LIMIT)
-        manager = ContextManager(format="responses", budget=LIMIT)
+        manager = ContextManager(format="responses", budget=LIMIT, policy=Policy())
         client: Any = manager.wrap(openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key="k"))
         tools: list[Any] = [{"type": "function", "name": "read_file", "parameters": SCHEMA}]
         items: list[Any] = [{"role": "user", "content": "read everything"}]
@@ -123,7 +124,7 @@ class TestOtherWaysAreManaged:
     async def test_async_anthropic_raw(self, provider_server: Any) -> None:
         """`AsyncAnthropic`'s raw response, whose `parse()` is awaited, is read too."""
         server = provider_server("anthropic", respond=lambda body: {"text": "hello"})
-        manager = ContextManager(format="anthropic")
+        manager = ContextManager(format="anthropic", policy=Policy())
         client: Any = manager.wrap(anthropic.AsyncAnthropic(base_url=server.url, api_key="k"))
         raw = await client.with_options(max_retries=0).messages.with_raw_response.create(
             model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
@@ -136,7 +137,9 @@ class TestOtherWaysAreRefused:
     def test_streaming_response_is_refused(self, provider_server: Any) -> None:
         """`with_streaming_response` raises, naming the call to make instead; nothing is sent."""
         server = provider_server("openai")
-        client: Any = ContextManager().wrap(openai.OpenAI(base_url=f"{server.url}/v1", api_key="k"))
+        client: Any = ContextManager(policy=Policy()).wrap(
+            openai.OpenAI(base_url=f"{server.url}/v1", api_key="k")
+        )
         with pytest.raises(UnmanagedCallError, match=r"call `chat\.completions\.create`"):
             client.chat.completions.with_streaming_response.create(model="m", messages=[])
         assert server.requests == []
@@ -144,7 +147,9 @@ class TestOtherWaysAreRefused:
     def test_openai_beta_chat_is_refused(self, provider_server: Any) -> None:
         """OpenAI's `beta.chat` reaches the model behind the wrapper: refused."""
         server = provider_server("openai")
-        client: Any = ContextManager().wrap(openai.OpenAI(base_url=f"{server.url}/v1", api_key="k"))
+        client: Any = ContextManager(policy=Policy()).wrap(
+            openai.OpenAI(base_url=f"{server.url}/v1", api_key="k")
+        )
         with pytest.raises(UnmanagedCallError, match=r"beta\.chat\.completions"):
             client.beta.chat.completions.parse(model="m", messages=[])
         assert server.requests == []
@@ -153,7 +158,7 @@ class TestOtherWaysAreRefused:
         """Anthropic's `beta.messages.stream` is managed like `messages.stream`; the
         `tool_runner` loop, which calls the bare client, is refused."""
         server = provider_server("anthropic")
-        manager = ContextManager()
+        manager = ContextManager(policy=Policy())
         client: Any = manager.wrap(anthropic.Anthropic(base_url=server.url, api_key="k"))
         messages = [{"role": "user", "content": "Say hi."}]
         with client.beta.messages.stream(model="m", max_tokens=5, messages=messages) as stream:
@@ -167,7 +172,9 @@ class TestOtherWaysAreRefused:
         """A google-genai chat session keeps its own history: refused, with the fix named."""
         server = provider_server("gemini")
         options = types.HttpOptions(base_url=server.url)
-        client: Any = ContextManager().wrap(genai.Client(api_key="k", http_options=options))
+        client: Any = ContextManager(policy=Policy()).wrap(
+            genai.Client(api_key="k", http_options=options)
+        )
         with pytest.raises(UnmanagedCallError, match=r"models\.generate_content"):
             client.chats.create(model="g")
         with pytest.raises(UnmanagedCallError, match=r"chats\.create"):

@@ -14,6 +14,7 @@ from google import genai
 from google.genai import types
 
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 
 BUDGET = 6_000
 CALLS = 35
@@ -43,7 +44,7 @@ class TestRepliesAreReadByWhatTheyAdd:
     def test_responses_echo_is_not_a_new_system_prompt(self, provider_server: Any) -> None:
         """35 Responses calls with `instructions`: under the budget, the prompt taken in once."""
         server = provider_server("responses", respond=reads(CALLS), limit=BUDGET)
-        manager = ContextManager(format="responses", budget=BUDGET)
+        manager = ContextManager(format="responses", budget=BUDGET, policy=Policy())
         client = manager.wrap(openai.OpenAI(base_url=f"{server.url}/v1", api_key="k"))
         tools: list[Any] = [{"type": "function", "name": "read_file", "parameters": SCHEMA}]
         items: list[Any] = [{"role": "user", "content": "read everything"}]
@@ -73,8 +74,8 @@ class TestRepliesAreReadByWhatTheyAdd:
         """Whole Anthropic and Gemini replies add one assistant turn each, nothing else."""
         claude = provider_server("anthropic", respond=lambda body: {"text": "ok"})
         gemini = provider_server("gemini", respond=lambda body: {"text": "ok"})
-        first = ContextManager(format="anthropic")
-        second = ContextManager(format="gemini")
+        first = ContextManager(format="anthropic", policy=Policy())
+        second = ContextManager(format="gemini", policy=Policy())
         claude_client = first.wrap(anthropic.Anthropic(base_url=claude.url, api_key="k"))
         options = types.HttpOptions(base_url=gemini.url)
         gemini_client = second.wrap(genai.Client(api_key="k", http_options=options))

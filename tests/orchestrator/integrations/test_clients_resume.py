@@ -23,6 +23,7 @@ from google.genai import types
 
 from orchestrator import ContextManager
 from orchestrator.integrations.clients_apis import plain
+from orchestrator.policy import Policy
 
 TURNS = 6
 PAUSE = 3
@@ -189,19 +190,19 @@ def test_a_resumed_loop_makes_the_record_of_an_unbroken_one(
     """Resumed with the whole saved list or only the new items, the record is the same."""
     loop = LOOPS[name]
     fmt: Any = loop.wire
-    unbroken = ContextManager(format=fmt)
+    unbroken = ContextManager(format=fmt, policy=Policy())
     reference = provider_server(loop.wire, respond=reads())
     run(loop, unbroken.wrap(loop.client(reference.url)), first_items(name), TURNS + 1)
 
     server = provider_server(loop.wire, respond=reads())
     path = tmp_path / "session.db"
-    first = ContextManager.open(path, format=fmt)
+    first = ContextManager.open(path, format=fmt, policy=Policy())
     items, answers = run(loop, first.wrap(loop.client(server.url)), first_items(name), PAUSE)
     saved = json.loads(json.dumps(plain(items)))  # what the loop kept on disk
     first.close()
     assert answers  # the pause left a call to answer
 
-    second = ContextManager.open(path, format=fmt)
+    second = ContextManager.open(path, format=fmt, policy=Policy())
     client = second.wrap(loop.client(server.url))
     given = saved if style == "whole" else []
     run(loop, client, [*given, *answers], TURNS + 1)
@@ -214,7 +215,7 @@ def test_a_changed_system_prompt_is_taken_in_once(provider_server: Any, tmp_path
     """The whole saved chat list with a new system message: the prompt is new, nothing else."""
     server = provider_server("openai", respond=lambda body: {"text": "ok"})
     path = tmp_path / "session.db"
-    first = ContextManager.open(path, format="openai")
+    first = ContextManager.open(path, format="openai", policy=Policy())
     messages: list[Any] = [
         {"role": "system", "content": "one"},
         {"role": "user", "content": "hi"},
@@ -224,7 +225,7 @@ def test_a_changed_system_prompt_is_taken_in_once(provider_server: Any, tmp_path
     )
     saved = json.loads(json.dumps(plain([*messages, reply.choices[0].message])))
     first.close()
-    second = ContextManager.open(path, format="openai")
+    second = ContextManager.open(path, format="openai", policy=Policy())
     client = second.wrap(LOOPS["chat"].client(server.url))
     saved[0]["content"] = "two"
     client.chat.completions.create(
@@ -242,10 +243,10 @@ def test_an_answer_to_no_call_is_refused_at_its_place(provider_server: Any, tmp_
     loop = LOOPS["responses"]
     server = provider_server("responses", respond=reads())
     path = tmp_path / "session.db"
-    first = ContextManager.open(path, format="responses")
+    first = ContextManager.open(path, format="responses", policy=Policy())
     run(loop, first.wrap(loop.client(server.url)), first_items("responses"), PAUSE)
     first.close()
-    second = ContextManager.open(path, format="responses")
+    second = ContextManager.open(path, format="responses", policy=Policy())
     before = len(second.raw)
     stray = {"type": "function_call_output", "call_id": "call_none", "output": "x"}
     with pytest.raises(IngestError, match=r"input\[0\]"):

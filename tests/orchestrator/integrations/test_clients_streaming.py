@@ -20,6 +20,7 @@ from google import genai
 from google.genai import types
 
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 from tests.orchestrator.integrations.test_clients import BIG, CHAT_TOOLS, SCHEMA, reads
 
 BUDGET = 6_000
@@ -204,7 +205,7 @@ WIRES = sorted(API)
 def whole_requests(provider_server: Any, wire: str) -> list[dict[str, Any]]:
     """The requests of the loop answered whole (no streaming)."""
     api, server = API[wire], provider_server(wire, respond=reads(TURNS), limit=BUDGET)
-    client = ContextManager(format=wire, budget=BUDGET).wrap(make_client(server))
+    client = ContextManager(format=wire, budget=BUDGET, policy=Policy()).wrap(make_client(server))
     history = first_user(wire)
     while True:
         kwargs = api.arguments(history)
@@ -246,7 +247,7 @@ class TestStreamedLoops:
     ) -> None:
         """A streamed loop's requests are the unstreamed loop's, each valid and under budget."""
         api, server = API[wire], provider_server(wire, respond=reads(TURNS), limit=BUDGET)
-        manager = ContextManager(format=wire, budget=BUDGET)
+        manager = ContextManager(format=wire, budget=BUDGET, policy=Policy())
         client = manager.wrap(make_client(server))
         history = first_user(wire)
         while True:
@@ -265,7 +266,7 @@ class TestStreamedLoops:
     ) -> None:
         """The async clients' streamed loop: the same requests as the unstreamed loop."""
         api, server = API[wire], provider_server(wire, respond=reads(TURNS), limit=BUDGET)
-        manager = ContextManager(format=wire, budget=BUDGET)
+        manager = ContextManager(format=wire, budget=BUDGET, policy=Policy())
         client = manager.wrap(make_client(server, is_async=True))
         history = first_user(wire)
         while True:
@@ -329,7 +330,7 @@ class TestStreamHelpers:
     ) -> None:
         """`with client.….stream(...)`: the unstreamed loop's requests, the helper's events."""
         api, server = API[wire], provider_server(wire, respond=reads(TURNS), limit=BUDGET)
-        manager = ContextManager(format=wire, budget=BUDGET)
+        manager = ContextManager(format=wire, budget=BUDGET, policy=Policy())
         client = manager.wrap(make_client(server))
         history = first_user(wire)
         kinds: set[str] = set()
@@ -352,7 +353,7 @@ class TestStreamHelpers:
     ) -> None:
         """`async with client.….stream(...)`: the unstreamed loop's requests."""
         api, server = API[wire], provider_server(wire, respond=reads(TURNS), limit=BUDGET)
-        manager = ContextManager(format=wire, budget=BUDGET)
+        manager = ContextManager(format=wire, budget=BUDGET, policy=Policy())
         client = manager.wrap(make_client(server, is_async=True))
         history = first_user(wire)
         while True:
@@ -386,7 +387,7 @@ class TestAsItComes:
     ) -> None:
         """The caller holds the SDK's stream; the reply is in the record only once it is whole."""
         server = provider_server(wire, respond=lambda body: {"text": "a reply in several pieces"})
-        manager = ContextManager(format=wire)
+        manager = ContextManager(format=wire, policy=Policy())
         client = manager.wrap(make_client(server))  # kept: a dropped genai client closes
         stream = API[wire].open(client, first_user(wire))
         if wire in STREAM_TYPES:
@@ -403,7 +404,7 @@ class TestAsItComes:
     def test_prompt_tokens_are_reported(self, wire: str, provider_server: Any) -> None:
         """Each streamed reply's prompt tokens reach the calibrator (`usage_reported`)."""
         server = provider_server(wire)
-        manager = ContextManager(format=wire)
+        manager = ContextManager(format=wire, policy=Policy())
         seen: list[Any] = []
         manager.bus.connect("usage_reported", lambda sender, **kw: seen.append(kw["usage"]))
         client = manager.wrap(make_client(server))
@@ -413,7 +414,7 @@ class TestAsItComes:
     def test_chat_usage_is_not_asked_for_the_caller(self, provider_server: Any) -> None:
         """Without `include_usage` the request is the caller's: the reply lands, unreported."""
         server = provider_server("openai")
-        manager = ContextManager(format="openai")
+        manager = ContextManager(format="openai", policy=Policy())
         seen: list[Any] = []
         manager.bus.connect("usage_reported", lambda sender, **kw: seen.append(kw["usage"]))
         client = manager.wrap(make_client(server))

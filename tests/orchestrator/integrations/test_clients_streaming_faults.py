@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from benchmarks.provider_streams import StreamFault
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 from tests.orchestrator.integrations.test_clients_streaming import (
     API,
     WIRES,
@@ -60,7 +61,7 @@ def expected_error(
 def setup(provider_server: Any, wire: str, *, is_async: bool = False) -> tuple[Any, Any, Any]:
     """A server answering text and a call, its manager, and the wrapped client."""
     server = provider_server(wire, respond=lambda body: SPEC)
-    manager = ContextManager(format=wire)
+    manager = ContextManager(format=wire, policy=Policy())
     return server, manager, manager.wrap(make_client(server, is_async=is_async))
 
 

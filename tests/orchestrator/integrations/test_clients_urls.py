@@ -11,6 +11,7 @@ import anyio
 import openai
 
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 from processors import UrlShortener
 
 URL = (
@@ -28,7 +29,7 @@ def echo_short_url(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def recorded(fmt: str) -> ContextManager:
-    manager = ContextManager(format=fmt, pipeline=(UrlShortener(),))
+    manager = ContextManager(format=fmt, policy=Policy(pipeline=(UrlShortener(),)))
     manager.ingest(
         [
             {"type": "user", "content": "find surveys"},

@@ -15,6 +15,7 @@ import pytest
 from context_graph.errors import IngestError
 from context_graph.tokens.usage import Usage, UsageTotals
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 from tests.orchestrator.integrations.test_clients import reads
 from tests.orchestrator.integrations.test_clients_streaming import (
     API,
@@ -136,7 +137,7 @@ def check_usage(wire: str, manager: ContextManager, sent: list[Any], seen: list[
 
 
 def watched(wire: str) -> tuple[ContextManager, list[Usage]]:
-    manager = ContextManager(format=wire, budget=BUDGET)
+    manager = ContextManager(format=wire, budget=BUDGET, policy=Policy())
     seen: list[Usage] = []
     manager.bus.connect("usage_recorded", lambda sender, **kw: seen.append(kw["usage"]))
     return manager, seen
@@ -170,12 +171,12 @@ class TestWrappedClientUsage:
         path = tmp_path / "session.db"
         server = provider_server("openai", respond=reads(TURNS), limit=BUDGET)
         sent = recorded(server)
-        manager = ContextManager.open(path, format="openai", budget=BUDGET)
+        manager = ContextManager.open(path, format="openai", budget=BUDGET, policy=Policy())
         sync_loop("openai", manager.wrap(make_client(server)), "create")
         before = manager.stats().usage
         manager.close()
         assert before.calls == TURNS and before.cached_tokens > 0
-        reopened = ContextManager.open(path, format="openai", budget=BUDGET)
+        reopened = ContextManager.open(path, format="openai", budget=BUDGET, policy=Policy())
         try:
             assert reopened.stats().usage == before
             assert reopened.stats().cache_hit_rate == before.cache_hit_rate

@@ -41,6 +41,7 @@ from orchestrator import ContextManager, Recorder
 from orchestrator.integrations import langchain as integration
 from orchestrator.integrations.langchain import ContextMiddleware
 from orchestrator.integrations.langchain_messages import from_payload, to_events
+from orchestrator.policy import Policy
 
 BUDGET = 16_000
 TURNS = 30
@@ -424,7 +425,9 @@ class TestOptions:
     def test_factory_and_options_are_exclusive(self) -> None:
         """A factory builds the manager; options beside it would be ignored, so they are refused."""
         with pytest.raises(ConfigurationError, match="either `factory`"):
-            ContextMiddleware(factory=lambda thread: ContextManager(), profile="coding")
+            ContextMiddleware(
+                factory=lambda thread: ContextManager(policy=Policy()), policy="coding"
+            )
 
     def test_a_missing_directory_is_refused(self, tmp_path: Path) -> None:
         """The session files' directory must exist."""

@@ -28,6 +28,7 @@ from orchestrator import ContextManager
 from orchestrator.integrations.langchain import ContextMiddleware, model_provider
 from orchestrator.integrations.langchain_messages import from_payload, to_events
 from orchestrator.integrations.rendered import chat_items, original_ids
+from orchestrator.policy import Policy
 
 langchain_anthropic = pytest.importorskip("langchain_anthropic")
 langchain_openai = pytest.importorskip("langchain_openai")
@@ -81,7 +82,7 @@ class _Counted:
         self.tokens: list[int] = []
 
     def __call__(self, thread_id: str) -> ContextManager:
-        manager = ContextManager()
+        manager = ContextManager(policy=Policy())
         manager.bus.connect("render_done", self._done)
         return manager
 
@@ -108,7 +109,7 @@ def _assert_counted_as_sent(server: ProviderServer, counted: _Counted, wire: str
     assert server.refused == []
     assert len(server.requests) == TURNS + 1
     assert max(server.prompts) <= BUDGET
-    cache = ContextManager().raw.token_cache
+    cache = ContextManager(policy=Policy()).raw.token_cache
     system = count_payload(_system_body(wire), wire, cache) - count_payload(
         {"messages": []}, wire, cache
     )
@@ -225,7 +226,7 @@ class TestAnthropicThinking:
             AIMessage([thinking, redacted], tool_calls=[call], id="a1"),
             ToolMessage("log", tool_call_id="toolu_1", id="t1"),
         ]
-        manager = ContextManager(format="anthropic")
+        manager = ContextManager(format="anthropic", policy=Policy())
         manager.ingest(to_events(messages))
         result = manager.render_sync()
         sent = result.payload["messages"][1]["content"]
@@ -246,7 +247,7 @@ class TestAnthropicThinking:
             original,
             ToolMessage("log", tool_call_id="toolu_1"),
         ]
-        manager = ContextManager(format="anthropic")
+        manager = ContextManager(format="anthropic", policy=Policy())
         manager.ingest(to_events(messages))
         result = manager.render_sync()
         back = from_payload(chat_items(result, original_ids(result, manager.raw)), messages)
@@ -262,7 +263,7 @@ class TestAnthropicThinking:
             AIMessage("", tool_calls=[call], id="a1"),
             ToolMessage("log", tool_call_id="call.1", id="t1"),
         ]
-        manager = ContextManager(format="anthropic")
+        manager = ContextManager(format="anthropic", policy=Policy())
         manager.ingest(to_events(messages))
         result = manager.render_sync()
         assert result.payload["messages"][1]["content"][0]["id"] != "call.1"
@@ -287,13 +288,13 @@ class TestResponsesReasoning:
             AIMessage([reasoning], tool_calls=[call], id="a1"),
             ToolMessage("log", tool_call_id="call_1", id="t1"),
         ]
-        manager = ContextManager(format="responses")
+        manager = ContextManager(format="responses", policy=Policy())
         manager.ingest(to_events(messages))
         result = manager.render_sync()
         assert result.payload["input"][1] == reasoning
         back = from_payload(chat_items(result, original_ids(result, manager.raw)), messages)
         assert back[1] is messages[1] and back[2] is messages[2]
-        claude = ContextManager(format="anthropic")
+        claude = ContextManager(format="anthropic", policy=Policy())
         claude.ingest(to_events(messages))
         blocks = claude.render_sync().payload["messages"][1]["content"]
         assert [b["type"] for b in blocks] == ["tool_use"]  # not Anthropic's to take back

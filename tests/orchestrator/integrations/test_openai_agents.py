@@ -17,6 +17,7 @@ from context_graph.errors import ConfigurationError
 from context_graph.render import count_payload
 from orchestrator import ContextManager
 from orchestrator.integrations.openai_agents import ContextSession
+from orchestrator.policy import Policy
 
 ROOT = Path(__file__).resolve().parents[3]
 PAGE = ROOT / "docs" / "integrations" / "openai-agents.md"
@@ -129,7 +130,7 @@ class TestRun:
     ) -> None:
         """`Runner.run`: 30 valid requests under the budget; reasoning goes back verbatim."""
         server = provider_server("responses", respond=reads(TURNS), limit=BUDGET)
-        manager = ContextManager(format="responses", budget=BUDGET)
+        manager = ContextManager(format="responses", budget=BUDGET, policy=Policy())
         session = ContextSession(manager)
         result = await Runner.run(
             agent_for(server, client(server)),
@@ -158,7 +159,7 @@ class TestRun:
     async def test_items_are_ingested_once(self, provider_server: Any, client: Any) -> None:
         """The filter's and the Runner's copies of an item become one node."""
         server = provider_server("responses", respond=reads(3))
-        manager = ContextManager(format="responses")
+        manager = ContextManager(format="responses", policy=Policy())
         session = ContextSession(manager)
         agent = agent_for(server, client(server))
         await Runner.run(agent, "go", session=session, run_config=session.run_config())
@@ -175,7 +176,7 @@ class TestRun:
     def test_run_sync(self, provider_server: Any) -> None:
         """`Runner.run_sync` goes through the same session and filter."""
         server = provider_server("responses", respond=reads(2))
-        manager = ContextManager(format="responses", budget=BUDGET)
+        manager = ContextManager(format="responses", budget=BUDGET, policy=Policy())
         session = ContextSession(manager)
         result = Runner.run_sync(
             agent_for(server), "go", session=session, run_config=session.run_config()
@@ -191,11 +192,13 @@ class TestSession:
         """The SDK's runtime-checkable `Session` protocol recognises the session."""
         from agents.memory import Session
 
-        assert isinstance(ContextSession(ContextManager(format="responses")), Session)
+        assert isinstance(
+            ContextSession(ContextManager(format="responses", policy=Policy())), Session
+        )
 
     async def test_get_items_returns_items_as_added(self) -> None:
         """Items come back exactly as added, the latest `limit` when asked."""
-        session = ContextSession(ContextManager(format="responses"))
+        session = ContextSession(ContextManager(format="responses", policy=Policy()))
         items = [
             {"role": "user", "content": "hi"},
             {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"},
@@ -211,7 +214,7 @@ class TestSession:
     async def test_a_reopened_manager_has_the_items(self, tmp_path: Path) -> None:
         """With `ContextManager.open`, a new session on the reopened file has every item."""
         path = tmp_path / "session.db"
-        manager = ContextManager.open(path, format="responses")
+        manager = ContextManager.open(path, format="responses", policy=Policy())
         items = [
             {"role": "user", "content": "hi"},
             {
@@ -222,7 +225,7 @@ class TestSession:
         ]
         await ContextSession(manager).add_items(items)
         manager.close()
-        reopened = ContextManager.open(path, format="responses")
+        reopened = ContextManager.open(path, format="responses", policy=Policy())
         try:
             assert await ContextSession(reopened).get_items() == items
         finally:
@@ -230,7 +233,7 @@ class TestSession:
 
     async def test_a_bad_item_adds_nothing(self) -> None:
         """An output without its call is refused, and the session and manager are unchanged."""
-        manager = ContextManager(format="responses")
+        manager = ContextManager(format="responses", policy=Policy())
         session = ContextSession(manager)
         bad = [
             {"role": "user", "content": "hi"},
@@ -245,7 +248,7 @@ class TestSession:
         """Input items the filter took in first are not ingested again when the Runner adds them."""
         from agents.run_config import CallModelData, ModelInputData
 
-        manager = ContextManager(format="responses")
+        manager = ContextManager(format="responses", policy=Policy())
         session = ContextSession(manager)
         first = [{"role": "user", "content": "hi"}]
         await session.add_items(first)
@@ -272,7 +275,7 @@ class TestSession:
         """Without the Agents SDK, the error names the install command."""
         monkeypatch.setitem(sys.modules, "agents", None)
         with pytest.raises(ConfigurationError, match=r"pip install .\.\[openai-agents\]."):
-            ContextSession(ContextManager(format="responses"))
+            ContextSession(ContextManager(format="responses", policy=Policy()))
 
 
 class TestScriptedModel:
@@ -295,7 +298,7 @@ class TestScriptedModel:
             steps.append(ModelStep(output=[reasoning, call], usage=Usage(input_tokens=900)))
         steps.append(ModelStep(output=[assistant_message(ANSWER)], usage=Usage(input_tokens=900)))
         model = ScriptedModel(steps)
-        manager = ContextManager(format="responses", budget=3_000)
+        manager = ContextManager(format="responses", budget=3_000, policy=Policy())
         seen: list[Any] = []
         manager.bus.connect("usage_reported", lambda sender, **kw: seen.append(kw["usage"]))
         session = ContextSession(manager)

@@ -20,6 +20,7 @@ from context_graph.errors import StoreConflictError
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager
 from orchestrator.integrations.openai_agents import ContextSession
+from orchestrator.policy import Policy
 from tests.orchestrator.persistence.conftest import postgres_fixture
 
 __all__ = ["postgres_fixture"]  # the PostgreSQL server fixture, used here too
@@ -58,7 +59,9 @@ async def _run(session: ContextSession, task: str, mark: str) -> ScriptedModel:
 @pytest.fixture(name="sqlite_pair")
 def sqlite_pair_fixture(tmp_path: Path) -> Iterator[tuple[ContextSession, ContextSession]]:
     """Two sessions over the one manager of a SQLite session file."""
-    manager = ContextManager.open(tmp_path / "s.db", format="responses", counter=WordCounter())
+    manager = ContextManager.open(
+        tmp_path / "s.db", format="responses", counter=WordCounter(), policy=Policy()
+    )
     yield ContextSession(manager), ContextSession(manager)
     manager.close()
 
@@ -68,7 +71,9 @@ def pg_pair_fixture(postgres: Any) -> Iterator[tuple[ContextSession, ContextSess
     """Two workers on one PostgreSQL session, each a manager with its own session object."""
     location = postgres.location("agents")
     managers = [
-        ContextManager.open(location, format="responses", counter=WordCounter(), durable=False)
+        ContextManager.open(
+            location, format="responses", counter=WordCounter(), durable=False, policy=Policy()
+        )
         for _ in range(2)
     ]
     yield ContextSession(managers[0]), ContextSession(managers[1])

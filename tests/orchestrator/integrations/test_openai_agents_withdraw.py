@@ -22,6 +22,7 @@ from context_graph.testing import WordCounter
 from context_graph.validate import validate
 from orchestrator import ContextManager
 from orchestrator.integrations.openai_agents import WITHDRAWN_BY_KEY, ContextSession
+from orchestrator.policy import Policy
 
 LONG = " ".join(f"filler{i}" for i in range(60))
 
@@ -76,7 +77,7 @@ def _user(text: str) -> dict[str, Any]:
 class TestPop:
     async def test_pop_returns_the_latest_item_until_none(self) -> None:
         """Items come back newest first, as added; an empty session pops `None`."""
-        session = ContextSession(ContextManager(format="responses"))
+        session = ContextSession(ContextManager(format="responses", policy=Policy()))
         items = [_user("one"), _user("two"), _user("three")]
         await session.add_items(items)
         assert [await session.pop_item() for _ in range(4)] == [*reversed(items), None]
@@ -85,7 +86,7 @@ class TestPop:
     async def test_pop_after_a_run_takes_the_answer_out_of_the_next_input(self) -> None:
         """Popped items leave `get_items` and the next model input; the call waits again."""
         model = _model("answer-one-mark", "answer-two-mark")
-        manager = ContextManager(format="responses")
+        manager = ContextManager(format="responses", policy=Policy())
         session = ContextSession(manager)
         config = session.run_config()
         await Runner.run(_agent(model), "first task", session=session, run_config=config)
@@ -107,7 +108,7 @@ class TestPop:
 
     async def test_a_popped_output_added_back_answers_its_call(self) -> None:
         """The SDK's rewind puts a popped item back: the call has its answer again."""
-        manager = ContextManager(format="responses")
+        manager = ContextManager(format="responses", policy=Policy())
         session = ContextSession(manager)
         call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
         output = {"type": "function_call_output", "call_id": "c1", "output": "result-mark"}
@@ -121,7 +122,7 @@ class TestPop:
 
     async def test_pop_of_part_of_an_assistant_turn_keeps_the_rest(self) -> None:
         """The turn's other items are recorded again in the same batch as the withdrawal."""
-        manager = ContextManager(format="responses")
+        manager = ContextManager(format="responses", policy=Policy())
         session = ContextSession(manager)
         message = {
             "type": "message",
@@ -151,7 +152,9 @@ class TestPop:
         The bulk is in the replies: a summary keeps every sentence the user said, and
         thirty long user messages alone would not fit the budget in any summary.
         """
-        manager = ContextManager(format="responses", budget=900, counter=WordCounter())
+        manager = ContextManager(
+            format="responses", budget=900, counter=WordCounter(), policy=Policy()
+        )
         session = ContextSession(manager)
         for n in range(30):
             reply = {"role": "assistant", "content": f"reply-{n} {LONG}"}
@@ -178,7 +181,7 @@ class TestPop:
     def test_pop_and_run_sync(self) -> None:
         """`Runner.run_sync` continues a session a pop shortened."""
         model = _model("answer-one-mark", "answer-two-mark")
-        session = ContextSession(ContextManager(format="responses"))
+        session = ContextSession(ContextManager(format="responses", policy=Policy()))
         config = session.run_config()
         Runner.run_sync(_agent(model), "first task", session=session, run_config=config)
         assert asyncio.run(session.pop_item())["type"] == "message"
@@ -200,7 +203,7 @@ class TestClear:
     async def test_clear_then_run_again_starts_afresh(self) -> None:
         """After a clear the next run sends only what it adds; the record keeps the first."""
         model = _model("answer-one-mark", "answer-two-mark")
-        manager = ContextManager(format="responses")
+        manager = ContextManager(format="responses", policy=Policy())
         session = ContextSession(manager)
         config = session.run_config()
         await Runner.run(_agent(model), "first-task-mark", session=session, run_config=config)
@@ -216,7 +219,7 @@ class TestClear:
 
     async def test_clear_of_an_empty_session_records_nothing(self) -> None:
         """Nothing to withdraw: the record is unchanged."""
-        manager = ContextManager(format="responses")
+        manager = ContextManager(format="responses", policy=Policy())
         await ContextSession(manager).clear_session()
         assert manager.raw.withdrawn() == () and len(manager.raw) == 0
 
@@ -225,7 +228,7 @@ class TestRestart:
     async def test_a_pop_survives_a_restart(self, tmp_path: Path) -> None:
         """A session on the reopened file has the items and the input a pop left."""
         path = tmp_path / "session.db"
-        manager = ContextManager.open(path, format="responses")
+        manager = ContextManager.open(path, format="responses", policy=Policy())
         session = ContextSession(manager)
         reasoning = _reasoning(1).model_dump(exclude_none=True)
         call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
@@ -235,7 +238,7 @@ class TestRestart:
         await session.pop_item()
         before = (await manager.render()).payload
         manager.close()
-        reopened = ContextManager.open(path, format="responses")
+        reopened = ContextManager.open(path, format="responses", policy=Policy())
         try:
             again = ContextSession(reopened)
             assert await again.get_items() == [_user("go"), reasoning]
@@ -261,7 +264,9 @@ class TestProperties:
     def test_the_session_is_a_list_and_renders_hold_nothing_withdrawn(self, ops: list[str]) -> None:
         """Any adds, pops, clears and renders: `get_items` is what a list would hold, and
         every request is valid, under the budget and free of what was withdrawn."""
-        manager = ContextManager(format="responses", budget=900, counter=WordCounter())
+        manager = ContextManager(
+            format="responses", budget=900, counter=WordCounter(), policy=Policy()
+        )
         session = ContextSession(manager)
         model: list[Any] = []
         marks: dict[str, str] = {}  # each item's unique text, by its JSON

@@ -43,6 +43,7 @@ from orchestrator import ContextManager, Recorder
 from orchestrator.integrations import pydantic_ai as integration
 from orchestrator.integrations.pydantic_ai import ContextHistory
 from orchestrator.integrations.pydantic_ai_messages import MARK, from_payload, to_events
+from orchestrator.policy import Policy
 
 BUDGET = 16_000
 TURNS = 30
@@ -390,7 +391,9 @@ class TestOptions:
     def test_factory_and_options_are_exclusive(self) -> None:
         """A factory builds the manager; options beside it are refused."""
         with pytest.raises(ConfigurationError, match="either `factory`"):
-            ContextHistory(factory=lambda conversation: ContextManager(), directory=".")
+            ContextHistory(
+                factory=lambda conversation: ContextManager(policy=Policy()), directory="."
+            )
 
     def test_without_pydantic_ai_the_error_names_the_extra(
         self, monkeypatch: pytest.MonkeyPatch

@@ -47,6 +47,7 @@ from orchestrator import ContextManager
 from orchestrator.integrations.pydantic_ai import ContextHistory, model_provider
 from orchestrator.integrations.pydantic_ai_messages import from_payload, to_events
 from orchestrator.integrations.rendered import chat_items, original_ids, system_tokens
+from orchestrator.policy import Policy
 
 BUDGET = 16_000
 TURNS = 30
@@ -114,7 +115,7 @@ class _Counted:
         self.tokens: list[int] = []
 
     def __call__(self, conversation_id: str) -> ContextManager:
-        manager = ContextManager()
+        manager = ContextManager(policy=Policy())
         manager.bus.connect("render_done", self._done)
         return manager
 
@@ -147,7 +148,7 @@ def _assert_counted_as_sent(server: ProviderServer, counted: _Counted, wire: Any
     assert server.refused == []
     assert len(server.requests) == TURNS + 1
     assert max(server.prompts) <= BUDGET
-    system = system_tokens(SYSTEM, wire, ContextManager().raw.token_cache)
+    system = system_tokens(SYSTEM, wire, ContextManager(policy=Policy()).raw.token_cache)
     for body, tokens in zip(server.requests, counted.tokens, strict=True):
         sent = {k: body[k] for k in _BODY[wire] if k in body}
         # Within the few tokens a tool schema's key order moves its JSON text.
@@ -234,7 +235,7 @@ def _history(thinking: list[ThinkingPart]) -> list[ModelMessage]:
 
 
 def _round_trip(history: list[ModelMessage], fmt: Any) -> tuple[Any, list[ModelMessage]]:
-    manager = ContextManager(format=fmt)
+    manager = ContextManager(format=fmt, policy=Policy())
     manager.ingest(to_events(list(enumerate(history))))
     result = manager.render_sync()
     items = chat_items(result, original_ids(result, manager.raw))

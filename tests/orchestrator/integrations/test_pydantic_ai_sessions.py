@@ -18,6 +18,7 @@ from context_graph.errors import StoreLockedError
 from orchestrator import ContextManager
 from orchestrator.integrations.pydantic_ai import ContextHistory
 from orchestrator.persistence.sqlite.lock import held_files
+from orchestrator.policy import Policy
 
 
 @pytest.fixture(autouse=True)
@@ -76,7 +77,7 @@ class TestPerRequest:
         history: list[ModelMessage] = []
         for prompt in ("Why does the build fail?", "And the tests?", "Fix it."):
             history = _request(tmp_path, prompt, history)
-        manager = ContextManager.open(_session_file(tmp_path))
+        manager = ContextManager.open(_session_file(tmp_path), policy=Policy())
         raw = manager.raw
         asked = [raw[i].text for i in raw.by_kind("user")]
         manager.close()
@@ -95,7 +96,7 @@ class TestPerRequest:
             [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120
         )
         assert done.returncode == 0, done.stderr
-        manager = ContextManager.open(path)
+        manager = ContextManager.open(path, policy=Policy())
         assert manager.raw[manager.raw.by_kind("user")[-1]].text == "from elsewhere"
         manager.close()
 
@@ -132,7 +133,7 @@ class TestPerRequest:
         with ContextHistory(budget=4_000, directory=tmp_path) as history:
             history.manager("c1").add_user("hello")
         assert held_files() == 0
-        manager = ContextManager.open(tmp_path / "c1.sqlite")
+        manager = ContextManager.open(tmp_path / "c1.sqlite", policy=Policy())
         assert [node.text for node in manager.raw] == ["hello"]
         manager.close()
 
@@ -159,6 +160,6 @@ class TestFailedRun:
         with pytest.raises(RuntimeError, match="provider is down"):
             agent.run_sync("Why?", capabilities=[processor.capability()])
         assert held_files() == 0
-        manager = ContextManager.open(_session_file(tmp_path))
+        manager = ContextManager.open(_session_file(tmp_path), policy=Policy())
         assert [manager.raw[i].text for i in manager.raw.by_kind("user")] == ["Why?"]
         manager.close()

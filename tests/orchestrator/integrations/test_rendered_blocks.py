@@ -108,7 +108,7 @@ class TestPydanticAI:
         The summary quotes requests (the goal, verbatim); glued, it would end with one.
         """
         doctor = Doctor()
-        history = ContextHistory(budget=4_000, format=fmt, profile="chat")  # type: ignore[arg-type]
+        history = ContextHistory(budget=4_000, format=fmt, policy="chat")  # type: ignore[arg-type]
         agent = _agent(doctor, history, ("You are a build doctor.",))
         messages: list[ModelMessage] | None = None
         for ask in ASKS:
@@ -150,7 +150,7 @@ class TestPydanticAI:
             provider=AnthropicProvider(anthropic_client=client),
             settings={"max_tokens": 1024},
         )
-        history = ContextHistory(budget=3_000, profile="chat")
+        history = ContextHistory(budget=3_000, policy="chat")
         agent = Agent(model, capabilities=[history.capability()])
         messages: list[ModelMessage] | None = None
         try:
@@ -253,7 +253,7 @@ class TestLangChain:
     def test_the_new_request_is_a_block_after_the_summary(self, fmt: str) -> None:
         """The summary and the request after it, one user turn, are blocks of one message."""
         model = Recording()
-        middleware = ContextMiddleware(budget=1_500, format=fmt, profile="chat")  # type: ignore[arg-type]
+        middleware = ContextMiddleware(budget=1_500, format=fmt, policy="chat")  # type: ignore[arg-type]
         agent = create_agent(model, [], middleware=[middleware], checkpointer=InMemorySaver())
         config = {"configurable": {"thread_id": "t"}}
         for ask in ASKS:

@@ -23,6 +23,7 @@ from context_graph.render import Renderer
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager
 from orchestrator.persistence import open_store
+from orchestrator.policy import Policy
 
 CLOCK = lambda: 1_700_000_000.0  # noqa: E731  (a fixed clock: the audit log compares)
 #: A render's budget: a few tool turns overflow it, so renders compact.
@@ -55,7 +56,9 @@ class Report:
 
 def open_manager(location: str) -> ContextManager:
     """A worker's manager on one session (the default pipeline, word counts)."""
-    return ContextManager.open(location, counter=WordCounter(), durable=False, clock=CLOCK)
+    return ContextManager.open(
+        location, counter=WordCounter(), durable=False, clock=CLOCK, policy=Policy()
+    )
 
 
 def view_digest(raw: Any, working: Any) -> str:

@@ -15,6 +15,7 @@ from context_graph.graph.nodes import SummaryNode
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager
 from processors import HistorySummarizer
+from tests.orchestrator.policy_keywords import make_manager, open_manager
 
 RULES = (
     "禁止修改 tests/ 目录。",
@@ -36,12 +37,12 @@ def _options() -> dict[str, Any]:
 def fixture_manager(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ContextManager]:
     """A session on each backend, with turns that state rules and do tool work."""
     if request.param == "memory":
-        manager = ContextManager(**_options())
+        manager = make_manager(**_options())
     elif request.param == "sqlite":
-        manager = ContextManager.open(tmp_path / "session.db", **_options())
+        manager = open_manager(tmp_path / "session.db", **_options())
     else:
         location = request.getfixturevalue("postgres").location("lines")
-        manager = ContextManager.open(location, **_options())
+        manager = open_manager(location, **_options())
     manager.add_user("Migrate the billing service.")
     for turn, rule in enumerate(RULES):
         manager.add_user(rule)
@@ -85,7 +86,7 @@ def test_a_line_leads_to_its_source_and_still_does_after_reopening(
         return
     location = manager.store.location
     manager.close()
-    again = ContextManager.open(location, **_options())
+    again = open_manager(location, **_options())
     try:
         _check_lines(again, again.working[summary.id])  # type: ignore[arg-type]
     finally:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from context_graph.testing import WordCounter
-from orchestrator import ContextManager
 from orchestrator.compaction.hooks import PreCompaction
+from tests.orchestrator.policy_keywords import open_manager
 
 NOTE = "Deploys go through the staging cluster first."
 
@@ -32,7 +32,7 @@ def fixture_location(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
 
 
 def test_a_reopened_session_keeps_the_pinned_notes_and_no_hook(location: Any) -> None:
-    with contextlib.closing(ContextManager.open(location, **_options())) as manager:
+    with contextlib.closing(open_manager(location, **_options())) as manager:
         asked: list[str] = []
 
         @manager.hooks.before_compaction
@@ -50,7 +50,7 @@ def test_a_reopened_session_keeps_the_pinned_notes_and_no_hook(location: Any) ->
         manager.render_sync()
         assert asked == ["overflow"]
         [note] = [n for n in manager.raw.transcript() if manager.raw[n].kind == "note"]
-    with contextlib.closing(ContextManager.open(location, **_options())) as reopened:
+    with contextlib.closing(open_manager(location, **_options())) as reopened:
         assert reopened.raw[note].pinned
         assert reopened.raw[note].text == NOTE
         assert reopened.working.is_current(note)

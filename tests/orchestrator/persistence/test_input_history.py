@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from context_graph.errors import ConfigurationError
 from orchestrator import ContextManager
 from orchestrator.persistence.input_history import TRIM_TO, InputHistory
+from orchestrator.policy import Policy
 
 
 def _writer(path: str, worker: int, count: int, max_bytes: int) -> None:
@@ -149,7 +150,7 @@ class TestFollow:
     def test_a_manager_s_user_turns_are_recorded(self, tmp_path: Path) -> None:
         """Every user turn from then on, not the system prompt or an assistant turn."""
         history = InputHistory(tmp_path / "inputs.jsonl")
-        manager = ContextManager(budget=4_000)
+        manager = ContextManager(budget=4_000, policy=Policy())
         manager.add_system("You are terse.")
         receiver = history.follow(manager, session_id="run-1")
         manager.add_user("Rename the module.")

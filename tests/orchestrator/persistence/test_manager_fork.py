@@ -18,6 +18,7 @@ from context_graph.graph.nodes import SummaryNode
 from context_graph.testing import ScriptedSummarizer, WordCounter, graph_snapshot
 from orchestrator import ContextManager
 from processors import HistorySummarizer
+from tests.orchestrator.policy_keywords import make_manager, open_manager
 
 
 def _options(**more: Any) -> dict[str, Any]:
@@ -36,18 +37,18 @@ class Backend:
     def source(self, **more: Any) -> ContextManager:
         """A new, empty session."""
         if self.name == "memory":
-            return self.keep(ContextManager(**_options(**more)))
+            return self.keep(make_manager(**_options(**more)))
         location = (
             self._tmp / "session.db" if self._postgres is None else self._postgres.location("f")
         )
-        return self.keep(ContextManager.open(location, **_options(**more)))
+        return self.keep(open_manager(location, **_options(**more)))
 
     def reopen(self, manager: ContextManager, **more: Any) -> ContextManager:
         """The stored session of `manager`, closed and opened again."""
         assert manager.store is not None
         location = manager.store.location
         manager.close()
-        return self.keep(ContextManager.open(location, **_options(**more)))
+        return self.keep(open_manager(location, **_options(**more)))
 
     def keep(self, manager: ContextManager) -> ContextManager:
         self._opened.append(manager)
@@ -250,30 +251,30 @@ class TestIsolation:
 class TestDestination:
     def test_an_in_memory_session_forks_into_a_file(self, tmp_path: Path) -> None:
         """`to=` a path keeps the fork of an in-memory session in a new session file."""
-        source = ContextManager(**_options())
+        source = make_manager(**_options())
         users = _chat(source, 3)
         fork = source.fork(at=users[1], to=tmp_path / "fork.db")
         fork.close()
-        reopened = ContextManager.open(tmp_path / "fork.db", **_options())
+        reopened = open_manager(tmp_path / "fork.db", **_options())
         assert reopened.raw.transcript() == _prefix(source, users[1])
         reopened.close()
 
     def test_a_destination_holding_a_session_is_refused(self, tmp_path: Path) -> None:
         """A fork never writes into a session that exists; that session is left as it was."""
-        other = ContextManager.open(tmp_path / "other.db", **_options())
+        other = open_manager(tmp_path / "other.db", **_options())
         _chat(other, 1)
         other.close()
-        source = ContextManager(**_options())
+        source = make_manager(**_options())
         users = _chat(source, 2)
         with pytest.raises(StoreError, match="already holds a session"):
             source.fork(at=users[1], to=tmp_path / "other.db")
-        reopened = ContextManager.open(tmp_path / "other.db", **_options())
+        reopened = open_manager(tmp_path / "other.db", **_options())
         assert len(reopened.raw.transcript()) == 5  # one turn: user, reply, call, result, reply
         reopened.close()
 
     def test_a_session_name_outside_a_database_is_refused(self, tmp_path: Path) -> None:
         """`session=` names a session in a database; a file-kept fork refuses it."""
-        source = ContextManager.open(tmp_path / "s.db", **_options())
+        source = open_manager(tmp_path / "s.db", **_options())
         users = _chat(source, 1)
         with pytest.raises(ConfigurationError, match="not in a database"):
             source.fork(at=users[0], session="named")
@@ -282,7 +283,7 @@ class TestDestination:
 
     def test_a_named_fork_in_the_same_database(self, postgres: Any) -> None:
         """`session=` names the fork's session in the source's database."""
-        source = ContextManager.open(postgres.location("named"), **_options())
+        source = open_manager(postgres.location("named"), **_options())
         users = _chat(source, 2)
         name = f"{source.store.session}-mine"  # type: ignore[union-attr]
         fork = source.fork(at=users[0], session=name)
@@ -293,7 +294,7 @@ class TestDestination:
 
     def test_the_pristine_record_of_a_manager_in_memory_takes_no_derived_node(self) -> None:
         """An edit of the record that no entry keeps is refused: a fork would lose it."""
-        source = ContextManager(**_options())
+        source = make_manager(**_options())
         _chat(source, 1)
         summary = SummaryNode(id="s", content=[], abstracts=(source.raw.transcript()[0],))
         with pytest.raises(ConfigurationError, match="fork"):
@@ -336,7 +337,7 @@ class TestCompactedPoint:
         summary = _compact(source)
         assert users[2] in source.working.roots(summary.id)
         fork = backend.keep(source.fork(at=users[2]))
-        fresh = ContextManager(**_options())
+        fresh = make_manager(**_options())
         _chat(fresh, 2)
         fresh.add_user("Question 2: what does file 2 hold?")
         assert _payload(fork) == _payload(fresh)
@@ -377,7 +378,7 @@ def _fed(events: list[AgentEvent], cuts: list[int], manager: ContextManager) -> 
 
 def _fresh_payload(events: list[AgentEvent], at: str) -> tuple[tuple[str, ...], Any]:
     """A manager fed `events` one by one until it holds `at`: its transcript and request."""
-    fresh = ContextManager(**_options())
+    fresh = make_manager(**_options())
     for event in events:
         if at in fresh.raw:
             break
@@ -393,7 +394,7 @@ class TestForkProperty:
     ) -> None:
         """For any events, batching and point, the fork's request is a fresh manager's."""
         events = _events(steps)
-        source = ContextManager(**_options())
+        source = make_manager(**_options())
         _fed(events, cuts, source)
         transcript = source.raw.transcript()
         at = transcript[pick % len(transcript)]
@@ -410,7 +411,7 @@ class TestForkProperty:
         """The same holds for a session file forked into another file."""
         events = _events(steps)
         with tempfile.TemporaryDirectory() as folder:
-            source = ContextManager.open(Path(folder) / "s.db", durable=False, **_options())
+            source = open_manager(Path(folder) / "s.db", durable=False, **_options())
             _fed(events, cuts, source)
             transcript = source.raw.transcript()
             at = transcript[pick % len(transcript)]

@@ -47,7 +47,9 @@ from orchestrator.compaction.triggers import Firing
 from orchestrator.persistence.manager_state import ManagerState, StateKeeper
 from orchestrator.persistence.protocol import Lease, Refreshed, RestoredSession, SessionStore
 from orchestrator.persistence.sqlite.store import SQLiteStore
+from orchestrator.policy import get_policy
 from orchestrator.replay import model_call_points
+from tests.orchestrator.policy_keywords import make_manager, open_manager
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "context_graph" / "examples" / "example_session.jsonl"
@@ -101,9 +103,8 @@ def record_session(path: Path, patch: Callable[[object, str, object], None]) -> 
         durable=False,
         format="anthropic",
         budget=9_000,
-        profile="coding",
         clock=lambda: 1e9,
-        redact_secrets=True,
+        policy=get_policy("coding").replace(redact_secrets=True),
     )
     renders = 0
     for fed in range(1, len(events) + 1):
@@ -273,7 +274,7 @@ class TestProtocolOnly:
         path = tmp_path / "session.db"
         options: dict[str, Any] = {"counter": WordCounter(), "budget": 400, "clock": lambda: 1e9}
         store = ProtocolOnlyStore(SQLiteStore.open(path, counter=WordCounter(), durable=False))
-        manager = ContextManager(store=store, **options)
+        manager = make_manager(store=store, **options)
         manager.add_system("You are careful.")
         manager.add_user("Run the tests.")
         manager.add_assistant("Running.", [{"id": "c1", "name": "bash"}])
@@ -284,7 +285,7 @@ class TestProtocolOnly:
         assert audit and manager.store is store
         manager.close()
         assert store.closed
-        again = ContextManager.open(path, durable=False, **options)
+        again = open_manager(path, durable=False, **options)
         assert again.working.audit() == audit
         assert again.stats().proposals_applied == manager.stats().proposals_applied
         assert again.render_sync().payload == manager.render_sync().payload

@@ -15,7 +15,9 @@ from context_graph.importers import load_events
 from context_graph.testing import graph_snapshot
 from orchestrator import ContextManager
 from orchestrator.persistence.sqlite.store import SQLiteStore
+from orchestrator.policy import Policy
 from orchestrator.replay import model_call_points
+from tests.orchestrator.policy_keywords import make_manager, open_manager
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "context_graph" / "examples" / "example_session.jsonl"
@@ -69,10 +71,10 @@ class TestResume:
         """Stop halfway, reopen, go on: the same requests as a manager never stopped."""
         half = len(events) // 2
         path = tmp_path / "session.db"
-        reference = ContextManager(**_options())
+        reference = make_manager(**_options())
         expected = _feed(reference, events, 0, len(events))
 
-        first = ContextManager.open(path, durable=False, **_options())
+        first = open_manager(path, durable=False, **_options())
         before = _feed(first, events, 0, half)
         first.report_usage(first.stats().last_render_tokens or 1)
         audit = first.working.audit()
@@ -80,20 +82,20 @@ class TestResume:
         first.close()
         stored = _stored_state(path)
 
-        resumed = ContextManager.open(path, durable=False, **_options())
+        resumed = open_manager(path, durable=False, **_options())
         resumed.close()
         # Closing saves every key whose value differs from the one loaded, so an
         # unchanged file says the resumed state (triggers, guards, counters, calibration,
         # ...) is the first process's.
         assert _stored_state(path) == stored
-        second = ContextManager.open(path, durable=False, **_options())
+        second = open_manager(path, durable=False, **_options())
         assert graph_snapshot(second.raw) == graph_snapshot(first.raw)
         assert second.working.audit() == audit
         assert second.working.view.transcript() == first.working.view.transcript()
         assert second.stats().proposals_applied == first.stats().proposals_applied
         for node_id in second.working.view.current_ids():
             assert second.expand(node_id) == first.expand(node_id)
-        reference_calibrated = ContextManager(**_options())
+        reference_calibrated = make_manager(**_options())
         _feed(reference_calibrated, events, 0, half)
         reference_calibrated.report_usage(reference_calibrated.stats().last_render_tokens or 1)
         after = _feed(second, events, half, len(events))
@@ -111,7 +113,7 @@ class TestResume:
         if not (TRACES / trace).exists():
             pytest.skip("shared traces not present")
         events = list(load_events(TRACES / trace))
-        probe = ContextManager(pipeline=[])
+        probe = ContextManager(policy=Policy(pipeline=[]))
         probe.ingest(events)
         options: dict[str, Any] = {
             "format": "openai",
@@ -121,9 +123,9 @@ class TestResume:
         if pipeline == "none":
             options["pipeline"] = []
         points = sorted(model_call_points(events))
-        reference = ContextManager(**options)
+        reference = make_manager(**options)
         path = tmp_path / "session.db"
-        manager = ContextManager.open(path, durable=False, **options)
+        manager = open_manager(path, durable=False, **options)
         fed = 0
         expected, got, sent, rendered = [], [], [], [0]
         for point in points:
@@ -132,7 +134,7 @@ class TestResume:
             fed = point
             manager.close()
             sent.append(_stored_state(path)["sent"])
-            manager = ContextManager.open(path, durable=False, **options)
+            manager = open_manager(path, durable=False, **options)
             expected.append(reference.render_sync())
             got.append(manager.render_sync())
             rendered.append(_pristine(manager))
@@ -148,13 +150,13 @@ class TestResume:
     def test_a_version_1_session_opens_and_is_upgraded(self, tmp_path: Path) -> None:
         """A file of session schema 1 (no `sent`, no `renderers`) opens and is marked 2."""
         path = tmp_path / "old.db"
-        manager = ContextManager.open(path, durable=False)
+        manager = ContextManager.open(path, durable=False, policy=Policy())
         manager.add_user("hello")
         manager.close()
         with sqlite3.connect(path) as connection:
             connection.execute("DELETE FROM state WHERE key IN ('sent', 'renderers')")
             connection.execute("PRAGMA user_version = 1")
-        again = ContextManager.open(path, durable=False)
+        again = ContextManager.open(path, durable=False, policy=Policy())
         assert [node.text for node in again.raw] == ["hello"]
         again.close()  # nothing is taken for unsent: the one node counts as sent
         assert _stored_state(path)["sent"] == {"nodes": 1}
@@ -166,7 +168,7 @@ class TestResume:
     ) -> None:
         """What the model was not sent is known from the journal, not only from the state."""
         path = tmp_path / "session.db"
-        manager = ContextManager.open(path, durable=False, pipeline=[])
+        manager = ContextManager.open(path, durable=False, policy=Policy(pipeline=[]))
         manager.add_user("sent")
         manager.render_sync()
         manager.add_user("not sent yet")
@@ -174,18 +176,18 @@ class TestResume:
         assert store is not None
         store.close()  # the process dies: the state is not written again
         assert _stored_state(path)["sent"] == {"nodes": 1}
-        again = ContextManager.open(path, durable=False, pipeline=[])
+        again = ContextManager.open(path, durable=False, policy=Policy(pipeline=[]))
         again.close()  # saves `sent` anew: 1 if the late node was taken for unsent
         assert _stored_state(path)["sent"] == {"nodes": 1}
 
     def test_reopening_an_empty_session(self, tmp_path: Path) -> None:
         path = tmp_path / "new.db"
-        ContextManager.open(path).close()
-        manager = ContextManager.open(path)
+        ContextManager.open(path, policy=Policy()).close()
+        manager = ContextManager.open(path, policy=Policy())
         assert len(manager.raw) == 0
         manager.add_user("hello")
         manager.close()
-        again = ContextManager.open(path)
+        again = ContextManager.open(path, policy=Policy())
         assert [node.text for node in again.raw] == ["hello"]
         again.close()
 
@@ -193,21 +195,21 @@ class TestResume:
 class TestOneWriter:
     def test_a_second_manager_on_the_same_file_is_refused(self, tmp_path: Path) -> None:
         path = tmp_path / "session.db"
-        manager = ContextManager.open(path)
+        manager = ContextManager.open(path, policy=Policy())
         with pytest.raises(StoreLockedError):
-            ContextManager.open(path)
+            ContextManager.open(path, policy=Policy())
         manager.close()
-        ContextManager.open(path).close()  # free again once closed
+        ContextManager.open(path, policy=Policy()).close()  # free again once closed
 
     def test_a_closed_manager_refuses_ingest_and_changes_nothing(self, tmp_path: Path) -> None:
         path = tmp_path / "session.db"
-        manager = ContextManager.open(path)
+        manager = ContextManager.open(path, policy=Policy())
         manager.add_user("first")
         manager.close()
         manager.close()  # twice is harmless
         with pytest.raises(StoreError):
             manager.add_user("second")
-        reopened = ContextManager.open(path)
+        reopened = ContextManager.open(path, policy=Policy())
         assert [node.text for node in reopened.raw] == ["first"]
         reopened.close()
 
@@ -215,16 +217,16 @@ class TestOneWriter:
         path = tmp_path / "session.db"
 
         async def main() -> None:
-            async with ContextManager.open(path) as manager:
+            async with ContextManager.open(path, policy=Policy()) as manager:
                 manager.add_user("inside")
                 await manager.render()
 
         anyio.run(main)
-        ContextManager.open(path).close()  # the lock was released
+        ContextManager.open(path, policy=Policy()).close()  # the lock was released
 
     def test_close_inside_async_with_is_refused(self, tmp_path: Path) -> None:
         async def main() -> None:
-            async with ContextManager.open(tmp_path / "s.db") as manager:
+            async with ContextManager.open(tmp_path / "s.db", policy=Policy()) as manager:
                 with pytest.raises(RuntimeError, match="aclose"):
                     manager.close()
 
@@ -234,7 +236,7 @@ class TestOneWriter:
 class TestBadFiles:
     def test_state_of_the_wrong_shape_is_refused_and_the_file_kept(self, tmp_path: Path) -> None:
         path = tmp_path / "session.db"
-        manager = ContextManager.open(path)
+        manager = ContextManager.open(path, policy=Policy())
         manager.add_user("hello")
         manager.render_sync()
         manager.close()
@@ -244,14 +246,14 @@ class TestBadFiles:
             )
         before = path.read_bytes()
         with pytest.raises(StoreCorruptError, match=r"session\.db"):
-            ContextManager.open(path)
+            ContextManager.open(path, policy=Policy())
         assert path.read_bytes() == before
 
     def test_a_file_that_is_not_a_session_is_refused(self, tmp_path: Path) -> None:
         path = tmp_path / "notes.db"
         path.write_text("just some notes\n", encoding="utf-8")
         with pytest.raises(StoreError, match=r"notes\.db"):
-            ContextManager.open(path)
+            ContextManager.open(path, policy=Policy())
         assert path.read_text(encoding="utf-8") == "just some notes\n"
 
     def test_bad_options_fail_before_the_file_is_touched(self, tmp_path: Path) -> None:
@@ -259,7 +261,7 @@ class TestBadFiles:
 
         path = tmp_path / "session.db"
         with pytest.raises(ConfigurationError):
-            ContextManager.open(path, budget=-1)
+            ContextManager.open(path, budget=-1, policy=Policy())
         assert not path.exists()
 
     def test_a_database_url_naming_no_session_is_refused_by_name(
@@ -271,6 +273,6 @@ class TestBadFiles:
 
         monkeypatch.chdir(tmp_path)
         with pytest.raises(ConfigurationError, match="name one") as info:
-            ContextManager.open("postgresql://agent:hunter2@localhost/sessions")
+            ContextManager.open("postgresql://agent:hunter2@localhost/sessions", policy=Policy())
         assert "hunter2" not in str(info.value)
         assert list(tmp_path.iterdir()) == []

@@ -24,8 +24,10 @@ from context_graph.testing import Recorder, WordCounter, graph_snapshot
 from context_graph.validate import validate
 from orchestrator import ContextManager
 from orchestrator.persistence import PostgresStore, open_store
+from orchestrator.policy import Policy
 from processors import HistorySummarizer, ObservationMasker
 from tests.orchestrator.persistence.test_postgres_concurrency import drop_first, fill
+from tests.orchestrator.policy_keywords import open_manager
 from tests.orchestrator.test_manager_lease import Appender
 
 _CLOCK = lambda: 1_700_000_000.0  # noqa: E731  (a fixed clock for the audit log)
@@ -52,13 +54,13 @@ class HookSummarizer:
 
 def _open(location: str, summarizer: Any = None, **options: Any) -> ContextManager:
     options.setdefault("pipeline", [HistorySummarizer()])
-    return ContextManager.open(
+    return open_manager(
         location,
         counter=WordCounter(),
         durable=False,
         clock=_CLOCK,
-        summarizer=summarizer if summarizer is not None else HookSummarizer(),
         **options,
+        policy=Policy(summarizer=summarizer if summarizer is not None else HookSummarizer()),
     )
 
 

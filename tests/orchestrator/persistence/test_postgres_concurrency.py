@@ -17,9 +17,11 @@ from context_graph.render import Renderer
 from context_graph.testing import ScriptedSummarizer, WordCounter, graph_snapshot
 from orchestrator import ContextManager
 from orchestrator.persistence import PostgresStore, RestoredSession, open_store
+from orchestrator.policy import Policy
 from orchestrator.working import WorkingGraph
 from processors import HistorySummarizer
 from processors.base import Drop, Proposal
+from tests.orchestrator.policy_keywords import open_manager
 
 _CLOCK = lambda: 1_700_000_000.0  # noqa: E731  (a fixed clock for the audit log)
 
@@ -138,8 +140,10 @@ class TestConflicts:
     def test_managers_refresh_and_retry(self, postgres: Any) -> None:
         """Two managers on one session: the stale one refreshes, retries, renders the same."""
         location = postgres.location("m")
-        first = ContextManager.open(location, counter=WordCounter(), durable=False)
-        second = ContextManager.open(location, counter=WordCounter(), durable=False)
+        first = ContextManager.open(location, counter=WordCounter(), durable=False, policy=Policy())
+        second = ContextManager.open(
+            location, counter=WordCounter(), durable=False, policy=Policy()
+        )
         try:
             first.add_user("from the first worker")
             with pytest.raises(StoreConflictError):
@@ -237,8 +241,7 @@ class TestManagerCompaction:
                 location,
                 counter=WordCounter(),
                 durable=False,
-                summarizer=summarizer,
-                pipeline=[HistorySummarizer()],
+                policy=Policy(summarizer=summarizer, pipeline=[HistorySummarizer()]),
             )
 
         slow, fast = manager(), manager()
@@ -269,9 +272,11 @@ class TestManagerCompaction:
         location = postgres.location("lc")
         summarizer = ScriptedSummarizer(["The tests ran four times; all ok."] * 4)
         options: dict[str, Any] = {"counter": WordCounter(), "durable": False}
-        worker = ContextManager.open(location, **options)
-        compactor = ContextManager.open(
-            location, summarizer=summarizer, pipeline=[HistorySummarizer()], **options
+        worker = open_manager(location, **options)
+        compactor = open_manager(
+            location,
+            **options,
+            policy=Policy(summarizer=summarizer, pipeline=[HistorySummarizer()]),
         )
         try:
             fill(worker)

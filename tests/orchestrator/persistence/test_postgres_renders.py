@@ -20,15 +20,14 @@ from orchestrator.persistence import PostgresStore, open_store
 from processors import HistorySummarizer
 from tests.orchestrator.persistence.test_postgres_compaction import HookSummarizer
 from tests.orchestrator.persistence.test_postgres_concurrency import fill
+from tests.orchestrator.policy_keywords import open_manager
 
 _CLOCK = lambda: 1_700_000_000.0  # noqa: E731  (a fixed clock for the audit log)
 _BIG = "\n".join(f"line {j}: collected 12 items, 1 failed" for j in range(400))
 
 
 def _open(location: str, **options: Any) -> ContextManager:
-    return ContextManager.open(
-        location, counter=WordCounter(), durable=False, clock=_CLOCK, **options
-    )
+    return open_manager(location, counter=WordCounter(), durable=False, clock=_CLOCK, **options)
 
 
 def _store(manager: ContextManager) -> PostgresStore:

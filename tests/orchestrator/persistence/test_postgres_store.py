@@ -20,6 +20,7 @@ from context_graph.testing import WordCounter
 from orchestrator import ContextManager
 from orchestrator.persistence import PostgresStore, open_store
 from orchestrator.persistence.postgres.schema import SCHEMA_VERSION
+from orchestrator.policy import Policy
 
 _CLOCK = lambda: 1_700_000_000.0  # noqa: E731  (a fixed clock for the audit log)
 
@@ -146,12 +147,16 @@ class TestManager:
     def test_a_manager_resumes_from_a_database(self, postgres: Any) -> None:
         """`ContextManager.open(url, session=...)` resumes to the same request."""
         name = f"m-{uuid.uuid4().hex[:8]}"
-        manager = ContextManager.open(postgres.url, session=name, counter=WordCounter())
+        manager = ContextManager.open(
+            postgres.url, session=name, counter=WordCounter(), policy=Policy()
+        )
         manager.add_user("Fix the failing test.")
         manager.add_assistant("Looking at it.")
         first = manager.render_sync().payload
         manager.close()
-        again = ContextManager.open(postgres.url, session=name, counter=WordCounter())
+        again = ContextManager.open(
+            postgres.url, session=name, counter=WordCounter(), policy=Policy()
+        )
         try:
             assert isinstance(again.store, PostgresStore)
             assert again.render_sync().payload == first

@@ -13,7 +13,6 @@ import pytest
 
 from context_graph.errors import StoreConflictError
 from context_graph.testing import WordCounter
-from orchestrator import ContextManager
 from orchestrator.persistence import PostgresStore, open_store
 from tests.orchestrator.persistence.test_store_contract import (
     Opener,
@@ -21,6 +20,7 @@ from tests.orchestrator.persistence.test_store_contract import (
     backend_fixture,
     reopen_fixture,
 )
+from tests.orchestrator.policy_keywords import open_manager
 
 __all__ = ["backend_fixture", "reopen_fixture"]  # the contract's fixtures, used here
 
@@ -78,8 +78,8 @@ class TestTwoWorkers:
         """B's ingest from a view A moved on is refused before any trigger state is written."""
         location = postgres.location("s")
         options: dict[str, Any] = {"counter": WordCounter(), "durable": False, "budget": 400}
-        a = ContextManager.open(location, **options)
-        b = ContextManager.open(location, **options)
+        a = open_manager(location, **options)
+        b = open_manager(location, **options)
         try:
             a.add_user("Fix the failing test.")
             store = a.store
@@ -100,8 +100,8 @@ class TestTwoWorkers:
         """A reports usage (calibration), B renders (what was sent): both keys are kept."""
         location = postgres.location("s")
         options: dict[str, Any] = {"counter": WordCounter(), "durable": False}
-        a = ContextManager.open(location, **options)
-        b = ContextManager.open(location, **options)
+        a = open_manager(location, **options)
+        b = open_manager(location, **options)
         try:
             a.add_user("Fix the failing test.")
             a.render_sync()

@@ -22,6 +22,7 @@ from processors.distill import Distiller
 from processors.mask import ObservationMasker
 from processors.summarize import HistorySummarizer
 from processors.truncate import ToolOutputTruncator
+from tests.orchestrator.policy_keywords import open_manager
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "context_graph" / "examples" / "example_session.jsonl"
@@ -83,7 +84,7 @@ def _compact_in_child(path: Path, kill_at: int) -> int:
     if pid == 0:  # the child: never returns into pytest
         code = 1
         try:
-            manager = ContextManager.open(path, durable=True, **_options(kill_at))
+            manager = open_manager(path, durable=True, **_options(kill_at))
             anyio.run(manager.compact)
             code = 0
         finally:
@@ -100,15 +101,15 @@ class TestKilledRun:
         half = events[: len(events) // 2]
         before_path, after_path = tmp_path / "before.db", tmp_path / "after.db"
         for target in (before_path, after_path):
-            seed = ContextManager.open(target, durable=False, **_options())
+            seed = open_manager(target, durable=False, **_options())
             seed.ingest(half)
             seed.close()
-        done = ContextManager.open(after_path, durable=False, **_options())
+        done = open_manager(after_path, durable=False, **_options())
         run = anyio.run(done.compact)
         done.close()
         assert run.applied >= 2, "the uninterrupted run applies several proposals"
-        before = ContextManager.open(before_path, durable=False, **_options())
-        after = ContextManager.open(after_path, durable=False, **_options())
+        before = open_manager(before_path, durable=False, **_options())
+        after = open_manager(after_path, durable=False, **_options())
         expected = {"before": _observed(before), "after": _observed(after)}
         before.close()
         after.close()
@@ -120,7 +121,7 @@ class TestKilledRun:
             kill_at = rng.randint(1, STAGES)
             status = _compact_in_child(path, kill_at)
             assert os.WIFSIGNALED(status), f"attempt {attempt}: the child was not killed"
-            reopened = ContextManager.open(path, durable=False, **_options())
+            reopened = open_manager(path, durable=False, **_options())
             observed = _observed(reopened)
             reopened.close()
             matches = [name for name, value in expected.items() if value == observed]

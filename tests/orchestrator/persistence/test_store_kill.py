@@ -35,8 +35,10 @@ from context_graph.graph.nodes import Node
 from context_graph.importers import load_events
 from orchestrator import ContextManager
 from orchestrator.persistence import SQLiteStore
+from orchestrator.policy import Policy
 from orchestrator.replay import model_call_points
 from orchestrator.working.buffer import AuditEntry
+from tests.orchestrator.policy_keywords import open_manager
 
 ROOT = Path(__file__).resolve().parents[3]
 TRACES = ROOT.parent / "shared" / "traces"
@@ -203,7 +205,7 @@ def _run_killed(path: Path, session: Session, kill_at: int) -> tuple[int, list[s
             os.close(read_end)
             out = os.fdopen(write_end, "w", buffering=1)
             moments = Moments(kill_at, lambda line: out.write(f"{line}\n"))
-            manager = ContextManager.open(path, durable=False, **session.options)
+            manager = open_manager(path, durable=False, **session.options)
             moments.attach(manager)
             _feed(
                 manager,
@@ -227,7 +229,7 @@ def _session(name: str) -> Session:
     if not (TRACES / trace).exists():
         pytest.skip("shared traces not present")
     events = list(load_events(TRACES / trace))
-    probe = ContextManager(pipeline=[], format=fmt)
+    probe = ContextManager(format=fmt, policy=Policy(pipeline=[]))
     nodes_after = [0]
     for event in events:
         probe.ingest([event])
@@ -245,7 +247,7 @@ def _session(name: str) -> Session:
 def _uninterrupted(path: Path, session: Session) -> Uninterrupted:
     requests: dict[int, str] = {}
     moments = Moments()
-    manager = ContextManager.open(path, durable=False, **session.options)
+    manager = open_manager(path, durable=False, **session.options)
     moments.attach(manager)
     _feed(manager, session, 0, moments, requests.__setitem__)
     manager.close()
@@ -307,7 +309,7 @@ class TestKilledSession:
             fed = _journaled_events(path)
             # An ingest's commit is traced before it runs: the ones before the kill landed.
             assert fed == reference.moments[: kill_at - 1].count("ingest commit events"), where
-            manager = ContextManager.open(path, durable=False, **session.options)
+            manager = open_manager(path, durable=False, **session.options)
             # The event cut off is in whole or not at all: the first `fed` events' nodes.
             assert _pristine(manager.raw) == session.record[: session.nodes_after[fed]], where
             after: dict[int, str] = {}

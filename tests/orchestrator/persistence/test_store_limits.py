@@ -28,8 +28,10 @@ from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.testing import ScriptedSummarizer, WordCounter, graph_snapshot
 from orchestrator import ContextManager
 from orchestrator.persistence import SQLiteStore
+from orchestrator.policy import Policy
 from processors.base import Abstract, Drop, Proposal
 from processors.summarize import HistorySummarizer
+from tests.orchestrator.policy_keywords import make_manager, open_manager
 
 
 @pytest.fixture(name="path")
@@ -78,7 +80,7 @@ class TestEventsThatCannotBeReadBack:
         self, path: Path, meta: dict[str, Any], problem: str
     ) -> None:
         """An event the journal could not decode is refused with its index; memory and file keep."""
-        manager = ContextManager.open(path, durable=False, counter=WordCounter())
+        manager = ContextManager.open(path, durable=False, counter=WordCounter(), policy=Policy())
         manager.add_user("first")
         before = _view(manager)
         with pytest.raises(IngestError, match=problem) as caught:
@@ -87,7 +89,7 @@ class TestEventsThatCannotBeReadBack:
         assert _view(manager) == before
         manager.add_user("later")
         manager.close()
-        again = ContextManager.open(path, durable=False, counter=WordCounter())
+        again = ContextManager.open(path, durable=False, counter=WordCounter(), policy=Policy())
         assert [node.text for node in again.raw] == ["first", "later"]
         again.close()
 
@@ -102,8 +104,8 @@ class TestCandidatesThatCannotBeEncoded:
             "clock": lambda: 1e9,
         }
         if path is None:
-            return ContextManager(**options)
-        return ContextManager.open(path, durable=False, **options)
+            return make_manager(**options)
+        return open_manager(path, durable=False, **options)
 
     @pytest.mark.parametrize("stored", [False, True], ids=["in-memory", "stored"])
     def test_summary_with_a_lone_surrogate_is_rejected(self, path: Path, stored: bool) -> None:
@@ -241,8 +243,10 @@ class TestFailedWrites:
             path,
             durable=False,
             counter=WordCounter(),
-            pipeline=[HistorySummarizer()],
-            summarizer=ScriptedSummarizer(["The agent ran the tests six times."]),
+            policy=Policy(
+                pipeline=[HistorySummarizer()],
+                summarizer=ScriptedSummarizer(["The agent ran the tests six times."]),
+            ),
         )
         _session(manager)
         store = manager.store
@@ -253,7 +257,7 @@ class TestFailedWrites:
         with pytest.raises(StoreError, match="ahead of the file"):
             manager.add_user("refused")
         store.close()
-        again = ContextManager.open(path, durable=False, counter=WordCounter())
+        again = ContextManager.open(path, durable=False, counter=WordCounter(), policy=Policy())
         assert again.working.audit() == ()
         again.close()
 
@@ -309,14 +313,14 @@ def test_anything_ingest_accepts_restores_after_close(
     """Events within the JSON bounds (deep meta, any Unicode, big ints) restore exactly."""
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "session.db"
-        manager = ContextManager.open(path, durable=False, counter=WordCounter())
+        manager = ContextManager.open(path, durable=False, counter=WordCounter(), policy=Policy())
         manager.add_user("start", meta={"usage": {"tokens": big}})
         for text, meta in turns:
             manager.ingest([AssistantTurn(content=text, meta=meta), UserTurn(content=text)])
         nodes = [node.model_dump() for node in manager.raw]
         snapshot = graph_snapshot(manager.raw)
         manager.close()
-        again = ContextManager.open(path, durable=False, counter=WordCounter())
+        again = ContextManager.open(path, durable=False, counter=WordCounter(), policy=Policy())
         assert graph_snapshot(again.raw) == snapshot
         assert [node.model_dump() for node in again.raw] == nodes
         again.close()

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from context_graph.testing import WordCounter
-from orchestrator.manager import ContextManager
 from orchestrator.persistence.codec import checksum, decode_entry, encode_applied
 from processors import ObservationMasker, Proposal
 from processors.base import Restore
+from tests.orchestrator.policy_keywords import make_manager, open_manager
 from tests.orchestrator.test_agent_tools import fill
 
 
@@ -28,7 +28,7 @@ class TestCodec:
 
     def test_round_trip(self) -> None:
         """Both kinds of restore (whole, one level) decode to what was written."""
-        manager = ContextManager(**_options())
+        manager = make_manager(**_options())
         fill(manager)
         manager.render_sync()
         manager.handle_tool_call_sync("context_expand", {"id": manager.raw.transcript()[4]})
@@ -50,7 +50,7 @@ class TestReopen:
     async def test_a_released_pin_stays_released(self, tmp_path: Path) -> None:
         """Once a pin is let go and saved, a reopen does not hold the node again."""
         path = tmp_path / "session.db"
-        manager = ContextManager.open(path, **_options())
+        manager = open_manager(path, **_options())
         outputs = fill(manager)
         await manager.render()
         await manager.handle_tool_call("context_expand", {"id": outputs[0]})
@@ -59,7 +59,7 @@ class TestReopen:
         manager.add_user("Next.")
         await manager.render()  # the pin expires here, and the state is saved
         manager.close()
-        again = ContextManager.open(path, **_options())
+        again = open_manager(path, **_options())
         try:
             assert again.working.is_current(outputs[0])  # the restore is journaled
             await again.compact()
@@ -70,12 +70,12 @@ class TestReopen:
     async def test_a_held_pin_holds_after_reopen(self, tmp_path: Path) -> None:
         """A pin still running when the process stopped holds in the next one."""
         path = tmp_path / "session.db"
-        manager = ContextManager.open(path, **_options())
+        manager = open_manager(path, **_options())
         outputs = fill(manager)
         await manager.render()
         await manager.handle_tool_call("context_expand", {"id": outputs[0]})
         manager.close()
-        again = ContextManager.open(path, **_options())
+        again = open_manager(path, **_options())
         try:
             await again.compact()
             assert again.working.is_current(outputs[0])

@@ -23,11 +23,13 @@ import pytest
 from context_graph.errors import StoreError
 from orchestrator import ContextManager
 from orchestrator.persistence.sqlite.lock import held_files
+from orchestrator.policy import Policy
 
 _FULL_DISK = """
 import json, resource, signal, sys
 from context_graph.errors import StoreError
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 
 path = sys.argv[1]
 manager = ContextManager.open(path)
@@ -64,7 +66,7 @@ def test_a_write_past_the_file_size_limit_leaves_the_file_reopenable(tmp_path: P
     report = json.loads(done.stdout)
     assert "cannot write to it" in report["write"]
     assert report["texts"] == ["first", "second"]
-    manager = ContextManager.open(path)
+    manager = ContextManager.open(path, policy=Policy())
     assert [node.text for node in manager.raw] == ["first", "second", "after"]
     manager.close()
 
@@ -102,7 +104,7 @@ def test_every_failure_point_releases_on_close(
     path: Path, point: tuple[int, str], when: str
 ) -> None:
     """A statement that fails on ingest or on close's save: close releases, reopen is exact."""
-    manager = ContextManager.open(path)
+    manager = ContextManager.open(path, policy=Policy())
     manager.add_user("first")
     manager.add_user("second")
     manager.render_sync()
@@ -125,7 +127,7 @@ def test_every_failure_point_releases_on_close(
     except StoreError as exc:
         assert str(path) in str(exc)
     assert store.closed
-    again = ContextManager.open(path)  # reopened in the same process
+    again = ContextManager.open(path, policy=Policy())  # reopened in the same process
     assert [node.text for node in again.raw] == committed
     again.add_user("after")
     again.close()
@@ -164,11 +166,11 @@ def _other_application(path: Path) -> None:
 def _other_counter(path: Path) -> None:
     from context_graph.testing import WordCounter
 
-    ContextManager.open(path, counter=WordCounter()).close()
+    ContextManager.open(path, counter=WordCounter(), policy=Policy()).close()
 
 
 def _corrupt_journal(path: Path) -> None:
-    manager = ContextManager.open(path)
+    manager = ContextManager.open(path, policy=Policy())
     manager.add_user("hello")
     manager.close()
     connection = sqlite3.connect(path)
@@ -191,7 +193,7 @@ def test_a_refused_open_leaves_nothing_held(path: Path, make: Callable[[Path], N
     make(path)
     before = held_files()
     with pytest.raises(StoreError):
-        ContextManager.open(path)
+        ContextManager.open(path, policy=Policy())
     assert held_files() == before
     descriptor = os.open(path, os.O_RDWR)  # nothing of this process holds the file now
     try:

@@ -23,6 +23,7 @@ from context_graph.errors import StoreLockedError
 from orchestrator import ContextManager
 from orchestrator.persistence import SQLiteStore, open_store
 from orchestrator.persistence.sqlite.lock import held_files
+from orchestrator.policy import Policy
 
 Alias = Callable[[Path], Path]
 
@@ -82,19 +83,19 @@ class TestSameProcess:
         self, path: Path, alias: Alias
     ) -> None:
         """The second writer is refused whatever name it uses; the first goes on."""
-        first = ContextManager.open(path)
+        first = ContextManager.open(path, policy=Policy())
         line = inspect.currentframe().f_lineno - 1  # type: ignore[union-attr]
         first.add_user("one")
         other = alias(path)
         with pytest.raises(StoreLockedError) as refused:
-            ContextManager.open(other)
+            ContextManager.open(other, policy=Policy())
         assert refused.value.pid == os.getpid()
         assert refused.value.holder == f"{__file__}:{line}"
         assert "this process" in str(refused.value)
         assert "close()" in str(refused.value)
         first.add_user("two")
         first.close()
-        again = ContextManager.open(other)  # free once the first closed
+        again = ContextManager.open(other, policy=Policy())  # free once the first closed
         again.add_user("three")
         again.close()
         assert _entries(path) == ["one", "two", "three"]

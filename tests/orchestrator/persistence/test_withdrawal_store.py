@@ -12,6 +12,7 @@ from context_graph import Withdrawal
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager
 from orchestrator.persistence.codec import checksum, decode_entry, encode_events
+from orchestrator.policy import Policy
 
 
 def _location(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
@@ -35,7 +36,9 @@ class TestJournal:
     ) -> None:
         """Withdrawn nodes, the reopened call and the request are as they were left."""
         location = _location(kind, tmp_path, request)
-        manager = ContextManager.open(location, format="responses", counter=WordCounter())
+        manager = ContextManager.open(
+            location, format="responses", counter=WordCounter(), policy=Policy()
+        )
         manager.add_user("first-mark")
         gone = manager.add_user("typo-mark")
         _, call = manager.add_assistant("calling", tool_calls=[{"id": "c1", "name": "ls"}])
@@ -43,7 +46,9 @@ class TestJournal:
         manager.withdraw([gone, result])
         before = manager.render_sync().payload
         manager.close()
-        reopened = ContextManager.open(location, format="responses", counter=WordCounter())
+        reopened = ContextManager.open(
+            location, format="responses", counter=WordCounter(), policy=Policy()
+        )
         try:
             assert reopened.raw.withdrawn() == (gone, result)
             assert reopened.raw.unanswered_calls() == (call,)

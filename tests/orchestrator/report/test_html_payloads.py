@@ -18,8 +18,9 @@ import pytest
 
 from context_graph import AssistantTurn, SystemPrompt, ToolCall, ToolResult, UserTurn
 from context_graph.graph.events import AgentEvent
-from orchestrator import ContextManager, get_profile
+from orchestrator import ContextManager
 from orchestrator.compaction.triggers import TRIGGER_NAMES
+from orchestrator.policy import Policy, get_policy
 from orchestrator.replay import replay
 from orchestrator.report import Recording, ReplayRecorder
 from orchestrator.report.page import embed_json, render_html
@@ -122,9 +123,7 @@ def _events(payload: str) -> list[AgentEvent]:
 
 
 def _record(events: list[AgentEvent], budget: int = 1_800) -> Recording:
-    manager = ContextManager(
-        format="openai", budget=budget, **get_profile("coding").manager_options()
-    )
+    manager = ContextManager(format="openai", budget=budget, policy=get_policy("coding"))
     recorder = ReplayRecorder(manager, "openai")
     replay(events, budget=budget, manager=manager, on_call=recorder)
     return recorder.recording
@@ -223,7 +222,7 @@ class TestTriggers:
 
     def test_redaction_is_named_as_such(self) -> None:
         """With `redact_secrets`, the redaction edits say `redaction`, not a trigger."""
-        manager = ContextManager(format="openai", budget=50_000, redact_secrets=True)
+        manager = ContextManager(format="openai", budget=50_000, policy=Policy(redact_secrets=True))
         recorder = ReplayRecorder(manager, "openai")
         key = "sk-proj-" + "Qx7Lm2Np9Rt4Sv6Wy8Za1Bc3De5Fg7Hi9Jk0Lm2Np4Qr6St8Uv0Wx2Yz4Ab6Cd8Ef0Gh"
         events: list[AgentEvent] = [UserTurn(content=f"key: {key}"), AssistantTurn(content="ok")]

@@ -13,8 +13,9 @@ from context_graph import AssistantTurn, SystemPrompt, ToolCall, ToolResult, Use
 from context_graph.examples import EXAMPLE_SESSION
 from context_graph.graph.events import AgentEvent
 from context_graph.importers import load_sessions
-from orchestrator import ContextManager, get_profile
+from orchestrator import ContextManager
 from orchestrator.cli import main as cli_main
+from orchestrator.policy import get_policy
 from orchestrator.replay import replay
 from orchestrator.report import Recording, ReplayRecorder, call_dollars, price_for
 from orchestrator.report.page import render_html
@@ -44,9 +45,7 @@ def _events(noise: str = "") -> list[AgentEvent]:
 
 
 def _record(events: list[AgentEvent], budget: int = 2_500) -> tuple[Recording, Any]:
-    manager = ContextManager(
-        format="openai", budget=budget, **get_profile("coding").manager_options()
-    )
+    manager = ContextManager(format="openai", budget=budget, policy=get_policy("coding"))
     recorder = ReplayRecorder(manager, "openai")
     report = replay(events, budget=budget, manager=manager, on_call=recorder)
     return recorder.recording, report
@@ -145,9 +144,7 @@ class TestInChromium:
     ) -> None:
         """No console error; clicking a compacted piece shows its original text."""
         events = load_sessions(EXAMPLE_SESSION)[0].events
-        manager = ContextManager(
-            format="openai", budget=6_000, **get_profile("coding").manager_options()
-        )
+        manager = ContextManager(format="openai", budget=6_000, policy=get_policy("coding"))
         recorder = ReplayRecorder(manager, "openai")
         replay(events, budget=6_000, manager=manager, on_call=recorder)
         out = tmp_path / "report.html"

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from context_graph.graph.events import AgentEvent
 from context_graph.importers import load_sessions
-from orchestrator import ContextManager, get_profile
-from orchestrator.profiles import Profile
+from orchestrator import ContextManager
+from orchestrator.policy import Policy, get_policy
 from orchestrator.replay import replay
 from orchestrator.report import OutputScreen, Recording, ReplayRecorder
 from orchestrator.report.page import render_html
@@ -40,16 +39,16 @@ def events_fixture(tmp_path: Path) -> list[AgentEvent]:
     return list(load_sessions(write_session(tmp_path))[0].events)
 
 
-def _record(events: list[AgentEvent], **options: Any) -> Recording:
-    manager = ContextManager(format="anthropic", budget=BUDGET, **options)
+def _record(events: list[AgentEvent], policy: Policy) -> Recording:
+    manager = ContextManager(format="anthropic", budget=BUDGET, policy=policy)
     recorder = ReplayRecorder(manager, "anthropic")
     replay(events, budget=BUDGET, format="anthropic", manager=manager, on_call=recorder)
     return recorder.recording
 
 
-SWITCHES: dict[str, dict[str, Any]] = {
-    "redact_secrets": {"redact_secrets": True, **get_profile("coding").manager_options()},
-    "toml redact stage": Profile.from_toml(REDACT_TOML).manager_options(),
+SWITCHES: dict[str, Policy] = {
+    "redact_secrets": get_policy("coding").replace(redact_secrets=True),
+    "toml redact stage": Policy.from_toml(REDACT_TOML),
 }
 
 
@@ -61,7 +60,7 @@ class TestReport:
         self, events: list[AgentEvent], switch: str
     ) -> None:
         """Requests, originals, notes, title: the page has placeholders, no secret."""
-        recording = _record(events, **SWITCHES[switch])
+        recording = _record(events, SWITCHES[switch])
         title = f"deploy with {PLANTED['github_token'][0]}"
         page = render_html(recording, title)
         assert leaks(page) == []
@@ -70,7 +69,7 @@ class TestReport:
 
     def test_originals_are_shown_redacted(self, events: list[AgentEvent]) -> None:
         """A compacted piece's original comes from the pristine record, redacted as sent."""
-        recording = _record(events, **SWITCHES["redact_secrets"])
+        recording = _record(events, SWITCHES["redact_secrets"])
         originals = [piece["original"] for piece in recording.pieces.values()]
         assert any("[REDACTED:" in original for original in originals)
         assert leaks("".join(originals)) == []
@@ -79,7 +78,7 @@ class TestReport:
         self, events: list[AgentEvent]
     ) -> None:
         """The check sees a leak: off, the page shows the session as it was."""
-        recording = _record(events, **get_profile("coding").manager_options())
+        recording = _record(events, get_policy("coding"))
         assert leaks(render_html(recording, "t"))
 
 
@@ -113,7 +112,7 @@ class TestOutputScreen:
 
     def test_a_secret_learned_from_the_session_is_hidden_where_it_stands_bare(self) -> None:
         """`learn` the nodes: a password found by its key is redacted in a bare mention."""
-        manager = ContextManager()
+        manager = ContextManager(policy=Policy())
         manager.add_user(f"DB_PASSWORD={PASSWORD}")
         screen = OutputScreen(SecretRedactor())
         bare = f"the login with {PASSWORD} failed"

@@ -11,6 +11,7 @@ from context_graph.examples import EXAMPLE_SESSION
 from context_graph.graph.events import AgentEvent
 from context_graph.importers import load_sessions
 from orchestrator import ContextManager
+from orchestrator.policy import Policy
 from orchestrator.replay import replay
 from orchestrator.report import Recording, ReplayRecorder
 from orchestrator.report.page import render_html
@@ -32,7 +33,7 @@ def _events(*usages: dict[str, Any] | None) -> list[AgentEvent]:
 
 
 def _record(events: list[AgentEvent], fmt: Any = "anthropic") -> Recording:
-    manager = ContextManager(format=fmt, budget=50_000)
+    manager = ContextManager(format=fmt, budget=50_000, policy=Policy())
     recorder = ReplayRecorder(manager, fmt)
     replay(events, budget=50_000, manager=manager, on_call=recorder)
     return recorder.recording

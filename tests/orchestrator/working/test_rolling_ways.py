@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from context_graph.testing import WordCounter
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 from orchestrator.working import WorkingView
 from tests.orchestrator.compaction.test_long_loops import _walked_chain
 from tests.orchestrator.working.test_projection_edits import _assert_as_fresh
@@ -49,7 +50,9 @@ def _assert_chains(view: WorkingView) -> None:
 
 
 def _manager() -> ContextManager:
-    manager = ContextManager(format="openai", budget=4_000, counter=WordCounter(), agent_tools=True)
+    manager = ContextManager(
+        format="openai", budget=4_000, counter=WordCounter(), agent_tools=True, policy=Policy()
+    )
     manager.add_system("You list files.")
     manager.add_user("List every file.")
     return manager

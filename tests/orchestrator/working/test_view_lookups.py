@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from context_graph.testing import ScriptedSummarizer, WordCounter
 from orchestrator.compaction.pipeline import StageSettings, run_pipeline
 from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
 from orchestrator.working import WorkingView
 from orchestrator.working.overlay import Overlay
 from processors import HistorySummarizer, ObservationMasker
@@ -66,7 +67,7 @@ class TestViewLookups:
 
     def test_get_calls_no_overlay_method(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A lookup reads the overlay's maps, without a call to `Overlay.node`."""
-        manager = ContextManager(counter=WordCounter())
+        manager = ContextManager(counter=WordCounter(), policy=Policy())
         _fill(manager, 3)
         view = manager.working.view
 
@@ -79,7 +80,7 @@ class TestViewLookups:
 
     def test_live_sources_check_no_limit(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A live view's sources are not checked against a snapshot's limit."""
-        manager = ContextManager(counter=WordCounter())
+        manager = ContextManager(counter=WordCounter(), policy=Policy())
         _fill(manager, 3)
         view = manager.working.view
         checked: list[str] = []
@@ -101,7 +102,7 @@ class TestViewLookups:
     )
     async def test_same_as_the_composed_lookups(self, plan: list[str], frozen_at: int) -> None:
         """Live or frozen, after any mix of ingests and edits, the lookups agree."""
-        manager = ContextManager(counter=WordCounter())
+        manager = ContextManager(counter=WordCounter(), policy=Policy())
         _fill(manager, 3)
         views = []
         for index, action in enumerate(plan):

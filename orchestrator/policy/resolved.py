@@ -1,7 +1,7 @@
-"""`ContextManager`'s options: checked once, then frozen in a `ManagerOptions`.
+"""A manager's policy and options: checked once, then frozen in a `ManagerOptions`.
 
 A mistake fails at construction with a message that names the option, instead of deep
-inside the first render.
+inside the first render. The collaborators read the `ManagerOptions`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -22,8 +21,8 @@ from context_graph.tokens.counting import ProviderFormat, TokenCounter
 from orchestrator.agent_tools.specs import EXPAND_TOOL, agent_tool_specs, check_pin_turns
 from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.triggers import TriggerConfig
+from orchestrator.policy.policy import Policy
 from orchestrator.pricing import price_for
-from orchestrator.profiles import Profile, get_profile, load_profile
 from processors.base import Processor, Summarizer, scope_of
 from processors.distill import Distiller
 from processors.mask import ObservationMasker
@@ -47,16 +46,14 @@ __all__ = [
     "check_timeout",
     "check_tools",
     "default_pipeline",
-    "profile_defaults",
     "resolve_options",
-    "resolve_profile",
     "session_redactor",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class ManagerOptions:
-    """A manager's options once checked, with the profile's defaults filled in."""
+    """A manager's policy and options once checked, its pipelines built."""
 
     format: ProviderFormat
     """The default provider format."""
@@ -108,79 +105,58 @@ class ManagerOptions:
 
 
 def resolve_options(
+    policy: Policy,
     *,
     format: ProviderFormat = "openai",
     budget: int | None = None,
-    profile: Profile | str | None = None,
     counter: TokenCounter | None = None,
-    triggers: TriggerConfig | None = None,
-    pipeline: Sequence[Processor] | None = None,
-    pipelines: Mapping[str, Sequence[Processor]] | None = None,
-    summarizer: Summarizer | None = None,
-    compact_to: float | None = None,
-    guards: GuardConfig | None = None,
-    background_timeout: float | None = 120.0,
-    compaction_timeout: float | None = 60.0,
-    redact_secrets: bool | SecretRedactor = False,
-    cache_breakpoints: bool = False,
     clock: Callable[[], float] = time.time,
     tools: Sequence[Any] | None = None,
     agent_tools: object = False,
-    expand_pin_turns: int = 3,
     model: str | None = None,
-    auto_continue: bool = False,
 ) -> ManagerOptions:
-    """Check `ContextManager`'s options (its keywords, defaults alike) and freeze them.
+    """Check a manager's `policy` and its own options, and freeze them.
 
-    The options given explicitly override the profile's. Without a `budget`, a `model`
-    sets it: the model's usable window (`context_graph.models.model_budget`).
+    The policy's pipelines are built here (new processors for its `StageConfig`s).
+    Without a `budget`, a `model` sets it: the model's usable window
+    (`context_graph.models.model_budget`).
 
     Raises:
         ConfigurationError: naming the first option that is invalid.
     """
-    chosen = profile_defaults(
-        resolve_profile(profile),
-        {
-            "triggers": triggers,
-            "pipeline": pipeline,
-            "pipelines": pipelines,
-            "compact_to": compact_to,
-        },
-    )
-    ratio = chosen.get("compact_to")
-    ratio = check_ratio(0.7 if ratio is None else ratio, "compact_to")
+    ratio = check_ratio(policy.compact_to, "compact_to")
     fmt = check_format(format, "ContextManager")
     limit = check_budget(budget, "ContextManager")
     chosen_model = check_model(model, "ContextManager")
     if limit is None and chosen_model is not None:
         limit = model_budget(chosen_model)
-    marks = check_cache_breakpoints(cache_breakpoints, fmt)
-    check_options(counter, chosen.get("triggers"), summarizer, clock)
-    config = chosen.get("triggers")
-    config = config if config is not None else TriggerConfig()
-    stages = check_pipelines(chosen.get("pipeline"), chosen.get("pipelines"), config)
-    background = check_timeout(background_timeout, "background_timeout")
-    foreground = check_timeout(compaction_timeout, "compaction_timeout")
-    redactor = session_redactor(redact_secrets, stages)
+    marks = check_cache_breakpoints(policy.cache_breakpoints, fmt)
+    check_options(counter, policy.triggers, policy.summarizer, clock)
+    config = policy.triggers
+    pipeline, named = policy.build_pipelines()
+    stages = check_pipelines(pipeline, named or None, config)
+    background = check_timeout(policy.background_timeout, "background_timeout")
+    foreground = check_timeout(policy.compaction_timeout, "compaction_timeout")
+    redactor = session_redactor(policy.redact_secrets, stages)
     specs = check_tools(tools, "ContextManager")
     agents = agent_tool_specs(agent_tools, specs)
-    pin_turns = check_pin_turns(expand_pin_turns)
-    if guards is not None and not isinstance(guards, GuardConfig):
+    pin_turns = check_pin_turns(policy.expand_pin_turns)
+    guards = policy.guards
+    if not isinstance(guards, GuardConfig):
         msg = f"ContextManager: guards must be a GuardConfig, got {type(guards).__name__}"
         raise ConfigurationError(msg)
-    chosen_guards = guards if guards is not None else GuardConfig()
-    if chosen_guards.cost_aware and chosen_guards.price is None:
+    if guards.cost_aware and guards.price is None:
         # The cost guard weighs with the prices of the provider the manager renders for.
-        chosen_guards = chosen_guards.model_copy(update={"price": price_for(fmt)})
+        guards = guards.model_copy(update={"price": price_for(fmt)})
     return ManagerOptions(
         format=fmt,
         budget=limit,
         counter=counter,
         triggers=config,
         pipelines=MappingProxyType(stages),
-        summarizer=summarizer,
+        summarizer=policy.summarizer,
         compact_to=ratio,
-        guards=chosen_guards,
+        guards=guards,
         background_timeout=background,
         compaction_timeout=foreground,
         redactor=redactor,
@@ -190,7 +166,7 @@ def resolve_options(
         agent_tools=tuple(spec.name for spec in agents),
         expand_pin_turns=pin_turns,
         model=chosen_model,
-        auto_continue=check_flag(auto_continue, "auto_continue"),
+        auto_continue=check_flag(policy.auto_continue, "auto_continue"),
     )
 
 
@@ -307,7 +283,7 @@ def session_redactor(
 
     Redaction is a property of the session, however it is switched on. A stage alone
     redacts only when a compaction runs, so a secret in a turn that came after the last
-    one would reach the request: a pipeline with a `SecretRedactor` stage (a profile's
+    one would reach the request: a pipeline with a `SecretRedactor` stage (a policy's
     `redact` stage, in TOML too) screens every new node before each render as
     `redact_secrets=True` does, with that stage's options (the default pipeline's first,
     then the other pipelines' in order).
@@ -410,27 +386,3 @@ def check_options(counter: object, triggers: object, summarizer: object, clock: 
     if not callable(clock):
         msg = "ContextManager: `clock` must be a callable returning seconds since the epoch"
         raise ConfigurationError(msg)
-
-
-def resolve_profile(profile: object) -> Profile | None:
-    """A `Profile`, a built-in profile's name, or a path to a TOML profile file."""
-    if profile is None or isinstance(profile, Profile):
-        return profile
-    if isinstance(profile, Path) or (isinstance(profile, str) and profile.endswith(".toml")):
-        return load_profile(profile)
-    if isinstance(profile, str):
-        return get_profile(profile)
-    msg = (
-        "ContextManager: `profile` must be a Profile, a built-in profile's name "
-        f"(coding, service, chat) or the path of a .toml file, got {profile!r}"
-    )
-    raise ConfigurationError(msg)
-
-
-def profile_defaults(profile: Profile | None, given: dict[str, Any]) -> dict[str, Any]:
-    """The profile's manager options, overridden by the options given explicitly."""
-    if profile is None:
-        return given
-    chosen = profile.manager_options()
-    chosen.update({key: value for key, value in given.items() if value is not None})
-    return chosen

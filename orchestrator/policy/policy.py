@@ -1,0 +1,174 @@
+"""`Policy`: everything that decides how a manager compacts, as one frozen value.
+
+A policy is what `ContextManager(policy=...)` takes: a built-in one by name (`coding`,
+`service`, `chat`), a `Policy`, or the path of a TOML file. It holds the triggers, the
+pipelines, the guards, the compaction target, the time limits, redaction, the summarizer,
+cache marks, the expand pins and auto-continue. Derive one with `replace`, whose keywords
+are typed:
+
+```python
+policy = get_policy("coding").replace(compact_to=0.5, redact_secrets=True)
+manager = ContextManager("anthropic", 50_000, policy=policy)
+```
+
+A pipeline's stages are processor instances or `StageConfig`s. A `StageConfig` builds a
+new processor for every manager, so a policy of stages (every named policy, every TOML
+policy) used by two managers shares no processor state; an instance is used as given, by
+every manager the policy is handed to.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import TypeAlias, TypedDict, Unpack
+
+from context_graph.errors import ConfigurationError
+from orchestrator.compaction.guards import GuardConfig
+from orchestrator.compaction.triggers import TriggerConfig
+from orchestrator.policy.stages import StageConfig, read_table
+from processors.base import Processor, Summarizer
+from processors.redact import SecretRedactor
+
+__all__ = ["Policy", "PolicyChanges", "Stage"]
+
+Stage: TypeAlias = Processor | StageConfig
+"""One stage of a pipeline: a processor instance, or a `StageConfig` built per manager."""
+
+
+Pipeline: TypeAlias = tuple[Processor, ...]
+
+
+class PolicyChanges(TypedDict, total=False):
+    """The fields `Policy.replace` may change, typed (a misspelled one fails mypy)."""
+
+    name: str
+    description: str
+    triggers: TriggerConfig
+    pipeline: Sequence[Stage] | None
+    pipelines: Mapping[str, Sequence[Stage]]
+    summarizer: Summarizer | None
+    compact_to: float
+    guards: GuardConfig
+    background_timeout: float | None
+    compaction_timeout: float | None
+    redact_secrets: bool | SecretRedactor
+    cache_breakpoints: bool
+    expand_pin_turns: int
+    auto_continue: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Policy:
+    """How a manager compacts: one frozen value (see the module's docstring).
+
+    `Policy()` is the general mechanics, the same for every agent: a soft trigger at 0.7
+    of the budget and a hard one at 0.9 (`TriggerConfig()`), `default_pipeline()`, and
+    compaction down to 0.7. The named policies (`get_policy`) are tuned per kind of
+    agent; `ContextManager` runs `coding` unless told otherwise. Values are checked when
+    a manager is made with the policy; a bad one raises `ConfigurationError` naming it.
+    """
+
+    name: str = "custom"
+    """The policy's name (`coding`, `service`, `chat`, or your own)."""
+    description: str = ""
+    """One or two sentences: the kind of agent the policy is for."""
+    triggers: TriggerConfig = field(default_factory=TriggerConfig)
+    """When compaction runs."""
+    pipeline: Sequence[Stage] | None = None
+    """The default pipeline's stages, cheapest first; `default_pipeline()` when `None`."""
+    pipelines: Mapping[str, Sequence[Stage]] = field(default_factory=lambda: MappingProxyType({}))
+    """More pipelines by name, for the triggers that name them (in
+    `TriggerConfig.pipelines` or a node's `TriggerSpec.pipeline`)."""
+    summarizer: Summarizer | None = None
+    """Given to the processors (the history summarizer writes with it); the
+    deterministic extractive brief when `None`."""
+    compact_to: float = 0.7
+    """A compaction that makes a request fit goes on until the request is at most this
+    share of the budget."""
+    guards: GuardConfig = field(default_factory=GuardConfig)
+    """The loop guards."""
+    background_timeout: float | None = 120.0
+    """Seconds a background compaction may run; `None` for no limit."""
+    compaction_timeout: float | None = 60.0
+    """Seconds a foreground compaction may run; `None` for no limit."""
+    redact_secrets: bool | SecretRedactor = False
+    """Replace credentials with placeholders: `True`, or a configured `SecretRedactor`."""
+    cache_breakpoints: bool = False
+    """Mark Anthropic prompt-cache breakpoints (the Anthropic format only)."""
+    expand_pin_turns: int = 3
+    """User turns for which compaction leaves what `context_expand` restored alone."""
+    auto_continue: bool = False
+    """End the request after an automatic summary with the auto-continue line."""
+
+    def replace(self, **changes: Unpack[PolicyChanges]) -> Policy:
+        """This policy with `changes` (typed keywords); the rest stays as it is."""
+        return dataclasses.replace(self, **changes)
+
+    def build_pipelines(
+        self,
+    ) -> tuple[tuple[Processor, ...] | None, dict[str, tuple[Processor, ...]]]:
+        """The default pipeline (`None`: the built-in one) and the named ones, as processors.
+
+        Every `StageConfig` builds a new processor, so two managers share none of them.
+
+        Raises:
+            ConfigurationError: a stage cannot be built (named by its place).
+        """
+        default = None if self.pipeline is None else self._build("stages", self.pipeline)
+        if not isinstance(self.pipelines, Mapping):
+            return default, self.pipelines  # refused by check_pipelines, naming the option
+        named = {
+            name: self._build(f"pipelines.{name}", stages)
+            for name, stages in self.pipelines.items()
+        }
+        return default, named
+
+    def _build(self, where: str, stages: Sequence[Stage]) -> tuple[Processor, ...]:
+        if isinstance(stages, str | bytes) or not isinstance(stages, Sequence):
+            return stages  # refused by check_pipeline, naming the option
+        built: list[Processor] = []
+        for index, stage in enumerate(stages):
+            if not isinstance(stage, StageConfig):
+                built.append(stage)
+                continue
+            try:
+                built.append(stage.build())
+            except ConfigurationError as exc:
+                msg = (
+                    f"policy {self.name!r}: `{where}[{index}]` "
+                    f"(processor {stage.processor!r}): {exc}"
+                )
+                raise ConfigurationError(msg) from exc
+        return tuple(built)
+
+    @classmethod
+    def from_toml(cls, source: str | os.PathLike[str]) -> Policy:
+        """A policy from TOML text (a `str`) or a file (a `Path`).
+
+        The format is a table of `name`, `description`, `triggers`, `[[stages]]` (each a
+        `processor` and its `options`), `[[pipelines.<name>]]` and `compact_to`. The
+        stages are built once, so an unknown processor or a bad option fails here.
+
+        Raises:
+            ConfigurationError: invalid TOML, an unknown or invalid key (named by its key
+                path), or a stage that cannot be built.
+        """
+        table = read_table(source)
+        return cls(
+            name=table.name,
+            description=table.description,
+            triggers=table.triggers,
+            pipeline=table.stages,
+            pipelines=MappingProxyType(dict(table.pipelines)),
+            compact_to=table.compact_to,
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Policy:
+        """The policy in the TOML file at `path` (see `from_toml`)."""
+        return cls.from_toml(Path(path))
