@@ -523,7 +523,7 @@ class Compactor:
         settings = dataclasses.replace(
             settings,
             excess=functools.partial(self.excess, renderer, goal),
-            held=settings.held | live_outputs(self._working.view),
+            spared=live_outputs(self._working.view),
         )
         await self._pipeline(
             self._options.triggers.default_pipeline,

@@ -289,6 +289,10 @@ class StageSettings:
     unsent: frozenset[str] = frozenset()
     """Nodes no request has carried yet: the cost guard counts the cache as holding the
     view up to the first of them (what follows is written at the next call anyway)."""
+    spared: frozenset[str] = frozenset()
+    """Outputs the output stages leave as they are (a summary may still take them): the
+    live error and its resolution (`recency.live_outputs`) in the first phase of a run
+    that compacts to its target."""
     excess: Callable[[], int] | None = None
     """How many tokens the request is over `target` now (a whole-view run's). With it a
     summary takes just the oldest history that brings the request down to the target,
@@ -367,7 +371,8 @@ async def run_stage(
     nothing = StageOutcome(view_tokens=tokens, manual=mode is RunMode.MANUAL)
     scope = scope_of(processor)
     goal = stage_goal(settings, scope) if sized else None
-    targets = _targets(processor, snapshot, working, only, settings.held, goal)
+    held = settings.held if scope == "history" else settings.held | settings.spared
+    targets = _targets(processor, snapshot, working, only, held, goal)
     run.partial = False
     if goal is not None and scope != "history":
         part = first_by_priority(snapshot, targets, goal)
@@ -479,9 +484,7 @@ async def run_pipeline(
     # (`recency.live_outputs`) to the last: every stage first frees the room from the
     # rest, and only a run still over after all of them takes them too.
     live = live_outputs(working.view) - settings.held if sized else frozenset()
-    phases = (
-        [dataclasses.replace(settings, held=settings.held | live), settings] if live else [settings]
-    )
+    phases = [dataclasses.replace(settings, spared=live), settings] if live else [settings]
     for phase in phases:
         state = await _run_stages(
             pipeline, working, bus, phase, run, state, done, guards, mode, only

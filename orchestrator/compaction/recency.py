@@ -1,10 +1,15 @@
-"""The outputs a goal-sized pass takes last: the newest error, and what resolved it.
+"""The outputs a compaction spares: the newest error, and what resolved it.
 
 An agent that is fixing an error reads the error's output again, and the output that
-showed the fix worked, more than any other: while they are among the newest tool
-outputs, a stage that only has to free part of the request takes every other output
-first (`first_by_priority`). Only a stage that still has to take everything (the second
-pass of a run still over its target) takes them too.
+showed the fix worked, more than any other. While they are among the newest tool
+outputs, the output stages of a run that compacts to its target (and the pass over
+unsent outputs) leave them as they are (`StageSettings.spared`); a summary may still take
+them into the brief, which quotes the error's line and the line that showed the fix.
+Only a run still over its target after every stage goes through them too.
+
+Measured with `python -m benchmarks.probes_quick` (coding policy, all shared sessions,
+budget 8k): against holding them from every stage, the same recency (the last error's
+line in 0.998 of the requests that should hold it) with retention 0.989 instead of 0.959.
 """
 
 from __future__ import annotations
