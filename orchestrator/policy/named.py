@@ -61,6 +61,9 @@ _SERVICE_OUTPUT_STAGES = (
     StageConfig(processor="truncate", options={"max_tokens": 800, "default_policy": "head"}),
 )
 
+#: When every named policy compacts: late, only when a request nearly no longer fits.
+_LATE = TriggerConfig(soft_ratio=None, hard_ratio=0.95, hysteresis=0.1)
+
 #: The named policies (read-only: a policy of one's own is a `Policy` or a TOML file).
 POLICIES: Mapping[str, Policy] = MappingProxyType(
     {
@@ -73,7 +76,7 @@ POLICIES: Mapping[str, Policy] = MappingProxyType(
             # No soft trigger: every compaction rewrites the cached prompt prefix, and
             # shrinking outputs early bought no retention on the shared sessions (see
             # docs/configuration.md). `pipelines.outputs` is there to opt in to it.
-            triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.95, hysteresis=0.1),
+            triggers=_LATE,
             pipeline=(
                 *_CODING_OUTPUT_STAGES,
                 StageConfig(processor="summarize", options={"timeout": 120.0}),
@@ -87,7 +90,7 @@ POLICIES: Mapping[str, Policy] = MappingProxyType(
                 "A tool-using service agent (tau-bench): many short JSON lookups between user "
                 "turns; results stay valid JSON and the conversation is summarized rarely."
             ),
-            triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.95, hysteresis=0.1),
+            triggers=_LATE,
             pipeline=(
                 *_SERVICE_OUTPUT_STAGES,
                 StageConfig(processor="summarize", options={"timeout": 60.0}),
@@ -101,7 +104,7 @@ POLICIES: Mapping[str, Policy] = MappingProxyType(
                 "A chat assistant, with at most a few tools (a web search): old turns are "
                 "summarized, and a tool result too long for the chat is cut first."
             ),
-            triggers=TriggerConfig(soft_ratio=None, hard_ratio=0.95, hysteresis=0.1),
+            triggers=_LATE,
             pipeline=(
                 # Without a stage that can cut new material, a large tool result could only be
                 # made room for by summarizing turns the provider has cached already.
