@@ -523,6 +523,8 @@ class Compactor:
         settings = dataclasses.replace(
             settings,
             excess=functools.partial(self.excess, renderer, goal),
+            # Set here, not only by `run_pipeline`'s first phase: this pass never cuts
+            # them, also in the phase that would (a whole-view run does that instead).
             spared=live_outputs(self._working.view),
         )
         await self._pipeline(

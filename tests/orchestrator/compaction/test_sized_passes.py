@@ -161,8 +161,7 @@ def test_an_error_older_than_the_newest_outputs_is_not_live() -> None:
     manager.add_assistant("Try.", [{"id": "bad", "name": "bash"}])
     error = manager.add_tool_result("bad", "Traceback: ValueError: boom", is_error=True)
     assert live_outputs(manager.working.view) == {error}
-    ids = []
     for step in range(RECENT_ANSWERS):
         manager.add_assistant("Look.", [{"id": f"r{step}", "name": "cat"}])
-        ids.append(manager.add_tool_result(f"r{step}", "ok"))
+        manager.add_tool_result(f"r{step}", "ok")
     assert live_outputs(manager.working.view) == frozenset()
