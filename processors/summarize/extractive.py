@@ -146,6 +146,7 @@ class ExtractiveSummarizer:
         instructions: str | None = None,
         keep: Sequence[str] = (),
         max_tokens: int | None = None,
+        words: int = 0,
         tokens: NodeTokenCache | None = None,
     ) -> str:
         """The blocking twin of `summarize`.
@@ -157,6 +158,11 @@ class ExtractiveSummarizer:
             keep: As for `summarize`.
             max_tokens: A tighter bound for this brief (the room the view has left for
                 it); `self.max_tokens` when `None` or larger.
+            words: The room the user's words (and `keep`) claim within `max_tokens`
+                (`history.words_room`): the bound is at least that, whatever
+                `self.max_tokens` says. The checks refuse a summary that lost a sentence
+                of the user's, so a fixed cap below their words would refuse every
+                summary of a session with many requests, and nothing would be compacted.
             tokens: The caller's token cache. When its counter counts like this
                 summarizer's (`NodeTokenCache.counts_like`), the bound counts the brief's
                 lines through it, and the brief is counted from them, so that the
@@ -168,7 +174,11 @@ class ExtractiveSummarizer:
             msg = f"ExtractiveSummarizer.brief: `max_tokens` must be an int >= 1: {max_tokens!r}"
             raise ConfigurationError(msg)
         counter = self.counter or default_counter()
-        limit = self.max_tokens if max_tokens is None else max(1, min(max_tokens, self.max_tokens))
+        if isinstance(words, bool) or not isinstance(words, int) or words < 0:
+            msg = f"ExtractiveSummarizer.brief: `words` must be an int >= 0: {words!r}"
+            raise ConfigurationError(msg)
+        own = max(self.max_tokens, words)
+        limit = own if max_tokens is None else max(1, min(max_tokens, own))
         brief = _start(previous, counter.count, limit)
         for segment in _segments(nodes):
             if isinstance(segment, SummaryNode):

@@ -261,12 +261,14 @@ class HistorySummarizer:
         )
 
     def _brief(self, job: _Job, summarizer: ExtractiveSummarizer) -> str:
+        keep = [*job.required, *job.facts]
         return summarizer.brief(
             job.plan.span,
             previous=job.previous,
             instructions=job.ctx.instructions,
-            keep=[*job.required, *job.facts],
-            max_tokens=summary_room(job.plan, job.ctx, [*job.required, *job.facts]),
+            keep=keep,
+            max_tokens=summary_room(job.plan, job.ctx, keep),
+            words=words_room(job.plan, job.ctx, keep),
             tokens=job.ctx.tokens,
         )
 
@@ -476,11 +478,21 @@ def summary_room(plan: Plan, ctx: ProcessorContext, keep: Sequence[str] = ()) ->
         room = ctx.target - stays - own
     elif free >= _MIN_BRIEF:
         room = max(_MIN_BRIEF, int(free * _FREE_SHARE))
-    said = _user_words(plan, ctx)
-    if said:
-        listed = ctx.tokens.count_text(", ".join(keep)) if keep else 0
-        room = max(room, min(said + listed + _BRIEF_FRAME, int(ctx.budget * _USER_SHARE)))
+    room = max(room, words_room(plan, ctx, keep))
     return max(1, min(room, plan.tokens_before - 1))
+
+
+def words_room(plan: Plan, ctx: ProcessorContext, keep: Sequence[str] = ()) -> int:
+    """The room the user's words and the identifiers to `keep` claim in the summary.
+
+    What they take with the brief's frame, up to `_USER_SHARE` of the budget; 0 without
+    a budget or without words of the user's in what the summary takes.
+    """
+    said = _user_words(plan, ctx) if ctx.budget is not None else 0
+    if not said or ctx.budget is None:
+        return 0
+    listed = ctx.tokens.count_text(", ".join(keep)) if keep else 0
+    return min(said + listed + _BRIEF_FRAME, int(ctx.budget * _USER_SHARE))
 
 
 def _user_words(plan: Plan, ctx: ProcessorContext) -> int:

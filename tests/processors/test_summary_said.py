@@ -19,7 +19,7 @@ from context_graph import ContextGraph
 from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
 from processors.base import Abstract, ProcessorContext, Proposal
-from processors.summarize import HistorySummarizer, check_candidate
+from processors.summarize import ExtractiveSummarizer, HistorySummarizer, check_candidate
 from processors.summarize.said import lost_sentences, said_in, user_sentences
 from processors.summarize.updates import supersede
 
@@ -134,6 +134,28 @@ class TestEveryPath:
         proposal = await _propose(HistorySummarizer(), _session(*MULTILINGUAL))
         text = _summary_text(proposal)
         assert lost_sentences(MULTILINGUAL, text) == []
+
+    async def test_the_summarizers_own_cap_gives_way_to_the_users_words(self) -> None:
+        """A session of many requests: their words are over the extractive brief's own
+        `max_tokens`, well within the budget's share for them. The brief keeps them all;
+        before, its cap dropped the oldest, every summary was refused, and a long session
+        was never compacted again (each request cut in its floor instead)."""
+        nouns = (
+            "billing invoices ledger payroll refunds coupons carts orders shipping returns "
+            "taxes vendors audits alerts reports exports imports quotas tokens sessions "
+            "webhooks mailers queues caches"
+        ).split()
+        requests = [
+            f"Move the {noun} code under services. Document every {noun} endpoint you touch. "
+            f"Ask before deleting any {noun} fixture."
+            for noun in nouns
+        ]
+        summarizer = HistorySummarizer(fallback=ExtractiveSummarizer(max_tokens=128))
+        graph = _session(*requests)
+        proposal = await _propose(summarizer, graph, budget=20_000, target=20_000)
+        said = user_sentences(requests, message_chars=2_000)
+        assert len(said) == 72
+        assert lost_sentences(said, _summary_text(proposal)) == []
 
     async def test_a_brief_whose_bound_drops_one_is_refused(self) -> None:
         """A budget so small the brief must drop a message: refused, nothing proposed."""

@@ -1,0 +1,90 @@
+"""A session of many requests under a large budget keeps compacting, and keeps them.
+
+The extractive brief was capped at its own `max_tokens` (4,000 by default) whatever
+room the budget left. Once the user's messages held more than that, the cap dropped the
+oldest, the check (nothing the user said may be lost) refused the brief, and no summary
+landed again: on a stitched long session every later call ran the whole pipeline for
+nothing (0.15-0.3 s) and sent a request cut in its floor instead. With the cap giving
+way to the user's words (up to their share of the budget), the summary lands, every
+request stays in it, and the requests that follow are below the budget with room to grow.
+"""
+
+from __future__ import annotations
+
+import json
+
+from orchestrator.manager import ContextManager
+from processors.summarize.said import lost_sentences, user_sentences
+
+#: Tokens. The policy's summary may take a quarter of it for the user's words, 15,000:
+#: more than the extractive brief's own cap of 4,000 (tokens), and than all 72 requests.
+_BUDGET = 60_000
+
+_TOPICS = (
+    "billing invoices ledger payroll refunds coupons carts orders shipping returns taxes "
+    "vendors audits alerts reports exports imports quotas tokens sessions webhooks mailers "
+    "queues caches search ranking pricing catalog reviews ratings banners emails sms "
+    "locales currencies timezones"
+).split()
+
+
+#: Two requests per topic, each sentence its own: none restates another with a new value.
+_REQUESTS = [(shade, topic) for topic in _TOPICS for shade in ("red", "green")]
+
+
+def _request(shade: str, topic: str) -> str:
+    # About 170 words.
+    return " ".join(
+        f"For the {shade} {topic} work, step {word} needs care: check the {word} path twice."
+        for word in (
+            "alpha",
+            "bravo",
+            "charlie",
+            "delta",
+            "echo",
+            "foxtrot",
+            "golf",
+            "hotel",
+            "india",
+            "juliet",
+            "kilo",
+            "lima",
+        )
+    )
+
+
+def _thought(topic: str, step: int) -> str:
+    # The assistant's reasoning: only a summary can make room for it (no output stage
+    # takes an assistant's text).
+    return " ".join(f"Considering {topic} case {step}.{i} before the next run." for i in range(50))
+
+
+def _payload_text(payload: dict[str, object]) -> str:
+    return json.dumps(payload, ensure_ascii=False).replace("\\n", "\n")
+
+
+async def test_every_request_is_kept_and_the_budget_is_not_cut_in_its_floor() -> None:
+    manager = ContextManager("openai", _BUDGET)
+    manager.add_system("You are a careful coding agent. Use the `bash` tool.")
+    requests = [_request(shade, topic) for shade, topic in _REQUESTS]
+    sizes: list[int] = []
+    last = None
+    for number, text in enumerate(requests):
+        manager.add_user(text)
+        for step in range(2):
+            last = await manager.render()
+            sizes.append(last.tokens)
+            call = {"id": f"c{number}_{step}", "name": "bash", "arguments": '{"cmd": "pytest"}'}
+            manager.add_assistant(_thought(_REQUESTS[number][1], step), tool_calls=[call])
+            manager.add_tool_result(call["id"], "3 passed")
+    last = await manager.render()
+    words = sum(len(text.split()) for text in requests)
+    assert words > 10_000  # more than the brief's own cap: the case this covers
+    assert max(sizes) <= _BUDGET
+    # Compacted to the policy's target and grown from there: not held at the budget's
+    # edge by a cut floor on every call.
+    assert min(sizes[len(sizes) // 2 :]) < 0.8 * _BUDGET
+    # The first request stays in the floor; every later one is in the request, in its
+    # own turn or in the brief.
+    said = user_sentences(requests[1:], message_chars=2_000)
+    assert lost_sentences(said, _payload_text(last.payload)) == []
