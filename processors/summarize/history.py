@@ -336,6 +336,14 @@ class HistorySummarizer:
     ) -> Proposal:
         """Check the text that would be committed; propose it, or nothing."""
         verdict = job.check(text)
+        if not verdict.ok and kind in _BRIEF_PATHS:
+            left_out = _oldest_left_out(text, verdict, job)
+            if left_out:
+                note = (
+                    f"{note}; the oldest {left_out} of the user's messages left out whole "
+                    "(over their share of the room; expandable)"
+                )
+                verdict = dataclasses.replace(verdict, lost=())
         if not verdict.ok:
             return self._empty(job.ctx, f"{note}; refused {label} summary: {verdict.reason()}")
         # The hint follows the checks: it names an id, which is no fact of the history.
@@ -493,6 +501,40 @@ def words_room(plan: Plan, ctx: ProcessorContext, keep: Sequence[str] = ()) -> i
         return 0
     listed = ctx.tokens.count_text(", ".join(keep)) if keep else 0
     return min(said + listed + _BRIEF_FRAME, int(ctx.budget * _USER_SHARE))
+
+
+#: The paths on which the extractive brief wrote the summary.
+_BRIEF_PATHS = frozenset({"extractive", "fallback", "safeguard"})
+
+
+def _oldest_left_out(text: str, verdict: CandidateCheck, job: _Job) -> int:
+    """How many of the user's oldest messages the brief `text` left out (0: none, or more).
+
+    The brief keeps the user's messages up to their share of the budget (`words_room`)
+    and, past it, drops the oldest first and says how many (`(n earlier items
+    omitted)`): a long session of many requests at a small budget. Requiring every one
+    would refuse every summary, none would land again, and the tool loop would grow in
+    the floor until the request was refused. So the sentences of the messages the brief
+    says it dropped may be lost (they stay in the record, expandable), as Codex keeps
+    only the recent user messages up to a cap; a lost sentence of any newer message, or
+    a brief that kept none of them, still refuses it.
+    """
+    if set(verdict.kinds) != {"lost_user_words"}:
+        return 0
+    brief = parse(text)
+    if brief is None:
+        return 0
+    earlier = (parse(summary.text) for summary in job.plan.summaries)
+    before = sum(b.omitted.get("requests", 0) for b in earlier if b is not None)
+    dropped = brief.omitted.get("requests", 0) - before
+    if dropped <= 0:
+        return 0
+    messages = _user_messages(job.plan, later=True)
+    if dropped >= len(messages):
+        return 0  # not one of them kept: that is no summary of what the user asked
+    oldest = messages[:dropped]
+    freed = {s for m in oldest for s in user_sentences([m], message_chars=MESSAGE_CHARS)}
+    return dropped if set(verdict.lost) <= freed else 0
 
 
 def _user_words(plan: Plan, ctx: ProcessorContext) -> int:

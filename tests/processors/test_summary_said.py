@@ -10,6 +10,7 @@ retried, then repaired, and a provider's readable summary is repaired.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from hypothesis import HealthCheck, given, settings
@@ -64,6 +65,12 @@ def _summary_text(proposal: Proposal) -> str:
     (edit,) = proposal.edits
     assert isinstance(edit, Abstract)
     return edit.summary.text
+
+
+def _left_out(note: str) -> int:
+    """How many of the oldest messages a proposal's note says the brief left out."""
+    found = re.search(r"the oldest (\d+) of the user's messages left out", note)
+    return int(found.group(1)) if found else 0
 
 
 class _Model:
@@ -157,8 +164,26 @@ class TestEveryPath:
         assert len(said) == 72
         assert lost_sentences(said, _summary_text(proposal)) == []
 
-    async def test_a_brief_whose_bound_drops_one_is_refused(self) -> None:
-        """A budget so small the brief must drop a message: refused, nothing proposed."""
+    async def test_past_their_share_the_oldest_messages_give_way_whole(self) -> None:
+        """Many requests at a small budget: the brief keeps the newest whole and drops the
+        oldest, and the note says how many. Refusing it (as before) refused every summary
+        of a long session of many requests, and the tool loop then grew in the floor
+        until every request was refused (167 of 974 calls on the stitched long session at
+        16,000 tokens)."""
+        requests = [
+            f"{text} Also check the case number {n} twice." for n, text in enumerate(MULTILINGUAL)
+        ]
+        graph = _session(*requests)
+        proposal = await _propose(HistorySummarizer(), graph, budget=200, target=200)
+        text = _summary_text(proposal)
+        dropped = _left_out(proposal.note)
+        assert 0 < dropped < len(requests)
+        kept = user_sentences(requests[dropped:], message_chars=2_000)
+        assert lost_sentences(kept, text) == []
+        assert lost_sentences(user_sentences(requests[:dropped], message_chars=2_000), text)
+
+    async def test_a_brief_that_keeps_none_of_them_is_refused(self) -> None:
+        """A budget so small the brief cannot keep even the newest message: refused."""
         graph = _session(*MULTILINGUAL)
         proposal = await _propose(HistorySummarizer(), graph, budget=60, target=60)
         assert proposal.empty
@@ -215,9 +240,12 @@ async def test_every_sentence_not_superseded_is_kept_or_the_brief_is_refused(
     graph = _session(*messages)
     context = {} if budget is None else {"budget": budget, "target": budget}
     proposal = await _propose(HistorySummarizer(), graph, **context)
-    current = supersede(messages)
-    required = [s for m in current for s in user_sentences([m], message_chars=2_000)]
     if proposal.empty:
         assert "refused" in proposal.note
         return
+    # Past their share of the room, the oldest messages give way whole; never all.
+    dropped = _left_out(proposal.note)
+    assert dropped < len(messages)
+    current = supersede(messages)[dropped:]
+    required = [s for m in current for s in user_sentences([m], message_chars=2_000)]
     assert lost_sentences(required, _summary_text(proposal)) == []

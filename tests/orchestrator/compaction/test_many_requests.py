@@ -88,3 +88,28 @@ async def test_every_request_is_kept_and_the_budget_is_not_cut_in_its_floor() ->
     # own turn or in the brief.
     said = user_sentences(requests[1:], message_chars=2_000)
     assert lost_sentences(said, _payload_text(last.payload)) == []
+
+
+async def test_past_their_share_the_oldest_requests_give_way_and_no_call_is_refused() -> None:
+    """At a budget whose quarter cannot hold every request, the summary keeps the newest
+    whole and leaves the oldest out (expandable). Requiring them all refused every
+    summary, and a long tool loop then grew in the floor until every call was refused."""
+    budget = 8_000
+    manager = ContextManager("openai", budget)
+    manager.add_system("You are a careful coding agent. Use the `bash` tool.")
+    requests = [_request(shade, topic) for shade, topic in _REQUESTS[:40]]
+    sizes: list[int] = []
+    for number, text in enumerate(requests):
+        manager.add_user(text)
+        # The last request starts a long tool loop: only summaries keep it in the budget.
+        for step in range(30 if number == len(requests) - 1 else 2):
+            sizes.append((await manager.render()).tokens)  # raises if refused
+            call = {"id": f"c{number}_{step}", "name": "bash", "arguments": '{"cmd": "pytest"}'}
+            manager.add_assistant(_thought(_REQUESTS[number][1], step), tool_calls=[call])
+            manager.add_tool_result(call["id"], "3 passed")
+    last = await manager.render()
+    assert max(sizes) <= budget
+    text = _payload_text(last.payload)
+    # The newest requests are there, whole; the oldest gave way.
+    assert lost_sentences(user_sentences(requests[-3:], message_chars=2_000), text) == []
+    assert lost_sentences(user_sentences(requests[1:4], message_chars=2_000), text)
