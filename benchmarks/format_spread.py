@@ -66,7 +66,6 @@ ALLOWED: Mapping[str, str] = {
     "orchestrator/report/": "the report reads each SDK's usage object by its shape name",
     "context_graph/models.py": "model limits: which vendor serves a model name",
     # Left for a later change: generic code that still branches on a format (issue 32).
-    "context_graph/graph/sdk_replies.py": "LEFT: reads every SDK's reply object in one place",
     "context_graph/graph/content.py": "LEFT: signatures and thinking parts name their provider",
     "context_graph/graph/call_shapes.py": "LEFT: Gemini's call shape among the readers",
     "context_graph/render/renderer.py": "LEFT: default format; cache marks named in an error",
