@@ -16,6 +16,7 @@ from context_graph.formats.registry import (
     READERS,
     REPLY_READERS,
 )
+from context_graph.formats.wire import CallProblem
 from context_graph.formats.wires import FORMAT_NAMES, READ_ORDER, WIRES
 from context_graph.graph.call_ids import ID_RULES
 from context_graph.importers import FORMATS as IMPORT_FORMATS
@@ -114,3 +115,20 @@ def test_any_module_imports_first(module: str) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+class TestCallShapes:
+    def test_only_gemini_has_a_call_shape_of_its_own(self) -> None:
+        """The shared shapes cover chat, Anthropic and Responses calls; Gemini adds its parts."""
+        assert [name for name, wire in WIRES.items() if wire.call_shape] == ["gemini"]
+
+    def test_a_malformed_part_names_the_key(self) -> None:
+        """A wrapped call that is not an object is a `CallProblem` at the wrapper's key."""
+        shape = WIRES["gemini"].call_shape
+        assert shape is not None
+        part = {"function_call": "read"}
+        key = shape.wrapper(part)
+        assert key == "function_call"
+        with pytest.raises(CallProblem, match="must be an object") as caught:
+            shape.read_wrapped(part, key, 0)
+        assert caught.value.path == "function_call"
