@@ -182,3 +182,6 @@ class Wire:
     """The provider's own compaction artifact, if it makes one."""
     call_shape: CallShape | None = None
     """The provider SDK's own tool-call shape, if it has one the shared shapes miss."""
+    signs_thinking: bool = False
+    """Whether the provider signs the thinking it returns (a signature only it accepts
+    back), so that a `ThinkingPart` may name the format as its signer."""

@@ -26,4 +26,5 @@ WIRE = Wire(
     price=CachePrice("Gemini", "Gemini 3 Pro", 2.00, read=0.1, write=1.0, minimum=4096),
     read_usage=read_gemini_usage,
     call_shape=GeminiCalls(),
+    signs_thinking=True,
 )

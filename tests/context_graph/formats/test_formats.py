@@ -8,6 +8,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pytest
+from pydantic import ValidationError
 
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.formats.registry import (
@@ -19,6 +20,7 @@ from context_graph.formats.registry import (
 from context_graph.formats.wire import CallProblem
 from context_graph.formats.wires import FORMAT_NAMES, READ_ORDER, WIRES
 from context_graph.graph.call_ids import ID_RULES
+from context_graph.graph.content import THINKING_SIGNERS, ThinkingPart
 from context_graph.importers import FORMATS as IMPORT_FORMATS
 from context_graph.render import FORMATS as RENDER_FORMATS
 from context_graph.tokens.calibration import FORMAT_OVERHEADS
@@ -132,3 +134,16 @@ class TestCallShapes:
         with pytest.raises(CallProblem, match="must be an object") as caught:
             shape.read_wrapped(part, key, 0)
         assert caught.value.path == "function_call"
+
+
+class TestThinkingSigners:
+    def test_the_signers_are_the_wires_that_sign(self) -> None:
+        """A thinking part may name Anthropic or Gemini as signer: their wires say they sign."""
+        assert THINKING_SIGNERS == ("anthropic", "gemini")
+        assert ThinkingPart(thinking="t", signature="s", provider="gemini").provider == "gemini"
+
+    @pytest.mark.parametrize("name", ["openai", "responses", "mine"])
+    def test_any_other_name_is_refused(self, name: str) -> None:
+        """A format that signs no thinking, or no format at all, is a validation error."""
+        with pytest.raises(ValidationError, match="provider"):
+            ThinkingPart.model_validate({"thinking": "t", "provider": name})
