@@ -68,7 +68,6 @@ ALLOWED: Mapping[str, str] = {
     # Left for a later change: generic code that still branches on a format (issue 32).
     "context_graph/render/renderer.py": "LEFT: default format; cache marks named in an error",
     "context_graph/render/__init__.py": "LEFT: `render_history`'s default format",
-    "context_graph/validate/request.py": "LEFT: detect_request_format's tie-breaks",
     "orchestrator/manager.py": "LEFT: the manager's default format (h-policy's file)",
     "orchestrator/policy/resolved.py": "LEFT: the default format; cache marks Anthropic-only",
     "orchestrator/replay.py": "LEFT: replay's default format",
