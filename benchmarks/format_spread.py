@@ -66,12 +66,8 @@ ALLOWED: Mapping[str, str] = {
     "orchestrator/report/": "the report reads each SDK's usage object by its shape name",
     "context_graph/models.py": "model limits: which vendor serves a model name",
     # Left for a later change: generic code that still branches on a format (issue 32).
-    "context_graph/graph/sdk_replies.py": "LEFT: reads every SDK's reply object in one place",
-    "context_graph/graph/content.py": "LEFT: signatures and thinking parts name their provider",
-    "context_graph/graph/call_shapes.py": "LEFT: Gemini's call shape among the readers",
     "context_graph/render/renderer.py": "LEFT: default format; cache marks named in an error",
     "context_graph/render/__init__.py": "LEFT: `render_history`'s default format",
-    "context_graph/validate/request.py": "LEFT: detect_request_format's tie-breaks",
     "orchestrator/manager.py": "LEFT: the manager's default format (h-policy's file)",
     "orchestrator/policy/resolved.py": "LEFT: the default format; cache marks Anthropic-only",
     "orchestrator/replay.py": "LEFT: replay's default format",

@@ -2,7 +2,8 @@
 
 The generic machinery asks here by format name and never imports a format's folder
 itself: `Renderer(format=...)` takes `PROVIDER_RENDERERS[format]`, `validate` takes
-`PROVIDER_VALIDATORS[format]`, `load_sessions(format=...)` takes a module of `READERS`.
+`PROVIDER_VALIDATORS[format]`, `load_sessions(format=...)` takes a module of `READERS`,
+`context_graph.graph.sdk_replies` asks each of `REPLY_READERS` whose an SDK reply is.
 The constants (overheads, id rules, prices) are in `context_graph.formats.wires`.
 
 The generic packages import this module inside their functions, not at their top: a
@@ -10,7 +11,7 @@ format's modules import the generic packages' building blocks (`render.provider`
 `validate.common`, `importers._base`), so a format module imported first would
 otherwise come back to itself half-built through this registry.
 
-A new format is a folder holding `wire`, `render`, `validate` and `read`, and one entry
+A new format is a folder holding `wire`, `render`, `validate`, `read` and `replies`, and one entry
 in each table here and in `wires`.
 """
 
@@ -24,14 +25,19 @@ import context_graph.formats.gemini.read as gemini_read
 import context_graph.formats.openai_chat.read as openai_chat_read
 import context_graph.formats.openai_responses.read as openai_responses_read
 from context_graph.formats.anthropic.render import AnthropicMessagesRenderer
+from context_graph.formats.anthropic.replies import AnthropicReplies
 from context_graph.formats.anthropic.validate import AnthropicMessagesValidator
 from context_graph.formats.gemini.render import GeminiContentsRenderer
+from context_graph.formats.gemini.replies import GeminiReplies
 from context_graph.formats.gemini.validate import GeminiContentsValidator
 from context_graph.formats.openai_chat.render import OpenAIChatRenderer
+from context_graph.formats.openai_chat.replies import OpenAIChatReplies
 from context_graph.formats.openai_chat.validate import OpenAIChatValidator
 from context_graph.formats.openai_responses.render import OpenAIResponsesRenderer
+from context_graph.formats.openai_responses.replies import OpenAIResponsesReplies
 from context_graph.formats.openai_responses.validate import OpenAIResponsesValidator
 from context_graph.formats.wires import FORMAT_NAMES, WIRES, FormatName
+from context_graph.graph.reply_reader import ReplyReader
 from context_graph.render.provider import ProviderRenderer
 from context_graph.validate.provider import ProviderValidator
 
@@ -40,6 +46,7 @@ __all__ = [
     "PROVIDER_RENDERERS",
     "PROVIDER_VALIDATORS",
     "READERS",
+    "REPLY_READERS",
     "WIRES",
     "FormatName",
 ]
@@ -72,5 +79,16 @@ READERS: Mapping[str, ModuleType] = MappingProxyType(
         WIRES["gemini"].reader_name: gemini_read,
         WIRES["responses"].reader_name: openai_responses_read,
         WIRES["openai"].reader_name: openai_chat_read,
+    }
+)
+
+#: The reader of each format's SDK replies, read-only, in the order of `FORMAT_NAMES`
+#: (which breaks a tie between two equally sure claims on one reply).
+REPLY_READERS: Mapping[FormatName, ReplyReader] = MappingProxyType(
+    {
+        "openai": OpenAIChatReplies(),
+        "anthropic": AnthropicReplies(),
+        "gemini": GeminiReplies(),
+        "responses": OpenAIResponsesReplies(),
     }
 )

@@ -9,13 +9,23 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 if TYPE_CHECKING:  # only annotations: importing `context_graph.tokens` here would
     # reach `formats.wires` while it is being built (the tokens package reads it)
     from context_graph.tokens.usage_counts import Usage, UsageCounts
 
-__all__ = ["ArtifactProblem", "CachePrice", "FormatOverhead", "IdRule", "NativeArtifact", "Wire"]
+__all__ = [
+    "ArtifactProblem",
+    "CachePrice",
+    "CallProblem",
+    "CallShape",
+    "FormatOverhead",
+    "IdRule",
+    "NativeArtifact",
+    "Places",
+    "Wire",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +110,58 @@ class NativeArtifact:
     for every earlier node but those), rather than ignoring everything before it."""
 
 
+class CallProblem(ValueError):
+    """A tool call in a format's own shape that breaks it, at `path` inside the call."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+Places: TypeAlias = dict[str, str]
+"""Where each `ToolCall` field was read, as the caller spelled it (`name` -> `function.name`)."""
+
+
+class CallShape(Protocol):
+    """A format's own tool-call shape, which `ToolCall` reads beside the shared ones.
+
+    `context_graph.graph.call_shapes` reads the shared shapes (flat, `function`,
+    `tool_use`); a format whose SDK gives calls in a shape of its own describes it here.
+    Its methods read plain data, never mutate it, and raise `CallProblem`.
+    """
+
+    def wrapper(self, value: Mapping[str, Any]) -> str | None:
+        """The key of the part that wraps one of its calls (None: no such part).
+
+        A wrapped call is read before any shared shape is tried.
+        """
+        ...
+
+    def read_wrapped(
+        self, value: Mapping[str, Any], key: str, k: int
+    ) -> tuple[dict[str, Any], Places]:
+        """The `ToolCall` fields of the call wrapped at `key`, and where each was read.
+
+        `k` is the call's rank among the same-named calls of its turn.
+        """
+        ...
+
+    def is_bare(self, value: Mapping[str, Any]) -> bool:
+        """Whether `value`, of no shared shape, is one of its calls without the wrapper."""
+        ...
+
+    def read_bare(self, value: Mapping[str, Any], k: int) -> tuple[dict[str, Any], Places]:
+        """The `ToolCall` fields of a bare call, and where each was read."""
+        ...
+
+    def name_of(self, value: Any) -> str | None:
+        """The name of one of its calls, wrapped or bare; None for any other value.
+
+        Such a call without an id is given one from its rank among same-named calls.
+        """
+        ...
+
+
 @dataclass(frozen=True)
 class Wire:
     """One wire format's constants: what the graph, token and price code need of it."""
@@ -118,3 +180,8 @@ class Wire:
     """Reads the provider's usage object (`None`: it reports no input)."""
     native: NativeArtifact | None = None
     """The provider's own compaction artifact, if it makes one."""
+    call_shape: CallShape | None = None
+    """The provider SDK's own tool-call shape, if it has one the shared shapes miss."""
+    signs_thinking: bool = False
+    """Whether the provider signs the thinking it returns (a signature only it accepts
+    back), so that a `ThinkingPart` may name the format as its signer."""

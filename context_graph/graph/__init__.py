@@ -3,7 +3,8 @@
 `context_graph.ContextGraph` is the pristine record of a session; the modules here are
 its parts: `content` (the parts a message carries), `nodes` (the node kinds) and `ids`
 (their deterministic ids), `events` (what an agent loop hands over, and `sdk_replies` /
-`call_shapes` for the SDKs' own objects), `ingest` (events to nodes, all or nothing),
+`call_shapes` for the SDKs' own objects, asking each format how it reads its own, with
+`reply_reader` the shapes of that answer), `ingest` (events to nodes, all or nothing),
 `withdrawal` (what a `Withdrawal` may take out of every view), `edges` (the `EdgeSet` a
 graph holds), `units` (the `UnitIndex` it holds) and `anchors`, `node_tokens` (what a
 node costs), `stats` (a summary for `inspect`).

@@ -1,9 +1,10 @@
 """Reading a tool call in the shape each provider SDK gives it, into `ToolCall`'s fields.
 
-The shapes: our flat `{id, name, arguments}`; an OpenAI chat tool call (`{id, type:
-"function", function: {name, arguments}}`); an Anthropic `tool_use` block (`{type:
-"tool_use", id, name, input}`); a Gemini `functionCall` part (`{functionCall: {id?, name,
-args}, thoughtSignature?}`, camelCase or snake_case) or a bare Gemini `FunctionCall`. The
+The shared shapes: our flat `{id, name, arguments}`; a `function` call (`{id, type:
+"function", function: {name, arguments}}`, OpenAI chat's); a `tool_use` block (`{type:
+"tool_use", id, name, input}`, Anthropic's). A format whose SDK has a shape of its own
+says how to read it in its `Wire.call_shape` (`context_graph.formats.wire.CallShape`):
+a call in a part that wraps it is read before the shared shapes, a bare one after. The
 SDKs' own objects are pydantic models and are read through `model_dump`, so no SDK is
 imported here.
 
@@ -13,21 +14,22 @@ problem is (`function.name`); `coerce_events` joins it to pydantic's own locatio
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import PydanticCustomError, PydanticSerializationError
 
-from context_graph.graph.content import ProviderSignature
+from context_graph.formats.wire import CallProblem, CallShape, Places
+from context_graph.formats.wires import WIRES
 
-__all__ = ["call_fields", "number_gemini_calls", "plain", "shape_error"]
+__all__ = ["call_fields", "number_calls", "plain", "shape_error"]
 
-_GEMINI_KEYS = ("functionCall", "function_call")
-_SIGNATURE_KEYS = ("thoughtSignature", "thought_signature")
-
-Places = dict[str, str]
-"""Where each `ToolCall` field was read, as the caller spelled it (`name` -> `function.name`)."""
+#: The formats' own call shapes, in the order of `FORMAT_NAMES`.
+_OWN_SHAPES: tuple[CallShape, ...] = tuple(
+    wire.call_shape for wire in WIRES.values() if wire.call_shape is not None
+)
 
 
 def shape_error(reason: str, path: str) -> PydanticCustomError:
@@ -48,13 +50,16 @@ def plain(value: Any, own: type[BaseModel] | tuple[type[BaseModel], ...]) -> Any
 def call_fields(value: Mapping[str, Any], k: int = 0) -> tuple[dict[str, Any], Places]:
     """The `ToolCall` fields of one call in any accepted shape, and where each was read.
 
-    `k` is the call's rank among the same-named calls of its turn (for a Gemini id).
-    No places means the flat shape, to be validated as it is (unknown keys refused).
+    `k` is the call's rank among the same-named calls of its turn (for a format whose
+    calls without an id are named by rank). No places means the flat shape, to be
+    validated as it is (unknown keys refused).
     """
-    gemini = next((key for key in _GEMINI_KEYS if value.get(key) is not None), None)
+    with _as_shape_error():
+        for shape in _OWN_SHAPES:
+            key = shape.wrapper(value)
+            if key is not None:
+                return shape.read_wrapped(value, key, k)
     kind = value.get("type")
-    if gemini is not None:
-        return _gemini_part(value, gemini, k)
     if kind == "tool_use":
         fields = {"id": value.get("id"), "name": value.get("name"), "arguments": value.get("input")}
         return fields, {"id": "id", "name": "name", "arguments": "input"}
@@ -62,9 +67,20 @@ def call_fields(value: Mapping[str, Any], k: int = 0) -> tuple[dict[str, Any], P
         return {k: v for k, v in value.items() if k != "type"}, {}
     if "function" in value or kind is not None:
         return _openai(value, kind)
-    if "args" in value and "arguments" not in value:  # a bare Gemini `FunctionCall`
-        return _gemini_call(value, k), {"id": "id", "name": "name", "arguments": "args"}
+    with _as_shape_error():
+        for shape in _OWN_SHAPES:
+            if shape.is_bare(value):
+                return shape.read_bare(value, k)
     return dict(value), {}
+
+
+@contextmanager
+def _as_shape_error() -> Iterator[None]:
+    """A format's `CallProblem` as the pydantic error the validators raise."""
+    try:
+        yield
+    except CallProblem as exc:
+        raise shape_error(str(exc), exc.path) from None
 
 
 def _openai(value: Mapping[str, Any], kind: Any) -> tuple[dict[str, Any], Places]:
@@ -86,48 +102,12 @@ def _openai(value: Mapping[str, Any], kind: Any) -> tuple[dict[str, Any], Places
     return fields, {"id": "id", "name": "function.name", "arguments": "function.arguments"}
 
 
-def _gemini_part(part: Mapping[str, Any], key: str, k: int) -> tuple[dict[str, Any], Places]:
-    call = part[key]
-    if not isinstance(call, Mapping):
-        raise shape_error(f"`{key}` must be an object, got {call!r}", key)
-    fields = _gemini_call(call, k)
-    places = {"id": f"{key}.id", "name": f"{key}.name", "arguments": f"{key}.args"}
-    for sig_key in _SIGNATURE_KEYS:
-        signature = part.get(sig_key)
-        if signature is None:
-            continue
-        if not isinstance(signature, str):
-            reason = f"`{sig_key}` must be the base64 text the API returned, got {signature!r}"
-            raise shape_error(reason, sig_key)
-        fields["signature"] = ProviderSignature(provider="gemini", value=signature)
-        break
-    return fields, places
+def number_calls(value: Any, own: type[BaseModel]) -> Any:
+    """One turn's calls, each without an id given one from its rank among same-named calls.
 
-
-def _gemini_call(call: Mapping[str, Any], k: int) -> dict[str, Any]:
-    name, call_id = call.get("name"), call.get("id")
-    if call_id in (None, "") and isinstance(name, str) and name:
-        # The Gemini importer's rule for a content that stands alone.
-        call_id = f"gemini_{name}_{k}"
-    return {"id": call_id, "name": name, "arguments": call.get("args")}
-
-
-def _gemini_name(value: Any) -> str | None:
-    """The name of a Gemini call (a part or a bare `FunctionCall`), else `None`."""
-    if not isinstance(value, Mapping):
-        return None
-    call = next((value[key] for key in _GEMINI_KEYS if value.get(key) is not None), None)
-    if call is None and "args" in value and "arguments" not in value:
-        call = value
-    name = call.get("name") if isinstance(call, Mapping) else None
-    return name if isinstance(name, str) else None
-
-
-def number_gemini_calls(value: Any, own: type[BaseModel]) -> Any:
-    """One turn's calls, each Gemini call with its rank among same-named calls as its id.
-
-    A call's id needs the calls before it, which a single call does not see: so the
-    turn's list is read here, and each Gemini call without an id gets one.
+    Only a format's own shape names its calls by rank (`CallShape.name_of`; Gemini's is
+    the one). A call's id needs the calls before it, which a single call does not see: so
+    the turn's list is read here.
     """
     if not isinstance(value, list | tuple) or all(isinstance(v, own) for v in value):
         return value
@@ -145,7 +125,7 @@ def number_gemini_calls(value: Any, own: type[BaseModel]) -> Any:
 
 
 def _numbered(item: Any, seen: dict[str, int]) -> Any:
-    name = _gemini_name(item)
+    name = next((n for shape in _OWN_SHAPES if (n := shape.name_of(item)) is not None), None)
     if name is None:
         return item
     k = seen.get(name, 0)

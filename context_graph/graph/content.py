@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from context_graph.formats.wires import WIRES, FormatName
 
 __all__ = [
+    "THINKING_SIGNERS",
     "ContentPart",
     "DocumentPart",
     "ImagePart",
@@ -21,9 +24,26 @@ __all__ = [
     "RedactedThinkingPart",
     "TextPart",
     "ThinkingPart",
+    "ThinkingSigner",
 ]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+#: The formats whose provider signs its thinking (`Wire.signs_thinking`).
+THINKING_SIGNERS: tuple[str, ...] = tuple(
+    name for name, wire in WIRES.items() if wire.signs_thinking
+)
+
+
+def _signs_thinking(name: FormatName) -> FormatName:
+    if name not in THINKING_SIGNERS:
+        msg = f"{name!r} signs no thinking; expected one of {', '.join(THINKING_SIGNERS)}"
+        raise ValueError(msg)
+    return name
+
+
+ThinkingSigner: TypeAlias = Annotated[FormatName, AfterValidator(_signs_thinking)]
+"""A format whose provider signs its thinking: its name."""
 
 
 class TextPart(BaseModel):
@@ -72,7 +92,7 @@ class ThinkingPart(BaseModel):
     """The reasoning text."""
     signature: str | None = None
     """The provider's signature over the block; required to send it back."""
-    provider: Literal["anthropic", "gemini"] | None = None
+    provider: ThinkingSigner | None = None
     """Who signed it, when known: a signature is only valid for its own provider.
     `None` is read as Anthropic when a signature is present (the common case)."""
 

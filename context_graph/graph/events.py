@@ -27,7 +27,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from context_graph.errors import IngestError, SourceLocation
-from context_graph.graph.call_shapes import call_fields, number_gemini_calls, plain, shape_error
+from context_graph.graph.call_shapes import call_fields, number_calls, plain, shape_error
 from context_graph.graph.content import ContentPart, ProviderSignature, TextPart
 from context_graph.graph.native import NativeCompaction
 from context_graph.graph.nodes import TriggerSpec
@@ -191,7 +191,7 @@ class AssistantTurn(_EventBase):
     """Text, thinking and redacted-thinking parts in the order the model produced them
     (`None`, as OpenAI sends on a turn of tool calls, is no content)."""
     tool_calls: Annotated[
-        tuple[ToolCall, ...], BeforeValidator(lambda v: number_gemini_calls(v, ToolCall))
+        tuple[ToolCall, ...], BeforeValidator(lambda v: number_calls(v, ToolCall))
     ] = ()
     """The calls made by this turn, parallel calls included, in order; each in any shape
     `ToolCall` reads."""

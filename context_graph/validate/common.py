@@ -25,6 +25,7 @@ __all__ = [
     "check_keys",
     "has_str",
     "is_obj",
+    "never",
     "nonempty_str",
     "objects_in",
     "show",
@@ -165,6 +166,11 @@ def as_list(value: object) -> list[Any] | None:
 def objects_in(value: object) -> list[dict[Any, Any]]:
     """The JSON objects among the items of `value`, if it is a JSON array; else none."""
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def never(body: dict[Any, Any]) -> bool:
+    """False: for a format that has no sign of the kind asked (`ProviderValidator.leans`)."""
+    return False
 
 
 def nonempty_str(value: object) -> TypeGuard[str]:

@@ -44,3 +44,16 @@ class ProviderValidator(Protocol):
 
         First found first; a sign seen twice may be listed twice.
         """
+
+    def mixes(self, body: dict[Any, Any]) -> bool:
+        """Whether `body`, though it shows this format's clues, holds another's conversation.
+
+        A body whose clues are this format's alone is then told as no format.
+        """
+
+    def leans(self, body: dict[Any, Any]) -> bool:
+        """Whether `body`, showing no format's clues, still points to this format.
+
+        A field only this format requires, though others accept it too; a body that leans
+        to one format alone is told as that format.
+        """

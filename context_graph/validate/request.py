@@ -128,8 +128,10 @@ def detect_request_format(body: Any) -> ValidationFormat | None:
 
     A body is told by the fields only one provider uses (Gemini's `contents`, Anthropic's
     top-level `system` and `tool_use` blocks, OpenAI's `tool` role and `tool_calls`, the
-    Responses API's `input` and `instructions`; see `request_format_clues`); failing
-    those, a top-level `max_tokens` with `messages` suggests Anthropic, which requires it.
+    Responses API's `input` and `instructions`; see `request_format_clues`), unless the
+    body also holds another format's conversation (`ProviderValidator.mixes`: Gemini's
+    `contents` beside `messages`); failing those, by a field only one format requires
+    (`ProviderValidator.leans`: a top-level `max_tokens` beside `messages`, Anthropic's).
 
     Example:
         detect_request_format({"system": "be brief", "messages": []})  # "anthropic"
@@ -140,12 +142,13 @@ def detect_request_format(body: Any) -> ValidationFormat | None:
         and Anthropic), with signs of two formats (Gemini's `contents` beside
         `messages`, too), or that is not a JSON object.
     """
-    clues = request_format_clues(body)
-    found = [fmt for fmt, signs in clues.items() if signs]
-    if found == ["gemini"] and isinstance(body, dict) and "messages" in body:
-        return None  # Gemini has no `messages`: the body mixes two shapes
+    if not isinstance(body, dict):
+        return None
+    validators = _validators()
+    found = [fmt for fmt, signs in request_format_clues(body).items() if signs]
     if len(found) == 1:
-        return found[0]
-    if not found and isinstance(body, dict) and "max_tokens" in body and "messages" in body:
-        return "anthropic"
-    return None
+        return None if validators[found[0]].mixes(body) else found[0]
+    if found:
+        return None
+    leaning = [fmt for fmt, validator in validators.items() if validator.leans(body)]
+    return leaning[0] if len(leaning) == 1 else None

@@ -1117,6 +1117,13 @@ class TestValidatorRegistry:
         assert isinstance(validator, ProviderValidator)
         assert validator.format == fmt
 
+    def test_the_tie_breaks_are_the_formats_own(self) -> None:
+        """Only Gemini's clues are undone by `messages`; only Anthropic's `max_tokens` leans."""
+        mixed = {"contents": [], "messages": [], "max_tokens": 8}
+        assert [f for f, v in PROVIDER_VALIDATORS.items() if v.mixes(mixed)] == ["gemini"]
+        assert [f for f, v in PROVIDER_VALIDATORS.items() if v.leans(mixed)] == ["anthropic"]
+        assert not any(v.leans({"max_tokens": 8}) for v in PROVIDER_VALIDATORS.values())
+
     def test_rules_are_the_common_ones_and_each_formats(self) -> None:
         """`RULES` holds every format's own codes, sorted, beside the shared ones."""
         own = [set(v.rules) for v in PROVIDER_VALIDATORS.values()]

@@ -1,4 +1,4 @@
-"""Anthropic Messages: `wire` (constants), `render`, `validate`, `read`.
+"""Anthropic Messages: `wire` (constants), `render`, `validate`, `read`, `replies`.
 
 Imports nothing, so that the constants can be read without the renderer (see
 `context_graph.formats.wires`).

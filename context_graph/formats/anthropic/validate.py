@@ -21,6 +21,7 @@ from context_graph.validate.common import (
     as_list,
     check_keys,
     is_obj,
+    never,
     objects_in,
     show,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "ANTHROPIC_RULES",
     "AnthropicMessagesValidator",
     "anthropic_clues",
+    "anthropic_leans",
     "validate_anthropic",
 ]
 
@@ -289,6 +291,11 @@ def anthropic_clues(body: dict[Any, Any]) -> list[str]:
     return found
 
 
+def anthropic_leans(body: dict[Any, Any]) -> bool:
+    """A top-level `max_tokens` beside `messages`: Messages requires it, chat only allows it."""
+    return "max_tokens" in body and "messages" in body
+
+
 class AnthropicMessagesValidator:
     """The Anthropic Messages rules as a `ProviderValidator`."""
 
@@ -296,6 +303,8 @@ class AnthropicMessagesValidator:
     rules: Final = ANTHROPIC_RULES
     check = staticmethod(validate_anthropic)
     clues = staticmethod(anthropic_clues)
+    mixes = staticmethod(never)
+    leans = staticmethod(anthropic_leans)
 
 
 def _functions(tool: dict[Any, Any], path: str, out: Collector) -> Iterable[FunctionSite]:

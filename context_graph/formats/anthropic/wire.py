@@ -71,4 +71,5 @@ WIRE = Wire(
     price=CachePrice("Anthropic", "Claude Sonnet 4.5", 3.00, read=0.1, write=1.25, minimum=1024),
     read_usage=read_anthropic_usage,
     native=COMPACTION,
+    signs_thinking=True,
 )

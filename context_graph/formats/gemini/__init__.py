@@ -1,4 +1,4 @@
-"""Gemini `generateContent`: `wire` (constants), `render`, `validate`, `read`.
+"""Gemini `generateContent`: `wire` (constants, `calls`), `render`, `validate`, `read`, `replies`.
 
 Imports nothing, so that the constants can be read without the renderer (see
 `context_graph.formats.wires`).

@@ -18,13 +18,20 @@ from context_graph.validate.common import (
     as_list,
     check_keys,
     is_obj,
+    never,
     nonempty_str,
     objects_in,
     show,
 )
 from context_graph.validate.tool_fields import FunctionSite, check_tools
 
-__all__ = ["GEMINI_RULES", "GeminiContentsValidator", "gemini_clues", "validate_gemini"]
+__all__ = [
+    "GEMINI_RULES",
+    "GeminiContentsValidator",
+    "gemini_clues",
+    "gemini_mixes",
+    "validate_gemini",
+]
 
 GEMINI_RULES: Mapping[str, str] = MappingProxyType(
     {
@@ -287,6 +294,11 @@ def gemini_clues(body: dict[Any, Any]) -> list[str]:
     return found
 
 
+def gemini_mixes(body: dict[Any, Any]) -> bool:
+    """`messages` in the body, which Gemini has not: the body mixes two shapes."""
+    return "messages" in body
+
+
 class GeminiContentsValidator:
     """The Gemini generateContent rules as a `ProviderValidator`."""
 
@@ -294,6 +306,8 @@ class GeminiContentsValidator:
     rules: Final = GEMINI_RULES
     check = staticmethod(validate_gemini)
     clues = staticmethod(gemini_clues)
+    mixes = staticmethod(gemini_mixes)
+    leans = staticmethod(never)
 
 
 #: Gemini's function names may also hold `.` and `:`, and start with a letter or `_`.

@@ -1,9 +1,10 @@
-"""Gemini `generateContent`'s constants: overheads, tool-call ids, price, usage."""
+"""Gemini `generateContent`'s constants: overheads, tool-call ids and shape, price, usage."""
 
 from __future__ import annotations
 
 import re
 
+from context_graph.formats.gemini.calls import GeminiCalls
 from context_graph.formats.gemini.usage import read_gemini_usage
 from context_graph.formats.wire import CachePrice, FormatOverhead, IdRule, Wire
 
@@ -24,4 +25,6 @@ WIRE = Wire(
     id_rule=IdRule(re.compile(r"[^\x00-\x1f]+"), 64),
     price=CachePrice("Gemini", "Gemini 3 Pro", 2.00, read=0.1, write=1.0, minimum=4096),
     read_usage=read_gemini_usage,
+    call_shape=GeminiCalls(),
+    signs_thinking=True,
 )

@@ -20,6 +20,7 @@ from context_graph.validate.common import (
     check_keys,
     has_str,
     is_obj,
+    never,
     objects_in,
     show,
 )
@@ -311,6 +312,8 @@ class OpenAIChatValidator:
     rules: Final = OPENAI_RULES
     check = staticmethod(validate_openai)
     clues = staticmethod(openai_clues)
+    mixes = staticmethod(never)
+    leans = staticmethod(never)
 
 
 def _functions(tool: dict[Any, Any], path: str, out: Collector) -> Iterable[FunctionSite]:

@@ -1,4 +1,4 @@
-"""The OpenAI Responses API: `wire` (constants), `render`, `validate`, `read`.
+"""The OpenAI Responses API: `wire` (constants), `render`, `validate`, `read`, `replies`.
 
 Imports nothing, so that the constants can be read without the renderer (see
 `context_graph.formats.wires`).

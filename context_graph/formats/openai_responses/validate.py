@@ -28,6 +28,7 @@ from context_graph.validate.common import (
     as_list,
     check_keys,
     is_obj,
+    never,
     nonempty_str,
     objects_in,
     show,
@@ -310,6 +311,8 @@ class OpenAIResponsesValidator:
     rules: Final = RESPONSES_RULES
     check = staticmethod(validate_responses)
     clues = staticmethod(responses_clues)
+    mixes = staticmethod(never)
+    leans = staticmethod(never)
 
 
 def _functions(tool: dict[Any, Any], path: str, out: Collector) -> Iterable[FunctionSite]:

@@ -8,10 +8,19 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pytest
+from pydantic import ValidationError
 
-from context_graph.formats.registry import PROVIDER_RENDERERS, PROVIDER_VALIDATORS, READERS
+from context_graph.errors import IngestError, SourceLocation
+from context_graph.formats.registry import (
+    PROVIDER_RENDERERS,
+    PROVIDER_VALIDATORS,
+    READERS,
+    REPLY_READERS,
+)
+from context_graph.formats.wire import CallProblem
 from context_graph.formats.wires import FORMAT_NAMES, READ_ORDER, WIRES
 from context_graph.graph.call_ids import ID_RULES
+from context_graph.graph.content import THINKING_SIGNERS, ThinkingPart
 from context_graph.importers import FORMATS as IMPORT_FORMATS
 from context_graph.render import FORMATS as RENDER_FORMATS
 from context_graph.tokens.calibration import FORMAT_OVERHEADS
@@ -30,12 +39,14 @@ class TestRegistry:
         """Constants, renderers, validators and the render formats agree, in order."""
         assert tuple(WIRES) == FORMAT_NAMES == RENDER_FORMATS
         assert tuple(PROVIDER_RENDERERS) == tuple(PROVIDER_VALIDATORS) == FORMAT_NAMES
+        assert tuple(REPLY_READERS) == FORMAT_NAMES
 
     def test_each_entry_is_its_own_format(self) -> None:
         """A renderer, validator and wire filed under a name say that name."""
         for name in FORMAT_NAMES:
             assert WIRES[name].name == PROVIDER_RENDERERS[name].format == name
             assert PROVIDER_VALIDATORS[name].format == name
+            assert REPLY_READERS[name].format == name
             assert PROVIDER_RENDERERS[name].overhead is WIRES[name].overhead
 
     def test_the_readers_are_the_wires_readers(self) -> None:
@@ -58,9 +69,9 @@ class TestRegistry:
         assert len(PRICES) == len(set(PRICES))
 
     @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
-    def test_each_folder_holds_the_four_parts(self, folder: Path) -> None:
-        """wire, render, validate and read: what one format needs, in one place."""
-        assert {"wire.py", "render.py", "validate.py", "read.py"} <= {
+    def test_each_folder_holds_the_five_parts(self, folder: Path) -> None:
+        """wire, render, validate, read and replies: what one format needs, in one place."""
+        assert {"wire.py", "render.py", "validate.py", "read.py", "replies.py"} <= {
             p.name for p in folder.iterdir()
         }
 
@@ -68,6 +79,19 @@ class TestRegistry:
         """No folder without a registry entry, and no entry without a folder."""
         homes = {type(PROVIDER_RENDERERS[n]).__module__.split(".")[2] for n in FORMAT_NAMES}
         assert homes == {folder.name for folder in FOLDERS}
+
+    def test_each_reply_reader_lives_in_its_renderers_folder(self) -> None:
+        """A format's SDK replies are read in the folder that renders its requests."""
+        for name in FORMAT_NAMES:
+            home = type(PROVIDER_RENDERERS[name]).__module__.rpartition(".")[0]
+            assert type(REPLY_READERS[name]).__module__ == f"{home}.replies"
+
+    def test_a_reader_that_claims_no_message_refuses_one(self) -> None:
+        """The Responses API's reply holds no single message: its reader says to read it whole."""
+        reader = REPLY_READERS["responses"]
+        assert reader.claims_message({"role": "assistant", "content": "x"}) is None
+        with pytest.raises(IngestError, match="read whole"):
+            reader.read_message({"role": "assistant"}, SourceLocation(), {})
 
 
 @pytest.mark.parametrize(
@@ -93,3 +117,33 @@ def test_any_module_imports_first(module: str) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+class TestCallShapes:
+    def test_only_gemini_has_a_call_shape_of_its_own(self) -> None:
+        """The shared shapes cover chat, Anthropic and Responses calls; Gemini adds its parts."""
+        assert [name for name, wire in WIRES.items() if wire.call_shape] == ["gemini"]
+
+    def test_a_malformed_part_names_the_key(self) -> None:
+        """A wrapped call that is not an object is a `CallProblem` at the wrapper's key."""
+        shape = WIRES["gemini"].call_shape
+        assert shape is not None
+        part = {"function_call": "read"}
+        key = shape.wrapper(part)
+        assert key == "function_call"
+        with pytest.raises(CallProblem, match="must be an object") as caught:
+            shape.read_wrapped(part, key, 0)
+        assert caught.value.path == "function_call"
+
+
+class TestThinkingSigners:
+    def test_the_signers_are_the_wires_that_sign(self) -> None:
+        """A thinking part may name Anthropic or Gemini as signer: their wires say they sign."""
+        assert THINKING_SIGNERS == ("anthropic", "gemini")
+        assert ThinkingPart(thinking="t", signature="s", provider="gemini").provider == "gemini"
+
+    @pytest.mark.parametrize("name", ["openai", "responses", "mine"])
+    def test_any_other_name_is_refused(self, name: str) -> None:
+        """A format that signs no thinking, or no format at all, is a validation error."""
+        with pytest.raises(ValidationError, match="provider"):
+            ThinkingPart.model_validate({"thinking": "t", "provider": name})

@@ -292,6 +292,35 @@ class TestMessageErrors:
             graph.add_assistant(OPENAI_MESSAGE, tool_calls=[OPENAI_CALL])
 
 
+class TestWhoReads:
+    """Every format's reader says how sure it is that a reply is its own; the surest reads it."""
+
+    def test_a_field_only_one_format_has_beats_a_shared_sign(self) -> None:
+        """A message with Gemini's `parts` and Anthropic's blocks is read as Gemini's content."""
+        message = {
+            "role": "assistant",
+            "parts": [{"text": "hi"}],
+            "content": [{"type": "thinking", "thinking": "t"}],
+        }
+        with pytest.raises(IngestError, match="role: expected the model's content"):
+            read_message(message)
+
+    def test_a_response_only_field_beats_the_message_mark(self) -> None:
+        """A body with `choices` and `"type": "message"` is read as a chat completion."""
+        choice = {"message": {"role": "assistant", "content": "x"}}
+        body = {**ANTHROPIC_MESSAGE, "choices": [choice]}
+        reply = read_response(body)
+        assert (reply.provider, reply.turn.content) == ("openai", (TextPart(text="x"),))
+
+    def test_the_error_lists_every_format(self) -> None:
+        """A response no reader claims is refused, naming each format's response in order."""
+        with pytest.raises(IngestError) as caught:
+            read_response({"hello": 1})
+        expected = ["`ChatCompletion`", "`Message`", "`GenerateContentResponse`", "`Response`"]
+        text = str(caught.value)
+        assert [text.index(name) for name in expected] == sorted(text.index(n) for n in expected)
+
+
 class TestResponses:
     """`read_response` takes a whole response: its turn and its prompt usage."""
 
