@@ -89,8 +89,9 @@ class ExtractiveSummarizer:
         max_tokens: Upper bound of the brief; the least needed items are dropped first.
         max_items: At most this many (the newest) items per list section.
         entities_per_turn: Key identifiers taken from each user turn, at most.
-        counter: Counts tokens for the bound; the default offline tiktoken counter if
-            `None`.
+        counter: Counts tokens for the bound; if `None`, the counter of the caller's
+            token cache (`brief(tokens=...)`, as a managed summary passes it), else the
+            default offline tiktoken counter.
     """
 
     name = "extractive"
@@ -173,7 +174,9 @@ class ExtractiveSummarizer:
         ):
             msg = f"ExtractiveSummarizer.brief: `max_tokens` must be an int >= 1: {max_tokens!r}"
             raise ConfigurationError(msg)
-        counter = self.counter or default_counter()
+        # Without a counter of its own, the brief counts as the caller does: the room it
+        # is given (`max_tokens`, `words`) is in the caller's tokens.
+        counter = self.counter or (tokens.counter if tokens is not None else default_counter())
         if isinstance(words, bool) or not isinstance(words, int) or words < 0:
             msg = f"ExtractiveSummarizer.brief: `words` must be an int >= 0: {words!r}"
             raise ConfigurationError(msg)

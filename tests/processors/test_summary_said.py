@@ -10,6 +10,7 @@ retried, then repaired, and a provider's readable summary is repaired.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 
@@ -174,7 +175,7 @@ class TestEveryPath:
             f"{text} Also check the case number {n} twice." for n, text in enumerate(MULTILINGUAL)
         ]
         graph = _session(*requests)
-        proposal = await _propose(HistorySummarizer(), graph, budget=200, target=200)
+        proposal = await _propose(HistorySummarizer(), graph, budget=140, target=140)
         text = _summary_text(proposal)
         dropped = _left_out(proposal.note)
         assert 0 < dropped < len(requests)
@@ -184,7 +185,11 @@ class TestEveryPath:
 
     async def test_a_brief_that_keeps_none_of_them_is_refused(self) -> None:
         """A budget so small the brief cannot keep even the newest message: refused."""
-        graph = _session(*MULTILINGUAL)
+        syllables = ("ka", "lo", "mi", "nu", "pe", "ri", "so", "tu", "va", "ze")
+        words = ["".join(parts) for parts in itertools.product(syllables, repeat=3)]
+        # Four messages of 90 words each, more than the whole room (64 words at least).
+        messages = [" ".join(words[m * 90 : (m + 1) * 90]) + "." for m in range(4)]
+        graph = _session(*messages)
         proposal = await _propose(HistorySummarizer(), graph, budget=60, target=60)
         assert proposal.empty
         assert "refused extractive summary: lost " in proposal.note

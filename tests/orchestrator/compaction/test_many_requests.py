@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from context_graph.testing import WordCounter
+from context_graph.tokens.counting import TokenCounter
 from orchestrator.manager import ContextManager
 from processors.summarize.said import lost_sentences, user_sentences
 
@@ -63,8 +67,14 @@ def _payload_text(payload: dict[str, object]) -> str:
     return json.dumps(payload, ensure_ascii=False).replace("\\n", "\n")
 
 
-async def test_every_request_is_kept_and_the_budget_is_not_cut_in_its_floor() -> None:
-    manager = ContextManager("openai", _BUDGET)
+@pytest.mark.parametrize("counter", [None, WordCounter()], ids=["tiktoken", "words"])
+async def test_every_request_is_kept_and_the_budget_is_not_cut_in_its_floor(
+    counter: TokenCounter | None,
+) -> None:
+    """With the manager's own counter too: the brief's room is in the manager's tokens,
+    and the brief counted itself with tiktoken, so under another counter it was bound to
+    the wrong size, dropped requests and was refused."""
+    manager = ContextManager("openai", _BUDGET, counter=counter)
     manager.add_system("You are a careful coding agent. Use the `bash` tool.")
     requests = [_request(shade, topic) for shade, topic in _REQUESTS]
     sizes: list[int] = []
