@@ -362,6 +362,11 @@ def _drop_one(brief: Brief, name: str, keep: frozenset[str], *, latest: bool = F
                 return True
         return False
     items = brief.list_of(name)
+    if name == "requests" and len(items) <= 1:
+        # The newest of the user's messages stays, even over the bound: a brief with none
+        # of them is no summary of what was asked, and the checks would refuse it (a run
+        # then compacts nothing, and the tool loop grows in the floor until refused).
+        return False
     for index, item in enumerate(items):
         if item not in keep:
             del items[index]
@@ -385,8 +390,9 @@ def clip_tokens(text: str, limit: int, count: Callable[[str], int]) -> str:
 def bound(brief: Brief, max_tokens: int, count: Callable[[str], int], keep: Sequence[str]) -> str:
     """Render `brief` within `max_tokens`, dropping the least needed items first.
 
-    Items in `keep` are never dropped; if they alone are over the bound, the result is
-    over it too (the candidate check then refuses it).
+    Items in `keep` are never dropped, nor the newest of the user's messages; if they
+    alone are over the bound, the result is over it too (the candidate check refuses a
+    brief no shorter than what it replaces).
     """
     kept = frozenset(keep)
     # A drop changes one section: only that one is written again (a brief shortened by a

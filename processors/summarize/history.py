@@ -516,8 +516,8 @@ def _oldest_left_out(text: str, verdict: CandidateCheck, job: _Job) -> int:
     would refuse every summary, none would land again, and the tool loop would grow in
     the floor until the request was refused. So the sentences of the messages the brief
     says it dropped may be lost (they stay in the record, expandable), as Codex keeps
-    only the recent user messages up to a cap; a lost sentence of any newer message, or
-    a brief that kept none of them, still refuses it.
+    only the recent user messages up to a cap; a lost sentence of the newest message
+    (which the bound never drops) still refuses it.
     """
     if set(verdict.kinds) != {"lost_user_words"}:
         return 0
@@ -530,11 +530,10 @@ def _oldest_left_out(text: str, verdict: CandidateCheck, job: _Job) -> int:
     if dropped <= 0:
         return 0
     messages = _user_messages(job.plan, later=True)
-    if dropped >= len(messages):
-        return 0  # not one of them kept: that is no summary of what the user asked
-    oldest = messages[:dropped]
-    freed = {s for m in oldest for s in user_sentences([m], message_chars=MESSAGE_CHARS)}
-    return dropped if set(verdict.lost) <= freed else 0
+    # The bound drops whole messages, oldest first, and never the newest (`brief.bound`):
+    # a lost sentence of the newest is a loss of another kind.
+    newest = set(user_sentences(messages[-1:], message_chars=MESSAGE_CHARS))
+    return dropped if messages and newest.isdisjoint(verdict.lost) else 0
 
 
 def _user_words(plan: Plan, ctx: ProcessorContext) -> int:
