@@ -99,7 +99,7 @@ from orchestrator.sync_bridge import (
 )
 from orchestrator.withdrawal import Withdrawer
 from orchestrator.working.buffer import WorkingGraph
-from processors.redact import SecretRedactor
+from processors.base import Redactor
 from processors.summarize.lineage import sources_of
 
 __all__ = ["ContextManager", "ManagerStats", "default_pipeline"]
@@ -502,10 +502,11 @@ class ContextManager(EventAdders):
         return self._store
 
     @property
-    def redactor(self) -> SecretRedactor | None:
+    def redactor(self) -> Redactor | None:
         """What redacts every new node before a render; `None` when redaction is off.
 
-        Set by `redact_secrets`, or by a `redact` stage in a pipeline.
+        Set by `redact_secrets`, or by a pipeline stage that declares
+        `screens_new_nodes` (a `redact` stage).
         """
         return self._options.redactor
 

@@ -36,8 +36,7 @@ from orchestrator.cli.session import (
 from orchestrator.manager import ContextManager
 from orchestrator.report.screen import OutputScreen
 from orchestrator.working.buffer import AuditEntry, WorkingGraph
-from processors.base import ProcessorContext
-from processors.redact import SecretRedactor
+from processors.base import ProcessorContext, Redactor, run_processor
 
 __all__ = ["run_render"]
 
@@ -107,7 +106,7 @@ def _render_pristine(
     graph: ContextGraph,
     budget: int | None,
     progress: Progress,
-    redactor: SecretRedactor | None,
+    redactor: Redactor | None,
 ) -> _Rendered:
     """The floor-only render: whole old turns left out, nothing compacted (but redacted)."""
     progress.phase("rendering...")
@@ -117,7 +116,7 @@ def _render_pristine(
     working = WorkingGraph(graph)
     view = working.snapshot()
     ctx = ProcessorContext(graph=view, tokens=working.token_cache)
-    proposal = anyio.run(redactor.propose, [view[i] for i in view.current_ids()], ctx)
+    proposal = anyio.run(run_processor, redactor, [view[i] for i in view.current_ids()], ctx)
     if not proposal.empty:
         working.apply(proposal)
     result = renderer.render(working, budget=budget)

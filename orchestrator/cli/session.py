@@ -21,6 +21,7 @@ from orchestrator.cli.progress import Progress
 from orchestrator.cli.stored import is_session_file, stored_session
 from orchestrator.policy import POLICIES, Policy, get_policy
 from orchestrator.report.screen import OutputScreen
+from processors.base import Redactor
 from processors.redact import SecretRedactor
 
 __all__ = [
@@ -49,7 +50,7 @@ class Loaded:
     count: int
 
 
-def output_screen(args: argparse.Namespace, redactor: SecretRedactor | None = None) -> OutputScreen:
+def output_screen(args: argparse.Namespace, redactor: Redactor | None = None) -> OutputScreen:
     """What every output of a command goes through: on with `--redact`, or `redactor`.
 
     Args:

@@ -31,8 +31,7 @@ from context_graph.errors import ConfigurationError
 from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.triggers import TriggerConfig
 from orchestrator.policy.stages import StageConfig, read_table
-from processors.base import Processor, Summarizer
-from processors.redact import SecretRedactor
+from processors.base import Processor, Redactor, Summarizer
 
 __all__ = ["Policy", "PolicyChanges", "Stage"]
 
@@ -56,7 +55,7 @@ class PolicyChanges(TypedDict, total=False):
     guards: GuardConfig
     background_timeout: float | None
     compaction_timeout: float | None
-    redact_secrets: bool | SecretRedactor
+    redact_secrets: bool | Redactor
     cache_breakpoints: bool
     expand_pin_turns: int
     auto_continue: bool
@@ -96,8 +95,9 @@ class Policy:
     """Seconds a background compaction may run; `None` for no limit."""
     compaction_timeout: float | None = 60.0
     """Seconds a foreground compaction may run; `None` for no limit."""
-    redact_secrets: bool | SecretRedactor = False
-    """Replace credentials with placeholders: `True`, or a configured `SecretRedactor`."""
+    redact_secrets: bool | Redactor = False
+    """Replace credentials with placeholders: `True` (a default `SecretRedactor`), or a
+    configured `Redactor` (a `SecretRedactor` with options, or one's own)."""
     cache_breakpoints: bool = False
     """Mark Anthropic prompt-cache breakpoints (the Anthropic format only)."""
     expand_pin_turns: int = 3
