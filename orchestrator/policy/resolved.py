@@ -131,13 +131,14 @@ def resolve_options(
     if limit is None and chosen_model is not None:
         limit = model_budget(chosen_model)
     marks = check_cache_breakpoints(policy.cache_breakpoints, fmt)
-    check_options(counter, policy.triggers, policy.summarizer, clock)
+    summarizer = policy.build_summarizer()
+    check_options(counter, policy.triggers, summarizer, clock)
     config = policy.triggers
     pipeline, named = policy.build_pipelines()
     stages = check_pipelines(pipeline, named or None, config)
     background = check_timeout(policy.background_timeout, "background_timeout")
     foreground = check_timeout(policy.compaction_timeout, "compaction_timeout")
-    redactor = session_redactor(policy.redact_secrets, stages)
+    redactor = session_redactor(policy.build_redactor(), stages)
     specs = check_tools(tools, "ContextManager")
     agents = agent_tool_specs(agent_tools, specs)
     pin_turns = check_pin_turns(policy.expand_pin_turns)
@@ -154,7 +155,7 @@ def resolve_options(
         counter=counter,
         triggers=config,
         pipelines=MappingProxyType(stages),
-        summarizer=policy.summarizer,
+        summarizer=summarizer,
         compact_to=ratio,
         guards=guards,
         background_timeout=background,
