@@ -213,7 +213,7 @@ class Policy:
                 summarizer or redactor object rather than its `StageConfig` or
                 `SummarizerConfig`), named by its field.
         """
-        return write_table(self)
+        return write_table({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Policy:

@@ -2,7 +2,7 @@
 
 `read_table` parses TOML text or a file into a checked `PolicyTable`; a mistake raises
 `ConfigurationError` naming where the TOML came from, the line when the key can be found
-in it, and the key path (`stages[1].options`). `write_table` writes a `Policy` back.
+in it, and the key path (`stages[1].options`). `write_table` writes a policy's fields back.
 
 TOML has no null: `false` stands for `None` wherever a field takes `None` and is not
 itself a bool (`soft_ratio = false`: no soft trigger; `background_timeout = false`: no
@@ -19,7 +19,7 @@ import tomllib
 import types
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Union, get_args, get_origin
+from typing import Annotated, Any, NoReturn, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -39,9 +39,6 @@ from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.triggers import TriggerConfig
 from orchestrator.policy.stages import StageConfig, SummarizerConfig, build_stages, key_path
 from orchestrator.pricing import CachePrice
-
-if TYPE_CHECKING:
-    from orchestrator.policy.policy import Policy
 
 __all__ = ["PolicyTable", "TableError", "line_of", "read_table", "write_table"]
 
@@ -274,41 +271,50 @@ def _header_line(lines: Sequence[str], start: int, dotted: str, nth: int) -> int
     return hits[nth] if nth < len(hits) else None
 
 
-def write_table(policy: Policy) -> str:
-    """`policy` as TOML text that `read_table` reads back to an equal policy.
+def write_table(fields: Mapping[str, Any]) -> str:
+    """A policy's `fields` (each `Policy` field by name) as TOML that reads back equal.
 
     Raises:
         ConfigurationError: a field holds an object TOML cannot name (a processor, a
             summarizer or a redactor instance instead of its config), named by its field.
     """
-    top: dict[str, Any] = {"name": policy.name, "description": policy.description}
-    top["compact_to"] = policy.compact_to
-    for field in ("background_timeout", "compaction_timeout"):
-        value = getattr(policy, field)
-        top[field] = False if value is None else value
-    for field in ("cache_breakpoints", "expand_pin_turns", "auto_continue"):
-        top[field] = getattr(policy, field)
-    redact = policy.redact_secrets
+    name = fields["name"]
+    top: dict[str, Any] = {key: fields[key] for key in _PLAIN}
+    for key in ("background_timeout", "compaction_timeout"):
+        top[key] = False if fields[key] is None else fields[key]
+    redact = fields["redact_secrets"]
     top["redact_secrets"] = (
-        redact if isinstance(redact, bool) else _stage(policy, "redact_secrets", redact)
+        redact if isinstance(redact, bool) else _stage(name, "redact_secrets", redact)
     )
-    top["triggers"] = _config(policy.triggers)
-    guards = _config(policy.guards)
-    if isinstance(policy.guards.price, CachePrice):
-        guards["price"] = dataclasses.asdict(policy.guards.price)
+    top["triggers"] = _config(fields["triggers"])
+    guards = _config(fields["guards"])
+    price = getattr(fields["guards"], "price", None)
+    if isinstance(price, CachePrice):
+        guards["price"] = dataclasses.asdict(price)
     top["guards"] = guards
-    summarizer = policy.summarizer
+    summarizer = fields["summarizer"]
     if summarizer is not None:
         if not isinstance(summarizer, SummarizerConfig):
-            _unwritable(policy, "summarizer", summarizer, "SummarizerConfig")
+            _unwritable(name, "summarizer", summarizer, "SummarizerConfig")
         top["summarizer"] = {"kind": summarizer.kind, "options": dict(summarizer.options)}
-    if policy.pipeline is not None:
-        top["stages"] = [_stage(policy, f"stages[{i}]", s) for i, s in enumerate(policy.pipeline)]
+    if fields["pipeline"] is not None:
+        top["stages"] = [_stage(name, f"stages[{i}]", s) for i, s in enumerate(fields["pipeline"])]
     top["pipelines"] = {
-        name: [_stage(policy, f"pipelines.{name}[{i}]", s) for i, s in enumerate(stages)]
-        for name, stages in policy.pipelines.items()
+        key: [_stage(name, f"pipelines.{key}[{i}]", s) for i, s in enumerate(stages)]
+        for key, stages in fields["pipelines"].items()
     }
     return "\n".join(_emit(top, ())) + "\n"
+
+
+#: The fields written as they are, in the order a reader meets them.
+_PLAIN = (
+    "name",
+    "description",
+    "compact_to",
+    "cache_breakpoints",
+    "expand_pin_turns",
+    "auto_continue",
+)
 
 
 def _config(config: BaseModel) -> dict[str, Any]:
@@ -317,15 +323,15 @@ def _config(config: BaseModel) -> dict[str, Any]:
     return {k: False if v is None else v for k, v in values.items()}
 
 
-def _stage(policy: Policy, where: str, stage: object) -> dict[str, Any]:
+def _stage(policy: str, where: str, stage: object) -> dict[str, Any]:
     if not isinstance(stage, StageConfig):
         _unwritable(policy, where, stage, "StageConfig")
     return {"processor": stage.processor, "options": dict(stage.options)}
 
 
-def _unwritable(policy: Policy, where: str, value: object, config: str) -> NoReturn:
+def _unwritable(policy: str, where: str, value: object, config: str) -> NoReturn:
     msg = (
-        f"policy {policy.name!r}: `{where}` is {type(value).__name__} instance, which TOML "
+        f"policy {policy!r}: `{where}` is {type(value).__name__} instance, which TOML "
         f"cannot name; give it as a {config} to write the policy as TOML"
     )
     raise ConfigurationError(msg)
