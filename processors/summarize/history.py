@@ -55,7 +55,7 @@ from processors.summarize.said import MESSAGE_CHARS, user_sentences
 from processors.summarize.targets import Plan, plan_targets
 from processors.summarize.updates import is_stale, stale_values
 
-__all__ = ["HistorySummarizer", "summary_room"]
+__all__ = ["HistorySummarizer", "summary_room", "words_room"]
 
 _MAX_REDUCE_DEPTH = 3
 
