@@ -41,8 +41,13 @@ class Activity:
     at: float
 
 
-def take_note(manager: ContextManager, *, session: str, wire: str) -> Activity:
-    """The note of the request `manager` just rendered, to keep once it has gone upstream."""
+def take_note(manager: ContextManager, *, session: str, wire: str) -> Activity | None:
+    """The note of the request `manager` just rendered, to keep once it has gone upstream.
+
+    `None` without a store: there is nowhere to keep it.
+    """
+    if manager.store is None:
+        return None
     return Activity(session, wire, manager.stats().last_render_tokens, time.time())
 
 
