@@ -28,6 +28,7 @@ Two measurements, against the strict fake upstream (`benchmarks.provider_server`
     python -m benchmarks.proxy            # the page's section (about 5 minutes)
     python -m benchmarks.proxy --quick    # seconds: small histories, a short task
     python -m benchmarks.proxy --profile  # cProfile of the gateway's render at 300k
+    python -m benchmarks.proxy --sizes 100000 --steady 30 --first 3 --turns 5  # one size
 
 Progress goes to stderr; the markdown section to stdout (`--json` writes the figures).
 """
@@ -197,6 +198,8 @@ class Overhead:
     """The history's prompt tokens as the upstream counts them (the first request)."""
     steady_direct: list[float] = field(default_factory=list)
     steady_proxy: list[float] = field(default_factory=list)
+    steady_cpu: list[float] = field(default_factory=list)
+    """The gateway process's CPU time for each steady request, in ms (empty: not Linux)."""
     first_direct: list[float] = field(default_factory=list)
     first_proxy: list[float] = field(default_factory=list)
 
@@ -223,11 +226,16 @@ def percentile(values: Sequence[float], share: float) -> float:
 class _Pair:
     """A client that times one encoded body sent direct and through the gateway."""
 
-    def __init__(self, direct: str, proxy: str, path: str, stack: ExitStack) -> None:
+    def __init__(
+        self, direct: str, proxy: str, path: str, stack: ExitStack, gateway: int | None = None
+    ) -> None:
         self._direct = stack.enter_context(httpx.Client(base_url=direct, timeout=600))
         self._proxy = stack.enter_context(httpx.Client(base_url=proxy, timeout=600))
         self._path = path
+        self._gateway = gateway
         self.sent = 0
+        self.cpu: float | None = None
+        """The gateway process's CPU time in the last request through it, in ms."""
 
     def time(self, raw: bytes, session: str) -> tuple[float, float]:
         """(direct ms, through-the-gateway ms); which goes first swaps every call."""
@@ -241,11 +249,18 @@ class _Pair:
         self.sent += 1
         if self.sent % 2:
             direct = self._one(self._direct, raw, headers, proxied=False)
-            proxy = self._one(self._proxy, raw, headers, proxied=True)
+            proxy = self._through(raw, headers)
         else:
-            proxy = self._one(self._proxy, raw, headers, proxied=True)
+            proxy = self._through(raw, headers)
             direct = self._one(self._direct, raw, headers, proxied=False)
         return direct, proxy
+
+    def _through(self, raw: bytes, headers: dict[str, str]) -> float:
+        before = process_cpu_ms(self._gateway)
+        spent = self._one(self._proxy, raw, headers, proxied=True)
+        after = process_cpu_ms(self._gateway)
+        self.cpu = None if before is None or after is None else after - before
+        return spent
 
     def _one(
         self, client: httpx.Client, raw: bytes, headers: dict[str, str], *, proxied: bool
@@ -262,6 +277,29 @@ class _Pair:
         return spent
 
 
+def process_cpu_ms(pid: int | None) -> float | None:
+    """CPU time a process has run, all its threads, in ms (`None`: not on Linux).
+
+    Read from the scheduler's nanosecond counts: on a loaded machine the wall time of a
+    request mostly says how long the process waited for a core, its CPU time what the
+    process itself did.
+    """
+    if pid is None:
+        return None
+    total = 0
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/schedstat", encoding="ascii") as stat:
+                total += int(stat.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return total / 1e6
+
+
 def _encode(body: dict[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False).encode()
 
@@ -271,8 +309,10 @@ _UPSTREAM_OF = {"anthropic": "anthropic", "responses": "openai"}
 
 
 @contextmanager
-def proxy_process(wire: str, upstream: str, budget: int) -> Iterator[str]:
-    """`context-graph proxy` to `upstream` in a process of its own, as it is deployed; its URL.
+def proxy_process(wire: str, upstream: str, budget: int) -> Iterator[tuple[str, int]]:
+    """`context-graph proxy` to `upstream` in a process of its own, as it is deployed.
+
+    Yields its URL and its process id.
 
     The gateway's work then does not share an interpreter (and its lock and collector)
     with the client and the fake upstream that time it.
@@ -292,8 +332,8 @@ def proxy_process(wire: str, upstream: str, budget: int) -> Iterator[str]:
         "--port",
         "0",
     ]
-    with _announced(command, "`context-graph proxy`") as url:
-        yield url
+    with _announced(command, "`context-graph proxy`") as (url, pid):
+        yield url, pid
 
 
 @contextmanager
@@ -304,13 +344,16 @@ def upstream_process(wire: str) -> Iterator[str]:
     client's interpreter and make the times it takes part of the noise.
     """
     command = [sys.executable, "-m", "benchmarks.proxy", "--serve-upstream", wire]
-    with _announced(command, "the fake upstream") as url:
+    with _announced(command, "the fake upstream") as (url, _):
         yield url
 
 
 @contextmanager
-def _announced(command: list[str], name: str) -> Iterator[str]:
-    """Run `command`, which prints its URL on its first line, until the block ends."""
+def _announced(command: list[str], name: str) -> Iterator[tuple[str, int]]:
+    """Run `command`, which prints its URL on its first line, until the block ends.
+
+    Yields the URL and the process id.
+    """
     environment = {**os.environ, "PYTHONUNBUFFERED": "1"}  # the announce line comes at once
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=environment) as served:
         try:
@@ -320,7 +363,7 @@ def _announced(command: list[str], name: str) -> Iterator[str]:
             if found is None:
                 msg = f"{name} did not announce its URL: {announced!r}"
                 raise RuntimeError(msg)
-            yield found.group(0)
+            yield found.group(0), served.pid
         finally:
             served.terminate()
             served.wait(timeout=30)
@@ -341,8 +384,8 @@ def measure_overhead(wire: str, sizes: Sequence[int], *, steady: int, first: int
         # Counts here; the requests go to the same server in a process of its own.
         server = stack.enter_context(ProviderServer(wire))  # type: ignore[arg-type]
         upstream = stack.enter_context(upstream_process(wire))
-        proxy = stack.enter_context(proxy_process(wire, upstream, ROOMY))
-        pair = _Pair(upstream, proxy, case.path, stack)
+        proxy, pid = stack.enter_context(proxy_process(wire, upstream, ROOMY))
+        pair = _Pair(upstream, proxy, case.path, stack, gateway=pid)
         for size in sizes:
             items = history(case, server, size)
             tokens = server.count(case.body(items))
@@ -360,6 +403,8 @@ def measure_overhead(wire: str, sizes: Sequence[int], *, steady: int, first: int
                 direct, proxied = pair.time(_encode(case.body(items)), session)
                 figures.steady_direct.append(direct)
                 figures.steady_proxy.append(proxied)
+                if pair.cpu is not None:
+                    figures.steady_cpu.append(pair.cpu)
             results.append(figures)
     return results
 
@@ -380,6 +425,24 @@ def overhead_rows(runs: Sequence[Overhead]) -> list[str]:
                 f"{percentile(direct, 0.5):.1f} ms | {percentile(diffs, 0.5):.1f} ms | "
                 f"{percentile(diffs, 0.99):.1f} ms |"
             )
+    return rows
+
+
+def cpu_rows(runs: Sequence[Overhead]) -> list[str]:
+    """The gateway's own CPU time per steady request (markdown; empty: not measured)."""
+    measured = [run for run in runs if run.steady_cpu]
+    if not measured:
+        return []
+    rows = [
+        "| wire | history (tokens) | requests | gateway CPU p50 | gateway CPU p99 |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for run in measured:
+        rows.append(
+            f"| {run.wire} | {run.tokens:,} | {len(run.steady_cpu)} | "
+            f"{percentile(run.steady_cpu, 0.5):.1f} ms | "
+            f"{percentile(run.steady_cpu, 0.99):.1f} ms |"
+        )
     return rows
 
 
@@ -591,6 +654,21 @@ def overhead_section(runs: Sequence[Overhead]) -> list[str]:
         "is the *direct p50* column).",
         "",
         *overhead_rows(runs),
+        *cpu_section(runs),
+    ]
+
+
+def cpu_section(runs: Sequence[Overhead]) -> list[str]:
+    rows = cpu_rows(runs)
+    if not rows:
+        return []
+    return [
+        "",
+        "The gateway process's own CPU time in each steady-state request (all its threads, "
+        "from the scheduler's counts): on a machine shared with other work, the wall times "
+        "above also hold the time the gateway waited for a core.",
+        "",
+        *rows,
     ]
 
 
@@ -619,6 +697,9 @@ def _quiet() -> Iterator[None]:
 def _args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="seconds: 10k only, a short task")
+    parser.add_argument(
+        "--sizes", help="history sizes in tokens, comma-separated (default 10k,100k,300k)"
+    )
     parser.add_argument("--steady", type=int, default=100, help="one-turn requests per size")
     parser.add_argument("--first", type=int, default=10, help="new sessions per size")
     parser.add_argument("--turns", type=int, default=45, help="tool calls of the scripted task")
@@ -637,7 +718,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         print(profile_render("anthropic", 300_000, 30))
         return 0
-    sizes = QUICK_SIZES if args.quick else SIZES
+    sizes: tuple[int, ...] = QUICK_SIZES if args.quick else SIZES
+    if args.sizes:
+        sizes = tuple(int(size) for size in args.sizes.split(","))
     steady, first, turns = (10, 3, 14) if args.quick else (args.steady, args.first, args.turns)
     budgets = (BUDGET,) if args.quick else (BUDGET, 4 * BUDGET)
     started, load = time.perf_counter(), os.getloadavg()[0]

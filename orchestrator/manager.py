@@ -33,12 +33,13 @@ for. The `*_sync` twins work in any thread, a running event loop's included.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Final, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -99,14 +100,31 @@ from orchestrator.sync_bridge import (
 )
 from orchestrator.withdrawal import Withdrawer
 from orchestrator.working.buffer import WorkingGraph
-from processors.redact import SecretRedactor
+from processors.base import Redactor
 from processors.summarize.lineage import sources_of
 
-__all__ = ["ContextManager", "ManagerStats", "default_pipeline"]
+__all__ = ["KEEP", "ContextManager", "Keep", "ManagerStats", "default_pipeline"]
 
 _Client = TypeVar("_Client")
 _Manager = TypeVar("_Manager", bound="ContextManager")
 _T = TypeVar("_T")
+
+
+class Keep(enum.Enum):
+    """The type of `KEEP`, so an option of `fork` can be typed `int | Keep | None`."""
+
+    KEEP = "keep"
+
+
+KEEP: Final = Keep.KEEP
+"""What an option of `ContextManager.fork` left unsaid is: the fork keeps this manager's
+value. `None` then says "none" wherever the constructor takes `None` (no budget, no
+tools, the default counter, no model)."""
+
+
+def _kept(value: _T | Keep, current: _T) -> _T:
+    """`value`, or `current` when `value` is `KEEP`."""
+    return current if isinstance(value, Keep) else value
 
 
 class ManagerStats(BaseModel):
@@ -167,25 +185,25 @@ class _Construction:
     def updated(
         self,
         *,
-        format: ProviderFormat | None,
-        budget: int | None,
-        policy: Policy | None,
-        tools: Sequence[Any] | None,
-        agent_tools: bool | Sequence[str] | None,
-        counter: TokenCounter | None,
-        clock: Callable[[], float] | None,
-        model: str | None,
+        format: ProviderFormat | Keep,
+        budget: int | Keep | None,
+        policy: Policy | Keep,
+        tools: Sequence[Any] | Keep | None,
+        agent_tools: bool | Sequence[str] | Keep,
+        counter: TokenCounter | Keep | None,
+        clock: Callable[[], float] | Keep,
+        model: str | Keep | None,
     ) -> _Construction:
-        """These options with the ones given (not `None`) in their place."""
+        """These options with the ones given (not `KEEP`) in their place; `None` is a value."""
         return _Construction(
-            format=self.format if format is None else format,
-            budget=self.budget if budget is None else budget,
-            policy=self.policy if policy is None else policy,
-            tools=self.tools if tools is None else tools,
-            agent_tools=self.agent_tools if agent_tools is None else agent_tools,
-            counter=self.counter if counter is None else counter,
-            clock=self.clock if clock is None else clock,
-            model=self.model if model is None else model,
+            format=_kept(format, self.format),
+            budget=_kept(budget, self.budget),
+            policy=_kept(policy, self.policy),
+            tools=_kept(tools, self.tools),
+            agent_tools=_kept(agent_tools, self.agent_tools),
+            counter=_kept(counter, self.counter),
+            clock=_kept(clock, self.clock),
+            model=_kept(model, self.model),
         )
 
     def make(self, cls: type[_Manager], store: SessionStore | None) -> _Manager:
@@ -391,14 +409,14 @@ class ContextManager(EventAdders):
         to: str | os.PathLike[str] | None = None,
         session: str | None = None,
         durable: bool = True,
-        format: ProviderFormat | None = None,
-        budget: int | None = None,
-        policy: PolicyLike | None = None,
-        tools: Sequence[Any] | None = None,
-        agent_tools: bool | Sequence[str] | None = None,
-        counter: TokenCounter | None = None,
-        clock: Callable[[], float] | None = None,
-        model: str | None = None,
+        format: ProviderFormat | Keep = KEEP,
+        budget: int | Keep | None = KEEP,
+        policy: PolicyLike | Keep = KEEP,
+        tools: Sequence[Any] | Keep | None = KEEP,
+        agent_tools: bool | Sequence[str] | Keep = KEEP,
+        counter: TokenCounter | Keep | None = KEEP,
+        clock: Callable[[], float] | Keep = KEEP,
+        model: str | Keep | None = KEEP,
     ) -> ContextManager:
         """A new session holding this one's record up to and including the node `at`.
 
@@ -421,8 +439,11 @@ class ContextManager(EventAdders):
             session: The fork's session name in a database (with `to`, or the
                 database this session is in).
             durable: As `open`'s.
-            format: The fork's format; `None` (so for each option below): this
-                manager's.
+            format: The fork's format; left out (`KEEP`, so for each option below):
+                this manager's. `None` means what it means to the constructor, so a
+                fork can drop what this manager has: `model=None` (no model),
+                `budget=None` (the model's window, or no limit), `tools=None`,
+                `counter=None` (the default counter).
             budget: The fork's default budget.
             policy: The fork's policy (a name, a `Policy` or a TOML path).
             tools: The tool definitions every request of the fork carries.
@@ -440,7 +461,7 @@ class ContextManager(EventAdders):
         given = self._given.updated(
             format=format,
             budget=budget,
-            policy=None if policy is None else as_policy(policy, "ContextManager.fork"),
+            policy=policy if isinstance(policy, Keep) else as_policy(policy, "ContextManager.fork"),
             tools=tools,
             agent_tools=agent_tools,
             counter=counter,
@@ -502,10 +523,11 @@ class ContextManager(EventAdders):
         return self._store
 
     @property
-    def redactor(self) -> SecretRedactor | None:
+    def redactor(self) -> Redactor | None:
         """What redacts every new node before a render; `None` when redaction is off.
 
-        Set by `redact_secrets`, or by a `redact` stage in a pipeline.
+        Set by `redact_secrets`, or by a pipeline stage that declares
+        `screens_new_nodes` (a `redact` stage).
         """
         return self._options.redactor
 

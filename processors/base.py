@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -35,19 +35,23 @@ __all__ = [
     "Abstract",
     "Drop",
     "Edit",
+    "Finding",
     "GraphView",
     "Processor",
     "ProcessorContext",
     "Proposal",
+    "Redactor",
     "Replace",
     "Resizable",
     "Restore",
     "Scope",
     "Summarizer",
+    "as_redactor",
     "replace_each",
     "replacement_for",
     "run_processor",
     "scope_of",
+    "screen_of",
 ]
 
 
@@ -340,6 +344,86 @@ def scope_of(processor: object) -> Scope:
     name = getattr(processor, "name", type(processor).__name__)
     msg = f"processor {name!r}: `scope` must be one of {list(SCOPES)}, got {declared!r}"
     raise ConfigurationError(msg)
+
+
+class Finding(Protocol):
+    """One secret a `Redactor` found in a text: its type and where it is."""
+
+    @property
+    def type(self) -> str:
+        """What it is (`aws_access_key_id`, `jwt`, ...)."""
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """Its `(start, end)` offsets in the text searched."""
+
+
+@runtime_checkable
+class Redactor(Processor, Protocol):
+    """A processor that hides secrets, and that a session uses to screen every new node.
+
+    Contract: `propose` returns a `safety` proposal of redacted copies (never mutating
+    its inputs); `secrets(nodes)` returns what `propose` would hide in `nodes` (each
+    secret's text -> its type) and changes nothing; `knowing(known)` returns a copy that
+    also hides the `known` secrets wherever they appear (a password repeated in a later
+    turn without what gave it away); `redact(text, known=...)` returns `text` with
+    placeholders and what it found.
+
+    A pipeline stage declares it screens new nodes with `screens_new_nodes = True` (read
+    by `screen_of`): the manager then runs it on every node before each render, as
+    `redact_secrets=True` does, not only when a compaction runs. `SecretRedactor` is
+    the built-in one.
+    """
+
+    def secrets(self, targets: Sequence[Node]) -> dict[str, str]:
+        """The secrets found in `targets`: each secret's text -> its type."""
+
+    def knowing(self, known: Mapping[str, str]) -> Redactor:
+        """A copy that also redacts the `known` secrets (text -> type) wherever they appear."""
+
+    def redact(
+        self, text: str, *, known: Mapping[str, str] | None = None
+    ) -> tuple[str, Sequence[Finding]]:
+        """`text` with its secrets (and the `known` ones) replaced, and what was found."""
+
+
+_REDACTOR_MEMBERS = ("propose", "secrets", "knowing", "redact")
+
+
+def as_redactor(processor: object, where: str) -> Redactor:
+    """`processor` as a `Redactor`, refused (naming `where`) if it lacks a member.
+
+    Raises:
+        ConfigurationError: `processor` has no `name` or lacks one of the methods.
+    """
+    if isinstance(processor, Redactor):
+        return processor
+    missing = [m for m in _REDACTOR_MEMBERS if not callable(getattr(processor, m, None))]
+    if not isinstance(getattr(processor, "name", None), str):
+        missing.insert(0, "name")
+    listed = ", ".join(f"`{member}`" for member in missing)
+    msg = (
+        f"{where}: {processor!r} is not a Redactor: it has no {listed} "
+        "(a Redactor has `name`, `propose`, `secrets`, `knowing` and `redact`)"
+    )
+    raise ConfigurationError(msg)
+
+
+def screen_of(processor: object) -> Redactor | None:
+    """The processor as the screen of new nodes, if it declares `screens_new_nodes = True`.
+
+    Raises:
+        ConfigurationError: the declaration is not a bool, or the processor declares it
+            screens new nodes but is not a `Redactor` (the message names what it lacks).
+    """
+    declared = getattr(processor, "screens_new_nodes", False)
+    if declared is False:
+        return None
+    name = getattr(processor, "name", type(processor).__name__)
+    if declared is not True:
+        msg = f"processor {name!r}: `screens_new_nodes` must be True or False, got {declared!r}"
+        raise ConfigurationError(msg)
+    return as_redactor(processor, f"processor {name!r} declares `screens_new_nodes`")
 
 
 @runtime_checkable

@@ -1,26 +1,25 @@
-"""The exit status an importer kept in a node's metadata, for the processors that read it.
+"""The exit status a tool result carries, for the processors that read it.
 
-mini-swe-agent and others record a command's status beside its output (`returncode`),
-so the masker's placeholder and the summary's outcome both read it from there first.
+A result's status is its typed `ToolResultNode.exit_code`, set by the agent loop or by an
+importer whose source records one. Sessions stored before that field existed kept
+mini-swe-agent's status in `meta["returncode"]`; it is still read, here and nowhere else.
 """
 
 from __future__ import annotations
 
-import re
+from context_graph.graph.nodes import Node, ToolResultNode
 
-from context_graph.graph.nodes import Node
+__all__ = ["exit_code_of"]
 
-__all__ = ["meta_exit_code"]
+# Where the mini-swe-agent importer put the status before the typed field existed.
+_LEGACY_META_KEY = "returncode"
 
-_EXIT_META_KEYS = ("returncode", "exit_code", "exitCode", "return_code")
 
-
-def meta_exit_code(node: Node) -> int | None:
-    """The exit status in `node.meta` (an int, or a string of digits); `None` without one."""
-    for key in _EXIT_META_KEYS:
-        value = node.meta.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
-            return int(value)
+def exit_code_of(node: Node) -> int | None:
+    """The exit status `node` recorded; `None` when it recorded none."""
+    if isinstance(node, ToolResultNode) and node.exit_code is not None:
+        return node.exit_code
+    legacy = node.meta.get(_LEGACY_META_KEY)
+    if isinstance(legacy, int) and not isinstance(legacy, bool):
+        return legacy
     return None

@@ -24,7 +24,7 @@ from context_graph.errors import ConfigurationError
 from context_graph.graph.content import ImagePart, TextPart
 from context_graph.graph.nodes import ANSWER_KINDS, AnswerNode, FileNode, Node, SubagentResultNode
 from processors.base import GraphView, ProcessorContext, Proposal, Replace, Scope, replacement_for
-from processors.exit_status import meta_exit_code
+from processors.exit_status import exit_code_of
 from processors.registry import register_processor
 
 __all__ = ["MASKABLE_KINDS", "ObservationMasker"]
@@ -270,8 +270,8 @@ def _placeholder(
 
 
 def _exit_code(node: Node) -> int | None:
-    """The exit code a command reported, from the node's metadata or its text."""
-    code = meta_exit_code(node)
+    """The exit code a command reported: recorded with the node, else found in its text."""
+    code = exit_code_of(node)
     if code is not None:
         return code
     text = node.text

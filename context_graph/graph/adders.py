@@ -87,11 +87,33 @@ class EventAdders:
         return self.ingest((event,))
 
     def add_tool_result(
-        self, call_id: str, content: Content, *, is_error: bool = False, **fields: Any
+        self,
+        call_id: str,
+        content: Content,
+        *,
+        is_error: bool = False,
+        exit_code: int | None = None,
+        **fields: Any,
     ) -> str:
-        """Add the result of the open call `call_id`; return its node id."""
+        """Add the result of the open call `call_id`; return its node id.
+
+        Args:
+            call_id: The call it answers.
+            content: The output.
+            is_error: Whether the tool reported an error.
+            exit_code: The command's exit status, when it reported one (an int).
+            **fields: More `ToolResult` fields (`meta=`, `timestamp=`, ...).
+
+        Raises:
+            IngestError: a value is malformed (names the field); nothing was added.
+        """
         event = make_event(
-            ToolResult, call_id=call_id, content=content, is_error=is_error, **fields
+            ToolResult,
+            call_id=call_id,
+            content=content,
+            is_error=is_error,
+            exit_code=exit_code,
+            **fields,
         )
         return self.ingest((event,))[0]
 

@@ -30,7 +30,7 @@ from context_graph.errors import IngestError, SourceLocation
 from context_graph.graph.call_shapes import call_fields, number_calls, plain, shape_error
 from context_graph.graph.content import ContentPart, ProviderSignature, TextPart
 from context_graph.graph.native import NativeCompaction
-from context_graph.graph.nodes import TriggerSpec
+from context_graph.graph.nodes import ExitCode, TriggerSpec
 
 __all__ = [
     "AgentEvent",
@@ -216,6 +216,9 @@ class ToolResult(_AnswerEventBase):
     type: Literal["tool_result"] = "tool_result"
     call_id: str = Field(min_length=1)
     """The id of the call it answers (the most recent unanswered call with that id)."""
+    exit_code: ExitCode | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The command's exit status, when the tool reported one (0 is success); left out of
+    the JSON when absent, so results without one keep the ids they always had."""
 
 
 class FileRead(_AnswerEventBase):

@@ -152,7 +152,8 @@ class _Planner:
         elif isinstance(event, AssistantTurn):
             self._assistant(event)
         elif isinstance(event, ToolResult):
-            self._answer(event, ToolResultNode, "tool_result", event.call_id, {})
+            status = {"exit_code": event.exit_code}
+            self._answer(event, ToolResultNode, "tool_result", event.call_id, status)
         elif isinstance(event, FileRead):
             self._file(event)
         elif isinstance(event, SubagentResult):

@@ -14,10 +14,20 @@ import json
 from collections.abc import Mapping
 from functools import cached_property
 from types import MappingProxyType
-from typing import Annotated, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field_serializer
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StrictInt,
+    TypeAdapter,
+    field_serializer,
+)
 from pydantic import field_validator as _field_validator
+from pydantic_core import PydanticCustomError
 
 from context_graph.graph.content import ContentPart, ProviderSignature, TextPart
 from context_graph.graph.native import NativeCompaction
@@ -28,6 +38,7 @@ __all__ = [
     "AnswerNode",
     "AnyNode",
     "AssistantNode",
+    "ExitCode",
     "FileNode",
     "Node",
     "NodeKind",
@@ -76,6 +87,24 @@ SIGNED_SECRETS = "signed_secrets"
 ANSWER_KINDS: frozenset[str] = frozenset({"tool_result", "file", "subagent_result"})
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+def _exit_code_type(value: Any) -> Any:
+    # `True` is an int to Python and "1" would pass lax validation: refuse both, by name.
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise PydanticCustomError(
+            "exit_code_type",
+            "an exit code must be an int or None, got {kind}",
+            {"kind": type(value).__name__},
+        )
+    return value
+
+
+#: A command's exit status: an int, never a bool or a string of digits. The range holds
+#: POSIX statuses, Python's negative signal numbers and Windows' unsigned 32-bit codes.
+ExitCode: TypeAlias = Annotated[
+    StrictInt, BeforeValidator(_exit_code_type), Field(ge=-(2**31), le=2**32 - 1)
+]
 
 
 class TriggerSpec(BaseModel):
@@ -239,6 +268,9 @@ class ToolResultNode(AnswerNode):
     kind: Literal["tool_result"] = "tool_result"
     tool_call_id: str | None = None
     """The id of the call this answers."""
+    exit_code: ExitCode | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The command's exit status, when the tool reported one (`ToolResult.exit_code`);
+    left out of the JSON when absent, so nodes stored without one read back the same."""
 
 
 class FileNode(AnswerNode):

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import JsonValue
+from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.graph.content import (
@@ -42,6 +42,7 @@ from context_graph.graph.content import (
     ThinkingPart,
 )
 from context_graph.graph.events import AgentEvent
+from context_graph.graph.nodes import ExitCode
 from context_graph.importers._strays import Stray, StrayKeeper
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "expect_mapping",
     "expect_str",
     "iso_timestamp",
+    "read_exit_code",
     "read_raw",
     "strays_of",
     "text_content",
@@ -368,6 +370,23 @@ def with_fields(
     if meta:
         update["meta"] = {**event.meta, **meta}
     return event.model_copy(update=update) if update else event
+
+
+_exit_code_adapter: TypeAdapter[int] = TypeAdapter(ExitCode)
+
+
+def read_exit_code(value: Any) -> int | None:
+    """`value` as a `ToolResult.exit_code`, or `None` when it is not one.
+
+    A bool, a string or a number out of range is a session's odd status: left unread,
+    not refused.
+    """
+    if value is None:
+        return None
+    try:
+        return _exit_code_adapter.validate_python(value)
+    except ValidationError:
+        return None
 
 
 def iso_timestamp(value: Any) -> str | None:

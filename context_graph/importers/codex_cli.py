@@ -10,6 +10,8 @@ Each record is `{"timestamp", "type", "payload"}`. By type:
   `<user_instructions>`, `<turn_aborted>`, `<user_shell_command>`) become notices
   (`UserTurn.notice`), so the render floor keeps the user's own request. Codex's own
   `ghost_snapshot` items (git snapshots for undo, never sent to the model) are skipped.
+  A call output that Codex wrote as `{"output", "metadata": {"exit_code"}}` gives its
+  result's `exit_code`; the text is kept as it was.
 - `turn_context`: its `model` is credited to the assistant turns that follow.
 - `event_msg`: UI events that repeat the items (`agent_message`, `agent_reasoning`,
   `exec_command_end`, ...) are skipped; the last `token_count` gives the session's
@@ -33,6 +35,7 @@ counted in `meta["skipped_records"]`.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +47,7 @@ from context_graph.errors import IngestError, SourceLocation
 from context_graph.formats.openai_responses.read import ItemReader
 from context_graph.formats.openai_responses.read_content import content_parts, plain_json
 from context_graph.graph.content import ContentPart, TextPart
-from context_graph.graph.events import Compaction, SystemPrompt, UserTurn
+from context_graph.graph.events import Compaction, SystemPrompt, ToolResult, UserTurn
 from context_graph.importers._base import (
     ImportedSession,
     Names,
@@ -52,6 +55,8 @@ from context_graph.importers._base import (
     expect_list,
     expect_mapping,
     expect_str,
+    read_exit_code,
+    with_fields,
 )
 from context_graph.importers._native import native_compaction
 
@@ -186,10 +191,13 @@ class _Walk:
             return
         before = len(self.reader.events)
         self.reader.read(payload, where, ts)
-        for event in self.reader.events[before:]:
+        for index, event in enumerate(self.reader.events[before:], start=before):
             if isinstance(event, UserTurn):
                 self.unpaired += not event.notice
                 self.recent.append(_text(event.content))
+            code = _output_exit_code(payload) if isinstance(event, ToolResult) else None
+            if code is not None:
+                self.reader.events[index] = with_fields(event, exit_code=code)
 
     def _session(self, payload: Mapping[str, Any], where: SourceLocation, ts: str | None) -> None:
         for key, name in _SESSION_KEYS.items():
@@ -302,6 +310,26 @@ class _Walk:
                 source=where,
             )
         )
+
+
+def _output_exit_code(item: Mapping[str, Any]) -> int | None:
+    """The exit status a shell call's output records, when Codex wrote it as JSON.
+
+    Codex's `shell` and `apply_patch` outputs are `{"output": ..., "metadata":
+    {"exit_code": N, "duration_seconds": ...}}` as text; newer `exec_command` outputs are
+    plain text that says "Process exited with code N" (read from the text by the
+    processors), and the `exec_command_end` event belongs to the call that started the
+    process, whose output may be only "Process running", so neither is taken here.
+    """
+    output = item.get("output")
+    if not isinstance(output, str) or not output.startswith("{") or "exit_code" not in output:
+        return None
+    try:
+        decoded = json.loads(output)
+    except (ValueError, RecursionError):  # text that only looks like JSON
+        return None
+    metadata = decoded.get("metadata") if isinstance(decoded, dict) else None
+    return read_exit_code(metadata.get("exit_code")) if isinstance(metadata, dict) else None
 
 
 def _text(parts: Sequence[ContentPart]) -> str:

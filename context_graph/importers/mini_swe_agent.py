@@ -3,7 +3,8 @@
 The assistant calls a `bash` tool; each result's text wraps the command's output in
 `<returncode>` / `<output>` tags (or `<exception>`, `<warning>`, `<output_head>` ... for
 failures and long outputs). The text is kept exactly as the model saw it; the return code
-also goes to the result's `meta["returncode"]`, and a non-zero code sets `is_error`.
+also goes to the result's `exit_code` (to a text run's user turn's `meta["returncode"]`),
+and a non-zero code sets `is_error`.
 
 Each message carries an `extra` field (the raw API response, the command's raw output):
 it is not content and only its timestamp, model and response id are read. The run ends
@@ -28,12 +29,14 @@ from context_graph.importers._base import (
     expect_list,
     expect_mapping,
     iso_timestamp,
+    read_exit_code,
     with_fields,
 )
 
 __all__ = ["sniff", "to_sessions"]
 
-_RETURNCODE = re.compile(r"^<returncode>(-?\d+)</returncode>$", re.MULTILINE)
+# Ten digits hold every status; a longer number is not one (and `int` refuses huge ones).
+_RETURNCODE = re.compile(r"^<returncode>(-?\d{1,10})</returncode>$", re.MULTILINE)
 
 
 def sniff(raw: RawInput) -> bool:
@@ -88,9 +91,12 @@ def _decorate(event: AgentEvent, extra: Mapping[str, Any]) -> AgentEvent:
     returncode = _returncode(event)
     if returncode is None:
         return with_fields(event, timestamp=timestamp)
-    meta: dict[str, JsonValue] = {"returncode": returncode}
     if isinstance(event, ToolResult):
-        return with_fields(event, timestamp=timestamp, meta=meta, is_error=returncode != 0)
+        return with_fields(
+            event, timestamp=timestamp, exit_code=returncode, is_error=returncode != 0
+        )
+    # A text run's observation is a user turn, which has no typed status: meta keeps it.
+    meta: dict[str, JsonValue] = {"returncode": returncode}
     return with_fields(event, timestamp=timestamp, meta=meta)
 
 
@@ -100,7 +106,7 @@ def _returncode(event: AgentEvent) -> int | None:
         return None
     text = "".join(getattr(part, "text", "") for part in event.content)
     found = _RETURNCODE.search(text)
-    return int(found.group(1)) if found else None
+    return read_exit_code(int(found.group(1))) if found else None
 
 
 def _exit_meta(message: Mapping[str, Any]) -> dict[str, JsonValue]:

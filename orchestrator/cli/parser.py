@@ -131,7 +131,7 @@ def _add_render(commands: _Commands) -> None:
         "render",
         help="compact a session under a token budget and render it as a request body",
         description=(
-            "Feed a recorded session to a ContextManager with a profile (default: coding, "
+            "Feed a recorded session to a ContextManager with a policy (default: coding, "
             "the pipeline replay runs), let it compact the history to fit --budget, and "
             "write the request JSON to stdout (or -o OUT). One summary line, with what "
             "compaction did, goes to stderr. Exit 3 only when even the compacted floor "
@@ -140,7 +140,7 @@ def _add_render(commands: _Commands) -> None:
     )
     _add_trace_arguments(render)
     _add_budget_and_format(render)
-    _add_profile(render)
+    _add_policy(render)
     render.add_argument(
         "--no-compact",
         action="store_true",
@@ -169,7 +169,7 @@ def _add_replay(commands: _Commands) -> None:
     )
     _add_trace_arguments(replay)
     _add_budget_and_format(replay)
-    _add_profile(replay)
+    _add_policy(replay)
     replay.add_argument("--report", type=Path, help="write the JSON report here")
     replay.add_argument(
         "--html", type=Path, help="write a self-contained HTML report here (opens offline)"
@@ -208,7 +208,7 @@ def _add_check(commands: _Commands) -> None:
         help="provider format of the body (default: detect it)",
     )
     check.add_argument("--budget", type=parse_budget, help="also check the size against this")
-    _add_redact(check, profile=False)
+    _add_redact(check, policy=False)
     _add_json(check, "print violations as JSON; errors as a JSON object on stdout")
 
 
@@ -268,7 +268,7 @@ def _add_proxy(commands: _Commands) -> None:
     proxy.add_argument(
         "--budget", type=parse_budget, help="token budget of every request (required to serve)"
     )
-    _add_profile(proxy)
+    _add_policy(proxy)
     proxy.add_argument(
         "--store",
         type=store_location,
@@ -390,18 +390,40 @@ def _add_budget_and_format(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_profile(command: argparse.ArgumentParser) -> None:
+class _DeprecatedSpelling(argparse.Action):
+    """Stores like `--policy` and says, once on stderr, that the flag is now `--policy`."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[object] | None,
+        option_string: str | None = None,
+    ) -> None:
+        print(
+            f"{parser.prog}: {option_string} is deprecated and will go; say --policy",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, values)
+
+
+def _add_policy(command: argparse.ArgumentParser) -> None:
     command.add_argument(
-        "--profile",
-        help=f"a named policy ({', '.join(POLICIES)}) or a TOML file (default: coding)",
+        "--policy",
+        metavar="POLICY",
+        help=f"a named policy ({', '.join(POLICIES)}) or a policy TOML file (default: coding)",
+    )
+    # The flag's name before policies replaced profiles: it still works, unlisted.
+    command.add_argument(
+        "--profile", dest="policy", action=_DeprecatedSpelling, help=argparse.SUPPRESS
     )
 
 
-def _add_redact(command: argparse.ArgumentParser, *, profile: bool = True) -> None:
+def _add_redact(command: argparse.ArgumentParser, *, policy: bool = True) -> None:
     what = (
-        "in every request and in everything written: JSON, reports, text (a profile with "
+        "in every request and in everything written: JSON, reports, text (a policy with "
         "a `redact` stage turns this on too)"
-        if profile
+        if policy
         else "in everything written (a message can quote the body)"
     )
     command.add_argument(

@@ -18,7 +18,7 @@ from pathlib import Path
 from context_graph.errors import ConfigurationError
 from orchestrator.cli.errors import EXIT_INTERRUPTED, EXIT_OK
 from orchestrator.cli.progress import Progress
-from orchestrator.cli.session import choose_profile
+from orchestrator.cli.session import choose_policy
 from orchestrator.persistence.postgres.connect import redacted
 
 __all__ = ["default_store", "run_proxy"]
@@ -55,7 +55,7 @@ def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
         raise ConfigurationError(msg) from None
     from orchestrator.gateway.serve import serve
 
-    profile = choose_profile(args.profile)
+    policy = choose_policy(args.policy)
     store = None if args.memory else (args.store or default_store())
     if isinstance(store, Path) and store.exists() and not store.is_dir():
         msg = f"proxy --store {store}: not a folder (the proxy keeps a folder per session)"
@@ -65,7 +65,7 @@ def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
         serve(
             upstream=upstream,
             budget=args.budget,
-            policy=profile,
+            policy=policy,
             store=store,
             host=args.host,
             port=args.port,

@@ -1,9 +1,9 @@
 """`context-graph render`: compact a session to a budget and write the request body.
 
-By default the session goes through a `ContextManager` configured by a profile (the
+By default the session goes through a `ContextManager` configured by a policy (the
 pipeline `replay` runs), which compacts until the request fits; the command refuses
 (exit 3) only where the manager does. `--no-compact` renders the pristine graph, which
-can only leave out whole old turns. With `--redact` (or a profile's `redact` stage) the
+can only leave out whole old turns. With `--redact` (or a policy's `redact` stage) the
 request is redacted (`--no-compact`: the pristine graph's redacted copy), and the body
 and the summary line go through the same `OutputScreen` as every other output.
 """
@@ -27,7 +27,7 @@ from orchestrator.cli.errors import EXIT_OK
 from orchestrator.cli.progress import Progress
 from orchestrator.cli.session import (
     check_outputs,
-    choose_profile,
+    choose_policy,
     load,
     load_tools,
     output_screen,
@@ -36,8 +36,7 @@ from orchestrator.cli.session import (
 from orchestrator.manager import ContextManager
 from orchestrator.report.screen import OutputScreen
 from orchestrator.working.buffer import AuditEntry, WorkingGraph
-from processors.base import ProcessorContext
-from processors.redact import SecretRedactor
+from processors.base import ProcessorContext, Redactor, run_processor
 
 __all__ = ["run_render"]
 
@@ -50,8 +49,8 @@ class _Rendered:
     before: int
     """Tokens of the pristine history, rendered whole."""
     audit: tuple[AuditEntry, ...] = ()
-    profile: str | None = None
-    """The profile that compacted it; `None` with --no-compact."""
+    policy: str | None = None
+    """The name of the policy that compacted it; `None` with --no-compact."""
 
 
 def run_render(args: argparse.Namespace, progress: Progress) -> int:
@@ -59,7 +58,7 @@ def run_render(args: argparse.Namespace, progress: Progress) -> int:
     check_outputs(o=args.output)
     tools = load_tools(args.tools)
     # The renderer or the manager is made before the session is read, so that a bad
-    # option (breakpoints with another format, a broken profile) fails at once.
+    # option (breakpoints with another format, a broken policy) fails at once.
     if args.no_compact:
         renderer = Renderer(
             format=args.provider, cache_breakpoints=args.cache_breakpoints, tools=tools
@@ -70,18 +69,18 @@ def run_render(args: argparse.Namespace, progress: Progress) -> int:
         rendered = _render_pristine(renderer, graph, args.budget, progress, screen.redactor)
         screen.learn(graph)
     else:
-        profile = choose_profile(args.profile)
+        policy = choose_policy(args.policy)
         manager = ContextManager(
             format=args.provider,
             budget=args.budget,
-            policy=profile.replace(
+            policy=policy.replace(
                 cache_breakpoints=args.cache_breakpoints, redact_secrets=args.redact
             ),
             tools=tools,
         )
         screen = output_screen(args, manager.redactor)
         events = _events(args, progress, screen)
-        rendered = _render_managed(manager, events, profile.name, progress, tools)
+        rendered = _render_managed(manager, events, policy.name, progress, tools)
         screen.learn(manager.raw)
     progress.close()
     text = screen.json_text(rendered.result.to_json(indent=2), indent=2) + "\n"
@@ -107,7 +106,7 @@ def _render_pristine(
     graph: ContextGraph,
     budget: int | None,
     progress: Progress,
-    redactor: SecretRedactor | None,
+    redactor: Redactor | None,
 ) -> _Rendered:
     """The floor-only render: whole old turns left out, nothing compacted (but redacted)."""
     progress.phase("rendering...")
@@ -117,7 +116,7 @@ def _render_pristine(
     working = WorkingGraph(graph)
     view = working.snapshot()
     ctx = ProcessorContext(graph=view, tokens=working.token_cache)
-    proposal = anyio.run(redactor.propose, [view[i] for i in view.current_ids()], ctx)
+    proposal = anyio.run(run_processor, redactor, [view[i] for i in view.current_ids()], ctx)
     if not proposal.empty:
         working.apply(proposal)
     result = renderer.render(working, budget=budget)
@@ -127,17 +126,17 @@ def _render_pristine(
 def _render_managed(
     manager: ContextManager,
     events: Sequence[AgentEvent],
-    profile: str,
+    policy: str,
     progress: Progress,
     tools: Sequence[ToolSpec],
 ) -> _Rendered:
-    """The manager's render: compacted by the profile's pipeline until it fits."""
+    """The manager's render: compacted by the policy's pipeline until it fits."""
     manager.ingest(events)
     progress.phase("compacting and rendering...")
     manager.bus.connect("proposal_applied", _count_edits(progress))
     result = manager.render_sync()
     before = Renderer(format=result.format, tools=tools).render(manager.raw).tokens
-    return _Rendered(result, before, manager.working.audit(), profile)
+    return _Rendered(result, before, manager.working.audit(), policy)
 
 
 def _count_edits(progress: Progress) -> Callable[..., None]:
@@ -165,23 +164,23 @@ def _summarize(args: argparse.Namespace, rendered: _Rendered, screen: OutputScre
             "tokens": result.tokens,
             "units": result.units,
             "units_dropped": len(result.dropped),
-            "profile": rendered.profile,
+            "policy": rendered.policy,
             "edits": dict(sorted(by_processor.items())),
             "tokens_saved": saved,
         }
         print(screen.json_text(json.dumps(figures)), file=sys.stderr)
         return
     budget = f"{result.budget:,}" if result.budget is not None else "none"
-    if rendered.profile is None:
+    if rendered.policy is None:
         compaction = "not compacted (--no-compact)"
     elif audit:
         edits = ", ".join(f"{name} {n}" for name, n in sorted(by_processor.items()))
         compaction = (
-            f"compacted ({rendered.profile} profile): {len(audit)} edits ({edits}), "
+            f"compacted ({rendered.policy} policy): {len(audit)} edits ({edits}), "
             f"{saved:,} tokens saved"
         )
     else:
-        compaction = f"nothing to compact ({rendered.profile} profile)"
+        compaction = f"nothing to compact ({rendered.policy} policy)"
     line = (
         f"{result.format}: {rendered.before:,} tokens before, {result.tokens:,} after "
         f"(budget {budget}); {len(result.dropped)} of {result.units} units dropped; "

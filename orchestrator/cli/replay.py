@@ -1,6 +1,6 @@
 """`context-graph replay`: the session fed event by event, rendered at every model call.
 
-With `--redact` (or a profile's `redact` stage) every request is redacted, and every
+With `--redact` (or a policy's `redact` stage) every request is redacted, and every
 output (the totals, `--report`, `-o`, `--html`) goes through the same `OutputScreen`.
 """
 
@@ -14,7 +14,7 @@ from orchestrator.cli.errors import EXIT_OK, EXIT_OVER_BUDGET
 from orchestrator.cli.progress import Progress
 from orchestrator.cli.session import (
     check_outputs,
-    choose_profile,
+    choose_policy,
     load,
     load_tools,
     output_screen,
@@ -32,13 +32,11 @@ def run_replay(args: argparse.Namespace, progress: Progress) -> int:
     """Replay; print the totals; exit 3 when any call could not meet the budget."""
     check_outputs(report=args.report, o=args.output, html=args.html)
     tools = load_tools(args.tools)
-    profile = choose_profile(args.profile)
+    policy = choose_policy(args.policy)
     manager = ContextManager(
         format=args.provider,
         budget=args.budget,
-        policy=profile.replace(
-            cache_breakpoints=args.cache_breakpoints, redact_secrets=args.redact
-        ),
+        policy=policy.replace(cache_breakpoints=args.cache_breakpoints, redact_secrets=args.redact),
         tools=tools,
         agent_tools=args.agent_tools,
     )

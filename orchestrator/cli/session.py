@@ -1,4 +1,4 @@
-"""What every command starts from: the session it reads, the profile, the files it writes.
+"""What every command starts from: the session it reads, the policy, the files it writes.
 
 The output folders are checked before any work, so a command that cannot write its
 results fails at once, having written nothing.
@@ -21,12 +21,13 @@ from orchestrator.cli.progress import Progress
 from orchestrator.cli.stored import is_session_file, stored_session
 from orchestrator.policy import POLICIES, Policy, get_policy
 from orchestrator.report.screen import OutputScreen
+from processors.base import Redactor
 from processors.redact import SecretRedactor
 
 __all__ = [
     "Loaded",
     "check_outputs",
-    "choose_profile",
+    "choose_policy",
     "load",
     "load_tools",
     "output_screen",
@@ -49,12 +50,12 @@ class Loaded:
     count: int
 
 
-def output_screen(args: argparse.Namespace, redactor: SecretRedactor | None = None) -> OutputScreen:
+def output_screen(args: argparse.Namespace, redactor: Redactor | None = None) -> OutputScreen:
     """What every output of a command goes through: on with `--redact`, or `redactor`.
 
     Args:
         args: The command's arguments.
-        redactor: The manager's (`ContextManager.redactor`: `--redact`, or a profile's
+        redactor: The manager's (`ContextManager.redactor`: `--redact`, or a policy's
             `redact` stage); a default `SecretRedactor` with `--redact` when `None`.
     """
     if redactor is None and getattr(args, "redact", False):
@@ -100,8 +101,8 @@ def _size(path: Path) -> str:
     return f" ({size / 1e6:.1f} MB)" if size >= 1e6 else ""
 
 
-def choose_profile(name: str | None) -> Policy:
-    """A named policy, or a TOML policy file (`--profile`); `coding` by default.
+def choose_policy(name: str | None) -> Policy:
+    """A named policy, or a TOML policy file (`--policy`); `coding` by default.
 
     Raises:
         ConfigurationError: no such named policy, or a policy file that is wrong.

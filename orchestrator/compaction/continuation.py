@@ -27,13 +27,15 @@ from collections.abc import Sequence
 
 from context_graph.graph.anchors import unit_kind
 from context_graph.graph.content import TextPart
-from context_graph.graph.nodes import Node, UserNode
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.nodes import Node, SummaryNode, UserNode
 from context_graph.graph.units import Unit
 from context_graph.render import RenderResult
 from context_graph.render.turns import RenderSource
 from context_graph.tokens.counting import ProviderFormat
 from orchestrator.bus import EventBus
 from orchestrator.working import WorkingGraph
+from orchestrator.working.overlay import Overlay
 
 __all__ = ["AUTO_CONTINUE_TEXT", "Continuation"]
 
@@ -95,6 +97,7 @@ class Continuation:
         self._enabled = enabled
         self._due = False
         self._sent = 0
+        self._artifacts = _Artifacts()
 
     @property
     def due(self) -> bool:
@@ -113,7 +116,7 @@ class Continuation:
     def source(self, graph: WorkingGraph, fmt: ProviderFormat) -> RenderSource:
         """What to render for `graph` in `fmt`: it, or it with the nodes added at its end."""
         extra: list[Node] = []
-        replayed = _replay_of(graph, fmt)
+        replayed = _replay_of(graph, fmt, self._artifacts)
         if replayed is not None:
             extra.append(replayed)
         if self._due:
@@ -159,7 +162,9 @@ def _latest_user(graph: WorkingGraph) -> UserNode | None:
     return None
 
 
-def _replay_of(graph: WorkingGraph, fmt: ProviderFormat) -> UserNode | None:
+def _replay_of(
+    graph: WorkingGraph, fmt: ProviderFormat, found: _Artifacts | None = None
+) -> UserNode | None:
     """A copy of the latest user turn when a summary takes it out of the `fmt` request.
 
     Two summaries do: one this engine made that took the turn in, and Anthropic's own
@@ -167,22 +172,26 @@ def _replay_of(graph: WorkingGraph, fmt: ProviderFormat) -> UserNode | None:
     Responses API's compacted window keeps the user's messages, and the renderer sends
     them). A compaction summary imported with a transcript does not count: the harness
     that wrote it carried the agent on itself, as the transcript shows.
+
+    `found`: the index of the nodes it looks among, kept from render to render (read
+    afresh when not given: the same answer).
     """
     latest = _latest_user(graph)
     if latest is None:
         return None
-    ids = graph.current_ids()
+    found = _Artifacts() if found is None else found
     if graph.is_current(latest.id):
         if fmt != "anthropic":
             return None
-        natives = (i for i in ids if _native_to(graph, i) == fmt)
         # A native block may be shown as an edited copy (redacted): what it stands
         # for is what its pristine roots stand for.
         hidden = any(
-            latest.id in graph.pristine.covered(root) for i in natives for root in graph.roots(i)
+            latest.id in graph.pristine.covered(root)
+            for i in found.natives(graph, fmt)
+            for root in graph.roots(i)
         )
         return _copy(latest) if hidden else None
-    derived = [i for i in ids if graph.pristine.get(i) is None]
+    derived = found.derived(graph)
     if any(graph.roots(i) == (latest.id,) for i in derived):
         return None  # a shortened copy of it is in the view
     if not any(latest.id in graph.roots(i) for i in derived):
@@ -190,9 +199,65 @@ def _replay_of(graph: WorkingGraph, fmt: ProviderFormat) -> UserNode | None:
     return _copy(latest)
 
 
-def _native_to(graph: WorkingGraph, node_id: str) -> str | None:
-    """The provider a node of the view is a compaction artifact of, if it is one."""
-    native = getattr(graph[node_id], "native", None)
+class _Artifacts:
+    """The nodes `_replay_of` looks among, kept as the record and the applied edits grow.
+
+    It asks which nodes of the view are a provider's compaction artifacts, and which are
+    not pristine. Reading every node of the view for that on each render cost a
+    100k-token session more than the rest of its render. A node of the view is a
+    pristine one or one an applied edit added (`Overlay.derived`), and only a summary
+    carries an artifact: so this keeps each pristine summary's provider once read (a
+    pristine node never changes), and, for the overlay of the last render (immutable:
+    applying a proposal makes a new one), its derived nodes and their providers. Each
+    render then asks the view only whether those nodes are in it, not for every node.
+    """
+
+    def __init__(self) -> None:
+        self._pristine: ContextGraph | None = None
+        self._providers: dict[str, str | None] = {}
+        """Each pristine summary's artifact provider (`None`: not an artifact)."""
+        self._overlay: Overlay | None = None
+        self._derived: tuple[tuple[str, str | None], ...] = ()
+        """The overlay's derived nodes that are not pristine, with their provider."""
+
+    def natives(self, graph: WorkingGraph, fmt: ProviderFormat) -> list[str]:
+        """The nodes of the view that are compaction artifacts of `fmt`."""
+        overlay = self._read(graph)
+        providers = self._providers
+        found = []
+        for node_id in graph.pristine.by_kind("summary"):
+            if node_id not in providers:
+                providers[node_id] = _provider(graph.pristine[node_id])
+            provider = providers[node_id]
+            # The view reads an id through the overlay first: an edit's node wins.
+            if provider == fmt and overlay.node(node_id) is None and graph.is_current(node_id):
+                found.append(node_id)
+        found += (i for i, p in self._derived if p == fmt and graph.is_current(i))
+        return found
+
+    def derived(self, graph: WorkingGraph) -> list[str]:
+        """The nodes of the view that are not in the pristine record."""
+        self._read(graph)
+        return [i for i, _ in self._derived if graph.is_current(i)]
+
+    def _read(self, graph: WorkingGraph) -> Overlay:
+        """Bring the index up to `graph`: read its overlay's nodes when it is a new one."""
+        pristine, overlay = graph.pristine, graph.view.overlay
+        if pristine is not self._pristine:
+            self._pristine, self._providers, self._overlay = pristine, {}, None
+        if overlay is not self._overlay:
+            self._overlay = overlay
+            self._derived = tuple(
+                (i, _provider(node))
+                for i, node in overlay.derived.items()
+                if pristine.get(i) is None
+            )
+        return overlay
+
+
+def _provider(node: Node) -> str | None:
+    """The provider a node is a compaction artifact of, if it is one."""
+    native = node.native if isinstance(node, SummaryNode) else None
     return None if native is None else str(native.provider)
 
 

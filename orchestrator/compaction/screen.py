@@ -1,7 +1,7 @@
 """`SecretScreen`: every view a processor or a render gets is scanned for secrets first.
 
 With `redact_secrets`, each node of the working view not scanned yet goes through the
-`SecretRedactor` before anyone reads it: the stages of a run take their views from
+session's `Redactor` before anyone reads it: the stages of a run take their views from
 `SecretScreen.snapshot` (`StageSettings.snapshot`), and the manager calls it before and
 after the compaction of a render. The secrets found so far in the session are redacted
 in every new node too, where a later turn repeats one without what gave it away. Without
@@ -15,8 +15,7 @@ from context_graph.graph.nodes import Node
 from orchestrator.bus import EventBus
 from orchestrator.persistence.manager_state import ManagerState
 from orchestrator.working import WorkingGraph, WorkingView
-from processors.base import ProcessorContext, run_processor
-from processors.redact import SecretRedactor
+from processors.base import ProcessorContext, Redactor, run_processor
 
 __all__ = ["SecretScreen"]
 
@@ -39,7 +38,7 @@ class SecretScreen:
         self,
         working: WorkingGraph,
         bus: EventBus,
-        redactor: SecretRedactor | None,
+        redactor: Redactor | None,
         state: ManagerState,
     ) -> None:
         self._working = working
@@ -90,7 +89,7 @@ class SecretScreen:
         msg = "redact_secrets: the view kept changing while it was being redacted"
         raise RuntimeError(msg)
 
-    def _knowing(self, redactor: SecretRedactor, new: list[Node]) -> SecretRedactor:
+    def _knowing(self, redactor: Redactor, new: list[Node]) -> Redactor:
         """`redactor` knowing every secret of the session so far, `new`'s included."""
         if self._known is None:
             fresh = {node.id for node in new}

@@ -18,7 +18,7 @@ from pydantic import JsonValue
 from context_graph.errors import StoreConflictError
 from orchestrator.manager import ContextManager
 
-__all__ = ["ACTIVITY_KEY", "Activity", "note_request", "read_activity"]
+__all__ = ["ACTIVITY_KEY", "Activity", "note_request", "read_activity", "take_note"]
 
 ACTIVITY_KEY = "proxy"
 """The state key the gateway keeps its notes under."""
@@ -41,19 +41,34 @@ class Activity:
     at: float
 
 
-def note_request(manager: ContextManager, *, session: str, wire: str) -> None:
-    """Keep the note of the request `manager` just rendered (nothing without a store)."""
+def take_note(manager: ContextManager, *, session: str, wire: str) -> Activity | None:
+    """The note of the request `manager` just rendered, to keep once it has gone upstream.
+
+    `None` without a store: there is nowhere to keep it.
+    """
+    if manager.store is None:
+        return None
+    return Activity(session, wire, manager.stats().last_render_tokens, time.time())
+
+
+def note_request(manager: ContextManager, note: Activity) -> None:
+    """Keep `note` in the manager's store (nothing without a store).
+
+    The gateway keeps it once the answer has gone back to the agent: a write to the
+    session file then costs the agent no time. The note only informs `listing`; what
+    the thread holds was written when it was taken in.
+    """
     store = manager.store
     if store is None:
         return
-    note: dict[str, JsonValue] = {
-        "session": session,
-        "wire": wire,
-        "sent_tokens": manager.stats().last_render_tokens,
-        "at": time.time(),
+    note_state: dict[str, JsonValue] = {
+        "session": note.session,
+        "wire": note.wire,
+        "sent_tokens": note.sent_tokens,
+        "at": note.at,
     }
     try:
-        store.put_states({ACTIVITY_KEY: note})
+        store.put_states({ACTIVITY_KEY: note_state})
     except StoreConflictError:
         # Another gateway on a shared store wrote first: its note is as recent as this one.
         return

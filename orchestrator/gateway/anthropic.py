@@ -56,10 +56,17 @@ def _readable_message(message: Any) -> Any:
         return message  # the importer names what is wrong with it
     content = message.get("content")
     if isinstance(content, list):
+        if message.get("role") != "system" and not any(_marked(b) for b in content):
+            # Most of a long history: kept as sent, not copied on every request.
+            return message
         content = [_unmarked(block) for block in content]
     if message.get("role") == "system":
         return {"role": "user", "content": _as_reminder(content)}
-    return {**message, "content": content}
+    return message if content is message.get("content") else {**message, "content": content}
+
+
+def _marked(block: Any) -> bool:
+    return isinstance(block, Mapping) and "cache_control" in block
 
 
 def _as_reminder(content: Any) -> Any:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_graph.errors import ConfigurationError, ContextGraphError, IngestError
-from orchestrator.gateway.activity import note_request
+from orchestrator.gateway.activity import Activity, note_request, take_note
 from orchestrator.gateway.failures import api_of_path, unreachable_upstream
 from orchestrator.gateway.gemini import COUNT_REQUEST
 from orchestrator.gateway.identity import session_of
@@ -88,6 +88,8 @@ class _Prepared:
     wire: Wire | None = None
     counting: bool = False
     """A count_tokens request: its answer is a count, not a model call's usage."""
+    activity: Activity | None = None
+    """The note to keep in the thread's store once the answer is back (`activity`)."""
 
 
 class Gateway:
@@ -252,15 +254,16 @@ class Gateway:
                     model=body.get("model") or wire.model_of(path),
                 ),
             )
-            if not counting:
-                note_request(thread.manager, session=session, wire=wire.name)
+            activity = (
+                None if counting else take_note(thread.manager, session=session, wire=wire.name)
+            )
         sent = api.write(dict(readable), result.payload)
         if not wire.engine_tools and "tools" in readable:
             sent["tools"] = readable["tools"]
         if counting:
             sent = wire.count_request(sent, body)
         encoded = json.dumps(sent, ensure_ascii=False).encode()
-        return _Prepared(encoded, thread, "rendered", wire, counting)
+        return _Prepared(encoded, thread, "rendered", wire, counting, activity)
 
     def _failed(self, raw: bytes, error: Exception, wire: Wire) -> _Prepared | web.Response:
         if self._strict:
@@ -274,6 +277,15 @@ class Gateway:
         return _Prepared(raw, None, "passthrough")
 
     async def _forward(self, request: web.Request, prepared: _Prepared) -> web.StreamResponse:
+        """Send the request upstream and stream its answer back; then note it (`activity`)."""
+        try:
+            return await self._relay(request, prepared)
+        finally:
+            # After the answer has gone back, so that the session file's write costs the
+            # agent no time; also when the upstream or the agent broke off.
+            _keep_note(prepared)
+
+    async def _relay(self, request: web.Request, prepared: _Prepared) -> web.StreamResponse:
         """Send the request upstream and stream its answer back as it comes."""
         assert self._client is not None, "the application is started"
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP]
@@ -340,6 +352,11 @@ class Gateway:
             return
         if usage is not None:
             thread.manager.report_usage(usage)
+
+
+def _keep_note(prepared: _Prepared) -> None:
+    if prepared.thread is not None and prepared.activity is not None:
+        note_request(prepared.thread.manager, prepared.activity)
 
 
 def _json_object(data: bytes) -> dict[str, Any] | None:

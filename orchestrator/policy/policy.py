@@ -30,9 +30,9 @@ from typing import TypeAlias, TypedDict, Unpack
 from context_graph.errors import ConfigurationError
 from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.triggers import TriggerConfig
-from orchestrator.policy.stages import StageConfig, read_table
-from processors.base import Processor, Summarizer
-from processors.redact import SecretRedactor
+from orchestrator.policy.stages import StageConfig, SummarizerConfig
+from orchestrator.policy.table import read_table, write_table
+from processors.base import Processor, Redactor, Summarizer
 
 __all__ = ["Policy", "PolicyChanges", "Stage"]
 
@@ -51,12 +51,12 @@ class PolicyChanges(TypedDict, total=False):
     triggers: TriggerConfig
     pipeline: Sequence[Stage] | None
     pipelines: Mapping[str, Sequence[Stage]]
-    summarizer: Summarizer | None
+    summarizer: Summarizer | SummarizerConfig | None
     compact_to: float
     guards: GuardConfig
     background_timeout: float | None
     compaction_timeout: float | None
-    redact_secrets: bool | SecretRedactor
+    redact_secrets: bool | Redactor | StageConfig
     cache_breakpoints: bool
     expand_pin_turns: int
     auto_continue: bool
@@ -84,9 +84,10 @@ class Policy:
     pipelines: Mapping[str, Sequence[Stage]] = field(default_factory=lambda: MappingProxyType({}))
     """More pipelines by name, for the triggers that name them (in
     `TriggerConfig.pipelines` or a node's `TriggerSpec.pipeline`)."""
-    summarizer: Summarizer | None = None
+    summarizer: Summarizer | SummarizerConfig | None = None
     """Given to the processors (the history summarizer writes with it); the
-    deterministic extractive brief when `None`."""
+    deterministic extractive brief when `None`. A `SummarizerConfig` builds a new one
+    for every manager."""
     compact_to: float = 0.7
     """A compaction that makes a request fit goes on until the request is at most this
     share of the budget."""
@@ -96,8 +97,10 @@ class Policy:
     """Seconds a background compaction may run; `None` for no limit."""
     compaction_timeout: float | None = 60.0
     """Seconds a foreground compaction may run; `None` for no limit."""
-    redact_secrets: bool | SecretRedactor = False
-    """Replace credentials with placeholders: `True`, or a configured `SecretRedactor`."""
+    redact_secrets: bool | Redactor | StageConfig = False
+    """Replace credentials with placeholders: `True` (a default `SecretRedactor`), a
+    configured `Redactor` (a `SecretRedactor` with options, or one's own), or a
+    `StageConfig` that builds one for every manager."""
     cache_breakpoints: bool = False
     """Mark Anthropic prompt-cache breakpoints (the Anthropic format only)."""
     expand_pin_turns: int = 3
@@ -128,6 +131,30 @@ class Policy:
         }
         return default, named
 
+    def build_summarizer(self) -> Summarizer | None:
+        """The summarizer, a new one when it is a `SummarizerConfig`.
+
+        Raises:
+            ConfigurationError: the config's summarizer refuses its options.
+        """
+        if not isinstance(self.summarizer, SummarizerConfig):
+            return self.summarizer
+        try:
+            return self.summarizer.build()
+        except ConfigurationError as exc:
+            msg = f"policy {self.name!r}: `summarizer`: {exc}"
+            raise ConfigurationError(msg) from exc
+
+    def build_redactor(self) -> object:
+        """`redact_secrets`, with a `StageConfig` built (checked by the manager).
+
+        Raises:
+            ConfigurationError: the stage cannot be built.
+        """
+        if not isinstance(self.redact_secrets, StageConfig):
+            return self.redact_secrets
+        return self._build("redact_secrets", (self.redact_secrets,))[0]
+
     def _build(self, where: str, stages: Sequence[Stage]) -> tuple[Processor, ...]:
         if isinstance(stages, str | bytes) or not isinstance(stages, Sequence):
             return stages  # refused by check_pipeline, naming the option
@@ -150,13 +177,15 @@ class Policy:
     def from_toml(cls, source: str | os.PathLike[str]) -> Policy:
         """A policy from TOML text (a `str`) or a file (a `Path`).
 
-        The format is a table of `name`, `description`, `triggers`, `[[stages]]` (each a
-        `processor` and its `options`), `[[pipelines.<name>]]` and `compact_to`. The
-        stages are built once, so an unknown processor or a bad option fails here.
+        Every field has its key (`[[stages]]` is `pipeline`, each a `processor` and its
+        `options`; `[[pipelines.<name>]]`; `[triggers]`; `[guards]`; `[summarizer]` a
+        `kind` and its `options`; `redact_secrets` true or a stage table); `false`
+        stands for `None` (docs/configuration.md). The stages are built once, so an
+        unknown processor or a bad option fails here.
 
         Raises:
             ConfigurationError: invalid TOML, an unknown or invalid key (named by its key
-                path), or a stage that cannot be built.
+                path, and its line), or a stage that cannot be built.
         """
         table = read_table(source)
         return cls(
@@ -165,8 +194,26 @@ class Policy:
             triggers=table.triggers,
             pipeline=table.stages,
             pipelines=MappingProxyType(dict(table.pipelines)),
+            summarizer=table.summarizer,
             compact_to=table.compact_to,
+            guards=table.guards,
+            background_timeout=table.background_timeout,
+            compaction_timeout=table.compaction_timeout,
+            redact_secrets=table.redact_secrets,
+            cache_breakpoints=table.cache_breakpoints,
+            expand_pin_turns=table.expand_pin_turns,
+            auto_continue=table.auto_continue,
         )
+
+    def to_toml(self) -> str:
+        """This policy as TOML text; `Policy.from_toml` reads it back to an equal policy.
+
+        Raises:
+            ConfigurationError: a field holds an instance TOML cannot name (a processor,
+                summarizer or redactor object rather than its `StageConfig` or
+                `SummarizerConfig`), named by its field.
+        """
+        return write_table({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Policy:

@@ -23,7 +23,7 @@ from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.triggers import TriggerConfig
 from orchestrator.policy.policy import Policy
 from orchestrator.pricing import price_for
-from processors.base import Processor, Summarizer, scope_of
+from processors.base import Processor, Redactor, Summarizer, as_redactor, scope_of, screen_of
 from processors.distill import Distiller
 from processors.mask import ObservationMasker
 from processors.redact import SecretRedactor
@@ -75,7 +75,7 @@ class ManagerOptions:
     """Seconds a background run may take."""
     compaction_timeout: float | None
     """Seconds a foreground run (and the floor's truncation) may take."""
-    redactor: SecretRedactor | None
+    redactor: Redactor | None
     """What scans new nodes for secrets (`None`: no redaction)."""
     cache_breakpoints: bool
     """Mark Anthropic prompt-cache breakpoints."""
@@ -131,13 +131,14 @@ def resolve_options(
     if limit is None and chosen_model is not None:
         limit = model_budget(chosen_model)
     marks = check_cache_breakpoints(policy.cache_breakpoints, fmt)
-    check_options(counter, policy.triggers, policy.summarizer, clock)
+    summarizer = policy.build_summarizer()
+    check_options(counter, policy.triggers, summarizer, clock)
     config = policy.triggers
     pipeline, named = policy.build_pipelines()
     stages = check_pipelines(pipeline, named or None, config)
     background = check_timeout(policy.background_timeout, "background_timeout")
     foreground = check_timeout(policy.compaction_timeout, "compaction_timeout")
-    redactor = session_redactor(policy.redact_secrets, stages)
+    redactor = session_redactor(policy.build_redactor(), stages)
     specs = check_tools(tools, "ContextManager")
     agents = agent_tool_specs(agent_tools, specs)
     pin_turns = check_pin_turns(policy.expand_pin_turns)
@@ -154,7 +155,7 @@ def resolve_options(
         counter=counter,
         triggers=config,
         pipelines=MappingProxyType(stages),
-        summarizer=policy.summarizer,
+        summarizer=summarizer,
         compact_to=ratio,
         guards=guards,
         background_timeout=background,
@@ -264,40 +265,51 @@ def check_ratio(value: object, name: str) -> float:
     return float(value)
 
 
-def check_redactor(value: object) -> SecretRedactor | None:
-    """`redact_secrets`: a bool, or a configured `SecretRedactor`."""
-    if isinstance(value, SecretRedactor):
-        return value
+def check_redactor(value: object) -> Redactor | None:
+    """`redact_secrets`: a bool, or a configured `Redactor` (a `SecretRedactor`, or one's own).
+
+    Raises:
+        ConfigurationError: naming what the value is and, for an object that is no
+            `Redactor`, the methods it lacks.
+    """
     if value is True:
         return SecretRedactor()
     if value is False:
         return None
-    msg = f"ContextManager: `redact_secrets` must be True, False or a SecretRedactor, got {value!r}"
-    raise ConfigurationError(msg)
+    if value is None or isinstance(value, int | float | str | bytes):
+        msg = (
+            "ContextManager: `redact_secrets` must be True, False or a Redactor such as "
+            f"SecretRedactor(), got {value!r}"
+        )
+        raise ConfigurationError(msg)
+    return as_redactor(value, "ContextManager: `redact_secrets`")
 
 
 def session_redactor(
     value: object, pipelines: Mapping[str, Sequence[Processor]]
-) -> SecretRedactor | None:
-    """The session's redactor: `redact_secrets`, else a `redact` stage of any pipeline.
+) -> Redactor | None:
+    """The session's redactor: `redact_secrets`, else a stage that screens new nodes.
 
     Redaction is a property of the session, however it is switched on. A stage alone
     redacts only when a compaction runs, so a secret in a turn that came after the last
-    one would reach the request: a pipeline with a `SecretRedactor` stage (a policy's
-    `redact` stage, in TOML too) screens every new node before each render as
-    `redact_secrets=True` does, with that stage's options (the default pipeline's first,
-    then the other pipelines' in order).
+    one would reach the request: a stage that declares `screens_new_nodes` (a
+    `SecretRedactor`, a policy's `redact` stage in TOML too, or one's own `Redactor`)
+    screens every new node before each render as `redact_secrets=True` does, with that
+    stage's options (the default pipeline's first, then the other pipelines' in order).
+    The stage is found by its declaration, never by its class.
 
     Raises:
-        ConfigurationError: `redact_secrets` is neither a bool nor a `SecretRedactor`.
+        ConfigurationError: `redact_secrets` is neither a bool nor a `Redactor`, or a
+            stage declares `screens_new_nodes` without being a `Redactor`.
     """
     chosen = check_redactor(value)
     if chosen is not None:
         return chosen
     for stages in pipelines.values():
         for stage in stages:
-            if isinstance(stage, SecretRedactor):
-                return stage
+            screen = screen_of(stage)
+            if screen is not None:
+                return screen
     return None
 
 

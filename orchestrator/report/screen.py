@@ -24,7 +24,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from context_graph.graph.nodes import Node
-from processors.redact import SecretFinding, SecretRedactor
+from processors.base import Redactor
+from processors.redact import SecretFinding
 
 __all__ = ["OutputScreen"]
 
@@ -41,7 +42,7 @@ class OutputScreen:
             screen off.
     """
 
-    def __init__(self, redactor: SecretRedactor | None = None) -> None:
+    def __init__(self, redactor: Redactor | None = None) -> None:
         self._redactor = redactor
         self._known: dict[str, str] = {}
         self._learned: set[str] = set()
@@ -52,7 +53,7 @@ class OutputScreen:
         return self._redactor is not None
 
     @property
-    def redactor(self) -> SecretRedactor | None:
+    def redactor(self) -> Redactor | None:
         """The redactor whose options the screen uses; `None` when it is off."""
         return self._redactor
 

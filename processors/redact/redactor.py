@@ -49,7 +49,8 @@ class SecretRedactor:
     in the node's `meta["signed_secrets"]` and the proposal's note, and
     `strip_signed_secrets` keeps the block from summarizers. A node without secrets
     gets no edit. Pinned nodes are redacted too (`include_pinned`): this is a safety
-    edit, not a compaction.
+    edit, not a compaction. It is the built-in `Redactor`: as a pipeline stage it also
+    screens every new node before each render (`screens_new_nodes`).
 
     Args:
         types: Redact only these types (default: every type in `SECRET_TYPES`).
@@ -64,6 +65,9 @@ class SecretRedactor:
 
     name = "redact"
     scope: ClassVar[Scope] = "outputs"
+    # A stage alone would redact only when a compaction runs; a secret in a later turn
+    # would reach the request. Declared, the session screens every new node with it.
+    screens_new_nodes: ClassVar[bool] = True
 
     def __init__(
         self,

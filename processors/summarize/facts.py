@@ -22,7 +22,7 @@ from context_graph.graph.nodes import (
     ToolCallNode,
     UserNode,
 )
-from processors.exit_status import meta_exit_code
+from processors.exit_status import exit_code_of
 from processors.summarize.outcomes import Outcome, read_outcome, success_gist
 
 __all__ = [
@@ -245,7 +245,7 @@ def files_of(call: ToolCallNode) -> tuple[list[str], list[str]]:
 
 def outcome_of(answer: AnswerNode, call: ToolCallNode | None = None) -> Outcome:
     """The outcome of the call `answer` answers (`call`, when known, says what it ran)."""
-    return _outcome(answer.text, answer.is_error, meta_exit_code(answer), _is_content(call, answer))
+    return _outcome(answer.text, answer.is_error, exit_code_of(answer), _is_content(call, answer))
 
 
 # Every summary re-reads the results of the span it covers; the answer depends on these

@@ -290,7 +290,7 @@ def read_outcome(text: str, *, is_error: bool, code: int | None, content: bool) 
     Args:
         text: The result's text.
         is_error: The tool's error flag.
-        code: The exit status from the result's metadata, if any (else read from `text`).
+        code: The exit status recorded with the result, if any (else read from `text`).
         content: The output is content the call fetched (a file, a search), not a report
             of a run: only `is_error` and the harness's exit status count.
     """

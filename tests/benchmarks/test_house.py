@@ -134,10 +134,13 @@ class TestBuiltinProcessorIsinstance:
         root = _tree(tmp_path, {"orchestrator/pick.py": check, "processors/own.py": check})
         assert builtin_processor_isinstance(root) == ["orchestrator/pick.py:2 HistorySummarizer"]
 
-    def test_only_the_policy_redact_check_is_left(self) -> None:
-        """Today only the redact-stage check of orchestrator/policy/resolved.py remains."""
-        found = builtin_processor_isinstance()
-        assert all(place.startswith("orchestrator/policy/resolved.py:") for place in found), found
+    def test_none_is_left(self) -> None:
+        """No library code outside processors/ recognises a built-in processor by its class.
+
+        The last one picked a pipeline's redact stage; the stage now declares that it
+        screens new nodes (`screens_new_nodes`, the `Redactor` protocol).
+        """
+        assert builtin_processor_isinstance() == []
 
 
 class TestFormatMentions:

@@ -8,6 +8,7 @@ gateway stays valid and under the budget and keeps its prefix between compaction
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from hypothesis import given
@@ -46,6 +47,15 @@ class TestQuick:
             assert len(run["first"]) == len(run["first_direct"]) == 3
         assert section.count("| steady state (one new turn) |") == 2
         assert section.count("| first of a session |") == 2
+
+    @pytest.mark.skipif(sys.platform != "linux", reason="read from /proc")
+    def test_the_gateways_own_cpu_time_is_measured(self, figures: tuple[dict, str]) -> None:  # type: ignore[type-arg]
+        """Each steady request's gateway CPU time is read, and the section shows its table."""
+        data, section = figures
+        for run in data["overhead"]:
+            assert len(run["steady_cpu"]) == 10
+            assert all(spent > 0 for spent in run["steady_cpu"])
+        assert "| wire | history (tokens) | requests | gateway CPU p50 |" in section
 
     def test_the_task_through_the_gateway_is_valid_under_budget(
         self,

@@ -78,7 +78,7 @@ class TestRenderCompacts:
         graph.ingest(load_sessions(long_session)[0].events)
         before = Renderer().render(graph).tokens
         assert err.startswith(f"openai: {before:,} tokens before, ")
-        assert "compacted (coding profile): " in err and "tokens saved" in err
+        assert "compacted (coding policy): " in err and "tokens saved" in err
 
     def test_no_compact_keeps_the_floor_only_render(
         self, capsys: pytest.CaptureFixture[str], long_session: Path
@@ -114,24 +114,46 @@ class TestRenderCompacts:
         assert out == ""
         assert str(refused.value) in err
 
-    @pytest.mark.parametrize("profile", ["service", "chat"])
-    def test_profile_chooses_the_pipeline(
-        self, capsys: pytest.CaptureFixture[str], long_session: Path, profile: str
+    @pytest.mark.parametrize("policy", ["service", "chat"])
+    def test_policy_chooses_the_pipeline(
+        self, capsys: pytest.CaptureFixture[str], long_session: Path, policy: str
     ) -> None:
-        """--profile NAME renders what a manager with that profile renders."""
+        """--policy NAME renders what a manager with that named policy renders."""
         code, out, err = _run(
-            capsys, "render", str(long_session), "--budget", str(BUDGET), "--profile", profile
+            capsys, "render", str(long_session), "--budget", str(BUDGET), "--policy", policy
         )
         assert code == 0, err
-        manager = ContextManager(budget=BUDGET, policy=get_policy(profile))
+        manager = ContextManager(budget=BUDGET, policy=get_policy(policy))
         manager.ingest(load_sessions(long_session)[0].events)
         assert json.loads(out) == manager.render_sync().payload
-        assert f"({profile} profile)" in err
+        assert f"({policy} policy)" in err
 
-    def test_profile_file(
+    def test_the_old_profile_spelling_still_works(
+        self, capsys: pytest.CaptureFixture[str], long_session: Path
+    ) -> None:
+        """--profile NAME renders what --policy NAME renders, and says it is deprecated."""
+        argv = ["render", str(long_session), "--budget", str(BUDGET)]
+        code, new, _ = _run(capsys, *argv, "--policy", "service")
+        assert code == 0
+        code, old, err = _run(capsys, *argv, "--profile", "service")
+        assert code == 0, err
+        assert old == new
+        assert "--profile is deprecated" in err and "--policy" in err
+        assert "(service policy)" in err
+
+    def test_help_names_policy_only(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """The help lists --policy; the old spelling is not advertised."""
+        with pytest.raises(SystemExit) as done:
+            main(["render", "--help"])
+        out = capsys.readouterr().out
+        assert done.value.code == 0
+        assert "--policy POLICY" in out
+        assert "--profile" not in out
+
+    def test_policy_file(
         self, capsys: pytest.CaptureFixture[str], long_session: Path, tmp_path: Path
     ) -> None:
-        """--profile FILE reads a TOML profile, as replay does."""
+        """--policy FILE reads a TOML policy, as replay does."""
         path = tmp_path / "mine.toml"
         path.write_text(
             'name = "mine"\n[[stages]]\nprocessor = "truncate"\n'
@@ -139,17 +161,19 @@ class TestRenderCompacts:
             encoding="utf-8",
         )
         code, out, err = _run(
-            capsys, "render", str(long_session), "--budget", str(BUDGET), "--profile", str(path)
+            capsys, "render", str(long_session), "--budget", str(BUDGET), "--policy", str(path)
         )
         assert code == 0, err
         manager = ContextManager(budget=BUDGET, policy=Policy.load(path))
         manager.ingest(load_sessions(long_session)[0].events)
         assert json.loads(out) == manager.render_sync().payload
-        assert "(mine profile)" in err
+        assert "(mine policy)" in err
 
-    def test_unknown_profile_exits_2(self, capsys: pytest.CaptureFixture[str]) -> None:
-        """A profile that is neither built in nor a file is bad input, named on one line."""
-        code, _, err = _run(capsys, "render", "--profile", "nonesuch")
+    @pytest.mark.parametrize("flag", ["--policy", "--profile"])
+    def test_unknown_policy_exits_2(self, capsys: pytest.CaptureFixture[str], flag: str) -> None:
+        """A policy that is neither named nor a file is bad input, named on one line."""
+        code, _, err = _run(capsys, "render", flag, "nonesuch")
+        err = "".join(line for line in err.splitlines(True) if "deprecated" not in line)
         assert code == 2
         assert "nonesuch" in err and len(err.strip().splitlines()) == 1
 
@@ -259,5 +283,5 @@ class TestRenderJson:
         body = json.loads(out)
         summary = json.loads(err)
         assert summary["tokens"] <= BUDGET < summary["tokens_before"]
-        assert summary["profile"] == "coding" and sum(summary["edits"].values()) >= 1
+        assert summary["policy"] == "coding" and sum(summary["edits"].values()) >= 1
         assert summary["units"] >= 1 and validate(body, "openai") == []

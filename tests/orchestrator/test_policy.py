@@ -15,7 +15,7 @@ from context_graph.validate.request import validate
 from orchestrator.compaction.triggers import Firing, TriggerConfig
 from orchestrator.manager import ContextManager
 from orchestrator.policy import POLICIES, Policy, StageConfig, as_policy, get_policy
-from orchestrator.policy.stages import PolicyTable
+from orchestrator.policy.table import PolicyTable
 from processors import registry
 from processors.base import Processor, ProcessorContext, Proposal
 from processors.distill import Distiller

@@ -104,30 +104,32 @@ class TestReplayCli:
         assert "unrecognized input" in capsys.readouterr().err
 
 
-class TestReplayProfiles:
-    @pytest.mark.parametrize("profile", ["coding", "service", "chat"])
-    def test_built_in_profiles_replay_valid(
-        self, capsys: pytest.CaptureFixture[str], profile: str
+class TestReplayPolicies:
+    @pytest.mark.parametrize("policy", ["coding", "service", "chat"])
+    def test_named_policies_replay_valid(
+        self, capsys: pytest.CaptureFixture[str], policy: str
     ) -> None:
-        """Every built-in profile replays the example with no invalid request."""
-        code = main(["replay", "--budget", "8000", "--profile", profile])
+        """Every named policy replays the example with no invalid request."""
+        code = main(["replay", "--budget", "8000", "--policy", policy])
         out = capsys.readouterr().out
         assert code == 0
         assert "0 invalid" in out
 
-    def test_profile_from_a_toml_file(
-        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    @pytest.mark.parametrize("flag", ["--policy", "--profile"])
+    def test_policy_from_a_toml_file(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, flag: str
     ) -> None:
-        """A TOML profile file is loaded and used."""
+        """A TOML policy file is loaded and used, under the old flag's spelling too."""
         path = tmp_path / "mine.toml"
         path.write_text(
             'name = "mine"\n[[stages]]\nprocessor = "truncate"\noptions = {max_tokens = 500}\n',
             encoding="utf-8",
         )
-        assert main(["replay", "--budget", "8000", "--profile", str(path)]) == 0
+        assert main(["replay", "--budget", "8000", flag, str(path)]) == 0
         assert "0 invalid" in capsys.readouterr().out
 
-    def test_unknown_profile_exits_2(self, capsys: pytest.CaptureFixture[str]) -> None:
-        """An unknown profile name is bad input and lists the built-in ones."""
-        assert main(["replay", "--profile", "nope"]) == 2
+    @pytest.mark.parametrize("flag", ["--policy", "--profile"])
+    def test_unknown_policy_exits_2(self, capsys: pytest.CaptureFixture[str], flag: str) -> None:
+        """An unknown policy name is bad input and lists the named ones."""
+        assert main(["replay", flag, "nope"]) == 2
         assert "coding" in capsys.readouterr().err

@@ -10,17 +10,20 @@ keeps what the session held (docs/processors/redact.md).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from context_graph.errors import BudgetExceededError
+from context_graph.errors import BudgetExceededError, ConfigurationError
+from context_graph.graph.content import TextPart
+from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
 from orchestrator import ContextManager
 from orchestrator.policy import Policy, PolicyLike, StageConfig
+from processors.base import ProcessorContext, Proposal, replace_each, replacement_for
 from processors.mask import ObservationMasker
 from processors.redact import SecretRedactor
 from tests.orchestrator.secret_sessions import PASSWORD, PLANTED, leaks
@@ -159,3 +162,91 @@ def test_no_request_holds_a_planted_secret(
             except BudgetExceededError:  # a tiny budget may refuse: then nothing is sent
                 continue
             assert leaks(request) == []
+
+
+class _WordFinding:
+    """A found word, with the `Finding` fields."""
+
+    def __init__(self, start: int, end: int) -> None:
+        self.type = "codeword"
+        self.span = (start, end)
+
+
+class WordRedactor:
+    """A user's own redactor (no `SecretRedactor` subclass): hides one code word."""
+
+    name = "word_redactor"
+    screens_new_nodes = True
+
+    def __init__(self, word: str = "bluebird-7731") -> None:
+        self.word = word
+
+    def secrets(self, targets: Sequence[Node]) -> dict[str, str]:
+        return {self.word: "codeword"} if any(self.word in n.text for n in targets) else {}
+
+    def knowing(self, known: Mapping[str, str]) -> WordRedactor:
+        return self
+
+    def redact(
+        self, text: str, *, known: Mapping[str, str] | None = None
+    ) -> tuple[str, tuple[_WordFinding, ...]]:
+        start = text.find(self.word)
+        found = () if start < 0 else (_WordFinding(start, start + len(self.word)),)
+        return text.replace(self.word, "[HIDDEN]"), found
+
+    def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
+        pairs = [
+            (n, replacement_for(n, [TextPart(text=self.redact(n.text)[0])]))
+            for n in targets
+            if self.word in n.text
+        ]
+        return replace_each(
+            self.name, ctx, pairs, note=lambda *_: "hid", shrink_only=False, purpose="safety"
+        )
+
+
+class TestOwnRedactor:
+    """A redactor of one's own is found by its declaration, never by its class."""
+
+    @pytest.mark.parametrize(
+        "policy",
+        [
+            Policy(pipeline=[ObservationMasker(), WordRedactor()]),
+            Policy(pipelines={"safety": [WordRedactor()]}),
+            Policy(redact_secrets=WordRedactor()),
+        ],
+        ids=["default pipeline", "named pipeline", "redact_secrets"],
+    )
+    def test_it_screens_every_new_turn(self, policy: Policy) -> None:
+        """Its word is hidden in the latest turn, before any compaction ran."""
+        manager = ContextManager(budget=100_000, policy=policy)
+        manager.add_user("the code word is bluebird-7731, keep it")
+        request = manager.render_sync().to_json()
+        assert "bluebird-7731" not in request
+        assert "[HIDDEN]" in request
+        assert isinstance(manager.redactor, WordRedactor)
+        assert any("bluebird-7731" in node.text for node in manager.raw)
+
+    def test_without_the_declaration_it_is_only_a_stage(self) -> None:
+        """A redactor that does not declare `screens_new_nodes` runs only in compactions."""
+        quiet = WordRedactor()
+        quiet.screens_new_nodes = False
+        manager = ContextManager(budget=100_000, policy=Policy(pipeline=[quiet]))
+        manager.add_user("the code word is bluebird-7731")
+        assert manager.redactor is None
+        assert "bluebird-7731" in manager.render_sync().to_json()
+
+    def test_a_declaration_without_the_methods_is_refused(self) -> None:
+        """`screens_new_nodes = True` on a processor lacking `secrets` names what is missing."""
+
+        class Pretender(ObservationMasker):
+            screens_new_nodes = True
+
+        with pytest.raises(ConfigurationError, match=r"`secrets`, `knowing`, `redact`"):
+            ContextManager(policy=Policy(pipeline=[Pretender()]))
+
+    @pytest.mark.parametrize("value", [None, 1, "yes", object()])
+    def test_redact_secrets_refuses_what_is_no_redactor(self, value: object) -> None:
+        """`redact_secrets` must be a bool or a `Redactor`; the message names the value."""
+        with pytest.raises(ConfigurationError, match="redact_secrets"):
+            ContextManager(policy=Policy(redact_secrets=value))  # type: ignore[arg-type]

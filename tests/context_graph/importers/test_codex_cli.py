@@ -184,6 +184,21 @@ class TestSharedTraces:
             if result.call_id in outputs:
                 assert result.content == (TextPart(text=outputs[result.call_id]),)
 
+    @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
+    def test_json_outputs_give_their_exit_code(self, path: Path) -> None:
+        """An output written as `{"output", "metadata": {"exit_code"}}` gives `exit_code`."""
+        recorded: dict[str, int | None] = {}
+        for kind in ("function_call_output", "custom_tool_call_output"):
+            for _, item in _items(path, kind):
+                try:
+                    decoded = json.loads(item["output"])
+                except ValueError:
+                    decoded = None
+                metadata = decoded.get("metadata") if isinstance(decoded, dict) else None
+                recorded[item["call_id"]] = (metadata or {}).get("exit_code")
+        results = {e.call_id: e.exit_code for e in _events(path) if isinstance(e, ToolResult)}
+        assert results == recorded
+
     def test_custom_tool_calls_take_raw_text(self) -> None:
         """`apply_patch` calls keep their raw input; call and output carry `responses_type`."""
         assert CODEMIE is not None
@@ -272,6 +287,38 @@ class TestSharedTraces:
             result = renderer.render(graph, budget=exc.required)
         assert validate(result.payload, fmt) == []
         assert len(result.dropped) > 0
+
+
+class TestExitCode:
+    def _result(self, tmp_path: Path, output: Any) -> ToolResult:
+        call = {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}
+        answer = {"type": "function_call_output", "call_id": "c1", "output": output}
+        records = [META, _user("list"), _item(call), _item(answer)]
+        (session,) = load_sessions(_write(tmp_path, records))
+        (result,) = [e for e in session.events if isinstance(e, ToolResult)]
+        return result
+
+    def test_the_metadata_exit_code_is_the_results(self, tmp_path: Path) -> None:
+        """A shell output's `metadata.exit_code` is the result's; the text stays whole."""
+        output = json.dumps({"output": "ls: x: No such file", "metadata": {"exit_code": 2}})
+        result = self._result(tmp_path, output)
+        assert result.exit_code == 2 and result.content == (TextPart(text=output),)
+
+    @pytest.mark.parametrize(
+        "output",
+        [
+            "Process exited with code 1\nOutput:\n",
+            json.dumps({"output": "x", "metadata": {"exit_code": True}}),
+            json.dumps({"output": "x", "metadata": {"exit_code": "1"}}),
+            json.dumps({"output": "x", "metadata": {"exit_code": 2**40}}),
+            json.dumps({"output": "x", "metadata": "exit_code"}),
+            json.dumps(["exit_code", 1]),
+            '{"exit_code": 1',
+        ],
+    )
+    def test_anything_else_gives_none(self, tmp_path: Path, output: str) -> None:
+        """Plain text, odd metadata and broken JSON give no exit code and no error."""
+        assert self._result(tmp_path, output).exit_code is None
 
 
 class TestCompaction:

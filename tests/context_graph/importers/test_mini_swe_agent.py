@@ -128,7 +128,7 @@ class TestMiniSweAgentTraces:
 
     @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
     def test_results_keep_text_and_return_code(self, path: Path) -> None:
-        """A result keeps its text exactly, with the return code in meta and errors flagged."""
+        """A result keeps its text exactly, with the return code as its exit code."""
         messages = _messages(path)
         (session,) = load_sessions(path, format="mini_swe_agent")
         tool_messages = [m for m in messages if m["role"] == "tool"]
@@ -137,7 +137,7 @@ class TestMiniSweAgentTraces:
         for message, result in zip(tool_messages, results, strict=True):
             assert result.content == (TextPart(text=message["content"]),)
             code = _code_in(message["content"])
-            assert result.meta["returncode"] == code
+            assert (result.exit_code, result.meta) == (code, {})
             assert result.is_error is (code != 0)
 
     @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -192,11 +192,11 @@ class TestMiniSweAgentImporter:
         assert graph[open_call].call_id == "call_00_b"
 
     def test_nonzero_return_code_is_an_error(self) -> None:
-        """A non-zero `<returncode>` sets `is_error` and goes to meta; the text stays whole."""
+        """A non-zero `<returncode>` sets `is_error` and `exit_code`; the text stays whole."""
         (session,) = load_sessions(RawInput(_traj()), format="mini_swe_agent")
         failed = session.events[3]
         assert isinstance(failed, ToolResult)
-        assert failed.is_error and failed.meta == {"returncode": 2}
+        assert failed.is_error and failed.exit_code == 2 and failed.meta == {}
         assert failed.content[0].text.startswith("<returncode>2</returncode>")
         ok = session.events[5]
         assert isinstance(ok, ToolResult) and not ok.is_error
@@ -209,9 +209,7 @@ class TestMiniSweAgentImporter:
         )
         (session,) = load_sessions(RawInput(traj), format="mini_swe_agent")
         result = session.events[3]
-        assert (
-            isinstance(result, ToolResult) and result.meta["returncode"] == -1 and result.is_error
-        )
+        assert isinstance(result, ToolResult) and result.exit_code == -1 and result.is_error
 
     def test_extra_gives_time_model_and_id_only(self) -> None:
         """`extra` supplies timestamps, the model and the response id, never content."""
@@ -252,7 +250,17 @@ class TestMiniSweAgentImporter:
         (session,) = load_sessions(RawInput(traj), format="mini_swe_agent")
         result = session.events[3]
         assert isinstance(result, ToolResult) and output in result.content[0].text
-        assert result.meta == {"returncode": 0} and not result.is_error
+        assert result.exit_code == 0 and not result.is_error
+
+    @pytest.mark.parametrize("code", ["99999999999", "4294967296", "-2147483649"])
+    def test_a_return_code_that_is_no_status_is_left_unread(self, code: str) -> None:
+        """A `<returncode>` out of an exit status's range stays text, not a refused event."""
+        traj = _traj()
+        traj["messages"][3]["content"] = f"<returncode>{code}</returncode>\n<output>\n</output>"
+        (session,) = load_sessions(RawInput(traj), format="mini_swe_agent")
+        result = session.events[3]
+        assert isinstance(result, ToolResult) and result.exit_code is None
+        assert result.content == (TextPart(text=traj["messages"][3]["content"]),)
 
     def test_text_action_runs_are_plain_turns(self) -> None:
         """Observations sent as user messages stay user turns, with the return code in meta."""

@@ -182,10 +182,10 @@ class TestProfileStage:
         tmp_path: Path,
         command: str,
     ) -> None:
-        """No `--redact`: the profile's stage alone redacts requests, reports and lines."""
-        profile = tmp_path / "redacting.toml"
-        profile.write_text(REDACT_TOML, encoding="utf-8")
-        argv = [*_commands(session, out)[command], "--profile", str(profile)]
+        """No `--redact`: the policy's stage alone redacts requests, reports and lines."""
+        policy = tmp_path / "redacting.toml"
+        policy.write_text(REDACT_TOML, encoding="utf-8")
+        argv = [*_commands(session, out)[command], "--policy", str(policy)]
         code, printed = _run(capsys, *argv)
         assert code == 0, printed
         assert leaks(printed) == []

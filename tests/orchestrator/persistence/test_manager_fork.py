@@ -423,3 +423,49 @@ class TestForkProperty:
             finally:
                 fork.close()
                 source.close()
+
+
+class TestForkOptions:
+    """An option left out is kept; `None` says none where the constructor takes `None`."""
+
+    def _source(self, **more: Any) -> ContextManager:
+        manager = ContextManager("openai", counter=WordCounter(), **more)
+        manager.add_user("Hello.")
+        return manager
+
+    def test_a_left_out_option_is_kept(self) -> None:
+        """`fork()` keeps the model, so the model's window is the fork's budget too."""
+        source = self._source(model="claude-sonnet-5")
+        assert source.budget is not None
+        assert source.fork().budget == source.budget
+
+    def test_model_none_drops_the_model(self) -> None:
+        """`fork(model=None)`: no model, so no budget it set (there was no other)."""
+        source = self._source(model="claude-sonnet-5")
+        assert source.fork(model=None).budget is None
+
+    def test_budget_none_drops_the_budget(self) -> None:
+        """`fork(budget=None)` on a manager with a budget of its own: the fork has none."""
+        source = self._source(budget=5_000)
+        assert source.fork(budget=None).budget is None
+        assert source.fork().budget == 5_000
+
+    def test_budget_none_falls_back_to_the_model(self) -> None:
+        """`fork(budget=None)` with a model kept: the model's window, as the constructor does."""
+        source = self._source(budget=5_000, model="claude-sonnet-5")
+        windowed = ContextManager("openai", model="claude-sonnet-5").budget
+        assert source.fork(budget=None).budget == windowed
+
+    def test_tools_none_drops_the_tools(self) -> None:
+        """`fork(tools=None)`: the fork's requests carry no tools; `fork()` keeps them."""
+        tool = {"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}
+        source = self._source(budget=5_000, tools=[tool])
+        assert "tools" in source.fork().render_sync().payload
+        assert "tools" not in source.fork(tools=None).render_sync().payload
+
+    @pytest.mark.parametrize("option", ["format", "policy", "clock"])
+    def test_none_where_the_constructor_takes_none_is_refused(self, option: str) -> None:
+        """`None` is no value of these options: a `ConfigurationError` naming it."""
+        source = self._source(budget=5_000)
+        with pytest.raises(ConfigurationError):
+            source.fork(**{option: None})
