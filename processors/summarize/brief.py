@@ -309,7 +309,9 @@ def merge(old: Brief, new: Brief) -> Brief:
     )
     for name in ("focus", "constraints", "decisions", "commands"):
         setattr(merged, name, dedupe([*old.list_of(name), *new.list_of(name)]))
-    said = dedupe([*old.requests, *new.requests])
+    # A message the user repeated stands where it was said last: the bound drops the
+    # oldest first, and never the newest (`_drop_one`).
+    said = dedupe([*old.requests, *new.requests][::-1])[::-1]
     merged.requests = supersede(said)
     stale = stale_values(said)
     merged.identifiers = [i for i in merged.identifiers if not is_stale(i, stale)]

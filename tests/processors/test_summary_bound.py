@@ -169,3 +169,15 @@ class TestTheNewestRequestStays:
         bound(brief, max_tokens, WordCounter().count, keep=())
         assert brief.requests[-1:] == requests[-1:]
         assert brief.omitted.get("requests", 0) == len(requests) - len(brief.requests)
+
+    def test_a_repeated_message_stands_where_it_was_said_last(self) -> None:
+        """A rolling brief that absorbs a newer `commit!` moves it to the end: kept at its
+        first place, it was the oldest the bound dropped, and the summary lost the user's
+        newest message and was refused (a stretch of 76 calls of the stitched 3M session,
+        each running the whole pipeline for nothing)."""
+        old = Brief(requests=["commit!", "Run the tests in tests/api."])
+        new = Brief(requests=["commit!"])
+        merged = brief_format.merge(old, new)
+        assert merged.requests == ["Run the tests in tests/api.", "commit!"]
+        bound(merged, 1, WordCounter().count, keep=())
+        assert merged.requests == ["commit!"]
