@@ -70,6 +70,7 @@ ALLOWED: Mapping[str, str] = {
     "context_graph/render/__init__.py": "LEFT: `render_history`'s default format",
     "orchestrator/manager.py": "LEFT: the manager's default format (h-policy's file)",
     "orchestrator/policy/resolved.py": "LEFT: the default format; cache marks Anthropic-only",
+    "orchestrator/policy/stages.py": "LEFT: a summarizer's kind names its SDK, not a wire",
     "orchestrator/replay.py": "LEFT: replay's default format",
     "orchestrator/compaction/": "LEFT: continuation and cost guard defaults",
 }
