@@ -34,7 +34,11 @@ SPEC = {"text": "a reply in several pieces", "calls": [["read_file", {"path": "a
 
 # What the SDK raises, per wire, when the connection drops or the error event arrives
 # (`None`: the SDK hands the error event on and ends the stream).
-DROPPED: tuple[type[BaseException], ...] = (openai.APIConnectionError, httpx2.TransportError)
+DROPPED: tuple[type[BaseException], ...] = (
+    openai.APIConnectionError,
+    anthropic.APIConnectionError,  # anthropic 2.17 wraps a drop mid-stream in it
+    httpx2.TransportError,
+)
 try:  # google-genai's async client reads through aiohttp when it is installed
     import aiohttp
 
