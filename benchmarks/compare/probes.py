@@ -23,8 +23,10 @@ The generator walks the events once, in order:
 - `last_error`: the last error and whether it was resolved. The informative line of
   the most recent tool error (`informative_line`: the first line that names an error,
   else the first that is more than an exit-status wrapper such as `<returncode>1
-  </returncode>` or `Exit code 128`; a traceback's `Traceback (most recent call last):`
-  header is passed over, and an error that is nothing but wrappers is not asked) is
+  </returncode>` or `Exit code 128`; in an output with a Python traceback, the
+  exception line the traceback ends with (the last of a chain), not its header nor a
+  frame's source line that happens to name an error; an error that is nothing but
+  wrappers is not asked) is
   active at the calls after it until a newer error replaces it, or until `STALE_AFTER`
   more tool results came (an old error is no longer what the agent needs);
   `resolution`: once a later result of the same tool is not an error, that result's
@@ -102,6 +104,11 @@ _WRAPPER = re.compile(
 #: The header of a Python traceback: it says an error follows, not which one (the
 #: exception line after the frames does).
 _HEADER = re.compile(r"^Traceback \(most recent call last\):?$")
+#: The line a Python traceback ends with, naming the exception raised
+#: (`re.error: missing )`, `django.db.utils.OperationalError: no such table`).
+_EXCEPTION_LINE = re.compile(
+    r"^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)|error)\b(?::|$)"
+)
 _ERROR_WORDS = re.compile(
     r"error|exception|traceback|failed|failure|fatal|not found|denied|invalid|cannot|"
     r"can't|refused|no such|undefined|missing",
@@ -141,6 +148,12 @@ def informative_line(text: str) -> str:
     """
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     telling = [line for line in lines if not _WRAPPER.match(line) and not _HEADER.match(line)]
+    if any(_HEADER.match(line) for line in lines):
+        # The frames' source lines may name an error too (`raise source.error(...)`):
+        # the exception raised is the line after them, the last one of a chain.
+        raised = [line for line in telling if _EXCEPTION_LINE.match(line)]
+        if raised:
+            return raised[-1][:_LONGEST]
     named = next((line for line in telling if _ERROR_WORDS.search(line)), None)
     chosen = named or (telling[0] if telling else "")
     return chosen[:_LONGEST]

@@ -113,6 +113,43 @@ class TestGenerator:
         )
         assert _at_end(events)["last_error"] == ["KeyError: 'user_id'"]
 
+    def test_a_traceback_is_asked_by_its_exception_not_a_frame_naming_an_error(self) -> None:
+        """A frame's source line (`raise source.error(...)`) names an error too; the
+        exception raised is the line the traceback ends with."""
+        events = _events()
+        events[5] = ToolResult(
+            call_id="c2",
+            content="Traceback (most recent call last):\n"
+            '  File "fix.py", line 6, in <module>\n'
+            "    content = re.sub(pattern, repl, content)\n"
+            '  File "/usr/lib/python3.11/re/_parser.py", line 865, in _parse\n'
+            '    raise source.error("missing ), unterminated subpattern",\n'
+            "re.error: missing ), unterminated subpattern at position 0",
+            is_error=True,
+        )
+        found = _at_end(events)
+        assert found["last_error"] == ["re.error: missing ), unterminated subpattern at position 0"]
+
+    def test_a_chained_traceback_is_asked_by_the_exception_raised_last(self) -> None:
+        events = _events()
+        events[5] = ToolResult(
+            call_id="c2",
+            content="Traceback (most recent call last):\n"
+            '  File "base.py", line 82, in _execute\n'
+            "    return self.cursor.execute(sql)\n"
+            "sqlite3.OperationalError: no such table: django_content_type\n\n"
+            "The above exception was the direct cause of the following exception:\n\n"
+            "Traceback (most recent call last):\n"
+            '  File "test_fix.py", line 9, in <module>\n'
+            "    run()\n"
+            "django.db.utils.OperationalError: no such table: django_content_type",
+            is_error=True,
+        )
+        found = _at_end(events)
+        assert found["last_error"] == [
+            "django.db.utils.OperationalError: no such table: django_content_type"
+        ]
+
     def test_an_error_of_wrappers_alone_is_not_asked(self) -> None:
         """A command that failed with no output has no line to ask for; it ends the older."""
         events = _events()
