@@ -57,8 +57,10 @@ class Held:
 
     Attributes:
         items: How many leading items of the caller's list the record holds.
-        matched: How many of the caller's events it found in the record (system prompts
-            the record holds anywhere are not counted: a resumed caller repeats them).
+        matched: How many of the held items' events it found in the record (system
+            prompts the record holds anywhere are not counted: a resumed caller repeats
+            them). An item read into several events (a tool result and a text in one
+            message) is held only when all of them are.
         rest: Whether the record holds user messages or answers after the held part,
             which the caller's list does not repeat (a list that diverges from the
             record, or a shorter one).
@@ -91,6 +93,10 @@ def held_prefix(
     held_ids, held_keys = _record_keys(record)
     systems = [key for key in held_keys if key[0] == "system"]
     position = count = matched = 0
+    # (the item an event was read from, where the match stood after it, events matched):
+    # an item read into several events (a tool result and a text in one message) is held
+    # only when all of them are.
+    marks: list[tuple[int | None, int, int]] = []
     changed: list[AgentEvent] = []
     for event in events:
         key = event_key(event)
@@ -105,13 +111,24 @@ def held_prefix(
         if found is None:
             break
         position, count, matched = found + 1, count + 1, matched + 1
+        marks.append((_item_of(event), position, matched))
+    if count < len(events):
+        stop = _item_of(events[count])
+        index = lead if stop is None else stop
+        items = index - lead
+        if stop is not None:
+            # What was matched of the item the held part stops in is not held.
+            whole = [mark for mark in marks if mark[0] is None or mark[0] < stop]
+            position, matched = whole[-1][1:] if whole else (0, 0)
     rest = any(k[0] not in _STEPPED_OVER for k in held_keys[position:])
     last = held_ids[position - 1] if matched else None
-    if count == len(events):
-        return Held(items, matched, rest, tuple(changed), last)
-    first = events[count].source
-    index = first.index if first is not None and first.index is not None else lead
-    return Held(index - lead, matched, rest, tuple(changed), last)
+    return Held(items, matched, rest, tuple(changed), last)
+
+
+def _item_of(event: AgentEvent) -> int | None:
+    """The index of the caller's item `event` was read from, if the importer said."""
+    source = event.source
+    return source.index if source is not None else None
 
 
 def open_calls(record: ContextGraph) -> list[ToolCallNode]:

@@ -97,6 +97,25 @@ class TestHeldPrefix:
         assert (found.items, found.matched, found.rest) == (2, 1, False)
         assert [e.content[0].text for e in found.systems] == ["two"]
 
+    def test_an_item_held_only_in_part_is_not_held(self) -> None:
+        """The last message is the record's tool result with a text appended (Claude Code
+        appends its compaction prompt so): the held part ends before that message, at
+        the turn making the call, and the record holds more after it."""
+        call = {"type": "tool_use", "id": "t1", "name": "read", "input": {}}
+        result = {"type": "tool_result", "tool_use_id": "t1", "content": "the file"}
+        base = [
+            {"role": "user", "content": "Read the file."},
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [result]},
+        ]
+        record = load_graph({"messages": base}, format="anthropic")
+        appended = [result, {"type": "text", "text": "Sum up."}]
+        grown = [*base[:2], {"role": "user", "content": appended}]
+        events = load_events({"messages": grown}, format="anthropic")
+        found = held_prefix(events, record, items=len(grown))
+        assert (found.items, found.matched, found.rest) == (2, 2, True)
+        assert found.last is not None and record[found.last].kind == "assistant"
+
     def test_open_calls_are_the_last_turns_unanswered(self) -> None:
         """`open_calls` gives the calls of the last assistant turn still without an answer."""
         call = {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
