@@ -18,6 +18,7 @@ import itertools
 import json
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +61,18 @@ class Script:
         return {"text": f"Step {done + 1}.", "calls": [["Bash", {"command": command}]]}
 
 
-def start(claude: Path, url: str, home: Path, project: Path, prompt: str) -> Any:
-    """Claude Code started in `project` on `prompt` (`-p`), with the gateway's URL."""
+def start(
+    claude: Path,
+    url: str,
+    home: Path,
+    project: Path,
+    prompt: str,
+    settings: Mapping[str, str] | None = None,
+) -> Any:
+    """Claude Code started in `project` on `prompt` (`-p`), with the gateway's URL and
+    `settings` (more environment variables)."""
     env = {
+        **(settings or {}),
         "PATH": os.environ["PATH"],
         "HOME": str(home),
         "ANTHROPIC_BASE_URL": url,
