@@ -37,6 +37,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import JsonValue
 
 from context_graph.errors import StoreCorruptError
@@ -214,6 +216,7 @@ class ProtocolOnlyStore:
 class Owners:
     """The owners of a manager's state, made as the manager makes them, and their keeper."""
 
+    raw: ContextGraph
     keeper: StateKeeper
     compactor: Compactor
     counters: ProposalCounters
@@ -238,10 +241,17 @@ def _owners(store: SessionStore | None) -> Owners:
     pins = Pins()
     options = resolve_options(Policy(), counter=WordCounter())
     compactor = Compactor(
-        working, bus, options, keeper, screen, counters, unsent=frozenset, held=pins.held
+        working,
+        bus,
+        options,
+        keeper,
+        screen,
+        counters,
+        unsent=lambda: ledger.unsent,
+        held=pins.held,
     )
     keeper.track([compactor, counters, renderers, screen, ledger, pins])
-    return Owners(keeper, compactor, counters, renderers, screen, ledger, pins)
+    return Owners(raw, keeper, compactor, counters, renderers, screen, ledger, pins)
 
 
 def _busy(store: SessionStore | None = None) -> Owners:
@@ -345,6 +355,72 @@ class TestStateKeeper:
         keeper.close()
         keeper.close()
         assert store.closed and len(store.writes) == 1
+
+
+_NAMES = st.sampled_from(["a", "b", "c", "d"])
+_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("count"), st.integers(0, 5), st.integers(0, 5)),
+        st.tuples(st.just("scan"), st.lists(_NAMES, max_size=3)),
+        st.tuples(st.just("pin"), st.lists(_NAMES, max_size=3), st.integers(0, 6)),
+        st.tuples(st.just("held"), st.integers(0, 6)),
+        st.tuples(st.just("usage"), st.integers(0, 500), st.integers(0, 50)),
+        st.tuples(st.just("observe"), st.integers(1, 500), st.integers(1, 900)),
+        st.tuples(st.just("arrive"), st.integers(0, 2)),
+        st.tuples(st.just("boundary"), _NAMES),
+        st.tuples(st.just("check")),
+        st.tuples(st.just("drops"), st.integers(0, 4)),
+    ),
+    max_size=12,
+)
+
+
+def _step(owners: Owners, step: tuple[Any, ...]) -> None:
+    kind, *args = step
+    if kind == "count":
+        owners.counters.count(applied=args[0], rejected=args[1])
+    elif kind == "scan":
+        scanned = owners.screen.state()["scanned"]
+        assert isinstance(scanned, list)
+        owners.screen.load({"scanned": [*scanned, *args[0]]})
+    elif kind == "pin":
+        owners.pins.pin(args[0], until=args[1])
+    elif kind == "held":
+        owners.pins.held(args[0])
+    elif kind == "usage":
+        owners.ledger.record(Usage(prompt_tokens=args[0], completion_tokens=args[1]))
+    elif kind == "observe":
+        owners.renderers.calibrator.observe(args[0], args[1])
+    elif kind == "arrive":
+        # The newest pristine nodes: what was sent is a prefix of the record.
+        ids = [node.id for node in owners.raw]
+        owners.ledger.arrived(ids[len(ids) - args[0] :])
+    elif kind == "boundary":
+        owners.compactor.mark_boundary(args[0])
+    elif kind == "check":
+        owners.compactor.check(None)
+    else:
+        owners.renderers.get("anthropic").keep_drops(args[0])
+
+
+class TestStateRoundTrip:
+    @settings(max_examples=60, deadline=None)
+    @given(steps=_STEPS)
+    def test_any_state_loads_back_whole_and_counts_as_written(
+        self, steps: list[tuple[Any, ...]]
+    ) -> None:
+        """Whatever the owners did, fresh owners loading their values hand over the same
+        values, and a keeper that loaded them writes nothing."""
+        owners = _owners(None)
+        for step in steps:
+            _step(owners, step)
+        values = json.loads(json.dumps(owners.keeper.values()))
+        store = RecordingStore()
+        fresh = _owners(store)
+        fresh.keeper.load(values)
+        assert fresh.keeper.values() == values
+        fresh.keeper.save()
+        assert store.writes == []
 
 
 class TestProtocolOnly:
