@@ -170,16 +170,24 @@ class RendererCache:
     def load(self, values: Mapping[str, Any]) -> None:
         """Take `calibration` and `renderers` from a stored state.
 
+        Both are checked before either is taken, so a value that does not load changes
+        nothing.
+
         Raises:
             ConfigurationError: a value is out of its range, or names no format (a
                 `ValueError`).
         """
+        kept: dict[ProviderFormat, int] = {}
+        for fmt, count in dict(values.get("renderers", {})).items():
+            if fmt not in FORMATS:
+                msg = f"renderers: unknown format {fmt!r}; use one of {', '.join(FORMATS)}"
+                raise ConfigurationError(msg)
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                msg = f"renderers: the kept drops of {fmt} must be an int >= 0, got {count!r}"
+                raise ConfigurationError(msg)
+            kept[fmt] = count
         if "calibration" in values:
             calibration = values["calibration"]
             self._calibrator.resume(calibration["factor"], calibration["observations"])
-        if "renderers" in values:
-            for fmt, kept in dict(values["renderers"]).items():
-                if fmt not in FORMATS:
-                    msg = f"renderers: unknown format {fmt!r}; use one of {', '.join(FORMATS)}"
-                    raise ConfigurationError(msg)
-                self.get(fmt).keep_drops(kept)
+        for fmt, count in kept.items():
+            self.get(fmt).keep_drops(count)

@@ -341,6 +341,14 @@ class TestStateKeeper:
             owners.keeper.load({"guards": {"runs": 9}, "pending": [{"kind": "nonsense"}]})
         assert owners.compactor.state() == before
 
+    def test_a_bad_renderers_value_leaves_the_calibration_as_it_was(self) -> None:
+        """The renderers' values are checked before the calibration is taken."""
+        owners = _busy()
+        bad = {"calibration": {"factor": 1.5, "observations": 9}, "renderers": {"telex": 1}}
+        with pytest.raises(StoreCorruptError, match="unknown format 'telex'"):
+            owners.keeper.load(bad)
+        assert owners.renderers.state()["calibration"] == {"factor": 1.2, "observations": 1}
+
     def test_two_owners_of_one_key_are_a_wiring_mistake(self) -> None:
         """A key handed over by two owners is refused, naming it, instead of one winning."""
         owners = _owners(None)
