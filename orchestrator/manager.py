@@ -7,10 +7,12 @@ request would not fit the budget, it runs the pipeline, cheapest stage first, un
 rendered request fits.
 
 It is composed of collaborators its constructor builds once, and its public methods
-choose what to do and hand the work to them: the frozen `ManagerOptions`, one
-`ManagerState` record (all it changes as it goes), a `RendererCache`, the `SecretScreen`
-(redaction), the `Compactor` (triggers and runs, one at a time, in a `RunMode`), the
-`BackgroundRunner` (`async with`) and the `StateKeeper` (the state in the session store).
+choose what to do and hand the work to them: the frozen `ManagerOptions`, a
+`RendererCache` (and the calibration), the `SecretScreen` (redaction), the `Compactor`
+(triggers and runs, one at a time, in a `RunMode`), the `BackgroundRunner` (`async
+with`), the `Expander` (`context_expand`, and its pins), the `CallLedger` (what was sent,
+the usage reported) and the `ProposalCounters`. Each keeps the state it changes; the
+`StateKeeper` gathers it for the session store (`StateOwner`).
 
 ```python
 manager = ContextManager("anthropic", 50_000)  # the `coding` policy, or policy=...
@@ -70,6 +72,8 @@ from orchestrator.compaction.pipeline import PipelineRun
 from orchestrator.compaction.plan import RunMode
 from orchestrator.compaction.renderers import CallRenderer, RendererCache, RequestRenderer
 from orchestrator.compaction.screen import SecretScreen
+from orchestrator.counters import ProposalCounters
+from orchestrator.ledger import CallLedger
 from orchestrator.persistence import SessionStore, open_store
 from orchestrator.persistence.fork import (
     check_fork_point,
@@ -78,7 +82,7 @@ from orchestrator.persistence.fork import (
     journal_of,
     write_fork,
 )
-from orchestrator.persistence.manager_state import ManagerState, StateKeeper
+from orchestrator.persistence.manager_state import StateKeeper
 from orchestrator.persistence.memory import MemoryRecord
 from orchestrator.policy import DEFAULT_POLICY, Policy, PolicyLike, as_policy
 from orchestrator.policy.resolved import (
@@ -294,40 +298,43 @@ class ContextManager(EventAdders):
         self._store = store
         self._lock = ManagerLock()
         self._bus = EventBus(sender=self)
-        self._state = ManagerState()
+        self._keeper = keeper = StateKeeper(store)
+        self._counters = counters = ProposalCounters()
+        self._ledger = CallLedger(self._raw)
         self._renderers = RendererCache(
-            self._state.calibrator,
             refit_to=options.compact_to,
             cache_breakpoints=options.cache_breakpoints,
             tools=options.tools,
             model=options.model,
         )
-        self._keeper = StateKeeper(store, self._state, self._raw, self._renderers)
-        if session is not None:
-            self._keeper.load(session.state)
-        self._screen = SecretScreen(self._working, self._bus, options.redactor, self._state)
+        self._screen = SecretScreen(self._working, self._bus, options.redactor, counters)
         self._offer = ToolOffer(options.agent_tools, self._working)
         self._hooks = CompactionHooks(self._working, self._bus, on_ingest=self._flushed)
         self._continuation = Continuation(self._bus, enabled=options.auto_continue)
+        expander = Expander(self._working, counters, keeper, self._bus, options, self._renderers)
         self._compactor = Compactor(
             self._working,
             self._bus,
             options,
-            self._state,
-            self._keeper,
+            keeper,
             self._screen,
+            counters,
+            unsent=lambda: self._ledger.unsent,
+            held=expander.pins.held,
             hints=self._offer.hints,
             hooks=self._hooks,
             continuation=self._continuation,
         )
         self._background = BackgroundRunner(self._compactor, self._renderers, options, self._lock)
-        expander = Expander(
-            self._working, self._state, self._keeper, self._bus, options, self._renderers
-        )
         self._tools = AgentToolRunner(
             options.agent_tools, expander, self.compact, self._compactor.slot, self._working
         )
-        self._withdrawer = Withdrawer(self._working, self._state, self._keeper, self._bus)
+        self._withdrawer = Withdrawer(self._working, counters, keeper, self._bus)
+        keeper.track(
+            [self._compactor, counters, self._renderers, self._screen, self._ledger, expander.pins]
+        )
+        if session is not None:
+            keeper.load(session.state)
 
     @classmethod
     def open(
@@ -590,17 +597,17 @@ class ContextManager(EventAdders):
     @exclusive
     def stats(self) -> ManagerStats:
         """The manager's figures now."""
-        state = self._state
+        ledger = self._ledger
         return ManagerStats(
             raw_tokens=self._raw.total_tokens,
             working_tokens=self._working.total_tokens,
             units=len(self._working.units()),
-            proposals_applied=state.applied,
-            proposals_rejected=state.rejected,
-            last_render_tokens=None if state.last is None else state.last.tokens,
-            last_render_timed_out=state.last_timed_out,
-            usage=state.usage,
-            cache_hit_rate=state.usage.cache_hit_rate,
+            proposals_applied=self._counters.applied,
+            proposals_rejected=self._counters.rejected,
+            last_render_tokens=None if ledger.last is None else ledger.last.tokens,
+            last_render_timed_out=ledger.last_timed_out,
+            usage=ledger.usage,
+            cache_hit_rate=ledger.usage.cache_hit_rate,
         )
 
     # -- ingest (the add_* shorthands come from EventAdders and end here) ---------------
@@ -625,7 +632,7 @@ class ContextManager(EventAdders):
         check_batch(batch, self._options.pipelines)
         self._withdrawer.prepare(batch)
         ids = self._raw.ingest(batch)
-        self._state.unsent.update(ids)  # until a request carries them
+        self._ledger.arrived(ids)
         for node_id in ids:
             self._bus.emit("node_added", node_id=node_id, node=self._raw[node_id])
         self._on_ingest()
@@ -674,7 +681,7 @@ class ContextManager(EventAdders):
 
     def _flushed(self, ids: tuple[str, ...]) -> None:
         """The notes a memory flush ingested: unsent until a request carries them."""
-        self._state.unsent.update(ids)
+        self._ledger.arrived(ids)
         for node_id in ids:
             self._bus.emit("node_added", node_id=node_id, node=self._raw[node_id])
 
@@ -684,11 +691,11 @@ class ContextManager(EventAdders):
         What fires is handled at once in the background when the manager runs inside
         `async with`, and by the next render otherwise.
         """
-        before = self._state.triggers
+        before = self._compactor.triggers
         firings = self._compactor.check(self._options.budget)
         if firings:
             self._background.start()
-        after = self._state.triggers
+        after = self._compactor.triggers
         if firings or (after is not before and after != before):
             self._keeper.save()
 
@@ -829,9 +836,8 @@ class ContextManager(EventAdders):
                 result = self._without_agent_tools(renderer, fmt, exc, graph)
             except BudgetExceededError as refused:
                 result = self._degraded(renderer, fmt, refused, graph)
-        self._state.last, self._state.last_timed_out = result, timed_out
+        self._ledger.rendered(result, timed_out=timed_out)
         self._continuation.rendered(fmt, graph, result)
-        self._state.unsent.clear()
         self._bus.emit("render_done", format=fmt, tokens=result.tokens, budget=limit)
         self._keeper.save()
         return result
@@ -1052,7 +1058,7 @@ class ContextManager(EventAdders):
                 f"`Usage` (context_graph.tokens.read_usage), got {usage!r}"
             )
             raise ConfigurationError(msg)
-        last = self._state.last
+        last = self._ledger.last
         if last is None:
             msg = "report_usage: nothing was rendered yet; call render() before reporting"
             raise ConfigurationError(msg)
@@ -1062,23 +1068,20 @@ class ContextManager(EventAdders):
 
     def _record_usage(self, usage: Usage) -> float:
         """Add a call's usage to the session's, and calibrate by it after a render."""
-        state = self._state
-        factor = state.calibrator.factor
-        if state.last is not None and usage.prompt_tokens:
-            factor = self._calibrate(state.last, usage.prompt_tokens)
-        state.usage = state.usage.add(usage)
+        ledger = self._ledger
+        factor = self._renderers.calibrator.factor
+        if ledger.last is not None and usage.prompt_tokens:
+            factor = self._calibrate(ledger.last, usage.prompt_tokens)
+        totals = ledger.record(usage)
         self._bus.emit(
-            "usage_recorded",
-            usage=usage,
-            totals=state.usage,
-            cache_hit_rate=state.usage.cache_hit_rate,
+            "usage_recorded", usage=usage, totals=totals, cache_hit_rate=totals.cache_hit_rate
         )
         self._keeper.save()
         return factor
 
     def _calibrate(self, last: RenderResult, prompt_tokens: int) -> float:
         """Teach the calibrator the provider's count of the `last` render."""
-        factor = self._state.calibrator.observe(last.tokens, prompt_tokens)
+        factor = self._renderers.calibrator.observe(last.tokens, prompt_tokens)
         usage = {"prompt_tokens": prompt_tokens, "estimated": last.tokens}
         self._bus.emit("usage_reported", usage=usage, factor=factor)
         return factor

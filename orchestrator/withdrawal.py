@@ -23,7 +23,8 @@ from context_graph.errors import GraphError, InvariantViolation
 from context_graph.graph.events import AgentEvent, Withdrawal
 from orchestrator.agent_tools.expander import restore_proposal
 from orchestrator.bus import EventBus
-from orchestrator.persistence.manager_state import ManagerState, StateKeeper
+from orchestrator.counters import ProposalCounters
+from orchestrator.persistence.manager_state import StateKeeper
 from orchestrator.working import WorkingGraph, WorkingView
 
 __all__ = ["WITHDRAW_PROCESSOR", "Withdrawer", "summaries_over"]
@@ -56,16 +57,16 @@ class Withdrawer:
 
     Args:
         working: The manager's working graph (its pristine graph checks the batch).
-        state: The manager's state (its counters of applied and rejected proposals).
+        counters: Counts the restore, applied or refused.
         keeper: Writes the state with the applied restore, as one step.
         bus: Where the restore is reported (`proposal_applied` / `proposal_rejected`).
     """
 
     def __init__(
-        self, working: WorkingGraph, state: ManagerState, keeper: StateKeeper, bus: EventBus
+        self, working: WorkingGraph, counters: ProposalCounters, keeper: StateKeeper, bus: EventBus
     ) -> None:
         self._working = working
-        self._state = state
+        self._counters = counters
         self._keeper = keeper
         self._bus = bus
 
@@ -90,7 +91,7 @@ class Withdrawer:
             try:
                 entry = self._working.apply(proposal)
             except InvariantViolation as exc:
-                self._state.rejected += 1
+                self._counters.count(rejected=1)
                 self._bus.emit("proposal_rejected", proposal=proposal, reason=str(exc))
                 summary, node_id = next(iter(found.items()))
                 msg = (
@@ -98,6 +99,6 @@ class Withdrawer:
                     f"which cannot be undone ({exc}); nothing was withdrawn"
                 )
                 raise GraphError(msg) from exc
-            self._state.applied += 1
+            self._counters.count(applied=1)
             self._keeper.save()
         self._bus.emit("proposal_applied", proposal=proposal, entry=entry)

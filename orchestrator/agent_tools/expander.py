@@ -6,7 +6,7 @@ placeholder names, or the derived node's own) and builds a `restore` proposal: o
 so no unit comes back in part. `Expander` checks that the content fits under the render
 budget, applies the proposal through the invariant checker (the audit log and the
 session journal record it like any edit) and pins what came back for
-`expand_pin_turns` user turns, so compaction does not take it again at once. When the
+`expand_pin_turns` user turns (its `Pins`), so compaction does not take it again at once. When the
 whole does not fit, one level (`Restore.whole=False`: a summary's units with their
 outputs still compacted, each naming its own id) comes back if that fits; else the
 call is refused with the sizes.
@@ -22,10 +22,12 @@ from context_graph.errors import BudgetExceededError, InvariantViolation
 from context_graph.render import Renderer
 from context_graph.tokens.counting import ProviderFormat
 from orchestrator.agent_tools.calls import Refusal, shown
+from orchestrator.agent_tools.pins import Pins
 from orchestrator.agent_tools.specs import EXPAND_TOOL
 from orchestrator.bus import EventBus
 from orchestrator.compaction.renderers import RendererCache
-from orchestrator.persistence.manager_state import ManagerState, StateKeeper
+from orchestrator.counters import ProposalCounters
+from orchestrator.persistence.manager_state import StateKeeper
 from orchestrator.working import WorkingGraph, WorkingView
 from processors.base import Proposal, Restore
 
@@ -149,28 +151,35 @@ class Expander:
 
     Args:
         working: The working graph the restore is applied to.
-        state: The manager's state (its pins, its counters).
+        counters: Counts the restore, applied or refused.
         keeper: Writes the state (the pins) with the applied restore, as one step.
         bus: Where the applied restore is reported (`proposal_applied`).
         options: The manager's options (format, budget, `expand_pin_turns`).
-        renderers: The manager's renderers, to measure the request's floor.
+        renderers: The manager's renderers, to measure the request's floor (and their
+            calibrator, to measure it as the provider counts).
     """
 
     def __init__(
         self,
         working: WorkingGraph,
-        state: ManagerState,
+        counters: ProposalCounters,
         keeper: StateKeeper,
         bus: EventBus,
         options: ExpandSettings,
         renderers: RendererCache,
     ) -> None:
         self._working = working
-        self._state = state
+        self._counters = counters
         self._keeper = keeper
         self._bus = bus
         self._options = options
         self._renderers = renderers
+        self._pins = Pins()
+
+    @property
+    def pins(self) -> Pins:
+        """What came back, pinned for `expand_pin_turns` user turns (compaction spares it)."""
+        return self._pins
 
     def expand(self, node_id: str) -> str:
         """Restore what `node_id` stands for; the tool result the model reads.
@@ -205,14 +214,13 @@ class Expander:
             try:
                 entry = self._working.apply(proposal)
             except InvariantViolation as exc:
-                self._state.rejected += 1
+                self._counters.count(rejected=1)
                 self._bus.emit("proposal_rejected", proposal=proposal, reason=str(exc))
                 return f"{EXPAND_TOOL}: {shown(node_id)} cannot be restored: {exc}"
-            self._state.applied += 1
+            self._counters.count(applied=1)
             pins = self._options.expand_pin_turns
             if pins:
-                until = self._working.view.turns + pins
-                self._state.pins.update(dict.fromkeys(plan.restored, until))
+                self._pins.pin(plan.restored, self._working.view.turns + pins)
             self._keeper.save()
         self._bus.emit("proposal_applied", proposal=proposal, entry=entry)
         kept = f", kept for {pins} user turn(s)" if pins else ""
@@ -237,7 +245,7 @@ class Expander:
             floor = renderer.render(self._working, budget=0).tokens
         except BudgetExceededError as exc:
             floor = exc.required
-        calibrator = self._state.calibrator
+        calibrator = self._renderers.calibrator
         grows = plan.proposal.tokens_after
         if calibrator.apply(floor + grows) <= budget:
             return None

@@ -3,7 +3,7 @@
 It evaluates the triggers and keeps what fired until a run handles it; a run claims the
 one run slot (a render that must compact waits for the run in progress instead of racing
 it over the same nodes), hands the pending firings to `plan_runs`, runs the pipelines
-under the mode's time limit and folds their outcomes into the manager's state. When
+under the mode's time limit and folds their outcomes into its state. When
 compaction cannot bring a request under its budget, `shrink_floor` truncates the floor's
 outputs (`orchestrator.compaction.floor`) as one more run in the same slot. Both hold
 the session store's lease: while another worker holds it, this one does not compact
@@ -13,6 +13,9 @@ background task made whose result cannot be kept (the log kept moving through ev
 rebase, or the lease was taken over) is taken back and deferred the same way: a render
 is a read for its caller, and answers from what it has (`shrink_floor` then fits the
 request in a detached copy, written nowhere).
+
+The compactor owns the trigger and guard state and the firings not handled yet, and
+hands them to the session store as `triggers`, `guards` and `pending` (`StateOwner`).
 """
 
 from __future__ import annotations
@@ -20,16 +23,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import anyio
+from pydantic import JsonValue
 
 from context_graph.errors import BudgetExceededError, StoreConflictError
 from orchestrator.bus import EventBus
 from orchestrator.compaction.continuation import Continuation
 from orchestrator.compaction.floor import pipeline_truncator, shrink_floor
-from orchestrator.compaction.guards import GuardConfig
+from orchestrator.compaction.guards import GuardConfig, GuardState
 from orchestrator.compaction.hooks import CompactionHooks, Prepared
 from orchestrator.compaction.pipeline import PipelineRun, StageSettings, run_pipeline
 from orchestrator.compaction.plan import RunMode, plan_runs
@@ -38,8 +42,9 @@ from orchestrator.compaction.renderers import RequestRenderer
 from orchestrator.compaction.screen import SecretScreen
 from orchestrator.compaction.settings import CompactionSettings
 from orchestrator.compaction.slot import RunSlot
-from orchestrator.compaction.triggers import Firing, evaluate
-from orchestrator.persistence.manager_state import ManagerState, StateKeeper
+from orchestrator.compaction.triggers import Firing, TriggerState, evaluate
+from orchestrator.counters import ProposalCounters
+from orchestrator.persistence.manager_state import StateKeeper
 from orchestrator.persistence.protocol import Rebased
 from orchestrator.working import WorkingGraph
 
@@ -53,9 +58,11 @@ class Compactor:
         working: The working graph the proposals are applied to.
         bus: Where triggers, proposals and runs are reported.
         options: The manager's options (triggers, pipelines, guards, time limits).
-        state: The manager's state (trigger and guard state, pending firings, counters).
         keeper: Writes the state after each run, and makes a run one transaction.
         screen: Gives every stage its view, scanned for secrets.
+        counters: Where the proposals a run applies and refuses are counted.
+        unsent: The nodes the model was not sent yet (compacted first, kept on the floor).
+        held: The nodes `context_expand` pinned, at a number of user turns (spared).
         hints: Whether what a run under a budget writes names the id to pass
             `context_expand` (the manager's `ToolOffer.hints`); the options say by default.
         hooks: Called before and after each run (`orchestrator.compaction.hooks`).
@@ -67,10 +74,12 @@ class Compactor:
         working: WorkingGraph,
         bus: EventBus,
         options: CompactionSettings,
-        state: ManagerState,
         keeper: StateKeeper,
         screen: SecretScreen,
+        counters: ProposalCounters,
         *,
+        unsent: Callable[[], frozenset[str]],
+        held: Callable[[int], frozenset[str]],
         hints: Callable[[int | None], bool] | None = None,
         hooks: CompactionHooks | None = None,
         continuation: Continuation | None = None,
@@ -81,9 +90,15 @@ class Compactor:
         self._hints = hints
         self._bus = bus
         self._options = options
-        self._state = state
         self._keeper = keeper
         self._screen = screen
+        self._counters = counters
+        self._unsent = unsent
+        self._held = held
+        self._trigger_state = TriggerState()
+        self._guard_state = GuardState()
+        self._pending: list[Firing] = []
+        """Firings seen that no pipeline run has handled yet."""
         self._measured: tuple[RequestRenderer, int, int] | None = None
         """(renderer, view version, tokens) of the last request measured (`_request_tokens`)."""
         self.slot = RunSlot()
@@ -94,21 +109,26 @@ class Compactor:
     @property
     def due(self) -> bool:
         """Whether firings wait for a run."""
-        return bool(self._state.pending)
+        return bool(self._pending)
+
+    @property
+    def triggers(self) -> TriggerState:
+        """The trigger evaluator's state now (a new value after each change)."""
+        return self._trigger_state
 
     def check(self, budget: int | None) -> list[Firing]:
         """Evaluate the triggers; what fires waits for the next run (and is returned)."""
         firings = self._fire(budget)
-        self._state.pending.extend(firings)
+        self._pending.extend(firings)
         return firings
 
     def mark_boundary(self, label: str) -> None:
         """Mark the end of a task: the `boundary` trigger fires at the next check."""
-        self._state.triggers = self._state.triggers.mark_boundary(label)
+        self._trigger_state = self._trigger_state.mark_boundary(label)
 
     async def compact(self, budget: int | None, instructions: str | None) -> PipelineRun:
         """The manual run (`compact()`): the default pipeline, whatever the triggers say."""
-        self._state.triggers = self._state.triggers.request_manual()
+        self._trigger_state = self._trigger_state.request_manual()
         self._fire(budget)
         return await self.run(RunMode.MANUAL, budget, None, instructions)
 
@@ -139,12 +159,12 @@ class Compactor:
         if measured is None or measured[0] is not renderer or measured[1] != version:
             measured = (renderer, version, renderer.render(self._working).tokens)
             self._measured = measured
-        return self._state.calibrator.apply(measured[2])
+        return _calibrated(renderer, measured[2])
 
     def _fire(self, budget: int | None) -> list[Firing]:
         config = self._options.triggers
-        firings, self._state.triggers = evaluate(
-            self._working.view, budget, self._state.triggers, config=config
+        firings, self._trigger_state = evaluate(
+            self._working.view, budget, self._trigger_state, config=config
         )
         tokens = self._working.total_tokens
         for firing in firings:
@@ -155,6 +175,29 @@ class Compactor:
                     "budget_crossed", ratio=tokens / budget, threshold=threshold, tokens=tokens
                 )
         return firings
+
+    def state(self) -> dict[str, JsonValue]:
+        """`triggers`, `guards` and `pending`, as the session store keeps them."""
+        return {
+            "triggers": self._trigger_state.model_dump(mode="json"),
+            "guards": self._guard_state.model_dump(mode="json"),
+            "pending": [firing.model_dump(mode="json") for firing in self._pending],
+        }
+
+    def load(self, values: Mapping[str, Any]) -> None:
+        """Take `triggers`, `guards` and `pending` from a stored state.
+
+        Raises:
+            ValueError: a value does not read (pydantic's `ValidationError`).
+        """
+        triggers, guards, pending = self._trigger_state, self._guard_state, self._pending
+        if "triggers" in values:
+            triggers = TriggerState.model_validate(values["triggers"])
+        if "guards" in values:
+            guards = GuardState.model_validate(values["guards"])
+        if "pending" in values:
+            pending = [Firing.model_validate(item) for item in values["pending"]]
+        self._trigger_state, self._guard_state, self._pending = triggers, guards, pending
 
     # -- runs ----------------------------------------------------------------------------
 
@@ -181,7 +224,7 @@ class Compactor:
                     return self._defer(mode, held_by, floor=False)
                 prepared = await self._prepare(mode, budget, instructions)
                 if prepared is not None and prepared.deferred:
-                    return PipelineRun(guard_state=self._state.guards)  # what fired stays due
+                    return PipelineRun(guard_state=self._guard_state)  # what fired stays due
                 told = instructions if prepared is None else prepared.instructions
                 total = await self._run_atomic(mode, budget, renderer, told, busy, rebases)
                 self._take_back_dropped(rebases, total)
@@ -208,7 +251,7 @@ class Compactor:
         """Call the before-hooks on what fired (`None` without hooks)."""
         if self._hooks is None:
             return None
-        return await self._hooks.before(mode, self._state.pending, budget, instructions)
+        return await self._hooks.before(mode, self._pending, budget, instructions)
 
     async def _run_atomic(
         self,
@@ -238,17 +281,17 @@ class Compactor:
         # a session that is neither before nor after it.
         with self._kept_back(), self._keeper.atomic(rebased=rebases.append):
             # Whatever fired so far is handled by this run (or found moot by it).
-            handled, self._state.pending = [*self._state.pending], []
+            handled, self._pending = [*self._pending], []
             steps = plan_runs(handled, self._options.triggers.default_pipeline, mode)
             relief = None if mode is RunMode.MANUAL else self._relief_limit(handled, budget, mode)
-            total = PipelineRun(guard_state=self._state.guards)
+            total = PipelineRun(guard_state=self._guard_state)
             try:
                 # `background_timeout` cuts a background run, `compaction_timeout` one
                 # that a render or `compact()` waits for, the same way: nothing of the
                 # stage in progress is applied (a proposal lands whole, never while its
                 # processor runs), and a render goes on from what the finished stages left.
                 with anyio.move_on_after(self._time_limit(mode)) as scope:
-                    if relief is not None and renderer is not None and self._state.unsent:
+                    if relief is not None and renderer is not None and self._unsent():
                         if await self._relieve(renderer, relief, settings, guards, total, mode):
                             steps = ()
                     for step in steps:
@@ -265,7 +308,7 @@ class Compactor:
             except anyio.get_cancelled_exc_class():
                 # Cancelled from outside (the manager closed): the work is still due, and
                 # the next render does it in the foreground.
-                self._state.pending[:0] = handled
+                self._pending[:0] = handled
                 self._report_done(total, mode, cancelled=True)
                 raise
             finally:
@@ -280,13 +323,13 @@ class Compactor:
         What fired is still due, and the counters and guards count no run that is not
         in the session.
         """
-        state = self._state
-        before = ([*state.pending], state.guards, state.applied, state.rejected)
+        pending, guards, counted = [*self._pending], self._guard_state, self._counters.state()
         try:
             yield
         except StoreConflictError:
-            pending, state.guards, state.applied, state.rejected = before
-            state.pending[:0] = [f for f in pending if f not in state.pending]
+            self._guard_state = guards
+            self._counters.load(counted)
+            self._pending[:0] = [f for f in pending if f not in self._pending]
             raise
 
     def _take_back_dropped(self, rebases: list[Rebased], total: PipelineRun) -> None:
@@ -304,17 +347,17 @@ class Compactor:
 
     def _defer(self, mode: RunMode, held_by: str, *, floor: bool) -> PipelineRun:
         """Leave compaction to the worker holding the lease; what fired is moot here."""
-        self._state.pending = []
+        self._pending = []
         background = mode is RunMode.BACKGROUND
         self._bus.emit("compaction_deferred", background=background, floor=floor, reason=held_by)
-        return PipelineRun(guard_state=self._state.guards)
+        return PipelineRun(guard_state=self._guard_state)
 
     def _lost_race(self, mode: RunMode, refused: StoreConflictError, *, floor: bool) -> PipelineRun:
         """Report a run the store refused and took back; what fired stays due."""
         reason = f"its result was not kept (what fired stays due): {refused}"
         background = mode is RunMode.BACKGROUND
         self._bus.emit("compaction_deferred", background=background, floor=floor, reason=reason)
-        return PipelineRun(guard_state=self._state.guards)
+        return PipelineRun(guard_state=self._guard_state)
 
     def _lease_ttl(self, mode: RunMode) -> float:
         # Longer than the run may take (its time limit), so that only a worker that
@@ -364,8 +407,7 @@ class Compactor:
                 )
         finally:
             self.slot.release(busy)
-            self._state.applied += run.applied
-            self._state.rejected += run.rejected
+            self._counters.count(applied=run.applied, rejected=run.rejected)
         if run.applied:
             self._keeper.save()
         if timed_out:
@@ -399,7 +441,7 @@ class Compactor:
         """`floor.shrink_floor` on `working` under the time limit; whether it timed out."""
 
         def measure() -> int:
-            return self._state.calibrator.apply(renderer.render(working).tokens)
+            return _calibrated(renderer, renderer.render(working).tokens)
 
         def required() -> int:
             try:
@@ -416,7 +458,7 @@ class Compactor:
                 budget,
                 pipeline_truncator(self._options.default_stages),
                 required,
-                frozenset(self._state.unsent),
+                self._unsent(),
                 run=run,
             )
         return scope.cancelled_caught
@@ -470,7 +512,7 @@ class Compactor:
                 self._working,
                 self._bus,
                 settings,
-                guard_state=self._state.guards,
+                guard_state=self._guard_state,
                 run=run,
                 **options,
             )
@@ -478,11 +520,10 @@ class Compactor:
             self._count(total, run)
 
     def _count(self, total: PipelineRun, run: PipelineRun) -> None:
-        """Fold one pipeline's run into the manager's state and the run's total."""
+        """Fold one pipeline's run into the guard state, the counters and the run's total."""
         if run.guard_state is not None:
-            self._state.guards = total.guard_state = run.guard_state
-        self._state.applied += run.applied
-        self._state.rejected += run.rejected
+            self._guard_state = total.guard_state = run.guard_state
+        self._counters.count(applied=run.applied, rejected=run.rejected)
         total.applied += run.applied
         total.rejected += run.rejected
         total.stages.extend(run.stages)
@@ -534,7 +575,7 @@ class Compactor:
             done=functools.partial(self.fits, renderer, goal),
             guards=guards,
             mode=mode,  # an overflow's relief must compact too (the cost guard lets it)
-            only=frozenset(self._state.unsent),
+            only=self._unsent(),
         )
         return self.fits(renderer, relief)
 
@@ -581,7 +622,13 @@ class Compactor:
             self._options.clock,
             target=target,
             snapshot=self._screen.snapshot,
-            held=self._state.held(self._working.view.turns),
+            held=self._held(self._working.view.turns),
             expand_hints=self._options.expand_hints if self._hints is None else self._hints(budget),
-            unsent=frozenset(self._state.unsent),
+            unsent=self._unsent(),
         )
+
+
+def _calibrated(renderer: RequestRenderer, tokens: int) -> int:
+    """`tokens` as the provider counts them, by the renderer's calibrator (if it has one)."""
+    calibrator = renderer.calibrator
+    return tokens if calibrator is None else calibrator.apply(tokens)

@@ -9,14 +9,21 @@ One call's tool set is part of its request, not of the shared renderer: `for_cal
 gives a `CallRenderer`, the shared renderer with that call's tools, which compaction
 measures with and the render renders with. Nothing shared is changed for a call, so
 two calls in flight at once (with different tools) never see each other's.
+
+The cache keeps the state its renderers share and carry from one session to its
+resumption (`StateOwner`): `calibration`, how the provider counts (learned from the
+usage the manager reports), and `renderers`, each format's kept drops.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from context_graph.render import Renderer, RenderResult, RenderSource
+from pydantic import JsonValue
+
+from context_graph.errors import ConfigurationError
+from context_graph.render import FORMATS, Renderer, RenderResult, RenderSource
 from context_graph.render.tools import ToolSpec
 from context_graph.tokens.calibration import Calibrator
 from context_graph.tokens.counting import ProviderFormat
@@ -92,8 +99,9 @@ class CallRenderer:
 class RendererCache:
     """Makes each format's renderer on first use and hands out the same one after.
 
+    Every renderer shares the cache's `calibrator`.
+
     Args:
-        calibrator: Shared by every renderer (the provider's count, learned from usage).
         refit_to: The renderers' `refit_to` (the manager's `compact_to`).
         cache_breakpoints: The renderers' `cache_breakpoints`.
         tools: The renderers' `tools`: the tool definitions every request carries (so
@@ -103,14 +111,13 @@ class RendererCache:
 
     def __init__(
         self,
-        calibrator: Calibrator,
         *,
         refit_to: float,
         cache_breakpoints: bool,
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
     ) -> None:
-        self._calibrator = calibrator
+        self._calibrator = Calibrator()
         self._tools = tuple(tools)
         self._refit_to = refit_to
         self._cache_breakpoints = cache_breakpoints
@@ -143,6 +150,44 @@ class RendererCache:
         """The manager's own tool set (every call's, unless it gives its own)."""
         return self._tools
 
+    @property
+    def calibrator(self) -> Calibrator:
+        """How the provider counts, learned from the usage reported (every renderer's)."""
+        return self._calibrator
+
     def kept_drops(self) -> dict[ProviderFormat, int]:
         """`Renderer.kept_drops` of every renderer made so far, by format in sorted order."""
         return {fmt: renderer.kept_drops for fmt, renderer in sorted(self._renderers.items())}
+
+    def state(self) -> dict[str, JsonValue]:
+        """`calibration` (factor, observations) and `renderers` (kept drops by format)."""
+        calibrator = self._calibrator
+        return {
+            "calibration": {"factor": calibrator.factor, "observations": calibrator.observations},
+            "renderers": {fmt: kept for fmt, kept in self.kept_drops().items()},
+        }
+
+    def load(self, values: Mapping[str, Any]) -> None:
+        """Take `calibration` and `renderers` from a stored state.
+
+        Both are checked before either is taken, so a value that does not load changes
+        nothing.
+
+        Raises:
+            ConfigurationError: a value is out of its range, or names no format (a
+                `ValueError`).
+        """
+        kept: dict[ProviderFormat, int] = {}
+        for fmt, count in dict(values.get("renderers", {})).items():
+            if fmt not in FORMATS:
+                msg = f"renderers: unknown format {fmt!r}; use one of {', '.join(FORMATS)}"
+                raise ConfigurationError(msg)
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                msg = f"renderers: the kept drops of {fmt} must be an int >= 0, got {count!r}"
+                raise ConfigurationError(msg)
+            kept[fmt] = count
+        if "calibration" in values:
+            calibration = values["calibration"]
+            self._calibrator.resume(calibration["factor"], calibration["observations"])
+        for fmt, count in kept.items():
+            self.get(fmt).keep_drops(count)

@@ -6,14 +6,22 @@ session's `Redactor` before anyone reads it: the stages of a run take their view
 after the compaction of a render. The secrets found so far in the session are redacted
 in every new node too, where a later turn repeats one without what gave it away. Without
 a redactor a snapshot is just a snapshot.
+
+The ids already scanned are the screen's state in the session store (`scanned`), so a
+resumed session does not scan its record again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import JsonValue
+
 from context_graph.errors import InvariantViolation
 from context_graph.graph.nodes import Node
 from orchestrator.bus import EventBus
-from orchestrator.persistence.manager_state import ManagerState
+from orchestrator.counters import ProposalCounters
 from orchestrator.working import WorkingGraph, WorkingView
 from processors.base import ProcessorContext, Redactor, run_processor
 
@@ -31,7 +39,7 @@ class SecretScreen:
         working: The working graph the redactions are applied to.
         bus: Where each redaction is reported, as for any proposal.
         redactor: The redactor; `None` turns the screen off.
-        state: Where the scanned ids and the applied count are kept.
+        counters: Counts each redaction applied.
     """
 
     def __init__(
@@ -39,12 +47,13 @@ class SecretScreen:
         working: WorkingGraph,
         bus: EventBus,
         redactor: Redactor | None,
-        state: ManagerState,
+        counters: ProposalCounters,
     ) -> None:
         self._working = working
         self._bus = bus
         self._redactor = redactor
-        self._state = state
+        self._counters = counters
+        self._scanned: set[str] = set()
         # The session's secrets (text -> type), kept in memory only, never in the store;
         # learned from the pristine record at the first scan (a restored session too).
         self._known: dict[str, str] | None = None
@@ -63,7 +72,7 @@ class SecretScreen:
         redactor = self._redactor
         if redactor is None:
             return self._working.snapshot()
-        scanned = self._state.scanned
+        scanned = self._scanned
         for _attempt in range(_REDACT_ATTEMPTS):
             snapshot = self._working.snapshot()
             ids = snapshot.current_ids()
@@ -82,12 +91,21 @@ class SecretScreen:
                 # A compaction replaced a target meanwhile: scan the new view again.
                 self._bus.emit("proposal_rejected", proposal=proposal, reason=str(exc))
                 continue
-            self._state.applied += 1
+            self._counters.count(applied=1)
             self._bus.emit("proposal_applied", proposal=proposal, entry=entry)
             scanned.update(node.id for node in new)
             scanned.update(entry.added)
         msg = "redact_secrets: the view kept changing while it was being redacted"
         raise RuntimeError(msg)
+
+    def state(self) -> dict[str, JsonValue]:
+        """`scanned`: the ids of the nodes scanned for secrets, sorted."""
+        return {"scanned": list[JsonValue](sorted(self._scanned))}
+
+    def load(self, values: Mapping[str, Any]) -> None:
+        """Take `scanned` from a stored state."""
+        if "scanned" in values:
+            self._scanned = {str(node_id) for node_id in values["scanned"]}
 
     def _knowing(self, redactor: Redactor, new: list[Node]) -> Redactor:
         """`redactor` knowing every secret of the session so far, `new`'s included."""

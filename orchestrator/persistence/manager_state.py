@@ -1,16 +1,22 @@
-"""The manager's own state: one record (`ManagerState`) and its keeper (`StateKeeper`).
+"""The manager's state in its session store: the owners' protocol and the keeper.
 
 The journal (every ingested batch and every applied proposal, in order) is written by the
 graphs a `SessionStore` restores, so nothing here records edits. What is kept here is the
-manager's own state, which the journal cannot rebuild: trigger and guard state, counters,
-the calibration factor, firings not handled yet, the nodes already scanned for secrets,
-what the model has not been sent yet, how many units each renderer keeps leaving out
-(`Renderer.kept_drops`), the pins of what `context_expand` restored and the usage the
-provider reported for the session's calls. Each key is
-written only when its value changed, so a turn that changes nothing costs no write.
+manager's own state, which the journal cannot rebuild. Each collaborator keeps the part it
+changes and hands it over as JSON through `StateOwner` (`state()` / `load()`); the
+`StateKeeper` is given the owners, gathers their keys and writes each key only when its
+value changed, so a turn that changes nothing costs no write:
+
+- the `Compactor`: `triggers`, `guards`, `pending` (the firings no run handled yet);
+- the `ProposalCounters`: `counters` (applied and rejected proposals);
+- the `RendererCache`: `calibration` (how the provider counts) and `renderers` (how many
+  units each renderer keeps leaving out, `Renderer.kept_drops`);
+- the `SecretScreen`: `scanned` (the nodes already scanned for secrets);
+- the `CallLedger`: `sent` and `usage` (what the model was sent, what the provider used);
+- the `Pins` of `context_expand`: `pins`.
 
 What was not sent is kept as `sent`, the number of pristine nodes the last request
-covered: the nodes ingested after it are the unsent ones (`ManagerState.unsent`), and
+covered: the nodes ingested after it are the unsent ones (`CallLedger.unsent`), and
 since every ingested batch is journaled, that holds after a crash too, however many
 batches came in since the state was last written.
 
@@ -44,93 +50,60 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Protocol
 
 from pydantic import JsonValue
 
 from context_graph.errors import StoreConflictError, StoreCorruptError, StoreError
-from context_graph.graph.context_graph import ContextGraph
-from context_graph.render import RenderResult
-from context_graph.tokens.calibration import Calibrator
-from context_graph.tokens.usage import UsageTotals
-from orchestrator.compaction.guards import GuardState
-from orchestrator.compaction.renderers import RendererCache
-from orchestrator.compaction.triggers import Firing, TriggerState
 from orchestrator.persistence.protocol import Rebased, SessionStore
-from orchestrator.policy.resolved import check_format
 
-__all__ = ["ManagerState", "StateKeeper"]
+__all__ = ["StateKeeper", "StateOwner"]
 
 
-@dataclass(slots=True)
-class ManagerState:
-    """Everything a `ContextManager` changes as it goes, in one place.
+class StateOwner(Protocol):
+    """A collaborator that keeps part of the manager's state, handed over as JSON.
 
-    The manager makes it and hands it to its collaborators; who changes each field is
-    named below, and `StateKeeper.load` fills them all when a session resumes.
+    Each owner has keys of its own; no two owners hand over the same key.
     """
 
-    triggers: TriggerState = field(default_factory=TriggerState)
-    """The trigger evaluator's state (the compactor; boundaries and manual requests)."""
-    guards: GuardState = field(default_factory=GuardState)
-    """The loop guards' state (the compactor, after each pipeline)."""
-    calibrator: Calibrator = field(default_factory=Calibrator)
-    """How the provider counts, learned from `report_usage` (shared by the renderers)."""
-    pending: list[Firing] = field(default_factory=list)
-    """Firings seen that no pipeline run has handled yet (the compactor)."""
-    applied: int = 0
-    """Proposals applied since the session began (the compactor, the redaction screen)."""
-    rejected: int = 0
-    """Proposals refused, plus processor runs that failed (the compactor)."""
-    scanned: set[str] = field(default_factory=set)
-    """Node ids already scanned for secrets (the redaction screen)."""
-    unsent: set[str] = field(default_factory=set)
-    """Nodes ingested since the last request was rendered: the model has not seen them
-    (the manager: ingest adds, a render clears)."""
-    pins: dict[str, int] = field(default_factory=dict)
-    """Nodes `context_expand` brought back, each with the number of user turns at which
-    compaction may take it again (the agent tools; `held` reads them)."""
-    usage: UsageTotals = field(default_factory=UsageTotals)
-    """The provider's usage of the session's calls, summed (the manager's `report_usage`)."""
-    last: RenderResult | None = None
-    """The last rendered request (the manager; not stored)."""
-    last_timed_out: bool = False
-    """A time limit cut short the compaction of the last render (the manager; not stored)."""
+    def state(self) -> dict[str, JsonValue]:
+        """Its keys with their values now, as the store keeps them.
 
-    def held(self, turns: int) -> frozenset[str]:
-        """The pinned restored nodes at `turns` user turns; the expired pins are let go."""
-        expired = [node_id for node_id, until in self.pins.items() if turns >= until]
-        for node_id in expired:
-            del self.pins[node_id]
-        return frozenset(self.pins)
+        A key may be left out until it has something to keep (`pins`, `usage`): a
+        session that never used it keeps the keys it always had.
+        """
+
+    def load(self, values: Mapping[str, JsonValue]) -> None:
+        """Take its own keys of a stored state; a key missing leaves its value as it is.
+
+        Raises:
+            TypeError, ValueError, KeyError: a value does not have the shape it was
+                saved with.
+        """
 
 
 class StateKeeper:
-    """Writes a `ManagerState` to its session store, each key only when it changed.
+    """Writes its owners' state to the session store, each key only when it changed.
 
-    Without a store, or once it is closed, every call here does nothing.
+    Without a store, or once it is closed, `save`, `atomic`, `leased` and `close` do
+    nothing.
+
+    The owners are handed over after the keeper is made (`track`): they write their
+    state through it (`save`, `atomic`), so they are made with it.
 
     Args:
         store: Where the session is kept; `None` for a manager in memory.
-        state: The record it writes.
-        raw: The pristine record (what was sent is counted in its nodes).
-        renderers: The renderers whose kept drops are state too.
     """
 
-    def __init__(
-        self,
-        store: SessionStore | None,
-        state: ManagerState,
-        raw: ContextGraph,
-        renderers: RendererCache,
-    ) -> None:
+    def __init__(self, store: SessionStore | None) -> None:
         self._store = store
-        self._state = state
-        self._raw = raw
-        self._renderers = renderers
+        self._owners: list[StateOwner] = []
         self._saved: dict[str, str] = {}
+
+    def track(self, owners: Sequence[StateOwner]) -> None:
+        """Gather the state of `owners` too (after those tracked already, in this order)."""
+        self._owners.extend(owners)
 
     @property
     def store(self) -> SessionStore | None:
@@ -138,34 +111,20 @@ class StateKeeper:
         return self._store
 
     def values(self) -> dict[str, JsonValue]:
-        """The state as the store keeps it: every key with its value now."""
-        state = self._state
-        return {
-            "triggers": state.triggers.model_dump(mode="json"),
-            "guards": state.guards.model_dump(mode="json"),
-            "counters": {"applied": state.applied, "rejected": state.rejected},
-            "calibration": {
-                "factor": state.calibrator.factor,
-                "observations": state.calibrator.observations,
-            },
-            "pending": [firing.model_dump(mode="json") for firing in state.pending],
-            "scanned": list[JsonValue](sorted(state.scanned)),
-            "sent": {"nodes": self._pristine_count() - len(state.unsent)},
-            "renderers": {fmt: kept for fmt, kept in self._renderers.kept_drops().items()},
-            # Written once there is a pin, and from then on (also empty, once released).
-            **(
-                {"pins": dict[str, JsonValue](sorted(state.pins.items()))}
-                if state.pins or "pins" in self._saved
-                else {}
-            ),
-            # Written once a call's usage was recorded: a session that never reports one
-            # keeps the keys it always had.
-            **(
-                {"usage": state.usage.model_dump(mode="json")}
-                if state.usage.calls or "usage" in self._saved
-                else {}
-            ),
-        }
+        """The state as the store keeps it: every owner's keys with their values now.
+
+        Raises:
+            RuntimeError: two owners hand over the same key (a wiring mistake).
+        """
+        values: dict[str, JsonValue] = {}
+        for owner in self._owners:
+            part = owner.state()
+            shared = values.keys() & part.keys()
+            if shared:
+                msg = f"state keys {sorted(shared)} are handed over by two owners"
+                raise RuntimeError(msg)
+            values.update(part)
+        return values
 
     def save(self) -> None:
         """Write every state key whose value changed since it was last written.
@@ -248,7 +207,7 @@ class StateKeeper:
 
         With a store several workers write (`PostgresStore`), an ingest or a compaction
         made from an older view raises `StoreConflictError` and changes nothing; this
-        brings the newer entries into the graphs and the newer state into the record,
+        brings the newer entries into the graphs and the newer state to its owners,
         so the caller can retry. The stored state wins over this worker's unsaved one.
 
         Returns:
@@ -267,51 +226,18 @@ class StateKeeper:
         return refreshed.entries
 
     def load(self, values: Mapping[str, JsonValue]) -> None:
-        """Fill the record from a restored session's state (missing keys: defaults).
+        """Hand a restored session's state to the owners (a key missing keeps its value).
 
-        Called once, before anything reads the record; the values count as written.
+        Called once before anything reads the state, and by `refresh`; the values count
+        as written.
 
         Raises:
             StoreCorruptError: a value does not have the shape it was saved with.
         """
         try:
-            self._apply(values)
+            for owner in self._owners:
+                owner.load(values)
         except (TypeError, ValueError, KeyError) as exc:
             where = "memory" if self._store is None else self._store.location
             raise StoreCorruptError(where, f"state does not load: {exc}") from exc
         self._saved = {key: json.dumps(v, sort_keys=True) for key, v in values.items()}
-
-    def _apply(self, values: Mapping[str, Any]) -> None:
-        state = self._state
-        if "triggers" in values:
-            state.triggers = TriggerState.model_validate(values["triggers"])
-        if "guards" in values:
-            state.guards = GuardState.model_validate(values["guards"])
-        if "counters" in values:
-            state.applied = int(values["counters"]["applied"])
-            state.rejected = int(values["counters"]["rejected"])
-        if "calibration" in values:
-            calibration = values["calibration"]
-            state.calibrator.resume(calibration["factor"], calibration["observations"])
-        if "pending" in values:
-            state.pending = [Firing.model_validate(item) for item in values["pending"]]
-        if "scanned" in values:
-            state.scanned = {str(node_id) for node_id in values["scanned"]}
-        if "sent" in values:
-            sent = int(values["sent"]["nodes"])
-            if not 0 <= sent <= self._pristine_count():
-                msg = f"`sent` is {sent}, but the record has {self._pristine_count()} nodes"
-                raise ValueError(msg)
-            derived = set(self._raw.derived())
-            pristine = [node.id for node in self._raw if node.id not in derived]
-            state.unsent = set(pristine[sent:])
-        if "pins" in values:
-            state.pins = {str(node_id): int(until) for node_id, until in values["pins"].items()}
-        if "usage" in values:
-            state.usage = UsageTotals.model_validate(values["usage"])
-        if "renderers" in values:
-            for fmt, kept in dict(values["renderers"]).items():
-                self._renderers.get(check_format(fmt, "renderers")).keep_drops(kept)
-
-    def _pristine_count(self) -> int:
-        return len(self._raw) - len(self._raw.derived())

@@ -79,17 +79,16 @@ class TestMutualFolderImports:
         )
         assert mutual_folder_imports(root) == []
 
-    def test_orchestrator_has_at_most_the_two_left(self) -> None:
-        """The one `wrap()` needs, and compaction/ with persistence/ (the shared state record).
+    def test_orchestrator_has_only_the_one_wrap_needs(self) -> None:
+        """manager <-> integrations (`wrap()`), and no other pair of folders.
 
         Issue 32 counted four; agent_tools/ and compaction/ now read the options through
         protocols of their own (`ExpandSettings`, `CompactionSettings`) instead of
-        importing the options module, which imports them.
+        importing the options module, which imports them, and persistence/ gathers the
+        state from its owners through `StateOwner` instead of holding a record typed by
+        compaction/'s classes.
         """
-        known = {
-            ("orchestrator.compaction", "orchestrator.persistence"),
-            ("orchestrator.integrations", "orchestrator.manager"),
-        }
+        known = {("orchestrator.integrations", "orchestrator.manager")}
         found = set(mutual_folder_imports())
         assert found <= known, f"a new pair of folders imports each other: {found - known}"
 

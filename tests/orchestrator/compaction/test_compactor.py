@@ -17,10 +17,10 @@ from orchestrator.compaction.compactor import Compactor
 from orchestrator.compaction.guards import GuardConfig
 from orchestrator.compaction.pipeline import PipelineRun, StageSettings, run_stage
 from orchestrator.compaction.plan import RunMode
-from orchestrator.compaction.renderers import RendererCache
 from orchestrator.compaction.screen import SecretScreen
 from orchestrator.compaction.slot import RunSlot
-from orchestrator.persistence.manager_state import ManagerState, StateKeeper
+from orchestrator.counters import ProposalCounters
+from orchestrator.persistence.manager_state import StateKeeper
 from orchestrator.policy import Policy
 from orchestrator.policy.resolved import resolve_options
 from orchestrator.working.buffer import WorkingGraph
@@ -65,7 +65,7 @@ class Parts:
 
     working: WorkingGraph
     bus: EventBus
-    state: ManagerState
+    counters: ProposalCounters
     compactor: Compactor
 
 
@@ -82,13 +82,19 @@ def _parts(pipeline: Sequence[Any], **options: Any) -> Parts:
     raw.add_user("Go on.")
     working = WorkingGraph(raw, clock=lambda: 1e9)
     bus = EventBus()
-    state = ManagerState()
-    renderers = RendererCache(
-        state.calibrator, refit_to=resolved.compact_to, cache_breakpoints=False
+    counters = ProposalCounters()
+    screen = SecretScreen(working, bus, None, counters)
+    compactor = Compactor(
+        working,
+        bus,
+        resolved,
+        StateKeeper(None),
+        screen,
+        counters,
+        unsent=lambda: frozenset(),
+        held=lambda turns: frozenset(),
     )
-    keeper = StateKeeper(None, state, raw, renderers)
-    screen = SecretScreen(working, bus, None, state)
-    return Parts(working, bus, state, Compactor(working, bus, resolved, state, keeper, screen))
+    return Parts(working, bus, counters, compactor)
 
 
 class TestRunSlot:
@@ -157,7 +163,7 @@ class TestCompactor:
         assert parts.compactor.due
         anyio.run(parts.compactor.run, RunMode.SOFT, None)
         assert not parts.compactor.due
-        assert parts.state.pending == []
+        assert parts.compactor.state()["pending"] == []
 
 
 class TestRunMode:

@@ -1,7 +1,7 @@
 """The manager's own state in its session file: the same keys, written at the same points.
 
-Also the `StateKeeper` on its own, and a manager that uses nothing of its store but the
-`SessionStore` protocol.
+Also the `StateKeeper` with the owners of the state, and a manager that uses nothing of
+its store but the `SessionStore` protocol.
 
 `state_writes_b7b30dd.json` was recorded from the scripted session below by the manager
 of commit b7b30dd (its five mixins), before the manager was composed of collaborators:
@@ -31,26 +31,38 @@ import json
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import JsonValue
 
 from context_graph.errors import StoreCorruptError
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.importers import load_events
 from context_graph.testing import WordCounter
+from context_graph.tokens.usage import Usage
 from orchestrator import ContextManager
+from orchestrator.agent_tools.pins import Pins
+from orchestrator.bus import EventBus
+from orchestrator.compaction.compactor import Compactor
 from orchestrator.compaction.guards import GuardState
 from orchestrator.compaction.renderers import RendererCache
+from orchestrator.compaction.screen import SecretScreen
 from orchestrator.compaction.triggers import Firing
-from orchestrator.persistence.manager_state import ManagerState, StateKeeper
+from orchestrator.counters import ProposalCounters
+from orchestrator.ledger import CallLedger
+from orchestrator.persistence.manager_state import StateKeeper
 from orchestrator.persistence.protocol import Lease, Refreshed, RestoredSession, SessionStore
 from orchestrator.persistence.sqlite.store import SQLiteStore
-from orchestrator.policy import get_policy
+from orchestrator.policy import Policy, get_policy
+from orchestrator.policy.resolved import resolve_options
 from orchestrator.replay import model_call_points
+from orchestrator.working.buffer import WorkingGraph
 from tests.orchestrator.policy_keywords import make_manager, open_manager
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -200,45 +212,105 @@ class ProtocolOnlyStore:
         self._inner.close()
 
 
-def _keeper(store: SessionStore | None, state: ManagerState) -> StateKeeper:
+@dataclass
+class Owners:
+    """The owners of a manager's state, made as the manager makes them, and their keeper."""
+
+    raw: ContextGraph
+    keeper: StateKeeper
+    compactor: Compactor
+    counters: ProposalCounters
+    renderers: RendererCache
+    screen: SecretScreen
+    ledger: CallLedger
+    pins: Pins
+
+
+def _owners(store: SessionStore | None) -> Owners:
     raw = ContextGraph(counter=WordCounter())
     raw.add_user("hello")
     raw.add_user("again")
-    renderers = RendererCache(state.calibrator, refit_to=0.7, cache_breakpoints=False)
+    working = WorkingGraph(raw, clock=lambda: 1e9)
+    bus = EventBus()
+    keeper = StateKeeper(store)
+    counters = ProposalCounters()
+    renderers = RendererCache(refit_to=0.7, cache_breakpoints=False)
     renderers.get("anthropic")
-    return StateKeeper(store, state, raw, renderers)
-
-
-def _busy_state() -> ManagerState:
-    state = ManagerState(
-        guards=GuardState(runs=4),
-        pending=[Firing(kind="boundary", name="boundary", pipeline="default", reason="done")],
-        applied=3,
-        rejected=1,
-        scanned={"b", "a"},
+    screen = SecretScreen(working, bus, None, counters)
+    ledger = CallLedger(raw)
+    pins = Pins()
+    options = resolve_options(Policy(), counter=WordCounter())
+    compactor = Compactor(
+        working,
+        bus,
+        options,
+        keeper,
+        screen,
+        counters,
+        unsent=lambda: ledger.unsent,
+        held=pins.held,
     )
-    state.calibrator.observe(100, 120)
-    return state
+    keeper.track([compactor, counters, renderers, screen, ledger, pins])
+    return Owners(raw, keeper, compactor, counters, renderers, screen, ledger, pins)
+
+
+def _busy(store: SessionStore | None = None) -> Owners:
+    owners = _owners(store)
+    firing = Firing(kind="boundary", name="boundary", pipeline="default", reason="done")
+    owners.compactor.load(
+        {"guards": GuardState(runs=4).model_dump(mode="json"), "pending": [firing.model_dump()]}
+    )
+    owners.counters.count(applied=3, rejected=1)
+    owners.screen.load({"scanned": ["b", "a"]})
+    owners.renderers.calibrator.observe(100, 120)
+    owners.ledger.arrived(["n-late"])
+    owners.ledger.record(Usage(prompt_tokens=120, completion_tokens=4))
+    owners.pins.pin(["a"], until=3)
+    return owners
 
 
 class TestStateKeeper:
-    def test_what_it_writes_loads_back_into_a_fresh_record(self) -> None:
+    def test_what_it_writes_loads_back_into_fresh_owners(self) -> None:
         """`values` after `load(values)` is `values`: every key survives the round trip."""
-        values = _keeper(None, _busy_state()).values()
-        fresh = ManagerState()
-        _keeper(None, fresh).load(values)
-        assert _keeper(None, fresh).values() == values
-        assert fresh.applied == 3 and fresh.scanned == {"a", "b"}
-        assert fresh.calibrator.factor == pytest.approx(1.2)
+        values = _busy().keeper.values()
+        assert sorted(values) == [
+            "calibration",
+            "counters",
+            "guards",
+            "pending",
+            "pins",
+            "renderers",
+            "scanned",
+            "sent",
+            "triggers",
+            "usage",
+        ]
+        fresh = _owners(None)
+        fresh.keeper.load(values)
+        assert fresh.keeper.values() == values
+        assert fresh.counters.applied == 3 and fresh.screen.state()["scanned"] == ["a", "b"]
+        assert fresh.renderers.calibrator.factor == pytest.approx(1.2)
+        assert fresh.pins.held(2) == {"a"} and fresh.ledger.usage.calls == 1
+
+    def test_a_fresh_session_hands_over_no_pins_and_no_usage(self) -> None:
+        """`pins` and `usage` are written only once there was a pin, a call's usage."""
+        assert {"pins", "usage"}.isdisjoint(_owners(None).keeper.values())
+
+    def test_pins_once_written_stay_written_when_let_go(self) -> None:
+        """Once there was a pin, `pins` is handed over also when every pin expired."""
+        owners = _owners(None)
+        owners.pins.pin(["a"], until=3)
+        assert owners.pins.held(3) == frozenset()
+        assert owners.keeper.values()["pins"] == {}
 
     def test_the_first_save_writes_every_key_and_later_ones_only_what_changed(self) -> None:
         """A save writes the keys whose value changed since the last one, nothing when none."""
         store = RecordingStore()
-        state = _busy_state()
-        keeper = _keeper(store, state)
+        owners = _busy(store)
+        keeper = owners.keeper
         keeper.save()
         keeper.save()
-        state.applied += 1
+        owners.counters.count(applied=1)
         keeper.save()
         assert [sorted(write) for write in store.writes] == [
             sorted(keeper.values()),
@@ -249,25 +321,114 @@ class TestStateKeeper:
     def test_loaded_values_count_as_written(self) -> None:
         """After `load`, a save writes nothing until the state changes."""
         store = RecordingStore()
-        values = _keeper(None, _busy_state()).values()
-        keeper = _keeper(store, ManagerState())
+        values = _busy().keeper.values()
+        keeper = _owners(store).keeper
         keeper.load(values)
         keeper.save()
         assert store.writes == []
 
     def test_a_value_of_the_wrong_shape_is_refused_naming_the_store(self) -> None:
         """A stored value that does not load raises `StoreCorruptError` with the location."""
-        keeper = _keeper(RecordingStore(), ManagerState())
+        keeper = _owners(RecordingStore()).keeper
         with pytest.raises(StoreCorruptError, match="memory://test"):
             keeper.load({"counters": {"applied": "many"}})
+
+    def test_a_bad_value_leaves_its_owner_as_it_was(self) -> None:
+        """An owner whose value does not load keeps all of its own values."""
+        owners = _busy()
+        before = owners.compactor.state()
+        with pytest.raises(StoreCorruptError, match="validation errors for Firing"):
+            owners.keeper.load({"guards": {"runs": 9}, "pending": [{"kind": "nonsense"}]})
+        assert owners.compactor.state() == before
+
+    def test_a_bad_renderers_value_leaves_the_calibration_as_it_was(self) -> None:
+        """The renderers' values are checked before the calibration is taken."""
+        owners = _busy()
+        bad = {"calibration": {"factor": 1.5, "observations": 9}, "renderers": {"telex": 1}}
+        with pytest.raises(StoreCorruptError, match="unknown format 'telex'"):
+            owners.keeper.load(bad)
+        assert owners.renderers.state()["calibration"] == {"factor": 1.2, "observations": 1}
+
+    def test_two_owners_of_one_key_are_a_wiring_mistake(self) -> None:
+        """A key handed over by two owners is refused, naming it, instead of one winning."""
+        owners = _owners(None)
+        owners.keeper.track([ProposalCounters()])
+        with pytest.raises(RuntimeError, match="counters"):
+            owners.keeper.values()
 
     def test_close_saves_then_closes_and_twice_is_harmless(self) -> None:
         """`close` writes what changed, closes the store, and does nothing the second time."""
         store = RecordingStore()
-        keeper = _keeper(store, _busy_state())
+        keeper = _busy(store).keeper
         keeper.close()
         keeper.close()
         assert store.closed and len(store.writes) == 1
+
+
+_NAMES = st.sampled_from(["a", "b", "c", "d"])
+_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("count"), st.integers(0, 5), st.integers(0, 5)),
+        st.tuples(st.just("scan"), st.lists(_NAMES, max_size=3)),
+        st.tuples(st.just("pin"), st.lists(_NAMES, max_size=3), st.integers(0, 6)),
+        st.tuples(st.just("held"), st.integers(0, 6)),
+        st.tuples(st.just("usage"), st.integers(0, 500), st.integers(0, 50)),
+        st.tuples(st.just("observe"), st.integers(1, 500), st.integers(1, 900)),
+        st.tuples(st.just("arrive"), st.integers(0, 2)),
+        st.tuples(st.just("boundary"), _NAMES),
+        st.tuples(st.just("check")),
+        st.tuples(st.just("drops"), st.integers(0, 4)),
+    ),
+    max_size=12,
+)
+
+
+def _step(owners: Owners, step: tuple[Any, ...]) -> None:
+    kind, *args = step
+    if kind == "count":
+        owners.counters.count(applied=args[0], rejected=args[1])
+    elif kind == "scan":
+        scanned = owners.screen.state()["scanned"]
+        assert isinstance(scanned, list)
+        owners.screen.load({"scanned": [*scanned, *args[0]]})
+    elif kind == "pin":
+        owners.pins.pin(args[0], until=args[1])
+    elif kind == "held":
+        owners.pins.held(args[0])
+    elif kind == "usage":
+        owners.ledger.record(Usage(prompt_tokens=args[0], completion_tokens=args[1]))
+    elif kind == "observe":
+        owners.renderers.calibrator.observe(args[0], args[1])
+    elif kind == "arrive":
+        # The newest pristine nodes: what was sent is a prefix of the record.
+        ids = [node.id for node in owners.raw]
+        owners.ledger.arrived(ids[len(ids) - args[0] :])
+    elif kind == "boundary":
+        owners.compactor.mark_boundary(args[0])
+    elif kind == "check":
+        owners.compactor.check(None)
+    else:
+        owners.renderers.get("anthropic").keep_drops(args[0])
+
+
+class TestStateRoundTrip:
+    @settings(max_examples=60, deadline=None)
+    @given(steps=_STEPS)
+    def test_any_state_loads_back_whole_and_counts_as_written(
+        self, steps: list[tuple[Any, ...]]
+    ) -> None:
+        """Whatever the owners did, fresh owners loading their values hand over the same
+        values, and a keeper that loaded them writes nothing."""
+        owners = _owners(None)
+        for step in steps:
+            _step(owners, step)
+        values = json.loads(json.dumps(owners.keeper.values()))
+        store = RecordingStore()
+        fresh = _owners(store)
+        fresh.keeper.load(values)
+        assert fresh.keeper.values() == values
+        fresh.keeper.save()
+        assert store.writes == []
 
 
 class TestProtocolOnly:
