@@ -18,7 +18,7 @@ from context_graph.formats.openai_chat.wire import WIRE as OPENAI_CHAT
 from context_graph.formats.openai_responses.wire import WIRE as OPENAI_RESPONSES
 from context_graph.formats.wire import Wire
 
-__all__ = ["FORMAT_NAMES", "READ_ORDER", "WIRES", "FormatName"]
+__all__ = ["DEFAULT_FORMAT", "FORMAT_NAMES", "READ_ORDER", "WIRES", "FormatName"]
 
 #: A wire format's name.
 FormatName: TypeAlias = Literal["openai", "anthropic", "gemini", "responses"]
@@ -30,6 +30,10 @@ WIRES: Mapping[str, Wire] = MappingProxyType(
 
 #: The formats' names, in that order.
 FORMAT_NAMES: tuple[FormatName, ...] = ("openai", "anthropic", "gemini", "responses")
+
+#: The format of every renderer, manager and replay not told one: named once here so that
+#: the generic code never spells a format itself.
+DEFAULT_FORMAT: FormatName = "openai"
 
 #: The readers' names (`Wire.reader_name`) in the order they try to recognise a body:
 #: the formats with unmistakable fields first, chat last (a bare message list is chat).
