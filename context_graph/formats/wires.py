@@ -8,7 +8,7 @@ module and one entry here, and one in the registry.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Literal, TypeAlias
 
@@ -18,7 +18,7 @@ from context_graph.formats.openai_chat.wire import WIRE as OPENAI_CHAT
 from context_graph.formats.openai_responses.wire import WIRE as OPENAI_RESPONSES
 from context_graph.formats.wire import Wire
 
-__all__ = ["DEFAULT_FORMAT", "FORMAT_NAMES", "READ_ORDER", "WIRES", "FormatName"]
+__all__ = ["DEFAULT_FORMAT", "FORMAT_NAMES", "READ_ORDER", "WIRES", "FormatName", "only_formats"]
 
 #: A wire format's name.
 FormatName: TypeAlias = Literal["openai", "anthropic", "gemini", "responses"]
@@ -40,3 +40,19 @@ DEFAULT_FORMAT: FormatName = "openai"
 READ_ORDER: tuple[str, ...] = tuple(
     wire.reader_name for wire in (ANTHROPIC, GEMINI, OPENAI_RESPONSES, OPENAI_CHAT)
 )
+
+
+def only_formats(names: tuple[str, ...], lacking: str) -> Callable[[FormatName], FormatName]:
+    """A field validator that admits the formats of `names` (those with some capability).
+
+    Any other format is refused with a `ValueError` that says it is `lacking` the
+    capability ("signs no thinking") and lists `names`.
+    """
+
+    def admit(name: FormatName) -> FormatName:
+        if name not in names:
+            msg = f"{name!r} {lacking}; expected one of {', '.join(names)}"
+            raise ValueError(msg)
+        return name
+
+    return admit

@@ -26,7 +26,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from context_graph.formats.wire import ArtifactProblem, NativeArtifact
-from context_graph.formats.wires import WIRES, FormatName
+from context_graph.formats.wires import WIRES, FormatName, only_formats
 
 __all__ = [
     "NATIVE_FORMATS",
@@ -40,15 +40,9 @@ __all__ = [
 #: The formats whose provider makes a compaction artifact (its `Wire.native`).
 NATIVE_FORMATS: tuple[str, ...] = tuple(name for name, wire in WIRES.items() if wire.native)
 
-
-def _makes_artifacts(name: FormatName) -> FormatName:
-    if name not in NATIVE_FORMATS:
-        msg = f"{name!r} makes no compaction artifact; expected one of {', '.join(NATIVE_FORMATS)}"
-        raise ValueError(msg)
-    return name
-
-
-NativeProvider: TypeAlias = Annotated[FormatName, AfterValidator(_makes_artifacts)]
+NativeProvider: TypeAlias = Annotated[
+    FormatName, AfterValidator(only_formats(NATIVE_FORMATS, "makes no compaction artifact"))
+]
 """The formats whose compaction artifacts are read: each one's format name."""
 
 

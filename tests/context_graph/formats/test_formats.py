@@ -11,6 +11,8 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from context_graph.errors import ConfigurationError, IngestError, SourceLocation
@@ -27,9 +29,11 @@ from context_graph.formats.wires import (
     FORMAT_NAMES,
     READ_ORDER,
     WIRES,
+    only_formats,
 )
 from context_graph.graph.call_ids import ID_RULES
 from context_graph.graph.content import THINKING_SIGNERS, ThinkingPart
+from context_graph.graph.native import NATIVE_FORMATS, NativeCompaction
 from context_graph.importers import FORMATS as IMPORT_FORMATS
 from context_graph.render import FORMATS as RENDER_FORMATS
 from context_graph.render import Renderer, render_history
@@ -204,3 +208,25 @@ class TestCacheMarking:
         else:
             with pytest.raises(ConfigurationError, match=repr(name)):
                 resolve_options(policy, format=name)  # type: ignore[arg-type]
+
+
+class TestOnlyFormats:
+    @given(
+        names=st.lists(st.sampled_from(FORMAT_NAMES), unique=True).map(tuple),
+        name=st.one_of(st.sampled_from(FORMAT_NAMES), st.text(max_size=12)),
+    )
+    def test_admits_exactly_the_named_formats(self, names: tuple[str, ...], name: str) -> None:
+        """A name of the set comes back unchanged; any other is a `ValueError` naming it."""
+        admit = only_formats(names, "lacks it")
+        if name in names:
+            assert admit(name) == name  # type: ignore[arg-type]
+        else:
+            with pytest.raises(ValueError, match="lacks it; expected one of") as caught:
+                admit(name)  # type: ignore[arg-type]
+            assert repr(name) in str(caught.value)
+
+    @pytest.mark.parametrize("name", [n for n in FORMAT_NAMES if n not in NATIVE_FORMATS])
+    def test_a_format_without_artifacts_is_refused_as_a_provider(self, name: str) -> None:
+        """A compaction artifact credited to a format that makes none names the format."""
+        with pytest.raises(ValidationError, match="makes no compaction artifact"):
+            NativeCompaction.model_validate({"provider": name, "item": {}})
