@@ -61,9 +61,9 @@ def _problem(reason: str, path: str) -> PydanticCustomError:
 class NativeCompaction(BaseModel):
     """One provider's compaction artifact, exactly as the provider returned it.
 
-    `item` is the Anthropic `compaction` block or the Responses `compaction` item as plain
-    JSON; it is checked against the provider's shape (its `type`, the keys and value
-    types its SDK declares) and is otherwise never read or changed.
+    `item` is the provider's `compaction` block or input item as plain JSON; it is
+    checked against the provider's shape (its wire's `NativeArtifact`: its `type`, the
+    keys and value types its SDK declares) and is otherwise never read or changed.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -71,7 +71,7 @@ class NativeCompaction(BaseModel):
     provider: NativeProvider
     """Whose artifact it is: the only format it is sent back to."""
     item: Mapping[str, JsonValue]
-    """The block (Anthropic) or the input item (Responses), as received."""
+    """The block or input item, as received."""
 
     @model_validator(mode="after")
     def _check_shape(self) -> NativeCompaction:
