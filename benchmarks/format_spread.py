@@ -65,14 +65,8 @@ ALLOWED: Mapping[str, str] = {
     "orchestrator/cli/": "the command line's --format choices and help",
     "orchestrator/report/": "the report reads each SDK's usage object by its shape name",
     "context_graph/models.py": "model limits: which vendor serves a model name",
-    # Left for a later change: generic code that still branches on a format (issue 32).
-    "context_graph/render/renderer.py": "LEFT: default format; cache marks named in an error",
-    "context_graph/render/__init__.py": "LEFT: `render_history`'s default format",
-    "orchestrator/manager.py": "LEFT: the manager's default format (h-policy's file)",
-    "orchestrator/policy/resolved.py": "LEFT: the default format; cache marks Anthropic-only",
+    # Left for a later change: generic code that still names a format (issue 32).
     "orchestrator/policy/stages.py": "LEFT: a summarizer's kind names its SDK, not a wire",
-    "orchestrator/replay.py": "LEFT: replay's default format",
-    "orchestrator/compaction/": "LEFT: continuation and cost guard defaults",
 }
 
 

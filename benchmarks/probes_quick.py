@@ -1,14 +1,14 @@
-"""`python -m benchmarks.probes_quick`: the page's fidelity probes and fill, one profile.
+"""`python -m benchmarks.probes_quick`: the page's fidelity probes and fill, one policy.
 
 The benchmarks page replays every contender (about 16 minutes); this replays one
-context-graph profile and AutoGen's buffered context (the peer that leads on the recency
+context-graph policy and AutoGen's buffered context (the peer that leads on the recency
 probes) with the page's own harness (`benchmarks.compare.runner.replay_all`), at the
 page's budgets, and prints per budget the probe shares, reference facts, fill at
 compacted calls, retention, prefix stability and refused calls. It is how the coding
-profile's figures in docs/configuration.md were taken.
+policy's figures in docs/configuration.md were taken.
 
     python -m benchmarks.probes_quick                    # coding, every session
-    python -m benchmarks.probes_quick --profile service --only swe_agent
+    python -m benchmarks.probes_quick --policy service --only swe_agent
 """
 
 from __future__ import annotations
@@ -24,17 +24,17 @@ from benchmarks.compare.runner import Run, replay_all
 from benchmarks.compare.sessions import BUDGET_LABELS, discover
 from benchmarks.compare.stats import summarize
 
-__all__ = ["main", "table"]
+__all__ = ["main", "parser", "table"]
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 
-def _spec(profile: str) -> ContenderSpec:
+def _spec(policy: str) -> ContenderSpec:
     return ContenderSpec(
-        name=f"context-graph {profile}",
+        name=f"context-graph {policy}",
         family="context-graph",
-        make=lambda budget, counter: ContextGraphContender(profile, budget, counter),
-        settings=f"get_policy({profile!r})",
+        make=lambda budget, counter: ContextGraphContender(policy, budget, counter),
+        settings=f"get_policy({policy!r})",
     )
 
 
@@ -67,16 +67,22 @@ def table(runs: list[Run], names: list[str], label: str) -> str:
     return "\n".join(rows)
 
 
+def parser() -> argparse.ArgumentParser:
+    """The command line: `--policy` names the policy, as the CLI's flag does."""
+    made = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    made.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
+    made.add_argument("--policy", default="coding", help="a named policy")
+    made.add_argument("--only", metavar="FAMILY", help="only this session family")
+    made.add_argument("--budgets", nargs="+", default=list(BUDGET_LABELS))
+    return made
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
-    parser.add_argument("--profile", default="coding")
-    parser.add_argument("--only", metavar="FAMILY", help="only this session family")
-    parser.add_argument("--budgets", nargs="+", default=list(BUDGET_LABELS))
-    args = parser.parse_args(argv)
+    """Replay one policy and AutoGen's buffered context; print a table per budget."""
+    args = parser().parse_args(argv)
     from benchmarks.compare.autogen_peer import autogen_specs
 
-    specs = [_spec(args.profile), *(s for s in autogen_specs() if "buffered" in s.name)]
+    specs = [_spec(args.policy), *(s for s in autogen_specs() if "buffered" in s.name)]
     sessions = discover(args.traces, only=args.only)
     if not sessions:
         print(f"no sessions under {args.traces}", file=sys.stderr)

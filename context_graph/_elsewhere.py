@@ -20,14 +20,14 @@ __all__ = ["HOMES", "elsewhere"]
 _ORCHESTRATOR = (
     "INVARIANT_RULES POLICIES SIGNALS AuditEntry CallReport ContextManager EventBus Firing "
     "GuardConfig ManagerStats PipelineRun Policy RecordedEvent Recorder ReplayReport "
-    "RestoredSession SQLiteStore SessionStore StageConfig TriggerConfig WorkingGraph "
-    "WorkingView default_pipeline get_policy replay"
+    "RestoredSession SQLiteStore SessionStore StageConfig SummarizerConfig TriggerConfig "
+    "WorkingGraph WorkingView default_pipeline get_policy replay"
 )
 _PROCESSORS = (
     "Abstract AnthropicSummarizer Distiller Drop Edit ExtractiveSummarizer GraphView "
     "HistorySummarizer ObservationMasker OpenAISummarizer Processor ProcessorContext Proposal "
-    "Replace Resizable Restore Scope SecretRedactor Summarizer ThinkingClearer ToolInputClearer "
-    "ToolOutputTruncator UrlShortener "
+    "Redactor Replace Resizable Restore Scope SecretRedactor Summarizer ThinkingClearer "
+    "ToolInputClearer ToolOutputTruncator UrlShortener "
     "available_processors clear_caches create_processor get_processor register_processor "
     "replace_each replacement_for run_processor scope_of unregister_processor"
 )

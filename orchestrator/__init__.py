@@ -25,7 +25,7 @@ from orchestrator.compaction.triggers import Firing, TriggerConfig
 from orchestrator.manager import ContextManager, ManagerStats, default_pipeline
 from orchestrator.persistence.protocol import RestoredSession, SessionStore
 from orchestrator.persistence.sqlite.store import SQLiteStore
-from orchestrator.policy import POLICIES, Policy, StageConfig, get_policy
+from orchestrator.policy import POLICIES, Policy, StageConfig, SummarizerConfig, get_policy
 from orchestrator.replay import CallReport, ReplayReport, replay
 from orchestrator.working import AuditEntry, WorkingGraph, WorkingView
 from orchestrator.working.invariants import RULES as INVARIANT_RULES
@@ -50,6 +50,7 @@ __all__ = [
     "SQLiteStore",
     "SessionStore",
     "StageConfig",
+    "SummarizerConfig",
     "TriggerConfig",
     "WorkingGraph",
     "WorkingView",

@@ -47,6 +47,7 @@ from pydantic import BaseModel, ConfigDict
 
 import orchestrator._own  # noqa: F401  (checks the packages when __init__.py was replaced)
 from context_graph.errors import BudgetExceededError, ConfigurationError, GraphError
+from context_graph.formats.wires import DEFAULT_FORMAT
 from context_graph.graph.adders import EventAdders
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent, coerce_events
@@ -264,7 +265,7 @@ class ContextManager(EventAdders):
 
     def __init__(
         self,
-        format: ProviderFormat = "openai",
+        format: ProviderFormat = DEFAULT_FORMAT,
         budget: int | None = None,
         *,
         policy: PolicyLike = DEFAULT_POLICY,
@@ -343,7 +344,7 @@ class ContextManager(EventAdders):
         *,
         durable: bool = True,
         session: str | None = None,
-        format: ProviderFormat = "openai",
+        format: ProviderFormat = DEFAULT_FORMAT,
         budget: int | None = None,
         policy: PolicyLike = DEFAULT_POLICY,
         tools: Sequence[Any] | None = None,

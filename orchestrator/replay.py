@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from context_graph.errors import BudgetExceededError
+from context_graph.formats.wires import DEFAULT_FORMAT
 from context_graph.graph.events import AgentEvent, AssistantTurn
 from context_graph.render import Renderer
 from context_graph.render.result import RenderResult
@@ -105,7 +106,7 @@ def replay(
     events: Sequence[AgentEvent],
     *,
     budget: int | None,
-    format: ProviderFormat = "openai",
+    format: ProviderFormat = DEFAULT_FORMAT,
     manager: ContextManager | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     tools: Sequence[Any] = (),

@@ -1,9 +1,9 @@
 """Processors: transformations of context nodes (distill, mask, summarize, truncate).
 
 A processor reads target nodes and a context and returns a proposal; it never mutates
-the graph. Exported here: the `Processor` and `Summarizer` protocols and the types of
-their contract, the built-in processors and summarizers, the registry that finds
-processors by name, and `clear_caches`. Each family's text-level helpers
+the graph. Exported here: the `Processor`, `Summarizer` and `Redactor` protocols and the
+types of their contract, the built-in processors and summarizers, the registry that
+finds processors by name, and `clear_caches`. Each family's text-level helpers
 (`distill_text`, `redact_text`, ...) live in its module (`processors.distill`, ...).
 See docs/writing-a-processor.md, docs/processors/ and docs/api.md.
 """
@@ -23,6 +23,7 @@ from processors.base import (
     Processor,
     ProcessorContext,
     Proposal,
+    Redactor,
     Replace,
     Resizable,
     Restore,
@@ -69,6 +70,7 @@ __all__ = [
     "Processor",
     "ProcessorContext",
     "Proposal",
+    "Redactor",
     "Replace",
     "Resizable",
     "Restore",

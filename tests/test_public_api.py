@@ -170,6 +170,20 @@ class TestWithdrawal:
         assert callable(ContextManager.withdraw)
 
 
+class TestPolicyTypes:
+    def test_what_a_policy_takes_is_exported_beside_its_kin(self) -> None:
+        """`SummarizerConfig` sits with `StageConfig`, `Redactor` with the other protocols."""
+        import orchestrator
+        import processors
+        from orchestrator.policy import SummarizerConfig
+        from processors.base import Redactor
+
+        assert orchestrator.SummarizerConfig is SummarizerConfig
+        assert processors.Redactor is Redactor
+        documented = set(_documented())
+        assert {"orchestrator.SummarizerConfig", "processors.Redactor"} <= documented
+
+
 class TestTopLevel:
     @pytest.mark.parametrize("package", PACKAGES)
     def test_all_is_exactly_what_the_api_page_lists(self, package: str) -> None:

@@ -4,7 +4,9 @@ The generic machinery asks here by format name and never imports a format's fold
 itself: `Renderer(format=...)` takes `PROVIDER_RENDERERS[format]`, `validate` takes
 `PROVIDER_VALIDATORS[format]`, `load_sessions(format=...)` takes a module of `READERS`,
 `context_graph.graph.sdk_replies` asks each of `REPLY_READERS` whose an SDK reply is.
-The constants (overheads, id rules, prices) are in `context_graph.formats.wires`.
+Capabilities are asked here too, never by comparing a format's name: which formats take
+prompt-cache marks is `CACHE_MARKING_FORMATS`. The constants (the default format,
+overheads, id rules, prices) are in `context_graph.formats.wires`.
 
 The generic packages import this module inside their functions, not at their top: a
 format's modules import the generic packages' building blocks (`render.provider`,
@@ -36,12 +38,14 @@ from context_graph.formats.openai_chat.validate import OpenAIChatValidator
 from context_graph.formats.openai_responses.render import OpenAIResponsesRenderer
 from context_graph.formats.openai_responses.replies import OpenAIResponsesReplies
 from context_graph.formats.openai_responses.validate import OpenAIResponsesValidator
-from context_graph.formats.wires import FORMAT_NAMES, WIRES, FormatName
+from context_graph.formats.wires import DEFAULT_FORMAT, FORMAT_NAMES, WIRES, FormatName
 from context_graph.graph.reply_reader import ReplyReader
 from context_graph.render.provider import ProviderRenderer
 from context_graph.validate.provider import ProviderValidator
 
 __all__ = [
+    "CACHE_MARKING_FORMATS",
+    "DEFAULT_FORMAT",
     "FORMAT_NAMES",
     "PROVIDER_RENDERERS",
     "PROVIDER_VALIDATORS",
@@ -59,6 +63,12 @@ PROVIDER_RENDERERS: Mapping[FormatName, ProviderRenderer] = MappingProxyType(
         "gemini": GeminiContentsRenderer(),
         "responses": OpenAIResponsesRenderer(),
     }
+)
+
+#: The formats whose renderer can mark the prompt cache (`ProviderRenderer.cache_marking`),
+#: the only ones `Renderer(cache_breakpoints=True)` and a manager's policy accept it for.
+CACHE_MARKING_FORMATS: tuple[FormatName, ...] = tuple(
+    name for name, renderer in PROVIDER_RENDERERS.items() if renderer.cache_marking is not None
 )
 
 #: The validator of each format, read-only, in the order of `FORMAT_NAMES`.

@@ -12,7 +12,7 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from context_graph.formats.wires import WIRES, FormatName
+from context_graph.formats.wires import WIRES, FormatName, only_formats
 
 __all__ = [
     "THINKING_SIGNERS",
@@ -34,15 +34,9 @@ THINKING_SIGNERS: tuple[str, ...] = tuple(
     name for name, wire in WIRES.items() if wire.signs_thinking
 )
 
-
-def _signs_thinking(name: FormatName) -> FormatName:
-    if name not in THINKING_SIGNERS:
-        msg = f"{name!r} signs no thinking; expected one of {', '.join(THINKING_SIGNERS)}"
-        raise ValueError(msg)
-    return name
-
-
-ThinkingSigner: TypeAlias = Annotated[FormatName, AfterValidator(_signs_thinking)]
+ThinkingSigner: TypeAlias = Annotated[
+    FormatName, AfterValidator(only_formats(THINKING_SIGNERS, "signs no thinking"))
+]
 """A format whose provider signs its thinking: its name."""
 
 

@@ -26,7 +26,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from context_graph.formats.wire import ArtifactProblem, NativeArtifact
-from context_graph.formats.wires import WIRES, FormatName
+from context_graph.formats.wires import WIRES, FormatName, only_formats
 
 __all__ = [
     "NATIVE_FORMATS",
@@ -40,15 +40,9 @@ __all__ = [
 #: The formats whose provider makes a compaction artifact (its `Wire.native`).
 NATIVE_FORMATS: tuple[str, ...] = tuple(name for name, wire in WIRES.items() if wire.native)
 
-
-def _makes_artifacts(name: FormatName) -> FormatName:
-    if name not in NATIVE_FORMATS:
-        msg = f"{name!r} makes no compaction artifact; expected one of {', '.join(NATIVE_FORMATS)}"
-        raise ValueError(msg)
-    return name
-
-
-NativeProvider: TypeAlias = Annotated[FormatName, AfterValidator(_makes_artifacts)]
+NativeProvider: TypeAlias = Annotated[
+    FormatName, AfterValidator(only_formats(NATIVE_FORMATS, "makes no compaction artifact"))
+]
 """The formats whose compaction artifacts are read: each one's format name."""
 
 
@@ -67,9 +61,9 @@ def _problem(reason: str, path: str) -> PydanticCustomError:
 class NativeCompaction(BaseModel):
     """One provider's compaction artifact, exactly as the provider returned it.
 
-    `item` is the Anthropic `compaction` block or the Responses `compaction` item as plain
-    JSON; it is checked against the provider's shape (its `type`, the keys and value
-    types its SDK declares) and is otherwise never read or changed.
+    `item` is the provider's `compaction` block or input item as plain JSON; it is
+    checked against the provider's shape (its wire's `NativeArtifact`: its `type`, the
+    keys and value types its SDK declares) and is otherwise never read or changed.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -77,7 +71,7 @@ class NativeCompaction(BaseModel):
     provider: NativeProvider
     """Whose artifact it is: the only format it is sent back to."""
     item: Mapping[str, JsonValue]
-    """The block (Anthropic) or the input item (Responses), as received."""
+    """The block or input item, as received."""
 
     @model_validator(mode="after")
     def _check_shape(self) -> NativeCompaction:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from context_graph.formats.wires import FORMAT_NAMES
+from context_graph.formats.wires import DEFAULT_FORMAT, FORMAT_NAMES
 from context_graph.render.fit import marker_text
 from context_graph.render.native import ForeignCompaction
 from context_graph.render.provider import (
@@ -79,7 +79,7 @@ def __getattr__(name: str) -> Any:
 def render_history(
     source: RenderSource,
     *,
-    format: ProviderFormat = "openai",
+    format: ProviderFormat = DEFAULT_FORMAT,
     budget: int | None = None,
     tools: Sequence[Any] = (),
 ) -> RenderResult:

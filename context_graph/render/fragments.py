@@ -130,9 +130,9 @@ class FragmentCache:
         # Another provider's compaction covers nothing here: what it stands for is
         # rendered instead, and it is sent (as text) only where nothing earlier is left.
         foreign: list[tuple[int, str, NativeCompaction]] = []
-        # What this format's own Responses compaction stands for: everything before it
-        # but the user's messages, which the API keeps verbatim beside the item (the
-        # compact endpoint returns them, then the item).
+        # What this format's own compaction stands for when its provider keeps the
+        # user's messages verbatim beside it (`NativeArtifact.keeps_user_turns`: the
+        # compact endpoint returns them, then the item): everything before it but those.
         beside_users: set[str] = set()
         own_summaries: list[str] = []
         # The units after the last summary: those a later render may take from this walk.
@@ -347,8 +347,8 @@ def _covered(
 ) -> bool:
     """Whether a later summary stands for `unit`, so that it is left out.
 
-    `beside_users` is covered by a Responses compaction of this format, which does not
-    stand for the user's messages: a unit that is only user messages stays.
+    `beside_users` is covered by a compaction of this format that keeps the user's
+    messages beside it: a unit that is only user messages stays.
     """
     if not abstracted and not beside_users:
         return False

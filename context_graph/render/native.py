@@ -32,9 +32,9 @@ class ForeignCompaction:
 
     Attributes:
         node_id: The summary node that holds it.
-        provider: Whose artifact it is (`anthropic` or `responses`).
+        provider: Whose artifact it is (a format of `NATIVE_FORMATS`).
         reason: What was sent in its place (`ForeignCompactionReason`).
-        readable: Whether the artifact has readable text (Anthropic's summary); with
+        readable: Whether the artifact has readable text (its `readable_key`); with
             `no_pristine_record`, False means only a note saying it is unreadable went.
     """
 

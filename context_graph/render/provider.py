@@ -54,7 +54,7 @@ class AssemblyStats:
 
 @runtime_checkable
 class CacheMarking(Protocol):
-    """Prompt-cache marks of a format that takes them (Anthropic's `cache_control`).
+    """Prompt-cache marks of a format that takes them (the registry's `CACHE_MARKING_FORMATS`).
 
     Contract: the marked body is the plain `assemble` body with marks added, nothing
     else changed, so that both cost the same tokens.

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from context_graph.errors import BudgetExceededError, ConfigurationError
+from context_graph.formats.wires import DEFAULT_FORMAT
 from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.models import model_limits
@@ -95,13 +96,13 @@ class Renderer:
         format: A format's name (a key of `context_graph.formats.registry.PROVIDER_RENDERERS`).
         counter: The token counter for the budget; by default the source graph's own
             (so tokens counted at ingest are reused).
-        cache_breakpoints: Anthropic only: mark the system prompt, the end of the part
+        cache_breakpoints: Mark the prompt cache: the system prompt, the end of the part
             that did not change since this renderer's previous render, and the last
-            message with `cache_control` (at most 4 marks in all).
+            message (at most 4 marks in all). Only for a format that takes marks
+            (`context_graph.formats.registry.CACHE_MARKING_FORMATS`).
         calibrator: Learns how the provider's count differs from ours (feed it with
             `observe_usage`); budgets are then met by the provider's count, not only by
-            the local one. Useful for Anthropic and Gemini, whose tokenizers are not
-            public.
+            the local one. Useful for a provider whose tokenizer is not public.
         refit_to: Keep the prompt prefix stable under budget pressure: a render keeps
             leaving out the same units as the previous one while that still fits, and
             when it no longer does, drops down to this share of the budget in one step.
@@ -129,7 +130,7 @@ class Renderer:
     def __init__(
         self,
         *,
-        format: ProviderFormat = "openai",
+        format: ProviderFormat = DEFAULT_FORMAT,
         counter: TokenCounter | None = None,
         cache_breakpoints: bool = False,
         calibrator: Calibrator | None = None,
@@ -138,7 +139,11 @@ class Renderer:
         model: str | None = None,
     ) -> None:
         # Asked here, not at the top: see `context_graph.formats.registry`.
-        from context_graph.formats.registry import FORMAT_NAMES, PROVIDER_RENDERERS
+        from context_graph.formats.registry import (
+            CACHE_MARKING_FORMATS,
+            FORMAT_NAMES,
+            PROVIDER_RENDERERS,
+        )
 
         provider = PROVIDER_RENDERERS.get(format)
         if provider is None:
@@ -146,7 +151,10 @@ class Renderer:
             raise ConfigurationError(msg)
         marking = provider.cache_marking
         if cache_breakpoints and marking is None:
-            msg = "cache_breakpoints is an Anthropic feature; use format='anthropic'"
+            msg = (
+                "cache_breakpoints needs a format that takes prompt-cache marks "
+                f"({', '.join(CACHE_MARKING_FORMATS)}); format {format!r} takes none"
+            )
             raise ConfigurationError(msg)
         self.format: ProviderFormat = format
         self.model = model
@@ -189,8 +197,8 @@ class Renderer:
         Args:
             source: The graph or working projection to render.
             budget: The most tokens the whole request may take (None: no limit).
-            tools: Tool definitions in any shape `read_tools` reads (OpenAI, Anthropic,
-                Gemini, `ToolSpec`), in the order to send them; None: the renderer's
+            tools: Tool definitions in any shape `read_tools` reads (any format's own, or
+                `ToolSpec`), in the order to send them; None: the renderer's
                 own (`tools`). They go into the format's `tools` field and their
                 tokens count inside `budget`; with none the body has no `tools` field.
 
@@ -481,8 +489,8 @@ class Renderer:
         if self._fixed_cache is not None and self._fixed_cache[0] == key:
             return self._fixed_cache[1]
         system = self.provider.system(parts)
-        # The minimal user turn that an empty history, or (Anthropic, Gemini) one that
-        # opens with the assistant, gets.
+        # The minimal user turn that an empty history, or (in a format that must open
+        # with the user) one that opens with the assistant, gets.
         lead_messages = self._user_messages(LEADING_USER_TEXT)
         lead = self.provider.count_messages(lead_messages, cache)
         stats = AssemblyStats()

@@ -32,10 +32,10 @@ class RenderResult:
         signed_secrets: Secrets by type that a redactor had to leave inside signed
             thinking blocks of the units this request carries (a signed block cannot be
             edited; it goes only to the provider that signed it). Empty when none.
-        foreign_compactions: Other providers' own compactions (an Anthropic
-            `compaction` block, a Responses `compaction` item) that this format cannot
-            read, oldest first, each with what was sent in its place: the nodes it
-            stands for, or, with no earlier record, its readable summary or a note.
+        foreign_compactions: Other providers' own compactions (`NativeCompaction`)
+            that this format cannot read, oldest first, each with what was sent in its
+            place: the nodes it stands for, or, with no earlier record, its readable
+            summary or a note.
             Empty when none (a provider's own compaction goes back verbatim).
     """
 
@@ -62,7 +62,7 @@ def count_payload(
 
     Args:
         payload: A request body in `format`.
-        format: `openai`, `anthropic`, `gemini` or `responses`.
+        format: The body's format (a name of `context_graph.render.FORMATS`).
         cache: A `NodeTokenCache`, or a bare `TokenCounter` (wrapped in a fresh cache).
     """
     if not isinstance(cache, NodeTokenCache):

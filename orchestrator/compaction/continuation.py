@@ -9,8 +9,9 @@ Seed 004's two answers to "the model lost its place":
   request after it is back to the view alone. A manual compaction waits for the
   caller's next word instead.
 - **replay**: when the latest user turn is no longer in the request because a summary
-  stands for it (one this engine made, or Anthropic's own compaction sent back to
-  Anthropic; not a compaction imported with a transcript, see `_replay_of`), and the
+  stands for it (one this engine made, or a provider's own compaction sent back to a
+  provider that drops what it stands for; not a compaction imported with a transcript,
+  see `_replay_of`), and the
   model has not answered it yet (no assistant turn without tool calls came after it),
   every request ends with that turn again, verbatim, until the model answers it or a
   newer user turn arrives, so the model still reads the request it is working on.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from context_graph.formats.wires import WIRES
 from context_graph.graph.anchors import unit_kind
 from context_graph.graph.content import TextPart
 from context_graph.graph.context_graph import ContextGraph
@@ -167,10 +169,11 @@ def _replay_of(
 ) -> UserNode | None:
     """A copy of the latest user turn when a summary takes it out of the `fmt` request.
 
-    Two summaries do: one this engine made that took the turn in, and Anthropic's own
-    compaction sent back to Anthropic (which drops what the block stands for; the
-    Responses API's compacted window keeps the user's messages, and the renderer sends
-    them). A compaction summary imported with a transcript does not count: the harness
+    Two summaries do: one this engine made that took the turn in, and a provider's own
+    compaction sent back to it when that provider drops what the artifact stands for
+    (`NativeArtifact.keeps_user_turns` false; where it is true the renderer sends the
+    user's messages beside the artifact). A compaction summary imported with a
+    transcript does not count: the harness
     that wrote it carried the agent on itself, as the transcript shows.
 
     `found`: the index of the nodes it looks among, kept from render to render (read
@@ -181,7 +184,8 @@ def _replay_of(
         return None
     found = _Artifacts() if found is None else found
     if graph.is_current(latest.id):
-        if fmt != "anthropic":
+        native = WIRES[fmt].native
+        if native is None or native.keeps_user_turns:
             return None
         # A native block may be shown as an edited copy (redacted): what it stands
         # for is what its pristine roots stand for.

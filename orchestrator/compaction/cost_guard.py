@@ -2,9 +2,10 @@
 
 A provider's prompt cache serves the part of a request that leads the previous one. A
 compaction changes the history from its first edited node on, so at the next call that
-rewritten suffix is written to the cache (Anthropic, 1.25x the input price) or sent as
-plain input (OpenAI, Gemini) instead of read from it at 0.1x. What it buys is smaller
-requests: every call from the next one on reads the freed tokens no more.
+rewritten suffix is written to the cache (at a surcharge where the provider charges
+one, 1.25x the input price) or sent as plain input instead of read from it at 0.1x.
+What it buys is smaller requests: every call from the next one on reads the freed
+tokens no more.
 
 With `P` the view's tokens, `k` those before the first node the proposal changes, `F`
 the tokens it frees and `N` the calls expected from here on (the next one included),
@@ -58,6 +59,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from context_graph.errors import InvariantViolation
+from context_graph.formats.wires import DEFAULT_FORMAT
 from orchestrator.bus import EventBus
 from orchestrator.compaction.guards import GuardConfig
 from orchestrator.pricing import CachePrice, call_dollars, price_for
@@ -227,7 +229,7 @@ def weigh_proposal(
 
     `None` when the guard is off (`config.cost_aware`) or the proposal breaks an
     invariant (applying it reports that, as without the guard). The price is
-    `config.price`, OpenAI's when unset (the manager sets its format's).
+    `config.price`, the default format's when unset (the manager sets its format's).
     """
     if not config.cost_aware:
         return None
@@ -237,7 +239,7 @@ def weigh_proposal(
     except InvariantViolation:
         return None
     rewrite = measure_rewrite(view, after, cached_tokens, unsent)
-    price = config.price if config.price is not None else price_for("openai")
+    price = config.price if config.price is not None else price_for(DEFAULT_FORMAT)
     calls = expected_calls(working, config)
     return weigh_rewrite(rewrite, price, calls, budget=budget, must=must), rewrite
 

@@ -102,7 +102,8 @@ class Policy:
     configured `Redactor` (a `SecretRedactor` with options, or one's own), or a
     `StageConfig` that builds one for every manager."""
     cache_breakpoints: bool = False
-    """Mark Anthropic prompt-cache breakpoints (the Anthropic format only)."""
+    """Mark prompt-cache breakpoints, for a format that takes them
+    (`context_graph.formats.registry.CACHE_MARKING_FORMATS`; any other refuses)."""
     expand_pin_turns: int = 3
     """User turns for which compaction leaves what `context_expand` restored alone."""
     auto_continue: bool = False

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from context_graph.errors import ConfigurationError, IngestError, SourceLocation
+from context_graph.formats.registry import CACHE_MARKING_FORMATS, DEFAULT_FORMAT
 from context_graph.graph.events import AgentEvent
 from context_graph.models import model_budget
 from context_graph.render import FORMATS
@@ -78,7 +79,7 @@ class ManagerOptions:
     redactor: Redactor | None
     """What scans new nodes for secrets (`None`: no redaction)."""
     cache_breakpoints: bool
-    """Mark Anthropic prompt-cache breakpoints."""
+    """Mark prompt-cache breakpoints (a format of `CACHE_MARKING_FORMATS` only)."""
     clock: Callable[[], float]
     """Seconds since the epoch, for the audit log."""
     tools: tuple[ToolSpec, ...] = ()
@@ -107,7 +108,7 @@ class ManagerOptions:
 def resolve_options(
     policy: Policy,
     *,
-    format: ProviderFormat = "openai",
+    format: ProviderFormat = DEFAULT_FORMAT,
     budget: int | None = None,
     counter: TokenCounter | None = None,
     clock: Callable[[], float] = time.time,
@@ -241,14 +242,14 @@ def check_model(model: object, where: str) -> str | None:
 
 
 def check_cache_breakpoints(value: object, format: ProviderFormat) -> bool:
-    """`cache_breakpoints`: a bool, and `True` only with the Anthropic format (as `Renderer`)."""
+    """`cache_breakpoints`: a bool, `True` only for a format taking cache marks (as `Renderer`)."""
     if not isinstance(value, bool):
         msg = f"ContextManager: `cache_breakpoints` must be True or False, got {value!r}"
         raise ConfigurationError(msg)
-    if value and format != "anthropic":
+    if value and format not in CACHE_MARKING_FORMATS:
         msg = (
-            "ContextManager: `cache_breakpoints` is an Anthropic feature (prompt-cache "
-            f"`cache_control` marks); use format='anthropic', not {format!r}"
+            "ContextManager: `cache_breakpoints` needs a format that takes prompt-cache "
+            f"marks ({', '.join(CACHE_MARKING_FORMATS)}), not {format!r}"
         )
         raise ConfigurationError(msg)
     return value

@@ -111,7 +111,8 @@ class PolicyTable(BaseModel):
     redact_secrets: StrictBool | StageConfig = False
     """`true`, or a redactor stage (`[redact_secrets]` with `processor` and `options`)."""
     cache_breakpoints: StrictBool = False
-    """Mark Anthropic prompt-cache breakpoints (the Anthropic format only)."""
+    """Mark prompt-cache breakpoints, for a format that takes them
+    (`context_graph.formats.registry.CACHE_MARKING_FORMATS`; any other refuses)."""
     expand_pin_turns: StrictInt = Field(3, ge=0)
     """User turns for which compaction leaves what `context_expand` restored alone."""
     auto_continue: StrictBool = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -335,3 +336,20 @@ class TestWithinBudget:
         assert len(cells) == len(columns) and columns[-1] == "over budget"
         assert cells[columns.index("constraint")] == "0.000"
         assert cells[-1] == str(len(session.calls))
+
+
+class TestProbesQuickCommand:
+    def test_the_policy_is_named_by_policy(self) -> None:
+        """`--policy` names the policy (`coding` when left out)."""
+        from benchmarks.probes_quick import parser
+
+        assert parser().parse_args(["--policy", "service"]).policy == "service"
+        assert parser().parse_args([]).policy == "coding"
+
+    def test_the_deprecated_spelling_is_refused(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """`--profile`, the CLI's deprecated spelling, is not this script's flag."""
+        from benchmarks.probes_quick import parser
+
+        with pytest.raises(SystemExit):
+            parser().parse_args(["--profile", "service"])
+        assert "--profile" in capsys.readouterr().err

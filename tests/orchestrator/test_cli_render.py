@@ -220,11 +220,11 @@ class TestCacheBreakpoints:
     def test_other_formats_are_refused(
         self, capsys: pytest.CaptureFixture[str], command: str
     ) -> None:
-        """Breakpoints with a non-Anthropic format are a usage error (exit 2)."""
+        """Breakpoints with a format that takes no marks are a usage error (exit 2)."""
         code, out, err = _run(capsys, command, "--format", "gemini", "--cache-breakpoints")
         assert code == 2
         assert out == ""
-        assert "Anthropic" in err
+        assert "takes prompt-cache marks (anthropic)" in err and "'gemini'" in err
 
 
 class TestReplayExitCode:

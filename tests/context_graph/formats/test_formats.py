@@ -2,29 +2,47 @@
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from context_graph.errors import IngestError, SourceLocation
+from context_graph.errors import ConfigurationError, IngestError, SourceLocation
 from context_graph.formats.registry import (
+    CACHE_MARKING_FORMATS,
     PROVIDER_RENDERERS,
     PROVIDER_VALIDATORS,
     READERS,
     REPLY_READERS,
 )
 from context_graph.formats.wire import CallProblem
-from context_graph.formats.wires import FORMAT_NAMES, READ_ORDER, WIRES
+from context_graph.formats.wires import (
+    DEFAULT_FORMAT,
+    FORMAT_NAMES,
+    READ_ORDER,
+    WIRES,
+    only_formats,
+)
 from context_graph.graph.call_ids import ID_RULES
 from context_graph.graph.content import THINKING_SIGNERS, ThinkingPart
+from context_graph.graph.native import NATIVE_FORMATS, NativeCompaction
 from context_graph.importers import FORMATS as IMPORT_FORMATS
 from context_graph.render import FORMATS as RENDER_FORMATS
+from context_graph.render import Renderer, render_history
 from context_graph.tokens.calibration import FORMAT_OVERHEADS
+from orchestrator.manager import ContextManager
+from orchestrator.policy import Policy
+from orchestrator.policy.resolved import resolve_options
 from orchestrator.pricing import PRICES, price_for
+from orchestrator.replay import replay
 
 ROOT = Path(__file__).resolve().parents[3]
 FOLDERS = sorted(
@@ -147,3 +165,68 @@ class TestThinkingSigners:
         """A format that signs no thinking, or no format at all, is a validation error."""
         with pytest.raises(ValidationError, match="provider"):
             ThinkingPart.model_validate({"thinking": "t", "provider": name})
+
+
+class TestDefaultFormat:
+    @pytest.mark.parametrize(
+        "function",
+        [
+            Renderer.__init__,
+            render_history,
+            ContextManager.__init__,
+            ContextManager.open,
+            resolve_options,
+            replay,
+        ],
+        ids=lambda f: f.__qualname__,
+    )
+    def test_every_default_is_the_registrys(self, function: Callable[..., Any]) -> None:
+        """A renderer, manager or replay not told a format takes the one named default."""
+        assert inspect.signature(function).parameters["format"].default is DEFAULT_FORMAT
+        assert DEFAULT_FORMAT in FORMAT_NAMES
+
+    def test_a_manager_not_told_a_format_renders_in_it(self) -> None:
+        """The default is what a render is written in, not only a name in a signature."""
+        manager = ContextManager(budget=10_000, policy=Policy())
+        manager.add_user("hello")
+        assert manager.render_sync().format == DEFAULT_FORMAT
+
+
+class TestCacheMarking:
+    def test_the_marking_formats_are_those_whose_renderer_marks(self) -> None:
+        """`CACHE_MARKING_FORMATS` is read from the renderers, in the registry's order."""
+        expected = tuple(n for n in FORMAT_NAMES if PROVIDER_RENDERERS[n].cache_marking)
+        assert CACHE_MARKING_FORMATS == expected
+        assert CACHE_MARKING_FORMATS  # one format at least takes marks
+
+    @pytest.mark.parametrize("name", FORMAT_NAMES)
+    def test_a_manager_takes_marks_exactly_where_the_registry_says(self, name: str) -> None:
+        """A policy with cache marks is accepted for a marking format, refused for the rest."""
+        policy = Policy(cache_breakpoints=True)
+        if name in CACHE_MARKING_FORMATS:
+            assert resolve_options(policy, format=name).cache_breakpoints  # type: ignore[arg-type]
+        else:
+            with pytest.raises(ConfigurationError, match=repr(name)):
+                resolve_options(policy, format=name)  # type: ignore[arg-type]
+
+
+class TestOnlyFormats:
+    @given(
+        names=st.lists(st.sampled_from(FORMAT_NAMES), unique=True).map(tuple),
+        name=st.one_of(st.sampled_from(FORMAT_NAMES), st.text(max_size=12)),
+    )
+    def test_admits_exactly_the_named_formats(self, names: tuple[str, ...], name: str) -> None:
+        """A name of the set comes back unchanged; any other is a `ValueError` naming it."""
+        admit = only_formats(names, "lacks it")
+        if name in names:
+            assert admit(name) == name  # type: ignore[arg-type]
+        else:
+            with pytest.raises(ValueError, match="lacks it; expected one of") as caught:
+                admit(name)  # type: ignore[arg-type]
+            assert repr(name) in str(caught.value)
+
+    @pytest.mark.parametrize("name", [n for n in FORMAT_NAMES if n not in NATIVE_FORMATS])
+    def test_a_format_without_artifacts_is_refused_as_a_provider(self, name: str) -> None:
+        """A compaction artifact credited to a format that makes none names the format."""
+        with pytest.raises(ValidationError, match="makes no compaction artifact"):
+            NativeCompaction.model_validate({"provider": name, "item": {}})

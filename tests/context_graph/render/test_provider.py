@@ -9,6 +9,7 @@ import pytest
 
 from context_graph import ContextGraph
 from context_graph.errors import ConfigurationError
+from context_graph.formats.registry import CACHE_MARKING_FORMATS
 from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.render import (
     FORMATS,
@@ -92,7 +93,9 @@ class TestRendererHoldsItsProvider:
     def test_cache_breakpoints_need_a_cache_marking(self, fmt: ProviderFormat) -> None:
         """Breakpoints are accepted exactly for the formats whose renderer can mark a body."""
         if PROVIDER_RENDERERS[fmt].cache_marking is None:
-            with pytest.raises(ConfigurationError, match="cache_breakpoints is an Anthropic"):
+            marking = ", ".join(CACHE_MARKING_FORMATS)
+            refusal = rf"takes prompt-cache marks \({marking}\); format '{fmt}' takes none"
+            with pytest.raises(ConfigurationError, match=refusal):
                 Renderer(format=fmt, cache_breakpoints=True)
         else:
             assert Renderer(format=fmt, cache_breakpoints=True).format == fmt
