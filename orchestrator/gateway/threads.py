@@ -13,7 +13,9 @@ A request goes to the thread it continues:
    items' JSON, no record read;
 2. else the thread whose record holds the longest leading part of it by content
    (`held_prefix`): a thread reopened from the store after a restart, whose last
-   request this process never saw;
+   request this process never saw, or one whose last request this history repeats in
+   other words, holding all of its record (Claude Code sends a resumed session's prompt
+   as a list of one text block, then as a string);
 3. else a new thread. A history that leaves a thread's partway (a rewind, an edited
    message or tool result) forks the thread whose record holds the longest leading
    part of it (`ContextManager.fork` at the last node of that part): the new thread
@@ -194,9 +196,9 @@ class SessionTable:
         best: Thread | None = None
         best_matched = 0
         for thread in threads:
-            if thread.keys:  # this process saw its last request: rule 1 decided
-                continue
             held = held_prefix(events, thread.manager.raw, items=len(history))
+            if thread.keys and held.rest:
+                continue  # this process saw its last request, which this one leaves
             if held.rest and held.items < len(history):
                 continue  # it leaves this thread partway: a branch
             if held.matched > best_matched:

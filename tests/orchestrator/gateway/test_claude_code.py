@@ -60,8 +60,8 @@ class Script:
         return {"text": f"Step {done + 1}.", "calls": [["Bash", {"command": command}]]}
 
 
-def start(claude: Path, url: str, home: Path, project: Path, prompt: str) -> Any:
-    """Claude Code started in `project` on `prompt` (`-p`), with the gateway's URL."""
+def start(claude: Path, url: str, home: Path, project: Path, prompt: str, *flags: str) -> Any:
+    """Claude Code started in `project` on `prompt` (`-p`, then `flags`), at the gateway's URL."""
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(home),
@@ -71,7 +71,7 @@ def start(claude: Path, url: str, home: Path, project: Path, prompt: str) -> Any
         "DISABLE_TELEMETRY": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
-    command = ["node", str(claude), "-p", prompt, "--allowedTools", "Bash"]
+    command = ["node", str(claude), "-p", prompt, "--allowedTools", "Bash", *flags]
     return subprocess.Popen(
         command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
