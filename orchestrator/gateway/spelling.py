@@ -152,7 +152,10 @@ class Spelled:
 
 
 def _same(value: Any, original: Any) -> bool:
-    # A bool equals 1 in Python, not in JSON: the types must match too.
+    # A bool equals 1 in Python, not in JSON: the types must match too. Only here: inside
+    # a list or an object `==` still takes `[1]` for `[true]`, which the engine never
+    # turns one into (it copies the agent's values), and comparing in Python would cost
+    # a walk of the whole body per request.
     return type(value) is type(original) and bool(value == original)
 
 

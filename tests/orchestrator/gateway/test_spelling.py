@@ -56,6 +56,28 @@ def spelled_as(draw: st.DrawFn, value: Any) -> str:
     return before + json.dumps(value, ensure_ascii=draw(st.booleans())) + after
 
 
+def changed(draw: st.DrawFn, value: Any) -> Any:
+    """A copy of `value` with changes drawn at random at every depth."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            choice = draw(st.sampled_from(["keep", "keep", "drop", "change"]))
+            if choice != "drop":
+                out[key] = item if choice == "keep" else changed(draw, item)
+        if draw(st.booleans()):
+            out[draw(st.text(max_size=3))] = draw(JSON)
+        return out
+    if isinstance(value, list):
+        items = [changed(draw, item) if draw(st.booleans()) else item for item in value]
+        edit = draw(st.sampled_from(["none", "insert", "drop"]))
+        if edit == "insert":
+            items.insert(draw(st.integers(0, len(items))), draw(JSON))
+        elif edit == "drop" and items:
+            del items[draw(st.integers(0, len(items) - 1))]
+        return items
+    return draw(JSON) if draw(st.booleans()) else value
+
+
 @st.composite
 def spelled_objects(draw: st.DrawFn) -> tuple[dict[str, Any], bytes]:
     value = draw(OBJECTS)
@@ -89,6 +111,17 @@ class TestSpelled:
             if key in read and item == read[key] and type(item) is type(read[key]):
                 key_at, value_end = last[key]
                 assert text[key_at:value_end].encode() in written, key
+
+    @given(spelled_objects(), st.data())
+    def test_any_change_at_any_depth_reads_as_the_change(
+        self, case: tuple[Any, bytes], data: st.DataObject
+    ) -> None:
+        """Items inserted, dropped or changed, members added or dropped, anywhere."""
+        _, raw = case
+        read, spelled = read_spelled(raw)
+        assert spelled is not None
+        sent = changed(data.draw, read)
+        assert json.loads(spelled.write(sent, read)) == sent
 
     @pytest.mark.parametrize(
         "raw", [b'{"a":1,}', b'{"a":1 "b":2}', b'{"a":1}x', b'{"a"}', b"{", b'{"a":[1,]}']
