@@ -102,7 +102,7 @@ class _Body(NamedTuple):
     value: dict[str, Any]
     spelled: Spelled | None
 
-    def write(self, sent: dict[str, Any]) -> bytes:
+    def write(self, sent: dict[str, Any], wire: Wire, thread: Thread) -> bytes:
         """`sent` as it goes upstream: what the engine left as it was, as the agent wrote it.
 
         The upstream caches the request by its prefix: bytes the agent sent the same
@@ -111,7 +111,9 @@ class _Body(NamedTuple):
         """
         if self.spelled is None:
             return compact(sent)
-        return self.spelled.write(sent, self.value)
+        return self.spelled.write(
+            sent, self.value, shorthand=wire.text_shorthand, verdicts=thread.verdicts
+        )
 
 
 class Gateway:
@@ -290,7 +292,8 @@ class Gateway:
             sent["tools"] = readable["tools"]
         if counting:
             sent = wire.count_request(sent, body)
-        return _Prepared(source.write(sent), thread, "rendered", wire, counting, activity)
+        encoded = source.write(sent, wire, thread)
+        return _Prepared(encoded, thread, "rendered", wire, counting, activity)
 
     def _failed(self, raw: bytes, error: Exception, wire: Wire) -> _Prepared | web.Response:
         if self._strict:

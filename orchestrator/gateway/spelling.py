@@ -10,16 +10,24 @@ escapes included), and only what the engine changed is serialized anew, compactl
 Places are matched as the engine changes a request: object members by key, and list
 items first by a shared head and tail of equal items, then pairwise when the rest has
 the same length (a cache mark added to one message); a rest of another length (a
-compacted stretch) is written anew.
+compacted stretch) is written anew. With `shorthand` (Anthropic's and Chat's wires), a
+string the agent sent stands for the one text block the engine reads it as
+(`[{"type": "text", "text": ...}]`), so the engine's reading of it is not a change.
+
+Comparing the engine's items with the agent's, when the engine reads a string as a
+block, is a walk in Python over each item; `Verdicts` keeps what was found for each item
+of a thread's last request, and the engine renders an unchanged item as the same object
+from request to request: only the new items are walked.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Spelled", "compact", "read_spelled"]
+__all__ = ["Spelled", "Verdicts", "compact", "read_spelled"]
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
@@ -42,27 +50,74 @@ def _skip(text: str, at: int) -> int:
     return at if match is None else match.end()
 
 
+class Verdicts:
+    """Whether each list item the engine sent equals the agent's, kept for the next request.
+
+    An item is known by the engine's object (the same object next time when it did not
+    change) and the agent's item it was compared with (compared again, in C: equal items
+    of two requests are equal objects only in content).
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[int, tuple[Any, Any, bool]] = {}
+        self._now: dict[int, tuple[Any, Any, bool]] = {}
+
+    def same(self, value: Any, original: Any, compare: Callable[[Any, Any], bool]) -> bool:
+        """`compare(value, original)`, or what it gave for the same two items last time."""
+        key = id(value)
+        known = self._last.get(key)
+        if known is not None and known[0] is value and known[1] == original:
+            verdict = known[2]
+        else:
+            verdict = compare(value, original)
+        self._now[key] = (value, original, verdict)
+        return verdict
+
+    def settle(self) -> None:
+        """Keep this request's verdicts (only them) for the next request."""
+        self._last, self._now = self._now, {}
+
+
 class Spelled:
     """A JSON text and the places of its objects' members and its lists' items."""
 
     def __init__(self, text: str) -> None:
         self._text = text
+        self._compare: Callable[[Any, Any], bool] = _same
+        self._shorthand = False
+        self._verdicts = Verdicts()
         self._members: dict[int, list[_Member]] = {}
         self._items: dict[int, list[tuple[int, int]]] = {}
         self._ends: dict[int, int] = {}
 
-    def write(self, value: Any, original: Any) -> bytes:
+    def write(
+        self,
+        value: Any,
+        original: Any,
+        *,
+        shorthand: bool = False,
+        verdicts: Verdicts | None = None,
+    ) -> bytes:
         """`value` as JSON, in this text's spelling wherever it equals `original`.
 
-        `original` is what this text parses to.
+        `original` is what this text parses to; `shorthand`: a string in it equals the
+        list of one text block holding it (see the module); `verdicts`: those of the
+        last request of the same conversation (updated).
         """
+        self._shorthand = shorthand
+        self._compare = _equivalent if shorthand else _same
+        self._verdicts = Verdicts() if verdicts is None else verdicts
         text = self._text
         start = _skip(text, 0)
         end = self._end(start)
-        return (text[:start] + self._spell(value, original, start, end) + text[end:]).encode()
+        written = text[:start] + self._spell(value, original, start, end) + text[end:]
+        self._verdicts.settle()
+        return written.encode()
 
     def _spell(self, value: Any, original: Any, start: int, end: int) -> str:
-        if _same(value, original):
+        if _same(value, original) or (
+            self._shorthand and isinstance(original, str) and _one_block(value, original)
+        ):
             return self._text[start:end]
         if isinstance(value, dict) and isinstance(original, dict) and original:
             return self._spell_object(value, original, start)
@@ -92,10 +147,11 @@ class Spelled:
         text, items = self._text, self.items(start)
         limit = min(len(value), len(original))
         head = 0
-        while head < limit and _same(value[head], original[head]):
+        compare, same = self._compare, self._verdicts.same
+        while head < limit and same(value[head], original[head], compare):
             head += 1
         tail = 0
-        while tail < limit - head and _same(value[-1 - tail], original[-1 - tail]):
+        while tail < limit - head and same(value[-1 - tail], original[-1 - tail], compare):
             tail += 1
         paired = len(value) == len(original)
         # (what is written, the agent's item it stands for: its separator is kept)
@@ -157,6 +213,33 @@ def _same(value: Any, original: Any) -> bool:
     # turns one into (it copies the agent's values), and comparing in Python would cost
     # a walk of the whole body per request.
     return type(value) is type(original) and bool(value == original)
+
+
+def _equivalent(value: Any, original: Any) -> bool:
+    """Equal, or equal once the agent's strings are read as the text blocks they stand for.
+
+    Called on what is not equal as it is: the walk stops at the first difference.
+    """
+    if _same(value, original):
+        return True
+    if isinstance(original, str):
+        return _one_block(value, original)
+    if isinstance(value, dict) and isinstance(original, dict):
+        return value.keys() == original.keys() and all(
+            _equivalent(value[key], item) for key, item in original.items()
+        )
+    if isinstance(value, list) and isinstance(original, list):
+        return len(value) == len(original) and all(
+            _equivalent(item, was) for item, was in zip(value, original, strict=True)
+        )
+    return False
+
+
+def _one_block(value: Any, text: str) -> bool:
+    """Whether `value` is the list of one text block holding `text`."""
+    return (
+        isinstance(value, list) and len(value) == 1 and value[0] == {"type": "text", "text": text}
+    )
 
 
 def _expect(text: str, at: int, char: str) -> int:

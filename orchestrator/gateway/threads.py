@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.gateway.places import FolderPlaces, Location, ThreadPlaces, folder_name
+from orchestrator.gateway.spelling import Verdicts
 from orchestrator.integrations.clients_apis import Api
 from orchestrator.integrations.conversation import Conversation, item_keys
 from orchestrator.integrations.held import held_prefix
@@ -58,6 +59,8 @@ class Thread:
             conversation are never taken in at once.
         shared: Other processes write its record too (a PostgreSQL store): what they
             appended is brought in before each request (`replicas`).
+        verdicts: Which items of its last request went upstream in the agent's spelling
+            (`spelling`): the next request compares only what is new.
     """
 
     manager: ContextManager
@@ -65,6 +68,7 @@ class Thread:
     number: int
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     shared: bool = False
+    verdicts: Verdicts = field(default_factory=Verdicts)
 
     @property
     def keys(self) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestrator.gateway import OUTCOME, GatewayThread, gateway_for
-from orchestrator.gateway.spelling import read_spelled
+from orchestrator.gateway.spelling import Verdicts, read_spelled
 from orchestrator.policy import get_policy
 
 JSON = st.recursive(
@@ -78,6 +78,29 @@ def changed(draw: st.DrawFn, value: Any) -> Any:
     return draw(JSON) if draw(st.booleans()) else value
 
 
+def as_blocks(value: Any) -> Any:
+    """`value` with each string in a list or object made a list of one text block."""
+    if isinstance(value, dict):
+        return {key: as_blocks(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [as_blocks(item) for item in value]
+    if isinstance(value, str):
+        return [{"type": "text", "text": value}]
+    return value
+
+
+def as_strings(value: Any) -> Any:
+    """`value` with each list of one text block made the string it holds."""
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
+        if value[0].keys() == {"type", "text"} and value[0]["type"] == "text":
+            return as_strings(value[0]["text"]) if isinstance(value[0]["text"], str) else value
+    if isinstance(value, dict):
+        return {key: as_strings(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [as_strings(item) for item in value]
+    return value
+
+
 @st.composite
 def spelled_objects(draw: st.DrawFn) -> tuple[dict[str, Any], bytes]:
     value = draw(OBJECTS)
@@ -122,6 +145,38 @@ class TestSpelled:
         assert spelled is not None
         sent = changed(data.draw, read)
         assert json.loads(spelled.write(sent, read)) == sent
+
+    @given(spelled_objects(), st.data())
+    def test_a_string_goes_as_sent_where_the_engine_made_it_one_text_block(
+        self, case: tuple[Any, bytes], data: st.DataObject
+    ) -> None:
+        """With `shorthand`: `"x"` and `[{"type": "text", "text": "x"}]` are one content."""
+        _, raw = case
+        read, spelled = read_spelled(raw)
+        assert spelled is not None
+        sent = as_blocks(read)
+        assert spelled.write(sent, read, shorthand=True) == raw
+        later = changed(data.draw, sent)
+        assert as_strings(json.loads(spelled.write(later, read, shorthand=True))) == as_strings(
+            later
+        )
+
+    @given(spelled_objects(), st.data())
+    def test_the_verdicts_of_the_last_request_change_nothing_written(
+        self, case: tuple[Any, bytes], data: st.DataObject
+    ) -> None:
+        """A conversation's next request, written with the verdicts of its last: as without."""
+        _, raw = case
+        read, spelled = read_spelled(raw)
+        assert spelled is not None
+        verdicts = Verdicts()
+        first = as_blocks(read)
+        spelled.write(first, read, shorthand=True, verdicts=verdicts)
+        sent = changed(data.draw, first)
+        again, fresh = read_spelled(raw)[1], read_spelled(raw)[1]
+        assert again is not None and fresh is not None
+        remembered = again.write(sent, read, shorthand=True, verdicts=verdicts)
+        assert remembered == fresh.write(sent, read, shorthand=True)
 
     @pytest.mark.parametrize(
         "raw", [b'{"a":1,}', b'{"a":1 "b":2}', b'{"a":1}x', b'{"a"}', b"{", b'{"a":[1,]}']
@@ -200,15 +255,14 @@ class TestForwardedBytes:
     def test_an_uncompacted_request_goes_upstream_as_the_agent_spelled_it(
         self, recorded: tuple[str, list[bytes]]
     ) -> None:
-        """Spaces, escapes, key order and number forms kept; only the engine's marks added."""
+        """Spaces, escapes, key order, number forms and string contents kept; marks added."""
         url, bodies = recorded
 
         def body(system_mark: str, last_mark: str) -> str:
             return (
                 '{ "max_tokens" : 100,\n  "model":"claude-test", "temperature": 1.0e0,'
                 ' "system": [ {"text":"Caf\\u00e9 rules", "type" : "text"' + system_mark + "} ],\n"
-                ' "messages" : [ {"content":[{"type":"text","text":"Bonjour caf\\u00e9"}],'
-                ' "role":"user"},'
+                ' "messages" : [ {"content":"Bonjour caf\\u00e9", "role":"user"},'
                 ' {"role":"assistant","content":[{"type":"text","text":"Oui, 1.50 \\u20ac"}]},'
                 ' {"content":[{"text":"et \\u00e0 toi \\ud83d\\ude00", "type":"text"'
                 + last_mark
