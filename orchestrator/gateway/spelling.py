@@ -30,8 +30,10 @@ from typing import Any
 __all__ = ["Spelled", "Verdicts", "compact", "read_spelled"]
 
 _SPACE = re.compile(r"[ \t\n\r]*")
+_SPACES = " \t\n\r"
 _DECODER = json.JSONDecoder()
 _scanstring: Any = json.decoder.scanstring  # type: ignore[attr-defined]
+_scan_once: Any = _DECODER.scan_once  # type: ignore[attr-defined]
 _Member = tuple[str, int, int, int]
 """An object member: its key, where its key starts, and where its value starts and ends."""
 
@@ -289,14 +291,30 @@ def _read_list(text: str, start: int) -> tuple[list[tuple[int, int]], list[Any],
     at = _expect(text, start, "[")
     if text[at : at + 1] == "]":
         return items, value, at + 1
+    # The loop runs once per message of a long history: the decoder's scanner is called
+    # directly and the common separators (`,` and `, `) are taken without the pattern.
+    scan, space, size = _scan_once, _SPACE.match, len(text)
     while True:
-        item, item_end = _DECODER.raw_decode(text, at)
-        items.append((at, item_end))
+        try:
+            item, end = scan(text, at)
+        except StopIteration as stop:
+            msg = f"expected a value at character {stop.value}"
+            raise ValueError(msg) from None
+        items.append((at, end))
         value.append(item)
-        at = _skip(text, item_end)
-        if text[at : at + 1] == "]":
-            return items, value, at + 1
-        at = _expect(text, at, ",")
+        if end < size and text[end] in _SPACES:
+            end = space(text, end).end()  # type: ignore[union-attr]
+        if end >= size:
+            msg = f"unterminated list from character {start}"
+            raise ValueError(msg)
+        if text[end] == "]":
+            return items, value, end + 1
+        if text[end] != ",":
+            msg = f"expected ',' at character {end}"
+            raise ValueError(msg)
+        at = end + 1
+        if at < size and text[at] in _SPACES:
+            at = space(text, at).end()  # type: ignore[union-attr]
 
 
 def read_spelled(raw: bytes) -> tuple[Any, Spelled | None]:
