@@ -28,14 +28,13 @@ render one request twice.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from context_graph.errors import ConfigurationError, ContextGraphError, IngestError
+from context_graph.errors import ConfigurationError, ContextGraphError
 from orchestrator.gateway.activity import Activity, note_request, take_note
 from orchestrator.gateway.failures import api_of_path, unreachable_upstream
 from orchestrator.gateway.gemini import COUNT_REQUEST
@@ -43,6 +42,7 @@ from orchestrator.gateway.identity import session_of
 from orchestrator.gateway.replicas import take_and_render
 from orchestrator.gateway.spelling import Spelled, compact, read_spelled
 from orchestrator.gateway.threads import SessionTable, Thread
+from orchestrator.gateway.usage import USAGE_SCAN, Answer, report_answer
 from orchestrator.gateway.wires import ANTHROPIC, CHAT, GEMINI, RESPONSES, Wire
 from orchestrator.integrations.extras import missing_extra
 
@@ -76,9 +76,6 @@ _HOP_BY_HOP = frozenset(
         "content-encoding",
     }
 )
-_USAGE_SCAN = 65_536
-"""How many leading and trailing bytes of a stream are searched for its usage (Anthropic
-says it in its first event, Responses in its last)."""
 
 
 @dataclass(frozen=True)
@@ -308,7 +305,7 @@ class Gateway:
 
     async def _forward(self, request: web.Request, prepared: _Prepared) -> web.StreamResponse:
         """Send the request upstream and stream its answer back; then note it (`activity`)."""
-        answered: list[_Answer] = []
+        answered: list[Answer] = []
         try:
             return await self._relay(request, prepared, answered)
         finally:
@@ -317,12 +314,14 @@ class Gateway:
             # the note land in one transaction.
             if prepared.thread is not None:
                 with _one_write(prepared.thread):
-                    if answered:
-                        self._report_usage(prepared, answered[0])
+                    if answered and prepared.wire is not None:
+                        report_answer(
+                            prepared.thread, prepared.wire, answered[0], counting=prepared.counting
+                        )
                     _keep_note(prepared)
 
     async def _relay(
-        self, request: web.Request, prepared: _Prepared, answered: list[_Answer]
+        self, request: web.Request, prepared: _Prepared, answered: list[Answer]
     ) -> web.StreamResponse:
         """Send the request upstream and stream its answer back as it comes.
 
@@ -353,55 +352,17 @@ class Gateway:
             streaming = upstream.content_type == "text/event-stream"
             async for chunk in upstream.content.iter_any():
                 await answer.write(chunk)
-                if not streaming or len(head) < _USAGE_SCAN:  # a JSON answer is read whole
+                if not streaming or len(head) < USAGE_SCAN:  # a JSON answer is read whole
                     head += chunk
-                tail = (tail + chunk)[-_USAGE_SCAN:]
+                tail = (tail + chunk)[-USAGE_SCAN:]
             try:
                 await answer.write_eof()
             except ConnectionResetError:
                 # The agent hung up once it had the stream's last event (the openai SDK
                 # may, after `data: [DONE]`): the call was made, so its usage still counts.
                 LOG.debug("context-graph gateway: the agent left before the answer's end")
-        answered.append(_Answer(upstream.status, upstream.content_type, head, tail))
+        answered.append(Answer(upstream.status, upstream.content_type, head, tail))
         return answer
-
-    def _report_usage(self, prepared: _Prepared, answer: _Answer) -> None:
-        """Report the answer's usage to the thread's manager, if it says it.
-
-        The answer has gone to the agent already: a usage that does not read is
-        logged and left out, never an error.
-        """
-        thread, wire = prepared.thread, prepared.wire
-        status, content_type, head, tail = answer
-        if thread is None or wire is None or status != 200:
-            return
-        try:
-            if content_type == "text/event-stream":
-                # Anthropic says its usage in the first and last events, Responses in its
-                # last; a stream shorter than the scan is in both pieces, read once each.
-                usage = wire.sse_usage(head + b"\n" + tail)
-            else:
-                whole = _json_object(head)
-                if whole is None:
-                    return
-                if prepared.counting:
-                    _report_count(thread, wire.counted_tokens(whole))
-                    return
-                usage = wire.answer_usage(whole)
-        except IngestError as error:
-            LOG.warning("context-graph gateway: the upstream's usage was left out: %s", error)
-            return
-        if usage is not None:
-            thread.manager.report_usage(usage)
-
-
-class _Answer(NamedTuple):
-    """What the gateway read of an upstream answer, for its usage."""
-
-    status: int
-    content_type: str
-    head: bytes
-    tail: bytes
 
 
 def _one_write(thread: Thread) -> AbstractContextManager[object]:
@@ -421,18 +382,3 @@ def _one_write(thread: Thread) -> AbstractContextManager[object]:
 def _keep_note(prepared: _Prepared) -> None:
     if prepared.thread is not None and prepared.activity is not None:
         note_request(prepared.thread.manager, prepared.activity)
-
-
-def _json_object(data: bytes) -> dict[str, Any] | None:
-    """`data` read as a JSON object (`None`: it is not one)."""
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _report_count(thread: Thread, tokens: object) -> None:
-    """Calibrate by a token-count answer's count (no call was made: no usage)."""
-    if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
-        thread.manager.report_usage(tokens)
