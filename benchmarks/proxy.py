@@ -61,6 +61,8 @@ import httpx
 from benchmarks.gateway_script import BUDGET, MODEL, SYSTEM, TOOLS, Steps, agent, output
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import OUTCOME, GatewayThread, gateway_for
+from orchestrator.gateway.server import _Body  # the profile times the gateway's own steps
+from orchestrator.gateway.spelling import read_spelled
 from orchestrator.gateway.wires import WIRES
 from orchestrator.policy import get_policy
 
@@ -629,7 +631,8 @@ def profile_render(wire: str, size: int, turns: int, top: int = 25) -> str:
     prepare = gateway._render
 
     async def handle(raw: bytes) -> None:
-        await prepare(headers, json.loads(raw), WIRES[wire], counting=False)
+        body, spelled = read_spelled(raw)
+        await prepare(headers, _Body(raw, body, spelled), WIRES[wire], counting=False)
 
     asyncio.run(handle(_encode(case.body(items))))
     bodies = []

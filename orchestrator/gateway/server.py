@@ -27,19 +27,22 @@ render one request twice.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from context_graph.errors import ConfigurationError, ContextGraphError, IngestError
+from context_graph.errors import ConfigurationError, ContextGraphError
 from orchestrator.gateway.activity import Activity, note_request, take_note
 from orchestrator.gateway.failures import api_of_path, unreachable_upstream
 from orchestrator.gateway.gemini import COUNT_REQUEST
 from orchestrator.gateway.identity import session_of
 from orchestrator.gateway.replicas import take_and_render
+from orchestrator.gateway.spelling import Spelled, compact, read_spelled
 from orchestrator.gateway.threads import SessionTable, Thread
+from orchestrator.gateway.usage import USAGE_SCAN, Answer, report_answer
 from orchestrator.gateway.wires import ANTHROPIC, CHAT, GEMINI, RESPONSES, Wire
 from orchestrator.integrations.extras import missing_extra
 
@@ -73,9 +76,6 @@ _HOP_BY_HOP = frozenset(
         "content-encoding",
     }
 )
-_USAGE_SCAN = 65_536
-"""How many leading and trailing bytes of a stream are searched for its usage (Anthropic
-says it in its first event, Responses in its last)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,27 @@ class _Prepared:
     """A count_tokens request: its answer is a count, not a model call's usage."""
     activity: Activity | None = None
     """The note to keep in the thread's store once the answer is back (`activity`)."""
+
+
+class _Body(NamedTuple):
+    """An agent's request body: its bytes, what they say, and how they spell it."""
+
+    raw: bytes
+    value: dict[str, Any]
+    spelled: Spelled | None
+
+    def write(self, sent: dict[str, Any], wire: Wire, thread: Thread) -> bytes:
+        """`sent` as it goes upstream: what the engine left as it was, as the agent wrote it.
+
+        The upstream caches the request by its prefix: bytes the agent sent the same
+        from call to call must go the same, not re-serialized in another spacing, key
+        order or escaping.
+        """
+        if self.spelled is None:
+            return compact(sent)
+        return self.spelled.write(
+            sent, self.value, shorthand=wire.text_shorthand, verdicts=thread.verdicts
+        )
 
 
 class Gateway:
@@ -194,14 +215,18 @@ class Gateway:
         if request.headers.get(FORWARDED):
             return _Prepared(raw, None, "passthrough")
         try:
-            body = json.loads(raw)
+            body, spelled = read_spelled(raw)
         except ValueError:
             return _Prepared(raw, None, "passthrough")  # the upstream names what is wrong
         if not isinstance(body, dict) or wire.held_upstream(body):
             return _Prepared(raw, None, "passthrough")
         try:
             return await self._render(
-                request.headers, body, wire, counting=counting, path=request.path
+                request.headers,
+                _Body(raw, body, spelled),
+                wire,
+                counting=counting,
+                path=request.path,
             )
         except ContextGraphError as error:
             return self._failed(raw, error, wire)
@@ -212,12 +237,13 @@ class Gateway:
     async def _render(
         self,
         headers: Mapping[str, str],
-        body: dict[str, Any],
+        source: _Body,
         wire: Wire,
         *,
         counting: bool,
         path: str = "",
     ) -> _Prepared:
+        body = source.value
         readable = wire.readable(body)
         session = session_of(headers, body)
         table = self._tables[wire.name]
@@ -229,7 +255,7 @@ class Gateway:
             # file) is counted as sent, and starts no thread.
             found = table.find(session, readable, read)
             if found is None:
-                return _Prepared(json.dumps(body).encode(), None, "passthrough")
+                return _Prepared(source.raw, None, "passthrough")
             thread = found
         else:
             thread = table.route(session, readable, read)
@@ -243,26 +269,27 @@ class Gateway:
                 msg = f"the agent's tools alone are over the budget of {self._budget} tokens"
                 raise ConfigurationError(msg)
         async with thread.lock:
-            result = await take_and_render(
-                thread,
-                readable,
-                read,
-                lambda: thread.manager.render(
-                    format=api.format,
-                    budget=budget,
-                    tools=tools if wire.engine_tools else None,
-                    model=body.get("model") or wire.model_of(path),
-                ),
-            )
-            activity = (
-                None if counting else take_note(thread.manager, session=session, wire=wire.name)
-            )
+            with _one_write(thread):
+                result = await take_and_render(
+                    thread,
+                    readable,
+                    read,
+                    lambda: thread.manager.render(
+                        format=api.format,
+                        budget=budget,
+                        tools=tools if wire.engine_tools else None,
+                        model=body.get("model") or wire.model_of(path),
+                    ),
+                )
+                activity = (
+                    None if counting else take_note(thread.manager, session=session, wire=wire.name)
+                )
         sent = api.write(dict(readable), result.payload)
         if not wire.engine_tools and "tools" in readable:
             sent["tools"] = readable["tools"]
         if counting:
             sent = wire.count_request(sent, body)
-        encoded = json.dumps(sent, ensure_ascii=False).encode()
+        encoded = source.write(sent, wire, thread)
         return _Prepared(encoded, thread, "rendered", wire, counting, activity)
 
     def _failed(self, raw: bytes, error: Exception, wire: Wire) -> _Prepared | web.Response:
@@ -278,15 +305,29 @@ class Gateway:
 
     async def _forward(self, request: web.Request, prepared: _Prepared) -> web.StreamResponse:
         """Send the request upstream and stream its answer back; then note it (`activity`)."""
+        answered: list[Answer] = []
         try:
-            return await self._relay(request, prepared)
+            return await self._relay(request, prepared, answered)
         finally:
             # After the answer has gone back, so that the session file's write costs the
-            # agent no time; also when the upstream or the agent broke off.
-            _keep_note(prepared)
+            # agent no time; also when the upstream or the agent broke off. The usage and
+            # the note land in one transaction.
+            if prepared.thread is not None:
+                with _one_write(prepared.thread):
+                    if answered and prepared.wire is not None:
+                        report_answer(
+                            prepared.thread, prepared.wire, answered[0], counting=prepared.counting
+                        )
+                    _keep_note(prepared)
 
-    async def _relay(self, request: web.Request, prepared: _Prepared) -> web.StreamResponse:
-        """Send the request upstream and stream its answer back as it comes."""
+    async def _relay(
+        self, request: web.Request, prepared: _Prepared, answered: list[Answer]
+    ) -> web.StreamResponse:
+        """Send the request upstream and stream its answer back as it comes.
+
+        What the answer says (its status, type and ends) is put in `answered` once the
+        whole answer is through.
+        """
         assert self._client is not None, "the application is started"
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP]
         headers.append((FORWARDED, "1"))
@@ -311,64 +352,33 @@ class Gateway:
             streaming = upstream.content_type == "text/event-stream"
             async for chunk in upstream.content.iter_any():
                 await answer.write(chunk)
-                if not streaming or len(head) < _USAGE_SCAN:  # a JSON answer is read whole
+                if not streaming or len(head) < USAGE_SCAN:  # a JSON answer is read whole
                     head += chunk
-                tail = (tail + chunk)[-_USAGE_SCAN:]
+                tail = (tail + chunk)[-USAGE_SCAN:]
             try:
                 await answer.write_eof()
             except ConnectionResetError:
                 # The agent hung up once it had the stream's last event (the openai SDK
                 # may, after `data: [DONE]`): the call was made, so its usage still counts.
                 LOG.debug("context-graph gateway: the agent left before the answer's end")
-        self._report_usage(prepared, upstream.status, upstream.content_type, head, tail)
+        answered.append(Answer(upstream.status, upstream.content_type, head, tail))
         return answer
 
-    def _report_usage(
-        self, prepared: _Prepared, status: int, content_type: str, head: bytes, tail: bytes
-    ) -> None:
-        """Report the answer's usage to the thread's manager, if it says it.
 
-        The answer has gone to the agent already: a usage that does not read is
-        logged and left out, never an error.
-        """
-        thread, wire = prepared.thread, prepared.wire
-        if thread is None or wire is None or status != 200:
-            return
-        try:
-            if content_type == "text/event-stream":
-                # Anthropic says its usage in the first and last events, Responses in its
-                # last; a stream shorter than the scan is in both pieces, read once each.
-                usage = wire.sse_usage(head + b"\n" + tail)
-            else:
-                answer = _json_object(head)
-                if answer is None:
-                    return
-                if prepared.counting:
-                    _report_count(thread, wire.counted_tokens(answer))
-                    return
-                usage = wire.answer_usage(answer)
-        except IngestError as error:
-            LOG.warning("context-graph gateway: the upstream's usage was left out: %s", error)
-            return
-        if usage is not None:
-            thread.manager.report_usage(usage)
+def _one_write(thread: Thread) -> AbstractContextManager[object]:
+    """A block whose writes to the thread's store commit together, when it ends.
+
+    A request's record and the state its render leaves are one transaction, as are the
+    answer's usage and the note: each request costs the session file two commits, one
+    before the request goes upstream and one after its answer. A shared thread writes
+    as it goes, so that a lost race is found (and retried) at the write that lost it.
+    """
+    store = thread.manager.store
+    if store is None or thread.shared:
+        return contextlib.nullcontext()
+    return store.atomic()
 
 
 def _keep_note(prepared: _Prepared) -> None:
     if prepared.thread is not None and prepared.activity is not None:
         note_request(prepared.thread.manager, prepared.activity)
-
-
-def _json_object(data: bytes) -> dict[str, Any] | None:
-    """`data` read as a JSON object (`None`: it is not one)."""
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _report_count(thread: Thread, tokens: object) -> None:
-    """Calibrate by a token-count answer's count (no call was made: no usage)."""
-    if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
-        thread.manager.report_usage(tokens)

@@ -13,7 +13,9 @@ A request goes to the thread it continues:
    items' JSON, no record read;
 2. else the thread whose record holds the longest leading part of it by content
    (`held_prefix`): a thread reopened from the store after a restart, whose last
-   request this process never saw;
+   request this process never saw, or one whose last request this history repeats in
+   other words, holding all of its record (Claude Code sends a resumed session's prompt
+   as a list of one text block, then as a string);
 3. else a new thread. A history that leaves a thread's partway (a rewind, an edited
    message or tool result) forks the thread whose record holds the longest leading
    part of it (`ContextManager.fork` at the last node of that part): the new thread
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.gateway.places import FolderPlaces, Location, ThreadPlaces, folder_name
+from orchestrator.gateway.spelling import Verdicts
 from orchestrator.integrations.clients_apis import Api
 from orchestrator.integrations.conversation import Conversation, item_keys
 from orchestrator.integrations.held import held_prefix
@@ -56,6 +59,8 @@ class Thread:
             conversation are never taken in at once.
         shared: Other processes write its record too (a PostgreSQL store): what they
             appended is brought in before each request (`replicas`).
+        verdicts: Which items of its last request went upstream in the agent's spelling
+            (`spelling`): the next request compares only what is new.
     """
 
     manager: ContextManager
@@ -63,6 +68,7 @@ class Thread:
     number: int
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     shared: bool = False
+    verdicts: Verdicts = field(default_factory=Verdicts)
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -194,9 +200,9 @@ class SessionTable:
         best: Thread | None = None
         best_matched = 0
         for thread in threads:
-            if thread.keys:  # this process saw its last request: rule 1 decided
-                continue
             held = held_prefix(events, thread.manager.raw, items=len(history))
+            if thread.keys and held.rest:
+                continue  # this process saw its last request, which this one leaves
             if held.rest and held.items < len(history):
                 continue  # it leaves this thread partway: a branch
             if held.matched > best_matched:

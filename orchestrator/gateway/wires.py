@@ -40,6 +40,9 @@ class Wire:
         counted_tokens: The count a token-count answer gives.
         model_of: The model a request's URL path names (`None`: the body names it).
         refusal: The API's own error body (HTTP 400) for a message (`--strict`).
+        text_shorthand: A string content stands for one text block
+            (`[{"type": "text", "text": ...}]`): the engine's reading of the one as the
+            other is sent in the agent's spelling (`spelling`).
     """
 
     name: str
@@ -55,6 +58,7 @@ class Wire:
     counted_tokens: Callable[[Mapping[str, Any]], Any] = anthropic.counted_tokens
     model_of: Callable[[str], str | None] = lambda path: None
     refusal: Callable[[str], dict[str, Any]] = anthropic.refusal
+    text_shorthand: bool = False
 
     def held_upstream(self, body: Mapping[str, Any]) -> bool:
         """Whether a request continues history the provider keeps (not the gateway's)."""
@@ -72,6 +76,7 @@ ANTHROPIC = Wire(
     anthropic.sse_usage,
     anthropic.answer_usage,
     engine_tools=True,
+    text_shorthand=True,
 )
 RESPONSES = Wire(
     "responses",
@@ -104,6 +109,7 @@ CHAT = Wire(
     chat.answer_usage,
     engine_tools=False,
     refusal=openai_refusal,
+    text_shorthand=True,
 )
 WIRES = {wire.name: wire for wire in (ANTHROPIC, RESPONSES, CHAT, GEMINI)}
 """Every wire, by name."""

@@ -67,10 +67,11 @@ def start(
     home: Path,
     project: Path,
     prompt: str,
+    *flags: str,
     settings: Mapping[str, str] | None = None,
 ) -> Any:
-    """Claude Code started in `project` on `prompt` (`-p`), with the gateway's URL and
-    `settings` (more environment variables)."""
+    """Claude Code started in `project` on `prompt` (`-p`, then `flags`), at the gateway's
+    URL, with `settings` (more environment variables)."""
     env = {
         **(settings or {}),
         "PATH": os.environ["PATH"],
@@ -81,7 +82,7 @@ def start(
         "DISABLE_TELEMETRY": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
-    command = ["node", str(claude), "-p", prompt, "--allowedTools", "Bash"]
+    command = ["node", str(claude), "-p", prompt, "--allowedTools", "Bash", *flags]
     return subprocess.Popen(
         command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

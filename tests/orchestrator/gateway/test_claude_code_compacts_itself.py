@@ -65,7 +65,7 @@ def _run(tmp_path: Path, settings: dict[str, str]) -> tuple[Any, Script, Provide
         )
         recorder.gateway = gateway
         with GatewayThread(gateway) as url:
-            agent = start(claude, url, home, project, "Count with seq.", settings)
+            agent = start(claude, url, home, project, "Count with seq.", settings=settings)
             agent.communicate(timeout=600)
             prompted = sum(
                 any(ASKS_SUMMARY in node.text for node in thread.manager.raw if node.kind == "user")

@@ -110,6 +110,21 @@ class TestSessions:
         assert kinds(new).count("tool_result") == 3
         assert server.refused == []
 
+    def test_a_history_that_says_the_same_in_other_words_continues_its_thread(
+        self, upstream: Upstream, serve_gateway: Serve
+    ) -> None:
+        """A message sent as one text block, then as a string (Claude Code's resumed prompt)."""
+        server = upstream(respond=Steps(30), factor=1.0, limit=BUDGET)
+        url, served = serve_gateway(server)
+        blocks = [{"role": "user", "content": [{"type": "text", "text": "Run the steps."}]}]
+        messages = agent(url, "s-1", messages=blocks, turns=1)
+        spelled = [{"role": "user", "content": "Run the steps."}, *messages[1:]]
+        agent(url, "s-1", messages=spelled, turns=2)
+        (thread,) = served.gateway.table.sessions["s-1"]
+        assert kinds(thread).count("user") == 1
+        assert kinds(thread).count("tool_result") == 2
+        assert server.refused == []
+
     @pytest.mark.parametrize("stored", [False, True], ids=["memory", "store"])
     def test_a_history_that_leaves_a_thread_partway_forks_it(
         self, upstream: Upstream, serve_gateway: Serve, tmp_path: Path, stored: bool
