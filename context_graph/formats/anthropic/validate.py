@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
@@ -56,12 +57,23 @@ ANTHROPIC_RULES: Mapping[str, str] = MappingProxyType(
         "thinking_while_disabled": "With thinking disabled, the final assistant message holds a "
         "thinking block.",
         "too_many_cache_breakpoints": "More than 4 `cache_control` breakpoints in one request.",
+        "system_message_misplaced": "A mid-conversation system message (a model that takes "
+        "them) is first, does not follow a user message (or an assistant message ending in a "
+        "server tool use), is followed by something other than an assistant message, or is "
+        "next to another system message.",
+        "system_message_content_invalid": "A mid-conversation system message's `content` is "
+        "neither a non-empty string nor a list of text blocks.",
         "trailing_whitespace": "The final assistant message ends with whitespace.",
     }
 )
 
 _MAX_MESSAGES = 100_000
 _MESSAGE_KEYS = frozenset({"role", "content"})
+_SYSTEM_MESSAGE_KEYS = frozenset({"role", "content", "cache_control"})
+#: The models that take `role: "system"` messages inside `messages` (mid-conversation
+#: system messages: Claude Opus 4.8, on Anthropic's own API; an id of a cloud platform,
+#: which does not serve them, does not match). Any other model answers them with a 400.
+_MID_CONVERSATION_SYSTEM = re.compile(r"claude-opus-4-8(?:-\d{8})?")
 
 
 def validate_anthropic(payload: Any, out: Collector) -> None:
@@ -98,10 +110,19 @@ def validate_anthropic(payload: Any, out: Collector) -> None:
                 "history",
             )
         last = len(messages) - 1
-        msgs = [_check_message(i, m, i == last, out, breakpoints) for i, m in enumerate(messages)]
-        check_sequence(msgs, out)
-        check_pairing(msgs, out)
-        check_thinking(payload.get("thinking"), msgs, out)
+        mid = _takes_system_messages(payload.get("model"))
+        msgs = [
+            _check_message(i, m, i == last, out, breakpoints, mid) for i, m in enumerate(messages)
+        ]
+        # The turns' rules read the conversation without the system messages in it: a
+        # tool result's message followed by one and then the assistant still alternates.
+        turns = [msg for msg in msgs if msg.role != "system"]
+        if mid:
+            _check_placement(msgs, out)
+        if turns:
+            check_sequence(turns, out)
+            check_pairing(turns, out)
+            check_thinking(payload.get("thinking"), turns, out)
     count_breakpoints(payload, out, breakpoints)
 
 
@@ -137,10 +158,23 @@ def _check_system(
             bps.append((f"{path}.cache_control", None))
 
 
+def _takes_system_messages(model: Any) -> bool:
+    """Whether `model` takes `role: "system"` messages inside `messages`."""
+    return isinstance(model, str) and _MID_CONVERSATION_SYSTEM.fullmatch(model.strip()) is not None
+
+
 def _check_message(
-    i: int, message: Any, final: bool, out: Collector, bps: list[tuple[str, int | None]]
+    i: int,
+    message: Any,
+    final: bool,
+    out: Collector,
+    bps: list[tuple[str, int | None]],
+    mid_system: bool = False,
 ) -> Msg:
-    """Check one message on its own; return what the cross-message rules need."""
+    """Check one message on its own; return what the cross-message rules need.
+
+    `mid_system`: the model takes system messages inside `messages`.
+    """
     path = f"messages[{i}]"
     if not is_obj(message):
         out.add(
@@ -151,6 +185,12 @@ def _check_message(
         )
         return Msg(i, None)
     role = message.get("role")
+    if role == "system" and mid_system:
+        check_keys(message, _SYSTEM_MESSAGE_KEYS, path, i, out)
+        if message.get("cache_control") is not None:
+            bps.append((f"{path}.cache_control", i))
+        _check_system_content(i, message.get("content"), out, bps)
+        return Msg(i, "system")
     if role == "system":
         out.add(
             "system_role_in_messages",
@@ -170,6 +210,64 @@ def _check_message(
     msg = Msg(i, role if role in ("user", "assistant") else None)
     _check_content(msg, message.get("content"), final, out, bps)
     return msg
+
+
+def _check_system_content(
+    i: int, content: Any, out: Collector, bps: list[tuple[str, int | None]]
+) -> None:
+    """A mid-conversation system message holds text only: a string or text blocks."""
+    path = f"messages[{i}].content"
+    if isinstance(content, str) and content.strip():
+        return
+    blocks = as_list(content)
+    if not blocks or not all(is_obj(b) and b.get("type") == "text" for b in blocks):
+        out.add(
+            "system_message_content_invalid",
+            path,
+            i,
+            f"a system message's `content` is {show(content)}; make it a non-empty string or a "
+            "list of text blocks (no images, documents or tool blocks)",
+        )
+        return
+    for j, block in enumerate(blocks):
+        check_text(i, f"{path}[{j}]", block, out)
+        if block.get("cache_control") is not None:
+            bps.append((f"{path}[{j}].cache_control", i))
+
+
+def _check_placement(msgs: list[Msg], out: Collector) -> None:
+    """Where a mid-conversation system message may stand (the API answers others with a 400)."""
+    for pos, msg in enumerate(msgs):
+        if msg.role != "system":
+            continue
+        prev = msgs[pos - 1] if pos > 0 else None
+        nxt = msgs[pos + 1] if pos + 1 < len(msgs) else None
+        problem = None
+        if prev is None:
+            problem = "it is the first message; put its text in the top-level `system`"
+        elif prev.role == "system" or (nxt is not None and nxt.role == "system"):
+            problem = "it is next to another system message; merge the two"
+        elif prev.role == "assistant" and not _ends_in_server_tool_use(prev):
+            problem = (
+                f"it follows assistant messages[{prev.index}]; it must follow a user message "
+                "(or an assistant message ending in a server tool use)"
+            )
+        elif nxt is not None and nxt.role != "assistant":
+            problem = (
+                f"messages[{nxt.index}] after it is not an assistant message; a system message "
+                "is the last message or is followed by the assistant's"
+            )
+        if problem is not None:
+            out.add(
+                "system_message_misplaced",
+                f"messages[{msg.index}].role",
+                msg.index,
+                f"a system message cannot stand here: {problem}",
+            )
+
+
+def _ends_in_server_tool_use(msg: Msg) -> bool:
+    return bool(msg.blocks) and msg.blocks[-1][1].get("type") == "server_tool_use"
 
 
 def _check_content(
