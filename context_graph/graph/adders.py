@@ -3,7 +3,9 @@
 `ContextGraph` and the orchestrator's `ContextManager` take batches through their own
 `ingest` (the manager's also tells its bus and triggers); both get the shorthands from
 here, so the two cannot drift apart. Each builds its event with `make_event`, so a wrong
-value is an `IngestError` naming the field, as it is for a batch.
+value is an `IngestError` naming the field, as it is for a batch. The keywords are typed
+(`event_fields`), and a keyword the event does not have is a `TypeError` naming the
+accepted ones, as Python raises for a function's own parameters.
 """
 
 from __future__ import annotations

@@ -115,5 +115,5 @@ class TestEventFields:
         if keyword in accepted_keywords(UserFields) | {"content"}:
             return
         with pytest.raises(TypeError, match=f"argument '{keyword}'"):
-            graph.add_user("hi", **{keyword: 1})  # type: ignore[misc]
+            graph.add_user("hi", **{keyword: 1})  # type: ignore[arg-type]
         assert graph_snapshot(graph) == before
