@@ -161,7 +161,7 @@ class EventBus:
         """Stop calling `receiver` on `name` (no error if it was not connected)."""
         self.signal(name).disconnect(receiver)
 
-    def emit(self, name: str, /, **payload: Any) -> None:
+    def emit(self, name: str, /, **payload: object) -> None:
         """Send `name` with `payload` to every receiver; their results are ignored.
 
         A receiver that raises an `Exception` is logged and skipped; the others still

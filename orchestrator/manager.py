@@ -41,15 +41,17 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Final, Self, TypeVar
+from typing import Any, Final, Self, TypeVar, Unpack
 
 from pydantic import BaseModel, ConfigDict
 
 import orchestrator._own  # noqa: F401  (checks the packages when __init__.py was replaced)
+from context_graph._keywords import check_keywords
 from context_graph.errors import BudgetExceededError, ConfigurationError, GraphError
 from context_graph.formats.wires import DEFAULT_FORMAT
 from context_graph.graph.adders import EventAdders
 from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.event_fields import AssistantFields
 from context_graph.graph.events import AgentEvent, coerce_events
 from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.graph.sdk_replies import read_response
@@ -640,7 +642,7 @@ class ContextManager(EventAdders):
         return ids
 
     @exclusive
-    def add_response(self, response: object, **fields: Any) -> tuple[str, ...]:
+    def add_response(self, response: object, **fields: Unpack[AssistantFields]) -> tuple[str, ...]:
         """Add the assistant turn of a provider's whole response; return the new node ids.
 
         A compaction the response carries (Anthropic's `compaction` block, the
@@ -662,7 +664,9 @@ class ContextManager(EventAdders):
             IngestError: the response is malformed or of no kind recognized (says what
                 is expected), or its usage is (a count that is not an int >= 0, cached
                 tokens beyond the prompt); nothing was added or reported.
+            TypeError: a keyword is not an `AssistantTurn` field (names it).
         """
+        check_keywords("add_response()", fields, AssistantFields, explicit=("response",))
         reply = read_response(response, url_map=self.url_map, **fields)
         # A reply's events: the compactions it carries (Anthropic's), then the turn.
         ids = self.ingest(reply.events)

@@ -19,10 +19,20 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    Protocol,
+    TypeAlias,
+    TypedDict,
+    Unpack,
+    runtime_checkable,
+)
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from context_graph._keywords import check_keywords
 from context_graph.errors import ConfigurationError, ProcessorError
 from context_graph.graph.content import ContentPart
 from context_graph.graph.context_graph import ContextGraph
@@ -33,6 +43,7 @@ from context_graph.graph.units import Unit
 
 __all__ = [
     "Abstract",
+    "ContextFields",
     "Drop",
     "Edit",
     "Finding",
@@ -146,6 +157,17 @@ class GraphView:
         return self._graph.sources(node_id, kind)
 
 
+class ContextFields(TypedDict, total=False):
+    """The keywords `ProcessorContext.for_graph` takes: the fields besides graph and tokens."""
+
+    budget: int | None
+    summarizer: Summarizer | None
+    instructions: str | None
+    clock: Callable[[], float]
+    target: int | None
+    expand_hints: bool
+
+
 @dataclass(frozen=True)
 class ProcessorContext:
     """Everything a processor may use besides its targets; per-run state lives here.
@@ -175,8 +197,13 @@ class ProcessorContext:
     expand_hints: bool = False
 
     @classmethod
-    def for_graph(cls, graph: ContextGraph, **fields: Any) -> ProcessorContext:
-        """A context over `graph`, counting with the graph's own token cache."""
+    def for_graph(cls, graph: ContextGraph, **fields: Unpack[ContextFields]) -> ProcessorContext:
+        """A context over `graph`, counting with the graph's own token cache.
+
+        Raises:
+            TypeError: a keyword is not a field of the context (names it).
+        """
+        check_keywords("ProcessorContext.for_graph()", fields, ContextFields, explicit=("graph",))
         return cls(graph=GraphView(graph), tokens=graph.token_cache, **fields)
 
     def count(self, node: Node) -> int:
@@ -505,7 +532,7 @@ def replace_each(
     )
 
 
-def replacement_for(original: Node, content: Sequence[ContentPart], **updates: Any) -> Node:
+def replacement_for(original: Node, content: Sequence[ContentPart], **updates: object) -> Node:
     """A node of the same kind that stands for `original` with new content.
 
     The copy keeps what pairing and rendering need (call ids, tool names, paths, error

@@ -146,8 +146,12 @@ def get_processor(name: str) -> type[Any]:
     return REGISTRY.get(name)
 
 
-def create_processor(name: str, **options: Any) -> Any:
-    """Construct the processor registered in `REGISTRY` as `name` with `options`."""
+def create_processor(name: str, **options: object) -> Any:
+    """Construct the processor registered in `REGISTRY` as `name` with `options`.
+
+    The options are whatever the registered class's constructor takes, so they cannot
+    be typed here; the class checks them.
+    """
     return REGISTRY.create(name, **options)
 
 

@@ -41,15 +41,17 @@ receiver: `disabled_notice` words it, and the pipeline logs it as a warning on t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from context_graph._keywords import check_keywords
 from context_graph.errors import ConfigurationError
 from orchestrator.pricing import CachePrice
 
 __all__ = [
     "GuardConfig",
+    "GuardFields",
     "GuardState",
     "StageOutcome",
     "StageRecord",
@@ -60,6 +62,21 @@ __all__ = [
 ]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class GuardFields(TypedDict, total=False):
+    """The keywords `GuardConfig(...)` takes: its fields, each documented there."""
+
+    min_progress: float
+    regrow: float
+    stall_runs: int
+    max_consecutive_failures: int
+    failure_cooldown_runs: int | None
+    max_resummarize: int
+    floor_tokens: int
+    cost_aware: bool
+    price: CachePrice | None
+    expected_calls: int | None
 
 
 class GuardConfig(BaseModel):
@@ -95,7 +112,8 @@ class GuardConfig(BaseModel):
     """The calls the cost guard counts the saving over; `None`: as many as the session
     has made so far (at least 1)."""
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, **data: Unpack[GuardFields]) -> None:
+        check_keywords("GuardConfig()", data, GuardFields)
         try:
             super().__init__(**data)
         except ValidationError as exc:

@@ -7,10 +7,11 @@ returns, frozen, so that evaluation stays a pure function.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Protocol, TypeAlias, get_args
+from typing import Literal, Protocol, TypeAlias, TypedDict, Unpack, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from context_graph._keywords import check_keywords
 from context_graph.errors import ConfigurationError
 from context_graph.graph.nodes import Node, TriggerKind, TriggerSpec
 from context_graph.graph.units import Unit
@@ -21,6 +22,7 @@ __all__ = [
     "Firing",
     "LevelTrigger",
     "TriggerConfig",
+    "TriggerFields",
     "TriggerName",
     "TriggerState",
     "TriggerView",
@@ -76,6 +78,18 @@ class TriggerView(Protocol):
     def __getitem__(self, node_id: str) -> Node: ...
 
 
+class TriggerFields(TypedDict, total=False):
+    """The keywords `TriggerConfig(...)` takes: its fields, each documented there."""
+
+    soft_ratio: float | None
+    hard_ratio: float | None
+    hysteresis: float
+    max_messages: int | None
+    max_tool_output_tokens: int | None
+    default_pipeline: str
+    pipelines: Mapping[TriggerName, str]
+
+
 class TriggerConfig(BaseModel):
     """The graph-level triggers and the pipelines triggers run.
 
@@ -99,7 +113,8 @@ class TriggerConfig(BaseModel):
     pipelines: Mapping[TriggerName, str] = Field(default_factory=dict)
     """Trigger name -> pipeline name; a node's `TriggerSpec.pipeline` takes precedence."""
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, **data: Unpack[TriggerFields]) -> None:
+        check_keywords("TriggerConfig()", data, TriggerFields)
         try:
             super().__init__(**data)
         except ValidationError as exc:

@@ -171,6 +171,25 @@ class TestAddResponse:
             ANTHROPIC.model_dump(mode="json")
         )
 
+    def test_a_misspelled_field_is_a_type_error(self) -> None:
+        """`modle=` is a `TypeError` naming it and the `AssistantTurn` fields; nothing happens."""
+        manager = _manager("openai")
+        before = graph_snapshot(manager.raw)
+        with Recorder(manager.bus) as recorder, pytest.raises(TypeError) as caught:
+            manager.add_response(OPENAI, modle="gpt-4o")  # type: ignore[call-arg]
+        message = str(caught.value)
+        assert "add_response() got an unexpected keyword argument 'modle'" in message
+        assert "message_id, meta, model, pinned, priority, response" in message
+        assert graph_snapshot(manager.raw) == before
+        assert recorder.names() == []
+
+    def test_a_listed_field_reaches_the_turn(self) -> None:
+        """`model=` and `meta=` land on the assistant turn, as before."""
+        manager = _manager("openai")
+        ids = manager.add_response(OPENAI, model="gpt-4o-mini", meta={"run": 1})
+        turn = manager.raw[ids[0]]
+        assert turn.meta["run"] == 1
+
     def test_no_render_before_no_report(self) -> None:
         """Without a render there is no request to calibrate against: only the ingest."""
         manager = _manager("openai")

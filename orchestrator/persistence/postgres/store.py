@@ -61,18 +61,28 @@ class PostgresStore:
     """
 
     def __init__(
-        self, conninfo: str, location: str, session: str, session_id: int, **options: Any
+        self,
+        conninfo: str,
+        location: str,
+        session: str,
+        session_id: int,
+        *,
+        counter: TokenCounter,
+        timeout: float,
+        pool: Any,
+        durable: bool,
+        read_only: bool,
     ) -> None:
         self._conninfo = conninfo
         self._session = session
         self._location = location
         self._id = session_id
-        self._counter: TokenCounter = options["counter"]
-        self._timeout: float = options["timeout"]
-        self._pool: Any = options["pool"]
-        self._durable: bool = options["durable"]
-        self._writer = LogWriter(location, session_id, self._pool, durable=options["durable"])
-        self._gate = WriteGate(location, self._writer, read_only=options["read_only"])
+        self._counter = counter
+        self._timeout = timeout
+        self._pool: Any = pool
+        self._durable = durable
+        self._writer = LogWriter(location, session_id, pool, durable=durable)
+        self._gate = WriteGate(location, self._writer, read_only=read_only)
         self._order = self._gate.order
         self._writable = self._gate.writable
         self._leases = LeaseKeeper(location, session_id, self._pool, self._writer)

@@ -102,11 +102,14 @@ class TestTriggerConfig:
             {"pipelines": {"budget_soft": ""}},
             {"pipelines": {"nonsense": "x"}},
             {"default_pipeline": ""},
-            {"unknown_option": 1},
         ],
     )
     def test_invalid_options_raise_configuration_error(self, options: dict[str, object]) -> None:
-        """Every invalid option is refused at construction with a ConfigurationError."""
+        """Every invalid value is refused at construction with a ConfigurationError.
+
+        An unknown keyword is a `TypeError` (tests/orchestrator/compaction/
+        test_config_keywords.py).
+        """
         with pytest.raises(ConfigurationError, match="TriggerConfig"):
             TriggerConfig(**options)
 
