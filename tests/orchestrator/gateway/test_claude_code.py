@@ -14,17 +14,19 @@ installs it in `.agents/node_modules`). Without it the test is skipped, unless
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmarks.provider_server import ProviderServer
 from orchestrator.compaction.continuation import AUTO_CONTINUE_TEXT
-from orchestrator.gateway import GatewayThread, gateway_for, session_of
+from orchestrator.gateway import Gateway, GatewayThread, gateway_for, session_of
 from orchestrator.policy import get_policy
 from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
 
@@ -88,36 +90,54 @@ def start(
     )
 
 
-def test_claude_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
-    claude = _claude_code()
+@dataclass(frozen=True)
+class Served:
+    """A gateway at `url` in front of a strict fake Anthropic, and Claude Code's folders."""
+
+    url: str
+    upstream: ProviderServer
+    recorder: Recorder
+    gateway: Gateway
+    project: Path
+    home: Path
+
+
+@contextlib.contextmanager
+def served(tmp_path: Path, script: Any, budget: int = BUDGET) -> Iterator[Served]:
+    """The gateway (coding policy, a SQLite store) and the fake answering with `script`."""
     project, home = tmp_path / "project", tmp_path / "home"
     project.mkdir()
     home.mkdir()
-    script = Script()
     recorder = Recorder(script, "anthropic")
-    with ProviderServer("anthropic", respond=recorder, factor=1.0, limit=BUDGET) as upstream:
+    with ProviderServer("anthropic", respond=recorder, factor=1.0, limit=budget) as upstream:
         gateway = gateway_for(
-            upstream.url, budget=BUDGET, policy=get_policy("coding"), store=tmp_path / "store"
+            upstream.url, budget=budget, policy=get_policy("coding"), store=tmp_path / "store"
         )
         recorder.gateway = gateway
         with GatewayThread(gateway) as url:
-            agent = start(claude, url, home, project, "Count with seq, step by step.")
-            out, err = agent.communicate(timeout=600)
-            sessions = dict(gateway.table.sessions)
-            threads = [
-                (t.number, [n.kind for n in t.manager.raw]) for ts in sessions.values() for t in ts
-            ]
-            recorded = max(t.manager.raw.total_tokens for ts in sessions.values() for t in ts)
-            applied = sum(
-                t.manager.stats().proposals_applied for ts in sessions.values() for t in ts
-            )
-            asked = [
-                n.id
-                for ts in sessions.values()
-                for t in ts
-                for n in t.manager.raw
-                if n.kind == "user" and "Count with seq" in n.text
-            ]
+            yield Served(url, upstream, recorder, gateway, project, home)
+
+
+def test_claude_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
+    claude = _claude_code()
+    script = Script()
+    with served(tmp_path, script) as run:
+        upstream, recorder, gateway = run.upstream, run.recorder, run.gateway
+        agent = start(claude, run.url, run.home, run.project, "Count with seq, step by step.")
+        out, err = agent.communicate(timeout=600)
+        sessions = dict(gateway.table.sessions)
+        threads = [
+            (t.number, [n.kind for n in t.manager.raw]) for ts in sessions.values() for t in ts
+        ]
+        recorded = max(t.manager.raw.total_tokens for ts in sessions.values() for t in ts)
+        applied = sum(t.manager.stats().proposals_applied for ts in sessions.values() for t in ts)
+        asked = [
+            n.id
+            for ts in sessions.values()
+            for t in ts
+            for n in t.manager.raw
+            if n.kind == "user" and "Count with seq" in n.text
+        ]
     assert agent.returncode == 0, err[-2000:]
     assert "All done." in out
     assert upstream.refused == [], upstream.refused[:3]

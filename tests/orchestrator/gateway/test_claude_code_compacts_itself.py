@@ -18,10 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.provider_server import ProviderServer
-from orchestrator.gateway import GatewayThread, gateway_for, session_of
-from orchestrator.policy import get_policy
-from tests.orchestrator.gateway.scripted import Recorder
-from tests.orchestrator.gateway.test_claude_code import _claude_code, start
+from orchestrator.gateway import session_of
+from tests.orchestrator.gateway.test_claude_code import _claude_code, served, start
 
 BUDGET = 90_000
 TURNS = 12
@@ -54,24 +52,16 @@ class Script:
 def _run(tmp_path: Path, settings: dict[str, str]) -> tuple[Any, Script, ProviderServer, int]:
     """Claude Code's run; and how many threads' records hold its compaction prompt."""
     claude = _claude_code()
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir()
-    home.mkdir()
     script = Script()
-    recorder = Recorder(script, "anthropic")
-    with ProviderServer("anthropic", respond=recorder, factor=1.0, limit=BUDGET) as upstream:
-        gateway = gateway_for(
-            upstream.url, budget=BUDGET, policy=get_policy("coding"), store=tmp_path / "store"
+    with served(tmp_path, script, BUDGET) as run:
+        upstream = run.upstream
+        agent = start(claude, run.url, run.home, run.project, "Count with seq.", settings=settings)
+        agent.communicate(timeout=600)
+        prompted = sum(
+            any(ASKS_SUMMARY in node.text for node in thread.manager.raw if node.kind == "user")
+            for threads in run.gateway.table.sessions.values()
+            for thread in threads
         )
-        recorder.gateway = gateway
-        with GatewayThread(gateway) as url:
-            agent = start(claude, url, home, project, "Count with seq.", settings=settings)
-            agent.communicate(timeout=600)
-            prompted = sum(
-                any(ASKS_SUMMARY in node.text for node in thread.manager.raw if node.kind == "user")
-                for threads in gateway.table.sessions.values()
-                for thread in threads
-            )
     return agent, script, upstream, prompted
 
 
