@@ -24,6 +24,7 @@ from context_graph.tokens.usage import Usage
 from orchestrator import ContextManager
 from orchestrator.persistence.sqlite.store import SQLiteStore
 from orchestrator.policy import get_policy
+from tests.orchestrator.persistence.test_manager_state import STATE_KEYS
 
 DATA = Path(__file__).with_name("data")
 STORE = DATA / "state_owners_44b3b6b.db"
@@ -97,18 +98,7 @@ class TestOldStore:
         shutil.copy(STORE, path)
         got = resume(path)
         expected = json.loads(EXPECTED.read_text(encoding="utf-8"))
-        assert sorted(got["stored"]) == [
-            "calibration",
-            "counters",
-            "guards",
-            "pending",
-            "pins",
-            "renderers",
-            "scanned",
-            "sent",
-            "triggers",
-            "usage",
-        ]
+        assert sorted(got["stored"]) == STATE_KEYS
         assert got == expected
 
 
