@@ -308,6 +308,11 @@ class _Quiet(ThreadingHTTPServer):
 
 def _handler(server: ProviderServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        # The providers' APIs keep a connection open from request to request (HTTP/1.1
+        # keep-alive); HTTP/1.0's close after each answer would make every client, the
+        # gateway's included, connect anew for each request.
+        protocol_version = "HTTP/1.1"
+
         def log_message(self, format: str, *args: Any) -> None:
             """Keep the test output quiet."""
 

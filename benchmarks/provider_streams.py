@@ -288,12 +288,17 @@ def write_stream(
     events: list[Event],
     fault: StreamFault | None = None,
 ) -> None:
-    """Send `events` as a chunked `text/event-stream` answer, interrupted as `fault` says."""
-    handler.protocol_version = "HTTP/1.1"  # chunked bodies need it; the connection closes after
+    """Send `events` as a chunked `text/event-stream` answer, interrupted as `fault` says.
+
+    The connection stays open for the next request, as the providers' does, unless the
+    fault drops it.
+    """
     handler.send_response(200)
     handler.send_header("Content-Type", "text/event-stream")
     handler.send_header("Transfer-Encoding", "chunked")
-    handler.send_header("Connection", "close")
+    if fault is not None and fault.kind == "drop":
+        handler.send_header("Connection", "close")
+        handler.close_connection = True
     handler.end_headers()
     sent = events if fault is None else events[: fault.after]
     if fault is not None and fault.kind == "error":

@@ -25,6 +25,10 @@ from typing import Any, Literal
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.sdk_clients import close_async_clients_of, close_sync_clients_fixture
+
+__all__ = ["close_sync_clients_fixture"]  # an autouse fixture: imported here to apply
+
 # Generation speed is not behaviour: on a loaded 2-core machine a strategy that builds
 # graphs can take over a second for a few inputs. Checks of the inputs stay on.
 settings.register_profile(
@@ -319,13 +323,15 @@ def _unread_trace(value: object) -> bool:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each `ingests_traces` test of an unread trace file as a strict expected failure.
+    """Mark each `ingests_traces` test of an unread trace file as a strict expected failure;
+    make each coroutine test close the async HTTP clients it opened (`tests.sdk_clients`).
 
     Only tests that ingest each file opt in: a test that merely sniffs the files (an
     importer claims none of them) passes on the unread families as on any other.
     """
     from context_graph.errors import IngestError
 
+    close_async_clients_of(items)
     for item in items:
         callspec = getattr(item, "callspec", None)
         if callspec is None or item.get_closest_marker("ingests_traces") is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anthropic
@@ -86,26 +86,35 @@ def _model(wire: str, url: str, clients: list[Any]) -> Any:
 
 
 @pytest.fixture(name="clients")
-def clients_fixture() -> Iterator[list[Any]]:
-    """The SDK clients a test made; closed after it, on an event loop closed after them."""
+async def clients_fixture() -> AsyncIterator[list[Any]]:
+    """The SDK clients an async test made; closed after it, on the test's event loop.
+
+    The fake upstream keeps connections open as the providers do, and a client's open
+    connections belong to the loop that opened them.
+    """
     made: list[Any] = []
     yield made
-    loop = asyncio.new_event_loop()
-    try:
-        for client in made:
-            loop.run_until_complete(client.close())
-    finally:
-        loop.close()
+    for client in made:
+        await client.close()
 
 
 @pytest.fixture(name="own_loop")
-def own_loop_fixture() -> Iterator[None]:
+def own_loop_fixture() -> Iterator[asyncio.AbstractEventLoop]:
     """An event loop for `run_sync` to use, closed after the test (run_sync leaves it open)."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    yield
+    yield loop
     asyncio.set_event_loop(None)
     loop.close()
+
+
+@pytest.fixture(name="sync_clients")
+def sync_clients_fixture(own_loop: asyncio.AbstractEventLoop) -> Iterator[list[Any]]:
+    """The SDK clients a `run_sync` test made; closed on its loop before that closes."""
+    made: list[Any] = []
+    yield made
+    for client in made:
+        own_loop.run_until_complete(client.close())
 
 
 class _Counted:
@@ -213,13 +222,13 @@ class TestThirtyTurns:
 
     @pytest.mark.parametrize("wire", ["anthropic", "openai"])
     def test_sync_loop_is_valid_and_counted_as_sent(
-        self, wire: str, provider_server: Any, clients: list[Any], own_loop: None
+        self, wire: str, provider_server: Any, sync_clients: list[Any]
     ) -> None:
         """`run_sync`: the same loop."""
         server = _server(provider_server, wire)
         counted = _Counted()
         history = ContextHistory(budget=BUDGET, factory=counted)
-        agent = _agent(wire, server.url, history, clients)
+        agent = _agent(wire, server.url, history, sync_clients)
         result = agent.run_sync("Why?", usage_limits=UsageLimits(request_limit=None))
         assert result.output == ANSWER
         _assert_counted_as_sent(server, counted, wire)
