@@ -71,9 +71,7 @@ def _closing_async(test: Callable[..., Any]) -> Callable[..., Any]:
 
 def _async_clients_since(before: set[int]) -> list[Any]:
     return [
-        client
-        for client in list(_OPEN)
-        if id(client) not in before and hasattr(client, "aclose")
+        client for client in list(_OPEN) if id(client) not in before and hasattr(client, "aclose")
     ]
 
 
