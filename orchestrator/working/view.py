@@ -201,7 +201,12 @@ class WorkingView(GraphView):
         derived = self._overlay.node(node_id)
         if derived is not None:
             return self._graph.token_cache.count_node(derived)
-        self[node_id]  # raises for a node this view cannot explain
+        # `self[node_id]` past the overlay, which was just asked: a goal-sized stage
+        # asks this of every output it weighs.
+        node = self._graph.get(node_id)
+        if node is None or not self._within(node):
+            msg = f"node {node_id!r} is in neither the pristine nor the working graph"
+            raise UnknownNodeError(msg)
         return self._graph.tokens(node_id)  # counted once, at ingest
 
     @property
