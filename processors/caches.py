@@ -3,7 +3,8 @@
 Some answers depend on a text alone and are asked for again at every compaction: the
 critical entities of a text, the paths a shell command touches, whether a tool output
 failed, the entities an agent's turn names, a brief's identifiers as code spans, the
-values and subject of a user's sentence. They are memoized for the whole process
+values and subject of a user's sentence, the values of a user's message (a rolling
+brief carries the user's messages on). They are memoized for the whole process
 (bounded by entry count). Clearing changes no result; it frees the memory and makes
 the next call pay the first computation again.
 The benchmarks clear before every replay, so that no contender starts with what an

@@ -268,9 +268,9 @@ class CompactionHooks:
             HookError: a hook raised; nothing any hook asked was applied.
         """
         view_ids = self._working.current_ids()
-        plan = PreCompaction(
-            mode, firings, self._working.total_tokens, budget, self._movable(view_ids)
-        )
+        # Only a hook reads the movable nodes: without one, the scan of the view is moot.
+        movable = self._movable(view_ids) if self._before else ()
+        plan = PreCompaction(mode, firings, self._working.total_tokens, budget, movable)
         for hook in self._before:
             await _call(hook, plan, "before_compaction")
             self._bus.emit("compaction_hook_ran", hook=hook, stage="before", trigger=plan.trigger)

@@ -261,7 +261,7 @@ def stands_for(working: WorkingGraph, node: Node, ids: frozenset[str]) -> bool:
         return True
     if node.seq is not None and working.view.overlay.node(node.id) is None:
         return False  # a pristine transcript node: its only root is itself
-    return not ids.isdisjoint(working.roots(node.id))
+    return working.view.stands_for_any(node.id, ids)
 
 
 @dataclass(frozen=True, slots=True)

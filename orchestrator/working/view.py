@@ -28,6 +28,7 @@ which says how they are built, extended and reused after edits.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -200,7 +201,12 @@ class WorkingView(GraphView):
         derived = self._overlay.node(node_id)
         if derived is not None:
             return self._graph.token_cache.count_node(derived)
-        self[node_id]  # raises for a node this view cannot explain
+        # `self[node_id]` past the overlay, which was just asked: a goal-sized stage
+        # asks this of every output it weighs.
+        node = self._graph.get(node_id)
+        if node is None or not self._within(node):
+            msg = f"node {node_id!r} is in neither the pristine nor the working graph"
+            raise UnknownNodeError(msg)
         return self._graph.tokens(node_id)  # counted once, at ingest
 
     @property
@@ -356,6 +362,27 @@ class WorkingView(GraphView):
             else:
                 stack.extend(_lineage(node))
         return tuple(sorted(found, key=self._seq))
+
+    def stands_for_any(self, node_id: str, ids: AbstractSet[str]) -> bool:
+        """Whether a root of `node_id` (`roots`) is one of `ids`.
+
+        The walk of `roots`, over at the first root found in `ids`, and not sorted: a
+        stage restricted to some nodes asks it of every node of the view.
+        """
+        seen: set[str] = set()
+        stack = [node_id]
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            node = self[current]
+            if self._overlay.node(current) is None and node.seq is not None:
+                if current in ids:
+                    return True
+            else:
+                stack.extend(_lineage(node))
+        return False
 
     def expand(self, node_id: str) -> tuple[Node, ...]:
         """The original pristine nodes behind `node_id`, in transcript order."""

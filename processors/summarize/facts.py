@@ -164,7 +164,10 @@ def command_of(call: ToolCallNode) -> str | None:
     """The shell command a call runs, if it is a shell call."""
     if not is_shell(call):
         return None
-    args = arguments_of(call)
+    # Read in place, not copied (`arguments_of`): every summary asks this of each call
+    # of its span several times (outcomes, error keys, the brief's lines).
+    parsed = call.parsed_arguments
+    args = parsed if isinstance(parsed, dict) else {}
     value = args.get("command", args.get("cmd"))
     if isinstance(value, list):
         return " ".join(str(part) for part in value)

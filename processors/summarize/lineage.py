@@ -104,6 +104,7 @@ class _Index:
             if isinstance(node, UserNode | AssistantNode | NoteNode | ToolCallNode | FileNode)
         ]
         self._outputs = [(n.id, n.text) for n in span if isinstance(n, AnswerNode)]
+        self._words: list[tuple[str, frozenset[str]]] | None = None
         self._carried: dict[str, tuple[str, ...]] = {}
         for summary in carried:
             for number, line in enumerate(summary.text.split("\n"), start=1):
@@ -163,11 +164,23 @@ class _Index:
         """The node sharing the most words with `body` (two at least), if any."""
         words = {w.casefold() for w in _WORD.findall(body)}
         best, best_shared = "", 1
-        for node_id, said in self._said:
-            shared = len(words & {w.casefold() for w in _WORD.findall(said)})
+        for node_id, said in self._said_words():
+            shared = len(words & said)
             if shared > best_shared:
                 best, best_shared = node_id, shared
         return (best,) if best else ()
+
+    def _said_words(self) -> list[tuple[str, frozenset[str]]]:
+        """Each node's words, casefolded, read once for every line that needs them.
+
+        A brief has dozens of lines that quote no node, each compared with every node.
+        """
+        if self._words is None:
+            self._words = [
+                (node_id, frozenset(w.casefold() for w in _WORD.findall(said)))
+                for node_id, said in self._said
+            ]
+        return self._words
 
 
 def _searchable(node: Node) -> str:

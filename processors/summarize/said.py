@@ -73,20 +73,43 @@ def _words(text: str) -> list[str]:
 
 def said_in(sentence: str, text: str) -> bool:
     """Whether `text` keeps `sentence`: verbatim, or all its words on one line."""
-    flat = " ".join(text.split())
-    if " ".join(sentence.split()) in flat:
-        return True
-    words = _words(sentence)
-    return any(_all_on(words, line) for line in text.splitlines())
+    return _Kept(text).keeps(sentence)
 
 
-def _all_on(words: Sequence[str], line: str) -> bool:
-    """Whether every word is on `line`: a whole word, or inside a run (CJK has no spaces)."""
-    folded = line.casefold()
-    present = set(_words(folded))
+class _Kept:
+    """A text read once for many `keeps` questions.
+
+    A brief is checked against every sentence the user said since the session began:
+    flattening it and reading each line's words once per sentence cost more than
+    the rest of the check.
+    """
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._flat = " ".join(text.split())
+        self._lines: list[tuple[str, set[str]]] | None = None
+
+    def keeps(self, sentence: str) -> bool:
+        """Whether the text holds `sentence` verbatim, or all its words on one line."""
+        if " ".join(sentence.split()) in self._flat:
+            return True
+        words = _words(sentence)
+        return any(_all_on(words, folded, present) for folded, present in self._read_lines())
+
+    def _read_lines(self) -> list[tuple[str, set[str]]]:
+        """Each line casefolded, with its words (read at the first sentence not verbatim)."""
+        if self._lines is None:
+            folded = (line.casefold() for line in self._text.splitlines())
+            self._lines = [(line, set(_words(line))) for line in folded]
+        return self._lines
+
+
+def _all_on(words: Sequence[str], folded: str, present: set[str]) -> bool:
+    """Whether every word is on the line: a whole word, or inside a run (CJK has no spaces)."""
     return all(word in present or (not word.isascii() and word in folded) for word in words)
 
 
 def lost_sentences(sentences: Sequence[str], text: str) -> list[str]:
     """The sentences of `sentences` that `text` does not keep, in order."""
-    return [sentence for sentence in sentences if not said_in(sentence, text)]
+    kept = _Kept(text)
+    return [sentence for sentence in sentences if not kept.keeps(sentence)]

@@ -68,8 +68,9 @@ def _claim(sentence: str) -> _Claim:
 
 
 def clear_cache() -> None:
-    """Forget the sentences read (`processors.caches.clear_caches`)."""
+    """Forget the sentences and messages read (`processors.caches.clear_caches`)."""
     _claim.cache_clear()
+    _values.cache_clear()
 
 
 def _subject(sentence: str) -> frozenset[tuple[str, str]]:
@@ -83,8 +84,11 @@ def _subject(sentence: str) -> frozenset[tuple[str, str]]:
     return frozenset(itertools.pairwise(content))
 
 
-def _values(sentence: str) -> frozenset[str]:
-    return frozenset(v.strip(".,").lower() for v in _VALUE.findall(sentence))
+#: A rolling brief carries the user's messages on, and every compaction reads their
+#: values again (`stale_values`): each message is read once.
+@functools.lru_cache(maxsize=8192)
+def _values(text: str) -> frozenset[str]:
+    return frozenset(v.strip(".,").lower() for v in _VALUE.findall(text))
 
 
 def _kind(value: str) -> str:
@@ -161,7 +165,10 @@ def stale_values(items: Sequence[str]) -> frozenset[str]:
     What a summary must no longer carry: `$500` once the budget cap became `$800`.
     """
     said = frozenset(v for item in items for v in _values(item))
-    return said - _values(" ".join(supersede(items)))
+    # No value holds a space, so the values of the kept items joined by spaces are
+    # those of each item: read one by one, each is a cache hit at the next compaction.
+    kept = frozenset(v for item in supersede(items) for v in _values(item))
+    return said - kept
 
 
 def is_stale(value: str, stale: frozenset[str]) -> bool:

@@ -82,6 +82,7 @@ def test_clear_caches_knows_every_memo() -> None:
         "processors.distill.references._named",
         "processors.summarize.quoting.code_span",
         "processors.summarize.updates._claim",
+        "processors.summarize.updates._values",
     }
 
 

@@ -252,3 +252,38 @@ async def test_every_sentence_not_superseded_is_kept_or_the_brief_is_refused(
     current = supersede(messages)[-1:] if _left_out(proposal.note) else supersede(messages)
     required = [s for m in current for s in user_sentences([m], message_chars=2_000)]
     assert lost_sentences(required, _summary_text(proposal)) == []
+
+
+def _said_in_each_time(sentence: str, text: str) -> bool:
+    """The check as first written: `text` read again for each sentence."""
+    if " ".join(sentence.split()) in " ".join(text.split()):
+        return True
+    words = [w.casefold() for w in re.findall(r"\w+", sentence)]
+    for line in text.splitlines():
+        folded = line.casefold()
+        present = {w.casefold() for w in re.findall(r"\w+", folded)}
+        if all(w in present or (not w.isascii() and w in folded) for w in words):
+            return True
+    return False
+
+
+_ODD = st.sampled_from(["表", "ß", "SS", "\t", "a.b"])
+_LINE = st.lists(st.one_of(_WORDS, _ODD), max_size=8).map(" ".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sentences=st.lists(
+        st.one_of(_SENTENCE, st.sampled_from(MULTILINGUAL), st.text(max_size=12)), max_size=8
+    ),
+    lines=st.lists(st.one_of(_LINE, st.sampled_from(MULTILINGUAL)), max_size=6),
+)
+def test_the_text_read_once_keeps_what_a_read_per_sentence_keeps(
+    sentences: list[str], lines: list[str]
+) -> None:
+    """`lost_sentences` reads a brief once for all the sentences, and loses exactly the
+    sentences a check reading it again for each sentence loses."""
+    text = "\n".join(lines)
+    expected = [s for s in sentences if not _said_in_each_time(s, text)]
+    assert lost_sentences(sentences, text) == expected
+    assert [s for s in sentences if not said_in(s, text)] == expected

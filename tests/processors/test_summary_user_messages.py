@@ -156,6 +156,24 @@ def test_supersede_finds_what_a_pairwise_comparison_finds(items: list[str]) -> N
     assert supersede(items) == _supersede_pairwise(items)
 
 
+_MESSAGE_PART = st.one_of(_CLAIM, _SENTENCE, st.sampled_from(["\n", "  ", "a_b\ncd", "x.\n/y"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_MESSAGE_PART, min_size=1, max_size=4).map(" ".join), max_size=8))
+def test_stale_values_read_message_by_message_as_joined(items: list[str]) -> None:
+    """The values still said are read from each kept message alone (each read once for
+    later compactions), and are those of the kept messages joined by spaces."""
+    updates.clear_cache()
+    said = frozenset(v for item in items for v in updates._VALUE.findall(item))
+    joined = " ".join(supersede(items))
+    expected = {v.strip(".,").lower() for v in said} - {
+        v.strip(".,").lower() for v in updates._VALUE.findall(joined)
+    }
+    assert updates.stale_values(items) == expected
+    assert updates.stale_values(items) == expected  # from the cache, the same
+
+
 class _Model:
     """Answers with a script; records the instructions it was given."""
 

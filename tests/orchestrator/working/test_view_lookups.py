@@ -122,3 +122,25 @@ class TestViewLookups:
                     continue
                 for kind in ("follows", "answers", "derived_from"):
                     assert view.sources(node_id, kind) == _composed_sources(view, node_id, kind)
+
+    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(
+        plan=st.lists(st.sampled_from(["fill", "mask", "summarize"]), min_size=1, max_size=5),
+        picks=st.lists(st.integers(0, 200), max_size=6),
+    )
+    async def test_stands_for_any_meets_the_roots(self, plan: list[str], picks: list[int]) -> None:
+        """After any mix of ingests, masks and summaries, a node stands for some of a set
+        of ids exactly when one of its roots is in the set."""
+        manager = ContextManager(counter=WordCounter(), policy=Policy())
+        _fill(manager, 3)
+        for index, action in enumerate(plan):
+            if action == "fill":
+                _fill(manager, 2, start=3 + 2 * index)
+            else:
+                keep = ObservationMasker(keep_turns=1)
+                await _compact(manager, keep if action == "mask" else HistorySummarizer())
+        view = manager.working.view
+        transcript = view.transcript()
+        ids = frozenset(transcript[pick % len(transcript)] for pick in picks)
+        for node_id in (*transcript, *view.overlay.derived):
+            assert view.stands_for_any(node_id, ids) == (not ids.isdisjoint(view.roots(node_id)))
