@@ -40,6 +40,7 @@ __all__ = [
     "readable_request",
     "refusal",
     "sse_usage",
+    "unreachable",
 ]
 
 _MESSAGES = "/v1/messages"

@@ -39,7 +39,9 @@ __all__ = [
     "model_of",
     "readable_request",
     "refusal",
+    "restore",
     "sse_usage",
+    "unreachable",
 ]
 
 COUNT_REQUEST = "generateContentRequest"

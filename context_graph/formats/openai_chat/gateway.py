@@ -39,7 +39,15 @@ from context_graph.formats.gateway import BodyLayout, GatewayWire, RequestKind, 
 from context_graph.formats.sse import data_events
 from context_graph.tokens.usage import Usage, read_usage
 
-__all__ = ["GATEWAY", "OPENAI", "answer_usage", "openai_error", "readable_request", "sse_usage"]
+__all__ = [
+    "GATEWAY",
+    "OPENAI",
+    "answer_usage",
+    "openai_error",
+    "readable_request",
+    "sse_usage",
+    "unreachable",
+]
 
 OPENAI = Upstream("openai", "https://api.openai.com")
 """OpenAI's API: Chat Completions and Responses."""
