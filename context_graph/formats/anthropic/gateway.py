@@ -15,7 +15,10 @@ comparable from call to call and readable by the importer:
   becomes a user message whose text is wrapped in `<system-reminder>` tags, the form
   Claude Code itself used for these reminders before the beta: every API version
   accepts it, and the top-level system prompt, the head of the cached prefix, stays
-  the same from call to call.
+  the same from call to call. It is rewritten for a model that takes such messages
+  (`claude-opus-4-8`) too: the engine has no node for a system message held in its
+  place (its importer refuses one; a system node is rendered into the top-level
+  `system`), so kept it would move to the head and change the cached prefix.
 
 A reply is not read: the agent sends it back in its next request, where it is taken in
 with the rest. Only its usage is read (`answer_usage`, `sse_usage`), to calibrate the

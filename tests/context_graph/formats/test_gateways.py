@@ -91,3 +91,45 @@ def test_no_format_module_needs_an_http_library() -> None:
             if bad:
                 offenders.append(f"{path.name}: {bad}")
     assert offenders == []
+
+
+REMINDER = "<system-reminder>\nagent types\n</system-reminder>"
+
+
+class TestAnthropicReadableRequest:
+    def test_marks_come_off_and_a_system_message_becomes_a_reminder(self) -> None:
+        """The agent's moving cache marks are dropped; a mid-conversation system message is
+        user text in `<system-reminder>` tags in its place; an unmarked message is kept as is."""
+        plain = {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}
+        body = {
+            "system": [{"type": "text", "text": "S", "cache_control": {"type": "ephemeral"}}],
+            "messages": [
+                {"role": "user", "content": "task"},
+                {"role": "system", "content": "agent types"},
+                plain,
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": "go", "cache_control": {"x": 1}}],
+                },
+            ],
+        }
+        read = GATEWAY_WIRES["anthropic"].readable(body)
+        assert read == {
+            "system": [{"type": "text", "text": "S"}],
+            "messages": [
+                {"role": "user", "content": "task"},
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "text",
+                            "text": "<system-reminder>\nagent types\n</system-reminder>",
+                        }
+                    ],
+                },
+                plain,
+                {"role": "user", "content": [{"type": "text", "text": "go"}]},
+            ],
+        }
+        assert read["messages"][2] is plain
+        assert body["system"][0]["cache_control"] == {"type": "ephemeral"}, "the body is unchanged"
