@@ -57,7 +57,6 @@ REGISTRY: frozenset[str] = frozenset(
 #: Files and folders (a trailing `/`) that may name formats outside their homes, and why.
 ALLOWED: Mapping[str, str] = {
     # Not wire formats but the places a user or a vendor's program meets them.
-    "orchestrator/gateway/": "the gateway's HTTP wires, one per format (h-gw's)",
     "orchestrator/integrations/": "adapters to vendors' SDKs, each naming the format it speaks",
     "processors/summarize/": "the summarizer's model clients, one per vendor SDK",
     "context_graph/importers/codex_cli.py": "Codex CLI (OpenAI's agent) records Responses items",

@@ -61,7 +61,7 @@ import httpx
 from benchmarks.gateway_script import BUDGET, MODEL, SYSTEM, TOOLS, Steps, agent, output
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import OUTCOME, GatewayThread, gateway_for
-from orchestrator.gateway.server import _Body  # the profile times the gateway's own steps
+from orchestrator.gateway.server import RequestBody  # the profile times the gateway's own steps
 from orchestrator.gateway.spelling import read_spelled
 from orchestrator.gateway.wires import WIRES
 from orchestrator.policy import get_policy
@@ -632,7 +632,7 @@ def profile_render(wire: str, size: int, turns: int, top: int = 25) -> str:
 
     async def handle(raw: bytes) -> None:
         body, spelled = read_spelled(raw)
-        await prepare(headers, _Body(raw, body, spelled), WIRES[wire], counting=False)
+        await prepare(headers, RequestBody(raw, body, spelled), WIRES[wire], counting=False)
 
     asyncio.run(handle(_encode(case.body(items))))
     bodies = []

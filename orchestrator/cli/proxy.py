@@ -16,25 +16,13 @@ import sys
 from pathlib import Path
 
 from context_graph.errors import ConfigurationError
+from context_graph.formats.gateways import UPSTREAMS, wires_of
 from orchestrator.cli.errors import EXIT_INTERRUPTED, EXIT_OK
 from orchestrator.cli.progress import Progress
 from orchestrator.cli.session import choose_policy
 from orchestrator.persistence.postgres.connect import redacted
 
 __all__ = ["default_store", "run_proxy"]
-
-UPSTREAMS = {
-    "anthropic": "https://api.anthropic.com",
-    "openai": "https://api.openai.com",
-    "gemini": "https://generativelanguage.googleapis.com",
-}
-"""Each upstream the proxy speaks to, and its public base URL."""
-WIRES = {
-    "anthropic": ("anthropic",),
-    "openai": ("responses", "chat"),
-    "gemini": ("gemini",),
-}
-"""The wire formats the proxy manages for each upstream (the others pass through)."""
 
 
 def default_store() -> Path:
@@ -60,7 +48,7 @@ def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
     if isinstance(store, Path) and store.exists() and not store.is_dir():
         msg = f"proxy --store {store}: not a folder (the proxy keeps a folder per session)"
         raise ConfigurationError(msg)
-    upstream = args.upstream_url or UPSTREAMS[args.upstream]
+    upstream = args.upstream_url or UPSTREAMS[args.upstream].url
     received = asyncio.run(
         serve(
             upstream=upstream,
@@ -70,7 +58,7 @@ def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
             host=args.host,
             port=args.port,
             strict=args.strict,
-            wires=WIRES[args.upstream],
+            wires=[wire.name for wire in wires_of(args.upstream)],
             announce=lambda url: _announce(url, upstream, args, store),
             stopped=lambda line: print(f"context-graph proxy: {line}", file=sys.stderr),
         )
@@ -82,20 +70,6 @@ def run_proxy(args: argparse.Namespace, progress: Progress) -> int:
 def _announce(url: str, upstream: str, args: argparse.Namespace, store: Path | str | None) -> None:
     where = "memory only" if store is None else redacted(str(store))
     print(f"context-graph proxy: {url} -> {upstream}, budget {args.budget}, sessions in {where}")
-    if args.upstream == "anthropic":
-        print("Set in the agent's environment (Claude Code):")
-        print(f"  export ANTHROPIC_BASE_URL={url}")
-    elif args.upstream == "gemini":
-        print("Set in the agent's environment (gemini-cli, with its Gemini API key auth):")
-        print(f"  export GOOGLE_GEMINI_BASE_URL={url}")
-    else:
-        print("Add to ~/.codex/config.toml (Codex CLI), and run codex with that key set:")
-        print('  model_provider = "context-graph"')
-        print("  [model_providers.context-graph]")
-        print('  name = "context-graph"')
-        print(f'  base_url = "{url}/v1"')
-        print('  env_key = "OPENAI_API_KEY"')
-        print('  wire_api = "responses"')
-        print("For opencode, an @ai-sdk/openai-compatible provider in opencode.json with:")
-        print(f'  "options": {{"baseURL": "{url}/v1"}}')
+    for wire in wires_of(args.upstream):
+        print("\n".join(wire.agent_setup(url)))
     sys.stdout.flush()

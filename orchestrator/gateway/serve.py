@@ -32,17 +32,18 @@ def gateway_for(
     policy: Policy,
     store: Path | str | None,
     strict: bool = False,
-    wires: Sequence[str] = ("anthropic", "responses", "chat"),
+    wires: Sequence[str] | None = None,
 ) -> Gateway:
     """A gateway to `upstream` whose conversations are managed under `policy` and `budget`.
 
-    Each wire format named in `wires` is served (the others' paths are passed through);
+    Each wire format named in `wires` (by default every one in `WIRES`) is served (the
+    others' paths are passed through);
     its sessions are kept under `<store>/<wire>/`, or, for a `postgresql://` store, as
     sessions of that database which other gateways may serve at the same time (`places`).
     """
     tables = {
         name: SessionTable(WIRES[name].api, _factory(name, budget, policy), places_for(store, name))
-        for name in wires
+        for name in (WIRES if wires is None else wires)
     }
     return Gateway(upstream, tables, budget=budget, strict=strict)
 
@@ -51,7 +52,7 @@ def _factory(wire: str, budget: int | None, policy: Policy) -> ManagerFactory:
     # An agent behind the gateway works on its own between user turns: after a summary
     # it is told to carry on (`auto_continue`).
     chosen = policy.replace(auto_continue=True)
-    if wire == "anthropic":
+    if WIRES[wire].http.engine_cache_marks:
         # The agent's own cache marks are taken off what it sends (they move every call):
         # the engine marks the prefix it keeps stable, or nothing would be cached.
         chosen = chosen.replace(cache_breakpoints=True)

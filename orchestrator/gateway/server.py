@@ -1,9 +1,8 @@
 """`Gateway`: an HTTP proxy that renders each agent request under the budget.
 
 The agent points its base URL at the gateway; the gateway points at the provider (or
-any endpoint that speaks its API). For each model call (`POST /v1/messages`, with or
-without `?beta=true`; `POST /v1/responses`; Gemini's
-`POST /v1beta/models/<model>:generateContent` and `:streamGenerateContent`):
+any endpoint that speaks its API). For each model call to a path a wire serves
+(`GatewayWire.routes`, the providers' in `context_graph.formats.gateways`):
 
 1. the session is read from what the client sends (`orchestrator.gateway.identity`)
    and the request goes to the conversation it continues (`threads.SessionTable`);
@@ -14,7 +13,7 @@ without `?beta=true`; `POST /v1/responses`; Gemini's
    included. Its usage (a stream's: from its events) calibrates the engine's count and
    adds to the session's usage (`manager.stats().usage`, its `cache_hit_rate`).
 
-`POST /v1/messages/count_tokens` for a conversation the gateway holds is answered by
+A token count (`GatewayWire.count`) for a conversation the gateway holds is answered by
 the upstream's count of what the gateway would send, not of the agent's whole history
 (an agent that sizes its own compaction from this count would otherwise compact itself
 for nothing). Every other request is passed through unchanged, as is any request when
@@ -29,21 +28,19 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from context_graph.errors import ConfigurationError, ContextGraphError
 from orchestrator.gateway.activity import Activity, note_request, take_note
-from orchestrator.gateway.failures import api_of_path, unreachable_upstream
-from orchestrator.gateway.gemini import COUNT_REQUEST
 from orchestrator.gateway.identity import session_of
 from orchestrator.gateway.replicas import take_and_render
 from orchestrator.gateway.spelling import Spelled, compact, read_spelled
 from orchestrator.gateway.threads import SessionTable, Thread
 from orchestrator.gateway.usage import USAGE_SCAN, Answer, report_answer
-from orchestrator.gateway.wires import ANTHROPIC, CHAT, GEMINI, RESPONSES, Wire
+from orchestrator.gateway.wires import WIRES, Wire, wire_of_path
 from orchestrator.integrations.extras import missing_extra
 
 try:
@@ -51,7 +48,7 @@ try:
 except ImportError as exc:  # the extra is not installed
     raise missing_extra(__name__, "aiohttp", "proxy", "aiohttp") from exc
 
-__all__ = ["FORWARDED", "OUTCOME", "Gateway"]
+__all__ = ["FORWARDED", "OUTCOME", "Gateway", "RequestBody"]
 
 LOG = logging.getLogger("context_graph.gateway")
 
@@ -92,7 +89,7 @@ class _Prepared:
     """The note to keep in the thread's store once the answer is back (`activity`)."""
 
 
-class _Body(NamedTuple):
+class RequestBody(NamedTuple):
     """An agent's request body: its bytes, what they say, and how they spell it."""
 
     raw: bytes
@@ -109,7 +106,7 @@ class _Body(NamedTuple):
         if self.spelled is None:
             return compact(sent)
         return self.spelled.write(
-            sent, self.value, shorthand=wire.text_shorthand, verdicts=thread.verdicts
+            sent, self.value, shorthand=wire.http.text_shorthand, verdicts=thread.verdicts
         )
 
 
@@ -118,8 +115,8 @@ class Gateway:
 
     Args:
         upstream: The provider's base URL (`https://...`, no trailing `/v1`).
-        tables: The sessions' conversations, one table per wire format served
-            (`"anthropic"`, `"responses"`, `"chat"`).
+        tables: The sessions' conversations, one table per wire format served, by
+            the wire's name (`orchestrator.gateway.wires.WIRES`).
         budget: The budget of every request (the engine's renders are under it).
         strict: Answer a request the engine fails on with an error instead of passing
             it through unchanged.
@@ -141,8 +138,8 @@ class Gateway:
 
     @property
     def table(self) -> SessionTable:
-        """The Anthropic sessions' conversations."""
-        return self._tables["anthropic"]
+        """The conversations of the first wire format served (of a gateway's only one)."""
+        return next(iter(self._tables.values()))
 
     def table_of(self, wire: str) -> SessionTable:
         """The conversations of the sessions of one wire format."""
@@ -151,11 +148,10 @@ class Gateway:
     def app(self, middlewares: Sequence[Any] = ()) -> web.Application:
         """The aiohttp application serving the gateway (with these aiohttp middlewares)."""
         app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=middlewares)
-        app.router.add_post("/v1/messages", self._messages)
-        app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
-        app.router.add_post("/v1/responses", self._responses)
-        app.router.add_post("/v1beta/models/{target}", self._gemini)
-        app.router.add_post("/v1/chat/completions", self._chat)
+        # Every wire's routes, served or not: a wire not served passes its requests through.
+        for wire in WIRES.values():
+            for route in wire.http.routes:
+                app.router.add_post(route, self._handler(wire))
         app.router.add_route("*", "/{tail:.*}", self._passthrough)
         app.on_startup.append(self._start)
         app.on_cleanup.append(self._stop)
@@ -173,26 +169,14 @@ class Gateway:
         for table in self._tables.values():
             table.close()
 
-    async def _messages(self, request: web.Request) -> web.StreamResponse:
-        return await self._managed(request, ANTHROPIC)
+    def _handler(self, wire: Wire) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            kind = wire.http.request_kind(request.path, await request.read())
+            if kind is None or (kind == "count" and wire.http.count is None):
+                return await self._passthrough(request)
+            return await self._managed(request, wire, counting=kind == "count")
 
-    async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
-        return await self._managed(request, ANTHROPIC, counting=True)
-
-    async def _responses(self, request: web.Request) -> web.StreamResponse:
-        return await self._managed(request, RESPONSES)
-
-    async def _gemini(self, request: web.Request) -> web.StreamResponse:
-        method = request.match_info["target"].rpartition(":")[2]
-        if method in ("generateContent", "streamGenerateContent"):
-            return await self._managed(request, GEMINI)
-        if method == "countTokens" and COUNT_REQUEST.encode() in await request.read():
-            # Bare `contents` name no system prompt: not a conversation (gemini.py).
-            return await self._managed(request, GEMINI, counting=True)
-        return await self._passthrough(request)
-
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
-        return await self._managed(request, CHAT)
+        return handle
 
     async def _managed(
         self, request: web.Request, wire: Wire, *, counting: bool = False
@@ -218,12 +202,12 @@ class Gateway:
             body, spelled = read_spelled(raw)
         except ValueError:
             return _Prepared(raw, None, "passthrough")  # the upstream names what is wrong
-        if not isinstance(body, dict) or wire.held_upstream(body):
+        if not isinstance(body, dict) or wire.http.held_upstream(body):
             return _Prepared(raw, None, "passthrough")
         try:
             return await self._render(
                 request.headers,
-                _Body(raw, body, spelled),
+                RequestBody(raw, body, spelled),
                 wire,
                 counting=counting,
                 path=request.path,
@@ -237,14 +221,15 @@ class Gateway:
     async def _render(
         self,
         headers: Mapping[str, str],
-        source: _Body,
+        source: RequestBody,
         wire: Wire,
         *,
         counting: bool,
         path: str = "",
     ) -> _Prepared:
         body = source.value
-        readable = wire.readable(body)
+        http = wire.http
+        readable = http.readable(body)
         session = session_of(headers, body)
         table = self._tables[wire.name]
         # Once, and only what is new since the session's last request: a long history's
@@ -262,7 +247,7 @@ class Gateway:
         api = wire.api
         tools = api.read_tools(readable)
         budget = self._budget
-        if not wire.engine_tools and tools:
+        if not http.engine_tools and tools:
             # Sent as the agent sent them, so counted off the budget here.
             budget = None if budget is None else budget - wire.tool_tokens(tools)
             if budget is not None and budget <= 0:
@@ -277,18 +262,18 @@ class Gateway:
                     lambda: thread.manager.render(
                         format=api.format,
                         budget=budget,
-                        tools=tools if wire.engine_tools else None,
-                        model=body.get("model") or wire.model_of(path),
+                        tools=tools if http.engine_tools else None,
+                        model=body.get("model") or http.model_of(path),
                     ),
                 )
                 activity = (
                     None if counting else take_note(thread.manager, session=session, wire=wire.name)
                 )
         sent = api.write(dict(readable), result.payload)
-        if not wire.engine_tools and "tools" in readable:
+        if not http.engine_tools and "tools" in readable:
             sent["tools"] = readable["tools"]
-        if counting:
-            sent = wire.count_request(sent, body)
+        if counting and http.count is not None:
+            sent = http.count.request(sent, body)
         encoded = source.write(sent, wire, thread)
         return _Prepared(encoded, thread, "rendered", wire, counting, activity)
 
@@ -296,7 +281,7 @@ class Gateway:
         if self._strict:
             message = f"context-graph gateway (--strict): {type(error).__name__}: {error}"
             return web.json_response(
-                wire.refusal(message),
+                wire.http.refusal(message),
                 status=400,
                 headers={OUTCOME: "refused"},
             )
@@ -339,7 +324,7 @@ class Gateway:
             )
         except ClientError as error:
             message = f"context-graph gateway: the upstream {self._upstream} failed: {error}"
-            body = unreachable_upstream(api_of_path(request.path), message)
+            body = wire_of_path(request.path).http.unreachable(message)
             return web.json_response(body, status=502, headers={OUTCOME: prepared.note})
         async with upstream:
             answer = web.StreamResponse(status=upstream.status, reason=upstream.reason)

@@ -21,8 +21,8 @@ __all__ = ["USAGE_SCAN", "Answer", "report_answer"]
 LOG = logging.getLogger("context_graph.gateway")
 
 USAGE_SCAN = 65_536
-"""How many leading and trailing bytes of a stream are searched for its usage (Anthropic
-says it in its first event, Responses in its last)."""
+"""How many leading and trailing bytes of a stream are searched for its usage (one API
+says it in its first event, another in its last)."""
 
 
 class Answer(NamedTuple):
@@ -47,17 +47,17 @@ def report_answer(thread: Thread, wire: Wire, answer: Answer, *, counting: bool)
         return
     try:
         if content_type == "text/event-stream":
-            # Anthropic says its usage in the first and last events, Responses in its
-            # last; a stream shorter than the scan is in both pieces, read once each.
-            usage = wire.sse_usage(head + b"\n" + tail)
+            # An API says its usage in the first and last events, or in its last; a
+            # stream shorter than the scan is in both pieces, read once each.
+            usage = wire.http.sse_usage(head + b"\n" + tail)
         else:
             whole = _json_object(head)
             if whole is None:
                 return
-            if counting:
-                _report_count(thread, wire.counted_tokens(whole))
+            if counting and wire.http.count is not None:
+                _report_count(thread, wire.http.count.tokens(whole))
                 return
-            usage = wire.answer_usage(whole)
+            usage = wire.http.answer_usage(whole)
     except IngestError as error:
         LOG.warning("context-graph gateway: the upstream's usage was left out: %s", error)
         return

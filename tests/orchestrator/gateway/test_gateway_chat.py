@@ -17,8 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchmarks.provider_server import ProviderServer
+from context_graph.formats.openai_chat.gateway import answer_usage, sse_usage
 from orchestrator.gateway import OUTCOME, GatewayThread
-from orchestrator.gateway.chat import answer_usage, sse_usage
 from tests.orchestrator.gateway.scripted import BUDGET, Steps
 from tests.orchestrator.gateway.test_gateway_usage import settled
 

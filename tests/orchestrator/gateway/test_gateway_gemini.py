@@ -22,8 +22,8 @@ import pytest
 
 from benchmarks.provider_server import ProviderServer
 from context_graph.errors import IngestError
+from context_graph.formats.gemini.gateway import answer_usage, model_of, sse_usage
 from orchestrator.gateway import ANONYMOUS, FORWARDED, OUTCOME, GatewayThread, gateway_for
-from orchestrator.gateway.gemini import answer_usage, model_of, sse_usage
 from orchestrator.policy import get_policy
 from tests.orchestrator.gateway.scripted import BUDGET, Steps
 

@@ -19,9 +19,9 @@ import pytest
 
 from benchmarks.provider_server import ProviderServer
 from context_graph.errors import IngestError
+from context_graph.formats.anthropic import gateway as anthropic_wire
 from context_graph.tokens.usage import Usage, UsageTotals
 from orchestrator.gateway import GatewayThread
-from orchestrator.gateway import anthropic as anthropic_wire
 from tests.orchestrator.gateway.scripted import Steps
 from tests.orchestrator.gateway.test_gateway import MODEL, SYSTEM, TOOLS, agent
 from tests.orchestrator.gateway.test_gateway_responses import agent as responses_agent

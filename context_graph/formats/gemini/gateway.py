@@ -1,4 +1,4 @@
-"""Gemini's `generateContent` REST API as the gateway reads and writes it (gemini-cli's wire).
+"""Gemini's `generateContent` REST API as a gateway reads and writes it (gemini-cli's wire).
 
 A request body holds `systemInstruction`, `contents` and `tools` at its top level (the
 model is in the URL: `/v1beta/models/<model>:generateContent`, `:streamGenerateContent`
@@ -15,8 +15,9 @@ through.
 
 `countTokens` takes either bare `contents` (what the genai SDK sends for the Gemini API,
 gemini-cli's counts of a new message's parts) or a whole `generateContentRequest`. Only
-the second names a system prompt and tools, so only it is read as a conversation; the
-count the gateway asks for is of the `generateContentRequest` it would send.
+the second names a system prompt and tools, so only it is read as a conversation (a
+bare one is passed through); the count the gateway asks for is of the
+`generateContentRequest` it would send.
 """
 
 from __future__ import annotations
@@ -25,54 +26,28 @@ from collections.abc import Mapping
 from typing import Any
 
 from context_graph.errors import SourceLocation
+from context_graph.formats.gateway import BodyLayout, GatewayWire, RequestKind, TokenCount, Upstream
+from context_graph.formats.sse import data_events
 from context_graph.tokens.usage import Usage, read_usage
-from orchestrator.gateway.sse import data_events
-from orchestrator.integrations.clients_apis import GEMINI_CONTENT, Api, Keywords
 
 __all__ = [
-    "GEMINI_REST",
+    "COUNT_REQUEST",
+    "GATEWAY",
     "answer_usage",
     "count_request",
     "counted_tokens",
     "model_of",
     "readable_request",
     "refusal",
+    "restore",
     "sse_usage",
+    "unreachable",
 ]
 
 COUNT_REQUEST = "generateContentRequest"
 """The field of a `countTokens` body that holds a whole request."""
 
-
-class _RestArguments(Keywords):
-    """A REST body's fields, the agent's own `systemInstruction` kept when it renders unchanged.
-
-    The engine writes the system prompt's parts alone; gemini-cli sends them with
-    `"role": "user"`. Sending the agent's own object then keeps the request's head as the
-    agent wrote it.
-    """
-
-    def write(self, kwargs: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
-        """The body with the rendered payload in place of its own (see the class)."""
-        out = super().write(kwargs, payload)
-        own = kwargs.get("systemInstruction")
-        rendered = out.get("systemInstruction")
-        if isinstance(own, Mapping) and isinstance(rendered, Mapping):
-            if own.get("parts") == rendered.get("parts"):
-                out["systemInstruction"] = own
-        return out
-
-
-GEMINI_REST = Api(
-    "models.generateContent (REST)",
-    "gemini",
-    _RestArguments("contents", system_key="systemInstruction"),
-    GEMINI_CONTENT.is_model,
-    GEMINI_CONTENT.read_reply,
-    GEMINI_CONTENT.lead,
-    server_state=("cachedContent",),
-)
-"""A REST body: the conversation in `contents`, the system prompt in `systemInstruction`."""
+_CALLS = frozenset({"generateContent", "streamGenerateContent"})
 
 
 def readable_request(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -141,3 +116,67 @@ def sse_usage(stream: bytes) -> Usage | None:
 def refusal(message: str) -> dict[str, Any]:
     """The API's error body for a request refused as invalid (a `google.rpc.Status`)."""
     return {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}
+
+
+def unreachable(message: str) -> dict[str, Any]:
+    """The API's error body for an upstream that could not be reached (HTTP 502)."""
+    return {"error": {"code": 502, "message": message, "status": "UNAVAILABLE"}}
+
+
+def restore(own: Mapping[str, Any], sent: dict[str, Any]) -> dict[str, Any]:
+    """The body with the agent's own `systemInstruction` when the engine's has its parts.
+
+    The engine writes the system prompt's parts alone; gemini-cli sends them with
+    `"role": "user"`. Sending the agent's own object then keeps the request's head as the
+    agent wrote it.
+    """
+    mine = own.get("systemInstruction")
+    rendered = sent.get("systemInstruction")
+    if isinstance(mine, Mapping) and isinstance(rendered, Mapping):
+        if mine.get("parts") == rendered.get("parts"):
+            sent["systemInstruction"] = mine
+    return sent
+
+
+def _request_kind(path: str, raw: bytes) -> RequestKind | None:
+    method = path.rpartition("/")[2].rpartition(":")[2]
+    if method in _CALLS:
+        return "call"
+    if method == "countTokens" and COUNT_REQUEST.encode() in raw:
+        return "count"
+    return None  # another method, or a count of bare `contents` (see the module)
+
+
+def _speaks(path: str) -> bool:
+    # `models/<model>:<method>`; OpenAI's `/v1/models/<id>` has no method
+    return path.startswith("/v1beta/") or (path.startswith("/v1/models/") and ":" in path)
+
+
+def _agent_setup(url: str) -> tuple[str, ...]:
+    return (
+        "Set in the agent's environment (gemini-cli, with its Gemini API key auth):",
+        f"  export GOOGLE_GEMINI_BASE_URL={url}",
+    )
+
+
+GATEWAY = GatewayWire(
+    name="gemini",
+    format="gemini",
+    upstream=Upstream("gemini", "https://generativelanguage.googleapis.com"),
+    layout=BodyLayout("contents", system_key="systemInstruction"),
+    routes=("/v1beta/models/{target}",),
+    request_kind=_request_kind,
+    speaks=_speaks,
+    readable=readable_request,
+    sse_usage=sse_usage,
+    answer_usage=answer_usage,
+    refusal=refusal,
+    unreachable=unreachable,
+    agent_setup=_agent_setup,
+    engine_tools=False,
+    count=TokenCount(count_request, counted_tokens),
+    server_state=("cachedContent",),
+    model_of=model_of,
+    restore=restore,
+)
+"""The `generateContent` REST API as the gateway serves it."""

@@ -1,4 +1,4 @@
-"""The JSON events of a server-sent event stream, as far as its bytes go."""
+"""The JSON events of a server-sent event stream, as far as its bytes go (any provider's)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,14 @@
-"""OpenAI's Chat Completions API as the gateway reads it (opencode's wire format).
+"""OpenAI's Chat Completions API as a gateway reads it (opencode's wire format).
+
+Served: `POST /v1/chat/completions`. The OpenAI upstream (`OPENAI`) and its error body
+(`openai_error`) are shared with the Responses API's wire.
 
 opencode 1.18 talks to a provider configured with the `@ai-sdk/openai-compatible`
 package over `POST /v1/chat/completions`, streamed, with
 `stream_options.include_usage` set (docs/proxy.md, "opencode").
 
 The conversation is read as the managed `chat.completions.create` reads its keyword
-arguments (`OPENAI_CHAT`): `messages`, whose leading `system` and `developer` messages
+arguments: `messages`, whose leading `system` and `developer` messages
 are the system prompt (the renderer sends it first, as `system` messages). A `system` or
 `developer` message later in the conversation (a reminder an agent adds mid-task) would
 be read as a new system prompt and sent at the head, changing the head of the provider's
@@ -32,10 +35,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from context_graph.errors import SourceLocation
+from context_graph.formats.gateway import BodyLayout, GatewayWire, RequestKind, Upstream
+from context_graph.formats.sse import data_events
 from context_graph.tokens.usage import Usage, read_usage
-from orchestrator.gateway.sse import data_events
 
-__all__ = ["answer_usage", "readable_request", "sse_usage"]
+__all__ = [
+    "GATEWAY",
+    "OPENAI",
+    "answer_usage",
+    "openai_error",
+    "readable_request",
+    "sse_usage",
+    "unreachable",
+]
+
+OPENAI = Upstream("openai", "https://api.openai.com")
+"""OpenAI's API: Chat Completions and Responses."""
 
 
 _SYSTEM_ROLES = frozenset({"system", "developer"})
@@ -101,3 +116,48 @@ def sse_usage(stream: bytes) -> Usage | None:
         if event.get("object") == "chat.completion.chunk" and usage is not None:
             return read_usage(usage, "openai", where=SourceLocation(path="usage"))
     return None
+
+
+def openai_error(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
+    """OpenAI's error body (`invalid_request_error`: HTTP 400; `server_error`: 5xx)."""
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def unreachable(message: str) -> dict[str, Any]:
+    """OpenAI's error body for an upstream that could not be reached (HTTP 502)."""
+    return openai_error(message, "server_error")
+
+
+def _request_kind(path: str, raw: bytes) -> RequestKind | None:
+    return "call"
+
+
+def _speaks(path: str) -> bool:
+    return path.startswith(("/v1/chat/", "/v1/completions", "/v1/embeddings"))
+
+
+def _agent_setup(url: str) -> tuple[str, ...]:
+    return (
+        "For opencode, an @ai-sdk/openai-compatible provider in opencode.json with:",
+        f'  "options": {{"baseURL": "{url}/v1"}}',
+    )
+
+
+GATEWAY = GatewayWire(
+    name="chat",
+    format="openai",
+    upstream=OPENAI,
+    layout=BodyLayout("messages"),
+    routes=("/v1/chat/completions",),
+    request_kind=_request_kind,
+    speaks=_speaks,
+    readable=readable_request,
+    sse_usage=sse_usage,
+    answer_usage=answer_usage,
+    refusal=openai_error,
+    unreachable=unreachable,
+    agent_setup=_agent_setup,
+    engine_tools=False,
+    text_shorthand=True,
+)
+"""The Chat Completions API as the gateway serves it."""

@@ -1,7 +1,11 @@
-"""Anthropic's Messages API as the gateway reads and writes it.
+"""Anthropic's Messages API as a gateway reads and writes it (Claude Code's wire).
+
+Served: `POST /v1/messages` (with or without `?beta=true`) and
+`/v1/messages/count_tokens`, whose answer is the upstream's count of what the gateway
+would send.
 
 What a request body says is read as the managed `messages.create` reads its keyword
-arguments (`ANTHROPIC_MESSAGES`), after two changes that make the agent's history
+arguments (`messages`, `system`, `tools`), after two changes that make the agent's history
 comparable from call to call and readable by the importer:
 
 - `cache_control` marks are taken off: the agent moves its marks to the newest message
@@ -11,7 +15,10 @@ comparable from call to call and readable by the importer:
   becomes a user message whose text is wrapped in `<system-reminder>` tags, the form
   Claude Code itself used for these reminders before the beta: every API version
   accepts it, and the top-level system prompt, the head of the cached prefix, stays
-  the same from call to call.
+  the same from call to call. It is rewritten for a model that takes such messages
+  (`claude-opus-4-8`) too: the engine has no node for a system message held in its
+  place (its importer refuses one; a system node is rendered into the top-level
+  `system`), so kept it would move to the head and change the cached prefix.
 
 A reply is not read: the agent sends it back in its next request, where it is taken in
 with the rest. Only its usage is read (`answer_usage`, `sse_usage`), to calibrate the
@@ -24,17 +31,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from context_graph.errors import SourceLocation
+from context_graph.formats.gateway import BodyLayout, GatewayWire, RequestKind, TokenCount, Upstream
+from context_graph.formats.sse import data_events
 from context_graph.tokens.usage import Usage, read_usage
-from orchestrator.gateway.sse import data_events
 
 __all__ = [
+    "GATEWAY",
     "answer_usage",
     "count_request",
     "counted_tokens",
     "readable_request",
     "refusal",
     "sse_usage",
+    "unreachable",
 ]
+
+_MESSAGES = "/v1/messages"
+_COUNT_TOKENS = "/v1/messages/count_tokens"
 
 _REMINDER = "<system-reminder>\n{}\n</system-reminder>"
 
@@ -142,3 +155,44 @@ def counted_tokens(answer: Mapping[str, Any]) -> Any:
 def refusal(message: str) -> dict[str, Any]:
     """The API's error body for a request refused as invalid."""
     return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+
+
+def unreachable(message: str) -> dict[str, Any]:
+    """The API's error body for an upstream that could not be reached (HTTP 502)."""
+    return {"type": "error", "error": {"type": "api_error", "message": message}}
+
+
+def _request_kind(path: str, raw: bytes) -> RequestKind | None:
+    return "count" if path == _COUNT_TOKENS else "call"
+
+
+def _speaks(path: str) -> bool:
+    return path.startswith(_MESSAGES)
+
+
+def _agent_setup(url: str) -> tuple[str, ...]:
+    return ("Set in the agent's environment (Claude Code):", f"  export ANTHROPIC_BASE_URL={url}")
+
+
+GATEWAY = GatewayWire(
+    name="anthropic",
+    format="anthropic",
+    upstream=Upstream("anthropic", "https://api.anthropic.com"),
+    layout=BodyLayout("messages", system_key="system"),
+    routes=(_MESSAGES, _COUNT_TOKENS),
+    request_kind=_request_kind,
+    speaks=_speaks,
+    readable=readable_request,
+    sse_usage=sse_usage,
+    answer_usage=answer_usage,
+    refusal=refusal,
+    unreachable=unreachable,
+    agent_setup=_agent_setup,
+    engine_tools=True,
+    # The agent moves its marks to the newest message at every call (`readable_request`
+    # takes them off): the engine marks the prefix it keeps stable, or nothing is cached.
+    engine_cache_marks=True,
+    count=TokenCount(count_request, counted_tokens),
+    text_shorthand=True,
+)
+"""The Messages API as the gateway serves it."""
