@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from context_graph.formats.wires import DEFAULT_FORMAT
 from context_graph.importers import FORMATS
 from context_graph.render import FORMATS as RENDER_FORMATS
 from orchestrator.cli.stored import is_store_url
@@ -385,8 +386,8 @@ def _add_budget_and_format(command: argparse.ArgumentParser) -> None:
         "--format",
         dest="provider",
         choices=RENDER_FORMATS,
-        default="openai",
-        help="provider format of the request (default: openai)",
+        default=DEFAULT_FORMAT,
+        help=f"provider format of the request (default: {DEFAULT_FORMAT})",
     )
 
 
