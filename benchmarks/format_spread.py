@@ -57,15 +57,20 @@ REGISTRY: frozenset[str] = frozenset(
 #: Files and folders (a trailing `/`) that may name formats outside their homes, and why.
 ALLOWED: Mapping[str, str] = {
     # Not wire formats but the places a user or a vendor's program meets them.
-    "orchestrator/integrations/": "adapters to vendors' SDKs, each naming the format it speaks",
     "processors/summarize/": "the summarizer's model clients, one per vendor SDK",
     "context_graph/importers/codex_cli.py": "Codex CLI (OpenAI's agent) records Responses items",
     "context_graph/importers/gemini_cli.py": "Gemini CLI records Gemini contents",
-    "orchestrator/cli/": "the command line's --format choices and help",
-    "orchestrator/report/": "the report reads each SDK's usage object by its shape name",
     "context_graph/models.py": "model limits: which vendor serves a model name",
-    # Left for a later change: generic code that still names a format (issue 32).
-    "orchestrator/policy/stages.py": "LEFT: a summarizer's kind names its SDK, not a wire",
+    # Adapters to one vendor's SDK or one framework's provider names, each naming what it speaks.
+    "orchestrator/integrations/clients.py": "wrap(): the openai/anthropic SDK packages and methods",
+    "orchestrator/integrations/clients_apis.py": "one Api per SDK method, naming its format",
+    "orchestrator/integrations/langchain.py": "LangChain's provider packages and use_responses_api",
+    "orchestrator/integrations/langchain_messages.py": "LangChain's thinking blocks: not Gemini's",
+    "orchestrator/integrations/manager_options.py": "frameworks' provider names -> the format",
+    "orchestrator/integrations/openai_agents.py": "the OpenAI Agents SDK speaks Responses only",
+    "orchestrator/integrations/pydantic_ai.py": "pydantic-ai's model classes -> the format",
+    "orchestrator/integrations/pydantic_ai_thinking.py": "pydantic-ai's ThinkingPart.provider_name",
+    "orchestrator/policy/stages.py": "a summarizer's kind names its vendor SDK client, not a wire",
 }
 
 

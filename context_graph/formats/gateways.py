@@ -17,7 +17,7 @@ from context_graph.formats.gemini.gateway import GATEWAY as GEMINI
 from context_graph.formats.openai_chat.gateway import GATEWAY as OPENAI_CHAT
 from context_graph.formats.openai_responses.gateway import GATEWAY as OPENAI_RESPONSES
 
-__all__ = ["GATEWAY_WIRES", "UNKNOWN_PATH_WIRE", "UPSTREAMS", "wires_of"]
+__all__ = ["DEFAULT_UPSTREAM", "GATEWAY_WIRES", "UNKNOWN_PATH_WIRE", "UPSTREAMS", "wires_of"]
 
 #: Every wire, read-only, by name; an upstream's wires are served (and their setup
 #: printed) in this order.
@@ -32,6 +32,9 @@ UNKNOWN_PATH_WIRE: GatewayWire = ANTHROPIC
 UPSTREAMS: Mapping[str, Upstream] = MappingProxyType(
     {wire.upstream.name: wire.upstream for wire in GATEWAY_WIRES.values()}
 )
+
+#: The upstream `context-graph proxy` speaks to when none is named.
+DEFAULT_UPSTREAM: str = ANTHROPIC.upstream.name
 
 
 def wires_of(upstream: str) -> tuple[GatewayWire, ...]:

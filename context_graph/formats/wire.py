@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 if TYPE_CHECKING:  # only annotations: importing `context_graph.tokens` here would
     # reach `formats.wires` while it is being built (the tokens package reads it)
+    from context_graph.formats.chat_items import ChatReader
     from context_graph.tokens.usage_counts import Usage, UsageCounts
 
 __all__ = [
@@ -178,6 +179,18 @@ class Wire:
     """How the provider that reads the format bills a request's input."""
     read_usage: Callable[[UsageCounts], Usage | None]
     """Reads the provider's usage object (`None`: it reports no input)."""
+    owns_usage: Callable[[Mapping[str, Any]], bool]
+    """Whether a usage object (as plain keys) is this provider's, by keys only its usage
+    has: a recorded session's usage is summed by the one format that claims it."""
+    history_key: str
+    """The request body's key holding the conversation (`messages`, `contents`, `input`):
+    `{history_key: []}` is the format's empty request."""
+    system_body: Callable[[str], dict[str, Any]]
+    """A request holding only the given system prompt (and an empty conversation)."""
+    as_chat: ChatReader
+    """Reads a rendered body back as Chat Completions messages, each assistant message's
+    reasoning kept beside it (`context_graph.formats.chat_items`), for the frameworks
+    that are handed chat messages."""
     native: NativeArtifact | None = None
     """The provider's own compaction artifact, if it makes one."""
     call_shape: CallShape | None = None

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.formats.wires import WIRES
 from context_graph.importers import read_raw
 from context_graph.render import count_payload
 from context_graph.tokens.counting import ProviderFormat, default_counter
@@ -96,8 +97,8 @@ def _detect(body: dict[str, Any], where: SourceLocation) -> ProviderFormat:
     if found is not None:
         return found
     clues = {fmt: signs for fmt, signs in request_format_clues(body).items() if signs}
-    if list(clues) == ["gemini"]:
-        why = "it has Gemini's `contents` and also `messages`, which Gemini does not use"
+    if len(clues) == 1:
+        why = _mixed(body, *clues.items())
     elif clues:
         signs = "; ".join(f"{fmt}: {', '.join(s[:2])}" for fmt, s in clues.items())
         why = f"it has signs of {' and '.join(clues)} ({signs})"
@@ -108,6 +109,22 @@ def _detect(body: dict[str, Any], where: SourceLocation) -> ProviderFormat:
         )
     msg = f"cannot tell the format: {why}; give --format openai, anthropic or gemini"
     raise IngestError(msg, where)
+
+
+def _mixed(body: dict[str, Any], found: tuple[str, list[str]]) -> str:
+    """Why a body with one format's signs alone is not told as that format.
+
+    It also holds another format's conversation (`ProviderValidator.mixes`).
+    """
+    fmt, signs = found
+    own = WIRES[fmt].history_key
+    others = sorted({w.history_key for w in WIRES.values()} - {own} & body.keys())
+    if not others:
+        return (
+            f"it has signs of {fmt} ({', '.join(signs[:2])}) beside another format's conversation"
+        )
+    keys = " and ".join(f"`{key}`" for key in others)
+    return f"it has {fmt}'s {', '.join(signs[:2])} and also {keys}, which {fmt} does not use"
 
 
 def _mismatch(body: dict[str, Any], fmt: ProviderFormat) -> str | None:

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from context_graph.formats.gateways import DEFAULT_UPSTREAM, UPSTREAMS
+from context_graph.formats.wires import DEFAULT_FORMAT
 from context_graph.importers import FORMATS
 from context_graph.render import FORMATS as RENDER_FORMATS
 from orchestrator.cli.stored import is_store_url
@@ -256,8 +258,8 @@ def _add_proxy(commands: _Commands) -> None:
     )
     proxy.add_argument(
         "--upstream",
-        choices=("anthropic", "openai", "gemini"),
-        default="anthropic",
+        choices=tuple(UPSTREAMS),
+        default=DEFAULT_UPSTREAM,
         help="the provider: anthropic (Messages API, Claude Code), openai (Responses API, "
         "Codex CLI) or gemini (generateContent, gemini-cli); default: anthropic",
     )
@@ -385,8 +387,8 @@ def _add_budget_and_format(command: argparse.ArgumentParser) -> None:
         "--format",
         dest="provider",
         choices=RENDER_FORMATS,
-        default="openai",
-        help="provider format of the request (default: openai)",
+        default=DEFAULT_FORMAT,
+        help=f"provider format of the request (default: {DEFAULT_FORMAT})",
     )
 
 

@@ -19,12 +19,20 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from context_graph.errors import ConfigurationError
+from context_graph.formats.wires import WIRES
 from context_graph.graph.events import AgentEvent
 from context_graph.graph.nodes import ToolCallNode
 from context_graph.graph.sdk_replies import read_response
 from context_graph.importers import load_events
 from context_graph.tokens.counting import ProviderFormat
 from context_graph.tokens.usage import Usage
+from orchestrator.integrations.stream_collectors import (
+    ChatChunks,
+    GeminiChunks,
+    MessageEvents,
+    ResponsesEvents,
+    StreamCollector,
+)
 
 __all__ = [
     "ANTHROPIC_MESSAGES",
@@ -103,6 +111,8 @@ class Api:
             answers pair with the calls, then left out.
         server_state: Arguments that point at history kept on the provider's servers,
             which the manager's render would duplicate: refused.
+        collect_stream: What assembles the whole reply from a streamed call's events,
+            given the call's arguments (`None`: a streamed call is refused).
     """
 
     name: str
@@ -112,11 +122,12 @@ class Api:
     read_reply: Callable[[Any], Reply]
     lead: Callable[[Sequence[ToolCallNode]], list[Any]]
     server_state: tuple[str, ...] = ()
+    collect_stream: Callable[[Mapping[str, Any]], StreamCollector] | None = None
 
     @property
     def importer(self) -> str:
-        """The importer that reads its conversations."""
-        return "openai_responses" if self.format == "responses" else self.format
+        """The importer that reads its conversations (its format's reader)."""
+        return WIRES[self.format].reader_name
 
     @property
     def history_key(self) -> str:
@@ -284,6 +295,7 @@ OPENAI_CHAT = Api(
     _role("assistant"),
     _sdk_reply(lambda response: plain(response.choices[0].message)),
     _chat_lead,
+    collect_stream=ChatChunks,
 )
 ANTHROPIC_MESSAGES = Api(
     "messages.create",
@@ -292,6 +304,7 @@ ANTHROPIC_MESSAGES = Api(
     _role("assistant"),
     _sdk_reply(lambda response: {"role": "assistant", "content": plain(response.content)}),
     _anthropic_lead,
+    collect_stream=lambda _kwargs: MessageEvents(),
 )
 
 
@@ -325,6 +338,7 @@ OPENAI_RESPONSES = Api(
     _responses_reply,
     _responses_lead,
     server_state=("previous_response_id", "conversation"),
+    collect_stream=lambda _kwargs: ResponsesEvents(),
 )
 
 
@@ -405,4 +419,5 @@ GEMINI_CONTENT = Api(
     _role("model"),
     _gemini_reply,
     _gemini_lead,
+    collect_stream=lambda _kwargs: GeminiChunks(),
 )

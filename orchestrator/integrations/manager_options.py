@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from context_graph.errors import ConfigurationError
+from context_graph.formats.wires import DEFAULT_FORMAT
 from context_graph.tokens.counting import ProviderFormat
 from orchestrator.manager import ContextManager
 from orchestrator.policy.resolved import check_format
@@ -36,8 +37,8 @@ __all__ = [
 
 _LOG = logging.getLogger("orchestrator.integrations")
 
-#: The format of a model whose provider the engine does not know.
-FALLBACK_FORMAT: ProviderFormat = "openai"
+#: The format of a model whose provider the engine does not know: the engine's default.
+FALLBACK_FORMAT: ProviderFormat = DEFAULT_FORMAT
 
 # What frameworks call a provider (LangChain's `ls_provider`, pydantic-ai's `system`,
 # the packages' names) -> the wire format its chat models speak.

@@ -27,6 +27,7 @@ from context_graph.errors import ConfigurationError
 from context_graph.render import RenderResult
 from context_graph.tokens.counting import ProviderFormat
 from orchestrator.integrations.clients_apis import Api
+from orchestrator.integrations.stream_collectors import GeminiChunks, StreamCollector
 
 __all__ = [
     "Renderer",
@@ -86,155 +87,6 @@ class Turns(Protocol):
         """Ingest a response's reply and report its usage."""
 
 
-# --- Collectors: each assembles one API's reply from its stream's events ------------------------
-
-
-class _Collector(Protocol):
-    def feed(self, event: Any) -> Any:
-        """The whole response if `event` completes it (`None`: not yet)."""
-
-    def finish(self) -> Any:
-        """The whole response at the stream's normal end (`None`: it never completed)."""
-
-
-class _ChatChunks:
-    """`chat.completion.chunk`s (bare, or in the `chat.completions.stream` helper's events)."""
-
-    def __init__(self, kwargs: Mapping[str, Any]) -> None:
-        from openai.lib.streaming.chat import ChatCompletionStreamState
-
-        self._state: Any = ChatCompletionStreamState()
-        options = kwargs.get("stream_options")
-        self._usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
-        self._finished = False
-
-    def feed(self, event: Any) -> Any:
-        chunk = event.chunk if getattr(event, "type", None) == "chunk" else event
-        if getattr(chunk, "object", None) != "chat.completion.chunk":
-            return None  # the helper's derived events repeat what its chunk events carry
-        self._state.handle_chunk(chunk)
-        snapshot = self._state.current_completion_snapshot
-        choices = snapshot.choices
-        self._finished = bool(choices) and all(c.finish_reason is not None for c in choices)
-        if self._finished and (not self._usage or snapshot.usage is not None):
-            return self.finish()
-        return None
-
-    def finish(self) -> Any:
-        # A server that ignores `include_usage` ends the stream without the usage chunk.
-        return _chat_completion(self._state.get_final_completion()) if self._finished else None
-
-
-def _chat_completion(parsed: Any) -> Any:
-    """A `ChatCompletion` of the helper's `ParsedChatCompletion`, without its parsing fields."""
-    from openai.types.chat import ChatCompletion
-
-    data = parsed.model_dump(mode="json", exclude_none=True)
-    for choice in data.get("choices", []):
-        message = choice.get("message", {})
-        message.pop("parsed", None)
-        for call in message.get("tool_calls", []):
-            call.pop("index", None)
-            call.get("function", {}).pop("parsed_arguments", None)
-    return ChatCompletion.model_validate(data)
-
-
-class _ResponsesEvents:
-    """Responses events: `response.completed` carries the whole response."""
-
-    def feed(self, event: Any) -> Any:
-        return event.response if getattr(event, "type", None) == "response.completed" else None
-
-    def finish(self) -> Any:
-        return None
-
-
-_MESSAGE_EVENTS = frozenset(
-    "message_start content_block_start content_block_delta content_block_stop message_delta".split()
-)
-
-
-class _MessageEvents:
-    """Anthropic events, accumulated by the SDK's `accumulate_event` until `message_stop`."""
-
-    def __init__(self) -> None:
-        self._snapshot: Any = None
-        self._json: dict[int, bytes] = {}
-
-    def feed(self, event: Any) -> Any:
-        # The SDK's own accumulator; `anthropic.lib.streaming` does not re-export it.
-        from anthropic.lib.streaming._messages import accumulate_event
-
-        kind = getattr(event, "type", None)
-        if kind in _MESSAGE_EVENTS:
-            self._snapshot = accumulate_event(
-                event=event, current_snapshot=self._snapshot, json_bufs=self._json
-            )
-        if kind == "message_stop":
-            # The `messages.stream` helper's stop event carries its own snapshot.
-            return getattr(event, "message", None) or self._snapshot
-        return None
-
-    def finish(self) -> Any:
-        return None
-
-
-class _GeminiChunks:
-    """`GenerateContentResponse` chunks, merged when one carries `finish_reason`."""
-
-    def __init__(self) -> None:
-        self._chunks: list[Any] = []
-
-    def feed(self, event: Any) -> Any:
-        self._chunks.append(event)
-        candidates = event.candidates or []
-        return self.finish() if candidates and candidates[0].finish_reason else None
-
-    def finish(self) -> Any:
-        from google.genai import types
-
-        chunks = self._chunks
-        last = next((c for c in reversed(chunks) if c.candidates), None)
-        if last is None or not last.candidates[0].finish_reason:
-            return None
-        parts: list[Any] = []
-        for chunk in chunks:
-            content = chunk.candidates[0].content if chunk.candidates else None
-            for part in (content.parts if content else None) or []:
-                _merge_part(parts, part)
-        content = types.Content(role="model", parts=parts)
-        candidate = last.candidates[0].model_copy(update={"content": content})
-        usage = next((c.usage_metadata for c in reversed(chunks) if c.usage_metadata), None)
-        return last.model_copy(update={"candidates": [candidate], "usage_metadata": usage})
-
-
-def _merge_part(parts: list[Any], part: Any) -> None:
-    """Append a streamed part, joining text to the text part before it of the same kind."""
-    before = parts[-1] if parts else None
-    if (
-        before is not None
-        and part.text is not None
-        and before.text is not None
-        and bool(part.thought) == bool(before.thought)
-    ):
-        # A signature closes the text it signs; it may come on a later, empty piece.
-        signature = part.thought_signature or before.thought_signature
-        update = {"text": before.text + part.text, "thought_signature": signature}
-        parts[-1] = before.model_copy(update=update)
-    else:
-        parts.append(part)
-
-
-def _collector(api: Api, kwargs: Mapping[str, Any]) -> _Collector:
-    if api.format == "openai":
-        return _ChatChunks(kwargs)
-    if api.format == "responses":
-        return _ResponsesEvents()
-    if api.format == "anthropic":
-        return _MessageEvents()
-    return _GeminiChunks()
-
-
 # --- Watching an iterator -----------------------------------------------------------------------
 
 
@@ -250,7 +102,7 @@ def _deliverer(conversation: Turns, turn: int) -> Deliver:
     return deliver
 
 
-def _watch(iterator: Iterator[Any], collector: _Collector, deliver: Deliver) -> Iterator[Any]:
+def _watch(iterator: Iterator[Any], collector: StreamCollector, deliver: Deliver) -> Iterator[Any]:
     try:
         for event in iterator:
             response = collector.feed(event)
@@ -267,7 +119,7 @@ def _watch(iterator: Iterator[Any], collector: _Collector, deliver: Deliver) -> 
 
 
 async def _awatch(
-    iterator: AsyncIterator[Any], collector: _Collector, deliver: Deliver
+    iterator: AsyncIterator[Any], collector: StreamCollector, deliver: Deliver
 ) -> AsyncIterator[Any]:
     try:
         async for event in iterator:
@@ -302,7 +154,13 @@ def watch_stream(
     api = conversation.api
     iterator: Any = getattr(stream, "_iterator", None)
     turn = conversation.taken if turn is None else turn
-    collector, deliver = _collector(api, kwargs), _deliverer(conversation, turn)
+    if api.collect_stream is None:
+        msg = (
+            f"{api.name}: no collector assembles this method's streamed reply; "
+            "call without streaming, or use the bare client"
+        )
+        raise StreamingNotSupportedError(msg)
+    collector, deliver = api.collect_stream(kwargs), _deliverer(conversation, turn)
     if hasattr(iterator, "__anext__"):
         stream._iterator = _awatch(iterator, collector, deliver)
     elif hasattr(iterator, "__next__"):
@@ -387,13 +245,13 @@ def gemini_stream(
         turn = conversation.taken
         result = manager.render_sync(format=api.format, tools=api.read_tools(kwargs))
         chunks = bare(**api.write(dict(kwargs), result.payload))
-        return _watch(chunks, _GeminiChunks(), _deliverer(conversation, turn))
+        return _watch(chunks, GeminiChunks(), _deliverer(conversation, turn))
 
     async def amanaged(**kwargs: Any) -> AsyncIterator[Any]:
         conversation.take(kwargs)
         turn = conversation.taken
         result = await manager.render(format=api.format, tools=api.read_tools(kwargs))
         chunks = await bare(**api.write(dict(kwargs), result.payload))
-        return _awatch(chunks, _GeminiChunks(), _deliverer(conversation, turn))
+        return _awatch(chunks, GeminiChunks(), _deliverer(conversation, turn))
 
     return amanaged if is_async else managed

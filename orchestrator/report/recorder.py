@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from context_graph.formats.wires import WIRES
 from context_graph.render.result import RenderResult, count_payload
 from context_graph.tokens.counting import ProviderFormat
 from orchestrator.manager import ContextManager
@@ -36,16 +37,9 @@ __all__ = ["MAX_TEXT", "Recording", "ReplayRecorder"]
 MAX_TEXT = 20_000
 _SHORTEST_PIECE = 12
 """A compacted piece shorter than this is not looked for inside messages (too common)."""
-_LIST_KEYS = ("messages", "contents", "input")
 _SHAPE_KEYS = frozenset(
     {"role", "type", "id", "call_id", "tool_call_id", "tool_use_id", "cache_control"}
 )
-_BODY_KEY: dict[str, str] = {
-    "openai": "messages",
-    "anthropic": "messages",
-    "gemini": "contents",
-    "responses": "input",
-}
 
 
 def _cut(text: str) -> str:
@@ -141,6 +135,7 @@ class ReplayRecorder:
         self._screen = OutputScreen(manager.redactor)
         self._causes = CompactionCauses(manager.bus)
         self._format = format
+        self._history_key = WIRES[format].history_key
         self._price = price_for(format)
         self._cache = manager.raw.token_cache
         self._numbers: dict[str, int] = {}
@@ -226,9 +221,8 @@ class ReplayRecorder:
             )
 
     def _numbered(self, payload: Mapping[str, Any]) -> list[int]:
-        listed: Sequence[Any] = next(
-            (payload[key] for key in _LIST_KEYS if isinstance(payload.get(key), list)), []
-        )
+        found = payload.get(self._history_key)
+        listed: Sequence[Any] = found if isinstance(found, list) else []
         numbers = []
         for message in listed:
             key = json.dumps(message, sort_keys=True, ensure_ascii=False)
@@ -242,7 +236,7 @@ class ReplayRecorder:
     def _message(self, message: Any) -> dict[str, Any]:
         text = self._screen.text("\n".join(s for s in _strings(message, []) if s))
         # A message's tokens: a body holding it alone, less the empty body's overheads.
-        key = _BODY_KEY[self._format]
+        key = self._history_key
         alone = count_payload({key: [message]}, self._format, self._cache)
         empty = count_payload({key: []}, self._format, self._cache)
         pieces = [

@@ -3,19 +3,20 @@
 An agent's own log keeps its provider's usage on the assistant turns (`meta["usage"]`:
 Claude Code's Anthropic usage, a Responses log's usage). The report shows its sum and
 the session's real prompt-cache hit rate beside the engine's replay. The shape is told
-by the keys only that provider's usage has. A usage of another kind is left out: Codex
-CLI's running totals (`cached_input_tokens`), which would count every call again, and
-Gemini CLI's own key names. So is one that does not read (a count that is not an int
->= 0): the report counts it in `unread` rather than fail the replay or add a wrong
-figure.
+by the keys only that provider's usage has, which its format's folder knows
+(`Wire.owns_usage`). A usage of another kind is left out: Codex CLI's running totals
+(`cached_input_tokens`), which would count every call again, and Gemini CLI's own key
+names. So is one that does not read (a count that is not an int >= 0): the report
+counts it in `unread` rather than fail the replay or add a wrong figure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from context_graph.errors import IngestError
+from context_graph.formats.wires import WIRES
 from context_graph.graph.nodes import Node
 from context_graph.tokens.usage import UsageShape, UsageTotals, read_usage
 
@@ -23,15 +24,14 @@ __all__ = ["RecordedUsage", "usage_shape"]
 
 
 def usage_shape(usage: Mapping[str, Any]) -> UsageShape | None:
-    """Whose usage object `usage` is, by its keys (`None`: none this engine sums)."""
-    if "prompt_tokens" in usage:
-        return "openai"
-    if "promptTokenCount" in usage or "prompt_token_count" in usage:
-        return "gemini"
-    if "input_tokens_details" in usage:
-        return "responses"
-    if "input_tokens" in usage and "cached_input_tokens" not in usage:
-        return "anthropic"
+    """Whose usage object `usage` is, by its keys (`None`: none this engine sums).
+
+    Each format claims its own (`Wire.owns_usage`); the claims are exclusive, so the
+    order they are asked in does not matter.
+    """
+    for name, wire in WIRES.items():
+        if wire.owns_usage(usage):
+            return cast("UsageShape", name)  # the registry is keyed by the formats' names
     return None
 
 

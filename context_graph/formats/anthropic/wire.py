@@ -6,7 +6,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from context_graph.formats.anthropic.usage import read_anthropic_usage
+from context_graph.formats.anthropic.as_chat import chat_messages, system_body
+from context_graph.formats.anthropic.usage import is_anthropic_usage, read_anthropic_usage
 from context_graph.formats.wire import (
     ArtifactProblem,
     CachePrice,
@@ -70,6 +71,10 @@ WIRE = Wire(
     id_rule=IdRule(re.compile(r"[a-zA-Z0-9_-]+"), 64),
     price=CachePrice("Anthropic", "Claude Sonnet 4.5", 3.00, read=0.1, write=1.25, minimum=1024),
     read_usage=read_anthropic_usage,
+    owns_usage=is_anthropic_usage,
+    history_key="messages",
+    system_body=system_body,
+    as_chat=chat_messages,
     native=COMPACTION,
     signs_thinking=True,
 )

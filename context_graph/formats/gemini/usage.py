@@ -9,13 +9,16 @@ caller sent and is left out.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # only annotations: importing `context_graph.tokens` here would
     # reach `formats.wires` while it is being built (the tokens package reads it)
     from context_graph.tokens.usage_counts import Usage, UsageCounts
 
-__all__ = ["read_gemini_usage"]
+__all__ = ["is_gemini_usage", "read_gemini_usage"]
+
+_GEMINI_PROMPT = frozenset({"prompt_token_count", "promptTokenCount"})
 
 
 def read_gemini_usage(counts: UsageCounts) -> Usage | None:
@@ -28,3 +31,11 @@ def read_gemini_usage(counts: UsageCounts) -> Usage | None:
         counts.get("cached_content_token_count", "cachedContentTokenCount") or 0,
         0,  # Gemini's caches are made ahead of the call (`caches.create`), not by it
     )
+
+
+def is_gemini_usage(usage: Mapping[str, Any]) -> bool:
+    """Whether a usage object is Gemini's: `prompt_token_count` in either spelling.
+
+    One that also counts `prompt_tokens` is left to Chat Completions, which claims it.
+    """
+    return not _GEMINI_PROMPT.isdisjoint(usage) and "prompt_tokens" not in usage

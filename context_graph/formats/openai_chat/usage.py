@@ -7,13 +7,14 @@ both. The Responses API's object has the same structure under other names.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # only annotations: importing `context_graph.tokens` here would
     # reach `formats.wires` while it is being built (the tokens package reads it)
     from context_graph.tokens.usage_counts import Usage, UsageCounts
 
-__all__ = ["read_chat_usage", "read_openai_usage"]
+__all__ = ["is_chat_usage", "read_chat_usage", "read_openai_usage"]
 
 
 def read_openai_usage(
@@ -32,3 +33,8 @@ def read_openai_usage(
 def read_chat_usage(counts: UsageCounts) -> Usage | None:
     """Chat Completions' usage (`None` without a prompt count)."""
     return read_openai_usage(counts, "prompt_tokens", "completion_tokens", "prompt_tokens_details")
+
+
+def is_chat_usage(usage: Mapping[str, Any]) -> bool:
+    """Whether a usage object is Chat Completions': it alone counts `prompt_tokens`."""
+    return "prompt_tokens" in usage

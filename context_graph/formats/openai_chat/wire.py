@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from context_graph.formats.openai_chat.usage import read_chat_usage
+from context_graph.formats.openai_chat.as_chat import chat_messages, system_body
+from context_graph.formats.openai_chat.usage import is_chat_usage, read_chat_usage
 from context_graph.formats.wire import CachePrice, FormatOverhead, IdRule, Wire
 
 __all__ = ["OPENAI_OVERHEAD", "OPENAI_PRICE", "WIRE"]
@@ -32,4 +33,8 @@ WIRE = Wire(
     id_rule=IdRule(re.compile(r"[^\x00-\x1f]+"), 40),
     price=OPENAI_PRICE,
     read_usage=read_chat_usage,
+    owns_usage=is_chat_usage,
+    history_key="messages",
+    system_body=system_body,
+    as_chat=chat_messages,
 )

@@ -7,7 +7,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from context_graph.formats.openai_chat.wire import OPENAI_OVERHEAD, OPENAI_PRICE
-from context_graph.formats.openai_responses.usage import read_responses_usage
+from context_graph.formats.openai_responses.as_chat import chat_messages, system_body
+from context_graph.formats.openai_responses.usage import (
+    is_responses_usage,
+    read_responses_usage,
+)
 from context_graph.formats.wire import ArtifactProblem, IdRule, NativeArtifact, Wire
 
 __all__ = ["COMPACTION", "WIRE"]
@@ -47,5 +51,9 @@ WIRE = Wire(
     id_rule=IdRule(re.compile(r"[^\x00-\x1f]+"), 64),
     price=OPENAI_PRICE,
     read_usage=read_responses_usage,
+    owns_usage=is_responses_usage,
+    history_key="input",
+    system_body=system_body,
+    as_chat=chat_messages,
     native=COMPACTION,
 )

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
 from context_graph import AssistantTurn, SystemPrompt, ToolCall, ToolResult, UserTurn
 from context_graph.examples import EXAMPLE_SESSION
+from context_graph.formats.wires import WIRES
 from context_graph.graph.events import AgentEvent
 from context_graph.importers import load_sessions
 from orchestrator import ContextManager
 from orchestrator.policy import Policy
 from orchestrator.replay import replay
 from orchestrator.report import Recording, ReplayRecorder
+from orchestrator.report import usage as usage_module
 from orchestrator.report.page import render_html
 from orchestrator.report.usage import usage_shape
 
@@ -92,3 +95,14 @@ class TestUsageShape:
     def test_the_shape_is_told_by_its_keys(self, usage: dict[str, Any], shape: str | None) -> None:
         """Each provider's usage by the keys only it has; running totals and others: none."""
         assert usage_shape(usage) == shape
+
+    def test_a_new_format_claims_its_usage_with_no_change_here(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A format added to the registry is asked too: its `Wire.owns_usage` decides."""
+        ledger = dataclasses.replace(
+            WIRES["openai"], name="ledger", owns_usage=lambda usage: "ledger_tokens" in usage
+        )
+        monkeypatch.setattr(usage_module, "WIRES", {**WIRES, "ledger": ledger})
+        assert usage_shape({"ledger_tokens": 3}) == "ledger"
+        assert usage_shape({"prompt_tokens": 1}) == "openai"
