@@ -312,6 +312,10 @@ def _handler(server: ProviderServer) -> type[BaseHTTPRequestHandler]:
         # keep-alive); HTTP/1.0's close after each answer would make every client, the
         # gateway's included, connect anew for each request.
         protocol_version = "HTTP/1.1"
+        # Each answer goes out as its pieces are written, as a provider's server sends
+        # it: on a connection kept open, Nagle's algorithm would hold a small write back
+        # until the client acknowledged the last (tens of ms behind a delayed ACK).
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             """Keep the test output quiet."""

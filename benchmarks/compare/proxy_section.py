@@ -10,8 +10,10 @@ __all__ = ["proxy_page_section", "proxy_section"]
 
 _ABOUT = (
     "The gateway (`context-graph proxy --memory`, in a process of its own, as it is "
-    "deployed) in front of the strict fake upstream (`benchmarks.provider_server`, which "
-    "validates and counts every body it gets, in the client's process). The same httpx "
+    "deployed) in front of the strict fake upstream (`benchmarks.provider_server`, in a "
+    "process of its own, which validates and counts every body it gets and, as the "
+    "providers' APIs do, keeps each connection open from request to request: the client "
+    "and the gateway reuse theirs). The same httpx "
     "client sends the same encoded body to the upstream directly and through the gateway, "
     "the two alternated in one run (which goes first swaps every pair), at histories of "
     "about 10k, 100k and 300k tokens, on the Anthropic Messages and the OpenAI Responses "

@@ -9,6 +9,8 @@ API's echoed `instructions`) fails here as it would against the real API.
 
 from __future__ import annotations
 
+import http.client
+import json
 from typing import Any, ClassVar
 
 import pytest
@@ -19,6 +21,7 @@ from openai.types.responses import Response
 from pydantic import BaseModel
 
 from benchmarks.provider_server import ProviderServer, Wire
+from benchmarks.provider_streams import StreamFault
 from context_graph.graph.sdk_replies import read_response
 from orchestrator import ContextManager
 from orchestrator.policy import Policy
@@ -242,3 +245,54 @@ class TestGeminiCountTokens:
                 self.PATH, {"generateContentRequest": {"contents": self.CONTENTS}}
             )
         assert status == 400 and "generateContentRequest.model" in answer["error"]["message"]
+
+
+class TestConnections:
+    """A connection stays open from request to request, as the providers' APIs keep it."""
+
+    @staticmethod
+    def _post(connection: http.client.HTTPConnection, body: dict[str, Any]) -> Any:
+        connection.request(
+            "POST", PATHS["anthropic"], json.dumps(body), {"Content-Type": "application/json"}
+        )
+        response = connection.getresponse()
+        response.read()
+        return response
+
+    def _body(self, *, stream: bool) -> dict[str, Any]:
+        manager = ContextManager(format="anthropic", policy=Policy())
+        manager.add_user("read a.py")
+        payload = manager.render_sync(tools=TOOLS["anthropic"]).payload
+        return {"model": "m", "max_tokens": 100, "stream": stream, **payload}
+
+    @pytest.mark.parametrize("stream", [False, True])
+    def test_answers_keep_the_connection_open(self, stream: bool) -> None:
+        with ProviderServer("anthropic", respond=lambda body: {"text": "done"}) as server:
+            connection = http.client.HTTPConnection(server.url.removeprefix("http://"))
+            try:
+                first = self._post(connection, self._body(stream=stream))
+                opened = connection.sock
+                second = self._post(connection, self._body(stream=stream))
+                assert connection.sock is opened is not None, "a second connection was made"
+            finally:
+                connection.close()
+        assert (first.status, second.status) == (200, 200)
+        assert first.version == 11 and not first.will_close and not second.will_close
+
+    def test_a_dropped_stream_closes_it(self) -> None:
+        with ProviderServer("anthropic", respond=lambda body: {"text": "done"}) as server:
+            server.stream_fault = StreamFault(after=2, kind="drop")
+            connection = http.client.HTTPConnection(server.url.removeprefix("http://"))
+            try:
+                connection.request(
+                    "POST",
+                    PATHS["anthropic"],
+                    json.dumps(self._body(stream=True)),
+                    {"Content-Type": "application/json"},
+                )
+                response = connection.getresponse()
+                assert response.will_close
+                with pytest.raises(http.client.IncompleteRead):
+                    response.read()
+            finally:
+                connection.close()
