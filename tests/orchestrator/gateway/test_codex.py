@@ -41,8 +41,43 @@ class Script:
         return {"calls": [["exec_command", {"cmd": f"seq {done + 1} 3000"}]]}
 
 
+def run_codex(home: Path, project: Path, url: str, settings: str = "") -> Any:
+    """`codex exec` on the task in `project`, its provider the gateway at `url`.
+
+    `settings`: more top-level lines of its config.toml.
+    """
+    (home / "config.toml").write_text(
+        'model = "gpt-5.5"\n'
+        'model_provider = "context-graph"\n'
+        f"{settings}"
+        "[model_providers.context-graph]\n"
+        'name = "context-graph"\n'
+        f'base_url = "{url}/v1"\n'
+        'env_key = "CONTEXT_GRAPH_TEST_KEY"\n'
+        'wire_api = "responses"\n'
+        "request_max_retries = 0\n"
+        "stream_max_retries = 0\n"
+    )
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "CODEX_HOME": str(home),
+        "CONTEXT_GRAPH_TEST_KEY": "sk-test",
+    }
+    return subprocess.run(
+        ["node", str(_codex()), "exec", "--skip-git-repo-check", "Count with seq."],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
 def test_codex_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
-    codex = _codex()
+    _codex()  # skip before anything starts when it is not installed
     home, project = tmp_path / "home", tmp_path / "project"
     home.mkdir()
     project.mkdir()
@@ -58,33 +93,7 @@ def test_codex_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
         )
         recorder.gateway = gateway
         with GatewayThread(gateway) as url:
-            (home / "config.toml").write_text(
-                'model = "gpt-5.5"\n'
-                'model_provider = "context-graph"\n'
-                "[model_providers.context-graph]\n"
-                'name = "context-graph"\n'
-                f'base_url = "{url}/v1"\n'
-                'env_key = "CONTEXT_GRAPH_TEST_KEY"\n'
-                'wire_api = "responses"\n'
-                "request_max_retries = 0\n"
-                "stream_max_retries = 0\n"
-            )
-            env = {
-                "PATH": os.environ["PATH"],
-                "HOME": str(home),
-                "CODEX_HOME": str(home),
-                "CONTEXT_GRAPH_TEST_KEY": "sk-test",
-            }
-            done = subprocess.run(
-                ["node", str(codex), "exec", "--skip-git-repo-check", "Count with seq."],
-                cwd=project,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=600,
-                check=False,
-            )
+            done = run_codex(home, project, url)
             sessions = gateway.table_of("responses").sessions
             held = {
                 s: [[n.kind for n in t.manager.raw].count("tool_result") for t in ts]

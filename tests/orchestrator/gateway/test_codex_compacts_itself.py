@@ -17,7 +17,6 @@ gateway:
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import GatewayThread, gateway_for, session_of
 from orchestrator.policy import get_policy
 from tests.orchestrator.gateway.scripted import Recorder
-from tests.orchestrator.gateway.test_codex import _codex
+from tests.orchestrator.gateway.test_codex import _codex, run_codex
 
 BUDGET = 30_000
 TURNS = 16
@@ -65,6 +64,7 @@ class Run:
 
 def _run(tmp_path: Path, limit: int) -> Run:
     """Codex's run with `model_auto_compact_token_limit = limit`."""
+    _codex()  # skip before anything starts when it is not installed
     home, project = tmp_path / "home", tmp_path / "project"
     home.mkdir()
     project.mkdir()
@@ -80,33 +80,8 @@ def _run(tmp_path: Path, limit: int) -> Run:
         )
         recorder.gateway = gateway
         with GatewayThread(gateway) as url:
-            (home / "config.toml").write_text(
-                'model = "gpt-5.5"\n'
-                'model_provider = "context-graph"\n'
-                f"model_auto_compact_token_limit = {limit}\n"
-                "[model_providers.context-graph]\n"
-                'name = "context-graph"\n'
-                f'base_url = "{url}/v1"\n'
-                'env_key = "CONTEXT_GRAPH_TEST_KEY"\n'
-                'wire_api = "responses"\n'
-                "request_max_retries = 0\n"
-                "stream_max_retries = 0\n"
-            )
-            env = {
-                "PATH": os.environ["PATH"],
-                "HOME": str(home),
-                "CODEX_HOME": str(home),
-                "CONTEXT_GRAPH_TEST_KEY": "sk-test",
-            }
-            done = subprocess.run(
-                ["node", str(_codex()), "exec", "--skip-git-repo-check", "Count with seq."],
-                cwd=project,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=600,
-                check=False,
+            done = run_codex(
+                home, project, url, settings=f"model_auto_compact_token_limit = {limit}\n"
             )
             ((_, threads),) = gateway.table_of("responses").sessions.items()
             recorded = [thread.manager.raw.total_tokens for thread in threads]
