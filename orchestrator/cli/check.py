@@ -13,6 +13,7 @@ from typing import Any
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.formats.wires import WIRES
 from context_graph.importers import read_raw
+from context_graph.render import FORMATS as RENDER_FORMATS
 from context_graph.render import count_payload
 from context_graph.tokens.counting import ProviderFormat, default_counter
 from context_graph.validate.request import detect_request_format, request_format_clues, validate
@@ -107,7 +108,8 @@ def _detect(body: dict[str, Any], where: SourceLocation) -> ProviderFormat:
             "nothing in it is particular to one provider (user and assistant text alone is "
             "valid OpenAI and Anthropic)"
         )
-    msg = f"cannot tell the format: {why}; give --format openai, anthropic or gemini"
+    *others, last = RENDER_FORMATS  # what `check --format` takes
+    msg = f"cannot tell the format: {why}; give --format {', '.join(others)} or {last}"
     raise IngestError(msg, where)
 
 

@@ -78,6 +78,8 @@ class TestCheckDetects:
         assert code == 2 and out == ""
         assert "cannot tell the format" in err and "--format" in err and reason in err
         assert len(err.strip().splitlines()) == 1
+        asked = err.split("give --format ", 1)[1]
+        assert all(fmt in asked for fmt in ("openai", "anthropic", "gemini", "responses"))
 
     @pytest.mark.parametrize(
         ("body", "given", "note"),
