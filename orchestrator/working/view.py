@@ -28,6 +28,7 @@ which says how they are built, extended and reused after edits.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
@@ -348,20 +349,7 @@ class WorkingView(GraphView):
 
     def roots(self, node_id: str) -> tuple[str, ...]:
         """The pristine transcript nodes `node_id` stands for, transitively, in order."""
-        found: set[str] = set()
-        seen: set[str] = set()
-        stack = [node_id]
-        while stack:
-            current = stack.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            node = self[current]
-            if self._overlay.node(current) is None and node.seq is not None:
-                found.add(current)
-            else:
-                stack.extend(_lineage(node))
-        return tuple(sorted(found, key=self._seq))
+        return tuple(sorted(set(self._walk_roots(node_id)), key=self._seq))
 
     def stands_for_any(self, node_id: str, ids: AbstractSet[str]) -> bool:
         """Whether a root of `node_id` (`roots`) is one of `ids`.
@@ -369,6 +357,10 @@ class WorkingView(GraphView):
         The walk of `roots`, over at the first root found in `ids`, and not sorted: a
         stage restricted to some nodes asks it of every node of the view.
         """
+        return any(root in ids for root in self._walk_roots(node_id))
+
+    def _walk_roots(self, node_id: str) -> Iterator[str]:
+        """The roots of `node_id` as the walk down its lineage meets them (each once)."""
         seen: set[str] = set()
         stack = [node_id]
         while stack:
@@ -378,11 +370,9 @@ class WorkingView(GraphView):
             seen.add(current)
             node = self[current]
             if self._overlay.node(current) is None and node.seq is not None:
-                if current in ids:
-                    return True
+                yield current
             else:
                 stack.extend(_lineage(node))
-        return False
 
     def expand(self, node_id: str) -> tuple[Node, ...]:
         """The original pristine nodes behind `node_id`, in transcript order."""
