@@ -28,7 +28,9 @@ from __future__ import annotations
 import json
 import math
 import threading
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, Self
@@ -65,6 +67,13 @@ class ProviderServer:
 
     `requests` and `prompts` hold each accepted body and its count; `refused` the reason
     for each refused body and `refused_prompts` its count.
+
+    Every prompt is counted on one thread of the server's own: the tokenizer (tiktoken)
+    counts about a quarter slower on any thread but the first to count (measured:
+    24.4 vs 30.8 ms for a 100k-token body), and each connection is served from a thread
+    of its own, so the same body would take longer to answer on one client's connection
+    than on another's. `benchmarks.proxy`, which times one body sent direct and through
+    the gateway, read that difference as the gateway's cost (about 5 ms at 100k).
     """
 
     wire: Wire
@@ -81,11 +90,17 @@ class ProviderServer:
     stream_fault: StreamFault | None = None
     """Interrupts every streamed answer while set (a body with `"stream": true`, or Gemini's
     `:streamGenerateContent`, is answered by `benchmarks.provider_streams`)."""
+    keep: bool = True
+    """False: keep no body in `requests` or `counted` (a server that only answers, as
+    `benchmarks.proxy`'s upstream in a process of its own). A hundred kept 100k-token
+    bodies are millions of objects that each full pass of the garbage collector walks:
+    50-115 ms pauses, landing on whichever request is being answered."""
     _serial: int = 0
     _previous: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
+        self._counting = ThreadPoolExecutor(1, thread_name_prefix="provider-server-count")
         self._http = _Quiet(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
 
@@ -96,7 +111,10 @@ class ProviderServer:
         return f"http://{host!s}:{port}"
 
     def count(self, body: dict[str, Any]) -> int:
-        """The prompt tokens of a body, as this provider counts them."""
+        """The prompt tokens of a body, as this provider counts them (on the counting thread)."""
+        return self._counting.submit(self._count, body).result()
+
+    def _count(self, body: dict[str, Any]) -> int:
         part = {k: body[k] for k in _BODY_KEYS[self.wire] if k in body}
         if self.wire == "responses":
             part["input"] = _text_as_parts(part.get("input", []))
@@ -125,7 +143,8 @@ class ProviderServer:
                 self.refused.append("; ".join(problems))
                 self.refused_prompts.append(tokens)
                 return 400, _error(self.wire, "; ".join(problems))
-            self.requests.append(body)
+            if self.keep:
+                self.requests.append(body)
             self.prompts.append(tokens)
             self._serial += 1
             serial = self._serial
@@ -156,7 +175,8 @@ class ProviderServer:
             return 400, _error("anthropic", "; ".join(problems))
         tokens = self.count(body)
         with self._lock:
-            self.counted.append(body)
+            if self.keep:
+                self.counted.append(body)
         return 200, {"input_tokens": tokens}
 
     def count_gemini_tokens(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -171,7 +191,8 @@ class ProviderServer:
             return 400, _error("gemini", "; ".join(problems))
         tokens = self.count(request)
         with self._lock:
-            self.counted.append(body)
+            if self.keep:
+                self.counted.append(body)
         details = [{"modality": "TEXT", "tokenCount": tokens}]
         return 200, {"totalTokens": tokens, "promptTokensDetails": details}
 
@@ -206,6 +227,7 @@ class ProviderServer:
         self._http.shutdown()
         self._http.server_close()
         self._thread.join(timeout=5)
+        self._counting.shutdown(wait=False)
 
     def __enter__(self) -> Self:
         self.start()
@@ -321,6 +343,7 @@ def _handler(server: ProviderServer) -> type[BaseHTTPRequestHandler]:
             """Keep the test output quiet."""
 
         def do_POST(self) -> None:
+            started = time.perf_counter()
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
             status, answer = server.answer(self.path, body)
@@ -329,9 +352,13 @@ def _handler(server: ProviderServer) -> type[BaseHTTPRequestHandler]:
                 write_stream(self, server.wire, events, server.stream_fault)
                 return
             data = json.dumps(answer).encode()
+            spent = (time.perf_counter() - started) * 1000
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            # How long this server took to answer (W3C Server-Timing), so that a client
+            # timing a proxy in front of it can set the server's own time aside.
+            self.send_header("Server-Timing", f"answer;dur={spent:.3f}")
             self.end_headers()
             self.wfile.write(data)
 

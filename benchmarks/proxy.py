@@ -14,7 +14,11 @@ Two measurements, against the strict fake upstream (`benchmarks.provider_server`
    forwarding. *Steady state*: the session already holds the history and each request
    adds one short turn (a tool call and its one-line output). *First request*: a new
    session each time, whose whole history the gateway takes in at once. The figure is
-   the difference `through the gateway - direct` of each pair, in ms.
+   the difference `through the gateway - direct` of each pair, in ms, each side less
+   the time the upstream itself took to answer (its `Server-Timing` header, which the
+   gateway passes back): the fake's validating and counting of a 100k-token body takes
+   40-60 ms and varies by tens of ms from request to request, which the difference of
+   two whole round trips would read as the gateway's.
 2. **A whole scripted task** (`benchmarks.gateway_script`: the agent loop the gateway
    tests drive, one ~1,200-token tool output per turn): with no proxy and through the
    gateway at a budget. Tokens billed are the prompt tokens the upstream counted, summed.
@@ -38,6 +42,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import io
 import itertools
 import json
@@ -198,20 +203,39 @@ class Overhead:
     size: int
     tokens: int
     """The history's prompt tokens as the upstream counts them (the first request)."""
-    steady_direct: list[float] = field(default_factory=list)
-    steady_proxy: list[float] = field(default_factory=list)
+    steady_direct: list[Timing] = field(default_factory=list)
+    steady_proxy: list[Timing] = field(default_factory=list)
     steady_cpu: list[float] = field(default_factory=list)
     """The gateway process's CPU time for each steady request, in ms (empty: not Linux)."""
-    first_direct: list[float] = field(default_factory=list)
-    first_proxy: list[float] = field(default_factory=list)
+    first_direct: list[Timing] = field(default_factory=list)
+    first_proxy: list[Timing] = field(default_factory=list)
 
     @property
     def steady(self) -> list[float]:
-        return [p - d for p, d in zip(self.steady_proxy, self.steady_direct, strict=True)]
+        return _overheads(self.steady_direct, self.steady_proxy)
 
     @property
     def first(self) -> list[float]:
-        return [p - d for p, d in zip(self.first_proxy, self.first_direct, strict=True)]
+        return _overheads(self.first_direct, self.first_proxy)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One request's round trip as the client timed it, and the upstream's own part."""
+
+    wall: float
+    """From sending the request to the whole answer, in ms."""
+    upstream: float
+    """What the upstream spent answering (its `Server-Timing`), in ms."""
+
+    @property
+    def beyond_upstream(self) -> float:
+        return self.wall - self.upstream
+
+
+def _overheads(direct: Sequence[Timing], proxy: Sequence[Timing]) -> list[float]:
+    """Each pair's `through - direct`, the upstream's own time set aside on both sides."""
+    return [p.beyond_upstream - d.beyond_upstream for d, p in zip(direct, proxy, strict=True)]
 
 
 def percentile(values: Sequence[float], share: float) -> float:
@@ -239,8 +263,8 @@ class _Pair:
         self.cpu: float | None = None
         """The gateway process's CPU time in the last request through it, in ms."""
 
-    def time(self, raw: bytes, session: str) -> tuple[float, float]:
-        """(direct ms, through-the-gateway ms); which goes first swaps every call."""
+    def time(self, raw: bytes, session: str) -> tuple[Timing, Timing]:
+        """(direct, through the gateway); which goes first swaps every call."""
         headers = {
             "content-type": "application/json",
             "x-api-key": "bench-key",
@@ -257,7 +281,7 @@ class _Pair:
             direct = self._one(self._direct, raw, headers, proxied=False)
         return direct, proxy
 
-    def _through(self, raw: bytes, headers: dict[str, str]) -> float:
+    def _through(self, raw: bytes, headers: dict[str, str]) -> Timing:
         before = process_cpu_ms(self._gateway)
         spent = self._one(self._proxy, raw, headers, proxied=True)
         after = process_cpu_ms(self._gateway)
@@ -266,7 +290,7 @@ class _Pair:
 
     def _one(
         self, client: httpx.Client, raw: bytes, headers: dict[str, str], *, proxied: bool
-    ) -> float:
+    ) -> Timing:
         started = time.perf_counter()
         answer = client.post(self._path, content=raw, headers=headers)
         spent = (time.perf_counter() - started) * 1000
@@ -276,7 +300,16 @@ class _Pair:
         if proxied and answer.headers.get(OUTCOME) != "rendered":
             msg = f"the gateway did not render the request ({answer.headers.get(OUTCOME)})"
             raise RuntimeError(msg)
-        return spent
+        return Timing(spent, upstream_ms(answer.headers.get("server-timing", "")))
+
+
+def upstream_ms(server_timing: str) -> float:
+    """The `answer` duration of a `Server-Timing` header (`answer;dur=41.5`), in ms."""
+    found = re.search(r"(?:^|,)\s*answer\s*;\s*dur=([0-9.]+)", server_timing)
+    if found is None:
+        msg = f"the answer has no Server-Timing `answer;dur=` (got {server_timing!r})"
+        raise RuntimeError(msg)
+    return float(found.group(1))
 
 
 def process_cpu_ms(pid: int | None) -> float | None:
@@ -372,8 +405,13 @@ def _announced(command: list[str], name: str) -> Iterator[tuple[str, int]]:
 
 
 def serve_upstream(wire: str) -> None:
-    """Serve `ProviderServer(wire)` until the process is ended; print its URL first."""
-    with ProviderServer(wire) as server:  # type: ignore[arg-type]
+    """Serve `ProviderServer(wire)` until the process is ended; print its URL first.
+
+    It keeps no body: nothing reads them here, and kept they make the garbage
+    collector's full passes long pauses in the times measured.
+    """
+    with ProviderServer(wire, keep=False) as server:  # type: ignore[arg-type]
+        gc.freeze()
         print(server.url, flush=True)
         threading.Event().wait()
 
@@ -400,6 +438,9 @@ def measure_overhead(wire: str, sizes: Sequence[int], *, steady: int, first: int
                 figures.first_proxy.append(proxied)
             session = f"steady-{size}"
             pair.time(raw, session)  # the session takes the history in
+            # What lives now lives to the end: a full collection in this process would
+            # otherwise walk it (the SDKs' modules, the history) inside a timed request.
+            gc.freeze()
             for n in range(steady):
                 items += case.turn(10_000 + n, f"ok {n}")
                 direct, proxied = pair.time(_encode(case.body(items)), session)
@@ -424,7 +465,8 @@ def overhead_rows(runs: Sequence[Overhead]) -> list[str]:
         ):
             rows.append(
                 f"| {run.wire} | {run.tokens:,} | {label} | {len(diffs)} | "
-                f"{percentile(direct, 0.5):.1f} ms | {percentile(diffs, 0.5):.1f} ms | "
+                f"{percentile([t.wall for t in direct], 0.5):.1f} ms | "
+                f"{percentile(diffs, 0.5):.1f} ms | "
                 f"{percentile(diffs, 0.99):.1f} ms |"
             )
     return rows
@@ -653,8 +695,11 @@ def profile_render(wire: str, size: int, turns: int, top: int = 25) -> str:
 def overhead_section(runs: Sequence[Overhead]) -> list[str]:
     return [
         "The overhead of each request: the time through the gateway minus the time of the "
-        "same body sent direct, pair by pair (the upstream's own time, which both include, "
-        "is the *direct p50* column).",
+        "same body sent direct, pair by pair, each less the time the upstream itself took "
+        "to answer it (its `Server-Timing`; the fake's validating and counting of a body "
+        "varies by tens of ms from one request to the next, which is not the gateway's). "
+        "The *direct p50* column is the whole direct round trip, the upstream's time "
+        "included.",
         "",
         *overhead_rows(runs),
         *cpu_section(runs),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import threading
 from typing import Any, ClassVar
 
 import pytest
@@ -296,3 +297,50 @@ class TestConnections:
                     response.read()
             finally:
                 connection.close()
+
+
+class TestTimedFairly:
+    """What `benchmarks.proxy` relies on to time a gateway in front of this server."""
+
+    def test_a_json_answer_says_how_long_the_server_took(self) -> None:
+        with ProviderServer("anthropic") as server:
+            connection = http.client.HTTPConnection(server.url.removeprefix("http://"))
+            try:
+                body = TestConnections()._body(stream=False)
+                response = TestConnections._post(connection, body)
+            finally:
+                connection.close()
+        timing = response.getheader("Server-Timing")
+        assert timing is not None and timing.startswith("answer;dur=")
+        assert float(timing.removeprefix("answer;dur=")) > 0
+
+    def test_every_connection_is_counted_on_one_thread(self) -> None:
+        """The tokenizer is slower on every thread but the first that counted: each
+        connection's thread hands its counting to the one counting thread."""
+        counted_on: list[int] = []
+        with ProviderServer("anthropic") as server:
+            count = server._count
+
+            def spy(body: dict[str, Any]) -> int:
+                counted_on.append(threading.get_ident())
+                return count(body)
+
+            server._count = spy  # type: ignore[method-assign]
+            body = TestConnections()._body(stream=False)
+            for _ in range(3):  # a connection, so a serving thread, of its own each
+                connection = http.client.HTTPConnection(server.url.removeprefix("http://"))
+                try:
+                    assert TestConnections._post(connection, body).status == 200
+                finally:
+                    connection.close()
+        assert len(counted_on) == 3 and len(set(counted_on)) == 1
+        assert counted_on[0] != threading.get_ident()
+
+    @pytest.mark.parametrize("keep", [True, False])
+    def test_a_server_that_keeps_nothing_still_counts(self, keep: bool) -> None:
+        body = TestConnections()._body(stream=False)
+        with ProviderServer("anthropic", keep=keep) as server:
+            assert server.answer(PATHS["anthropic"], body)[0] == 200
+            assert server.answer("/v1/messages/count_tokens", body)[0] == 200
+        assert len(server.prompts) == 1 and server.prompts[0] > 0
+        assert (server.requests, server.counted) == (([body], [body]) if keep else ([], []))

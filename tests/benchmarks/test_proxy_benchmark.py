@@ -151,3 +151,31 @@ def test_the_page_section_runs_the_benchmark_and_says_how() -> None:
     assert section.startswith("## The gateway")
     assert "python -m benchmarks.proxy " in section
     assert section.endswith("| the tables |")
+
+
+@given(
+    st.floats(0, 1e4, allow_nan=False),
+    st.lists(st.sampled_from(["db;dur=3", "cache;desc=hit", "total;dur=9.5"]), max_size=3),
+)
+def test_the_upstreams_own_time_is_read_among_other_metrics(
+    upstream: float, others: list[str]
+) -> None:
+    header = ", ".join([*others, f"answer;dur={upstream:.3f}"])
+    assert proxy.upstream_ms(header) == pytest.approx(upstream, abs=1e-3)
+
+
+@pytest.mark.parametrize("header", ["", "total;dur=9", "answer", "answer;desc=x"])
+def test_an_answer_without_the_upstreams_time_is_an_error(header: str) -> None:
+    with pytest.raises(RuntimeError, match="Server-Timing"):
+        proxy.upstream_ms(header)
+
+
+@given(st.lists(st.tuples(st.floats(0, 1e3), st.floats(0, 1e3)), min_size=1, max_size=20))
+def test_the_overhead_sets_the_upstreams_own_time_aside(rows: list[tuple[float, float]]) -> None:
+    """Whatever the upstream takes on each side, the overhead is the rest of the trip."""
+    direct = [proxy.Timing(wall=spare + answer, upstream=answer) for spare, answer in rows]
+    through = [
+        proxy.Timing(wall=spare + 5 + answer * 3, upstream=answer * 3) for spare, answer in rows
+    ]
+    run = proxy.Overhead("anthropic", 1, 1, steady_direct=direct, steady_proxy=through)
+    assert run.steady == pytest.approx([5.0] * len(rows), abs=1e-6)
