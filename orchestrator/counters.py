@@ -9,10 +9,12 @@ included, since the store took those back with it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import JsonValue
+
+from orchestrator.persistence import state_values
 
 __all__ = ["ProposalCounters"]
 
@@ -48,8 +50,19 @@ class ProposalCounters:
         """`counters`: both counts."""
         return {"counters": {"applied": self._applied, "rejected": self._rejected}}
 
+    def read(self, values: Mapping[str, Any]) -> Callable[[], None]:
+        """Check `counters` of a stored state; what takes it (see `StateOwner.read`)."""
+        if "counters" not in values:
+            return lambda: None
+        counters = state_values.mapping(values["counters"], "counters")
+        applied = state_values.count(counters["applied"], "counters.applied")
+        rejected = state_values.count(counters["rejected"], "counters.rejected")
+
+        def take() -> None:
+            self._applied, self._rejected = applied, rejected
+
+        return take
+
     def load(self, values: Mapping[str, Any]) -> None:
         """Take `counters` from a stored state."""
-        if "counters" in values:
-            counters = values["counters"]
-            self._applied, self._rejected = int(counters["applied"]), int(counters["rejected"])
+        self.read(values)()

@@ -13,7 +13,7 @@ was recorded.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pydantic import JsonValue
@@ -21,6 +21,7 @@ from pydantic import JsonValue
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.render import RenderResult
 from context_graph.tokens.usage import Usage, UsageTotals
+from orchestrator.persistence import state_values
 
 __all__ = ["CallLedger"]
 
@@ -85,7 +86,11 @@ class CallLedger:
         return values
 
     def load(self, values: Mapping[str, Any]) -> None:
-        """Take `sent` and `usage` from a stored state.
+        """Take `sent` and `usage` from a stored state (raises as `read`)."""
+        self.read(values)()
+
+    def read(self, values: Mapping[str, Any]) -> Callable[[], None]:
+        """Check `sent` and `usage` of a stored state; what takes them (`StateOwner.read`).
 
         Raises:
             ValueError: `sent` counts more nodes than the record holds, or a value does
@@ -93,7 +98,8 @@ class CallLedger:
         """
         unsent = self._unsent
         if "sent" in values:
-            sent = int(values["sent"]["nodes"])
+            stored = state_values.mapping(values["sent"], "sent")
+            sent = state_values.count(stored["nodes"], "sent.nodes")
             if not 0 <= sent <= self._pristine():
                 msg = f"`sent` is {sent}, but the record has {self._pristine()} nodes"
                 raise ValueError(msg)
@@ -103,8 +109,12 @@ class CallLedger:
         usage = self._usage
         if "usage" in values:
             usage = UsageTotals.model_validate(values["usage"])
-        self._unsent, self._usage = unsent, usage
-        self._kept_usage = self._kept_usage or "usage" in values
+        kept = self._kept_usage or "usage" in values
+
+        def take() -> None:
+            self._unsent, self._usage, self._kept_usage = unsent, usage, kept
+
+        return take
 
     def _pristine(self) -> int:
         return len(self._raw) - len(self._raw.derived())

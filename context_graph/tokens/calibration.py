@@ -76,6 +76,14 @@ class Calibrator:
         """Continue from a factor learned earlier (a restored session's).
 
         Raises:
+            ConfigurationError: as `resumable`.
+        """
+        self._factor, self._observations = self.resumable(factor, observations)
+
+    def resumable(self, factor: float, observations: int) -> tuple[float, int]:
+        """What `resume` would take, checked, without taking it.
+
+        Raises:
             ConfigurationError: `factor` is outside this calibrator's bounds, or
                 `observations` is not an int >= 0.
         """
@@ -88,8 +96,7 @@ class Calibrator:
         if isinstance(observations, bool) or not isinstance(observations, int) or observations < 0:
             msg = f"Calibrator.resume: observations must be an int >= 0, got {observations!r}"
             raise ConfigurationError(msg)
-        self._factor = float(factor)
-        self._observations = observations
+        return float(factor), observations
 
     def apply(self, estimated: int) -> int:
         """Return `estimated` corrected by the factor, rounded up."""

@@ -7,10 +7,12 @@ next read. The expander pins; the pins are its state in the session store (`pins
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pydantic import JsonValue
+
+from orchestrator.persistence import state_values
 
 __all__ = ["Pins"]
 
@@ -47,8 +49,18 @@ class Pins:
             return {}
         return {"pins": dict[str, JsonValue](sorted(self._until.items()))}
 
+    def read(self, values: Mapping[str, Any]) -> Callable[[], None]:
+        """Check `pins` of a stored state; what takes it (see `StateOwner.read`)."""
+        if "pins" not in values:
+            return lambda: None
+        stored = state_values.mapping(values["pins"], "pins").items()
+        pins = {node: state_values.whole(until, f"pins.{node}") for node, until in stored}
+
+        def take() -> None:
+            self._until, self._kept = pins, True
+
+        return take
+
     def load(self, values: Mapping[str, Any]) -> None:
         """Take `pins` from a stored state."""
-        if "pins" in values:
-            pins = {str(node_id): int(until) for node_id, until in values["pins"].items()}
-            self._until, self._kept = pins, True
+        self.read(values)()

@@ -185,7 +185,11 @@ class Compactor:
         }
 
     def load(self, values: Mapping[str, Any]) -> None:
-        """Take `triggers`, `guards` and `pending` from a stored state.
+        """Take `triggers`, `guards` and `pending` from a stored state (raises as `read`)."""
+        self.read(values)()
+
+    def read(self, values: Mapping[str, Any]) -> Callable[[], None]:
+        """Check `triggers`, `guards` and `pending` of a stored state; what takes them.
 
         Raises:
             ValueError: a value does not read (pydantic's `ValidationError`).
@@ -197,7 +201,11 @@ class Compactor:
             guards = GuardState.model_validate(values["guards"])
         if "pending" in values:
             pending = [Firing.model_validate(item) for item in values["pending"]]
-        self._trigger_state, self._guard_state, self._pending = triggers, guards, pending
+
+        def take() -> None:
+            self._trigger_state, self._guard_state, self._pending = triggers, guards, pending
+
+        return take
 
     # -- runs ----------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ usage the manager reports), and `renderers`, each format's kept drops.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from pydantic import JsonValue
@@ -27,6 +27,7 @@ from context_graph.render import FORMATS, Renderer, RenderResult, RenderSource
 from context_graph.render.tools import ToolSpec
 from context_graph.tokens.calibration import Calibrator
 from context_graph.tokens.counting import ProviderFormat
+from orchestrator.persistence import state_values
 
 __all__ = ["CallRenderer", "RendererCache", "RequestRenderer"]
 
@@ -168,17 +169,18 @@ class RendererCache:
         }
 
     def load(self, values: Mapping[str, Any]) -> None:
-        """Take `calibration` and `renderers` from a stored state.
+        """Take `calibration` and `renderers` from a stored state (raises as `read`)."""
+        self.read(values)()
 
-        Both are checked before either is taken, so a value that does not load changes
-        nothing.
+    def read(self, values: Mapping[str, Any]) -> Callable[[], None]:
+        """Check `calibration` and `renderers` of a stored state; what takes them.
 
         Raises:
             ConfigurationError: a value is out of its range, or names no format (a
                 `ValueError`).
         """
         kept: dict[ProviderFormat, int] = {}
-        for fmt, count in dict(values.get("renderers", {})).items():
+        for fmt, count in state_values.mapping(values.get("renderers", {}), "renderers").items():
             if fmt not in FORMATS:
                 msg = f"renderers: unknown format {fmt!r}; use one of {', '.join(FORMATS)}"
                 raise ConfigurationError(msg)
@@ -186,8 +188,16 @@ class RendererCache:
                 msg = f"renderers: the kept drops of {fmt} must be an int >= 0, got {count!r}"
                 raise ConfigurationError(msg)
             kept[fmt] = count
+        calibrator = self._calibrator
+        resumed = None
         if "calibration" in values:
-            calibration = values["calibration"]
-            self._calibrator.resume(calibration["factor"], calibration["observations"])
-        for fmt, count in kept.items():
-            self.get(fmt).keep_drops(count)
+            calibration = state_values.mapping(values["calibration"], "calibration")
+            resumed = calibrator.resumable(calibration["factor"], calibration["observations"])
+
+        def take() -> None:
+            if resumed is not None:
+                calibrator.resume(*resumed)
+            for fmt, count in kept.items():
+                self.get(fmt).keep_drops(count)
+
+        return take

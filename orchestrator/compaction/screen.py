@@ -13,7 +13,7 @@ resumed session does not scan its record again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import JsonValue
@@ -22,6 +22,7 @@ from context_graph.errors import InvariantViolation
 from context_graph.graph.nodes import Node
 from orchestrator.bus import EventBus
 from orchestrator.counters import ProposalCounters
+from orchestrator.persistence import state_values
 from orchestrator.working import WorkingGraph, WorkingView
 from processors.base import ProcessorContext, Redactor, run_processor
 
@@ -102,10 +103,20 @@ class SecretScreen:
         """`scanned`: the ids of the nodes scanned for secrets, sorted."""
         return {"scanned": list[JsonValue](sorted(self._scanned))}
 
+    def read(self, values: Mapping[str, Any]) -> Callable[[], None]:
+        """Check `scanned` of a stored state; what takes it (see `StateOwner.read`)."""
+        if "scanned" not in values:
+            return lambda: None
+        scanned = set(state_values.texts(values["scanned"], "scanned"))
+
+        def take() -> None:
+            self._scanned = scanned
+
+        return take
+
     def load(self, values: Mapping[str, Any]) -> None:
         """Take `scanned` from a stored state."""
-        if "scanned" in values:
-            self._scanned = {str(node_id) for node_id in values["scanned"]}
+        self.read(values)()
 
     def _knowing(self, redactor: Redactor, new: list[Node]) -> Redactor:
         """`redactor` knowing every secret of the session so far, `new`'s included."""

@@ -74,12 +74,16 @@ class StateOwner(Protocol):
         session that never used it keeps the keys it always had.
         """
 
-    def load(self, values: Mapping[str, JsonValue]) -> None:
-        """Take its own keys of a stored state; a key missing leaves its value as it is.
+    def read(self, values: Mapping[str, JsonValue]) -> Callable[[], None]:
+        """Check its own keys of a stored state, and return what takes them.
+
+        Nothing changes until the returned function is called (so that a state whose
+        value for another owner is bad changes no owner); a key missing leaves its value
+        as it is.
 
         Raises:
-            TypeError, ValueError, KeyError: a value does not have the shape it was
-                saved with.
+            TypeError, ValueError, KeyError, AttributeError: a value does not have the
+                shape it was saved with.
         """
 
 
@@ -229,15 +233,17 @@ class StateKeeper:
         """Hand a restored session's state to the owners (a key missing keeps its value).
 
         Called once before anything reads the state, and by `refresh`; the values count
-        as written.
+        as written. Every owner checks its keys before any takes its own: a state that
+        does not load changes nothing.
 
         Raises:
             StoreCorruptError: a value does not have the shape it was saved with.
         """
         try:
-            for owner in self._owners:
-                owner.load(values)
-        except (TypeError, ValueError, KeyError) as exc:
+            takes = [owner.read(values) for owner in self._owners]
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
             where = "memory" if self._store is None else self._store.location
             raise StoreCorruptError(where, f"state does not load: {exc}") from exc
+        for take in takes:
+            take()
         self._saved = {key: json.dumps(v, sort_keys=True) for key, v in values.items()}

@@ -354,6 +354,25 @@ class TestStateKeeper:
             owners.keeper.load(bad)
         assert owners.renderers.state()["calibration"] == {"factor": 1.2, "observations": 1}
 
+    @pytest.mark.parametrize(
+        "bad",
+        [
+            {"counters": {"applied": 1, "rejected": 0}, "pins": {"a": "soon"}},
+            {"triggers": {}, "scanned": ["z"], "sent": {"nodes": 99}},
+            {"usage": {}, "pins": {"b": "later"}},
+        ],
+        ids=["last owner", "middle owner", "optional keys"],
+    )
+    def test_a_bad_value_of_one_owner_changes_no_owner(self, bad: dict[str, Any]) -> None:
+        """Every owner's keys are read before any owner takes its own: a state that does
+        not load leaves the whole manager as it was, not the owners before the bad one
+        loaded and the rest not."""
+        owners = _busy()
+        before = owners.keeper.values()
+        with pytest.raises(StoreCorruptError):
+            owners.keeper.load(bad)
+        assert owners.keeper.values() == before
+
     def test_two_owners_of_one_key_are_a_wiring_mistake(self) -> None:
         """A key handed over by two owners is refused, naming it, instead of one winning."""
         owners = _owners(None)
@@ -434,6 +453,47 @@ class TestStateRoundTrip:
         assert fresh.keeper.values() == values
         fresh.keeper.save()
         assert store.writes == []
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_KEYS = ("triggers", "guards", "pending", "counters", "calibration", "renderers", "scanned")
+_KEYS += ("sent", "usage", "pins")
+
+
+class TestHostileState:
+    @settings(max_examples=300, deadline=None)
+    @given(
+        hostile=st.dictionaries(st.sampled_from(_KEYS), _JSON, min_size=1, max_size=3),
+        steps=_STEPS,
+    )
+    def test_any_value_loads_or_is_refused_changing_nothing(
+        self, hostile: dict[str, Any], steps: list[tuple[Any, ...]]
+    ) -> None:
+        """Any JSON under any key either loads (and then saves back as a state of the
+        owners' own shapes) or is refused as `StoreCorruptError`, with every owner as it was."""
+        owners = _owners(None)
+        for step in steps:
+            _step(owners, step)
+        before = owners.keeper.values()
+        try:
+            owners.keeper.load(hostile)
+        except StoreCorruptError:
+            assert owners.keeper.values() == before
+            return
+        loaded = json.loads(json.dumps(owners.keeper.values()))
+        fresh = _owners(None)
+        fresh.keeper.load(loaded)
+        assert fresh.keeper.values() == loaded
 
 
 class TestProtocolOnly:
