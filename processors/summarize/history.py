@@ -27,11 +27,12 @@ import anyio
 from pydantic import JsonValue
 
 from context_graph.errors import ConfigurationError
-from context_graph.graph.anchors import SUMMARY_HEADER
+from context_graph.graph.anchors import SUMMARY_HEADER, floor_anchors
 from context_graph.graph.content import TextPart
 from context_graph.graph.ids import make_node_id
 from context_graph.graph.native import NativeCompaction
 from context_graph.graph.nodes import Node, SummaryNode, UserNode
+from context_graph.graph.units import Unit
 from processors.base import Abstract, ProcessorContext, Proposal, Scope, Summarizer
 from processors.redact import strip_signed_secrets
 from processors.registry import register_processor
@@ -472,12 +473,15 @@ def summary_room(plan: Plan, ctx: ProcessorContext, keep: Sequence[str] = ()) ->
     if ctx.budget is None:
         return None
     replaced = set(plan.abstract_ids)
-    stays = sum(
-        ctx.count(ctx.graph[node_id]) + _MESSAGE_OVERHEAD
-        for unit in ctx.graph.units()
-        for node_id in unit.node_ids
-        if node_id not in replaced
-    )
+    units = ctx.graph.units()
+    anchored = _anchor_units(units)
+    stays = kept = 0
+    for index, unit in enumerate(units):
+        for node_id in unit.node_ids:
+            if node_id not in replaced:
+                tokens = ctx.count(ctx.graph[node_id]) + _MESSAGE_OVERHEAD
+                stays += tokens
+                kept += tokens if index in anchored or ctx.graph[node_id].pinned else 0
     # The summary's own message: its wrapping, and the header it is rendered under.
     own = _MESSAGE_OVERHEAD + ctx.tokens.count_text(f"{SUMMARY_HEADER}\n\n")
     free = ctx.budget - stays - own
@@ -487,7 +491,25 @@ def summary_room(plan: Plan, ctx: ProcessorContext, keep: Sequence[str] = ()) ->
     elif free >= _MIN_BRIEF:
         room = max(_MIN_BRIEF, int(free * _FREE_SHARE))
     room = max(room, words_room(plan, ctx, keep))
+    beside_kept = ctx.budget - kept - own
+    if beside_kept >= _MIN_BRIEF:
+        # The user's words may take the summary past the target, not past what the
+        # budget leaves beside what no stage shrinks and the renderer never drops: a
+        # summary over that is dropped whole by the renderer, and every turn it stood
+        # for with it (a chat whose system prompt takes most of the budget).
+        room = min(room, beside_kept)
     return max(1, min(room, plan.tokens_before - 1))
+
+
+def _anchor_units(units: Sequence[Unit]) -> frozenset[int]:
+    """The positions of the system prompt and of the user turns the render's floor keeps.
+
+    Those are `render.fit`'s first and latest requests and latest user-role unit. The
+    work after the latest turn is in the floor too, but the run's later stages shrink it.
+    """
+    system = {i for i, unit in enumerate(units) if unit.kind == "system"}
+    anchors = floor_anchors([unit.kind for unit in units])
+    return frozenset(system if anchors is None else system | set(anchors))
 
 
 def words_room(plan: Plan, ctx: ProcessorContext, keep: Sequence[str] = ()) -> int:

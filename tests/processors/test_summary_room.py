@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from context_graph import ConfigurationError, ContextGraph
 from context_graph.graph.anchors import SUMMARY_HEADER
@@ -18,7 +20,7 @@ from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.testing import WordCounter
 from processors.base import Abstract, ProcessorContext
 from processors.summarize import ExtractiveSummarizer, HistorySummarizer
-from processors.summarize.history import summary_room
+from processors.summarize.history import summary_room, words_room
 from processors.summarize.targets import plan_targets
 
 PATHS = [f"/srv/app/module_{n}/file_{n}.py" for n in range(30)]
@@ -164,3 +166,50 @@ class TestSummaryRoom:
         assert graph.token_cache.count_node(summary) <= room
         # The identifiers of the failed run survive a tight room; the prose does not.
         assert PATHS[-1] in summary.text
+
+
+def chat(turns: int) -> ContextGraph:
+    """A long system prompt, then a chat of wordy user messages and short replies."""
+    graph = ContextGraph(counter=WordCounter())
+    graph.add_system("Follow the airline policy. " * 120)
+    for n in range(turns):
+        graph.add_user(
+            f"Request {n}: please change reservation RES{n:04d} to the cheapest business fare "
+            "on the same dates, keep the same passengers, and pay with certificate CERT-{n}."
+        )
+        graph.add_assistant(f"I need the user id for RES{n:04d} before I can change it.")
+    graph.add_user("Here is my user id: sofia_kim_7287.")
+    return graph
+
+
+class TestUserWordsAndTheBudget:
+    """The user's words may take a summary past the target, never past the budget: a
+    summary over what the budget leaves is dropped whole by the renderer."""
+
+    def _kept(self, graph: ContextGraph, span: list[Node]) -> int:
+        """What stays beside the summary, and the summary's own wrapping and header."""
+        taken = {node.id for node in span}
+        stays = sum(graph.tokens(i) + 8 for unit in graph.units() for i in unit if i not in taken)
+        return stays + 8 + HEADER_TOKENS
+
+    @given(turns=st.integers(3, 12), slack=st.integers(64, 400))
+    @settings(max_examples=40, deadline=None)
+    def test_the_room_is_never_more_than_the_budget_leaves(self, turns: int, slack: int) -> None:
+        graph = chat(turns)
+        span = [graph[i] for unit in graph.units()[2:-1] for i in unit]
+        budget = self._kept(graph, span) + slack
+        ctx = ProcessorContext.for_graph(graph, budget=budget, target=int(budget * 0.7))
+        plan = plan_targets("summarize", span, ctx)
+        assert not isinstance(plan, str)
+        room = summary_room(plan, ctx)
+        assert room is not None and room <= slack
+
+    def test_the_words_alone_would_claim_more(self) -> None:
+        """The case the cap is for: the words' share of the budget is past what it leaves."""
+        graph = chat(8)
+        span = [graph[i] for unit in graph.units()[2:-1] for i in unit]
+        budget = self._kept(graph, span) + 100
+        ctx = ProcessorContext.for_graph(graph, budget=budget, target=int(budget * 0.7))
+        plan = plan_targets("summarize", span, ctx)
+        assert not isinstance(plan, str)
+        assert words_room(plan, ctx) > 100 == summary_room(plan, ctx)
