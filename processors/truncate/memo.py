@@ -23,10 +23,13 @@ from processors.truncate.fit import Policy
 if TYPE_CHECKING:  # the truncator imports this module
     from processors.truncate.truncator import Truncation
 
-__all__ = ["MEMO_SIZE", "CutKey", "remembered_cut"]
+__all__ = ["MEMO_CHARS", "MEMO_SIZE", "CutKey", "remembered_cut"]
 
 #: Distinct cuts remembered per token cache (least recently used forgotten first).
 MEMO_SIZE = 512
+#: Characters of cut texts (the outputs, before the cut) remembered per token cache:
+#: the outputs cut are the long ones, so the count alone would not bound the memory.
+MEMO_CHARS = 2_000_000
 
 #: (text, max_tokens, max_bytes, policy, context_lines): what a cut depends on besides
 #: the tokenizer.
@@ -37,6 +40,7 @@ class _Cuts:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.entries: OrderedDict[CutKey, Truncation] = OrderedDict()
+        self.chars = 0
 
 
 _memos: WeakKeyDictionary[NodeTokenCache, _Cuts] = WeakKeyDictionary()
@@ -57,10 +61,13 @@ def remembered_cut(
             cuts.entries.move_to_end(key)
             return earlier
     result = cut()
-    if result is not None:
+    if result is not None and len(key[0]) <= MEMO_CHARS:
         with cuts.lock:
+            if key not in cuts.entries:
+                cuts.chars += len(key[0])
             cuts.entries[key] = result
             cuts.entries.move_to_end(key)
-            while len(cuts.entries) > MEMO_SIZE:
-                cuts.entries.popitem(last=False)
+            while len(cuts.entries) > MEMO_SIZE or cuts.chars > MEMO_CHARS:
+                forgotten, _ = cuts.entries.popitem(last=False)
+                cuts.chars -= len(forgotten[0])
     return result

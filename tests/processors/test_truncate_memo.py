@@ -93,6 +93,22 @@ class TestTruncatorMemo:
         kept = memo_module._memos[graph.token_cache].entries
         assert [key[0].split()[0] for key in kept] == ["beta", "gamma"]
 
+    async def test_the_memo_is_bounded_by_characters(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Past `MEMO_CHARS` characters of cut texts the oldest cuts are forgotten."""
+        monkeypatch.setattr(memo_module, "MEMO_CHARS", len(LOG) * 2)
+        graph = ContextGraph(counter=WordCounter())
+        # Texts as long as LOG: two fit; one longer than the bound is not kept at all.
+        for word in ("stop", "stem", "stay", "long" * 400):
+            text = LOG.replace("step", word)
+            memo_module.remembered_cut(
+                graph.token_cache,
+                (text, 50, None, "head_tail", 2),
+                lambda text=text: truncate_text(text, count=len, max_tokens=50),
+            )
+        cuts = memo_module._memos[graph.token_cache]
+        assert [key[0].split()[0] for key in cuts.entries] == ["stem", "stay"]
+        assert cuts.chars == sum(len(key[0]) for key in cuts.entries) <= len(LOG) * 2
+
 
 @settings(max_examples=40, deadline=None)
 @given(
