@@ -17,6 +17,7 @@ sources = line_sources(text, span, describe=describe_use)  # {"5": ["000012-user
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
@@ -34,7 +35,7 @@ from context_graph.graph.nodes import (
 )
 from processors.summarize.facts import ToolUse, dedupe, tool_uses
 
-__all__ = ["LINE_SOURCES", "line_sources", "sources_of"]
+__all__ = ["LINE_SOURCES", "clear_cache", "line_sources", "sources_of"]
 
 #: The summary node's `meta` key for its lines' sources: line number (1-based, as a
 #: string) to the ids of the nodes the line came from.
@@ -99,7 +100,7 @@ class _Index:
         self._answers = answers
         self._calls = {n.id: n.tool_call_id for n in span if isinstance(n, ToolCallNode)}
         self._said: list[tuple[str, str]] = [
-            (node.id, " ".join(_searchable(node).split()))
+            (node.id, _flattened(_searchable(node)))
             for node in span
             if isinstance(node, UserNode | AssistantNode | NoteNode | ToolCallNode | FileNode)
         ]
@@ -176,11 +177,26 @@ class _Index:
         A brief has dozens of lines that quote no node, each compared with every node.
         """
         if self._words is None:
-            self._words = [
-                (node_id, frozenset(w.casefold() for w in _WORD.findall(said)))
-                for node_id, said in self._said
-            ]
+            self._words = [(node_id, _words_of(said)) for node_id, said in self._said]
         return self._words
+
+
+# A span is traced again when its summary waits or is made again (a repeated pass, a
+# rolling summary over the same turns): each text is flattened and split into words once.
+@functools.lru_cache(maxsize=4096)
+def _flattened(text: str) -> str:
+    return " ".join(text.split())
+
+
+@functools.lru_cache(maxsize=4096)
+def _words_of(said: str) -> frozenset[str]:
+    return frozenset(w.casefold() for w in _WORD.findall(said))
+
+
+def clear_cache() -> None:
+    """Forget the texts flattened and split (`processors.caches.clear_caches`)."""
+    _flattened.cache_clear()
+    _words_of.cache_clear()
 
 
 def _searchable(node: Node) -> str:

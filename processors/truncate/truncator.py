@@ -20,6 +20,7 @@ from processors.registry import register_processor
 from processors.truncate.fit import Budget, Layout, Policy, fit_layout
 from processors.truncate.json_values import fit_json, parse_json
 from processors.truncate.markup import balance, depths, detect_markup
+from processors.truncate.memo import remembered_cut
 from processors.truncate.units import split_units
 
 __all__ = ["POLICIES", "OutputFormat", "ToolOutputTruncator", "Truncation", "truncate_text"]
@@ -222,16 +223,22 @@ class ToolOutputTruncator:
         limit = options.max_tokens
         if hint is not None:
             limit = max(limit - ctx.tokens.count_text(f"\n{hint}"), limit // 2)
-        cut = truncate_text(
-            source,
-            count=ctx.tokens.counter.count,
-            max_tokens=limit,
-            max_bytes=options.max_bytes,
-            policy=policy,
-            context_lines=options.context_lines,
-            tokens=ctx.tokens.count_text(source),
-            seams=seams,
-            piece_count=ctx.tokens.count_text,
+        tokens = ctx.tokens
+        key = (source, limit, options.max_bytes, policy, options.context_lines)
+        cut = remembered_cut(
+            tokens,
+            key,
+            lambda: truncate_text(
+                source,
+                count=tokens.counter.count,
+                max_tokens=limit,
+                max_bytes=options.max_bytes,
+                policy=policy,
+                context_lines=options.context_lines,
+                tokens=tokens.count_text(source),
+                seams=seams,
+                piece_count=tokens.count_text,
+            ),
         )
         if cut is None:
             return None

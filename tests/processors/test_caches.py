@@ -79,6 +79,8 @@ def test_clear_caches_knows_every_memo() -> None:
         "processors.summarize.facts._shell_paths",
         "processors.summarize.facts._outcome",
         "processors.summarize.facts._shows_content",
+        "processors.summarize.lineage._flattened",
+        "processors.summarize.lineage._words_of",
         "processors.distill.references._named",
         "processors.summarize.quoting.code_span",
         "processors.summarize.updates._claim",
