@@ -44,6 +44,9 @@ from context_graph.validate import validate
 __all__ = ["ProviderServer", "Turn", "Wire"]
 
 Wire = Literal["openai", "responses", "anthropic", "gemini"]
+#: The one thread every server counts its prompts on (see `ProviderServer`); it lives as
+#: long as the process, so a server can still count after it stopped serving.
+_COUNTING = ThreadPoolExecutor(1, thread_name_prefix="provider-server-count")
 _BODY_KEYS = {
     "openai": ("messages", "tools"),
     "responses": ("instructions", "input", "tools"),
@@ -68,12 +71,13 @@ class ProviderServer:
     `requests` and `prompts` hold each accepted body and its count; `refused` the reason
     for each refused body and `refused_prompts` its count.
 
-    Every prompt is counted on one thread of the server's own: the tokenizer (tiktoken)
-    counts about a quarter slower on any thread but the first to count (measured:
-    24.4 vs 30.8 ms for a 100k-token body), and each connection is served from a thread
-    of its own, so the same body would take longer to answer on one client's connection
-    than on another's. `benchmarks.proxy`, which times one body sent direct and through
-    the gateway, read that difference as the gateway's cost (about 5 ms at 100k).
+    Every prompt is counted on one thread (`_COUNTING`, the module's, for every server):
+    the tokenizer (tiktoken) counts about a quarter slower on any thread but the first to
+    count (measured: 24.4 vs 30.8 ms for a 100k-token body), and each connection is
+    served from a thread of its own, so the same body would take longer to answer on one
+    client's connection than on another's. `benchmarks.proxy`, which times one body sent
+    direct and through the gateway, read that difference as the gateway's cost (about
+    5 ms at 100k).
     """
 
     wire: Wire
@@ -100,7 +104,6 @@ class ProviderServer:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._counting = ThreadPoolExecutor(1, thread_name_prefix="provider-server-count")
         self._http = _Quiet(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
 
@@ -112,7 +115,7 @@ class ProviderServer:
 
     def count(self, body: dict[str, Any]) -> int:
         """The prompt tokens of a body, as this provider counts them (on the counting thread)."""
-        return self._counting.submit(self._count, body).result()
+        return _COUNTING.submit(self._count, body).result()
 
     def _count(self, body: dict[str, Any]) -> int:
         part = {k: body[k] for k in _BODY_KEYS[self.wire] if k in body}
@@ -227,7 +230,6 @@ class ProviderServer:
         self._http.shutdown()
         self._http.server_close()
         self._thread.join(timeout=5)
-        self._counting.shutdown(wait=False)
 
     def __enter__(self) -> Self:
         self.start()

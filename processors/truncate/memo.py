@@ -14,14 +14,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
 
 from context_graph.graph.node_tokens import NodeTokenCache
 from processors.truncate.fit import Policy
-
-if TYPE_CHECKING:  # the truncator imports this module
-    from processors.truncate.truncator import Truncation
 
 __all__ = ["MEMO_CHARS", "MEMO_SIZE", "CutKey", "remembered_cut"]
 
@@ -35,11 +32,15 @@ MEMO_CHARS = 2_000_000
 #: the tokenizer.
 CutKey = tuple[str, int, int | None, Policy, int]
 
+#: A cut (the truncator's `Truncation`; this module does not import the truncator,
+#: which imports it).
+_Cut = TypeVar("_Cut")
+
 
 class _Cuts:
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.entries: OrderedDict[CutKey, Truncation] = OrderedDict()
+        self.entries: OrderedDict[CutKey, Any] = OrderedDict()
         self.chars = 0
 
 
@@ -48,15 +49,15 @@ _memos_lock = threading.Lock()
 
 
 def remembered_cut(
-    tokens: NodeTokenCache, key: CutKey, cut: Callable[[], Truncation | None]
-) -> Truncation | None:
+    tokens: NodeTokenCache, key: CutKey, cut: Callable[[], _Cut | None]
+) -> _Cut | None:
     """An earlier real cut for `key` made with `tokens`' counter, or `cut()` (kept if real)."""
     with _memos_lock:
         cuts = _memos.get(tokens)
         if cuts is None:
             cuts = _memos[tokens] = _Cuts()
     with cuts.lock:
-        earlier = cuts.entries.get(key)
+        earlier: _Cut | None = cuts.entries.get(key)
         if earlier is not None:
             cuts.entries.move_to_end(key)
             return earlier

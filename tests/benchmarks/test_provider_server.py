@@ -344,3 +344,10 @@ class TestTimedFairly:
             assert server.answer("/v1/messages/count_tokens", body)[0] == 200
         assert len(server.prompts) == 1 and server.prompts[0] > 0
         assert (server.requests, server.counted) == (([body], [body]) if keep else ([], []))
+
+    def test_a_stopped_server_still_counts(self) -> None:
+        """Tests count what a server received after its block ends."""
+        body = TestConnections()._body(stream=False)
+        with ProviderServer("anthropic") as server:
+            assert server.answer(PATHS["anthropic"], body)[0] == 200
+        assert server.count(body) == server.prompts[0] > 0
