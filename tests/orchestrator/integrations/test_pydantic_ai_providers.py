@@ -76,7 +76,7 @@ def _model(wire: str, url: str, clients: list[Any]) -> Any:
         clients.append(client)
         # A set max_tokens keeps the SDK from asking for a stream (the server answers JSON).
         return AnthropicModel(
-            "claude-sonnet-4-5",
+            "claude-sonnet-5-5",
             provider=AnthropicProvider(anthropic_client=client),
             settings={"max_tokens": 1024},
         )
@@ -173,7 +173,7 @@ class TestProvider:
         client = anthropic.AsyncAnthropic(base_url="http://127.0.0.1:9", api_key="k")
         openai_provider = OpenAIProvider(openai_client=chat)
         claude = AnthropicModel(
-            "claude-sonnet-4-5", provider=AnthropicProvider(anthropic_client=client)
+            "claude-sonnet-5-5", provider=AnthropicProvider(anthropic_client=client)
         )
         assert model_provider(claude) == ("anthropic", "anthropic")
         assert model_provider(OpenAIChatModel("gpt-4o", provider=openai_provider)) == (

@@ -146,7 +146,7 @@ class TestPydanticAI:
         )
         client = anthropic.AsyncAnthropic(base_url=server.url, api_key="test-key", max_retries=0)
         model = AnthropicModel(
-            "claude-sonnet-4-5",
+            "claude-sonnet-5-5",
             provider=AnthropicProvider(anthropic_client=client),
             settings={"max_tokens": 1024},
         )
