@@ -438,16 +438,20 @@ def measure_overhead(wire: str, sizes: Sequence[int], *, steady: int, first: int
                 figures.first_proxy.append(proxied)
             session = f"steady-{size}"
             pair.time(raw, session)  # the session takes the history in
-            # What lives now lives to the end: a full collection in this process would
-            # otherwise walk it (the SDKs' modules, the history) inside a timed request.
+            # What lives now lives through the run: a full collection in this process
+            # would otherwise walk it (the SDKs' modules, the history) inside a timed
+            # request. Handed back after it (`--quick` runs inside the test process).
             gc.freeze()
-            for n in range(steady):
-                items += case.turn(10_000 + n, f"ok {n}")
-                direct, proxied = pair.time(_encode(case.body(items)), session)
-                figures.steady_direct.append(direct)
-                figures.steady_proxy.append(proxied)
-                if pair.cpu is not None:
-                    figures.steady_cpu.append(pair.cpu)
+            try:
+                for n in range(steady):
+                    items += case.turn(10_000 + n, f"ok {n}")
+                    direct, proxied = pair.time(_encode(case.body(items)), session)
+                    figures.steady_direct.append(direct)
+                    figures.steady_proxy.append(proxied)
+                    if pair.cpu is not None:
+                        figures.steady_cpu.append(pair.cpu)
+            finally:
+                gc.unfreeze()
             results.append(figures)
     return results
 
