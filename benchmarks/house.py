@@ -8,10 +8,26 @@ It reads the source (the AST; only the constructor's parameters come from import
 - the `isinstance` checks on built-in processor classes outside processors/ (target 0);
 - the pairs of folders under orchestrator/ that import each other, counting imports
   inside functions and under `TYPE_CHECKING` (target: only the one `wrap()` needs);
-- for each wire format, the library files that hold its name as a string literal.
+- for each wire format, the library files that hold its name as a string literal (target:
+  only its own folder, `context_graph/formats/<folder>/`, and the registry, `registry.py`
+  and `wires.py`; everywhere else a format is named by its constant, `RESPONSES_FORMAT`);
+- apart, not counted: the files where the same spelling names something else (namesakes).
 
 A "folder" of orchestrator/ is one of its subpackages (`compaction`, `persistence`, ...)
 or one of its top-level modules (`manager`, `options`, ...): the units that own a piece.
+
+A format's name is also a vendor's (`anthropic`, `openai`) or a recording's word (the
+Gemini CLI records its model's messages as type `gemini`). Such a literal is a namesake,
+told apart by where it stands, never by which file holds it:
+
+- a vendor (the company, or its SDK package, which bears its name): a literal in the
+  definition of a type alias whose name ends in `Vendor` (`Vendor = Literal["openai",
+  ...]`), or the value of an assignment annotated with such an alias
+  (`OPENAI: Final[Vendor] = "openai"`); code that means the vendor uses those names;
+- a recording's vocabulary: a literal inside a `Names(...)` call, the importers' set of
+  the values a recorded field may take (roles, message types).
+
+Every other literal equal to a format's name counts as naming the format.
 
     python -m benchmarks.house
     python -m benchmarks.house --json
@@ -35,9 +51,12 @@ __all__ = [
     "builtin_processor_isinstance",
     "constructor_parameters",
     "count_house",
+    "format_literals",
     "format_mentions",
+    "format_strays",
     "main",
     "mutual_folder_imports",
+    "namesakes",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,6 +73,8 @@ class HouseCounts:
     builtin_processor_isinstance: list[str]
     mutual_folder_imports: list[tuple[str, str]]
     format_mentions: dict[str, list[str]]
+    format_strays: dict[str, list[str]]
+    namesakes: dict[str, list[str]]
 
 
 def _library_files(root: Path, packages: Sequence[str] = LIBRARY) -> Iterator[Path]:
@@ -241,30 +262,125 @@ def _format_names() -> list[str]:
     return sorted(PROVIDER_VALIDATORS)
 
 
-def format_mentions(root: Path = ROOT) -> dict[str, list[str]]:
-    """For each wire format, the library files holding its name as a string literal."""
+#: The registry's two halves: behaviour and constants.
+REGISTRY = ("context_graph/formats/registry.py", "context_graph/formats/wires.py")
+
+
+def format_homes() -> dict[str, str]:
+    """Each format's folder (`context_graph/formats/<folder>/`), as the registry files it.
+
+    Read off the module of the format's renderer, so a new format needs no entry here.
+    """
+    from context_graph.formats.registry import PROVIDER_RENDERERS
+
+    homes: dict[str, str] = {}
+    for name, renderer in PROVIDER_RENDERERS.items():
+        module = type(renderer).__module__.rpartition(".")[0]
+        homes[name] = module.replace(".", "/") + "/"
+    return homes
+
+
+def _names_vendor(annotation: ast.expr) -> bool:
+    """Whether an annotation mentions a type whose name ends in `Vendor`."""
+    return any(
+        (isinstance(n, ast.Name) and n.id.endswith("Vendor"))
+        or (isinstance(n, ast.Attribute) and n.attr.endswith("Vendor"))
+        for n in ast.walk(annotation)
+    )
+
+
+def _namesake_values(tree: ast.Module) -> Iterator[ast.expr]:
+    """The expressions whose string literals are namesakes (see the module docstring)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id.endswith("Vendor") for t in node.targets
+        ):
+            yield node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target = node.target
+            if (isinstance(target, ast.Name) and target.id.endswith("Vendor")) or _names_vendor(
+                node.annotation
+            ):
+                yield node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute):
+            called = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+            if called == "Names":
+                yield node
+
+
+def _strings(node: ast.AST) -> Iterator[ast.Constant]:
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+            yield inner
+
+
+def format_literals(tree: ast.Module, names: Sequence[str]) -> tuple[set[str], set[str]]:
+    """The format names among a module's string literals: as formats, and as namesakes.
+
+    A name may be in both sets (a vendor's constant and a format's, in one file).
+    """
+    namesakes = {id(c) for value in _namesake_values(tree) for c in _strings(value)}
+    as_format: set[str] = set()
+    as_namesake: set[str] = set()
+    for constant in _strings(tree):
+        value = constant.value
+        if isinstance(value, str) and value in names:
+            (as_namesake if id(constant) in namesakes else as_format).add(value)
+    return as_format, as_namesake
+
+
+def _mentions(root: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     names = _format_names()
-    found: dict[str, list[str]] = {name: [] for name in names}
+    formats: dict[str, list[str]] = {name: [] for name in names}
+    namesakes: dict[str, list[str]] = {name: [] for name in names}
     for path in _library_files(root):
-        literals = {
-            node.value
-            for node in ast.walk(_parse(path))
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-        }
+        as_format, as_namesake = format_literals(_parse(path), names)
+        where = path.relative_to(root).as_posix()
         for name in names:
-            if name in literals:
-                found[name].append(path.relative_to(root).as_posix())
-    return found
+            if name in as_format:
+                formats[name].append(where)
+            if name in as_namesake:
+                namesakes[name].append(where)
+    return formats, namesakes
+
+
+def format_mentions(root: Path = ROOT) -> dict[str, list[str]]:
+    """For each wire format, the library files holding its name as a string literal.
+
+    Namesakes (a vendor's name, a recording's word) are left out: see `namesakes`.
+    """
+    return _mentions(root)[0]
+
+
+def namesakes(root: Path = ROOT) -> dict[str, list[str]]:
+    """For each format's name, the library files that spell it for a vendor or a recording."""
+    return _mentions(root)[1]
+
+
+def format_strays(root: Path = ROOT) -> dict[str, list[str]]:
+    """For each format, the files naming it outside its own folder and the registry (target 0)."""
+    return _strays(format_mentions(root))
+
+
+def _strays(mentions: dict[str, list[str]]) -> dict[str, list[str]]:
+    homes = format_homes()
+    return {
+        name: [p for p in files if not p.startswith(homes[name]) and p not in REGISTRY]
+        for name, files in mentions.items()
+    }
 
 
 def count_house(root: Path = ROOT) -> HouseCounts:
     """Every count, on the tree at `root`."""
+    mentions, spelled_otherwise = _mentions(root)
     return HouseCounts(
         constructor_parameters=constructor_parameters(),
         any_keyword_signatures=any_keyword_signatures(root),
         builtin_processor_isinstance=builtin_processor_isinstance(root),
         mutual_folder_imports=mutual_folder_imports(root),
-        format_mentions=format_mentions(root),
+        format_mentions=mentions,
+        format_strays=_strays(mentions),
+        namesakes=spelled_otherwise,
     )
 
 
@@ -280,11 +396,21 @@ def _report(counts: HouseCounts) -> str:
         f"mutual folder imports in orchestrator/: {len(counts.mutual_folder_imports)} "
         "(target: the one wrap() needs, manager <-> integrations)",
         *(f"  {a} <-> {b}" for a, b in counts.mutual_folder_imports),
-        "library files naming each format (target: its own folder, the registry):",
+        "library files naming each format: "
+        f"{sum(map(len, counts.format_strays.values()))} outside its folder and the registry "
+        "(target 0)",
     ]
     for name, files in counts.format_mentions.items():
-        lines.append(f"  {name}: {len(files)} files")
-        lines.extend(f"    {path}" for path in files)
+        strays = counts.format_strays[name]
+        lines.append(f"  {name}: {len(files)} files, {len(strays)} outside")
+        lines.extend(f"    {path}{'   <- outside' if path in strays else ''}" for path in files)
+    lines.append(
+        "namesakes, not counted (a vendor or its package, typed `...Vendor`; "
+        "a recording's word, in `Names(...)`):"
+    )
+    for name, files in counts.namesakes.items():
+        if files:
+            lines.append(f"  {name}: {', '.join(files)}")
     return "\n".join(lines)
 
 

@@ -20,7 +20,9 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Final
+
+from context_graph.vendors import ANTHROPIC, GOOGLE, OPENAI, Vendor
 
 __all__ = [
     "MODEL_LIMITS",
@@ -33,8 +35,6 @@ __all__ = [
     "model_limits",
     "warn_no_budget",
 ]
-
-Provider = Literal["anthropic", "openai", "google"]
 
 #: The most tokens set aside for the answer (opencode reserves min(20,000, max output)).
 OUTPUT_RESERVE_CAP: Final = 20_000
@@ -57,7 +57,7 @@ class ModelLimits:
 
     model: str
     """The model's id, as the provider's API takes it."""
-    provider: Provider
+    provider: Vendor
     """Who serves it."""
     context_window: int
     """Tokens of prompt and answer together."""
@@ -87,7 +87,7 @@ _GPT5 = "https://vercel.com/ai-gateway/models/gpt-5-fast.md (links platform.open
 
 
 def _claude(model: str, window: int, output: int, cache: int | None, page: str) -> ModelLimits:
-    return ModelLimits(model, "anthropic", window, output, cache, page)
+    return ModelLimits(model, ANTHROPIC, window, output, cache, page)
 
 
 #: Every model the table knows, by id. Cache minimums of Anthropic models: the prompt
@@ -105,13 +105,13 @@ MODEL_LIMITS: Final[Mapping[str, ModelLimits]] = MappingProxyType(
             _claude("claude-opus-5", 1_000_000, 128_000, 512, _CLAUDE.format("opus-5")),
             _claude("claude-sonnet-5", 1_000_000, 128_000, 1_024, _CLAUDE.format("sonnet-5")),
             _claude("claude-haiku-4-5", 200_000, 64_000, 4_096, _CLAUDE_OLD),
-            ModelLimits("gpt-5", "openai", 400_000, 128_000, None, _GPT5),
+            ModelLimits("gpt-5", OPENAI, 400_000, 128_000, None, _GPT5),
             ModelLimits(
-                "gemini-2.5-pro", "google", 1_048_576, 65_535, None, _GEMINI.format("2-5-pro")
+                "gemini-2.5-pro", GOOGLE, 1_048_576, 65_535, None, _GEMINI.format("2-5-pro")
             ),
             ModelLimits(
                 "gemini-3-flash-preview",
-                "google",
+                GOOGLE,
                 1_048_576,
                 65_536,
                 None,

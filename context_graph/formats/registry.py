@@ -38,7 +38,16 @@ from context_graph.formats.openai_chat.validate import OpenAIChatValidator
 from context_graph.formats.openai_responses.render import OpenAIResponsesRenderer
 from context_graph.formats.openai_responses.replies import OpenAIResponsesReplies
 from context_graph.formats.openai_responses.validate import OpenAIResponsesValidator
-from context_graph.formats.wires import DEFAULT_FORMAT, FORMAT_NAMES, WIRES, FormatName
+from context_graph.formats.wires import (
+    ANTHROPIC_FORMAT,
+    DEFAULT_FORMAT,
+    FORMAT_NAMES,
+    GEMINI_FORMAT,
+    OPENAI_FORMAT,
+    RESPONSES_FORMAT,
+    WIRES,
+    FormatName,
+)
 from context_graph.graph.reply_reader import ReplyReader
 from context_graph.render.provider import ProviderRenderer
 from context_graph.validate.provider import ProviderValidator
@@ -58,10 +67,10 @@ __all__ = [
 #: The renderer of each format, read-only, in the order of `FORMAT_NAMES`.
 PROVIDER_RENDERERS: Mapping[FormatName, ProviderRenderer] = MappingProxyType(
     {
-        "openai": OpenAIChatRenderer(),
-        "anthropic": AnthropicMessagesRenderer(),
-        "gemini": GeminiContentsRenderer(),
-        "responses": OpenAIResponsesRenderer(),
+        OPENAI_FORMAT: OpenAIChatRenderer(),
+        ANTHROPIC_FORMAT: AnthropicMessagesRenderer(),
+        GEMINI_FORMAT: GeminiContentsRenderer(),
+        RESPONSES_FORMAT: OpenAIResponsesRenderer(),
     }
 )
 
@@ -74,10 +83,10 @@ CACHE_MARKING_FORMATS: tuple[FormatName, ...] = tuple(
 #: The validator of each format, read-only, in the order of `FORMAT_NAMES`.
 PROVIDER_VALIDATORS: Mapping[FormatName, ProviderValidator] = MappingProxyType(
     {
-        "openai": OpenAIChatValidator(),
-        "anthropic": AnthropicMessagesValidator(),
-        "gemini": GeminiContentsValidator(),
-        "responses": OpenAIResponsesValidator(),
+        OPENAI_FORMAT: OpenAIChatValidator(),
+        ANTHROPIC_FORMAT: AnthropicMessagesValidator(),
+        GEMINI_FORMAT: GeminiContentsValidator(),
+        RESPONSES_FORMAT: OpenAIResponsesValidator(),
     }
 )
 
@@ -85,10 +94,10 @@ PROVIDER_VALIDATORS: Mapping[FormatName, ProviderValidator] = MappingProxyType(
 #: has), keyed by the format's name among the importers (`Wire.reader_name`).
 READERS: Mapping[str, ModuleType] = MappingProxyType(
     {
-        WIRES["anthropic"].reader_name: anthropic_read,
-        WIRES["gemini"].reader_name: gemini_read,
-        WIRES["responses"].reader_name: openai_responses_read,
-        WIRES["openai"].reader_name: openai_chat_read,
+        WIRES[ANTHROPIC_FORMAT].reader_name: anthropic_read,
+        WIRES[GEMINI_FORMAT].reader_name: gemini_read,
+        WIRES[RESPONSES_FORMAT].reader_name: openai_responses_read,
+        WIRES[OPENAI_FORMAT].reader_name: openai_chat_read,
     }
 )
 
@@ -96,9 +105,9 @@ READERS: Mapping[str, ModuleType] = MappingProxyType(
 #: (which breaks a tie between two equally sure claims on one reply).
 REPLY_READERS: Mapping[FormatName, ReplyReader] = MappingProxyType(
     {
-        "openai": OpenAIChatReplies(),
-        "anthropic": AnthropicReplies(),
-        "gemini": GeminiReplies(),
-        "responses": OpenAIResponsesReplies(),
+        OPENAI_FORMAT: OpenAIChatReplies(),
+        ANTHROPIC_FORMAT: AnthropicReplies(),
+        GEMINI_FORMAT: GeminiReplies(),
+        RESPONSES_FORMAT: OpenAIResponsesReplies(),
     }
 )

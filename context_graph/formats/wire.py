@@ -198,3 +198,8 @@ class Wire:
     signs_thinking: bool = False
     """Whether the provider signs the thinking it returns (a signature only it accepts
     back), so that a `ThinkingPart` may name the format as its signer."""
+    providers: frozenset[str] = frozenset()
+    """What frameworks and SDKs call the providers whose chat models speak the format
+    (LangChain's `ls_provider`, pydantic-ai's `system`, the SDK packages' names), in
+    lowercase; `context_graph.formats.wires.provider_format` reads them. No two formats
+    claim one name."""

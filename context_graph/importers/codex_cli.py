@@ -46,6 +46,7 @@ from pydantic import JsonValue
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.formats.openai_responses.read import ItemReader
 from context_graph.formats.openai_responses.read_content import content_parts, plain_json
+from context_graph.formats.wires import RESPONSES_FORMAT
 from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.events import Compaction, SystemPrompt, ToolResult, UserTurn
 from context_graph.importers._base import (
@@ -296,7 +297,7 @@ class _Walk:
         self.reader.flush()
         if native is not None:
             item, at = native
-            event = native_compaction("responses", item, at, timestamp=ts, meta=meta)
+            event = native_compaction(RESPONSES_FORMAT, item, at, timestamp=ts, meta=meta)
             self.reader.events.append(event.model_copy(update={"origin": "codex_cli"}))
             return
         if not parts and message:

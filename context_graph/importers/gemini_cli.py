@@ -45,6 +45,7 @@ from context_graph.formats.gemini.read_parts import (
     optional_id,
     plain_part,
 )
+from context_graph.formats.wires import GEMINI_FORMAT
 from context_graph.graph.content import ContentPart, TextPart, ThinkingPart
 from context_graph.graph.events import AgentEvent, AssistantTurn, ToolCall, ToolResult, UserTurn
 from context_graph.importers._base import (
@@ -311,7 +312,7 @@ def _thoughts(value: Any, where: SourceLocation) -> list[ContentPart]:
         subject = _optional_str(thought, "subject", at.with_path("subject")) or ""
         description = _optional_str(thought, "description", at.with_path("description")) or ""
         text = f"**{subject}** {description}".strip() if subject else description
-        out.append(ThinkingPart(thinking=text, provider="gemini"))
+        out.append(ThinkingPart(thinking=text, provider=GEMINI_FORMAT))
     return out
 
 

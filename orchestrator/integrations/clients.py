@@ -42,6 +42,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from context_graph import vendors
 from context_graph.errors import ConfigurationError
 from orchestrator.integrations.clients_apis import (
     ANTHROPIC_MESSAGES,
@@ -78,11 +79,14 @@ class UnmanagedCallError(ConfigurationError):
 
 
 class _Managed:
-    """An SDK object with some attributes replaced; every other one is the object's own."""
+    """An SDK object with some attributes replaced; every other one is the object's own.
 
-    def __init__(self, target: Any, overrides: Mapping[str, Any]) -> None:
+    The replaced attributes are given by their names (`_Managed(client, chat=...)`).
+    """
+
+    def __init__(self, target: Any, /, **overrides: Any) -> None:
         self._target = target
-        self._overrides = dict(overrides)
+        self._overrides = overrides
 
     def __getattr__(self, name: str) -> Any:
         overrides = self.__dict__.get("_overrides", {})
@@ -168,13 +172,21 @@ def _async(
 
 
 def _resource(
-    manager: Manager, conversation: Conversation, resource: Any, *, is_async: bool, where: str
+    manager: Manager,
+    conversation: Conversation,
+    resource: Any,
+    *,
+    is_async: bool,
+    where: str | None = None,
 ) -> _Managed:
     """A resource's `create` and `parse`, plain and `with_raw_response`, managed.
 
     `with_streaming_response` is refused (its body is read after the call returns); the
-    `stream(...)` helper is managed (`orchestrator.integrations.streams`).
+    `stream(...)` helper is managed (`orchestrator.integrations.streams`). `where` is the
+    resource's path in the messages, by default that of the conversation's method
+    (`chat.completions` for `chat.completions.create`).
     """
+    where = where or conversation.api.name.rpartition(".")[0]
     make = _async if is_async else _sync
     names = [name for name in ("create", "parse") if hasattr(resource, name)]
     raw = resource.with_raw_response
@@ -183,7 +195,7 @@ def _resource(
     }
     overrides["with_raw_response"] = _Managed(
         raw,
-        {
+        **{
             n: make(manager, conversation, getattr(raw, n), _parsed)
             for n in names
             if hasattr(raw, n)
@@ -198,7 +210,7 @@ def _resource(
     if hasattr(resource, "tool_runner"):  # a loop of its own, on the bare client
         runner = _Refused(where, f"write the loop with `{where}.create`")
         overrides["tool_runner"] = lambda *args, **kwargs: runner.tool_runner
-    return _Managed(resource, overrides)
+    return _Managed(resource, **overrides)
 
 
 def _options(rewrap: Callable[[Any], _Managed], method: Callable[..., Any]) -> Callable[..., Any]:
@@ -224,24 +236,19 @@ def _openai(
     def rewrap(copy: Any) -> _Managed:
         return _openai(manager, copy, is_async=is_async, chat=chat, responses=responses)
 
-    completions = _resource(
-        manager, chat, client.chat.completions, is_async=is_async, where="chat.completions"
-    )
+    completions = _resource(manager, chat, client.chat.completions, is_async=is_async)
     fix = "call `chat.completions.create` / `responses.create` (or `.parse`) instead"
     return _Managed(
         client,
-        {
-            "chat": _Managed(client.chat, {"completions": completions}),
-            "responses": _resource(
-                manager, responses, client.responses, is_async=is_async, where="responses"
-            ),
-            "beta": _Managed(
-                client.beta,
-                {"chat": _Refused("beta.chat", fix), "responses": _Refused("beta.responses", fix)},
-            ),
-            "with_options": _options(rewrap, client.with_options),
-            "copy": _options(rewrap, client.copy),
-        },
+        chat=_Managed(client.chat, completions=completions),
+        responses=_resource(manager, responses, client.responses, is_async=is_async),
+        beta=_Managed(
+            client.beta,
+            chat=_Refused("beta.chat", fix),
+            responses=_Refused("beta.responses", fix),
+        ),
+        with_options=_options(rewrap, client.with_options),
+        copy=_options(rewrap, client.copy),
     )
 
 
@@ -254,20 +261,16 @@ def _anthropic(
     def rewrap(copy: Any) -> _Managed:
         return _anthropic(manager, copy, is_async=is_async, conversation=conversation)
 
-    messages = _resource(
-        manager, conversation, client.messages, is_async=is_async, where="messages"
-    )
+    messages = _resource(manager, conversation, client.messages, is_async=is_async)
     beta = _resource(
         manager, conversation, client.beta.messages, is_async=is_async, where="beta.messages"
     )
     return _Managed(
         client,
-        {
-            "messages": messages,
-            "beta": _Managed(client.beta, {"messages": beta}),
-            "with_options": _options(rewrap, client.with_options),
-            "copy": _options(rewrap, client.copy),
-        },
+        messages=messages,
+        beta=_Managed(client.beta, messages=beta),
+        with_options=_options(rewrap, client.with_options),
+        copy=_options(rewrap, client.copy),
     )
 
 
@@ -281,26 +284,20 @@ def _gemini(manager: Manager, client: Any) -> _Managed:
     )
     models = _Managed(
         client.models,
-        {
-            "generate_content": _sync(manager, conversation, client.models.generate_content, None),
-            "generate_content_stream": gemini_stream(
-                manager, conversation, client.models.generate_content_stream, is_async=False
-            ),
-        },
+        generate_content=_sync(manager, conversation, client.models.generate_content, None),
+        generate_content_stream=gemini_stream(
+            manager, conversation, client.models.generate_content_stream, is_async=False
+        ),
     )
     aio_models = _Managed(
         client.aio.models,
-        {
-            "generate_content": _async(
-                manager, conversation, client.aio.models.generate_content, None
-            ),
-            "generate_content_stream": gemini_stream(
-                manager, conversation, client.aio.models.generate_content_stream, is_async=True
-            ),
-        },
+        generate_content=_async(manager, conversation, client.aio.models.generate_content, None),
+        generate_content_stream=gemini_stream(
+            manager, conversation, client.aio.models.generate_content_stream, is_async=True
+        ),
     )
-    aio = _Managed(client.aio, {"models": aio_models, "chats": chats})
-    return _Managed(client, {"models": models, "aio": aio, "chats": chats})
+    aio = _Managed(client.aio, models=aio_models, chats=chats)
+    return _Managed(client, models=models, aio=aio, chats=chats)
 
 
 def wrap_client(manager: Manager, client: _C) -> _C:
@@ -309,20 +306,21 @@ def wrap_client(manager: Manager, client: _C) -> _C:
     Raises:
         ConfigurationError: `client` is none of the supported SDK clients.
     """
+    # Each vendor's SDK is its top-level package, named after the vendor.
     package = type(client).__module__.split(".")[0]
     managed: _Managed | None = None
-    if package == "openai":
+    if package == vendors.OPENAI:
         import openai
 
         if isinstance(client, openai.OpenAI | openai.AsyncOpenAI):
             managed = _openai(manager, client, is_async=isinstance(client, openai.AsyncOpenAI))
-    elif package == "anthropic":
+    elif package == vendors.ANTHROPIC:
         import anthropic
 
         if isinstance(client, anthropic.Anthropic | anthropic.AsyncAnthropic):
             is_async = isinstance(client, anthropic.AsyncAnthropic)
             managed = _anthropic(manager, client, is_async=is_async)
-    elif package == "google":
+    elif package == vendors.GOOGLE:
         from google import genai
 
         if isinstance(client, genai.Client):

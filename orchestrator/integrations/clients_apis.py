@@ -19,7 +19,13 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from context_graph.errors import ConfigurationError
-from context_graph.formats.wires import WIRES
+from context_graph.formats.wires import (
+    ANTHROPIC_FORMAT,
+    GEMINI_FORMAT,
+    OPENAI_FORMAT,
+    RESPONSES_FORMAT,
+    WIRES,
+)
 from context_graph.graph.events import AgentEvent
 from context_graph.graph.nodes import ToolCallNode
 from context_graph.graph.sdk_replies import read_response
@@ -290,7 +296,7 @@ def _gemini_lead(calls: Sequence[ToolCallNode]) -> list[Any]:
 
 OPENAI_CHAT = Api(
     "chat.completions.create",
-    "openai",
+    OPENAI_FORMAT,
     Keywords("messages"),
     _role("assistant"),
     _sdk_reply(lambda response: plain(response.choices[0].message)),
@@ -299,7 +305,7 @@ OPENAI_CHAT = Api(
 )
 ANTHROPIC_MESSAGES = Api(
     "messages.create",
-    "anthropic",
+    ANTHROPIC_FORMAT,
     Keywords("messages", system_key="system"),
     _role("assistant"),
     _sdk_reply(lambda response: {"role": "assistant", "content": plain(response.content)}),
@@ -332,7 +338,7 @@ def _responses_reply(response: Any) -> Reply:
 
 OPENAI_RESPONSES = Api(
     "responses.create",
-    "responses",
+    RESPONSES_FORMAT,
     Keywords("input", system_key="instructions", text_role="user"),
     _is_output,
     _responses_reply,
@@ -409,12 +415,13 @@ def _gemini_reply(response: Any) -> Reply:
     # `functionResponse`, read after this same item, then answers.
     usage = read_response(response).usage
     item = plain(response.candidates[0].content)
-    return Reply(load_events({"contents": [item]}, format="gemini"), usage, [item])
+    events = load_events({"contents": [item]}, format=WIRES[GEMINI_FORMAT].reader_name)
+    return Reply(events, usage, [item])
 
 
 GEMINI_CONTENT = Api(
     "models.generate_content",
-    "gemini",
+    GEMINI_FORMAT,
     _GeminiArguments(),
     _role("model"),
     _gemini_reply,

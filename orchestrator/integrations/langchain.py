@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from context_graph.errors import ConfigurationError
+from context_graph.formats.wires import OPENAI_FORMAT, RESPONSES_FORMAT, provider_format
 from context_graph.render import RenderResult
 from context_graph.tokens.counting import ProviderFormat
 from orchestrator.integrations.extras import missing_extra
@@ -45,7 +46,6 @@ from orchestrator.integrations.manager_options import (
     FormatChoice,
     check_manager_options,
     choose_format,
-    provider_format,
 )
 from orchestrator.integrations.rendered import chat_items, original_ids, system_tokens
 from orchestrator.manager import ContextManager
@@ -290,13 +290,17 @@ class ContextMiddleware(AgentMiddleware):
                 return
 
 
-# Chat model packages and what they speak, by the top module of the model's class.
-_PACKAGES: dict[str, str] = {
-    "langchain_anthropic": "anthropic",
-    "langchain_openai": "openai",
-    "langchain_google_genai": "google_genai",
-    "langchain_google_vertexai": "google_vertexai",
-}
+# The chat model packages whose provider is read off the model's class: LangChain names
+# each `langchain_<provider>`, the provider as `provider_format` knows it.
+_PACKAGES = frozenset(
+    {
+        "langchain_anthropic",
+        "langchain_openai",
+        "langchain_google_genai",
+        "langchain_google_vertexai",
+    }
+)
+_PACKAGE_PREFIX = "langchain_"
 
 
 def model_provider(model: Any) -> tuple[str | None, ProviderFormat | None]:
@@ -307,13 +311,13 @@ def model_provider(model: Any) -> tuple[str | None, ProviderFormat | None]:
     `use_responses_api=True` speaks the Responses API.
     """
     package = type(model).__module__.split(".")[0]
-    provider = _PACKAGES.get(package)
+    provider = package.removeprefix(_PACKAGE_PREFIX) if package in _PACKAGES else None
     if provider is None and isinstance(model, BaseChatModel):
         named = model._get_ls_params().get("ls_provider")
         provider = str(named) if named else None
     fmt = provider_format(provider)
-    if fmt == "openai" and getattr(model, "use_responses_api", None) is True:
-        fmt = "responses"
+    if fmt == OPENAI_FORMAT and getattr(model, "use_responses_api", None) is True:
+        fmt = RESPONSES_FORMAT
     return provider, fmt
 
 

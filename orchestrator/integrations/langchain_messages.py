@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.formats.wires import GEMINI_FORMAT
 from orchestrator.integrations.extras import missing_extra
 from orchestrator.integrations.rendered import REASONING_KEY, reasoning_key
 
@@ -287,7 +288,7 @@ def _ai_content(
     blocks: list[str | dict[str, Any]] = []
     for part in reasoning:
         kind = part["type"]
-        if kind == "thinking" and part.get("provider") != "gemini":
+        if kind == "thinking" and part.get("provider") != GEMINI_FORMAT:
             blocks.append(
                 {"type": "thinking", "thinking": part["thinking"], "signature": part["signature"]}
             )

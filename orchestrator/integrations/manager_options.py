@@ -6,10 +6,11 @@ files). The checks are the same for each: one way or the other, an existing dire
 and options that a manager accepts, tried now rather than at the first model call.
 
 The format of a request is the wire format of the model the framework calls: each
-integration reads the provider off the framework's model object (`provider_format` maps
-what it read) and `choose_format` settles it, the user's `format=` first. A provider the
-engine has no format for falls back to the OpenAI chat format; the `FormatChoice` says
-so (`fallback`), and a warning is logged once per integration and provider.
+integration reads the provider off the framework's model object (the formats' registry
+maps what it read: `context_graph.formats.wires.provider_format`) and `choose_format`
+settles it, the user's `format=` first. A provider the engine has no format for falls
+back to the OpenAI chat format; the `FormatChoice` says so (`fallback`), and a warning is
+logged once per integration and provider.
 """
 
 from __future__ import annotations
@@ -32,29 +33,12 @@ __all__ = [
     "FormatChoice",
     "check_manager_options",
     "choose_format",
-    "provider_format",
 ]
 
 _LOG = logging.getLogger("orchestrator.integrations")
 
 #: The format of a model whose provider the engine does not know: the engine's default.
 FALLBACK_FORMAT: ProviderFormat = DEFAULT_FORMAT
-
-# What frameworks call a provider (LangChain's `ls_provider`, pydantic-ai's `system`,
-# the packages' names) -> the wire format its chat models speak.
-_PROVIDERS: dict[str, ProviderFormat] = {
-    "anthropic": "anthropic",
-    "openai": "openai",
-    "azure": "openai",
-    "azure_openai": "openai",
-    "google": "gemini",
-    "google_genai": "gemini",
-    "google_vertexai": "gemini",
-    "google-gla": "gemini",
-    "google-vertex": "gemini",
-    "gemini": "gemini",
-    "vertexai": "gemini",
-}
 
 
 @dataclass(frozen=True)
@@ -78,13 +62,6 @@ class FormatChoice:
     def fallback(self) -> bool:
         """Whether the provider was unknown and the OpenAI chat format was used."""
         return self.source == "fallback"
-
-
-def provider_format(provider: str | None) -> ProviderFormat | None:
-    """The wire format of a provider name (`None`: not one the engine renders)."""
-    if provider is None:
-        return None
-    return _PROVIDERS.get(provider.lower())
 
 
 def choose_format(

@@ -52,6 +52,7 @@ from pydantic import JsonValue
 
 from context_graph.errors import ConfigurationError, SourceLocation
 from context_graph.formats.openai_responses.read import ItemReader
+from context_graph.formats.wires import RESPONSES_FORMAT
 from context_graph.graph.events import AgentEvent, AssistantTurn, Withdrawal
 from context_graph.render import ToolSpec, count_payload
 from orchestrator.integrations.clients_apis import plain
@@ -240,7 +241,7 @@ class ContextSession:
         instructions = data.model_data.instructions
         budget = self._budget(instructions)
         result = await self._manager.render(
-            format="responses", budget=budget, tools=_tool_specs(data.agent)
+            format=RESPONSES_FORMAT, budget=budget, tools=_tool_specs(data.agent)
         )
         payload = result.payload
         own = payload.get("instructions")
@@ -317,8 +318,9 @@ class ContextSession:
         if budget is None or not instructions:
             return budget
         cache = self._manager.raw.token_cache
-        reserve = count_payload({"instructions": instructions, "input": []}, "responses", cache)
-        reserve -= count_payload({"input": []}, "responses", cache)
+        with_instructions = {"instructions": instructions, "input": []}
+        reserve = count_payload(with_instructions, RESPONSES_FORMAT, cache)
+        reserve -= count_payload({"input": []}, RESPONSES_FORMAT, cache)
         return max(budget - reserve, 1)
 
 

@@ -39,6 +39,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_graph.errors import ConfigurationError
+from context_graph.formats.wires import (
+    ANTHROPIC_FORMAT,
+    GEMINI_FORMAT,
+    OPENAI_FORMAT,
+    RESPONSES_FORMAT,
+    provider_format,
+)
 from context_graph.tokens.counting import ProviderFormat
 from orchestrator.integrations.extras import missing_extra
 from orchestrator.integrations.manager_options import (
@@ -46,7 +53,6 @@ from orchestrator.integrations.manager_options import (
     FormatChoice,
     check_manager_options,
     choose_format,
-    provider_format,
 )
 from orchestrator.integrations.rendered import chat_items, original_ids, system_tokens
 from orchestrator.manager import ContextManager
@@ -292,12 +298,12 @@ class _HistoryCapability(ProcessHistory[Any]):
 
 # pydantic-ai's model classes and the wire format each speaks, whatever its provider.
 _CLASSES: dict[str, ProviderFormat] = {
-    "AnthropicModel": "anthropic",
-    "OpenAIChatModel": "openai",
-    "OpenAIModel": "openai",
-    "OpenAIResponsesModel": "responses",
-    "GoogleModel": "gemini",
-    "GeminiModel": "gemini",
+    "AnthropicModel": ANTHROPIC_FORMAT,
+    "OpenAIChatModel": OPENAI_FORMAT,
+    "OpenAIModel": OPENAI_FORMAT,
+    "OpenAIResponsesModel": RESPONSES_FORMAT,
+    "GoogleModel": GEMINI_FORMAT,
+    "GeminiModel": GEMINI_FORMAT,
 }
 
 

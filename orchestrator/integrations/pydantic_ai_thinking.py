@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from context_graph import vendors
+from context_graph.formats.wires import GEMINI_FORMAT, provider_format
+from context_graph.graph.content import THINKING_SIGNERS
 from orchestrator.integrations.extras import missing_extra
 from orchestrator.integrations.rendered import reasoning_key
 
@@ -27,10 +30,10 @@ __all__ = ["add_thinking", "part_key", "rendered_keys", "thinking_parts"]
 def add_thinking(part: ThinkingPart, content: list[dict[str, Any]]) -> None:
     """Add the engine part of a `ThinkingPart` to `content` (see the module)."""
     name = (part.provider_name or "").lower()
-    if name == "anthropic" and part.id == "redacted_thinking" and part.signature:
+    if name == vendors.ANTHROPIC and part.id == "redacted_thinking" and part.signature:
         content.append({"type": "redacted_thinking", "data": part.signature})
         return
-    if name == "openai" and part.id and part.id.startswith("rs_"):
+    if name == vendors.OPENAI and part.id and part.id.startswith("rs_"):
         last = content[-1] if content else None
         if last is not None and last["type"] == "reasoning" and last["id"] == part.id:
             last["summary"].append(part.content)  # one item, a part per summary text
@@ -42,9 +45,9 @@ def add_thinking(part: ThinkingPart, content: list[dict[str, Any]]) -> None:
             reasoning["encrypted_content"] = part.signature
         content.append(reasoning)
         return
-    provider = "gemini" if name.startswith("google") or name == "gemini" else None
-    if name == "anthropic":
-        provider = "anthropic"
+    # Every Google provider (`google-gla`, `google-vertex`, `google-cloud`, ...) signs as Gemini.
+    signer = GEMINI_FORMAT if name.startswith(vendors.GOOGLE) else provider_format(name)
+    provider = signer if signer in THINKING_SIGNERS else None
     content.append(
         {
             "type": "thinking",

@@ -20,6 +20,7 @@ from context_graph.errors import ConfigurationError
 from processors import registry
 from processors.base import Processor, Summarizer
 from processors.summarize import AnthropicSummarizer, ExtractiveSummarizer, OpenAISummarizer
+from processors.summarize.adapters.options import SummarizerVendor
 
 __all__ = ["StageConfig", "SummarizerConfig", "build_stages", "key_path"]
 
@@ -72,8 +73,8 @@ class SummarizerConfig(BaseModel):
 
     model_config = _FROZEN
 
-    kind: Literal["extractive", "anthropic", "openai"]
-    """Which summarizer."""
+    kind: Literal["extractive", SummarizerVendor]
+    """Which summarizer: the extractive one, or the SDK summarizer of a vendor."""
     options: Mapping[str, Any] = Field(default_factory=dict)
     """Keyword arguments for its constructor (`model`, `max_tokens`, ...)."""
 
@@ -86,8 +87,7 @@ class SummarizerConfig(BaseModel):
         """
         kinds: dict[str, Callable[..., Summarizer]] = {
             "extractive": ExtractiveSummarizer,
-            "anthropic": AnthropicSummarizer,
-            "openai": OpenAISummarizer,
+            **{sdk.provider: sdk for sdk in (AnthropicSummarizer, OpenAISummarizer)},
         }
         try:
             return kinds[self.kind](**self.options)

@@ -27,6 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import JsonValue
 
 from context_graph.errors import ConfigurationError
+from context_graph.formats.wires import RESPONSES_FORMAT
 from context_graph.graph.native import NativeCompaction
 from context_graph.graph.nodes import AssistantNode, Node, SystemNode, ToolCallNode
 
@@ -221,7 +222,7 @@ class OpenAICompactProvider:
             msg = f"the compacted response holds {len(items)} compaction items, expected 1"
             raise ValueError(msg)
         item = items[0].model_dump(mode="json", exclude_none=True)
-        native = NativeCompaction(provider="responses", item=item)
+        native = NativeCompaction(provider=RESPONSES_FORMAT, item=item)
         return Compacted(native=native, provider=self.name)
 
 

@@ -20,8 +20,10 @@ from benchmarks.house import (
     constructor_parameters,
     count_house,
     format_mentions,
+    format_strays,
     main,
     mutual_folder_imports,
+    namesakes,
 )
 
 
@@ -164,7 +166,71 @@ class TestFormatMentions:
         found = format_mentions()
         assert sorted(found) == ["anthropic", "gemini", "openai", "responses"]
         for files in found.values():
-            assert files, "a format named by no library file"
+            assert "context_graph/formats/wires.py" in files
+
+    def test_a_vendor_typed_literal_is_a_namesake(self, tmp_path: Path) -> None:
+        """A `...Vendor` alias, a value annotated with one and a `Names(...)` set are namesakes.
+
+        A format's name spelled anywhere else in the same file still counts.
+        """
+        root = _tree(
+            tmp_path,
+            {
+                "context_graph/vendors.py": """\
+                    from typing import Final, Literal
+                    Vendor = Literal["anthropic", "openai", "google"]
+                    OPENAI: Final[Vendor] = "openai"
+                    """,
+                "processors/kinds.py": """\
+                    from typing import ClassVar, Literal, TypeAlias
+                    SummarizerVendor: TypeAlias = Literal["anthropic"]
+                    class S:
+                        provider: ClassVar[SummarizerVendor] = "anthropic"
+                    """,
+                "context_graph/cli_log.py": """\
+                    _TYPES = Names({"user", "gemini"})
+                    THOUGHT = "gemini"
+                    """,
+                "orchestrator/plain.py": 'PACKAGE: str = "openai"\n',
+            },
+        )
+        assert format_mentions(root) == {
+            "anthropic": [],
+            "gemini": ["context_graph/cli_log.py"],
+            "openai": ["orchestrator/plain.py"],
+            "responses": [],
+        }
+        assert namesakes(root) == {
+            "anthropic": ["context_graph/vendors.py", "processors/kinds.py"],
+            "gemini": ["context_graph/cli_log.py"],
+            "openai": ["context_graph/vendors.py"],
+            "responses": [],
+        }
+
+    def test_a_name_outside_its_folder_is_a_stray(self, tmp_path: Path) -> None:
+        """A format's name counts as a stray outside its folder and the registry, not inside."""
+        root = _tree(
+            tmp_path,
+            {
+                "orchestrator/pick.py": 'FORMAT = "responses"\n',
+                "context_graph/formats/openai_responses/render.py": 'NAME = "responses"\n',
+                "context_graph/formats/wires.py": 'NAMES = ("openai", "responses")\n',
+                "context_graph/formats/gemini/render.py": 'OTHER = "responses"\n',
+            },
+        )
+        assert format_strays(root)["responses"] == [
+            "context_graph/formats/gemini/render.py",
+            "orchestrator/pick.py",
+        ]
+        assert format_strays(root)["openai"] == []
+
+    def test_no_format_is_named_outside_its_folder_and_the_registry(self) -> None:
+        """Everywhere else a format is named by its constant (`RESPONSES_FORMAT`), issue 32.
+
+        A vendor or its SDK package is named through `context_graph.vendors`; a new format
+        literal in an integration, an importer or a processor fails here.
+        """
+        assert format_strays() == {"anthropic": [], "gemini": [], "openai": [], "responses": []}
 
 
 class TestScript:
@@ -182,6 +248,8 @@ class TestScript:
         assert printed["constructor_parameters"] == counts.constructor_parameters
         assert [tuple(p) for p in printed["mutual_folder_imports"]] == counts.mutual_folder_imports
         assert printed["format_mentions"] == counts.format_mentions
+        assert printed["format_strays"] == counts.format_strays
+        assert printed["namesakes"] == counts.namesakes
 
     def test_text_names_each_count(self, capsys: pytest.CaptureFixture[str]) -> None:
         """The text report has one headline per count, with its target."""
@@ -193,5 +261,6 @@ class TestScript:
             "isinstance on built-in processor classes outside processors/:",
             "mutual folder imports in orchestrator/:",
             "library files naming each format",
+            "namesakes, not counted",
         ):
             assert headline in out

@@ -6,13 +6,14 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
 from context_graph import ConfigurationError, ContextGraph
 from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
+from context_graph.vendors import ANTHROPIC, OPENAI, Vendor
 from processors.base import Abstract, ProcessorContext, Proposal
 from processors.summarize import (
     AnthropicSummarizer,
@@ -21,6 +22,7 @@ from processors.summarize import (
     OpenAISummarizer,
 )
 from processors.summarize.adapters import SYSTEM_PROMPT, render_transcript
+from processors.summarize.adapters.options import SummarizerVendor
 from processors.summarize.checks import find_tool_call_syntax, tool_names_of
 
 REQUEST = "Fix ticket ABC-1234 in src/app/main.py. You must never touch the prod database."
@@ -287,6 +289,15 @@ class TestOwnClients:
         summarizer = OpenAISummarizer(model=MODEL, client=openai_client)
         await summarizer.aclose()
         assert not openai_client.is_closed()
+
+
+class TestAdapterVendors:
+    def test_each_sdk_summarizer_is_its_vendors(self) -> None:
+        """The SDK summarizers' kinds are vendors, one summarizer each, named by its SDK."""
+        kinds = get_args(SummarizerVendor)
+        assert set(kinds) <= set(get_args(Vendor))
+        assert (AnthropicSummarizer.provider, OpenAISummarizer.provider) == (ANTHROPIC, OPENAI)
+        assert sorted(kinds) == [ANTHROPIC, OPENAI]
 
 
 class TestAdapterOptions:

@@ -77,4 +77,5 @@ WIRE = Wire(
     as_chat=chat_messages,
     native=COMPACTION,
     signs_thinking=True,
+    providers=frozenset({"anthropic"}),
 )

@@ -32,4 +32,16 @@ WIRE = Wire(
     as_chat=chat_messages,
     call_shape=GeminiCalls(),
     signs_thinking=True,
+    # The Gemini API's and Vertex AI's names, as LangChain and pydantic-ai spell them.
+    providers=frozenset(
+        {
+            "google",
+            "google_genai",
+            "google_vertexai",
+            "google-gla",
+            "google-vertex",
+            "gemini",
+            "vertexai",
+        }
+    ),
 )

@@ -37,4 +37,7 @@ WIRE = Wire(
     history_key="messages",
     system_body=system_body,
     as_chat=chat_messages,
+    # Azure OpenAI serves the same chat models. A framework names no provider for the
+    # Responses API: it says so by its model class or a flag, which the integration reads.
+    providers=frozenset({"openai", "azure", "azure_openai"}),
 )

@@ -10,11 +10,11 @@ summarizer = AnthropicSummarizer(model="claude-haiku-4-5")
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from context_graph.errors import ConfigurationError
 from context_graph.graph.nodes import Node
-from processors.summarize.adapters.options import ModelSummarizer, missing_sdk
+from processors.summarize.adapters.options import ModelSummarizer, SummarizerVendor, missing_sdk
 from processors.summarize.adapters.prompt import SYSTEM_PROMPT, build_prompt
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def _make_client(
     try:
         import anthropic
     except ImportError as exc:
-        raise missing_sdk("AnthropicSummarizer", "anthropic") from exc
+        raise missing_sdk("AnthropicSummarizer", AnthropicSummarizer.provider) from exc
     options: dict[str, Any] = {"base_url": base_url, "api_key": api_key}
     if max_retries is not None:
         options["max_retries"] = max_retries
@@ -54,7 +54,7 @@ class AnthropicSummarizer(ModelSummarizer["AsyncAnthropic"]):
         max_retries: The SDK's retries of failed requests; the SDK default when `None`.
     """
 
-    provider = "anthropic"
+    provider: ClassVar[SummarizerVendor] = "anthropic"
 
     def __init__(
         self,

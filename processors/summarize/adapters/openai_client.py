@@ -13,11 +13,11 @@ summarizer = OpenAISummarizer(model="qwen2.5:7b", base_url="http://localhost:114
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from context_graph.errors import ConfigurationError, SummarizerError
 from context_graph.graph.nodes import Node
-from processors.summarize.adapters.options import ModelSummarizer, missing_sdk
+from processors.summarize.adapters.options import ModelSummarizer, SummarizerVendor, missing_sdk
 from processors.summarize.adapters.prompt import SYSTEM_PROMPT, build_prompt
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def _make_client(base_url: str | None, api_key: str | None, max_retries: int | N
     try:
         import openai
     except ImportError as exc:
-        raise missing_sdk("OpenAISummarizer", "openai") from exc
+        raise missing_sdk("OpenAISummarizer", OpenAISummarizer.provider) from exc
     options: dict[str, Any] = {"base_url": base_url, "api_key": api_key}
     if max_retries is not None:
         options["max_retries"] = max_retries
@@ -56,7 +56,7 @@ class OpenAISummarizer(ModelSummarizer["AsyncOpenAI"]):
         max_retries: The SDK's retries of failed requests; the SDK default when `None`.
     """
 
-    provider = "openai"
+    provider: ClassVar[SummarizerVendor] = "openai"
 
     def __init__(
         self,

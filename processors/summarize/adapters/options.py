@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar, Generic, Protocol, TypeVar
+from typing import ClassVar, Generic, Literal, Protocol, TypeAlias, TypeVar
 
 from context_graph.errors import ConfigurationError, SummarizerError
 
-__all__ = ["ClientT", "ModelSummarizer", "check_model_options", "missing_sdk"]
+__all__ = ["ClientT", "ModelSummarizer", "SummarizerVendor", "check_model_options", "missing_sdk"]
+
+#: The vendors (`context_graph.vendors.Vendor`) whose SDK a summarizer here calls: each
+#: summarizer's `provider`, and its kind in a policy's `[summarizer]` table.
+SummarizerVendor: TypeAlias = Literal["anthropic", "openai"]
 
 
 class _Closable(Protocol):
@@ -69,7 +73,7 @@ class ModelSummarizer(Generic[ClientT]):
     implements `summarize` with its SDK's call, passing the answer through `checked`.
     """
 
-    provider: ClassVar[str]
+    provider: ClassVar[SummarizerVendor]
 
     def __init__(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import subprocess
 import sys
@@ -25,11 +26,16 @@ from context_graph.formats.registry import (
 )
 from context_graph.formats.wire import CallProblem
 from context_graph.formats.wires import (
+    ANTHROPIC_FORMAT,
     DEFAULT_FORMAT,
     FORMAT_NAMES,
+    GEMINI_FORMAT,
+    OPENAI_FORMAT,
     READ_ORDER,
+    RESPONSES_FORMAT,
     WIRES,
     only_formats,
+    provider_format,
 )
 from context_graph.graph.call_ids import ID_RULES
 from context_graph.graph.content import THINKING_SIGNERS, ThinkingPart
@@ -230,3 +236,49 @@ class TestOnlyFormats:
         """A compaction artifact credited to a format that makes none names the format."""
         with pytest.raises(ValidationError, match="makes no compaction artifact"):
             NativeCompaction.model_validate({"provider": name, "item": {}})
+
+
+class TestFormatConstants:
+    def test_each_constant_is_its_folders_wire(self) -> None:
+        """The named constants are the registered names, each its own folder's wire."""
+        folders = {
+            OPENAI_FORMAT: "openai_chat",
+            ANTHROPIC_FORMAT: "anthropic",
+            GEMINI_FORMAT: "gemini",
+            RESPONSES_FORMAT: "openai_responses",
+        }
+        assert tuple(folders) == FORMAT_NAMES
+        for name, folder in folders.items():
+            wire = importlib.import_module(f"context_graph.formats.{folder}.wire").WIRE
+            assert wire is WIRES[name]
+            assert wire.name == name
+
+
+class TestProviderFormat:
+    def test_no_two_formats_claim_one_provider(self) -> None:
+        """A provider name is in one wire's `providers` at most, and written in lowercase."""
+        claimed = [p for name in FORMAT_NAMES for p in WIRES[name].providers]
+        assert len(claimed) == len(set(claimed))
+        assert all(p == p.lower() for p in claimed)
+
+    @pytest.mark.parametrize(
+        ("provider", "expected"),
+        [
+            ("anthropic", ANTHROPIC_FORMAT),
+            ("OpenAI", OPENAI_FORMAT),
+            ("azure_openai", OPENAI_FORMAT),
+            ("google-gla", GEMINI_FORMAT),
+            ("google_vertexai", GEMINI_FORMAT),
+            ("mistral", None),
+            (None, None),
+        ],
+    )
+    def test_a_provider_resolves_to_the_format_that_claims_it(
+        self, provider: str | None, expected: str | None
+    ) -> None:
+        """What a framework calls a provider resolves, case ignored; an unknown one to None."""
+        assert provider_format(provider) == expected
+
+    def test_no_framework_names_the_responses_api_as_a_provider(self) -> None:
+        """Responses is told by a model class or a flag, never by a provider name."""
+        assert WIRES[RESPONSES_FORMAT].providers == frozenset()

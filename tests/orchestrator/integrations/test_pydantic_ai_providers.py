@@ -46,6 +46,7 @@ from context_graph.tokens.counting import default_counter
 from orchestrator import ContextManager
 from orchestrator.integrations.pydantic_ai import ContextHistory, model_provider
 from orchestrator.integrations.pydantic_ai_messages import from_payload, to_events
+from orchestrator.integrations.pydantic_ai_thinking import add_thinking
 from orchestrator.integrations.rendered import chat_items, original_ids, system_tokens
 from orchestrator.policy import Policy
 
@@ -254,6 +255,31 @@ def _round_trip(history: list[ModelMessage], fmt: Any) -> tuple[Any, list[ModelM
 
 class TestThinking:
     """Each provider's thinking goes back to that provider, signature and all."""
+
+    @pytest.mark.parametrize(
+        ("provider_name", "signer"),
+        [
+            ("anthropic", "anthropic"),
+            ("google", "gemini"),
+            ("google-gla", "gemini"),
+            ("google-vertex", "gemini"),
+            ("google-cloud", "gemini"),
+            ("gemini", "gemini"),
+            ("openai", None),
+            ("azure", None),
+            ("mistral", None),
+            (None, None),
+        ],
+    )
+    def test_a_thought_is_signed_by_the_format_of_its_provider(
+        self, provider_name: str | None, signer: str | None
+    ) -> None:
+        """A provider that signs thinking names its format; any other leaves it unsigned."""
+        content: list[dict[str, Any]] = []
+        add_thinking(ThinkingPart("Think.", signature="s", provider_name=provider_name), content)
+        assert content == [
+            {"type": "thinking", "thinking": "Think.", "signature": "s", "provider": signer}
+        ]
 
     async def test_anthropic_signatures_survive_the_loop(
         self, provider_server: Any, clients: list[Any]
