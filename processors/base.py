@@ -166,6 +166,7 @@ class ContextFields(TypedDict, total=False):
     clock: Callable[[], float]
     target: int | None
     expand_hints: bool
+    to_free: int | None
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,11 @@ class ProcessorContext:
         target: The size in tokens the run aims to bring the view down to (the
             orchestrator's low-water mark, below `budget`), if one is set. A processor
             that sizes what it writes (a summary) aims at it.
+        to_free: How many tokens the request is over `target` as the stage starts, in a
+            run that compacts to its target (`None` otherwise). A processor that can
+            size its edit (how much of an output a cut keeps, how many units a summary
+            takes) frees about that much rather than all its settings allow: room the
+            budget leaves is kept content, not thrown away.
         summarizer: The summarizer to use, if any.
         instructions: Free-text guidance from the user (`compact("focus on the DB")`).
         clock: Seconds since the epoch; injectable for tests.
@@ -195,6 +201,7 @@ class ProcessorContext:
     clock: Callable[[], float] = field(default=time.time)
     target: int | None = None
     expand_hints: bool = False
+    to_free: int | None = None
 
     @classmethod
     def for_graph(cls, graph: ContextGraph, **fields: Unpack[ContextFields]) -> ProcessorContext:

@@ -144,6 +144,10 @@ class Compactor:
             return request - target
         return -(-(request - target) * self._working.total_tokens // request)
 
+    def over(self, renderer: RequestRenderer, target: int) -> int:
+        """How many tokens the working view's request, rendered and calibrated, is over `target`."""
+        return self._request_tokens(renderer) - target
+
     def fits(self, renderer: RequestRenderer, budget: int | None) -> bool:
         """Whether the working view, rendered by `renderer` and calibrated, fits `budget`."""
         return budget is not None and self._request_tokens(renderer) <= budget
@@ -283,7 +287,8 @@ class Compactor:
         if done is not None and renderer is not None and target is not None:
             # A summary takes just the history that brings the request to the target.
             excess = functools.partial(self.excess, renderer, target)
-            settings = dataclasses.replace(settings, excess=excess)
+            over = functools.partial(self.over, renderer, target)
+            settings = dataclasses.replace(settings, excess=excess, over=over)
         # A run lands in the session file whole or not at all (`SessionStore.atomic`),
         # with the state it leaves: a crash between two of its proposals must not leave
         # a session that is neither before nor after it.
@@ -572,6 +577,7 @@ class Compactor:
         settings = dataclasses.replace(
             settings,
             excess=functools.partial(self.excess, renderer, goal),
+            over=functools.partial(self.over, renderer, goal),
             # Set here, not only by `run_pipeline`'s first phase: this pass never cuts
             # them, also in the phase that would (a whole-view run does that instead).
             spared=live_outputs(self._working.view),

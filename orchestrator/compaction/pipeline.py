@@ -297,6 +297,11 @@ class StageSettings:
     """How many tokens the request is over `target` now (a whole-view run's). With it a
     summary takes just the oldest history that brings the request down to the target,
     with room for itself (`summary_goal`), not the whole run."""
+    over: Callable[[], int] | None = None
+    """The same excess in request tokens: `excess` is in content tokens, scaled by their
+    share of the request (a node taken whole frees its framing too), while a cut frees
+    content one for one. What a processor that sizes its edit is told to free
+    (`ProcessorContext.to_free`)."""
 
 
 SUMMARY_RESERVE = 0.15
@@ -354,12 +359,15 @@ async def run_stage(
     guards: GuardConfig | None = None,
     rewritten_from: int | None = None,
     sized: bool = False,
+    to_target: bool = False,
 ) -> StageOutcome:
     """Run one stage on a fresh snapshot and apply its proposal, or report why not.
 
     With `sized` (and `settings.excess`), the stage takes only what brings the request
     to the run's target (`stage_goal`): a summary the oldest history, an output stage
-    the outputs of lowest priority, oldest first (`first_by_priority`).
+    the outputs of lowest priority, oldest first (`first_by_priority`). In a run that
+    compacts `to_target` (every pass of it, sized or not), the processor is told how
+    far over the target the request is (`ProcessorContext.to_free`).
     With `only`, the stage takes just those nodes (see `_targets`). The snapshot comes
     from `settings.snapshot` when given (the one place a processor's view is taken).
     The outcome is marked manual in `RunMode.MANUAL` (the guards record it as such).
@@ -371,6 +379,8 @@ async def run_stage(
     nothing = StageOutcome(view_tokens=tokens, manual=mode is RunMode.MANUAL)
     scope = scope_of(processor)
     goal = stage_goal(settings, scope) if sized else None
+    over = settings.over if sized or to_target else None
+    to_free = None if over is None else max(0, over())
     held = settings.held if scope == "history" else settings.held | settings.spared
     targets = _targets(processor, snapshot, working, only, held, goal)
     run.partial = False
@@ -390,6 +400,7 @@ async def run_stage(
         clock=settings.clock,
         target=settings.target,
         expand_hints=settings.expand_hints,
+        to_free=to_free,
     )
     try:
         proposal = await run_processor(processor, targets, ctx)
@@ -538,6 +549,7 @@ async def _run_stages(
                 guards=guards,
                 rewritten_from=rewritten,
                 sized=sized and (history or number == 0),
+                to_target=sized,
             )
             if outcome.rewritten_from is not None:
                 rewritten = outcome.rewritten_from

@@ -19,7 +19,7 @@ that heavy (no budget: light).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import replace
 from typing import ClassVar
 
@@ -307,13 +307,34 @@ class Distiller:
         return replace_each(
             self.name,
             ctx,
-            ((node, self._replacement(node, level, ctx, later)) for node in targets),
+            self._replacements(targets, level, ctx, later),
             note=lambda edits, before, after: (
                 f"distilled {edits} node(s) at {level}: {before:,} -> {after:,} tokens"
                 if edits
                 else f"nothing to distill at {level}"
             ),
         )
+
+    def _replacements(
+        self,
+        targets: Sequence[Node],
+        level: Level,
+        ctx: ProcessorContext,
+        later: LaterReferences | None,
+    ) -> Iterator[tuple[Node, Node | None]]:
+        """Each target with its distillate (`None`: left whole).
+
+        In a run to a target (`ctx.to_free`), the targets after the run's need is met
+        are left whole: the room the budget leaves is content kept.
+        """
+        need = ctx.to_free
+        for node in targets:
+            if need is not None and need <= 0:
+                return
+            new = self._replacement(node, level, ctx, later)
+            if new is not None and need is not None:
+                need -= ctx.count(node) - ctx.count(new)
+            yield node, new
 
     def _replacement(
         self, node: Node, level: Level, ctx: ProcessorContext, later: LaterReferences | None

@@ -27,12 +27,10 @@ import anyio
 from pydantic import JsonValue
 
 from context_graph.errors import ConfigurationError
-from context_graph.graph.anchors import SUMMARY_HEADER, floor_anchors
 from context_graph.graph.content import TextPart
 from context_graph.graph.ids import make_node_id
 from context_graph.graph.native import NativeCompaction
 from context_graph.graph.nodes import Node, SummaryNode, UserNode
-from context_graph.graph.units import Unit
 from processors.base import Abstract, ProcessorContext, Proposal, Scope, Summarizer
 from processors.redact import strip_signed_secrets
 from processors.registry import register_processor
@@ -52,11 +50,12 @@ from processors.summarize.providers import (
     resolve_provider,
     safeguard_targets,
 )
+from processors.summarize.room import shorter_plan, summary_room, words_room
 from processors.summarize.said import MESSAGE_CHARS, user_sentences
 from processors.summarize.targets import Plan, plan_targets
 from processors.summarize.updates import is_stale, stale_values
 
-__all__ = ["HistorySummarizer", "summary_room", "words_room"]
+__all__ = ["HistorySummarizer", "summary_room", "words_room"]  # the room's, kept importable here
 
 _MAX_REDUCE_DEPTH = 3
 
@@ -190,7 +189,8 @@ class HistorySummarizer:
         summarizer = self.summarizer or ctx.summarizer or self.fallback
         label = _label(summarizer)
         if isinstance(summarizer, ExtractiveSummarizer):
-            return self._finish(job, self._brief(job, summarizer), label, "extractive", label)
+            sized, brief = self._sized_brief(job, summarizer)
+            return self._finish(sized, brief, label, "extractive", label)
         try:
             text, kind, detail = await self._model(job, summarizer)
         except Exception as exc:
@@ -260,6 +260,26 @@ class HistorySummarizer:
                 user_sentences(_user_messages(plan, later=True), message_chars=MESSAGE_CHARS)
             ),
         )
+
+    def _sized_brief(self, job: _Job, summarizer: ExtractiveSummarizer) -> tuple[_Job, str]:
+        """The brief of `job`, or of fewer units when the target has room for the rest.
+
+        In a run that compacts to its target (`ProcessorContext.to_free`) the pipeline
+        hands over the history that makes room for a brief as large as the budget's
+        reserve for it; an extractive brief is often much smaller, and the whole span
+        would land the request far below the target. The newest units the target has
+        room for then stay verbatim (what the agent acts on next), and the brief is
+        written again for the shorter span: it is cheap, where a model's summary is not.
+        """
+        text = self._brief(job, summarizer)
+        ctx = job.ctx
+        if ctx.to_free is None:
+            return job, text
+        plan = shorter_plan(job.plan, ctx, ctx.tokens.count_text(text))
+        if plan is None:
+            return job, text
+        shorter = self._job(plan, ctx)
+        return shorter, self._brief(shorter, summarizer)
 
     def _brief(self, job: _Job, summarizer: ExtractiveSummarizer) -> str:
         keep = [*job.required, *job.facts]
@@ -399,23 +419,6 @@ class HistorySummarizer:
         return Proposal(processor=self.name, base_version=ctx.graph.version, note=note)
 
 
-#: Tokens a rendered message adds around its content, about (role markers, tool-call
-#: wrappers): the room is measured in content tokens and must leave space for them.
-_MESSAGE_OVERHEAD = 8
-#: The smallest brief worth writing: the heading, a line of identifiers, the next step.
-_MIN_BRIEF = 64
-_FREE_SHARE = 0.6
-#: What a brief holds besides the user's words and its identifiers, about: its section
-#: headings, the "(n earlier items omitted)" lines and the current state and next step,
-#: which is cut no shorter than 80 tokens (`brief.bound`).
-_BRIEF_FRAME = 192
-#: The most of the budget the user's own words may claim in a summary's room: a summary
-#: that absorbs earlier requests (`plan_targets`) keeps them up to this much, even when
-#: the run's target leaves less (the tool loop after the latest request is summarized
-#: next in the same run, and is what gives way).
-_USER_SHARE = 0.25
-
-
 def _user_messages(plan: Plan, *, later: bool = False) -> list[str]:
     """What the user said, oldest first; `later`: the first request (turn 1) left out.
 
@@ -454,77 +457,6 @@ def _repaired(text: str, verdict: CandidateCheck, job: _Job) -> str | None:
     return repaired if job.check(repaired).ok else None
 
 
-def summary_room(plan: Plan, ctx: ProcessorContext, keep: Sequence[str] = ()) -> int | None:
-    """The most tokens the summary may take so that the view lands where the run aims.
-
-    Everything the summary does not replace stays, so the room is the run's target (or,
-    when what stays already fills the target, the budget) less what stays. A brief
-    larger than that would leave the request over the budget, and the renderer would
-    drop the summary whole: better a brief that keeps the identifiers and drops the
-    prose. The summary is rendered under `SUMMARY_HEADER`, which its room leaves out.
-    The user's words the summary takes (their messages, and those the briefs it updates
-    carry) are the exception: the room holds them and the identifiers it must `keep`, up
-    to `_USER_SHARE` of the budget, however little the target leaves; a rolling summary
-    would otherwise shed the user's requests to make room for a tool loop that the next
-    summary of the run takes anyway.
-    Never more than what it replaces (a summary must save tokens). `None` without
-    a budget: the summarizer's own bound applies.
-    """
-    if ctx.budget is None:
-        return None
-    replaced = set(plan.abstract_ids)
-    units = ctx.graph.units()
-    anchored = _anchor_units(units)
-    stays = kept = 0
-    for index, unit in enumerate(units):
-        for node_id in unit.node_ids:
-            if node_id not in replaced:
-                tokens = ctx.count(ctx.graph[node_id]) + _MESSAGE_OVERHEAD
-                stays += tokens
-                kept += tokens if index in anchored or ctx.graph[node_id].pinned else 0
-    # The summary's own message: its wrapping, and the header it is rendered under.
-    own = _MESSAGE_OVERHEAD + ctx.tokens.count_text(f"{SUMMARY_HEADER}\n\n")
-    free = ctx.budget - stays - own
-    room = _MIN_BRIEF
-    if ctx.target is not None and ctx.target - stays - own >= _MIN_BRIEF:
-        room = ctx.target - stays - own
-    elif free >= _MIN_BRIEF:
-        room = max(_MIN_BRIEF, int(free * _FREE_SHARE))
-    room = max(room, words_room(plan, ctx, keep))
-    beside_kept = ctx.budget - kept - own
-    if beside_kept >= _MIN_BRIEF:
-        # The user's words may take the summary past the target, not past what the
-        # budget leaves beside what no stage shrinks and the renderer never drops: a
-        # summary over that is dropped whole by the renderer, and every turn it stood
-        # for with it (a chat whose system prompt takes most of the budget).
-        room = min(room, beside_kept)
-    return max(1, min(room, plan.tokens_before - 1))
-
-
-def _anchor_units(units: Sequence[Unit]) -> frozenset[int]:
-    """The positions of the system prompt and of the user turns the render's floor keeps.
-
-    Those are `render.fit`'s first and latest requests and latest user-role unit. The
-    work after the latest turn is in the floor too, but the run's later stages shrink it.
-    """
-    system = {i for i, unit in enumerate(units) if unit.kind == "system"}
-    anchors = floor_anchors([unit.kind for unit in units])
-    return frozenset(system if anchors is None else system | set(anchors))
-
-
-def words_room(plan: Plan, ctx: ProcessorContext, keep: Sequence[str] = ()) -> int:
-    """The room the user's words and the identifiers to `keep` claim in the summary.
-
-    What they take with the brief's frame, up to `_USER_SHARE` of the budget; 0 without
-    a budget or without words of the user's in what the summary takes.
-    """
-    said = _user_words(plan, ctx) if ctx.budget is not None else 0
-    if not said or ctx.budget is None:
-        return 0
-    listed = ctx.tokens.count_text(", ".join(keep)) if keep else 0
-    return min(said + listed + _BRIEF_FRAME, int(ctx.budget * _USER_SHARE))
-
-
 #: The paths on which the extractive brief wrote the summary.
 _BRIEF_PATHS = frozenset({"extractive", "fallback", "safeguard"})
 
@@ -556,20 +488,6 @@ def _oldest_left_out(text: str, verdict: CandidateCheck, job: _Job) -> int:
     # a lost sentence of the newest is a loss of another kind.
     newest = set(user_sentences(messages[-1:], message_chars=MESSAGE_CHARS))
     return dropped if messages and newest.isdisjoint(verdict.lost) else 0
-
-
-def _user_words(plan: Plan, ctx: ProcessorContext) -> int:
-    """Tokens of what the user said that the summary takes.
-
-    The span's messages, and the goal, messages and constraints of the briefs it updates
-    or absorbs.
-    """
-    texts = [n.text for n in plan.span if isinstance(n, UserNode) and not n.notice]
-    for summary in plan.summaries:
-        brief = parse(summary.text)
-        if brief is not None:
-            texts += [brief.goal, *brief.requests, *brief.constraints]
-    return sum(ctx.tokens.count_text(text) for text in texts if text)
 
 
 def _accepted(result: object, job: _Job) -> tuple[Compacted | None, str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import partial
@@ -26,6 +26,9 @@ from processors.truncate.units import split_units
 __all__ = ["POLICIES", "OutputFormat", "ToolOutputTruncator", "Truncation", "truncate_text"]
 
 OutputFormat: TypeAlias = Literal["text", "markup", "json"]
+
+#: A cut sized to the run's need keeps a multiple of this many tokens.
+_KEEP_STEP = 64
 
 #: The policies a tool can be given.
 POLICIES: tuple[Policy, ...] = ("head", "tail", "head_tail", "errors_first")
@@ -199,20 +202,41 @@ class ToolOutputTruncator:
         return copy
 
     async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
-        """Propose a truncated copy of every target over the limits."""
+        """Propose a truncated copy of every target over the limits.
+
+        In a run that compacts to its target (`ctx.to_free`), a cut keeps what the run
+        does not need to free (never less than `max_tokens`), oldest target first, and
+        the targets after the need is met are left whole.
+        """
         limit = self._options.max_tokens
         counter = ctx.tokens.counter
         seams = counter.is_seam if isinstance(counter, SeamCounter) else None  # a slow check
+        sized = "" if ctx.to_free is None else f", or to what {ctx.to_free:,} to free left"
         return replace_each(
             self.name,
             ctx,
-            ((node, self._truncated(node, ctx, seams)) for node in targets),
+            self._cuts(targets, ctx, seams),
             note=lambda edits, _before, _after: (
-                f"truncated {edits} of {len(targets)} output(s) to {limit:,} tokens"
+                f"truncated {edits} of {len(targets)} output(s) to {limit:,} tokens{sized}"
             ),
         )
 
-    def _truncated(self, node: Node, ctx: ProcessorContext, seams: Seams | None) -> Node | None:
+    def _cuts(
+        self, targets: Sequence[Node], ctx: ProcessorContext, seams: Seams | None
+    ) -> Iterator[tuple[Node, Node | None]]:
+        """Each target with its cut (`None`: left whole), the run's need counted down."""
+        need = ctx.to_free
+        for node in targets:
+            if need is not None and need <= 0:
+                return
+            cut = self._truncated(node, ctx, seams, need)
+            if cut is not None and need is not None:
+                need -= ctx.count(node) - ctx.count(cut)
+            yield node, cut
+
+    def _truncated(
+        self, node: Node, ctx: ProcessorContext, seams: Seams | None, need: int | None = None
+    ) -> Node | None:
         if not isinstance(node, AnswerNode) or node.pinned or not node.text:
             return None
         options = self._options
@@ -220,10 +244,16 @@ class ToolOutputTruncator:
         hint = ctx.expand_hint(node.id, "the whole output")
         # The hint counts in the target, and a piece cut again says it once.
         source = ctx.without_hint(node.text)
+        tokens = ctx.tokens
         limit = options.max_tokens
+        if need is not None:
+            # Keep all the run does not need to free: the budget's room is content kept.
+            # Rounded down to a step, so that the next run's cut of the same output (a
+            # proposal that waited) is the same, and the memo serves it.
+            spare = (tokens.count_text(source) - need) // _KEEP_STEP * _KEEP_STEP
+            limit = max(limit, spare)
         if hint is not None:
             limit = max(limit - ctx.tokens.count_text(f"\n{hint}"), limit // 2)
-        tokens = ctx.tokens
         key = (source, limit, options.max_bytes, policy, options.context_lines)
         cut = remembered_cut(
             tokens,
@@ -247,7 +277,7 @@ class ToolOutputTruncator:
         # `replace_each` and the invariant checker, a cache hit instead of an encode.
         if cut.pieces:
             ctx.tokens.count_pieces(cut.pieces)
-        record = {"policy": policy, "format": cut.format, "max_tokens": options.max_tokens}
+        record = {"policy": policy, "format": cut.format, "max_tokens": limit}
         meta = {**node.meta, "truncated": record}
         text = cut.text if hint is None else f"{cut.text}\n{hint}"
         return replacement_for(node, _with_text(node.content, text), meta=meta)
