@@ -167,6 +167,24 @@ def _clip(text: str, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[: limit - 6].rstrip() + " [...]"
 
 
+def _as_written(text: str, line: str) -> str:
+    """`line`, read with the harness's wrappers taken out, as the output writes it.
+
+    An error is quoted verbatim: a tool's refusal that is one wrapped line
+    (`<tool_use_error>File has not been read yet</tool_use_error>`) keeps its tags, as
+    the agent saw it. A harness's wrappers of the whole output (`<output>`,
+    `<returncode>`) are not the error's; nor is a line clipped.
+    """
+    for raw in text.splitlines():
+        if _REFUSAL.search(raw) and _clip(_WRAPPERS.sub("", raw)) == line:
+            return _clip(raw)
+    return line
+
+
+#: The tag a tool wraps its own refusal in (Claude Code's), part of what it said.
+_REFUSAL = re.compile(r"<tool_use_error>")
+
+
 def harness_exit_code(text: str) -> int | None:
     """The exit status a harness wrapped around an output, if any (the last one wins)."""
     codes = [int(next(g for g in groups if g)) for groups in _HARNESS_EXIT.findall(text)]
@@ -306,12 +324,13 @@ def read_outcome(text: str, *, is_error: bool, code: int | None, content: bool) 
     if is_error or (code is not None and code != 0):
         if tests and tests.failed:
             return Outcome("failed", code, tests.counts, tests.first_failure)
-        return Outcome("failed", code, line=_failure_line(plain, lines) or error_gist(text))
+        line = _failure_line(plain, lines) or error_gist(text)
+        return Outcome("failed", code, line=_as_written(text, line))
     if tests is not None:
         return Outcome("failed" if tests.failed else "ok", code, tests.counts, tests.first_failure)
     failure = _failure_line(plain, lines)
     if failure:
-        return Outcome("failed", code, line=failure)
+        return Outcome("failed", code, line=_as_written(text, failure))
     if code == 0:
         return Outcome("ok", code)
     success = _success_line(plain, lines)

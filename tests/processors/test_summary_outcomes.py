@@ -195,6 +195,34 @@ _NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=30)
 _PLAIN = st.text(alphabet="abcdefghijklmnopqrstuvwxyz .,\n", max_size=400)
 
 
+class TestErrorVerbatim:
+    """The latest error is quoted as the agent saw it (issue: "the latest error verbatim")."""
+
+    REFUSAL = "<tool_use_error>File has not been read yet. Read it first.</tool_use_error>"
+
+    def test_a_tools_refusal_keeps_its_tags(self) -> None:
+        outcome = read_outcome(self.REFUSAL, is_error=True, code=None, content=False)
+        assert outcome.status == "failed"
+        assert outcome.line == self.REFUSAL
+
+    def test_the_brief_quotes_the_refusal_whole(self) -> None:
+        graph = ContextGraph(counter=WordCounter())
+        graph.add_user("Update the config.")
+        graph.add_assistant(
+            "Writing it.",
+            tool_calls=[{"id": "w1", "name": "Write", "arguments": {"file_path": "/srv/c.toml"}}],
+        )
+        graph.add_tool_result("w1", self.REFUSAL, is_error=True)
+        graph.add_assistant("Reading it first.")
+        nodes = [graph[i] for i in graph.transcript()]
+        assert self.REFUSAL in ExtractiveSummarizer().brief(nodes)
+
+    def test_a_harness_wrapper_of_the_whole_output_is_not_quoted(self) -> None:
+        text = "<returncode>1</returncode>\n<output>KeyError: 'DEPLOY_TOKEN'</output>"
+        outcome = read_outcome(text, is_error=False, code=None, content=False)
+        assert outcome.line == "KeyError: 'DEPLOY_TOKEN'"
+
+
 class TestProperties:
     @settings(max_examples=200, deadline=None)
     @given(st.lists(_NAME, min_size=1, max_size=8, unique=True), st.floats(0, 99))
