@@ -577,7 +577,12 @@ class Compactor:
         settings = dataclasses.replace(
             settings,
             excess=functools.partial(self.excess, renderer, goal),
-            over=functools.partial(self.over, renderer, goal),
+            # A cut is sized to the low-water mark, not to the level that fired: cutting
+            # an output no request carried costs no cache, and a request left just under
+            # the level would fire it again at the next output.
+            over=functools.partial(
+                self.over, renderer, goal if settings.target is None else settings.target
+            ),
             # Set here, not only by `run_pipeline`'s first phase: this pass never cuts
             # them, also in the phase that would (a whole-view run does that instead).
             spared=live_outputs(self._working.view),
