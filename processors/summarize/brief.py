@@ -20,6 +20,7 @@ from processors.summarize.updates import is_stale, stale_values, supersede
 __all__ = [
     "ASKED_BY",
     "DROP_ORDER",
+    "LIVE_RESULTS",
     "TITLE",
     "TOOL_IDENTIFIERS",
     "Brief",
@@ -49,6 +50,7 @@ _LISTS = {
     "files_read": "Files read",
     "commands": "Commands and tool use",
     "questions": "Open questions (not answered later)",
+    "after_error": "After the latest error: the next output of the same tool (verbatim lines)",
 }
 #: Headings earlier versions wrote, read back as the section they name now.
 _FORMER_HEADINGS = {"Decisions": "decisions"}
@@ -81,6 +83,7 @@ DROP_ORDER = (
     "questions",
     "plan",
     "files_modified",
+    "after_error",
     "constraints",
     "open",
     "tool_identifiers",
@@ -115,6 +118,15 @@ class Brief:
     """Key identifiers found only in tool output (written quoted, on a line of their own)."""
     state: str = ""
     omitted: dict[str, int] = field(default_factory=dict)
+    after_error: list[str] = field(default_factory=list)
+    """Lines of the first output of the same tool that did not fail after the latest
+    error, each quoted as written (`quote_output`): what the agent saw next. Kept while
+    fewer than `LIVE_RESULTS` tool results came after the error."""
+    failed: bool = False
+    """The span had a failed tool use (not written; a newer error replaces `after_error`)."""
+    since_error: int = 0
+    """Tool results in the span after its latest failure, or all of them without one (not
+    written; `after_error` goes stale after `LIVE_RESULTS`)."""
     successes: dict[str, str] = field(default_factory=dict)
     """Keys of tool uses that read `ok` in the span, each with the line its output showed
     (not written; resolves older errors, and says what fixed them)."""
@@ -186,7 +198,15 @@ def _list_lines(items: Sequence[str], omitted: int) -> list[str]:
 
 
 #: The sections of a rendered brief, in order: each is one paragraph of the markdown.
-_SECTIONS = ("title", *_BLOCKS, *_LISTS, "errors", "identifiers", "state")
+_SECTIONS = (
+    "title",
+    *_BLOCKS,
+    *(name for name in _LISTS if name != "after_error"),
+    "errors",
+    "after_error",
+    "identifiers",
+    "state",
+)
 #: The section each name in `DROP_ORDER` drops from.
 _SECTION_OF = {
     **{name: name for name in _LISTS},
@@ -306,7 +326,9 @@ def merge(old: Brief, new: Brief) -> Brief:
         spoke=old.spoke | new.spoke,
         plan=new.plan or old.plan,
         questions=dedupe([*_unanswered(old.questions, new.spoke), *new.questions]),
+        failed=old.failed or new.failed,
     )
+    merged.after_error, merged.since_error = _after_error(old, new)
     for name in ("focus", "constraints", "decisions", "commands"):
         setattr(merged, name, dedupe([*old.list_of(name), *new.list_of(name)]))
     # A message the user repeated stands where it was said last: the bound drops the
@@ -318,6 +340,23 @@ def merge(old: Brief, new: Brief) -> Brief:
     for name in {*old.omitted, *new.omitted}:
         merged.omitted[name] = old.omitted.get(name, 0) + new.omitted.get(name, 0)
     return merged
+
+
+#: Tool results after an error for which what followed it stays in the brief (as the
+#: orchestrator's `recency.RECENT_ANSWERS` spares the live error's outputs).
+LIVE_RESULTS = 10
+
+
+def _after_error(old: Brief, new: Brief) -> tuple[list[str], int]:
+    """What followed the latest error, and the tool results since it, after a merge.
+
+    A newer span's error (or an absorbed brief's lines) replaces the older lines; they
+    go stale once `LIVE_RESULTS` tool results came after their error.
+    """
+    if new.failed or new.after_error:
+        return list(new.after_error), new.since_error
+    since = old.since_error + new.since_error
+    return (list(old.after_error) if since < LIVE_RESULTS else []), since
 
 
 #: How a question item says who asked it; the other party's reply answers it.
@@ -459,7 +498,7 @@ def tool_lines(text: str) -> list[int]:
             current = _HEADING_TO_FIELD[heading]
         elif current == "identifiers" and line.startswith(TOOL_IDENTIFIERS):
             found.append(number)
-        elif current in ("commands", "errors") and line.startswith("- "):
+        elif current in ("commands", "errors", "after_error") and line.startswith("- "):
             if find_output_quote(line[2:]) is not None:
                 found.append(number)
     return found

@@ -51,7 +51,7 @@ from processors.summarize.facts import (
     tool_uses,
     user_entities,
 )
-from processors.summarize.outcomes import success_gist
+from processors.summarize.outcomes import success_gist, telling_lines
 from processors.summarize.quoting import quote_output
 from processors.summarize.said import MESSAGE_CHARS
 from processors.summarize.turns import (
@@ -82,7 +82,8 @@ class ExtractiveSummarizer:
     (verbatim; a later value replaces an earlier one), constraints (notes, and those of a
     message too long to keep whole), decisions made and why, the latest todo list, files
     modified and read, commands and tool use with their outcomes, open questions, errors
-    open and resolved, key identifiers, the current state and next step. Given `previous`
+    open and resolved, what the failed tool showed next (verbatim, while the error is
+    live), key identifiers, the current state and next step. Given `previous`
     (a brief it wrote), the newer span is merged into it.
 
     Args:
@@ -205,6 +206,7 @@ class ExtractiveSummarizer:
     ) -> Brief:
         uses = tool_uses(nodes)
         brief = Brief(errors=errors_of(uses), successes=_successes(uses))
+        _read_after_error(brief, uses)
         _read_turns(brief, nodes, limit // 2, counter)
         _read_files(brief, nodes)
         brief.commands = [
@@ -322,6 +324,47 @@ def _successes(uses: Iterable[ToolUse]) -> dict[str, str]:
         if use.outcome.ok and use.key not in found:
             found[use.key] = success_gist(use.answer.text)
     return found
+
+
+def _read_after_error(brief: Brief, uses: Sequence[ToolUse]) -> None:
+    """The span's latest error: whether it has one, and what the same tool showed next.
+
+    The first later output of the tool that failed that did not fail itself (what the
+    agent saw after the error, often the fix at work): its first line and the first that
+    names an error or a warning, verbatim, for as long as the error is live
+    (`brief_format.LIVE_RESULTS`); the rest of that output is the summary's like any.
+    """
+    failures = [index for index, use in enumerate(uses) if use.outcome.failed]
+    if not failures:
+        brief.since_error = len(uses)
+        return
+    latest = failures[-1]
+    brief.failed = True
+    brief.since_error = len(uses) - latest - 1
+    tool = source_of(uses[latest])
+    after = next(
+        (u for u in uses[latest + 1 :] if source_of(u) == tool and not u.outcome.failed), None
+    )
+    if after is None:
+        return
+    lines = telling_lines(after.answer.text)
+    named = next((line for line in lines if _NAMES_TROUBLE.search(line)), None)
+    chosen = dedupe([*lines[:1], *([named] if named else [])])
+    brief.after_error = [quote_output(clip(tool, 60), _verbatim(line)) for line in chosen]
+
+
+#: A line of an output that names an error or a warning (one that did not fail may).
+_NAMES_TROUBLE = re.compile(
+    r"error|exception|traceback|fail|fatal|warning|not found|denied|invalid|cannot|can't|"
+    r"refused|no such|undefined|missing",
+    re.IGNORECASE,
+)
+#: The most characters of a line quoted verbatim; a longer one keeps its head.
+_VERBATIM_CHARS = 200
+
+
+def _verbatim(line: str) -> str:
+    return line if len(line) <= _VERBATIM_CHARS else line[: _VERBATIM_CHARS - 6] + " [...]"
 
 
 def _is_command(call: ToolCallNode) -> bool:

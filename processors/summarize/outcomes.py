@@ -31,6 +31,7 @@ __all__ = [
     "harness_exit_code",
     "read_outcome",
     "success_gist",
+    "telling_lines",
 ]
 
 Status: TypeAlias = Literal["failed", "ok", "unknown"]
@@ -203,6 +204,19 @@ def exit_code(text: str) -> int | None:
         for match in pattern.finditer(text)
     ]
     return max(found)[1] if found else None
+
+
+def telling_lines(text: str) -> list[str]:
+    """The lines of an output that say something, stripped and otherwise as written.
+
+    A blank line, one that is only a harness's wrapper (`<output>`, `<returncode>0
+    </returncode>`) and an exit-status line say nothing of their own.
+    """
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if _WRAPPERS.sub("", line).strip() and not _EXIT_LINE.match(line.strip())
+    ]
 
 
 def error_gist(text: str) -> str:
