@@ -143,7 +143,8 @@ def shorter_plan(plan: Plan, ctx: ProcessorContext, brief: int) -> Plan | None:
     below the target (`summary_room`'s count); the newest units of the span that fit
     in that slack (less `_MARGIN` of the budget) stay verbatim instead, and the brief
     keeps its size. Every plan keeps the summaries `plan` absorbs (one left after the
-    new summary would stand beside it) and at least one unit of new material.
+    new summary would stand beside it) and at least one unit of new material, and
+    leaves out at least `_WORTH` of the budget.
     """
     if ctx.target is None or ctx.budget is None:
         return None
@@ -161,8 +162,9 @@ def shorter_plan(plan: Plan, ctx: ProcessorContext, brief: int) -> Plan | None:
             break
         slack -= cost
         count -= 1
-    if count == len(units):
-        return None
+    left_out = sum(ctx.count(node) + MESSAGE_OVERHEAD for unit in units[count:] for node in unit)
+    if left_out < ctx.budget * _WORTH:
+        return None  # not worth writing the brief again
     kept = units[:count]
     before = sum(ctx.count(node) for unit in kept for node in unit)
     if plan.previous is not None:
@@ -173,6 +175,9 @@ def shorter_plan(plan: Plan, ctx: ProcessorContext, brief: int) -> Plan | None:
 #: What a span sized to the run's target leaves below it, as a share of the budget: the
 #: brief of fewer units is written again and may come out a little longer.
 _MARGIN = 0.01
+#: The least a shorter span must leave verbatim, as a share of the budget, to be worth
+#: a second brief (each costs a pass over the span; a long session writes hundreds).
+_WORTH = 0.02
 
 
 def _is_summary(node: object) -> bool:
