@@ -5,9 +5,12 @@ Seed 004's two answers to "the model lost its place":
 - **auto-continue**: after a compaction the engine started on its own (a trigger, an
   overflow; not the caller's `compact()`) that summarized history (a run that only
   masked or cut tool outputs leaves the conversation in place), the next request ends
-  with a short notice saying the history was compacted and the task goes on. Once: the
-  request after it is back to the view alone. A manual compaction waits for the
-  caller's next word instead.
+  with a short notice saying the history was compacted and the task goes on. The
+  notice then stays where it was first sent, after the same unit, until the next
+  compaction that summarizes: every later request extends the one that carried it, so
+  the provider's prompt cache keeps serving that prefix (dropped, the notice would
+  change the message it was merged into, and the cache would miss from there on). A
+  manual compaction waits for the caller's next word instead.
 - **replay**: when the latest user turn is no longer in the request because a summary
   stands for it (one this engine made, or a provider's own compaction sent back to a
   provider that drops what it stands for; not a compaction imported with a transcript,
@@ -17,9 +20,10 @@ Seed 004's two answers to "the model lost its place":
   newer user turn arrives, so the model still reads the request it is working on.
 
 Both are added at render time to a read-only view over the working graph (`_Extended`),
-as user-role nodes at its end: nothing is written to the record or the session store,
-and the renderer places them as any user turn (merged with a user neighbour in the
-formats that alternate roles), counted inside the budget.
+as user-role nodes (the replay at its end, the notice after its unit): nothing is
+written to the record or the session store, and the renderer places them as any user
+turn (merged with a user neighbour in the formats that alternate roles), counted inside
+the budget.
 """
 
 from __future__ import annotations
@@ -53,13 +57,24 @@ AUTO_CONTINUE_TEXT = (
 
 
 class _Extended:
-    """A view with nodes of its own after its last unit (a `RenderSource`)."""
+    """A view with nodes of its own after its last unit (a `RenderSource`).
 
-    def __init__(self, view: RenderSource, extra: Sequence[Node]) -> None:
+    `placed` is `(unit head, node)`: that node goes right after that unit instead, when
+    the unit is in the view (an edit that replaced it leaves the node out).
+    """
+
+    def __init__(
+        self,
+        view: RenderSource,
+        extra: Sequence[Node],
+        placed: tuple[str, Node] | None = None,
+    ) -> None:
         self._view = view
-        self._extra = {node.id: node for node in extra}
+        nodes = [*([placed[1]] if placed is not None else []), *extra]
+        self._extra = {node.id: node for node in nodes}
         self._units = tuple(Unit(node.id, unit_kind(node), (node.id,)) for node in extra)
-        self._version = hash((view.version, "continuation", *self._extra))
+        self._placed = placed
+        self._version = hash((view.version, "continuation", *self._extra, placed and placed[0]))
 
     @property
     def added(self) -> tuple[str, ...]:
@@ -72,8 +87,22 @@ class _Extended:
         return self._version
 
     def units(self) -> tuple[Unit, ...]:
-        """The view's units, then one unit per added node."""
-        return (*self._view.units(), *self._units)
+        """The view's units with the placed node after its unit, then one unit per node."""
+        units = self._view.units()
+        if self._placed is None:
+            return (*units, *self._units)
+        after, node = self._placed
+        own = Unit(node.id, unit_kind(node), (node.id,))
+        index = next((i for i, unit in enumerate(units) if unit.head == after), None)
+        if index is None:
+            return (*units, *self._units)
+        return (*units[: index + 1], own, *units[index + 1 :], *self._units)
+
+    @property
+    def last_unit(self) -> str | None:
+        """The head of the view's own last unit."""
+        units = self._view.units()
+        return units[-1].head if units else None
 
     def __getitem__(self, node_id: str) -> Node:
         found = self._extra.get(node_id)
@@ -99,6 +128,8 @@ class Continuation:
         self._enabled = enabled
         self._due = False
         self._sent = 0
+        self._after: str | None = None
+        """The unit the notice was first sent after, while it stays there."""
         self._artifacts = _Artifacts()
 
     @property
@@ -112,8 +143,11 @@ class Continuation:
         A run that only masked or cut tool outputs left the conversation in place: the
         model has not lost it, and nothing is said.
         """
+        if summarized:
+            self._after = None  # the history it followed was rewritten
         if automatic and summarized and self._enabled:
             self._due = True
+            self._sent += 1
 
     def source(self, graph: WorkingGraph, fmt: ProviderFormat) -> RenderSource:
         """What to render for `graph` in `fmt`: it, or it with the nodes added at its end."""
@@ -121,15 +155,19 @@ class Continuation:
         replayed = _replay_of(graph, fmt, self._artifacts)
         if replayed is not None:
             extra.append(replayed)
+        notice = UserNode(
+            id=f"{_CONTINUE}{self._sent}",
+            content=(TextPart(text=AUTO_CONTINUE_TEXT),),
+            notice=True,
+        )
+        placed = None
         if self._due:
-            extra.append(
-                UserNode(
-                    id=f"{_CONTINUE}{self._sent}",
-                    content=(TextPart(text=AUTO_CONTINUE_TEXT),),
-                    notice=True,
-                )
-            )
-        return graph if not extra else _Extended(graph, extra)
+            extra.append(notice)
+        elif self._after is not None:
+            placed = (self._after, notice)
+        if not extra and placed is None:
+            return graph
+        return _Extended(graph, extra, placed)
 
     def rendered(self, fmt: ProviderFormat, source: RenderSource, result: RenderResult) -> None:
         """Report what the request carried; the auto-continue line is spent."""
@@ -138,9 +176,9 @@ class Continuation:
         for node_id in source.added:
             if node_id in result.dropped:
                 continue
-            if node_id.startswith(_CONTINUE):
+            if node_id.startswith(_CONTINUE) and self._due:
                 self._due = False
-                self._sent += 1
+                self._after = source.last_unit  # where it stays from now on
                 self._bus.emit("auto_continued", format=fmt, text=AUTO_CONTINUE_TEXT)
             else:
                 original = node_id.removesuffix(_REPLAY)

@@ -60,12 +60,14 @@ def _texts(payload: dict[str, Any]) -> str:
     return repr(payload)
 
 
+def _items(payload: dict[str, Any], fmt: str) -> list[Any]:
+    """The request's turns, in whichever field the format keeps them."""
+    key = {"gemini": "contents", "responses": "input"}.get(fmt, "messages")
+    return list(payload[key])
+
+
 def _last_message_text(payload: dict[str, Any], fmt: str) -> str:
-    if fmt == "gemini":
-        return repr(payload["contents"][-1])
-    if fmt == "responses":
-        return repr(payload["input"][-1])
-    return repr(payload["messages"][-1])
+    return repr(_items(payload, fmt)[-1])
 
 
 class TestBeforeCompaction:
@@ -235,13 +237,49 @@ class TestAutoContinue:
         fill(manager)
         with Recorder(manager.bus) as recorder:
             first = manager.render_sync()
-        assert validate(first.payload, fmt) == []
-        assert first.tokens <= BUDGET
-        assert AUTO_CONTINUE_TEXT in _last_message_text(first.payload, fmt)
-        assert recorder.of("auto_continued")[0]["format"] == fmt
-        assert not any(AUTO_CONTINUE_TEXT in manager.raw[n].text for n in manager.raw.transcript())
-        second = manager.render_sync()
-        assert AUTO_CONTINUE_TEXT not in _texts(second.payload)
+            assert validate(first.payload, fmt) == []
+            assert first.tokens <= BUDGET
+            assert AUTO_CONTINUE_TEXT in _last_message_text(first.payload, fmt)
+            assert recorder.of("auto_continued")[0]["format"] == fmt
+            assert not any(
+                AUTO_CONTINUE_TEXT in manager.raw[n].text for n in manager.raw.transcript()
+            )
+            # Said once; then it stays where it was, so the next requests extend this one.
+            assert manager.render_sync().payload == first.payload
+            manager.add_assistant(
+                "Reading the failing test.",
+                tool_calls=[{"id": "read_1", "name": "read", "arguments": {"path": "t.py"}}],
+            )
+            manager.add_tool_result("read_1", "def test_io(): assert read() == 3")
+            later = manager.render_sync()
+        assert len(recorder.of("auto_continued")) == 1
+        assert validate(later.payload, fmt) == []
+        before, after = _items(first.payload, fmt), _items(later.payload, fmt)
+        assert after[: len(before)] == before
+        assert _texts(later.payload).count(AUTO_CONTINUE_TEXT) == 1
+        assert AUTO_CONTINUE_TEXT not in _last_message_text(later.payload, fmt)
+
+    def test_the_next_summary_moves_it_to_the_end(self) -> None:
+        summarizer = ScriptedSummarizer(["Ran the tests; all lines were ok."] * 8)
+        manager = make(
+            format="anthropic",
+            summarizer=summarizer,
+            pipeline=[HistorySummarizer()],
+            auto_continue=True,
+        )
+        fill(manager)
+        manager.render_sync()
+        for step in range(4, 8):
+            manager.add_assistant(
+                f"Running the tests, step {step}.",
+                tool_calls=[{"id": f"call_{step}", "name": "bash", "arguments": {"cmd": "pytest"}}],
+            )
+            manager.add_tool_result(f"call_{step}", _log(step))
+        with Recorder(manager.bus) as recorder:
+            result = manager.render_sync()
+        assert recorder.of("auto_continued")  # a second summary announced itself again
+        assert _texts(result.payload).count(AUTO_CONTINUE_TEXT) == 1
+        assert AUTO_CONTINUE_TEXT in _last_message_text(result.payload, "anthropic")
 
     def test_it_is_off_by_default(self) -> None:
         manager = make(pipeline=[HistorySummarizer()])
@@ -415,8 +453,10 @@ def test_whatever_hooks_do_every_request_is_valid_and_fits(plan: dict[str, Any])
             result = manager.render_sync()
         assert validate(result.payload, plan["fmt"]) == []
         assert result.tokens <= plan["budget"]
+        assert _texts(result.payload).count(AUTO_CONTINUE_TEXT) <= 1
         if AUTO_CONTINUE_TEXT in _texts(result.payload):
-            assert AUTO_CONTINUE_TEXT not in _texts(manager.render_sync().payload)  # once
+            # It stays where it was: the next request is this one again.
+            assert manager.render_sync().payload == result.payload
 
 
 def _summarize_everything(manager: ContextManager) -> None:

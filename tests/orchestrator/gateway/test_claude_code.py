@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.provider_server import ProviderServer
-from orchestrator.compaction.continuation import AUTO_CONTINUE_TEXT
 from orchestrator.gateway import Gateway, GatewayThread, gateway_for, session_of
 from orchestrator.policy import get_policy
 from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
@@ -195,32 +194,24 @@ def _unmarked(value: Any) -> Any:
     return value
 
 
-def _without_auto_continue(messages: list[Any]) -> list[Any]:
-    """`messages` without the auto-continue line, which one request after a summary ends with."""
-    kept = []
-    for message in messages:
-        content = message["content"]
-        if isinstance(content, list):
-            content = [b for b in content if b.get("text") != AUTO_CONTINUE_TEXT]
-        if content and content != AUTO_CONTINUE_TEXT:
-            kept.append({**message, "content": content})
-    return kept
-
-
 def assert_cache_safe(requests: list[dict[str, Any]], applied: int) -> None:
     """The cached prefix holds: the system prompt and tools never change, and each
-    request's messages extend the previous request's unchanged (but for the auto-continue
-    line the request after a summary ends with, once), except at a compaction.
+    request's messages extend the previous request's unchanged (the auto-continue line a
+    summary's request ends with stays where it is), except at a compaction.
 
     A compaction may cut an old output in place while the request still grows, so the
     requests that do not extend the previous one are counted: at most one per proposal
-    the engine applied, and fewer than a third of the calls.
+    the engine applied, and fewer than two in five of the calls. (A run lands at the
+    low-water mark, 0.7 of the budget; at this budget the agent's own prompt, system and
+    tools, is a third of it, so the history between that mark and the hard level holds
+    about three turns of this task. When runs landed far below the mark, 9 of the 41
+    requests broke the prefix then, 14 now.)
     """
     assert len({json.dumps([r.get("system"), r.get("tools")]) for r in requests}) == 1
     breaks = 0
     for before, after in itertools.pairwise(requests):
-        held = _without_auto_continue(_unmarked(before["messages"]))
+        held = _unmarked(before["messages"])
         if _unmarked(after["messages"][: len(held)]) != held:
             breaks += 1
     assert 0 < breaks <= applied
-    assert breaks < len(requests) // 3
+    assert breaks < len(requests) * 2 // 5
