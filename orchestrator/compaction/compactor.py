@@ -276,7 +276,7 @@ class Compactor:
     ) -> PipelineRun:
         """The run in one store transaction; a race with another writer is rebased."""
         self._measured = None  # a run taken back may leave an old version number reused
-        target = self._target(budget)
+        target = self._target(budget, self._pending)
         settings = self._settings(budget, instructions, target)
         guards = self._guards(mode)
         done = (
@@ -625,10 +625,25 @@ class Compactor:
         ratio = min((level for level in levels if level is not None), default=1.0)
         return int(budget * min(ratio, 1.0))
 
-    def _target(self, budget: int | None) -> int | None:
-        # Compact in one batch down to the low-water mark, not just under the budget, so
-        # that the following turns fit without another rewrite of the prefix.
-        return None if budget is None else max(1, int(budget * self._options.compact_to))
+    def _target(self, budget: int | None, firings: Sequence[Firing] = ()) -> int | None:
+        """The size a whole-view run compacts down to: `compact_to` of the budget.
+
+        Compact in one batch down to the low-water mark, not just under the budget, so
+        that the following turns fit without another rewrite of the prefix. A budget
+        level that fired below the mark (a soft ratio under `compact_to`) is aimed under
+        instead, at its rearm point: a run sized to stop at the mark would otherwise
+        free nothing for it, or leave the level crossed.
+        """
+        if budget is None:
+            return None
+        config = self._options.triggers
+        ratio = self._options.compact_to
+        levels = {"budget_soft": config.soft_ratio, "budget_hard": config.hard_ratio}
+        for firing in firings:
+            level = levels.get(firing.name)
+            if firing.kind == "budget_ratio" and level is not None and level < ratio:
+                ratio = max(level - config.hysteresis, 0.0)
+        return max(1, int(budget * ratio))
 
     def _settings(
         self, budget: int | None, instructions: str | None, target: int | None

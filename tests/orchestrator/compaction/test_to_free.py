@@ -81,3 +81,22 @@ class TestToFree:
 
         anyio.run(compact)
         assert recorder.needs and all(need is None for need in recorder.needs)
+
+
+class TestTargetUnderALevel:
+    def test_a_soft_level_under_the_low_water_mark_is_aimed_under(self) -> None:
+        """A run the soft level fired lands under that level's rearm point, not at the mark."""
+        manager = ContextManager(
+            counter=WordCounter(),
+            budget=BUDGET,
+            policy=Policy(
+                triggers=TriggerConfig(soft_ratio=0.5, hard_ratio=0.95, hysteresis=0.1),
+                pipeline=[ToolOutputTruncator(max_tokens=60)],
+                compact_to=0.7,
+            ),
+        )
+        _fill(manager, 6)  # over the soft level (1,000 words), under the mark (1,400)
+        assert BUDGET * 0.5 < manager.working.total_tokens < BUDGET * 0.7
+        result = manager.render_sync()
+        assert manager.stats().proposals_applied >= 1
+        assert result.tokens <= BUDGET * 0.4
