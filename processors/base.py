@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import (
     Annotated,
@@ -63,6 +63,7 @@ __all__ = [
     "run_processor",
     "scope_of",
     "screen_of",
+    "while_needed",
 ]
 
 
@@ -496,6 +497,27 @@ async def run_processor(
         msg = f"returned {type(outcome).__name__}, expected a Proposal"
         raise ProcessorError(name, msg)
     return outcome
+
+
+def while_needed(
+    targets: Sequence[Node],
+    ctx: ProcessorContext,
+    edit: Callable[[Node, int | None], Node | None],
+) -> Iterator[tuple[Node, Node | None]]:
+    """Each target with its edit (`None`: left whole), for `replace_each`.
+
+    In a run to a target (`ctx.to_free`), `edit` is told what the run still needs freed,
+    the need counts down by what each edit frees, and the targets after it is met are
+    left whole. Otherwise every target is edited, told `None`.
+    """
+    need = ctx.to_free
+    for node in targets:
+        if need is not None and need <= 0:
+            return
+        new = edit(node, need)
+        if new is not None and need is not None:
+            need -= ctx.count(node) - ctx.count(new)
+        yield node, new
 
 
 def replace_each(

@@ -19,7 +19,7 @@ that heavy (no budget: light).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Container, Iterator, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import replace
 from typing import ClassVar
 
@@ -30,7 +30,14 @@ from context_graph.errors import ConfigurationError
 from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.nodes import AnswerNode, FileNode, Node
 from context_graph.tokens.counting import default_counter
-from processors.base import ProcessorContext, Proposal, Scope, replace_each, replacement_for
+from processors.base import (
+    ProcessorContext,
+    Proposal,
+    Scope,
+    replace_each,
+    replacement_for,
+    while_needed,
+)
 from processors.distill.code import code_rule, distill_code, distill_python, python_rule
 from processors.distill.common import (
     LEVELS,
@@ -307,34 +314,14 @@ class Distiller:
         return replace_each(
             self.name,
             ctx,
-            self._replacements(targets, level, ctx, later),
+            # In a run to a target, the targets after its need is met are left whole.
+            while_needed(targets, ctx, lambda node, _: self._replacement(node, level, ctx, later)),
             note=lambda edits, before, after: (
                 f"distilled {edits} node(s) at {level}: {before:,} -> {after:,} tokens"
                 if edits
                 else f"nothing to distill at {level}"
             ),
         )
-
-    def _replacements(
-        self,
-        targets: Sequence[Node],
-        level: Level,
-        ctx: ProcessorContext,
-        later: LaterReferences | None,
-    ) -> Iterator[tuple[Node, Node | None]]:
-        """Each target with its distillate (`None`: left whole).
-
-        In a run to a target (`ctx.to_free`), the targets after the run's need is met
-        are left whole: the room the budget leaves is content kept.
-        """
-        need = ctx.to_free
-        for node in targets:
-            if need is not None and need <= 0:
-                return
-            new = self._replacement(node, level, ctx, later)
-            if new is not None and need is not None:
-                need -= ctx.count(node) - ctx.count(new)
-            yield node, new
 
     def _replacement(
         self, node: Node, level: Level, ctx: ProcessorContext, later: LaterReferences | None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import partial
@@ -14,7 +14,14 @@ from context_graph.errors import ConfigurationError
 from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.nodes import AnswerNode, Node
 from context_graph.tokens.counting import SeamCounter
-from processors.base import ProcessorContext, Proposal, Scope, replace_each, replacement_for
+from processors.base import (
+    ProcessorContext,
+    Proposal,
+    Scope,
+    replace_each,
+    replacement_for,
+    while_needed,
+)
 from processors.pieces import Seams
 from processors.registry import register_processor
 from processors.truncate.fit import Budget, Layout, Policy, fit_layout
@@ -215,24 +222,11 @@ class ToolOutputTruncator:
         return replace_each(
             self.name,
             ctx,
-            self._cuts(targets, ctx, seams),
+            while_needed(targets, ctx, lambda node, need: self._truncated(node, ctx, seams, need)),
             note=lambda edits, _before, _after: (
                 f"truncated {edits} of {len(targets)} output(s) to {limit:,} tokens{sized}"
             ),
         )
-
-    def _cuts(
-        self, targets: Sequence[Node], ctx: ProcessorContext, seams: Seams | None
-    ) -> Iterator[tuple[Node, Node | None]]:
-        """Each target with its cut (`None`: left whole), the run's need counted down."""
-        need = ctx.to_free
-        for node in targets:
-            if need is not None and need <= 0:
-                return
-            cut = self._truncated(node, ctx, seams, need)
-            if cut is not None and need is not None:
-                need -= ctx.count(node) - ctx.count(cut)
-            yield node, cut
 
     def _truncated(
         self, node: Node, ctx: ProcessorContext, seams: Seams | None, need: int | None = None
