@@ -8,7 +8,7 @@ target has room for, when the brief is smaller than the room: they then stay ver
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from context_graph.graph.anchors import SUMMARY_HEADER, floor_anchors
 from context_graph.graph.nodes import SummaryNode, UserNode
@@ -54,16 +54,11 @@ def summary_room(plan: Plan, ctx: ProcessorContext, keep: Sequence[str] = ()) ->
     """
     if ctx.budget is None:
         return None
-    replaced = set(plan.abstract_ids)
-    units = ctx.graph.units()
-    anchored = _anchor_units(units)
+    anchored = _anchor_units(ctx.graph.units())
     stays = kept = 0
-    for index, unit in enumerate(units):
-        for node_id in unit.node_ids:
-            if node_id not in replaced:
-                tokens = ctx.count(ctx.graph[node_id]) + MESSAGE_OVERHEAD
-                stays += tokens
-                kept += tokens if index in anchored or ctx.graph[node_id].pinned else 0
+    for index, node_id, tokens in _staying(plan, ctx):
+        stays += tokens
+        kept += tokens if index in anchored or ctx.graph[node_id].pinned else 0
     own = _own(ctx)
     free = ctx.budget - stays - own
     room = _MIN_BRIEF
@@ -125,15 +120,13 @@ def _own(ctx: ProcessorContext) -> int:
     return MESSAGE_OVERHEAD + ctx.tokens.count_text(f"{SUMMARY_HEADER}\n\n")
 
 
-def _stays(plan: Plan, ctx: ProcessorContext) -> int:
-    """Tokens of everything a summary of `plan` leaves in the view, framing included."""
+def _staying(plan: Plan, ctx: ProcessorContext) -> Iterator[tuple[int, str, int]]:
+    """Each node a summary of `plan` leaves: its unit's position, its id, its tokens."""
     replaced = set(plan.abstract_ids)
-    return sum(
-        ctx.count(ctx.graph[node_id]) + MESSAGE_OVERHEAD
-        for unit in ctx.graph.units()
-        for node_id in unit.node_ids
-        if node_id not in replaced
-    )
+    for index, unit in enumerate(ctx.graph.units()):
+        for node_id in unit.node_ids:
+            if node_id not in replaced:
+                yield index, node_id, ctx.count(ctx.graph[node_id]) + MESSAGE_OVERHEAD
 
 
 def shorter_plan(plan: Plan, ctx: ProcessorContext, brief: int) -> Plan | None:
@@ -148,21 +141,21 @@ def shorter_plan(plan: Plan, ctx: ProcessorContext, brief: int) -> Plan | None:
     """
     if ctx.target is None or ctx.budget is None:
         return None
-    slack = ctx.target - _stays(plan, ctx) - _own(ctx) - brief - int(ctx.budget * _MARGIN)
+    stays = sum(tokens for _, _, tokens in _staying(plan, ctx))
+    slack = ctx.target - stays - _own(ctx) - brief - int(ctx.budget * _MARGIN)
     units = plan.units
     absorbed = [i for i, unit in enumerate(units) if any(_is_summary(n) for n in unit)]
     fresh = next(
         (i for i, unit in enumerate(units) if not all(_is_summary(n) for n in unit)), len(units)
     )
     least = max([fresh, *absorbed]) + 1
-    count = len(units)
+    count, left_out = len(units), 0
     while count > least:
         cost = sum(ctx.count(node) + MESSAGE_OVERHEAD for node in units[count - 1])
-        if cost > slack:
+        if left_out + cost > slack:
             break
-        slack -= cost
+        left_out += cost
         count -= 1
-    left_out = sum(ctx.count(node) + MESSAGE_OVERHEAD for unit in units[count:] for node in unit)
     if left_out < ctx.budget * _WORTH:
         return None  # not worth writing the brief again
     kept = units[:count]
