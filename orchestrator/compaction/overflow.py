@@ -7,14 +7,19 @@ step is a read-only view over the working view, so nothing is recorded, no invar
 bent, and the next render starts from the full view again:
 
 1. `media`: images and documents become a one-line notice;
-2. `outputs`: every tool output is cut to its head (`OUTPUT_CHARS`) with a notice;
-3. `pinned`: the system prompt, pinned nodes and the latest user turn keep their heads
-   (and the outputs with them), cut shorter and shorter (never below `MIN_HEAD_CHARS`)
-   until the request fits.
+2. `outputs`: every tool output (and every harness notice, which is tool output sent in
+   the user's role) is cut to its head (`OUTPUT_CHARS`) with a notice;
+3. `pinned`: the text of everything the fitter never drops (the system prompt, pinned
+   nodes, the first and latest requests, the latest turn with the assistant's steps and
+   their outputs) keeps its head, cut shorter and shorter (never below
+   `MIN_HEAD_CHARS`) until the request fits;
+4. `steps`: the latest turn's earlier steps (an assistant message with its calls and
+   their results, whole) are left out, the newest step kept, and the turn says how many
+   went; the heads as long as the budget then allows.
 
 Each request sent this way says so in its text (the notices) and on the bus
-(`overflow_fallback`, with the steps taken). When even the shortest heads do not fit,
-the original `BudgetExceededError` stands.
+(`overflow_fallback`, with the steps taken). When even the shortest heads of the newest
+step do not fit, the original `BudgetExceededError` stands.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from context_graph.errors import BudgetExceededError
+from context_graph.graph.anchors import floor_anchors
 from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart
 from context_graph.graph.nodes import Node, UserNode
 from context_graph.graph.units import Unit
@@ -39,6 +45,10 @@ MIN_HEAD_CHARS = 200
 HEAD_STEP = 1.125
 _MEDIA_NOTICE = "[{kind} omitted: the request was over its token budget]"
 _CUT_NOTICE = "\n[... {cut:,} characters cut: the request was over its token budget ...]"
+_STEPS_NOTICE = (
+    "\n[{count} earlier {noun} of this turn omitted (each with its tool calls and their"
+    " results): the request was over its token budget]"
+)
 _ANSWERS = frozenset({"tool_result", "file", "subagent_result"})
 
 
@@ -55,10 +65,17 @@ class _View:
 
     A copy has an id of its own: the renderer keeps what it made of a node (its
     messages, its count, the system prompt's) by the node's id, which in the engine
-    names one content for good.
+    names one content for good. The units named in `hidden` (by their heads) are left
+    out whole, each with every node it holds, so no call loses its result.
     """
 
-    def __init__(self, view: RenderSource, copies: Mapping[str, Node], step: int) -> None:
+    def __init__(
+        self,
+        view: RenderSource,
+        copies: Mapping[str, Node],
+        step: int,
+        hidden: frozenset[str] = frozenset(),
+    ) -> None:
         self._view = view
         self._renamed = {
             old: node.model_copy(update={"id": f"{old}~overflow-{step}"})
@@ -67,6 +84,8 @@ class _View:
         for node in self._renamed.values():
             node.__dict__.pop("text", None)
         self._by_id = {node.id: node for node in self._renamed.values()}
+        self._original = {node.id: old for old, node in self._renamed.items()}
+        self._hidden = hidden
         self._version = hash((view.version, "overflow", step))
 
     @property
@@ -85,6 +104,7 @@ class _View:
             if any(i in self._renamed for i in u.node_ids)
             else u
             for u in self._view.units()
+            if u.head not in self._hidden
         )
 
     def __getitem__(self, node_id: str) -> Node:
@@ -92,7 +112,8 @@ class _View:
         return found if found is not None else self._view[node_id]
 
     def answer_to(self, call_node_id: str) -> Node | None:
-        answer = self._view.answer_to(call_node_id)
+        # A copied assistant message asks by its copy's id; the view knows the original.
+        answer = self._view.answer_to(self._original.get(call_node_id, call_node_id))
         return None if answer is None else self._renamed.get(answer.id, answer)
 
     def first_call_with_id(self, tool_call_id: str) -> str | None:
@@ -123,25 +144,68 @@ def _without_media(node: Node) -> Node | None:
     return _with_content(node, parts)
 
 
+def _with_text(node: Node, text: str) -> Node:
+    """`node` with one text part in place of its first (and its other text parts gone).
+
+    The other parts keep their places: an assistant message's thinking stays before its
+    text, where providers that check it want it.
+    """
+    parts: list[ContentPart] = []
+    for part in node.content:
+        if not isinstance(part, TextPart):
+            parts.append(part)
+        elif not any(isinstance(p, TextPart) for p in parts):
+            parts.append(TextPart(text=text))
+    if not any(isinstance(p, TextPart) for p in parts):
+        parts.append(TextPart(text=text))
+    return _with_content(node, tuple(parts))
+
+
 def _head(node: Node, chars: int) -> Node | None:
     """`node` with its text cut to `chars` and a notice; `None` when it is that short."""
     text = node.text
     if len(text) <= chars:
         return None
     kept = text[:chars].rstrip()
-    notice = _CUT_NOTICE.format(cut=len(text) - len(kept))
-    others = tuple(p for p in node.content if not isinstance(p, TextPart))
-    return _with_content(node, (TextPart(text=kept + notice), *others))
+    return _with_text(node, kept + _CUT_NOTICE.format(cut=len(text) - len(kept)))
 
 
 def _nodes(view: RenderSource) -> list[Node]:
     return [view[i] for unit in view.units() for i in unit.node_ids]
 
 
-def _floor_text_nodes(nodes: list[Node]) -> list[Node]:
-    """The system prompt, pinned nodes and the latest user turn (the floor's text)."""
-    latest = next((n for n in reversed(nodes) if isinstance(n, UserNode) and not n.notice), None)
-    return [n for n in nodes if n.kind == "system" or n.pinned or n is latest]
+def _is_output(node: Node) -> bool:
+    """A tool's output: a result, or a harness notice (output sent in the user's role)."""
+    return node.kind in _ANSWERS or (isinstance(node, UserNode) and node.notice)
+
+
+@dataclass(frozen=True)
+class _Floor:
+    """What the fitter never drops, read off the view's units as `fit` reads them."""
+
+    nodes: tuple[Node, ...]
+    """Every node of the floor's units, in order: the text the `pinned` step cuts."""
+    turn: Node | None
+    """The latest user-role node: the one that says how many steps were left out."""
+    earlier_steps: tuple[Unit, ...]
+    """The latest turn's units before its newest step (never a pinned one)."""
+
+
+def _floor(view: RenderSource) -> _Floor:
+    units = view.units()
+    pinned = [any(view[i].pinned for i in u.node_ids) for u in units]
+    kept = {i for i, p in enumerate(pinned) if p}
+    anchors = floor_anchors([u.kind for u in units])
+    if anchors is None:
+        kept |= {len(units) - 1} if units else set()
+        return _Floor(tuple(view[n] for i in sorted(kept) for n in units[i].node_ids), None, ())
+    first, request, latest = anchors
+    kept |= {first, request, *range(latest, len(units))}
+    nodes = tuple(view[n] for i in sorted(kept) for n in units[i].node_ids)
+    steps = [i for i in range(latest + 1, len(units)) if units[i].kind == "assistant"]
+    earlier = range(latest + 1, steps[-1]) if steps else range(0)
+    earlier_steps = tuple(units[i] for i in earlier if not pinned[i])
+    return _Floor(nodes, view[units[latest].head], earlier_steps)
 
 
 def degrade(
@@ -159,16 +223,18 @@ def degrade(
     steps: list[str] = []
     attempt = 0
 
-    def tried(step: str, changed: Mapping[str, Node]) -> RenderResult | None:
+    def tried(
+        step: str, changed: Mapping[str, Node], hidden: frozenset[str] = frozenset()
+    ) -> RenderResult | None:
         nonlocal attempt
-        if not changed:
+        if not changed and not hidden:
             return None
         copies.update(changed)
         if step not in steps:
             steps.append(step)
         attempt += 1
         try:
-            return render(_View(view, dict(copies), attempt))
+            return render(_View(view, dict(copies), attempt, hidden))
         except BudgetExceededError:
             return None
 
@@ -177,17 +243,46 @@ def degrade(
         outputs = {
             n.id: c
             for n in nodes
-            if n.kind in _ANSWERS and (c := _head(copies.get(n.id, n), OUTPUT_CHARS)) is not None
+            if _is_output(n) and (c := _head(copies.get(n.id, n), OUTPUT_CHARS)) is not None
         }
         found = tried("outputs", outputs)
+    floor = _floor(view)
+    outputs_cut = dict(copies)
     if found is None:
         # The outputs are cut with the floor's text from here on: a latest turn's own
         # result can be what does not fit.
-        floor = [*_floor_text_nodes(nodes), *(n for n in nodes if n.kind in _ANSWERS)]
-        found = _longest_heads(floor, copies, lambda heads: tried("pinned", heads))
+        found = _longest_heads(list(floor.nodes), copies, lambda heads: tried("pinned", heads))
+    if found is None and floor.turn is not None and floor.earlier_steps:
+        found = _without_earlier_steps(floor, floor.turn, outputs_cut, tried)
     if found is None:
         raise refused
     return Overflow(tuple(steps), found)
+
+
+def _without_earlier_steps(
+    floor: _Floor,
+    turn: Node,
+    copies: Mapping[str, Node],
+    tried: Callable[[str, Mapping[str, Node], frozenset[str]], RenderResult | None],
+) -> RenderResult | None:
+    """The request with the latest turn's newest step alone, and the longest heads.
+
+    `copies` are the nodes as the steps before `pinned` left them. The turn's own node
+    says how many steps were left out: cut to its head like the rest, the notice after.
+    """
+    hidden = frozenset(u.head for u in floor.earlier_steps)
+    gone = {i for u in floor.earlier_steps for i in u.node_ids}
+    count = len(hidden)
+    notice = _STEPS_NOTICE.format(count=count, noun="step" if count == 1 else "steps")
+
+    def with_notice(heads: Mapping[str, Node]) -> RenderResult | None:
+        shown = dict(heads)
+        head = shown[turn.id]
+        shown[turn.id] = _with_text(head, head.text + notice)
+        return tried("steps", shown, hidden)
+
+    left = [n for n in floor.nodes if n.id not in gone]
+    return _longest_heads(left, copies, with_notice)
 
 
 def _longest_heads(

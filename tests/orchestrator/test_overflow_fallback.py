@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph.errors import BudgetExceededError
-from context_graph.graph.content import ImagePart, TextPart
+from context_graph.graph.content import ImagePart, TextPart, ThinkingPart
+from context_graph.validate import validate
 from orchestrator import ContextManager, Recorder
 from orchestrator.compaction.overflow import MIN_HEAD_CHARS
 from orchestrator.policy import Policy
@@ -84,33 +85,98 @@ class TestOverflow:
         with pytest.raises(BudgetExceededError):
             manager.render_sync()
 
+    def test_a_long_tool_loop_keeps_its_newest_step_and_says_how_many_went(self) -> None:
+        """A turn of several steps over a budget its cut heads cannot meet: the earlier
+        steps go whole (each call with its result), the newest stays, and the turn says
+        so. Before, the floor kept every step of the latest turn and the call was refused
+        (a sub-agent's first request with its whole tool loop, at a quarter of its size)."""
+        manager = ContextManager(budget=420, policy=Policy())
+        manager.add_user("Find where the config is loaded and fix the path handling.")
+        for step in range(6):
+            manager.add_assistant(
+                f"Step {step}: I will look at module {step} next. " + "Reasoning. " * 40,
+                tool_calls=[{"id": f"c{step}", "name": "read", "arguments": {"p": f"m{step}"}}],
+            )
+            manager.add_tool_result(f"c{step}", f"contents of m{step} " * 80)
+        with Recorder(manager.bus) as recorder:
+            result = manager.render_sync()
+        assert result.tokens <= 420
+        assert validate(result.payload, "openai") == []
+        body = _text(result.payload)
+        assert "Step 5: I will look at module 5 next." in body and "contents of m5" in body
+        assert "Step 0:" not in body and "contents of m0" not in body
+        assert "earlier steps of this turn omitted" in body
+        assert "Find where the config is loaded" in body
+        (event,) = [e for e in recorder.events if e.name == "overflow_fallback"]
+        assert event.payload["steps"][-1] == "steps"
 
-@settings(max_examples=25, deadline=None)
+    def test_a_harness_notice_is_cut_like_a_tool_output(self) -> None:
+        """A harness that sends tool output in the user's role (SWE-agent's observations)
+        gets it cut to its head; before, only the request and tool results were cut, and
+        a long observation after the request refused the call."""
+        manager = ContextManager(budget=500, policy=Policy())
+        manager.add_system("You solve CTF challenges.")
+        manager.add_user("Solve the challenge named Rock.")
+        manager.add_assistant("Let me decompile it.\n```\ndecompile rock\n```")
+        manager.add_user("undefined8 FUN_00401260(void) { " * 300, notice=True)
+        result = manager.render_sync()
+        assert result.tokens <= 500
+        body = _text(result.payload)
+        assert "undefined8 FUN_00401260(void)" in body and "over its token budget" in body
+
+    def test_a_cut_assistant_message_keeps_its_thinking_first(self) -> None:
+        """Cutting an assistant message's text leaves its signed thinking where it was,
+        before the text, as Anthropic requires of a tool loop's assistant turns."""
+        manager = ContextManager(format="anthropic", budget=450, policy=Policy())
+        manager.add_user("Check the build.")
+        manager.add_assistant(
+            [
+                ThinkingPart(thinking="The build log first.", signature="sig-1"),
+                TextPart(text="I will read the build log now. " + "Because. " * 300),
+            ],
+            tool_calls=[{"id": "b1", "name": "bash", "arguments": {"cmd": "make"}}],
+        )
+        manager.add_tool_result("b1", "make: *** [all] Error 2 " * 200)
+        result = manager.render_sync()
+        assert result.tokens <= 450
+        assert validate(result.payload, "anthropic") == []
+        (assistant,) = [m for m in result.payload["messages"] if m["role"] == "assistant"]
+        kinds = [block["type"] for block in assistant["content"]]
+        assert kinds[0] == "thinking" and kinds.index("text") < kinds.index("tool_use")
+        assert "over its token budget" in _text(assistant)
+
+
+@settings(max_examples=40, deadline=None)
 @given(
     system=st.integers(min_value=0, max_value=3_000),
     user=st.integers(min_value=1, max_value=3_000),
-    output=st.integers(min_value=0, max_value=6_000),
+    outputs=st.lists(st.integers(min_value=0, max_value=6_000), max_size=4),
     budget=st.integers(min_value=150, max_value=2_500),
+    provider=st.sampled_from(["openai", "anthropic"]),
 )
 def test_a_degraded_request_fits_or_the_call_is_refused(
-    system: int, user: int, output: int, budget: int
+    system: int, user: int, outputs: list[int], budget: int, provider: str
 ) -> None:
-    """Any sizes: the request is under its budget, or refused; never over it, and never
-    refused where the floor's text cut to its shortest heads fits with room to spare."""
-    manager = ContextManager(budget=budget, policy=Policy())
+    """Any sizes and any number of tool steps in the latest turn: the request is valid
+    and under its budget, or refused; never over it, and never refused where the
+    request, the newest step and the system prompt cut to their shortest heads fit with
+    room to spare."""
+    manager = ContextManager(format=provider, budget=budget, policy=Policy())
     if system:
         manager.add_system("s " * system)
     manager.add_user("u " * user)
-    if output:
+    for step, output in enumerate(outputs):
         manager.add_assistant(
-            "Reading.", tool_calls=[{"id": "c1", "name": "read", "arguments": {"p": "a"}}]
+            "Reading. " * (1 + output // 20),
+            tool_calls=[{"id": f"c{step}", "name": "read", "arguments": {"p": "a"}}],
         )
-        manager.add_tool_result("c1", "o " * output)
+        manager.add_tool_result(f"c{step}", "o " * output)
     try:
         result = manager.render_sync()
     except BudgetExceededError:
-        # Three texts cut to MIN_HEAD_CHARS (about a token per two characters here), each
+        # Four texts cut to MIN_HEAD_CHARS (about a token per two characters here), each
         # with its notice, and the request's own overhead: well under 700 tokens.
         assert budget < 700, f"refused at {budget} with heads of {MIN_HEAD_CHARS} characters"
         return
     assert result.tokens <= budget
+    assert validate(result.payload, provider) == []
