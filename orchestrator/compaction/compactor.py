@@ -297,6 +297,12 @@ class Compactor:
             handled, self._pending = [*self._pending], []
             steps = plan_runs(handled, self._options.triggers.default_pipeline, mode)
             relief = None if mode is RunMode.MANUAL else self._relief_limit(handled, budget, mode)
+            spare_while = None
+            if done is not None and renderer is not None and budget is not None:
+                # The live error and its resolution go only for a request still over
+                # the level that fired (or the budget), not one a little over the target.
+                limit = budget if relief is None else relief
+                spare_while = functools.partial(self.fits, renderer, limit)
             total = PipelineRun(guard_state=self._guard_state)
             try:
                 # `background_timeout` cuts a background run, `compaction_timeout` one
@@ -316,6 +322,7 @@ class Compactor:
                             guards=guards,
                             mode=mode,
                             only=step.only,
+                            spare_while=spare_while,
                         )
                 total.timed_out = scope.cancelled_caught
             except anyio.get_cancelled_exc_class():

@@ -471,6 +471,7 @@ async def run_pipeline(
     mode: RunMode = RunMode.SOFT,
     only: frozenset[str] | None = None,
     run: PipelineRun | None = None,
+    spare_while: Callable[[], bool] | None = None,
 ) -> PipelineRun:
     """Run the stages in order; stop early once `done()` says the view is small enough.
 
@@ -487,6 +488,10 @@ async def run_pipeline(
         only: Restrict every stage to these nodes (the ones a node trigger named).
         run: Where the outcomes are gathered (and returned); a fresh `PipelineRun` when
             `None`. A caller that may cut the run short reads what finished from it.
+        spare_while: Whether the view, still over `done`'s size after every stage,
+            may keep the live error and its resolution as they are (`done` when
+            `None`): a run that lands just over its target leaves them alone rather
+            than cut what the agent acts on next for a few tokens.
     """
     run = PipelineRun() if run is None else run
     state = None if guards is None else tick(GuardState() if guard_state is None else guard_state)
@@ -496,11 +501,12 @@ async def run_pipeline(
     # rest, and only a run still over after all of them takes them too.
     live = live_outputs(working.view) - settings.held if sized else frozenset()
     phases = [dataclasses.replace(settings, spared=live), settings] if live else [settings]
+    enough = done if spare_while is None else spare_while
     for phase in phases:
         state = await _run_stages(
             pipeline, working, bus, phase, run, state, done, guards, mode, only
         )
-        if done is None or done():
+        if done is None or done() or (phase.spared and enough is not None and enough()):
             break
     run.guard_state = state if guards is not None else guard_state
     return run

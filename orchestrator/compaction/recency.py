@@ -15,6 +15,7 @@ stage, the summary too) 0.996 and 0.959; at d28b8cf (neither) 0.965 and 0.978.
 
 from __future__ import annotations
 
+from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.nodes import AnswerNode
 from orchestrator.working import WorkingView
 from processors.summarize.facts import outcome_of
@@ -30,22 +31,42 @@ def live_outputs(view: WorkingView, recent: int = RECENT_ANSWERS) -> frozenset[s
     """The live error among the newest `recent` outputs, and its resolution.
 
     The newest failed output, and the first later output of the same tool that did not
-    fail (what showed the fix worked), if any: their ids.
+    fail (what showed the fix worked), if any: the ids of the current nodes that stand
+    for them. Read off the record, not the view: a resolution is still live after a
+    summary took its error in (the brief quotes the error; the output that showed the
+    fix is still the newest word on it).
     """
-    answers = [node for node in view.answers()[-recent:] if isinstance(node, AnswerNode)]
+    record = view.pristine
+    answers: list[AnswerNode] = []
+    for node_id in reversed(view.transcript()):
+        node = record[node_id]
+        if isinstance(node, AnswerNode):
+            answers.append(node)
+            if len(answers) == recent:
+                break
+    answers.reverse()
     for index in range(len(answers) - 1, -1, -1):
         error = answers[index]
-        if outcome_of(error, view.call_of(error.id)).failed:
+        if _failed(record, error):
             break
     else:
         return frozenset()
-    tool = _tool_name(view, error)
+    live = [error]
+    tool = _tool_name(record, error)
     for later in answers[index + 1 :]:
-        if _tool_name(view, later) == tool and not outcome_of(later, view.call_of(later.id)).failed:
-            return frozenset({error.id, later.id})
-    return frozenset({error.id})
+        if (
+            _tool_name(record, later) == tool
+            and not outcome_of(later, record.call_of(later.id)).failed
+        ):
+            live.append(later)
+            break
+    return frozenset(now.id for node in live if (now := view.standing_for(node.id)) is not None)
 
 
-def _tool_name(view: WorkingView, answer: AnswerNode) -> str:
-    call = view.call_of(answer.id)
+def _failed(record: ContextGraph, answer: AnswerNode) -> bool:
+    return outcome_of(answer, record.call_of(answer.id)).failed
+
+
+def _tool_name(record: ContextGraph, answer: AnswerNode) -> str:
+    call = record.call_of(answer.id)
     return call.name if call is not None else answer.kind

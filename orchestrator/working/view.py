@@ -274,7 +274,12 @@ class WorkingView(GraphView):
             node = self[node.replaces]
         return node.id
 
-    def _current(self, pristine_id: str) -> Node | None:
+    def standing_for(self, pristine_id: str) -> Node | None:
+        """The current node standing for a pristine node alone, or `None`.
+
+        The node itself or what replaced it; `None` when a summary took it in or it left
+        the view.
+        """
         now = self._overlay.unsummarized(pristine_id)
         if now is None or not self.is_current(now):
             return None
@@ -289,7 +294,7 @@ class WorkingView(GraphView):
         answer = self._graph.answer_to(root)
         if answer is None or not self._within(answer):
             return None
-        return self._current(answer.id)
+        return self.standing_for(answer.id)
 
     def call_of(self, answer_node_id: str) -> ToolCallNode | None:
         """The current call node that `answer_node_id` answers, or `None`."""
@@ -298,7 +303,7 @@ class WorkingView(GraphView):
         if root is None or root not in self._graph:
             return None
         call = self._graph.call_of(root)
-        current = self._current(call.id) if call is not None else None
+        current = self.standing_for(call.id) if call is not None else None
         return current if isinstance(current, ToolCallNode) else None
 
     def first_call_with_id(self, tool_call_id: str) -> str | None:
@@ -310,7 +315,7 @@ class WorkingView(GraphView):
         first = self._graph.first_call_with_id(tool_call_id)
         if first is None or not self._within(self._graph[first]):
             return None
-        current = self._current(first)
+        current = self.standing_for(first)
         return current.id if current is not None else first
 
     def is_superseded(self, node_id: str) -> bool:
@@ -322,7 +327,7 @@ class WorkingView(GraphView):
 
     def by_path(self, path: str) -> tuple[str, ...]:
         """Current nodes standing for reads of `path`, oldest first."""
-        found = (self._current(i) for i in self._graph.by_path(path))
+        found = (self.standing_for(i) for i in self._graph.by_path(path))
         return tuple(node.id for node in found if node is not None)
 
     def targets(self, node_id: str, kind: Any) -> tuple[str, ...]:

@@ -72,8 +72,8 @@ _ASKED = "Asked for: "
 TOOL_IDENTIFIERS = "From tool output: "
 
 #: Sections dropped from, oldest items first, when a brief is over its bound; most
-#: expendable first. Constraints, open errors, the user's own messages and identifiers go
-#: last.
+#: expendable first. Constraints, open errors, what the failed tool showed next, the user's own
+#: messages and identifiers go last.
 DROP_ORDER = (
     "files_read",
     "commands",
@@ -83,9 +83,9 @@ DROP_ORDER = (
     "questions",
     "plan",
     "files_modified",
-    "after_error",
     "constraints",
     "open",
+    "after_error",
     "tool_identifiers",
     "requests",
     "identifiers",

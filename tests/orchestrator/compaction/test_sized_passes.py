@@ -8,15 +8,20 @@ a tool loop were summarized with the rest, and `priority` was read by nothing.
 
 from __future__ import annotations
 
+import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from context_graph.graph.content import TextPart
+from context_graph.graph.nodes import SummaryNode
 from context_graph.testing import WordCounter
 from context_graph.validate import validate
 from orchestrator import ContextManager, TriggerConfig
+from orchestrator.compaction.pipeline import StageSettings, run_pipeline
+from orchestrator.compaction.recency import RECENT_ANSWERS, live_outputs
 from orchestrator.policy import Policy, get_policy
-from processors import HistorySummarizer, ToolOutputTruncator
+from processors import Abstract, HistorySummarizer, Proposal, ToolOutputTruncator
 from processors.summarize.brief import Brief, bound
 from processors.summarize.facts import ErrorFact
 
@@ -109,6 +114,24 @@ def test_the_newest_error_is_the_last_thing_a_brief_gives_up() -> None:
     assert "case 0" not in text
 
 
+def test_what_followed_the_newest_error_outlasts_the_older_errors() -> None:
+    """The next output of the tool that failed (what showed the fix at work) is worth
+    more than an older error: the older open errors go first (before, that line went
+    before any of them)."""
+    errors = [
+        ErrorFact(f"pytest run {n}", "", f"E   AssertionError: case {n}", "bash", False)
+        for n in range(6)
+    ]
+    brief = Brief(
+        goal="Fix the build.",
+        errors=errors,
+        after_error=["output of `bash`: `12 passed in 0.31s`"],
+    )
+    text = bound(brief, 60, lambda s: len(s.split()), keep=())
+    assert "12 passed in 0.31s" in text and "case 5" in text
+    assert "case 0" not in text
+
+
 def _recency_manager() -> ContextManager:
     manager = ContextManager(
         budget=2_000,
@@ -153,8 +176,6 @@ def test_the_output_that_resolved_the_error_stays_whole_too() -> None:
 
 def test_an_error_older_than_the_newest_outputs_is_not_live() -> None:
     """The live error is looked for among the newest `RECENT_ANSWERS` outputs only."""
-    from orchestrator.compaction.recency import RECENT_ANSWERS, live_outputs
-
     manager = ContextManager(budget=None, counter=WordCounter(), policy=Policy(triggers=HARD))
     manager.add_system("You are a coding agent.")
     manager.add_user("Fix it.")
@@ -165,3 +186,74 @@ def test_an_error_older_than_the_newest_outputs_is_not_live() -> None:
         manager.add_assistant("Look.", [{"id": f"r{step}", "name": "cat"}])
         manager.add_tool_result(f"r{step}", "ok")
     assert live_outputs(manager.working.view) == frozenset()
+
+
+def _abstract(manager: ContextManager, units: int) -> None:
+    """Summarize the view's units after the first request, `units` of them."""
+    view = manager.working.snapshot()
+    ids = tuple(i for unit in view.units()[2 : 2 + units] for i in unit.node_ids)
+    summary = SummaryNode(
+        id="summary-test",
+        content=(TextPart(text="earlier"),),
+        abstracts=ids,
+        meta={"checked": True},
+    )
+    count = view.token_cache.count_node
+    manager.working.apply(
+        Proposal(
+            processor="test",
+            edits=(Abstract(targets=ids, summary=summary),),
+            tokens_before=sum(count(view[i]) for i in ids),
+            tokens_after=count(summary),
+            base_version=view.version,
+            purpose="compact",
+        )
+    )
+
+
+def test_a_resolution_stays_live_after_a_summary_took_its_error_in() -> None:
+    """The error went into a summary; the output that showed the fix is still the newest
+    word on it (before: the live error was looked for in the view only, so once it was
+    summarized its resolution was cut like any output)."""
+    manager = ContextManager(budget=None, counter=WordCounter(), policy=Policy(triggers=HARD))
+    manager.add_system("You are a coding agent.")
+    manager.add_user("Fix it.")
+    manager.add_assistant("Try.", [{"id": "bad", "name": "bash"}])
+    error = manager.add_tool_result("bad", "Traceback: ValueError: boom", is_error=True)
+    manager.add_assistant("Again.", [{"id": "good", "name": "bash"}])
+    fixed = manager.add_tool_result("good", "all 12 tests passed")
+    assert live_outputs(manager.working.view) == {error, fixed}
+    _abstract(manager, units=1)
+    assert manager.working.view.standing_for(error) is None  # the summary took it in
+    assert live_outputs(manager.working.view) == {fixed}
+
+
+@pytest.mark.parametrize("still_over_the_level", [False, True])
+def test_a_run_a_little_over_its_target_leaves_the_live_outputs_alone(
+    still_over_the_level: bool,
+) -> None:
+    """Every stage ran and the request is still over its target: the live error and its
+    resolution are cut only while it is also over the level that fired
+    (`spare_while`); before, a run that landed a token over its target cut the output
+    the agent acts on next to free that token."""
+    manager = ContextManager(budget=None, counter=WordCounter(), policy=Policy(triggers=HARD))
+    manager.add_system("You are a coding agent.")
+    manager.add_user("Fix it.")
+    manager.add_assistant("Try.", [{"id": "bad", "name": "bash"}])
+    error = manager.add_tool_result("bad", _output("err", 300), is_error=True)
+    manager.add_assistant("Again.", [{"id": "good", "name": "bash"}])
+    fixed = manager.add_tool_result("good", _output("fixed", 300))
+    settings = StageSettings(None, None, None, excess=lambda: 50, over=lambda: 50)
+    anyio.run(
+        lambda: run_pipeline(
+            [ToolOutputTruncator(max_tokens=40)],
+            manager.working,
+            manager.bus,
+            settings,
+            done=lambda: False,
+            spare_while=lambda: not still_over_the_level,
+        )
+    )
+    view = manager.working.view
+    untouched = {error, fixed} <= set(view.current_ids())
+    assert untouched is not still_over_the_level
