@@ -72,8 +72,8 @@ _ASKED = "Asked for: "
 TOOL_IDENTIFIERS = "From tool output: "
 
 #: Sections dropped from, oldest items first, when a brief is over its bound; most
-#: expendable first. Constraints, open errors, what the failed tool showed next, the user's own
-#: messages and identifiers go last.
+#: expendable first. Older open errors, what the failed tool showed next, constraints,
+#: the user's own messages and identifiers go last (the newest error after all of them).
 DROP_ORDER = (
     "files_read",
     "commands",
@@ -83,9 +83,9 @@ DROP_ORDER = (
     "questions",
     "plan",
     "files_modified",
-    "constraints",
     "open",
     "after_error",
+    "constraints",
     "tool_identifiers",
     "requests",
     "identifiers",
@@ -411,7 +411,8 @@ def _drop_one(brief: Brief, name: str, keep: frozenset[str], *, latest: bool = F
     for index, item in enumerate(items):
         if item not in keep:
             del items[index]
-            if name not in ("identifiers", "tool_identifiers"):
+            # A section about one output says nothing with its lines gone: no marker.
+            if name not in ("identifiers", "tool_identifiers", "after_error"):
                 brief.omitted[name] = brief.omitted.get(name, 0) + 1
             return True
     return False

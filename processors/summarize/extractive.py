@@ -188,8 +188,9 @@ class ExtractiveSummarizer:
             if isinstance(segment, SummaryNode):
                 brief = brief_format.merge(brief, _start(segment.text, counter.count, limit))
             else:
+                awaited = _awaited(brief)
                 brief = brief_format.merge(
-                    brief, self._extract(segment, instructions, counter, limit)
+                    brief, self._extract(segment, instructions, counter, limit, awaited)
                 )
         listed = {*brief.identifiers, *brief.tool_identifiers}
         brief.identifiers.extend(k for k in dedupe(keep) if k and k not in listed)
@@ -202,11 +203,16 @@ class ExtractiveSummarizer:
         return text
 
     def _extract(
-        self, nodes: Sequence[Node], instructions: str | None, counter: TokenCounter, limit: int
+        self,
+        nodes: Sequence[Node],
+        instructions: str | None,
+        counter: TokenCounter,
+        limit: int,
+        awaited: str = "",
     ) -> Brief:
         uses = tool_uses(nodes)
         brief = Brief(errors=errors_of(uses), successes=_successes(uses))
-        _read_after_error(brief, uses)
+        _read_after_error(brief, uses, awaited)
         _read_turns(brief, nodes, limit // 2, counter)
         _read_files(brief, nodes)
         brief.commands = [
@@ -326,25 +332,39 @@ def _successes(uses: Iterable[ToolUse]) -> dict[str, str]:
     return found
 
 
-def _read_after_error(brief: Brief, uses: Sequence[ToolUse]) -> None:
+def _awaited(brief: Brief) -> str:
+    """The tool whose next output that does not fail the brief still waits for.
+
+    The tool of the newest error, while it is open and nothing followed it yet: an
+    error that closed the span a summary took has its answer in the next span.
+    """
+    if brief.after_error or not brief.errors or brief.errors[-1].resolved:
+        return ""
+    return brief.errors[-1].source
+
+
+def _read_after_error(brief: Brief, uses: Sequence[ToolUse], awaited: str = "") -> None:
     """The span's latest error: whether it has one, and what the same tool showed next.
 
     The first later output of the tool that failed that did not fail itself (what the
     agent saw after the error, often the fix at work): its first line and the first that
     names an error or a warning, verbatim, for as long as the error is live
     (`brief_format.LIVE_RESULTS`); the rest of that output is the summary's like any.
+    A span with no error of its own looks among its first outputs for the one an
+    earlier span's error awaits (`awaited`, its tool).
     """
     failures = [index for index, use in enumerate(uses) if use.outcome.failed]
-    if not failures:
+    if failures:
+        latest = failures[-1]
+        brief.failed = True
+        brief.since_error = len(uses) - latest - 1
+        tool = source_of(uses[latest])
+        later = uses[latest + 1 :]
+    else:
         brief.since_error = len(uses)
-        return
-    latest = failures[-1]
-    brief.failed = True
-    brief.since_error = len(uses) - latest - 1
-    tool = source_of(uses[latest])
-    after = next(
-        (u for u in uses[latest + 1 :] if source_of(u) == tool and not u.outcome.failed), None
-    )
+        tool = awaited
+        later = uses[: brief_format.LIVE_RESULTS] if awaited else []
+    after = next((u for u in later if source_of(u) == tool and not u.outcome.failed), None)
     if after is None:
         return
     lines = telling_lines(after.answer.text)

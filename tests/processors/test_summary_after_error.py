@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from context_graph import ContextGraph
 from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
-from processors.summarize.brief import LIVE_RESULTS, Brief, parse, render, tool_lines
+from processors.summarize.brief import LIVE_RESULTS, Brief, bound, parse, render, tool_lines
 from processors.summarize.extractive import ExtractiveSummarizer
 from processors.summarize.quoting import quote_output
 
@@ -127,3 +127,43 @@ class TestAfterError:
     def test_the_section_reads_back_as_written(self, lines: list[str]) -> None:
         brief = Brief(goal="Ship it.", after_error=[quote_output("bash", line) for line in lines])
         assert parse(render(brief)) == Brief(goal="Ship it.", after_error=brief.after_error)
+
+    def test_an_error_at_the_end_of_a_span_gets_its_answer_from_the_next(self) -> None:
+        """The error closed the span the summary took; the output that showed the fix
+        came after it. The next summary quotes that output (before: the first brief had
+        no line to keep and the next span had no error of its own, so none was written)."""
+        graph = ContextGraph(counter=WordCounter())
+        graph.add_user("Find the data file and print it.")
+        _bash(graph, "c1", "cat data.txt", "cat: data.txt: No such file", is_error=True)
+        first = ExtractiveSummarizer().brief(_nodes(graph))
+        assert _section(first) == []
+        done = len(_nodes(graph))
+        _bash(graph, "c2", "ls -l /workspace", f"<returncode>0</returncode>\n{LISTING}")
+        updated = ExtractiveSummarizer().brief(_nodes(graph)[done:], previous=first)
+        assert _section(updated) == [quote_output("bash", LISTING)]
+
+    def test_an_answer_after_many_other_results_is_not_the_errors(self) -> None:
+        graph = ContextGraph(counter=WordCounter())
+        graph.add_user("Find the data file and print it.")
+        _bash(graph, "c1", "cat data.txt", "cat: data.txt: No such file", is_error=True)
+        first = ExtractiveSummarizer().brief(_nodes(graph))
+        done = len(_nodes(graph))
+        for n in range(LIVE_RESULTS):
+            graph.add_assistant(
+                "Looking.", tool_calls=[{"id": f"r{n}", "name": "read", "arguments": {}}]
+            )
+            graph.add_tool_result(f"r{n}", f"line {n}")
+        _bash(graph, "c2", "ls -l /workspace", LISTING)
+        updated = ExtractiveSummarizer().brief(_nodes(graph)[done:], previous=first)
+        assert _section(updated) == []
+
+    def test_a_bound_that_drops_the_lines_drops_the_section(self) -> None:
+        """Lines about one output, once dropped, leave no heading and no omission marker
+        behind: in a tight brief those took the room of a user's constraint."""
+        brief = Brief(
+            goal="Ship it.",
+            constraints=["Never push to main."],
+            after_error=[quote_output("bash", "x " * 40)],
+        )
+        text = bound(brief, 30, lambda s: len(s.split()), keep=())
+        assert HEADING not in text and "Never push to main." in text
