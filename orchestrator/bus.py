@@ -78,9 +78,9 @@ SIGNALS: Mapping[str, str] = MappingProxyType(
         "node_added": "A node entered the pristine record (node_id, node).",
         "overflow_fallback": (
             "Even compacted, the request did not fit its budget, so it was sent degraded: "
-            "media left out, tool outputs cut, then the system prompt, pinned notes and "
-            "latest user turn cut to their heads, each with a notice (format, steps: those "
-            "taken, budget, required: what the full request needed)."
+            "media left out, tool outputs cut, then the text the floor keeps cut to its "
+            "heads, then the latest turn's earlier steps left out, each with a notice "
+            "(format, steps: those taken, budget, required: what the full request needed)."
         ),
         "proposal_applied": "A proposal was applied (proposal, entry: the audit entry).",
         "proposal_made": "A processor made a proposal (proposal).",
