@@ -251,7 +251,8 @@ def degrade(
     if found is None:
         # The outputs are cut with the floor's text from here on: a latest turn's own
         # result can be what does not fit.
-        found = _longest_heads(list(floor.nodes), copies, lambda heads: tried("pinned", heads))
+        pinned = _longest_heads(list(floor.nodes), copies, lambda heads: tried("pinned", heads))
+        found = None if pinned is None else pinned[0]
     if found is None and floor.turn is not None and floor.earlier_steps:
         found = _without_earlier_steps(floor, floor.turn, outputs_cut, tried)
     if found is None:
@@ -265,32 +266,59 @@ def _without_earlier_steps(
     copies: Mapping[str, Node],
     tried: Callable[[str, Mapping[str, Node], frozenset[str]], RenderResult | None],
 ) -> RenderResult | None:
-    """The request with the latest turn's newest step alone, and the longest heads.
+    """The request with the fewest of the latest turn's earlier steps left out.
 
-    `copies` are the nodes as the steps before `pinned` left them. The turn's own node
-    says how many steps were left out: cut to its head like the rest, the notice after.
+    The heads are first made as long as the budget allows with every earlier step left
+    out: the user's words and the system prompt come before the turn's older steps.
+    Then the fewest of the oldest steps go that let the request fit at those heads,
+    and push no more of the history before the turn out (found by bisection: a step
+    more never makes the request longer). `copies` are the nodes as the steps before
+    `pinned` left them. The turn's own node says how many steps were left out: cut to
+    its head like the rest, the notice after.
     """
-    hidden = frozenset(u.head for u in floor.earlier_steps)
-    gone = {i for u in floor.earlier_steps for i in u.node_ids}
-    count = len(hidden)
-    notice = _STEPS_NOTICE.format(count=count, noun="step" if count == 1 else "steps")
+    steps = floor.earlier_steps
 
-    def with_notice(heads: Mapping[str, Node]) -> RenderResult | None:
-        shown = dict(heads)
-        head = shown[turn.id]
-        shown[turn.id] = _with_text(head, head.text + notice)
-        return tried("steps", shown, hidden)
+    def shown(count: int) -> tuple[list[Node], Callable[[Mapping[str, Node]], RenderResult | None]]:
+        hidden = frozenset(u.head for u in steps[:count])
+        gone = {i for u in steps[:count] for i in u.node_ids}
+        notice = _STEPS_NOTICE.format(count=count, noun="step" if count == 1 else "steps")
 
-    left = [n for n in floor.nodes if n.id not in gone]
-    return _longest_heads(left, copies, with_notice)
+        def with_notice(heads: Mapping[str, Node]) -> RenderResult | None:
+            view = dict(heads)
+            head = view[turn.id]
+            view[turn.id] = _with_text(head, head.text + notice)
+            return tried("steps", view, hidden)
+
+        return [n for n in floor.nodes if n.id not in gone], with_notice
+
+    left, with_notice = shown(len(steps))
+    every = _longest_heads(left, copies, with_notice)
+    if every is None:
+        return None
+    best, chars = every
+
+    def at_heads(count: int) -> RenderResult | None:
+        nodes, attempt = shown(count)
+        found = attempt(_heads_of({n.id: copies.get(n.id, n) for n in nodes}, chars))
+        return None if found is None or len(found.dropped) > len(every[0].dropped) else found
+
+    low, high = 0, len(steps)  # `high` steps left out fit; `low` did not (pinned failed)
+    while high - low > 1:
+        middle = (low + high) // 2
+        found = at_heads(middle)
+        if found is None:
+            low = middle
+        else:
+            best, high = found, middle
+    return best
 
 
 def _longest_heads(
     floor: list[Node],
     copies: Mapping[str, Node],
     tried: Callable[[Mapping[str, Node]], RenderResult | None],
-) -> RenderResult | None:
-    """The request with the floor's nodes cut to the longest common head that fits.
+) -> tuple[RenderResult, int] | None:
+    """The floor's nodes cut to the longest common head that fits: request and length.
 
     One head length for all (a node shorter than it stays whole), found by bisection
     between `MIN_HEAD_CHARS` and the longest node: the longest nodes give up the most,
@@ -302,10 +330,7 @@ def _longest_heads(
     base = {n.id: copies.get(n.id, n) for n in floor}
 
     def cut(chars: int) -> RenderResult | None:
-        heads = {i: c for i, n in base.items() if (c := _head(n, chars)) is not None}
-        # Nodes an earlier, shorter try cut go back to the head this try gives them.
-        heads |= {i: n for i, n in base.items() if i not in heads}
-        return tried(heads)
+        return tried(_heads_of(base, chars))
 
     shortest = cut(MIN_HEAD_CHARS)
     if shortest is None:
@@ -320,7 +345,14 @@ def _longest_heads(
             high = middle
         else:
             best, low = found, middle
-    return best
+    return best, levels[low]
+
+
+def _heads_of(base: Mapping[str, Node], chars: int) -> dict[str, Node]:
+    """Every node of `base` cut to `chars` (those already that short as they are)."""
+    heads = {i: c for i, n in base.items() if (c := _head(n, chars)) is not None}
+    # Nodes an earlier, shorter try cut go back to the head this try gives them.
+    return heads | {i: n for i, n in base.items() if i not in heads}
 
 
 def _head_levels(longest: int) -> list[int]:

@@ -8,6 +8,7 @@ fail. Before, a system prompt alone over the budget refused every call.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -90,7 +91,8 @@ class TestOverflow:
         steps go whole (each call with its result), the newest stays, and the turn says
         so. Before, the floor kept every step of the latest turn and the call was refused
         (a sub-agent's first request with its whole tool loop, at a quarter of its size)."""
-        manager = ContextManager(budget=420, policy=Policy())
+        # No pipeline: the fallback alone (a pipeline summarizes finished steps first).
+        manager = ContextManager(budget=420, policy=Policy(pipeline=[]))
         manager.add_user("Find where the config is loaded and fix the path handling.")
         for step in range(6):
             manager.add_assistant(
@@ -104,11 +106,37 @@ class TestOverflow:
         assert validate(result.payload, "openai") == []
         body = _text(result.payload)
         assert "Step 5: I will look at module 5 next." in body and "contents of m5" in body
-        assert "Step 0:" not in body and "contents of m0" not in body
-        assert "earlier steps of this turn omitted" in body
+        said = re.search(r"\[(\d+) earlier steps? of this turn omitted", body)
+        assert said is not None
+        # The oldest steps went, as many as the notice says, each with its result.
+        gone = int(said.group(1))
+        kept = [step for step in range(6) if f"Step {step}:" in body]
+        assert kept == list(range(gone, 6)) and gone >= 1
+        assert all(f"contents of m{step}" not in body for step in range(gone))
         assert "Find where the config is loaded" in body
         (event,) = [e for e in recorder.events if e.name == "overflow_fallback"]
         assert event.payload["steps"][-1] == "steps"
+
+    def test_as_few_steps_go_as_let_the_request_fit(self) -> None:
+        """Short steps, nothing to cut: the oldest go until the rest fits, no more."""
+        manager = ContextManager(budget=250, policy=Policy(pipeline=[]))
+        manager.add_user("Check every module.")
+        for step in range(12):
+            manager.add_assistant(
+                f"Step {step}.", tool_calls=[{"id": f"c{step}", "name": "read", "arguments": {}}]
+            )
+            manager.add_tool_result(f"c{step}", f"module {step} is fine")
+        result = manager.render_sync()
+        body = _text(result.payload)
+        said = re.search(r"\[(\d+) earlier steps? of this turn omitted", body)
+        assert said is not None and 1 <= int(said.group(1)) < 11
+        gone = int(said.group(1))
+        assert [s for s in range(12) if f"Step {s}." in body] == list(range(gone, 12))
+        # One step more would not have fit.
+        manager.add_assistant("Step 12.", tool_calls=[{"id": "c12", "name": "read"}])
+        manager.add_tool_result("c12", "module 12 is fine")
+        later = re.search(r"\[(\d+) earlier steps?", _text(manager.render_sync().payload))
+        assert later is not None and int(later.group(1)) > gone
 
     def test_a_harness_notice_is_cut_like_a_tool_output(self) -> None:
         """A harness that sends tool output in the user's role (SWE-agent's observations)
