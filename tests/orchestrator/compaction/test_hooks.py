@@ -9,9 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from context_graph import TextPart
 from context_graph.errors import ConfigurationError, HookError
-from context_graph.graph.nodes import SummaryNode
 from context_graph.testing import ScriptedSummarizer, WordCounter
 from context_graph.validate.request import validate
 from orchestrator.bus import Recorder
@@ -19,8 +17,9 @@ from orchestrator.compaction.continuation import AUTO_CONTINUE_TEXT
 from orchestrator.compaction.hooks import PostCompaction, PreCompaction
 from orchestrator.compaction.triggers import TriggerConfig
 from orchestrator.manager import ContextManager
-from processors import Abstract, HistorySummarizer, ObservationMasker, Proposal
+from processors import HistorySummarizer, ObservationMasker
 from tests.orchestrator.policy_keywords import make_manager
+from tests.orchestrator.summaries import apply_summary
 
 FORMATS = ("openai", "anthropic", "gemini", "responses")
 BUDGET = 2_000
@@ -461,21 +460,6 @@ def test_whatever_hooks_do_every_request_is_valid_and_fits(plan: dict[str, Any])
 
 def _summarize_everything(manager: ContextManager) -> None:
     """Abstract every unit of the view into one summary, through the invariant checker."""
-    view = manager.working.snapshot()
-    ids = view.current_ids()
-    node = SummaryNode(
-        id="summary-all",
-        content=(TextPart(text="The user asked twice; the assistant started."),),
-        abstracts=ids,
-        meta={"checked": True},
-    )
-    count = view.token_cache.count_node
-    manager.working.apply(
-        Proposal(
-            processor="summarize",
-            edits=(Abstract(targets=ids, summary=node),),
-            tokens_before=sum(count(view[i]) for i in ids),
-            tokens_after=count(node),
-            base_version=view.version,
-        )
-    )
+    ids = manager.working.snapshot().current_ids()
+    text = "The user asked twice; the assistant started."
+    apply_summary(manager, ids, text, summary_id="summary-all", processor="summarize")

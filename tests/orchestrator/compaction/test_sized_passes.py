@@ -13,17 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context_graph.graph.content import TextPart
-from context_graph.graph.nodes import SummaryNode
 from context_graph.testing import WordCounter
 from context_graph.validate import validate
 from orchestrator import ContextManager, TriggerConfig
 from orchestrator.compaction.pipeline import StageSettings, run_pipeline
 from orchestrator.compaction.recency import RECENT_ANSWERS, live_outputs
 from orchestrator.policy import Policy, get_policy
-from processors import Abstract, HistorySummarizer, Proposal, ToolOutputTruncator
+from processors import HistorySummarizer, ToolOutputTruncator
 from processors.summarize.brief import Brief, bound
 from processors.summarize.facts import ErrorFact
+from tests.orchestrator.summaries import apply_summary
 
 HARD = TriggerConfig(soft_ratio=None, hard_ratio=0.95, hysteresis=0.1)
 
@@ -191,24 +190,8 @@ def test_an_error_older_than_the_newest_outputs_is_not_live() -> None:
 def _abstract(manager: ContextManager, units: int) -> None:
     """Summarize the view's units after the first request, `units` of them."""
     view = manager.working.snapshot()
-    ids = tuple(i for unit in view.units()[2 : 2 + units] for i in unit.node_ids)
-    summary = SummaryNode(
-        id="summary-test",
-        content=(TextPart(text="earlier"),),
-        abstracts=ids,
-        meta={"checked": True},
-    )
-    count = view.token_cache.count_node
-    manager.working.apply(
-        Proposal(
-            processor="test",
-            edits=(Abstract(targets=ids, summary=summary),),
-            tokens_before=sum(count(view[i]) for i in ids),
-            tokens_after=count(summary),
-            base_version=view.version,
-            purpose="compact",
-        )
-    )
+    ids = [i for unit in view.units()[2 : 2 + units] for i in unit.node_ids]
+    apply_summary(manager, ids, "earlier")
 
 
 def test_a_resolution_stays_live_after_a_summary_took_its_error_in() -> None:
