@@ -246,15 +246,15 @@ def degrade(
             if _is_output(n) and (c := _head(copies.get(n.id, n), OUTPUT_CHARS)) is not None
         }
         found = tried("outputs", outputs)
-    floor = _floor(view)
-    outputs_cut = dict(copies)
     if found is None:
+        floor = _floor(view)
+        outputs_cut = dict(copies)
         # The outputs are cut with the floor's text from here on: a latest turn's own
         # result can be what does not fit.
         pinned = _longest_heads(list(floor.nodes), copies, lambda heads: tried("pinned", heads))
         found = None if pinned is None else pinned[0]
-    if found is None and floor.turn is not None and floor.earlier_steps:
-        found = _without_earlier_steps(floor, floor.turn, outputs_cut, tried)
+        if found is None and floor.turn is not None and floor.earlier_steps:
+            found = _without_earlier_steps(floor, floor.turn, outputs_cut, tried)
     if found is None:
         raise refused
     return Overflow(tuple(steps), found)
