@@ -1,12 +1,13 @@
 """JSON: the shape (every key, the type of long strings), key fields verbatim, arrays cut.
 
-The distillate is itself valid JSON. Objects keep their keys in order; the values of key
-fields (`id`, `*_id`, `name`, `status`, `error`, `message`, `code`, `type`, `path`,
-`url`, ...) and numbers, booleans and nulls stay verbatim; other strings are cut to a
-prefix (or, tighter, to `"<str, N chars>"`); arrays longer than a few items keep their
-first items and a `"<+N more items>"` entry; containers that hold containers beyond a
-depth become `"<object: N keys: a, b, ...>"` or `"<array: N items>"` strings. The
-loosest settings that fit the budget win (the shortest rendering when none fits).
+The distillate is itself valid JSON, spaced like the original (a kept stretch stays
+verbatim). Objects keep their keys in order; the values of key fields (`id`, `*_id`,
+`name`, `status`, `error`, `message`, `code`, `type`, `path`, `url`, ...) and numbers,
+booleans and nulls stay verbatim; other strings are cut to a prefix (or, tighter, to
+`"<str, N chars>"`); arrays longer than a few items keep their first items and a
+`"<+N more items>"` entry; containers that hold containers beyond a depth become
+`"<object: N keys: a, b, ...>"` or `"<array: N items>"` strings. The loosest settings that
+fit the budget win (the shortest rendering when none fits).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from processors.distill.common import Doc
+from processors.distill.light import json_separators
 
 __all__ = ["distill_json", "is_key_field"]
 
@@ -103,12 +105,13 @@ def distill_json(doc: Doc) -> str | None:
         value = json.loads(doc.text)
     except (ValueError, RecursionError):
         return None
+    # The original's spacing: a stretch of it that the shape keeps stays verbatim.
+    separators = json_separators(doc.text)
     shortest = ""
     for settings in _LADDER["heavy" if doc.heavy else "medium"]:
         try:
-            rendered = json.dumps(
-                _shape(value, settings), ensure_ascii=False, separators=(",", ":")
-            )
+            shaped = _shape(value, settings)
+            rendered = json.dumps(shaped, ensure_ascii=False, separators=separators)
         except RecursionError:
             return None
         if doc.costs.of(rendered) <= doc.budget:

@@ -6,8 +6,10 @@ content) and line-number gutters lose their padding. Outside source code and JSO
 layout is meaning, rulers of `=`, `-`, `_`... shrink to ten characters and identical
 consecutive lines become one line with an `(xN)` count. Indentation and the spaces inside
 a line are never touched: grep output and test reports carry code whose indentation is
-meaning. JSON loses the whitespace between its tokens, never a character inside a string
-(JSON shown with a line-number gutter keeps its lines and numbers).
+meaning. JSON loses the whitespace between its tokens, never a character inside a string,
+and keeps one space after a `,` or `:` where the original spaced them (as `json.dumps`
+and pretty-printers do), so a line or a stretch of the original stays a piece of the
+result (JSON shown with a line-number gutter keeps its lines and numbers).
 """
 
 from __future__ import annotations
@@ -17,16 +19,42 @@ from collections.abc import Sequence
 
 from processors.distill.common import has_gutter, split_gutter
 
-__all__ = ["collapse_repeats", "light", "minify_json", "overdraw"]
+__all__ = ["collapse_repeats", "json_separators", "light", "minify_json", "overdraw"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _RULER = re.compile(r"([=\-_~*#])\1{9,}")
-_JSON_SPACE = re.compile(r'("(?:[^"\\]|\\.)*")|\s+', re.DOTALL)
+#: A string (kept whole), a separator with the whitespace after it, or other whitespace.
+_JSON_PIECE = re.compile(r'("(?:[^"\\]|\\.)*")|([,:])(\s*)|\s+', re.DOTALL)
+
+
+def json_separators(text: str) -> tuple[str, str]:
+    """The item and key separators `text` (valid JSON) uses: each with a space or without.
+
+    A separator counts as spaced when whitespace follows it anywhere outside a string, so
+    pretty-printed JSON (a newline and indentation after each `,`) reads as `", "`.
+    """
+    spaced = {",": False, ":": False}
+    for match in _JSON_PIECE.finditer(text):
+        separator = match.group(2)
+        if separator and match.group(3):
+            spaced[separator] = True
+            if all(spaced.values()):
+                break
+    return ", " if spaced[","] else ",", ": " if spaced[":"] else ":"
 
 
 def minify_json(text: str) -> str:
-    """`text` (valid JSON) without the whitespace between tokens."""
-    return _JSON_SPACE.sub(lambda m: m.group(1) or "", text)
+    """`text` (valid JSON) on one line, spaced like `json.dumps` with the original's separators."""
+    item, key = json_separators(text)
+    after = {",": item, ":": key}
+
+    def piece(match: re.Match[str]) -> str:
+        if match.group(1):
+            return match.group(1)
+        separator = match.group(2)
+        return after[separator] if separator else ""
+
+    return _JSON_PIECE.sub(piece, text)
 
 
 def overdraw(line: str) -> str:

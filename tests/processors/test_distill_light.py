@@ -11,6 +11,19 @@ from context_graph.testing import WordCounter
 from processors.distill import distill_text
 from processors.distill.light import collapse_repeats, light, minify_json, overdraw
 
+#: JSON values whose strings hold separators, quotes, escapes and whitespace.
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(alphabet=st.sampled_from('ab ,:"\\\n\té{}[]'), max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(alphabet="ab ,:", max_size=4), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
 
 def _body(text: str, **kwargs: str) -> str:
     """The distilled text without its header line."""
@@ -50,11 +63,37 @@ class TestLight:
         assert light(lines, content_type="python") == "1→import os\n2→\n3→\n4→print(os.sep)\n5→"
 
     def test_json_loses_whitespace_between_tokens_only(self) -> None:
-        """Pretty JSON is minified; strings (spaces and escapes inside) are untouched."""
+        """Pretty JSON goes on one line; strings (spaces and escapes inside) are untouched."""
         value = {"name": "a  b", "items": [1, 2, {"path": 'x \\" y'}], "ok": True}
         pretty = json.dumps(value, indent=4)
-        assert minify_json(pretty) == json.dumps(value, separators=(",", ":"))
+        assert minify_json(pretty) == json.dumps(value)
         assert json.loads(_body(pretty)) == value
+
+    def test_json_keeps_the_originals_separators(self) -> None:
+        """Spaced separators stay spaced, so a line of the original is a piece of the result.
+
+        A tool that answers `{"id": "A1", "status": "ok"}` is sent as it came; a compact
+        original stays compact; separators inside strings are never touched.
+        """
+        spaced = '{"reservation_id": "OBUT9V", "flights": [{"date": "2024-05-20"}, 3]}'
+        assert minify_json(spaced) == spaced
+        compact = '{"note":"a, b: c","items":[1,2]}'
+        assert minify_json(compact) == compact
+        pretty = '{\n  "status": "ok",\n  "error": null\n}'
+        assert '"status": "ok",' in minify_json(pretty)
+
+    @given(_JSON_VALUES, st.sampled_from([None, 1, 2, 4, "\t"]))
+    @settings(max_examples=200)
+    def test_json_minified_like_json_dumps(self, value: object, indent: int | str | None) -> None:
+        """Any dump, pretty or not, comes out as the same value spaced like `json.dumps`.
+
+        A compact dump stays compact; the result always parses back to the value.
+        """
+        dumped = json.dumps(value, indent=indent)
+        assert minify_json(dumped) == json.dumps(value)
+        compact = json.dumps(value, separators=(",", ":"))
+        assert minify_json(compact) == compact
+        assert json.loads(minify_json(dumped)) == value
 
     def test_rulers_shrink_but_progress_dots_stay(self) -> None:
         """A run of `=` shrinks to ten; pytest's dots count tests and are kept."""
