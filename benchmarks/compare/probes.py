@@ -24,13 +24,15 @@ The generator walks the events once, in order:
   the most recent tool error (`informative_line`: the first line that names an error,
   else the first that is more than an exit-status wrapper such as `<returncode>1
   </returncode>` or `Exit code 128`; in an output with a Python traceback, the
-  exception line the traceback ends with (the last of a chain), not its header nor a
+  exception line the traceback ends with (the last of a chain; the first line back at
+  the margin after the frames, whatever the exception's name), not its header nor a
   frame's source line that happens to name an error; an error that is nothing but
   wrappers is not asked) is
   active at the calls after it until a newer error replaces it, or until `STALE_AFTER`
   more tool results came (an old error is no longer what the agent needs);
   `resolution`: once a later result of the same tool is not an error, that result's
-  informative line is active from then on, as long.
+  informative line is active from then on, as long (a newer error ends it: it answered
+  an older one).
 - `next_step`: the step the agent said comes next. The last line of the latest
   assistant text (the agent's most recent statement of what it does next), at the
   calls after it.
@@ -109,6 +111,8 @@ _HEADER = re.compile(r"^Traceback \(most recent call last\):?$")
 _EXCEPTION_LINE = re.compile(
     r"^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)|error)\b(?::|$)"
 )
+#: The line at the margin after a traceback's frames: a (dotted) name, then `:` or nothing.
+_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?::\s|:?$)")
 _ERROR_WORDS = re.compile(
     r"error|exception|traceback|failed|failure|fatal|not found|denied|invalid|cannot|"
     r"can't|refused|no such|undefined|missing",
@@ -151,12 +155,33 @@ def informative_line(text: str) -> str:
     if any(_HEADER.match(line) for line in lines):
         # The frames' source lines may name an error too (`raise source.error(...)`):
         # the exception raised is the line after them, the last one of a chain.
-        raised = [line for line in telling if _EXCEPTION_LINE.match(line)]
+        raised = _raised(text) or [line for line in telling if _EXCEPTION_LINE.match(line)]
         if raised:
             return raised[-1][:_LONGEST]
     named = next((line for line in telling if _ERROR_WORDS.search(line)), None)
     chosen = named or (telling[0] if telling else "")
     return chosen[:_LONGEST]
+
+
+def _raised(text: str) -> list[str]:
+    """The exception line each Python traceback of `text` ends with, in order.
+
+    The first line back at the margin after a traceback's indented frames, if it reads
+    like an exception (`KeyError: 'id'`, `django.core.exceptions.ImproperlyConfigured:
+    ...`, `StopIteration`): the exception's name need not end in `Error`. A traceback
+    shown indented (inside a gutter or a report) has no such line.
+    """
+    raised: list[str] = []
+    frames = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if _HEADER.match(stripped):
+            frames = True
+        elif frames and stripped and not line[:1].isspace():
+            frames = False
+            if _RAISED.match(stripped):
+                raised.append(stripped)
+    return raised
 
 
 def _last_line(text: str) -> str:
@@ -266,6 +291,7 @@ class _Walk:
         if getattr(event, "is_error", False):
             line = informative_line(text)
             self.replace("last_error", line)
+            self.end("resolution")  # it answered an older error
             self.failed[name] = line
             self.results_since_error = 0
             return

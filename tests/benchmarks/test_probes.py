@@ -151,6 +151,42 @@ class TestGenerator:
             "django.db.utils.OperationalError: no such table: django_content_type"
         ]
 
+    def test_a_traceback_is_asked_by_its_exception_whatever_its_name(self) -> None:
+        """`ImproperlyConfigured` does not end in `Error`: it is still the line the frames
+        end with, and a frame's source line naming `failures` is not asked."""
+        events = _events()
+        events[5] = ToolResult(
+            call_id="c2",
+            content="<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n"
+            '  File "/testbed/django/core/management/commands/test.py", line 53, in handle\n'
+            "    failures = test_runner.run_tests(test_labels)\n"
+            "               ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+            '  File "/testbed/django/conf/__init__.py", line 58, in _setup\n'
+            "    raise ImproperlyConfigured(\n"
+            "django.core.exceptions.ImproperlyConfigured: Requested setting ALLOWED_HOSTS\n"
+            "</output>",
+            is_error=True,
+        )
+        found = _at_end(events)
+        assert found["last_error"] == [
+            "django.core.exceptions.ImproperlyConfigured: Requested setting ALLOWED_HOSTS"
+        ]
+
+    def test_a_newer_error_ends_the_older_errors_resolution(self) -> None:
+        """The resolution answered the error before; once another error is the last one,
+        its resolution is no longer asked (the new error is, with its own fix later)."""
+        events = [
+            *_events()[:-1],
+            AssistantTurn(
+                content="Linting.",
+                tool_calls=[ToolCall(id="c4", name="lint", arguments='{"cmd": "ruff ."}')],
+            ),
+            ToolResult(call_id="c4", content="E501 line too long in src/parser.py", is_error=True),
+        ]
+        found = _at_end(events)
+        assert found["last_error"] == ["E501 line too long in src/parser.py"]
+        assert found["resolution"] == []
+
     def test_an_error_of_wrappers_alone_is_not_asked(self) -> None:
         """A command that failed with no output has no line to ask for; it ends the older."""
         events = _events()
