@@ -73,6 +73,7 @@ from orchestrator.compaction.hooks import CompactionHooks
 from orchestrator.compaction.overflow import degrade
 from orchestrator.compaction.pipeline import PipelineRun
 from orchestrator.compaction.plan import RunMode
+from orchestrator.compaction.preamble import fits_leaving_out_preamble
 from orchestrator.compaction.renderers import CallRenderer, RendererCache, RequestRenderer
 from orchestrator.compaction.screen import SecretScreen
 from orchestrator.counters import ProposalCounters
@@ -782,6 +783,8 @@ class ContextManager(EventAdders):
         compactor = self._compactor
         timed_out, source = False, self._working
         if limit is not None and not compactor.fits(renderer, limit):
+            if fits_leaving_out_preamble(self._working, renderer, limit):
+                return timed_out, source  # compacting the work would not bring it back
             await compactor.slot.wait()  # the background run may make it fit
             if not compactor.fits(renderer, limit):
                 run = await compactor.run(RunMode.OVERFLOW, limit, renderer)

@@ -1,0 +1,89 @@
+"""The preamble: what comes before the user's first request, and that no stage can take.
+
+A harness may put text in the user's role before the task: SWE-agent sends a whole
+demonstration trajectory (thousands of tokens) ahead of the issue, marked as a notice.
+No compaction stage takes it: the summarize stage takes the spans after the first request
+(a demonstration summarized would read as work done), the output stages take tool output.
+The renderer's fitter may leave it out, oldest unit first, as it may any unit outside the
+floor (`context_graph.render.fit`).
+
+So when a request does not fit only because of the preamble, compacting the work after
+the request cannot help: the request still does not fit, the renderer leaves the preamble
+out anyway, and every call would summarize the session's newest steps away (SWE-agent's
+pydicom session at half its size: every call summarized, requests at a third of the
+budget). `fits_leaving_out_preamble` tells the manager that leaving out some of the
+preamble is enough; then nothing is compacted, and the renderer's kept drops
+(`Renderer.kept_drops`) leave the same units out call after call, so the prefix holds.
+"""
+
+from __future__ import annotations
+
+from context_graph.errors import BudgetExceededError
+from context_graph.graph.anchors import floor_anchors
+from context_graph.graph.nodes import ANSWER_KINDS
+from orchestrator.compaction.renderers import RequestRenderer
+from orchestrator.working import WorkingGraph, WorkingView
+
+__all__ = ["fits_leaving_out_preamble", "preamble_units"]
+
+
+def preamble_units(view: WorkingView) -> dict[str, int]:
+    """The units before the user's first request that no stage takes: head -> tokens.
+
+    Not the system prompt, not a unit with a pinned node, not one with a tool's output
+    (the output stages take those); empty when the view has no user-role unit.
+    """
+    units = view.units()
+    anchors = floor_anchors([unit.kind for unit in units])
+    if anchors is None:
+        return {}
+    loose: dict[str, int] = {}
+    for unit in units[: anchors[0]]:
+        nodes = [view[node_id] for node_id in unit.node_ids]
+        if unit.kind == "system" or any(node.pinned or node.kind in ANSWER_KINDS for node in nodes):
+            continue
+        loose[unit.head] = sum(view.tokens(node_id) for node_id in unit.node_ids)
+    return loose
+
+
+def _unshrinkable_floor(view: WorkingView) -> int:
+    """Content tokens of the floor that no stage shrinks: all of it but tool outputs.
+
+    The floor is what the renderer never leaves out (`render.fit`): system prompts,
+    pinned units, the first and latest requests, the latest user turn and what follows.
+    """
+    units = view.units()
+    anchors = floor_anchors([unit.kind for unit in units])
+    start = len(units) if anchors is None else anchors[2]
+    kept = {} if anchors is None else {anchors[0], anchors[1]}
+    tokens = 0
+    for index, unit in enumerate(units):
+        nodes = [view[node_id] for node_id in unit.node_ids]
+        if index in kept or index >= start or unit.kind == "system" or any(n.pinned for n in nodes):
+            tokens += sum(view.tokens(n.id) for n in nodes if n.kind not in ANSWER_KINDS)
+    return tokens
+
+
+def fits_leaving_out_preamble(
+    working: WorkingGraph, renderer: RequestRenderer, budget: int
+) -> bool:
+    """Whether leaving out preamble units is both enough and unavoidable.
+
+    Enough: `renderer` fits the request in `budget` leaving out preamble units only.
+    Unavoidable: those units and the floor's content that no stage shrinks are over the
+    budget by themselves, so no compaction could keep them (otherwise compacting the
+    work is the better trade: a session's context notes stay).
+    """
+    view = working.view
+    loose = preamble_units(view)
+    if not loose:
+        return False
+    try:
+        fitted = renderer.render(working, budget=budget)
+    except BudgetExceededError:
+        return False
+    calibrator = renderer.calibrator
+    tokens = fitted.tokens if calibrator is None else calibrator.apply(fitted.tokens)
+    if not fitted.dropped or not loose.keys() >= set(fitted.dropped) or tokens > budget:
+        return False
+    return _unshrinkable_floor(view) + sum(loose[head] for head in fitted.dropped) > budget

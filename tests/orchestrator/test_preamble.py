@@ -1,0 +1,99 @@
+"""A preamble the budget cannot hold (SWE-agent's demonstration) does not make every call compact.
+
+SWE-agent sends a demonstration trajectory as a notice before the issue. No stage takes
+it, and the renderer leaves it out when it does not fit; before `compaction.preamble`,
+every call also summarized the newest steps, in vain (the request still did not fit
+with the demonstration), so requests sat at a third of the budget and no two calls
+shared a prefix.
+"""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from context_graph.validate import validate
+from orchestrator import ContextManager, Recorder
+
+SUMMARY = "Summary of the earlier conversation"
+
+
+def _demonstration(lines: int) -> str:
+    return "Here is a demonstration of how to correctly accomplish this task.\n" + "\n".join(
+        f"demo step {n}: open src/demo_{n}.py and edit line {n * 3}" for n in range(lines)
+    )
+
+
+def _session(manager: ContextManager, demo_lines: int) -> None:
+    manager.add_system("You are an autonomous programmer working in a shell.")
+    manager.add_user(_demonstration(demo_lines), notice=True)
+    manager.add_user("Fix issue 42: the parser drops the last token of every line.")
+
+
+def _step(manager: ContextManager, n: int) -> None:
+    manager.add_assistant(f"Step {n}: I will look at src/parser_{n}.py next.")
+    manager.add_user(f"[File: src/parser_{n}.py] observation {n}: token_{n} ok", notice=True)
+
+
+def _messages(manager: ContextManager) -> list[str]:
+    result = manager.render_sync()
+    assert result.budget is not None and result.tokens <= result.budget
+    return [json.dumps(m, sort_keys=True) for m in result.payload["messages"]]
+
+
+def test_a_demonstration_over_the_budget_is_left_out_and_the_work_stays() -> None:
+    """Every step stays verbatim, nothing is summarized, and each request extends the last."""
+    manager = ContextManager(budget=2_000)
+    _session(manager, demo_lines=300)
+    previous: list[str] | None = None
+    with Recorder(manager.bus) as recorder:
+        for n in range(8):
+            _step(manager, n)
+            messages = _messages(manager)
+            body = "\n".join(messages)
+            assert SUMMARY not in body
+            assert "demo step 1:" not in body and "omitted to fit the context budget" in body
+            assert all(f"observation {k}: token_{k} ok" in body for k in range(n + 1))
+            if previous is not None:
+                assert messages[: len(previous)] == previous
+            previous = messages
+    assert not [e for e in recorder.events if e.name == "proposal_applied"]
+
+
+def test_a_preamble_a_compaction_can_keep_stays() -> None:
+    """A short preamble is worth keeping: the work is compacted, the preamble sent."""
+    manager = ContextManager(budget=900)
+    _session(manager, demo_lines=12)
+    for n in range(60):
+        _step(manager, n)
+        body = "\n".join(_messages(manager))
+    assert SUMMARY in body
+    assert "demo step 11: open src/demo_11.py" in body
+
+
+@given(
+    demo_lines=st.integers(0, 400),
+    steps=st.integers(1, 25),
+    budget=st.integers(400, 3_000),
+    tools=st.booleans(),
+)
+@settings(max_examples=25, deadline=None)
+def test_every_request_fits_and_is_valid(
+    demo_lines: int, steps: int, budget: int, tools: bool
+) -> None:
+    """Whatever the preamble's size: each request is within the budget and well formed,
+    and the issue and the latest observation are always in it."""
+    manager = ContextManager(budget=budget)
+    _session(manager, demo_lines)
+    for n in range(steps):
+        if tools:
+            manager.add_assistant(f"Step {n}.", tool_calls=[{"id": f"c{n}", "name": "bash"}])
+            manager.add_tool_result(f"c{n}", f"ran step {n}: exit 0")
+        _step(manager, n)
+        result = manager.render_sync()
+        assert result.tokens <= budget
+        assert validate(result.payload, "openai") == []
+        body = json.dumps(result.payload)
+        assert "Fix issue 42" in body and f"observation {n}: token_{n} ok" in body
