@@ -24,7 +24,7 @@ step do not fit, the original `BudgetExceededError` stands.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from context_graph.errors import BudgetExceededError
@@ -47,7 +47,11 @@ _MEDIA_NOTICE = "[{kind} omitted: the request was over its token budget]"
 _CUT_NOTICE = "\n[... {cut:,} characters cut: the request was over its token budget ...]"
 _STEPS_NOTICE = (
     "\n[{count} earlier {noun} of this turn omitted (each with its tool calls and their"
-    " results): the request was over its token budget]"
+    " results){summary}: the request was over its token budget]"
+)
+_STEPS_SUMMARY = ", and the summary of the steps before them"
+_SUMMARY_NOTICE = (
+    "\n[the summary of this turn's earlier steps omitted: the request was over its token budget]"
 )
 _ANSWERS = frozenset({"tool_result", "file", "subagent_result"})
 
@@ -281,7 +285,7 @@ def _without_earlier_steps(
     def shown(count: int) -> tuple[list[Node], Callable[[Mapping[str, Node]], RenderResult | None]]:
         hidden = frozenset(u.head for u in steps[:count])
         gone = {i for u in steps[:count] for i in u.node_ids}
-        notice = _STEPS_NOTICE.format(count=count, noun="step" if count == 1 else "steps")
+        notice = _steps_notice(steps[:count])
 
         def with_notice(heads: Mapping[str, Node]) -> RenderResult | None:
             view = dict(heads)
@@ -311,6 +315,22 @@ def _without_earlier_steps(
         else:
             best, high = found, middle
     return best
+
+
+def _steps_notice(units: Sequence[Unit]) -> str:
+    """What the latest turn says of its earlier units left out.
+
+    Steps, and a summary of steps: a summary unit stands for steps, it is not one.
+    """
+    summaries = sum(1 for unit in units if unit.kind == "summary")
+    count = len(units) - summaries
+    if not count:
+        return _SUMMARY_NOTICE
+    return _STEPS_NOTICE.format(
+        count=count,
+        noun="step" if count == 1 else "steps",
+        summary=_STEPS_SUMMARY if summaries else "",
+    )
 
 
 def _longest_heads(

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph.errors import BudgetExceededError
+from context_graph.graph.anchors import SUMMARY_HEADER
 from context_graph.graph.content import ImagePart, TextPart, ThinkingPart
 from context_graph.validate import validate
 from orchestrator import ContextManager, Recorder
@@ -137,6 +138,38 @@ class TestOverflow:
         manager.add_tool_result("c12", "module 12 is fine")
         later = re.search(r"\[(\d+) earlier steps?", _text(manager.render_sync().payload))
         assert later is not None and int(later.group(1)) > gone
+
+    def test_a_summary_left_out_with_the_steps_is_not_counted_as_a_step(self) -> None:
+        """The default pipeline summarized the loop's finished steps; a much smaller budget
+        then leaves that summary out too. The turn says how many steps went and that
+        their summary went with them (before: the summary was counted as one more step).
+        """
+        manager = ContextManager(budget=1_500)
+        manager.add_user("Find where the config is loaded and fix the path handling.")
+        for step in range(30):
+            manager.add_assistant(
+                f"Step {step}: I will look at module {step} next.",
+                tool_calls=[{"id": f"c{step}", "name": "read", "arguments": {"p": f"m{step}"}}],
+            )
+            manager.add_tool_result(f"c{step}", f"contents of m{step} " * 30)
+            manager.render_sync()
+        assert SUMMARY_HEADER in _text(manager.render_sync().payload)
+        result = manager.render_sync(budget=200)
+        # The steps the summary does not stand for, as the working view holds them.
+        units = manager.working.view.units()
+        assert [u.kind for u in units[:2]] == ["user", "summary"]
+        steps = sum(u.kind == "assistant" for u in units)
+        body = _text(result.payload)
+        assert result.tokens <= 200 and SUMMARY_HEADER not in body
+        said = re.search(
+            r"\[(\d+) earlier steps? of this turn omitted \(each with its tool calls and their"
+            r" results\), and the summary of the steps before them:",
+            body,
+        )
+        assert said is not None
+        shown = [step for step in range(30) if f"Step {step}:" in body]
+        assert shown == list(range(min(shown), 30))
+        assert int(said.group(1)) == steps - len(shown) >= 1
 
     def test_a_harness_notice_is_cut_like_a_tool_output(self) -> None:
         """A harness that sends tool output in the user's role (SWE-agent's observations)
