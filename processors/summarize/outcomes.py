@@ -57,6 +57,8 @@ _WRAPPERS = re.compile(
 )
 _EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b")
 _ERROR_WORD = re.compile(r"\b(?:error|fail(?:ed|ure)?|fatal|panic)\b", re.IGNORECASE)
+# A field that says there was no error (gemini-cli's shell tool: `Error: (none)`).
+_NO_ERROR = re.compile(r"^\w+:\s*(?:\(none\)|none)\s*$", re.IGNORECASE)
 
 # Test runners testruns does not count: cargo, mocha, ExUnit / RSpec, go's package lines.
 _CARGO = re.compile(r"^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed\b")
@@ -70,7 +72,9 @@ _ORDER = ("failed", "errors", "passed", "skipped", "xfailed", "xpassed", "desele
 # Failure lines, anchored at the start of the line: a word in the middle of a sentence
 # ("rejected with error: ...") or in a source listing (indented) is not a report.
 _FAILURE_LINES = re.compile(
-    r"^(?:error|fatal|Error|Fatal|ERROR|FATAL)(?:\[[\w-]+\])?:(?:\s|$)"  # rustc, git, pip
+    # rustc, git, pip; not a field that says there was none (gemini-cli's shell tool
+    # wrote `Error: (none)` under every command's output)
+    r"^(?:error|fatal|Error|Fatal|ERROR|FATAL)(?:\[[\w-]+\])?:(?!\s*(?:\(none\)|none)\s*$)(?:\s|$)"
     r"|^\S+?:\d+(?::\d+)?:\s*(?:fatal )?error\b"  # gcc, clang, mypy
     r"|^\S+\(\d+,\d+\): error\b"  # tsc
     r"|^\S+\.go:\d+:\d+: "  # go build
@@ -231,7 +235,7 @@ def error_gist(text: str) -> str:
     named = [line for line in lines if _EXCEPTION.search(line)]
     if named:
         return _clip(named[-1])
-    hits = [line for line in lines if _ERROR_WORD.search(line)]
+    hits = [line for line in lines if _ERROR_WORD.search(line) and not _NO_ERROR.match(line)]
     return _clip(hits[0] if hits else lines[0])
 
 

@@ -128,11 +128,24 @@ class TestReadOutcome:
             "Checked error_handler.py and failure_modes.md: nothing to change.\nexit code 0",
             "The script should exit with code 1 when the file is missing.",
             "    error: indented, as in a source listing",
+            # gemini-cli's shell tool wrote every field, `(none)` when there was none
+            "Command: gh issue view 17029\nDirectory: (root)\nOutput: title: Allow it\n"
+            "Error: (none)\nExit Code: (none)\nSignal: (none)\nBackground PIDs: (none)",
         ],
     )
     def test_incidental_words_do_not_fail(self, text: str) -> None:
         """A failure word in a name, a sentence or a listing does not make a failure."""
         assert _status(text) != "failed"
+
+    def test_a_field_saying_no_error_is_not_the_failures_line(self) -> None:
+        """A failed gemini-cli command is told by its exit code; `Error: (none)` is not
+        what went wrong, and a real process error still fails."""
+        text = "Command: make\nOutput: (empty)\nError: (none)\nExit Code: 2\nSignal: (none)"
+        outcome = read_outcome(text, is_error=False, code=None, content=False)
+        assert outcome.failed and outcome.code == 2 and "(none)" not in outcome.line
+        spawned = "Command: mk\nOutput: (empty)\nError: spawn mk ENOENT\nSignal: (none)"
+        outcome = read_outcome(spawned, is_error=False, code=None, content=False)
+        assert outcome.failed and outcome.line == "Error: spawn mk ENOENT"
 
     def test_a_success_names_what_said_so(self) -> None:
         """An ok outcome shows the exit status and the counts that back it."""
@@ -301,6 +314,7 @@ def _trace_uses(relative: str) -> list[ToolUse]:
 
 _MINI = "mini_swe_agent_deepseek/deepseek_chat_test_1-100"
 _OPENHANDS = "openhands_claude35_swebench_verified/llm_completions"
+_GEMINI = "gemini_cli/google-gemini_gemini-cli/NotFollowingUserIntent.json"
 _SPOTTER = "claude_code/marot_spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 
 # (trace, what the call's key starts with, the status of each matching use, in order)
@@ -354,6 +368,10 @@ REAL = [
         "python /workspace/number_generator.py",
         ["failed"],
     ),
+    # gemini-cli's shell tool: `Error: (none)` under every output, the exit code beside
+    (_GEMINI, "gh issue view 17029", ["ok"]),
+    (_GEMINI, "cat packages/core/src/core/helpers.ts.txt", ["ok"]),
+    (_GEMINI, "npm test -w @google/gemini-cli-core -- packages/core", ["failed"]),
     # tau-bench tools answer refusals as text
     ("tau_bench_gpt4o_airline/gpt-4o-airline.sample12.json", "book_reservation", None),
 ]
