@@ -29,6 +29,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from benchmarks.store_server import throwaway_server
 from context_graph import UserTurn
@@ -96,7 +97,9 @@ def _work(locations: list[str], calls: int, seed: int, out: Path) -> None:
     out.write_text(json.dumps({"latencies": latencies, "conflicts": conflicts, "raw": raw}))
 
 
-def _run(backend: str, locations: list[str], workers: int, calls: int) -> tuple[float, list[dict]]:
+def _run(
+    backend: str, locations: list[str], workers: int, calls: int
+) -> tuple[float, list[dict[str, Any]]]:
     with tempfile.TemporaryDirectory() as folder:
         outs = [Path(folder) / f"{n}.json" for n in range(workers)]
         start = time.perf_counter()
@@ -122,8 +125,14 @@ def _run(backend: str, locations: list[str], workers: int, calls: int) -> tuple[
         return seconds, [json.loads(out.read_text()) for out in outs]
 
 
-def _figures(backend: str, workers: int, sessions: int, seconds: float, results: list[dict],
-             stored: int) -> StoreRun:  # fmt: skip
+def _figures(
+    backend: str,
+    workers: int,
+    sessions: int,
+    seconds: float,
+    results: list[dict[str, Any]],
+    stored: int,
+) -> StoreRun:
     latencies = sorted(x for r in results for x in r["latencies"])
     calls = len(latencies)
     raw = sum(r["raw"] for r in results)

@@ -42,7 +42,7 @@ class TokenizerClock:
             self.calls += 1
             return tokens
 
-        TiktokenCounter.count = timed  # type: ignore[method-assign]
+        TiktokenCounter.count = timed  # type: ignore[method-assign,assignment]
         return self
 
     def __exit__(
