@@ -762,7 +762,8 @@ class ContextManager(EventAdders):
         renderer = self._renderers.for_call(fmt, tools)
         held = self._offer.held_back(renderer.tools, limit)
         due = self._due(limit)
-        if held is not None and not due and self._compactor.fits(renderer.with_tools(held), limit):
+        meter = self._compactor.meter
+        if held is not None and not due and meter.fits(renderer.with_tools(held), limit):
             return self._finish(renderer.with_tools(held), fmt, limit)
         # A compaction makes room for what it will let the model expand, at once; not
         # for a tool the budget leaves no room to offer (`ToolOffer.roomy`).
@@ -782,16 +783,16 @@ class ContextManager(EventAdders):
         """
         compactor = self._compactor
         timed_out, source = False, self._working
-        if limit is not None and not compactor.fits(renderer, limit):
+        if limit is not None and not compactor.meter.fits(renderer, limit):
             if fits_leaving_out_preamble(self._working, renderer, limit):
                 return timed_out, source  # compacting the work would not bring it back
             await compactor.slot.wait()  # the background run may make it fit
-            if not compactor.fits(renderer, limit):
+            if not compactor.meter.fits(renderer, limit):
                 run = await compactor.run(RunMode.OVERFLOW, limit, renderer)
                 timed_out = run.timed_out
             # The floor is cut for the request, not for the agent tools' definitions.
             lean = renderer.with_tools(self._offer.lean(renderer.tools))
-            if not compactor.fits(lean, limit):
+            if not compactor.meter.fits(lean, limit):
                 cut_short, source = await compactor.shrink_floor(lean, limit)
                 timed_out = cut_short or timed_out
         elif due and self._background.here:
@@ -966,7 +967,7 @@ class ContextManager(EventAdders):
             call = self._renderers.for_call(fmt, tools)
             renderer = call.with_tools(self._offer.held_back(call.tools, limit))
             due = self._due(limit)
-            if not due and (limit is None or self._compactor.fits(renderer, limit)):
+            if not due and (limit is None or self._compactor.meter.fits(renderer, limit)):
                 return self._finish(renderer, fmt, limit)
         return run_async(lambda: self._render(format, budget, tools))
 

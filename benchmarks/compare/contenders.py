@@ -168,7 +168,7 @@ def context_graph_specs() -> list[ContenderSpec]:
     # The cost guard weighs at Anthropic's prices: its cache writes cost 1.25x, so a
     # rewrite is dearest there (the page prices the same requests under every provider).
     # Besides letting a compaction that does not pay wait, it takes the relief pass on
-    # the new outputs down to `compact_to` (see `Compactor._relieve`).
+    # the new outputs down to `compact_to` (see `orchestrator.compaction.relief.relieve`).
     guards = GuardConfig(cost_aware=True, price=price_for("anthropic"))
     specs.append(
         ContenderSpec(

@@ -16,6 +16,9 @@ request in a detached copy, written nowhere).
 
 The compactor owns the trigger and guard state and the firings not handled yet, and
 hands them to the session store as `triggers`, `guards` and `pending` (`StateOwner`).
+It measures requests with a `RequestMeter` (`meter`), and a run that budget levels
+asked for starts with the relief pass over what the model has not seen yet
+(`orchestrator.compaction.relief`).
 """
 
 from __future__ import annotations
@@ -35,9 +38,11 @@ from orchestrator.compaction.continuation import Continuation
 from orchestrator.compaction.floor import pipeline_truncator, shrink_floor
 from orchestrator.compaction.guards import GuardConfig, GuardState
 from orchestrator.compaction.hooks import CompactionHooks, Prepared
+from orchestrator.compaction.meter import RequestMeter, calibrated
 from orchestrator.compaction.pipeline import PipelineRun, StageSettings, run_pipeline
 from orchestrator.compaction.plan import RunMode, plan_runs
 from orchestrator.compaction.recency import live_outputs
+from orchestrator.compaction.relief import relief_limit, relieve
 from orchestrator.compaction.renderers import RequestRenderer
 from orchestrator.compaction.screen import SecretScreen
 from orchestrator.compaction.settings import CompactionSettings
@@ -99,8 +104,8 @@ class Compactor:
         self._guard_state = GuardState()
         self._pending: list[Firing] = []
         """Firings seen that no pipeline run has handled yet."""
-        self._measured: tuple[RequestRenderer, int, int] | None = None
-        """(renderer, view version, tokens) of the last request measured (`_request_tokens`)."""
+        self.meter = RequestMeter(working)
+        """How big the working view's request is (`fits`, `excess`, `over`)."""
         self.slot = RunSlot()
         """The one run slot (a background run holds it while it works)."""
 
@@ -131,39 +136,6 @@ class Compactor:
         self._trigger_state = self._trigger_state.request_manual()
         self._fire(budget)
         return await self.run(RunMode.MANUAL, budget, None, instructions)
-
-    def excess(self, renderer: RequestRenderer, target: int) -> int:
-        """How many content tokens the working view must lose to fit `target` rendered.
-
-        The request's excess (rendered and calibrated) in the view's content tokens, by
-        their share of the request: a stage takes nodes by their content, and each one
-        it takes also frees the framing the request spends on it.
-        """
-        request = self._request_tokens(renderer)
-        if request <= target:
-            return request - target
-        return -(-(request - target) * self._working.total_tokens // request)
-
-    def over(self, renderer: RequestRenderer, target: int) -> int:
-        """How many tokens the working view's request, rendered and calibrated, is over `target`."""
-        return self._request_tokens(renderer) - target
-
-    def fits(self, renderer: RequestRenderer, budget: int | None) -> bool:
-        """Whether the working view, rendered by `renderer` and calibrated, fits `budget`."""
-        return budget is not None and self._request_tokens(renderer) <= budget
-
-    def _request_tokens(self, renderer: RequestRenderer) -> int:
-        """The working view's request by `renderer`, calibrated; rendered once per version.
-
-        A sized stage reads the excess before it runs and the run checks the fit after:
-        both are the same figure while no proposal landed in between.
-        """
-        version = self._working.version
-        measured = self._measured
-        if measured is None or measured[0] is not renderer or measured[1] != version:
-            measured = (renderer, version, renderer.render(self._working).tokens)
-            self._measured = measured
-        return _calibrated(renderer, measured[2])
 
     def _fire(self, budget: int | None) -> list[Firing]:
         config = self._options.triggers
@@ -275,19 +247,19 @@ class Compactor:
         rebases: list[Rebased],
     ) -> PipelineRun:
         """The run in one store transaction; a race with another writer is rebased."""
-        self._measured = None  # a run taken back may leave an old version number reused
+        self.meter.forget()  # a run taken back may leave an old version number reused
         target = self._target(budget, self._pending)
         settings = self._settings(budget, instructions, target)
         guards = self._guards(mode)
         done = (
             None
             if mode is RunMode.MANUAL or renderer is None
-            else functools.partial(self.fits, renderer, target)
+            else functools.partial(self.meter.fits, renderer, target)
         )
         if done is not None and renderer is not None and target is not None:
             # A summary takes just the history that brings the request to the target.
-            excess = functools.partial(self.excess, renderer, target)
-            over = functools.partial(self.over, renderer, target)
+            excess = functools.partial(self.meter.excess, renderer, target)
+            over = functools.partial(self.meter.over, renderer, target)
             settings = dataclasses.replace(settings, excess=excess, over=over)
         # A run lands in the session file whole or not at all (`SessionStore.atomic`),
         # with the state it leaves: a crash between two of its proposals must not leave
@@ -296,13 +268,17 @@ class Compactor:
             # Whatever fired so far is handled by this run (or found moot by it).
             handled, self._pending = [*self._pending], []
             steps = plan_runs(handled, self._options.triggers.default_pipeline, mode)
-            relief = None if mode is RunMode.MANUAL else self._relief_limit(handled, budget, mode)
+            relief = (
+                None
+                if mode is RunMode.MANUAL
+                else relief_limit(handled, budget, mode, self._options.triggers)
+            )
             spare_while = None
             if done is not None and renderer is not None and budget is not None:
                 # The live error and its resolution go only for a request still over
                 # the level that fired (or the budget), not one a little over the target.
                 limit = budget if relief is None else relief
-                spare_while = functools.partial(self.fits, renderer, limit)
+                spare_while = functools.partial(self.meter.fits, renderer, limit)
             total = PipelineRun(guard_state=self._guard_state)
             try:
                 # `background_timeout` cuts a background run, `compaction_timeout` one
@@ -461,7 +437,7 @@ class Compactor:
         """`floor.shrink_floor` on `working` under the time limit; whether it timed out."""
 
         def measure() -> int:
-            return _calibrated(renderer, renderer.render(working).tokens)
+            return calibrated(renderer, renderer.render(working).tokens)
 
         def required() -> int:
             try:
@@ -558,79 +534,23 @@ class Compactor:
         total: PipelineRun,
         mode: RunMode,
     ) -> bool:
-        """Run the default pipeline on the unsent outputs; whether the request fits `relief`.
-
-        (`_relief_limit` says when this pass runs and what `relief` is.)
-
-        Guarded and recorded like any run: a stage that freed next to nothing from the
-        new outputs stalls, so a whole-view run after it goes on to the stages that can
-        still free something (the summary) instead of rewriting old outputs for little,
-        once more per turn.
-
-        With the cost guard (`GuardConfig.cost_aware`) the pass goes on down to the run's
-        low-water mark (`settings.target`), not just under `relief`: its edits keep every
-        message already sent, so going deeper rewrites nothing cached and the freed
-        tokens are never written to the cache nor read from it (`cost_guard`), and it
-        puts off the next compaction, which rewrites the cached history. It is still
-        over once the request fits `relief`.
-        """
-        goal = relief
-        if guards.cost_aware and settings.target is not None:
-            goal = min(relief, settings.target)
-        # Lowest priority and oldest first, only as much as the goal asks for. The live
-        # error and its resolution (`recency.live_outputs`) are what the agent acts on
-        # next: when one of them is the new material, the whole-view run frees the room
-        # from older history instead.
-        settings = dataclasses.replace(
-            settings,
-            excess=functools.partial(self.excess, renderer, goal),
-            # A cut is sized to the low-water mark, not to the level that fired: cutting
-            # an output no request carried costs no cache, and a request left just under
-            # the level would fire it again at the next output.
-            over=functools.partial(
-                self.over, renderer, goal if settings.target is None else settings.target
-            ),
-            # Set here, not only by `run_pipeline`'s first phase: this pass never cuts
-            # them, also in the phase that would (a whole-view run does that instead).
-            spared=live_outputs(self._working.view),
-        )
-        await self._pipeline(
+        """The relief pass (`relief.relieve`) over the unsent outputs, counted in `total`."""
+        run = functools.partial(
+            self._pipeline,
             self._options.triggers.default_pipeline,
-            settings,
-            total,
-            done=functools.partial(self.fits, renderer, goal),
-            guards=guards,
+            total=total,
             mode=mode,  # an overflow's relief must compact too (the cost guard lets it)
-            only=self._unsent(),
         )
-        return self.fits(renderer, relief)
-
-    def _relief_limit(
-        self, handled: Sequence[Firing], budget: int | None, mode: RunMode
-    ) -> int | None:
-        """The size under which compacting what the model has not seen yet is enough.
-
-        A budget level fired (or the request overflowed) because of what arrived since
-        the last request, say one large tool output. Shrinking just that new material
-        leaves every message already sent unchanged, so the provider's prompt cache
-        still holds the prefix; the whole-view run rewrites it. So a run that only
-        budget levels of the default pipeline asked for first runs the default pipeline
-        on the unsent outputs, and is over when the request is back under the lowest
-        level that fired (the hard level, or the budget, for an overflow). `None`: no
-        such pre-pass (other firings, no budget).
-        """
-        if budget is None:
-            return None
-        config = self._options.triggers
-        if any(f.kind != "budget_ratio" or f.pipeline != config.default_pipeline for f in handled):
-            return None
-        levels = [
-            config.hard_ratio if f.name == "budget_hard" else config.soft_ratio for f in handled
-        ]
-        if mode is RunMode.OVERFLOW and not handled:
-            levels.append(config.hard_ratio)
-        ratio = min((level for level in levels if level is not None), default=1.0)
-        return int(budget * min(ratio, 1.0))
+        return await relieve(
+            self.meter,
+            renderer,
+            relief,
+            settings,
+            guards,
+            run=run,
+            spared=live_outputs(self._working.view),
+            unsent=self._unsent(),
+        )
 
     def _target(self, budget: int | None, firings: Sequence[Firing] = ()) -> int | None:
         """The size a whole-view run compacts down to: `compact_to` of the budget.
@@ -667,9 +587,3 @@ class Compactor:
             expand_hints=self._options.expand_hints if self._hints is None else self._hints(budget),
             unsent=self._unsent(),
         )
-
-
-def _calibrated(renderer: RequestRenderer, tokens: int) -> int:
-    """`tokens` as the provider counts them, by the renderer's calibrator (if it has one)."""
-    calibrator = renderer.calibrator
-    return tokens if calibrator is None else calibrator.apply(tokens)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from context_graph.errors import BudgetExceededError
 from context_graph.graph.anchors import floor_anchors
 from context_graph.graph.nodes import ANSWER_KINDS
+from orchestrator.compaction.meter import calibrated
 from orchestrator.compaction.renderers import RequestRenderer
 from orchestrator.working import WorkingGraph, WorkingView
 
@@ -82,8 +83,7 @@ def fits_leaving_out_preamble(
         fitted = renderer.render(working, budget=budget)
     except BudgetExceededError:
         return False
-    calibrator = renderer.calibrator
-    tokens = fitted.tokens if calibrator is None else calibrator.apply(fitted.tokens)
+    tokens = calibrated(renderer, fitted.tokens)
     if not fitted.dropped or not loose.keys() >= set(fitted.dropped) or tokens > budget:
         return False
     return _unshrinkable_floor(view) + sum(loose[head] for head in fitted.dropped) > budget
