@@ -55,7 +55,7 @@ def table(runs: list[Run], names: list[str], label: str) -> str:
                     name,
                     *shares,
                     f"{kept / reference:.3f}" if reference else "-",
-                    f"{figures.fill or 0:.2f}",
+                    f"{figures.fill or 0:.3f}",
                     f"{figures.retention or 0:.3f}",
                     f"{figures.prefix_stability or 0:.2f}",
                     str(figures.refused),
