@@ -21,6 +21,7 @@ from __future__ import annotations
 from context_graph.errors import BudgetExceededError
 from context_graph.graph.anchors import floor_anchors
 from context_graph.graph.nodes import ANSWER_KINDS
+from context_graph.render.fit import FitUnit, droppable_units
 from orchestrator.compaction.meter import calibrated
 from orchestrator.compaction.renderers import RequestRenderer
 from orchestrator.working import WorkingGraph, WorkingView
@@ -50,19 +51,19 @@ def preamble_units(view: WorkingView) -> dict[str, int]:
 def _unshrinkable_floor(view: WorkingView) -> int:
     """Content tokens of the floor that no stage shrinks: all of it but tool outputs.
 
-    The floor is what the renderer never leaves out (`render.fit`): system prompts,
-    pinned units, the first and latest requests, the latest user turn and what follows.
+    The floor is what the renderer never leaves out (`render.fit.droppable_units`):
+    system prompts, pinned units, the first and latest requests, the latest user turn
+    and what follows.
     """
     units = view.units()
-    anchors = floor_anchors([unit.kind for unit in units])
-    start = len(units) if anchors is None else anchors[2]
-    kept = {} if anchors is None else {anchors[0], anchors[1]}
-    tokens = 0
-    for index, unit in enumerate(units):
-        nodes = [view[node_id] for node_id in unit.node_ids]
-        if index in kept or index >= start or unit.kind == "system" or any(n.pinned for n in nodes):
-            tokens += sum(view.tokens(n.id) for n in nodes if n.kind not in ANSWER_KINDS)
-    return tokens
+    fits = [
+        FitUnit(0, unit.kind, any(view[node_id].pinned for node_id in unit.node_ids))
+        for unit in units
+    ]
+    droppable = set(droppable_units(fits))
+    kept = (u for i, u in enumerate(units) if u.kind == "system" or i not in droppable)
+    nodes = (view[node_id] for unit in kept for node_id in unit.node_ids)
+    return sum(view.tokens(node.id) for node in nodes if node.kind not in ANSWER_KINDS)
 
 
 def fits_leaving_out_preamble(
