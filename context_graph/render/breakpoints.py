@@ -58,6 +58,14 @@ class CacheBreakpoints:
         self._marking = marking
         self._last_units: tuple[tuple[str, ...], ...] = ()
 
+    def remembered(self) -> tuple[tuple[str, ...], ...]:
+        """The units of the previous assembly, which the next one's marks compare with."""
+        return self._last_units
+
+    def restore(self, units: tuple[tuple[str, ...], ...]) -> None:
+        """Compare the next assembly with `units` (from `remembered`), as if none came since."""
+        self._last_units = units
+
     def assemble(
         self,
         system: list[Message],

@@ -235,6 +235,34 @@ class Renderer:
         self._last_source, self._last_key, self._last = source, key, result
         return result
 
+    def preview(
+        self,
+        source: RenderSource,
+        *,
+        budget: int | None = None,
+        tools: Sequence[Any] | None = None,
+    ) -> RenderResult:
+        """What `render` would return now, leaving this renderer as it was.
+
+        For a caller that weighs a render before it decides what to do (the manager asks
+        whether leaving out the preamble would do, then compacts if not): the kept drops,
+        the remembered last render and the cache marks' previous units stay, so the
+        render that follows is the one `render` alone would make.
+
+        Raises:
+            As `render`.
+        """
+        sticky = self._sticky
+        last = (self._last_source, self._last_key, self._last)
+        marks = self._breakpoints.remembered() if self._breakpoints is not None else None
+        try:
+            return self.render(source, budget=budget, tools=tools)
+        finally:
+            self._sticky = sticky
+            self._last_source, self._last_key, self._last = last
+            if self._breakpoints is not None and marks is not None:
+                self._breakpoints.restore(marks)
+
     @property
     def tools(self) -> tuple[ToolSpec, ...]:
         """The tool definitions a render sends when it is given none of its own."""

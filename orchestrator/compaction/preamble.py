@@ -81,7 +81,9 @@ def fits_leaving_out_preamble(
     if not loose:
         return False
     try:
-        fitted = renderer.render(working, budget=budget)
+        # A preview: when the answer is no, the compaction's render must start from the
+        # previous call's kept drops, not from the count this trial chose.
+        fitted = renderer.preview(working, budget=budget)
     except BudgetExceededError:
         return False
     tokens = calibrated(renderer, fitted.tokens)

@@ -52,6 +52,11 @@ class RequestRenderer(Protocol):
     ) -> RenderResult:
         """The request for `source` under `budget`."""
 
+    def preview(
+        self, source: RenderSource, *, budget: int | None = None, tools: Sequence[Any] | None = None
+    ) -> RenderResult:
+        """`render`'s answer now, with no effect on later renders."""
+
 
 class CallRenderer:
     """One call's renderer: a shared `Renderer` with this call's tool set.
@@ -95,6 +100,13 @@ class CallRenderer:
         """`Renderer.render` with this call's tools unless given others."""
         chosen = self._tools if tools is None else tools
         return self._shared.render(source, budget=budget, tools=chosen)
+
+    def preview(
+        self, source: RenderSource, *, budget: int | None = None, tools: Sequence[Any] | None = None
+    ) -> RenderResult:
+        """`Renderer.preview` with this call's tools unless given others."""
+        chosen = self._tools if tools is None else tools
+        return self._shared.preview(source, budget=budget, tools=chosen)
 
 
 class RendererCache:

@@ -14,8 +14,13 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from context_graph import ContextGraph
+from context_graph.testing import WordCounter
 from context_graph.validate import validate
 from orchestrator import ContextManager, Recorder
+from orchestrator.compaction.preamble import fits_leaving_out_preamble
+from orchestrator.compaction.renderers import RendererCache
+from orchestrator.working.buffer import WorkingGraph
 
 SUMMARY = "Summary of the earlier conversation"
 
@@ -97,3 +102,27 @@ def test_every_request_fits_and_is_valid(
         assert validate(result.payload, "openai") == []
         body = json.dumps(result.payload)
         assert "Fix issue 42" in body and f"observation {n}: token_{n} ok" in body
+
+
+def test_a_trial_that_says_no_leaves_the_kept_drops_as_they_were() -> None:
+    """The question leaves no trace: when the answer is no, the compaction's render starts
+    from the previous call's kept drops, not from the count the trial chose (that once
+    made a request after a compaction leave out more than it had to)."""
+    graph = ContextGraph(counter=WordCounter())
+    graph.add_system("You are an autonomous programmer working in a shell.")
+    graph.add_user("demo step 0: open src/demo_0.py", notice=True)  # a short preamble
+    graph.add_user("Fix issue 42: the parser drops the last token of every line.")
+    for n in range(30):
+        graph.add_assistant(f"Step {n}: I will look at src/parser_{n}.py next. " + "word " * 30)
+        graph.add_user(f"observation {n}: " + "token ok " * 15, notice=True)
+    working = WorkingGraph(graph)
+    renderer = RendererCache(refit_to=0.7, cache_breakpoints=False).for_call("openai")
+    budget = renderer.render(working).tokens // 2
+    assert renderer.kept_drops == 0
+    assert not fits_leaving_out_preamble(working, renderer, budget)
+    assert renderer.kept_drops == 0
+    # And the render after it is the render without the question.
+    alone = RendererCache(refit_to=0.7, cache_breakpoints=False).for_call("openai")
+    sent = renderer.render(working, budget=budget)
+    assert sent.payload == alone.render(working, budget=budget).payload
+    assert renderer.kept_drops == alone.kept_drops > 0
