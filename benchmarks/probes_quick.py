@@ -9,6 +9,10 @@ policy's figures in docs/configuration.md were taken.
 
     python -m benchmarks.probes_quick                    # coding, every session
     python -m benchmarks.probes_quick --policy service --only swe_agent
+    python -m benchmarks.probes_quick --compact-to 0.5 0.6 0.7 --no-peer
+
+`--compact-to` replays the policy once per low-water mark given (a row each): how fill,
+retention and prefix stability trade against each other as compaction lands lower.
 """
 
 from __future__ import annotations
@@ -29,12 +33,21 @@ __all__ = ["main", "parser", "table"]
 DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 
-def _spec(policy: str) -> ContenderSpec:
+def _spec(policy: str, compact_to: float | None = None) -> ContenderSpec:
+    if compact_to is None:
+        return ContenderSpec(
+            name=f"context-graph {policy}",
+            family="context-graph",
+            make=lambda budget, counter: ContextGraphContender(policy, budget, counter),
+            settings=f"get_policy({policy!r})",
+        )
     return ContenderSpec(
-        name=f"context-graph {policy}",
+        name=f"context-graph {policy} compact_to={compact_to:g}",
         family="context-graph",
-        make=lambda budget, counter: ContextGraphContender(policy, budget, counter),
-        settings=f"get_policy({policy!r})",
+        make=lambda budget, counter: ContextGraphContender(
+            policy, budget, counter, compact_to=compact_to
+        ),
+        settings=f"get_policy({policy!r}).replace(compact_to={compact_to!r})",
     )
 
 
@@ -57,7 +70,7 @@ def table(runs: list[Run], names: list[str], label: str) -> str:
                     f"{kept / reference:.3f}" if reference else "-",
                     f"{figures.fill or 0:.3f}",
                     f"{figures.retention or 0:.3f}",
-                    f"{figures.prefix_stability or 0:.2f}",
+                    f"{figures.prefix_stability or 0:.3f}",
                     str(figures.refused),
                     str(figures.over_budget),
                 ]
@@ -74,7 +87,26 @@ def parser() -> argparse.ArgumentParser:
     made.add_argument("--policy", default="coding", help="a named policy")
     made.add_argument("--only", metavar="FAMILY", help="only this session family")
     made.add_argument("--budgets", nargs="+", default=list(BUDGET_LABELS))
+    made.add_argument(
+        "--compact-to",
+        nargs="+",
+        type=_share,
+        metavar="SHARE",
+        help="replay the policy with each of these low-water marks instead of its own",
+    )
+    made.add_argument("--no-peer", action="store_true", help="leave out AutoGen's buffer")
     return made
+
+
+def _share(text: str) -> float:
+    """A `compact_to` from the command line: a share of the budget in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share of the budget in (0, 1], got {text!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,7 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     from benchmarks.compare.autogen_peer import autogen_specs
 
-    specs = [_spec(args.policy), *(s for s in autogen_specs() if "buffered" in s.name)]
+    marks = args.compact_to or [None]
+    specs = [_spec(args.policy, mark) for mark in marks]
+    if not args.no_peer:
+        specs += [s for s in autogen_specs() if "buffered" in s.name]
     sessions = discover(args.traces, only=args.only)
     if not sessions:
         print(f"no sessions under {args.traces}", file=sys.stderr)

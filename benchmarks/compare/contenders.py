@@ -80,10 +80,13 @@ class ContextGraphContender:
         *,
         agent_tools: bool = False,
         guards: GuardConfig | None = None,
+        compact_to: float | None = None,
     ) -> None:
         policy = get_policy(profile)
         if guards is not None:
             policy = policy.replace(guards=guards)
+        if compact_to is not None:
+            policy = policy.replace(compact_to=compact_to)
         self._manager = ContextManager(
             "openai", budget, policy=policy, agent_tools=agent_tools, counter=counter
         )

@@ -389,3 +389,46 @@ class TestProbesQuickCommand:
         with pytest.raises(SystemExit):
             parser().parse_args(["--profile", "service"])
         assert "--profile" in capsys.readouterr().err
+
+    def test_compact_to_takes_shares_of_the_budget(self) -> None:
+        """`--compact-to` takes one or more shares in (0, 1]; anything else is refused."""
+        from benchmarks.probes_quick import parser
+
+        assert parser().parse_args(["--compact-to", "0.5", "0.7"]).compact_to == [0.5, 0.7]
+        assert parser().parse_args([]).compact_to is None
+        for bad in ("0", "1.5", "nan", "half", "-0.2"):
+            with pytest.raises(SystemExit):
+                parser().parse_args(["--compact-to", bad])
+
+    def test_a_lower_mark_lands_compaction_lower(self) -> None:
+        """Each `--compact-to` row replays the policy with that low-water mark: the lower
+        one sends less at the compacted calls, and compacts no more often."""
+        from benchmarks.compare.stats import summarize
+        from benchmarks.probes_quick import _spec
+
+        events: list[AgentEvent] = [
+            SystemPrompt(content="You fix bugs in repo acme/widgets."),
+            UserTurn(content="Fix the parser; run the tests after each change."),
+        ]
+        for n in range(40):
+            call = f"c{n}"
+            events.append(
+                AssistantTurn(
+                    content=f"Step {n}.",
+                    tool_calls=[ToolCall(id=call, name="bash", arguments='{"cmd": "pytest"}')],
+                )
+            )
+            lines = "\n".join(f"test_{n}_{j} PASSED value={n * j}" for j in range(25))
+            events.append(ToolResult(call_id=call, content=lines))
+        session = Session.made(events)
+        counter = TiktokenCounter()
+        figures = {}
+        for mark in (0.4, 0.9):
+            spec = _spec("coding", mark)
+            assert spec.name == f"context-graph coding compact_to={mark:g}"
+            run = replay(spec, setup(session, counter), "8k", 4_000, counter, memory=False)
+            figures[mark] = summarize([run], spec.name, "8k")
+        low, high = figures[0.4], figures[0.9]
+        assert low.fill is not None and high.fill is not None and low.fill < high.fill
+        assert low.prefix_stability is not None and high.prefix_stability is not None
+        assert low.prefix_stability >= high.prefix_stability
