@@ -48,7 +48,10 @@ class Prefix:
 
 
 class CacheBreakpoints:
-    """Places the marks of one renderer; remembers the units of its previous assembly.
+    """Places the marks of one renderer; remembers the units of its previous render.
+
+    The renderer says which assembly it rendered (`remember`): a render weighs several
+    (the whole view, then with units left out), and only the one it returns was sent.
 
     Args:
         marking: The format's way of marking a body.
@@ -59,11 +62,11 @@ class CacheBreakpoints:
         self._last_units: tuple[tuple[str, ...], ...] = ()
 
     def remembered(self) -> tuple[tuple[str, ...], ...]:
-        """The units of the previous assembly, which the next one's marks compare with."""
+        """The units of the previous render, which the next assembly's marks compare with."""
         return self._last_units
 
-    def restore(self, units: tuple[tuple[str, ...], ...]) -> None:
-        """Compare the next assembly with `units` (from `remembered`), as if none came since."""
+    def remember(self, units: tuple[tuple[str, ...], ...]) -> None:
+        """Compare the next assemblies with `units`: the keys of the render just made."""
         self._last_units = units
 
     def assemble(
@@ -74,13 +77,12 @@ class CacheBreakpoints:
         stats: AssemblyStats | None,
         prefix: Prefix | None = None,
     ) -> dict[str, Any]:
-        """The body of `kept` (units with these `keys`), marked; the next call compares to it.
+        """The body of `kept` (units with these `keys`), marked.
 
         With `prefix`, a mark goes only where the prefix up to it is `prefix.minimum`
         tokens or more; without, where the marks always go.
         """
         targets = self._targets(system, kept, keys, prefix)
-        self._last_units = tuple(keys)
         mark_system = prefix is None or prefix.fixed >= prefix.minimum
         return self._marking.assemble_marked(
             system, kept, breakpoints=targets, stats=stats, mark_system=mark_system

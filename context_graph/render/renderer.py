@@ -59,6 +59,9 @@ class _Attempt:
     call_ids: dict[str, str]
     signed: bool
     """Whether any fragment of the base (kept or not) has signed secrets."""
+    keys: tuple[tuple[str, ...], ...] = ()
+    """The sent units' keys, the marker's included (only with cache marks): what the
+    next render's marks compare with, once this attempt is the one sent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +264,7 @@ class Renderer:
             self._sticky = sticky
             self._last_source, self._last_key, self._last = last
             if self._breakpoints is not None and marks is not None:
-                self._breakpoints.restore(marks)
+                self._breakpoints.remember(marks)
 
     @property
     def tools(self) -> tuple[ToolSpec, ...]:
@@ -392,6 +395,9 @@ class Renderer:
             chosen = attempt(self._drop_count(len(droppable), budget, fewest, attempt))
         elif budget is not None:
             self._sticky = 0
+        if self._breakpoints is not None:
+            # The attempt chosen is the render; the others were only weighed.
+            self._breakpoints.remember(chosen.keys)
         return RenderResult(
             payload=chosen.payload,
             format=self.format,
@@ -484,7 +490,9 @@ class Renderer:
             short = prefix is not None and self._tool_tokens < prefix.minimum
             payload["tools"] = tools.field if short else tools.marked
         tokens += self._assembly_delta(stats, lead, cache)
-        return _Attempt(payload, tokens, tuple(dropped_indices), call_ids, signed)
+        return _Attempt(
+            payload, tokens, tuple(dropped_indices), call_ids, signed, tuple(kept_keys)
+        )
 
     def _prefix(self, fixed: int, costs: list[int]) -> Prefix | None:
         """How to measure prefixes against the model's cache minimum (None: no minimum)."""

@@ -436,12 +436,14 @@ class Compactor:
     ) -> bool:
         """`floor.shrink_floor` on `working` under the time limit; whether it timed out."""
 
+        # Previews: measuring leaves the renderer's kept drops and cache marks to the
+        # render that is sent.
         def measure() -> int:
-            return calibrated(renderer, renderer.render(working).tokens)
+            return calibrated(renderer, renderer.preview(working).tokens)
 
         def required() -> int:
             try:
-                return renderer.render(working, budget=budget).tokens
+                return renderer.preview(working, budget=budget).tokens
             except BudgetExceededError as exc:
                 return exc.required
 

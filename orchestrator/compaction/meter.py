@@ -43,7 +43,7 @@ class RequestMeter:
         version = self._working.version
         measured = self._measured
         if measured is None or measured[0] is not renderer or measured[1] != version:
-            measured = (renderer, version, renderer.render(self._working).tokens)
+            measured = (renderer, version, renderer.preview(self._working).tokens)
             self._measured = measured
         return calibrated(renderer, measured[2])
 

@@ -60,3 +60,89 @@ class TestCacheBreakpoints:
         """A value that is not a bool names the option."""
         with pytest.raises(ConfigurationError, match="cache_breakpoints"):
             ContextManager(format="anthropic", policy=Policy(cache_breakpoints="yes"))  # type: ignore[arg-type]
+
+
+def _unmarked(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_unmarked(v) for v in value]
+    return value
+
+
+def _strip(message: object) -> str:
+    """A message without its cache marks, to compare two requests' messages."""
+    return json.dumps(_unmarked(message), sort_keys=True)
+
+
+def _marked_messages(payload: dict[str, object]) -> list[int]:
+    """Indices of the messages that carry a cache mark."""
+    messages = payload["messages"]
+    assert isinstance(messages, list)
+    return [i for i, m in enumerate(messages) if "cache_control" in json.dumps(m)]
+
+
+def _step(manager: ContextManager, n: int) -> None:
+    manager.add_assistant(
+        f"step {n}: running the suite again", tool_calls=[{"id": f"c{n}", "name": "bash"}]
+    )
+    manager.add_tool_result(f"c{n}", f"run {n}: " + "test ok\n" * 40)
+
+
+class TestTheUnchangedPrefixMark:
+    """The mark at the end of what the previous request also sent.
+
+    The manager measures a request (and may weigh a trial render) before it renders the
+    one it sends; the mark must compare with the request sent, not with a measurement
+    (before, every manager render compared with its own measurement of the same state,
+    so this mark never came)."""
+
+    def test_each_request_marks_where_the_previous_one_ended(self) -> None:
+        manager = ContextManager(
+            format="anthropic", budget=100_000, policy=Policy(cache_breakpoints=True)
+        )
+        manager.add_system("You are a coding agent.")
+        manager.add_user("Fix the failing test in tests/test_parser.py.")
+        previous: list[str] = []
+        for n in range(6):
+            _step(manager, n)
+            payload = manager.render_sync().payload
+            messages = [_strip(m) for m in payload["messages"]]
+            if previous:
+                assert messages[: len(previous)] == previous
+                assert _marked_messages(payload) == [len(previous) - 1, len(messages) - 1]
+            previous = messages
+
+    def test_the_same_as_a_renderer_rendering_once_per_call(self) -> None:
+        """With room to spare nothing is compacted: the manager's body is, call after call,
+        the body of a breakpoint `Renderer` that renders each state once."""
+        manager = ContextManager(
+            format="anthropic", budget=100_000, policy=Policy(cache_breakpoints=True)
+        )
+        renderer = Renderer(format="anthropic", cache_breakpoints=True)
+        manager.add_user("Fix the failing test.")
+        for n in range(4):
+            _step(manager, n)
+            assert manager.render_sync().payload == renderer.render(manager.raw).payload
+
+    def test_after_a_compaction_the_marks_follow_the_new_request(self) -> None:
+        """Under pressure every request still carries at most four marks, the last block
+        marked, and a mark where the unchanged part of the previous request ends."""
+        manager = ContextManager(
+            format="anthropic", budget=2_500, policy=Policy(cache_breakpoints=True)
+        )
+        manager.add_system("You are a coding agent.")
+        manager.add_user("Fix the failing test in tests/test_parser.py.")
+        previous: list[str] = []
+        for n in range(30):
+            _step(manager, n)
+            payload = manager.render_sync().payload
+            messages = [_strip(m) for m in payload["messages"]]
+            marked = _marked_messages(payload)
+            assert 1 <= _marks(payload) <= 4 and marked[-1] == len(messages) - 1
+            same = 0
+            while same < min(len(previous), len(messages)) and previous[same] == messages[same]:
+                same += 1
+            if previous and same == len(previous):
+                assert len(previous) - 1 in marked
+            previous = messages

@@ -17,8 +17,10 @@ from context_graph.testing import WordCounter
 
 def _grow(graph: ContextGraph, start: int, count: int) -> None:
     for i in range(start, start + count):
-        graph.add_user(f"question {i} " + "word " * 20)
-        graph.add_assistant(f"answer {i} " + "word " * 20)
+        # No trailing space: Anthropic's last assistant turn is sent without it, which
+        # would make the previous request's last message differ from the same turn later.
+        graph.add_user(f"question {i} " + "word " * 20 + "?")
+        graph.add_assistant(f"answer {i} " + "word " * 20 + "done.")
 
 
 def _graph() -> ContextGraph:
@@ -82,3 +84,70 @@ def test_a_preview_under_pressure_does_not_move_the_kept_drops() -> None:
     assert len(tighter.dropped) > kept
     assert renderer.kept_drops == kept
     assert renderer.render(graph, budget=whole * 3 // 4).dropped == first.dropped
+
+
+def _unmarked(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_unmarked(v) for v in value]
+    return value
+
+
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.integers(1, 4),  # turns added before the call
+            st.floats(0.3, 1.5),  # the call's budget, a share of the whole history
+            st.lists(st.none() | st.floats(0.1, 1.5), max_size=3),  # previews before it
+        ),
+        min_size=2,
+        max_size=8,
+    ),
+)
+@settings(max_examples=60, deadline=None)
+def test_the_unchanged_prefix_is_marked_after_the_request_sent(
+    steps: list[tuple[int, float, list[float | None]]],
+) -> None:
+    """Whatever was previewed in between, when a request starts with every message of
+    the previous render, the last of those carries a cache mark. (A render weighs
+    several drop counts; before, the mark compared with the last one weighed, not the
+    one returned, and a measurement of the same state left the mark out.)"""
+    graph = _graph()
+    renderer = Renderer(format="anthropic", refit_to=0.6, cache_breakpoints=True)
+    turns, previous = 12, None
+    for added, share, previews in steps:
+        _grow(graph, turns, added)
+        turns += added
+        whole = Renderer(format="anthropic").render(graph).tokens
+        budget = max(1, int(whole * share))
+        for preview in previews:
+            try:
+                renderer.preview(graph, budget=None if preview is None else int(whole * preview))
+            except BudgetExceededError:
+                pass
+        try:
+            sent = renderer.render(graph, budget=budget).payload
+        except BudgetExceededError:
+            previous = None
+            continue
+        messages = [_unmarked(m) for m in sent["messages"]]
+        if previous and len(previous) < len(messages) and messages[: len(previous)] == previous:
+            assert "cache_control" in str(sent["messages"][len(previous) - 1])
+        previous = messages
+
+
+def test_a_render_that_weighed_several_drop_counts_marks_the_one_it_sent() -> None:
+    """Under pressure the first render tries drop counts; the next request, keeping the
+    same drops, marks where the first one ended."""
+    graph = _graph()
+    renderer = Renderer(format="anthropic", refit_to=0.6, cache_breakpoints=True)
+    budget = Renderer(format="anthropic").render(graph).tokens * 3 // 4
+    first = renderer.render(graph, budget=budget)
+    assert first.dropped
+    _grow(graph, 12, 1)
+    second = renderer.render(graph, budget=budget)
+    assert second.dropped == first.dropped
+    end = len(first.payload["messages"]) - 1
+    assert _unmarked(second.payload["messages"][: end + 1]) == _unmarked(first.payload["messages"])
+    assert "cache_control" in str(second.payload["messages"][end])
