@@ -490,9 +490,7 @@ class Renderer:
             short = prefix is not None and self._tool_tokens < prefix.minimum
             payload["tools"] = tools.field if short else tools.marked
         tokens += self._assembly_delta(stats, lead, cache)
-        return _Attempt(
-            payload, tokens, tuple(dropped_indices), call_ids, signed, tuple(kept_keys)
-        )
+        return _Attempt(payload, tokens, tuple(dropped_indices), call_ids, signed, tuple(kept_keys))
 
     def _prefix(self, fixed: int, costs: list[int]) -> Prefix | None:
         """How to measure prefixes against the model's cache minimum (None: no minimum)."""
