@@ -17,7 +17,14 @@ from typing import NamedTuple
 
 from processors.distill.common import Doc, is_error_line, select
 
-__all__ = ["FailedTest", "count_tests", "distill_tests", "looks_like_tests", "parse_failures"]
+__all__ = [
+    "FailedTest",
+    "count_tests",
+    "distill_tests",
+    "looks_like_tests",
+    "parse_failures",
+    "summary_line",
+]
 
 _PYTEST_SUMMARY = re.compile(
     r"^=*\s*((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)"
@@ -94,6 +101,31 @@ def count_tests(lines: Sequence[str]) -> Counter[str]:
         counts["total"] = ran
         counts["passed"] = max(0, ran - counts["failed"] - counts["errors"] - counts["skipped"])
     return counts
+
+
+_CARGO_RESULT = re.compile(r"^test result: (?:ok|FAILED)\. \d+ passed")
+_SUMMARY_LINES = (_PYTEST_SUMMARY, _UNITTEST_RAN, _JEST_TESTS, _CARGO_RESULT, _GO_PACKAGE)
+
+
+def summary_line(lines: Sequence[str]) -> str:
+    """The runner's own summary of the last run in `lines`, verbatim; else empty.
+
+    pytest's counts line without its `=` rule (`3 failed, 12 passed in 0.31s`);
+    unittest's `Ran 12 tests in 0.031s`, with the verdict after it when it gives counts
+    (`Ran 12 tests in 0.031s FAILED (failures=1)`); jest's `Tests:` line; cargo's `test
+    result:` line; go's last package line.
+    """
+    found = ""
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if not any(pattern.match(stripped) for pattern in _SUMMARY_LINES):
+            continue
+        found = stripped.strip("=").strip()
+        if _UNITTEST_RAN.match(stripped):
+            verdict = next((x.strip() for x in lines[index + 1 : index + 4] if x.strip()), "")
+            if _UNITTEST_END.match(verdict) and "(" in verdict:
+                found = f"{found} {verdict}"
+    return found
 
 
 def _first_error_after(lines: Sequence[str], start: int) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from processors.distill.testruns import count_tests, parse_failures
+from processors.distill.testruns import count_tests, parse_failures, summary_line
 from processors.distill.tracebacks import find_tracebacks
 
 __all__ = [
@@ -135,8 +135,10 @@ class Outcome:
     @property
     def gist(self) -> str:
         """The counts and the copied line as one plain string (`1 failed: test_x - ...`)."""
-        if self.counts and self.line:
+        if self.counts and self.line and self.counts not in self.line:
             return _clip(f"{self.counts}: {self.line}")
+        if self.line:  # a runner's summary that says the counts itself
+            return _clip(self.line)
         return self.counts or self.line
 
     def describe(self, quote: Callable[[str], str] | None = None) -> str:
@@ -244,6 +246,8 @@ class _Tests:
     failed: bool
     counts: str
     first_failure: str
+    summary: str
+    """The runner's summary line, verbatim (`testruns.summary_line`)."""
 
 
 def _more_counts(lines: Sequence[str]) -> tuple[Counter[str], bool]:
@@ -287,7 +291,7 @@ def _tests(lines: Sequence[str]) -> _Tests | None:
         if failures:
             name, error = failures[0]
             first = _clip(f"{name} - {error}" if error else name)
-    return _Tests(bad > 0, shown, first)
+    return _Tests(bad > 0, shown, first, summary_line(lines))
 
 
 def _traceback_gist(lines: Sequence[str]) -> str | None:
@@ -341,11 +345,13 @@ def read_outcome(text: str, *, is_error: bool, code: int | None, content: bool) 
     tests = _tests(lines)
     if is_error or (code is not None and code != 0):
         if tests and tests.failed:
-            return Outcome("failed", code, tests.counts, tests.first_failure)
+            return Outcome("failed", code, tests.counts, tests.first_failure or tests.summary)
         line = _failure_line(plain, lines) or error_gist(text)
         return Outcome("failed", code, line=_as_written(text, line))
     if tests is not None:
-        return Outcome("failed" if tests.failed else "ok", code, tests.counts, tests.first_failure)
+        # A passing run's line is the runner's own summary: the line that said it passed.
+        line = (tests.first_failure if tests.failed else "") or tests.summary
+        return Outcome("failed" if tests.failed else "ok", code, tests.counts, line)
     failure = _failure_line(plain, lines)
     if failure:
         return Outcome("failed", code, line=_as_written(text, failure))

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from context_graph.testing import WordCounter
 from processors.distill import distill_text
-from processors.distill.testruns import count_tests, parse_failures
+from processors.distill.testruns import count_tests, parse_failures, summary_line
 
 PYTEST = """\
 ============================= test session starts ==============================
@@ -171,3 +175,50 @@ class TestDistillate:
         assert "[unittest: 1 failed, 1 errors, 3 passed, 1 skipped]" in _distill(UNITTEST)
         assert "[jest: 1 failed, 7 passed, 1 skipped]" in _distill(JEST)
         assert "[go test: 1 failed, 1 passed, 1 skipped]" in _distill(GO_TEST)
+
+
+class TestSummaryLine:
+    """`summary_line`: the runner's own summary, verbatim, for the brief to quote."""
+
+    @pytest.mark.parametrize(
+        ("output", "expected"),
+        [
+            (
+                "tests/a.py ..F\n===== 1 failed, 2 passed in 0.31s =====",
+                "1 failed, 2 passed in 0.31s",
+            ),
+            ("....\n" + "-" * 70 + "\nRan 4 tests in 0.012s\n\nOK", "Ran 4 tests in 0.012s"),
+            (
+                "F.\n" + "-" * 70 + "\nRan 2 tests in 0.1s\n\nFAILED (failures=1)",
+                "Ran 2 tests in 0.1s FAILED (failures=1)",
+            ),
+            (
+                "Tests:       1 failed, 5 passed, 6 total\nTime: 2 s",
+                "Tests:       1 failed, 5 passed, 6 total",
+            ),
+            (
+                "running 5 tests\ntest result: ok. 5 passed; 0 failed; 0 ignored",
+                "test result: ok. 5 passed; 0 failed; 0 ignored",
+            ),
+            (
+                "--- FAIL: TestX (0.00s)\nFAIL\tgithub.com/acme/x\t0.012s",
+                "FAIL\tgithub.com/acme/x\t0.012s",
+            ),
+            (
+                "= 2 passed in 0.1s =\nlater run\n= 1 failed, 1 passed in 0.2s =",
+                "1 failed, 1 passed in 0.2s",
+            ),
+            ("I ran 3 tests in my head\ncollected 5 items", ""),
+        ],
+    )
+    def test_the_last_summary_as_printed(self, output: str, expected: str) -> None:
+        assert summary_line(output.splitlines()) == expected
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(st.text(max_size=60), max_size=30))
+    def test_any_text_gives_a_line_of_it_or_nothing(self, lines: list[str]) -> None:
+        """Whatever the output, the answer is empty or a line of it (a verdict added)."""
+        found = summary_line(lines)
+        assert found == "" or any(
+            found.startswith(line.strip().strip("=").strip()) for line in lines
+        )

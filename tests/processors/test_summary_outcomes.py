@@ -247,7 +247,8 @@ class TestProperties:
         lines.append(f"==== {len(names)} passed in {seconds:.2f}s ====")
         outcome = read_outcome("\n".join(lines), is_error=False, code=None, content=False)
         assert outcome.status == "ok"
-        assert outcome.gist == f"{len(names)} passed"
+        # The runner's own summary, verbatim: it says the counts itself.
+        assert outcome.gist == f"{len(names)} passed in {seconds:.2f}s"
 
     @settings(max_examples=200, deadline=None)
     @given(_PLAIN, st.integers(1, 255), st.booleans())
@@ -448,3 +449,25 @@ class TestMetadata:
         node = ToolResultNode(id="r", tool_call_id="c", content=(TextPart(text=PYTEST_FAILED),))
         assert outcome_of(node, call).status == "unknown"
         assert outcome_of(node).status == "failed"
+
+
+class TestRunnerSummaryQuoted:
+    """A test run that passed is told by the runner's own summary line, verbatim: the
+    brief's command list quotes it (before, only our count `79 passed` was there, and the
+    line the agent last saw, `Ran 79 tests in 0.062s`, was in no request once summarized)."""
+
+    def test_a_passing_unittest_run_quotes_its_summary(self) -> None:
+        text = "." * 79 + "\n" + "-" * 70 + "\nRan 79 tests in 0.062s\n\nOK\n"
+        outcome = read_outcome(text, is_error=False, code=0, content=False)
+        assert outcome.status == "ok" and outcome.counts == "79 passed"
+        assert outcome.line == "Ran 79 tests in 0.062s"
+        assert "`Ran 79 tests in 0.062s`" in outcome.describe(lambda line: f"`{line}`")
+
+    def test_a_failing_run_still_quotes_its_first_failure(self) -> None:
+        text = (
+            "FAILED tests/test_a.py::test_b - KeyError: 'id'\n"
+            "===== 1 failed, 3 passed in 0.20s ====="
+        )
+        outcome = read_outcome(text, is_error=True, code=1, content=False)
+        assert outcome.line == "tests/test_a.py::test_b - KeyError: 'id'"
+        assert outcome.counts == "1 failed, 3 passed"
