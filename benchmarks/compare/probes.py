@@ -2,7 +2,7 @@
 
 Retention (`facts.references`) asks whether the entities of user turns and tool errors
 are still in the request. Published evaluations of compaction ask more pointed
-questions; these probes are deterministic versions of five of their kinds, generated from
+questions; these probes are deterministic versions of several of their kinds, generated from
 the recorded events alone (no model). Each probe has an expected answer, a string; at a
 model call a probe is *active* once the session has made it askable, and it *passes*
 when its answer is in the request verbatim (in any string of the body).
@@ -42,6 +42,11 @@ The generator walks the events once, in order:
   binds (as for `constraint`, or names a limit, cap, budget, maximum or minimum) and
   holds a number; its answer is the sentence (its first 160 characters), so the value
   passes only beside its rule. Active from the turn on.
+- `test_summary`: the latest test run's summary line, as the runner printed it (pytest's
+  `3 failed, 12 passed in 0.31s` without its `=` rule, unittest's `Ran 12 tests in
+  0.031s` or `FAILED (failures=1)`, jest's `Tests:` line, cargo's `test result:`, go's
+  package line; the last such line of the newest output that has one, a failing run's
+  too), at the calls after it until a newer run's replaces it.
 
 Answers shorter than 8 characters are left out (they would be found by chance). At most
 `LIMIT` probes of a kind are made per session (the first ones) for the kinds that
@@ -81,9 +86,10 @@ PROBE_KINDS: tuple[str, ...] = (
     "resolution",
     "next_step",
     "instruction",
+    "test_summary",
 )
 #: The kinds that keep one live probe, replaced as the session goes: never capped.
-ROLLING = frozenset({"last_error", "resolution", "next_step", "instruction"})
+ROLLING = frozenset({"last_error", "resolution", "next_step", "instruction", "test_summary"})
 LIMIT = 30
 SHORTEST = 8
 #: Tool results after which an error (and its resolution) is no longer asked about.
@@ -117,6 +123,18 @@ _ERROR_WORDS = re.compile(
     r"error|exception|traceback|failed|failure|fatal|not found|denied|invalid|cannot|"
     r"can't|refused|no such|undefined|missing",
     re.IGNORECASE,
+)
+#: A test run's summary line: pytest's `3 failed, 12 passed in 0.31s`, unittest's (and
+#: Django's) `Ran 12 tests in 0.031s` and `FAILED (failures=1)`, jest's `Tests: 1 failed,
+#: 5 total`, cargo's `test result: ok. 5 passed; ...`, go's `ok  pkg 0.01s` / `FAIL pkg`.
+_TEST_SUMMARY = re.compile(
+    r"\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)\b.*"
+    r"\bin \d+(?:\.\d+)?\s*s(?:econds)?\b"
+    r"|^Ran \d+ tests? in \d"
+    r"|^(?:FAILED|OK) \((?:failures|errors|skipped|expected failures)=\d+"
+    r"|^Tests:\s+.*\b\d+ total\b"
+    r"|^test result: (?:ok|FAILED)\. \d+ passed"
+    r"|^(?:ok|FAIL)\s+\S+\s+\d+(?:\.\d+)?s\b"
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _PATH_ARGUMENTS = ("path", "file_path", "filename", "file", "notebook_path", "target_file")
@@ -161,6 +179,16 @@ def informative_line(text: str) -> str:
     named = next((line for line in telling if _ERROR_WORDS.search(line)), None)
     chosen = named or (telling[0] if telling else "")
     return chosen[:_LONGEST]
+
+
+def test_summary_line(text: str) -> str:
+    """The last test-run summary line of a tool's output, without its `=` rule; else empty."""
+    found = ""
+    for line in text.splitlines():
+        stripped = line.strip().strip("=").strip()
+        if stripped and _TEST_SUMMARY.search(stripped):
+            found = stripped[:_LONGEST]
+    return found
 
 
 def _raised(text: str) -> list[str]:
@@ -288,6 +316,9 @@ class _Walk:
         if self.results_since_error > STALE_AFTER:
             self.end("last_error")
             self.end("resolution")
+        summary = test_summary_line(text)
+        if summary:  # a failing run's too: its counts are what the agent works from
+            self.replace("test_summary", summary)
         if getattr(event, "is_error", False):
             line = informative_line(text)
             self.replace("last_error", line)

@@ -73,6 +73,33 @@ class TestGenerator:
         assert found["last_error"] == ["FAILED test_parse: KeyError 'token'"]
         assert found["resolution"] == ["12 passed in 0.31s"]
         assert found["next_step"] == ["Done: all tests pass now."]
+        assert found["test_summary"] == ["12 passed in 0.31s"]
+
+    def test_the_latest_test_summary_is_asked_failing_or_not(self) -> None:
+        """`test_summary`: the runner's summary line of the newest test run, a failing
+        run's too, replaced by the next run's and asked at the calls after it."""
+        events = [
+            SystemPrompt(content="You fix bugs."),
+            UserTurn(content="Fix the parser."),
+            AssistantTurn(content="Testing.", tool_calls=[ToolCall(id="t1", name="bash")]),
+            ToolResult(
+                call_id="t1",
+                content="F.\n----\nRan 2 tests in 0.104s\n\nFAILED (failures=1)\n",
+                is_error=True,
+            ),
+            AssistantTurn(content="Patching.", tool_calls=[ToolCall(id="t2", name="bash")]),
+            ToolResult(call_id="t2", content="patched src/parser.py\n"),
+            AssistantTurn(content="Again.", tool_calls=[ToolCall(id="t3", name="bash")]),
+            ToolResult(call_id="t3", content="..\n----\nRan 2 tests in 0.099s\n\nOK\n"),
+        ]
+        asked = probes(events, frozenset({4, 6, len(events)}))
+
+        def summaries(call: int) -> list[str]:
+            return [p.answer for p in asked.at_call[call] if p.kind == "test_summary"]
+
+        assert summaries(4) == ["FAILED (failures=1)"]
+        assert summaries(6) == ["FAILED (failures=1)"]
+        assert summaries(len(events)) == ["Ran 2 tests in 0.099s"]
 
     def test_a_value_the_user_gave_is_not_a_tool_value(self) -> None:
         """An entity the user or system prompt showed first is not the tool's finding."""
