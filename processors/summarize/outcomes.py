@@ -294,6 +294,21 @@ def _tests(lines: Sequence[str]) -> _Tests | None:
     return _Tests(bad > 0, shown, first, summary_line(lines))
 
 
+def _failed_run(code: int | None, tests: _Tests) -> Outcome:
+    """A failed test run: its first failure quoted, the runner's summary beside the counts.
+
+    The summary as printed (`FAILED (errors=1)`, `1 failed, 3 passed in 0.20s`) is what
+    the agent compares its next run with; when it says the counts itself it stands for
+    them. With no failure to quote, the summary is the quote.
+    """
+    counts, summary = tests.counts, tests.summary
+    if not tests.first_failure:
+        return Outcome("failed", code, counts, summary)
+    if summary and summary != counts:
+        counts = summary if counts in summary else f"{counts} ({summary})"
+    return Outcome("failed", code, counts, tests.first_failure)
+
+
 def _traceback_gist(lines: Sequence[str]) -> str | None:
     """The exception line of the last traceback (or stack trace) in `lines`, if any."""
     gist = None
@@ -345,13 +360,14 @@ def read_outcome(text: str, *, is_error: bool, code: int | None, content: bool) 
     tests = _tests(lines)
     if is_error or (code is not None and code != 0):
         if tests and tests.failed:
-            return Outcome("failed", code, tests.counts, tests.first_failure or tests.summary)
+            return _failed_run(code, tests)
         line = _failure_line(plain, lines) or error_gist(text)
         return Outcome("failed", code, line=_as_written(text, line))
     if tests is not None:
         # A passing run's line is the runner's own summary: the line that said it passed.
-        line = (tests.first_failure if tests.failed else "") or tests.summary
-        return Outcome("failed" if tests.failed else "ok", code, tests.counts, line)
+        if tests.failed:
+            return _failed_run(code, tests)
+        return Outcome("ok", code, tests.counts, tests.summary)
     failure = _failure_line(plain, lines)
     if failure:
         return Outcome("failed", code, line=_as_written(text, failure))

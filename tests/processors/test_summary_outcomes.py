@@ -470,4 +470,17 @@ class TestRunnerSummaryQuoted:
         )
         outcome = read_outcome(text, is_error=True, code=1, content=False)
         assert outcome.line == "tests/test_a.py::test_b - KeyError: 'id'"
-        assert outcome.counts == "1 failed, 3 passed"
+        # The runner's summary stands for our counts: it says them, as printed.
+        assert outcome.counts == "1 failed, 3 passed in 0.20s"
+
+    def test_a_failing_unittest_run_keeps_its_verdict_beside_the_counts(self) -> None:
+        text = (
+            "ERROR: test_x (app.tests.T)\n" + "-" * 70 + "\nTraceback (most recent call last):\n"
+            '  File "app/tests.py", line 3, in test_x\nKeyError: 1\n\n'
+            + "-" * 70
+            + "\nRan 3 tests in 0.104s\n\nFAILED (errors=1)\n"
+        )
+        outcome = read_outcome(text, is_error=True, code=1, content=False)
+        assert outcome.line == "test_x (app.tests.T) - KeyError: 1"
+        assert outcome.counts == "1 error, 2 passed (Ran 3 tests in 0.104s FAILED (errors=1))"
+        assert "FAILED (errors=1)" in outcome.describe(lambda line: f"`{line}`")
