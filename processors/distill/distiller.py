@@ -230,7 +230,8 @@ def distill_text(
     if level == "light":
         out = "\n".join(lines)
     else:
-        wrapper = count("\n".join([*envelope.head, *envelope.tail])) if before else 0
+        wrapped_by = [*envelope.head, *envelope.tail, envelope.glued]
+        wrapper = count("\n".join(wrapped_by)) if before else 0
         target = int(before * TARGET_RATIOS[level]) - wrapper - _HEADER_ALLOWANCE
         costs = Costs(max(1.0, len(text) / max(1, before)))
         doc = Doc((), (), level, max(target, 1), costs, keep, remembered_entities())

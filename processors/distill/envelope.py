@@ -34,11 +34,20 @@ class Envelope:
     head: tuple[str, ...]
     body: tuple[str, ...]
     tail: tuple[str, ...]
+    glued: str = ""
+    """A wrapper the harness wrote on the content's last line (OpenHands' `[Python
+    Interpreter: ...]` right after `FAILED (errors=1)`): put back where it was, so the
+    line reads as the agent saw it."""
 
     def wrap(self, body: str) -> str:
         """`body` inside the same wrapper lines (blank ones and line-end spaces dropped)."""
         head = [line.rstrip() for line in self.head if line.strip()]
         tail = [line.rstrip() for line in self.tail if line.strip()]
+        if self.glued:
+            if body:
+                body += self.glued
+            else:
+                tail.insert(0, self.glued)
         return "\n".join([*head, body, *tail] if body else [*head, *tail])
 
 
@@ -81,9 +90,10 @@ def peel(text: str) -> Envelope:
             tail.insert(0, lines.pop())
         elif not _peel_reminders(lines, tail):
             break
+    glued = ""
     if lines:
         match = _INTERPRETER.search(lines[-1])
         if match:
-            tail.insert(0, match.group(1))
+            glued = match.group(1)
             lines[-1] = lines[-1][: match.start()]
-    return Envelope(tuple(head), tuple(lines), tuple(tail))
+    return Envelope(tuple(head), tuple(lines), tuple(tail), glued)

@@ -280,8 +280,14 @@ class TestEnvelope:
         )
         envelope = peel(text)
         assert envelope.body == ("python run.py", "all good")
-        assert envelope.tail[0] == "[Python Interpreter: /opt/env/bin/python]"
+        assert envelope.glued == "[Python Interpreter: /opt/env/bin/python]"
         assert envelope.tail[-1] == "[Command finished with exit code 0]"
+        # Put back on the line it was glued to: `FAILED (errors=1)[Python Interpreter: ...]`
+        # reads as the agent saw it (a line split in two was in no request verbatim).
+        wrapped = envelope.wrap("\n".join(envelope.body))
+        assert "all good[Python Interpreter: /opt/env/bin/python]\n" in wrapped
+        again = peel(wrapped)
+        assert (again.body, again.glued) == (envelope.body, envelope.glued)
 
     def test_editor_view_names_the_file(self) -> None:
         """`cat -n` views are read by the named file's extension, gutter aside."""

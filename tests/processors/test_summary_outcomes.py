@@ -62,7 +62,7 @@ class TestReadOutcome:
     def test_the_issue_case_reads_failed(self) -> None:
         """A pytest run whose output has FAILED, AssertionError and `1 failed` failed."""
         assert _outcome(PYTEST_FAILED) == (
-            "failed: 1 failed, 1 passed: tests/test_main.py::test_total - "
+            "failed: 1 failed, 1 passed in 0.05s: tests/test_main.py::test_total - "
             "AssertionError: assert 3 == 4"
         )
 
@@ -293,11 +293,11 @@ class TestResolution:
         graph.add_tool_result("b", "formatted 3 files")
         text = ExtractiveSummarizer(counter=WordCounter()).brief(_nodes(graph))
         assert (
-            "- ran `pytest -x`: failed: 1 failed, 1 passed; "
+            "- ran `pytest -x`: failed: 1 failed, 1 passed in 0.05s; "
             "output of `bash`: `tests/test_main.py::test_total" in text
         )
         assert "- ran `make fmt`: outcome unknown" in text
-        assert "[open] `pytest -x`: 1 failed, 1 passed; output of `bash`: `" in text
+        assert "[open] `pytest -x`: 1 failed, 1 passed in 0.05s; output of `bash`: `" in text
 
 
 def _nodes(graph: ContextGraph) -> list[Node]:

@@ -200,7 +200,11 @@ class TestInjectedLine:
         assert brief is not None
         (error,) = brief.errors
         assert error.line == f"tests/test_io.py::test_read - {INJECTION}"
-        assert (error.said, error.source, error.resolved) == ("1 failed, 1 passed", "bash", False)
+        assert (error.said, error.source, error.resolved) == (
+            "1 failed, 1 passed in 0.12s",
+            "bash",
+            False,
+        )
         # The later span adds the user's message above them: the same lines, moved.
         quoted = [first.split("\n")[n - 1] for n in tool_lines(first)]
         assert [again.split("\n")[n - 1] for n in tool_lines(again)] == quoted
