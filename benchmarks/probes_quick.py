@@ -34,20 +34,18 @@ DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 
 def _spec(policy: str, compact_to: float | None = None) -> ContenderSpec:
-    if compact_to is None:
-        return ContenderSpec(
-            name=f"context-graph {policy}",
-            family="context-graph",
-            make=lambda budget, counter: ContextGraphContender(policy, budget, counter),
-            settings=f"get_policy({policy!r})",
-        )
+    """The policy as a contender; with `compact_to`, at that low-water mark instead."""
+    name, settings = f"context-graph {policy}", f"get_policy({policy!r})"
+    if compact_to is not None:
+        name += f" compact_to={compact_to:g}"
+        settings += f".replace(compact_to={compact_to!r})"
     return ContenderSpec(
-        name=f"context-graph {policy} compact_to={compact_to:g}",
+        name=name,
         family="context-graph",
         make=lambda budget, counter: ContextGraphContender(
             policy, budget, counter, compact_to=compact_to
         ),
-        settings=f"get_policy({policy!r}).replace(compact_to={compact_to!r})",
+        settings=settings,
     )
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "graph_snapshot",
     "strict_trace",
     "trace_files",
+    "without_cache_marks",
 ]
 
 
@@ -49,6 +50,19 @@ class WordCounter:
     def count(self, text: str) -> int:
         """Return the number of whitespace-separated words in `text`."""
         return len(text.split())
+
+
+def without_cache_marks(value: object) -> object:
+    """`value` (a request body or any part of one) with every `cache_control` key left out.
+
+    For comparing two requests' messages: the marks move from call to call, the content
+    must not.
+    """
+    if isinstance(value, dict):
+        return {k: without_cache_marks(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [without_cache_marks(v) for v in value]
+    return value
 
 
 def graph_snapshot(graph: ContextGraph) -> tuple[object, ...]:

@@ -257,14 +257,15 @@ class Renderer:
         """
         sticky = self._sticky
         last = (self._last_source, self._last_key, self._last)
-        marks = self._breakpoints.remembered() if self._breakpoints is not None else None
+        breakpoints = self._breakpoints
+        marks = breakpoints.remembered() if breakpoints is not None else ()
         try:
             return self.render(source, budget=budget, tools=tools)
         finally:
             self._sticky = sticky
             self._last_source, self._last_key, self._last = last
-            if self._breakpoints is not None and marks is not None:
-                self._breakpoints.remember(marks)
+            if breakpoints is not None:
+                breakpoints.remember(marks)
 
     @property
     def tools(self) -> tuple[ToolSpec, ...]:

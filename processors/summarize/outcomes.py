@@ -139,7 +139,7 @@ class Outcome:
             return _clip(f"{self.counts}: {self.line}")
         if self.line:  # a runner's summary that says the counts itself
             return _clip(self.line)
-        return self.counts or self.line
+        return self.counts
 
     def describe(self, quote: Callable[[str], str] | None = None) -> str:
         """`failed (exit 2): gist`, `ok (exit 0, 3 passed)`, `outcome unknown` and the like.

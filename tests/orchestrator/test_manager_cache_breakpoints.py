@@ -9,6 +9,7 @@ from context_graph.examples import EXAMPLE_SESSION
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.importers import load_sessions
 from context_graph.render import Renderer
+from context_graph.testing import without_cache_marks
 from orchestrator.manager import ContextManager
 from orchestrator.policy import Policy
 
@@ -62,17 +63,9 @@ class TestCacheBreakpoints:
             ContextManager(format="anthropic", policy=Policy(cache_breakpoints="yes"))  # type: ignore[arg-type]
 
 
-def _unmarked(value: object) -> object:
-    if isinstance(value, dict):
-        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_unmarked(v) for v in value]
-    return value
-
-
 def _strip(message: object) -> str:
     """A message without its cache marks, to compare two requests' messages."""
-    return json.dumps(_unmarked(message), sort_keys=True)
+    return json.dumps(without_cache_marks(message), sort_keys=True)
 
 
 def _marked_messages(payload: dict[str, object]) -> list[int]:

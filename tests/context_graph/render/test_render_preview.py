@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from context_graph import ContextGraph
 from context_graph.errors import BudgetExceededError
 from context_graph.render import Renderer
-from context_graph.testing import WordCounter
+from context_graph.testing import WordCounter, without_cache_marks
 
 
 def _grow(graph: ContextGraph, start: int, count: int) -> None:
@@ -86,14 +86,6 @@ def test_a_preview_under_pressure_does_not_move_the_kept_drops() -> None:
     assert renderer.render(graph, budget=whole * 3 // 4).dropped == first.dropped
 
 
-def _unmarked(value: object) -> object:
-    if isinstance(value, dict):
-        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_unmarked(v) for v in value]
-    return value
-
-
 @given(
     steps=st.lists(
         st.tuples(
@@ -131,7 +123,7 @@ def test_the_unchanged_prefix_is_marked_after_the_request_sent(
         except BudgetExceededError:
             previous = None
             continue
-        messages = [_unmarked(m) for m in sent["messages"]]
+        messages = [without_cache_marks(m) for m in sent["messages"]]
         if previous and len(previous) < len(messages) and messages[: len(previous)] == previous:
             assert "cache_control" in str(sent["messages"][len(previous) - 1])
         previous = messages
@@ -149,5 +141,7 @@ def test_a_render_that_weighed_several_drop_counts_marks_the_one_it_sent() -> No
     second = renderer.render(graph, budget=budget)
     assert second.dropped == first.dropped
     end = len(first.payload["messages"]) - 1
-    assert _unmarked(second.payload["messages"][: end + 1]) == _unmarked(first.payload["messages"])
+    assert without_cache_marks(second.payload["messages"][: end + 1]) == without_cache_marks(
+        first.payload["messages"]
+    )
     assert "cache_control" in str(second.payload["messages"][end])

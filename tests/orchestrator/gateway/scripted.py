@@ -17,6 +17,7 @@ import pytest
 
 from benchmarks.gateway_script import BUDGET, Steps
 from benchmarks.provider_server import ProviderServer
+from context_graph.testing import without_cache_marks
 
 __all__ = [
     "AGENTS",
@@ -81,22 +82,16 @@ class Recorder:
         return self.respond(body)
 
 
-def _unmarked(value: Any) -> Any:
-    """`value` without Anthropic's `cache_control` marks (a prompt cache matches past them)."""
-    if isinstance(value, dict):
-        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_unmarked(v) for v in value]
-    return value
-
-
 def reused_tokens(server: ProviderServer, body: dict[str, Any], previous: dict[str, Any]) -> int:
     """The prompt tokens of `body` that lead `previous` too: what a prefix cache serves."""
     wire, key = server.wire, _HISTORY[server.wire]
     head = [k for k in _HEAD[wire] if k in body]
-    if any(_unmarked(body.get(k)) != _unmarked(previous.get(k)) for k in head):
+    if any(without_cache_marks(body.get(k)) != without_cache_marks(previous.get(k)) for k in head):
         return 0
-    items, before = _unmarked(body.get(key) or []), _unmarked(previous.get(key) or [])
+    items, before = (
+        without_cache_marks(body.get(key) or []),
+        without_cache_marks(previous.get(key) or []),
+    )
     shared = next(
         (i for i, (a, b) in enumerate(zip(items, before, strict=False)) if a != b),
         min(len(items), len(before)),

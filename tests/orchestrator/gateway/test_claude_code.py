@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.provider_server import ProviderServer
+from context_graph.testing import without_cache_marks
 from orchestrator.gateway import Gateway, GatewayThread, gateway_for, session_of
 from orchestrator.policy import get_policy
 from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
@@ -185,15 +186,6 @@ def test_two_sessions_at_once_in_one_project_stay_apart(tmp_path: Path) -> None:
     assert all(max(counts) == 12 for counts in held.values()), held
 
 
-def _unmarked(value: Any) -> Any:
-    """`value` without its `cache_control` marks (the newest message's mark moves each call)."""
-    if isinstance(value, dict):
-        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_unmarked(v) for v in value]
-    return value
-
-
 def assert_cache_safe(requests: list[dict[str, Any]], applied: int) -> None:
     """The cached prefix holds: the system prompt and tools never change, and each
     request's messages extend the previous request's unchanged (the auto-continue line a
@@ -210,8 +202,8 @@ def assert_cache_safe(requests: list[dict[str, Any]], applied: int) -> None:
     assert len({json.dumps([r.get("system"), r.get("tools")]) for r in requests}) == 1
     breaks = 0
     for before, after in itertools.pairwise(requests):
-        held = _unmarked(before["messages"])
-        if _unmarked(after["messages"][: len(held)]) != held:
+        held = without_cache_marks(before["messages"])
+        if without_cache_marks(after["messages"][: len(held)]) != held:
             breaks += 1
     assert 0 < breaks <= applied
     assert breaks < len(requests) * 2 // 5
