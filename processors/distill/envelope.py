@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Envelope", "peel"]
+__all__ = ["Envelope", "peel", "without_glued_note"]
 
 _HEAD = re.compile(
     r"<returncode>-?\d+</returncode>|<output>|<output_head>|Exit code -?\d+"
@@ -25,6 +25,17 @@ _TAIL = re.compile(
     r"|\(\d+ more lines below\)|\(Open file: .*\)|\(Current directory: .*\)"
 )
 _INTERPRETER = re.compile(r"(?<=\S)(\[Python Interpreter: [^\]\n]*\])$")
+
+
+def without_glued_note(line: str) -> str:
+    """`line` without a harness note glued to its end: what the program printed.
+
+    OpenHands writes `[Python Interpreter: ...]` right after the output's last line
+    (`FAILED (errors=1)[Python Interpreter: ...]`); a reader of the runner's lines
+    matches them without it.
+    """
+    match = _INTERPRETER.search(line.rstrip())
+    return line.rstrip()[: match.start()] if match else line
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from itertools import islice
 from typing import NamedTuple
 
 from processors.distill.common import Doc, is_error_line, select
+from processors.distill.envelope import without_glued_note
 
 __all__ = [
     "FailedTest",
@@ -86,7 +87,7 @@ def count_tests(lines: Sequence[str]) -> Counter[str]:
     counts: Counter[str] = Counter()
     ran = 0
     for line in lines:
-        stripped = line.strip()
+        stripped = without_glued_note(line).strip()
         if match := _PYTEST_SUMMARY.match(stripped):
             _add(counts, match.group(1))
         elif match := _JEST_TESTS.match(stripped):
@@ -112,19 +113,27 @@ def summary_line(lines: Sequence[str]) -> str:
 
     pytest's counts line without its `=` rule (`3 failed, 12 passed in 0.31s`);
     unittest's `Ran 12 tests in 0.031s`, with the verdict after it when it gives counts
-    (`Ran 12 tests in 0.031s FAILED (failures=1)`); jest's `Tests:` line; cargo's `test
+    (`Ran 12 tests in 0.031s FAILED (failures=1)`), or the verdict alone when its `Ran`
+    line is not shown (cut from a distilled output); jest's `Tests:` line; cargo's `test
     result:` line; go's last package line.
     """
     found = ""
+    joined = -1  # the index of a verdict line already written after its `Ran` line
     for index, line in enumerate(lines):
-        stripped = line.strip()
+        # Matched without a harness note glued to its end, and kept with it: the line
+        # as the agent saw it.
+        stripped = without_glued_note(line).strip()
+        if _UNITTEST_END.match(stripped) and "(" in stripped and index != joined:
+            found = line.strip()  # a verdict with counts whose `Ran` line is not shown
+            continue
         if not any(pattern.match(stripped) for pattern in _SUMMARY_LINES):
             continue
-        found = stripped.strip("=").strip()
+        found = line.strip().strip("=").strip()
         if _UNITTEST_RAN.match(stripped):
-            verdict = next((x.strip() for x in lines[index + 1 : index + 4] if x.strip()), "")
-            if _UNITTEST_END.match(verdict) and "(" in verdict:
-                found = f"{found} {verdict}"
+            after = [i for i in range(index + 1, min(index + 4, len(lines))) if lines[i].strip()]
+            verdict = lines[after[0]].strip() if after else ""
+            if _UNITTEST_END.match(without_glued_note(verdict)) and "(" in verdict:
+                found, joined = f"{found} {verdict}", after[0]
     return found
 
 

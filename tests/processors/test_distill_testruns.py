@@ -209,10 +209,28 @@ class TestSummaryLine:
                 "1 failed, 1 passed in 0.2s",
             ),
             ("I ran 3 tests in my head\ncollected 5 items", ""),
+            # OpenHands glues its interpreter note to the last line: read without it,
+            # quoted with it (the line as the agent saw it).
+            (
+                "Ran 1 test in 0.000s\r\n\r\nFAILED (errors=1)[Python Interpreter: /opt/py]",
+                "Ran 1 test in 0.000s FAILED (errors=1)[Python Interpreter: /opt/py]",
+            ),
+            # The verdict alone, when a distilled output no longer shows the `Ran` line.
+            (
+                "E   KeyError: 'id'\n[... 40 lines cut ...]\nFAILED (failures=2)",
+                "FAILED (failures=2)",
+            ),
+            ("Ran 3 tests in 0.1s\n\nOK\nlater\nOK (skipped=1)", "OK (skipped=1)"),
         ],
     )
     def test_the_last_summary_as_printed(self, output: str, expected: str) -> None:
         assert summary_line(output.splitlines()) == expected
+
+    def test_a_glued_note_does_not_hide_the_counts(self) -> None:
+        """`FAILED (errors=1)[Python Interpreter: ...]` is one error, not a pass."""
+        lines = ["Ran 1 test in 0.000s", "", "FAILED (errors=1)[Python Interpreter: /opt/py]"]
+        counts = count_tests(lines)
+        assert (counts["errors"], counts["passed"]) == (1, 0)
 
     @settings(max_examples=100, deadline=None)
     @given(st.lists(st.text(max_size=60), max_size=30))

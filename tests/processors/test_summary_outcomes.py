@@ -484,3 +484,22 @@ class TestRunnerSummaryQuoted:
         assert outcome.line == "test_x (app.tests.T) - KeyError: 1"
         assert outcome.counts == "1 error, 2 passed (Ran 3 tests in 0.104s FAILED (errors=1))"
         assert "FAILED (errors=1)" in outcome.describe(lambda line: f"`{line}`")
+
+    def test_openhands_glued_note_still_reads_as_a_failed_run(self) -> None:
+        """OpenHands writes `[Python Interpreter: ...]` on the verdict's line: the run is
+        still one error (before, the verdict went unread and the run counted 1 passed,
+        so the brief told no counts and quoted no summary)."""
+        note = "[Python Interpreter: /opt/miniconda3/envs/testbed/bin/python]"
+        text = (
+            "ERROR: test_x (app.tests.T)\r\n"
+            + "-" * 70
+            + "\r\nTraceback (most recent call last):\r\n"
+            '  File "app/tests.py", line 3, in test_x\r\nKeyError: 1\r\n\r\n'
+            + "-"
+            * 70
+            + f"\r\nRan 1 test in 0.000s\r\n\r\nFAILED (errors=1){note}\n"
+            "root@openhands-workspace:/workspace # \n[Command finished with exit code 1]"
+        )
+        outcome = read_outcome(text, is_error=False, code=None, content=False)
+        assert outcome.status == "failed"
+        assert outcome.counts == f"1 error (Ran 1 test in 0.000s FAILED (errors=1){note})"
