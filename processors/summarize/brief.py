@@ -49,6 +49,7 @@ _LISTS = {
     "files_modified": "Files modified",
     "files_read": "Files read",
     "commands": "Commands and tool use",
+    "tests": "Latest test run (the runner's summary as printed)",
     "questions": "Open questions (not answered later)",
     "after_error": "After the latest error: the next output of the same tool (verbatim lines)",
 }
@@ -87,6 +88,7 @@ DROP_ORDER = (
     "after_error",
     "constraints",
     "tool_identifiers",
+    "tests",
     "requests",
     "identifiers",
 )
@@ -110,6 +112,10 @@ class Brief:
     files_modified: list[str] = field(default_factory=list)
     files_read: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
+    tests: list[str] = field(default_factory=list)
+    """The newest test run (one item, as a command item reads): what the agent compares
+    its next run with. Kept apart from `commands`, whose oldest items go first; a newer
+    run replaces it, and the replaced one joins the commands."""
     questions: list[str] = field(default_factory=list)
     """Questions the user or the assistant asked that the other has not answered since."""
     errors: list[ErrorFact] = field(default_factory=list)
@@ -325,12 +331,16 @@ def merge(old: Brief, new: Brief) -> Brief:
         successes=old.successes | new.successes,
         spoke=old.spoke | new.spoke,
         plan=new.plan or old.plan,
+        tests=new.tests or old.tests,
         questions=dedupe([*_unanswered(old.questions, new.spoke), *new.questions]),
         failed=old.failed or new.failed,
     )
     merged.after_error, merged.since_error = _after_error(old, new)
-    for name in ("focus", "constraints", "decisions", "commands"):
+    for name in ("focus", "constraints", "decisions"):
         setattr(merged, name, dedupe([*old.list_of(name), *new.list_of(name)]))
+    # A test run a newer one replaced is history again: it ran after the old commands.
+    replaced = [t for t in old.tests if new.tests and t not in new.tests]
+    merged.commands = dedupe([*old.commands, *replaced, *new.commands])
     # A message the user repeated stands where it was said last: the bound drops the
     # oldest first, and never the newest (`_drop_one`).
     said = dedupe([*old.requests, *new.requests][::-1])[::-1]
@@ -412,7 +422,7 @@ def _drop_one(brief: Brief, name: str, keep: frozenset[str], *, latest: bool = F
         if item not in keep:
             del items[index]
             # A section about one output says nothing with its lines gone: no marker.
-            if name not in ("identifiers", "tool_identifiers", "after_error"):
+            if name not in ("identifiers", "tool_identifiers", "after_error", "tests"):
                 brief.omitted[name] = brief.omitted.get(name, 0) + 1
             return True
     return False
@@ -499,7 +509,7 @@ def tool_lines(text: str) -> list[int]:
             current = _HEADING_TO_FIELD[heading]
         elif current == "identifiers" and line.startswith(TOOL_IDENTIFIERS):
             found.append(number)
-        elif current in ("commands", "errors", "after_error") and line.startswith("- "):
+        elif current in ("commands", "tests", "errors", "after_error") and line.startswith("- "):
             if find_output_quote(line[2:]) is not None:
                 found.append(number)
     return found

@@ -215,9 +215,17 @@ class ExtractiveSummarizer:
         _read_after_error(brief, uses, awaited)
         _read_turns(brief, nodes, limit // 2, counter)
         _read_files(brief, nodes)
-        brief.commands = [
-            describe_use(use.call, use) for use in uses if use.call and _is_command(use.call)
+        described = [
+            (describe_use(use.call, use), bool(use.outcome.counts))
+            for use in uses
+            if use.call and _is_command(use.call)
         ]
+        # The newest test run has a section of its own (its counts say it is one): the
+        # command list keeps its newest items only, and the run is what the agent
+        # compares its next one with.
+        runs = [index for index, (_, is_run) in enumerate(described) if is_run]
+        brief.tests = [described[runs[-1]][0]] if runs else []
+        brief.commands = [item for index, (item, _) in enumerate(described) if runs[-1:] != [index]]
         brief.identifiers = user_entities(nodes, per_turn=self.entities_per_turn)
         said = set(brief.identifiers)
         brief.tool_identifiers = [

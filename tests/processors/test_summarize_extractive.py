@@ -125,7 +125,10 @@ class TestBrief:
             "ran `pytest -x tests/test_main.py`: failed (exit 1); "
             "output of `bash`: `E AssertionError: expected 2, got 1`"
         ) in commands
-        assert "ran `pytest -x tests/test_main.py`: ok (exit 0, 1 passed)" in commands
+        # The newest test run stands in a section of its own, not among the commands.
+        latest = "ran `pytest -x tests/test_main.py`: ok (exit 0, 1 passed)"
+        assert latest not in commands
+        assert latest in _section(text, "Latest test run")
         errors = _section(text, "Errors")
         assert "[resolved] `pytest -x tests/test_main.py`" in errors
         assert "[open] `make deploy`: output of `bash`: `KeyError: 'DEPLOY_TOKEN'`" in errors

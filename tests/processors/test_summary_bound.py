@@ -116,6 +116,7 @@ _BRIEF = st.builds(
     files_modified=_ITEMS,
     files_read=_ITEMS,
     commands=_ITEMS,
+    tests=st.lists(_ITEM, max_size=1),
     errors=st.lists(_ERROR, max_size=6),
     identifiers=_ITEMS,
     tool_identifiers=_ITEMS,

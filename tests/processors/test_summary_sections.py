@@ -129,7 +129,13 @@ class TestSections:
         assert parsed is not None and parsed.decisions == ["I'll keep v1."]
 
     def test_the_model_prompt_asks_for_the_same_sections(self) -> None:
-        for heading in ("Decisions made and why", "Plan", "Open questions", "Errors"):
+        for heading in (
+            "Decisions made and why",
+            "Plan",
+            "Latest test run",
+            "Open questions",
+            "Errors",
+        ):
             assert heading in SYSTEM_PROMPT
 
 

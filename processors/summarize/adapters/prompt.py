@@ -43,9 +43,11 @@ whole, in its own language; when a later message changes a value, such as a budg
 host, keep only the latest value), Constraints and preferences (each rule in one line \
 with its value), Decisions made and why (each decision with the reason given for it), \
 Plan (the latest todo list, each step with its status), Files read, Files modified \
-(what changed), Commands and outcomes, Open questions (asked by the user or the \
-assistant and not answered later), Errors (the last error line quoted, open or \
-resolved, and what resolved it), Key identifiers, Current state and next step.
+(what changed), Commands and outcomes, Latest test run (its command and the test \
+runner's summary line quoted as printed, such as `3 failed, 12 passed in 0.31s`), Open \
+questions (asked by the user or the assistant and not answered later), Errors (the \
+last error line quoted, open or resolved, and what resolved it), Key identifiers, \
+Current state and next step.
 
 Rules:
 - Copy identifiers, file paths, numbers, names of errors and quoted values exactly, \
