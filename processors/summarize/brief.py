@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from processors.summarize.facts import ErrorFact, dedupe
+from processors.summarize.facts import ErrorFact, command_key, dedupe
 from processors.summarize.quoting import code_span, find_output_quote, quote_output, read_span
 from processors.summarize.updates import is_stale, stale_values, supersede
 
@@ -305,12 +305,14 @@ def parse(text: str) -> Brief | None:
 
 def merge(old: Brief, new: Brief) -> Brief:
     """`old` updated with the facts of a newer span (`new`): a rolling update."""
-    errors = {
-        e.key: replace(e, resolved=True, fixed=new.successes[e.key])
-        if e.key in new.successes and not e.resolved
-        else e
-        for e in old.errors
-    }
+    errors: dict[str, ErrorFact] = {}
+    for error in old.errors:
+        # Keyed by the run: a brief written before keys left out `cd` and `| tail` has
+        # its errors resolved by the same run too.
+        run = command_key(error.key)
+        if run in new.successes and not error.resolved:
+            error = replace(error, resolved=True, fixed=new.successes[run])
+        errors[run] = error
     for error in new.errors:
         errors.pop(error.key, None)
         errors[error.key] = error

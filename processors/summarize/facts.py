@@ -33,6 +33,7 @@ __all__ = [
     "arguments_of",
     "clear_cache",
     "clip",
+    "command_key",
     "command_of",
     "constraint_sentences",
     "decision_sentences",
@@ -299,13 +300,32 @@ def clear_cache() -> None:
     _RECENT_USES.clear()
 
 
+# What an agent puts around the run it means: a `cd` into the checkout first, and after
+# it a redirection of stderr and a pipe that only shortens the output. `pytest x 2>&1 |
+# tail -100` failing and `cd /repo && pytest x | tail -30` passing are the same run.
+_LEADING_CD = re.compile(r"^\s*cd\s+(?:\"[^\"]*\"|'[^']*'|[^\s;&|]+)\s*(?:&&|;)\s*")
+_TRAILING_VIEW = re.compile(
+    r"\s*(?:2>&1|\|&?\s*(?:tail|head|cat|less|more)(?:\s+-{0,2}[\w=]+)*)\s*$"
+)
+
+
+def command_key(command: str) -> str:
+    """The run a shell command makes, without the `cd` before it and the views after it."""
+    key = " ".join(command.split())
+    while (found := _LEADING_CD.match(key)) and found.end() < len(key):
+        key = key[found.end() :]
+    while (found := _TRAILING_VIEW.search(key)) and found.start() > 0:
+        key = key[: found.start()]
+    return key
+
+
 def error_key(call: ToolCallNode | None, answer: AnswerNode) -> str:
     """What identifies "the same tool or command" for error resolution."""
     if call is None:
         return answer.name or "unknown tool"
     command = command_of(call)
     if command is not None:
-        return clip(command, 120)
+        return clip(command_key(command), 120)
     read, written = files_of(call)
     paths = written or read
     return f"{call.name} {paths[0]}" if paths else call.name

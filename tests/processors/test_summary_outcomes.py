@@ -15,7 +15,14 @@ from context_graph.graph.nodes import Node, ToolCallNode, ToolResultNode
 from context_graph.importers import load_sessions
 from context_graph.testing import WordCounter
 from processors.summarize.extractive import ExtractiveSummarizer
-from processors.summarize.facts import ToolUse, _shows_content, errors_of, outcome_of, tool_uses
+from processors.summarize.facts import (
+    ToolUse,
+    _shows_content,
+    command_of,
+    errors_of,
+    outcome_of,
+    tool_uses,
+)
 from processors.summarize.outcomes import exit_code, read_outcome
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
@@ -378,12 +385,18 @@ REAL = [
 ]
 
 
+def _named(use: ToolUse) -> str:
+    """The command as the agent wrote it (the key leaves out `cd` and `| tail`), else the key."""
+    command = command_of(use.call) if use.call is not None else None
+    return command if command is not None else use.key
+
+
 @pytest.mark.skipif(not TRACES.is_dir(), reason="shared traces not present")
 class TestRealOutputs:
     @pytest.mark.parametrize(("trace", "key", "statuses"), REAL)
     def test_statuses(self, trace: str, key: str, statuses: list[str] | None) -> None:
         """Real tool results from the shared traces get the status their output reports."""
-        found = [use.outcome.status for use in _trace_uses(trace) if use.key.startswith(key)]
+        found = [use.outcome.status for use in _trace_uses(trace) if _named(use).startswith(key)]
         assert found
         if statuses is not None:
             assert found == statuses
