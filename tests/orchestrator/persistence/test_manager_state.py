@@ -23,7 +23,10 @@ session the output stages spare the live error (`compaction.recency`): one write
 `guards` digest (render 112; nothing else) was recorded again. Since the twenty-third
 session a run to the target frees what it needs and no more (`ProcessorContext.to_free`):
 its compactions land nearer the target and come more often, and the writes were recorded
-again (same keys, 114 writes instead of 103).
+again (same keys, 114 writes instead of 103). Since the twenty-seventh session the brief
+has a section for the newest test run: the summaries' text and tokens changed, and with
+them the `calibration`, `guards`, `pending` and `scanned` digests; the writes were
+recorded again (same steps, same keys, 114 writes).
 """
 
 from __future__ import annotations
