@@ -311,6 +311,47 @@ class Renderer:
             raise ConfigurationError(msg)
         self._sticky = count
 
+    @property
+    def previous_units(self) -> tuple[tuple[str, ...], ...]:
+        """The units (node ids) of the request this renderer last returned.
+
+        The next request's cache marks compare with them; empty without
+        `cache_breakpoints`. A session that resumes in a new process (or a worker that
+        takes over a shared session) hands them back with `resume_previous_units`, so
+        its first request marks where the last one sent ended, as the provider's cache
+        holds it.
+        """
+        return self._breakpoints.remembered() if self._breakpoints is not None else ()
+
+    def resume_previous_units(self, units: Sequence[Sequence[str]]) -> None:
+        """Resume `previous_units` from an earlier renderer of the same session.
+
+        Nothing to resume without `cache_breakpoints`: the units are not kept then.
+
+        Raises:
+            ConfigurationError: `units` is not a sequence of non-empty sequences of
+                non-empty strings.
+        """
+        if isinstance(units, str | bytes) or not isinstance(units, Sequence):
+            msg = f"resume_previous_units: expected a sequence of units, got {units!r:.80}"
+            raise ConfigurationError(msg)
+        checked: list[tuple[str, ...]] = []
+        for index, unit in enumerate(units):
+            if (
+                isinstance(unit, str | bytes)
+                or not isinstance(unit, Sequence)
+                or not unit
+                or not all(isinstance(i, str) and i for i in unit)
+            ):
+                msg = (
+                    f"resume_previous_units: unit {index} must be a non-empty sequence of "
+                    f"node ids, got {unit!r:.80}"
+                )
+                raise ConfigurationError(msg)
+            checked.append(tuple(unit))
+        if self._breakpoints is not None:
+            self._breakpoints.remember(tuple(checked))
+
     def observe_usage(self, result: RenderResult, prompt_tokens: int) -> float:
         """Tell the calibrator what the provider reported for a rendered request.
 

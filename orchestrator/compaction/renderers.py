@@ -12,7 +12,8 @@ two calls in flight at once (with different tools) never see each other's.
 
 The cache keeps the state its renderers share and carry from one session to its
 resumption (`StateOwner`): `calibration`, how the provider counts (learned from the
-usage the manager reports), and `renderers`, each format's kept drops.
+usage the manager reports), `renderers`, each format's kept drops, and `cache_marks`,
+the units of each format's last request (where its next request's cache marks go).
 """
 
 from __future__ import annotations
@@ -173,29 +174,42 @@ class RendererCache:
         return {fmt: renderer.kept_drops for fmt, renderer in sorted(self._renderers.items())}
 
     def state(self) -> dict[str, JsonValue]:
-        """`calibration` (factor, observations) and `renderers` (kept drops by format)."""
+        """`calibration`, `renderers` and, once marked requests were made, `cache_marks`.
+
+        The calibration's factor and observations; each format's kept drops; the units of
+        each format's last request, where its next request's marks go
+        (`Renderer.previous_units`).
+        """
         calibrator = self._calibrator
-        return {
+        values: dict[str, JsonValue] = {
             "calibration": {"factor": calibrator.factor, "observations": calibrator.observations},
             "renderers": {fmt: kept for fmt, kept in self.kept_drops().items()},
         }
+        marks: dict[str, JsonValue] = {
+            fmt: [list(unit) for unit in renderer.previous_units]
+            for fmt, renderer in sorted(self._renderers.items())
+            if renderer.previous_units
+        }
+        if marks:
+            values["cache_marks"] = marks
+        return values
 
     def load(self, values: Mapping[str, Any]) -> None:
         """Take `calibration` and `renderers` from a stored state (raises as `read`)."""
         self.read(values)()
 
     def read(self, values: Mapping[str, Any]) -> Callable[[], None]:
-        """Check `calibration` and `renderers` of a stored state; what takes them.
+        """Check `calibration`, `renderers` and `cache_marks` of a stored state.
+
+        Returns what takes them.
 
         Raises:
             ConfigurationError: a value is out of its range, or names no format (a
                 `ValueError`).
         """
         kept: dict[ProviderFormat, int] = {}
-        for fmt, count in state_values.mapping(values.get("renderers", {}), "renderers").items():
-            if fmt not in FORMATS:
-                msg = f"renderers: unknown format {fmt!r}; use one of {', '.join(FORMATS)}"
-                raise ConfigurationError(msg)
+        for name, count in state_values.mapping(values.get("renderers", {}), "renderers").items():
+            fmt = _format(name, "renderers")
             if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                 msg = f"renderers: the kept drops of {fmt} must be an int >= 0, got {count!r}"
                 raise ConfigurationError(msg)
@@ -206,10 +220,39 @@ class RendererCache:
             calibration = state_values.mapping(values["calibration"], "calibration")
             resumed = calibrator.resumable(calibration["factor"], calibration["observations"])
 
+        marks = {
+            _format(name, "cache_marks"): _units(units, name)
+            for name, units in state_values.mapping(
+                values.get("cache_marks", {}), "cache_marks"
+            ).items()
+        }
+
         def take() -> None:
             if resumed is not None:
                 calibrator.resume(*resumed)
             for fmt, count in kept.items():
                 self.get(fmt).keep_drops(count)
+            for fmt, units in marks.items():
+                if self._cache_breakpoints:
+                    self.get(fmt).resume_previous_units(units)
 
         return take
+
+
+def _format(name: str, key: str) -> ProviderFormat:
+    """The format `name` names; else the key's value is refused."""
+    if name not in FORMATS:
+        msg = f"{key}: unknown format {name!r}; use one of {', '.join(FORMATS)}"
+        raise ConfigurationError(msg)
+    return name
+
+
+def _units(value: object, fmt: str) -> tuple[tuple[str, ...], ...]:
+    """A stored `cache_marks` value of one format: its units of node ids, checked."""
+    if not isinstance(value, list) or not all(
+        isinstance(unit, list) and unit and all(isinstance(i, str) and i for i in unit)
+        for unit in value
+    ):
+        msg = f"cache_marks: the units of {fmt} must be lists of node ids, got {value!r:.80}"
+        raise ConfigurationError(msg)
+    return tuple(tuple(unit) for unit in value)

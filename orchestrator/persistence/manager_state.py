@@ -9,8 +9,10 @@ value changed, so a turn that changes nothing costs no write:
 
 - the `Compactor`: `triggers`, `guards`, `pending` (the firings no run handled yet);
 - the `ProposalCounters`: `counters` (applied and rejected proposals);
-- the `RendererCache`: `calibration` (how the provider counts) and `renderers` (how many
-  units each renderer keeps leaving out, `Renderer.kept_drops`);
+- the `RendererCache`: `calibration` (how the provider counts), `renderers` (how many
+  units each renderer keeps leaving out, `Renderer.kept_drops`) and, for a session with
+  cache marks, `cache_marks` (the units of each format's last request, where the next
+  request's marks go: `Renderer.previous_units`);
 - the `SecretScreen`: `scanned` (the nodes already scanned for secrets);
 - the `CallLedger`: `sent` and `usage` (what the model was sent, what the provider used);
 - the `Pins` of `context_expand`: `pins`.
@@ -34,8 +36,10 @@ replacing this worker's). That is what each key wants:
   turns, where the later turn's state stands (its triggers saw the later log).
   `counters` are figures for `stats()`; another worker's count in such a race is lost
   from them and from nothing else.
-- `sent` and `renderers`: what the last request carried and left out. The last
-  render is the last request, whichever worker made it, so its write is the one to keep.
+- `sent`, `renderers` and `cache_marks`: what the last request carried and left out.
+  The last render is the last request, whichever worker made it, so its write is the one
+  to keep (and the provider's cache holds that request: the next worker's marks compare
+  with it).
 - `calibration`: how the provider counts tokens, learned from `report_usage`; any
   worker's estimate is one, and the last is the freshest.
 - `scanned`: node ids already scanned for secrets; one lost is scanned again, and a

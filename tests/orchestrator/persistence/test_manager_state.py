@@ -473,7 +473,7 @@ _JSON = st.recursive(
     max_leaves=6,
 )
 _KEYS = ("triggers", "guards", "pending", "counters", "calibration", "renderers", "scanned")
-_KEYS += ("sent", "usage", "pins")
+_KEYS += ("sent", "usage", "pins", "cache_marks")
 
 
 class TestHostileState:
