@@ -47,6 +47,12 @@ The generator walks the events once, in order:
   0.031s` or `FAILED (failures=1)`, jest's `Tests:` line, cargo's `test result:`, go's
   package line; the last such line of the newest output that has one, a failing run's
   too), at the calls after it until a newer run's replaces it.
+- `edit_text`: the text an edit replaces, at the moment of the edit. When the agent's
+  answer to a call edits a file by giving the exact text it replaces (`old_str`,
+  `old_string` or `old_text`, one per edit of a `MultiEdit`'s `edits`), the longest line
+  of that text (stripped, its first 160 characters) is asked at that call alone: the
+  agent could only write it from what the request showed (a buffer keeps the file it
+  just read whole; a distilled read may have lost the line).
 
 Answers shorter than 8 characters are left out (they would be found by chance). At most
 `LIMIT` probes of a kind are made per session (the first ones) for the kinds that
@@ -75,7 +81,7 @@ from context_graph import (
 )
 from context_graph.entities import critical_entities
 
-__all__ = ["LIMIT", "PROBE_KINDS", "Probe", "Probes", "probes"]
+__all__ = ["LIMIT", "PROBE_KINDS", "Probe", "Probes", "edited_lines", "probes"]
 
 PROBE_KINDS: tuple[str, ...] = (
     "tool_value",
@@ -87,6 +93,7 @@ PROBE_KINDS: tuple[str, ...] = (
     "next_step",
     "instruction",
     "test_summary",
+    "edit_text",
 )
 #: The kinds that keep one live probe, replaced as the session goes: never capped.
 ROLLING = frozenset({"last_error", "resolution", "next_step", "instruction", "test_summary"})
@@ -138,6 +145,9 @@ _TEST_SUMMARY = re.compile(
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _PATH_ARGUMENTS = ("path", "file_path", "filename", "file", "notebook_path", "target_file")
+#: Arguments that hold the exact text an edit replaces (OpenHands' and SWE-agent's
+#: `str_replace`, Claude Code's `Edit` and `MultiEdit`, gemini-cli's `replace`).
+_OLD_TEXT_ARGUMENTS = ("old_str", "old_string", "old_text")
 
 
 @dataclass(frozen=True)
@@ -210,6 +220,48 @@ def _raised(text: str) -> list[str]:
             if _RAISED.match(stripped):
                 raised.append(stripped)
     return raised
+
+
+def edited_lines(call_arguments: str) -> list[str]:
+    """The line each edit of a call replaces: the longest line of its old text, stripped.
+
+    Empty for a call that gives no old text (a new file, a shell command, a patch).
+    """
+    try:
+        value = json.loads(call_arguments)
+    except ValueError:
+        return []
+    if not isinstance(value, dict):
+        return []
+    olds = [value.get(key) for key in _OLD_TEXT_ARGUMENTS]
+    edits = value.get("edits")
+    if isinstance(edits, list):
+        olds += [e.get(k) for e in edits if isinstance(e, dict) for k in _OLD_TEXT_ARGUMENTS]
+    found: list[str] = []
+    for old in olds:
+        if isinstance(old, str):
+            lines = [line.strip() for line in old.splitlines() if len(line.strip()) >= SHORTEST]
+            if lines:
+                found.append(max(lines, key=len)[:_LONGEST])
+    return found
+
+
+def _edits_answered(events: Sequence[AgentEvent], calls: frozenset[int]) -> dict[int, list[str]]:
+    """By call: the lines the edits of the call's answer replace (the first `LIMIT`)."""
+    found: dict[int, list[str]] = {}
+    waiting: int | None = None  # the latest call its answer has not come for
+    made = 0
+    for fed, event in enumerate(events, start=1):
+        if isinstance(event, AssistantTurn) and waiting is not None:
+            lines = [line for call in event.tool_calls for line in edited_lines(call.arguments)]
+            lines = list(dict.fromkeys(lines))[: max(0, LIMIT - made)]
+            if lines:
+                found[waiting] = lines
+                made += len(lines)
+            waiting = None
+        if fed in calls:
+            waiting = fed
+    return found
 
 
 def _last_line(text: str) -> str:
@@ -338,9 +390,11 @@ def probes(events: Sequence[AgentEvent], calls: frozenset[int]) -> Probes:
     """The probes of one session, active at each of its model calls."""
     walk = _Walk()
     at_call: dict[int, tuple[Probe, ...]] = {}
+    edits = _edits_answered(events, calls)
     for fed, event in enumerate(events, start=1):
         walk.read(event)
         if fed in calls:
-            at_call[fed] = tuple(walk.active.values())
+            asked = [Probe("edit_text", line) for line in edits.get(fed, ())]
+            at_call[fed] = (*walk.active.values(), *asked)
     universe = dict.fromkeys(p.answer for active in at_call.values() for p in active)
     return Probes(tuple(universe), at_call)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from benchmarks.compare.contenders import ContenderSpec
 from benchmarks.compare.fidelity import probe_recall, probe_table, reach
-from benchmarks.compare.probes import LIMIT, PROBE_KINDS, STALE_AFTER, probes
+from benchmarks.compare.probes import LIMIT, PROBE_KINDS, STALE_AFTER, edited_lines, probes
 from benchmarks.compare.runner import replay, setup
 from benchmarks.compare.sessions import Session
 from context_graph import (
@@ -100,6 +101,52 @@ class TestGenerator:
         assert summaries(4) == ["FAILED (failures=1)"]
         assert summaries(6) == ["FAILED (failures=1)"]
         assert summaries(len(events)) == ["Ran 2 tests in 0.099s"]
+
+    def test_the_text_an_edit_replaces_is_asked_at_the_call_it_answers(self) -> None:
+        """`edit_text`: the longest line of an edit's old text, at the call whose answer
+        makes the edit and at no other (the agent wrote it from that request)."""
+        old = "def parse(tokens):\n    return lookup[tokens[0]]\n"
+        edit = {"path": "src/parser.py", "old_str": old, "new_str": "def parse(t):\n"}
+        multi = {"edits": [{"old_string": "    x = 1  # the counter"}, {"old_string": "y"}]}
+        events: list[AgentEvent] = [
+            UserTurn(content="Fix the parser."),
+            AssistantTurn(content="Reading.", tool_calls=[ToolCall(id="r", name="read")]),
+            ToolResult(call_id="r", content=old),
+            AssistantTurn(
+                content="Editing.",
+                tool_calls=[
+                    ToolCall(id="e", name="str_replace_editor", arguments=json.dumps(edit))
+                ],
+            ),
+            ToolResult(call_id="e", content="edited"),
+            AssistantTurn(
+                content="Again.",
+                tool_calls=[ToolCall(id="m", name="MultiEdit", arguments=json.dumps(multi))],
+            ),
+            ToolResult(call_id="m", content="edited"),
+        ]
+        asked = probes(events, frozenset({1, 3, 5, 7}))
+
+        def edits(call: int) -> list[str]:
+            return [p.answer for p in asked.at_call[call] if p.kind == "edit_text"]
+
+        assert edits(3) == ["return lookup[tokens[0]]"]
+        assert edits(5) == ["x = 1  # the counter"]  # "y" is too short to ask
+        assert edits(1) == edits(7) == []
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        arguments=st.text(max_size=80)
+        | st.dictionaries(st.sampled_from(["old_str", "old_string", "old_text", "path"]), st.text())
+    )
+    def test_any_arguments_give_lines_of_their_old_text_or_nothing(
+        self, arguments: str | dict[str, str]
+    ) -> None:
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        for line in edited_lines(text):
+            assert len(line) >= 8 and line == line.strip()
+            assert isinstance(arguments, dict)
+            assert any(line[:40] in value for value in arguments.values())
 
     def test_a_value_the_user_gave_is_not_a_tool_value(self) -> None:
         """An entity the user or system prompt showed first is not the tool's finding."""
