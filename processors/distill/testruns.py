@@ -19,6 +19,7 @@ from processors.distill.common import Doc, is_error_line, select
 from processors.distill.envelope import without_glued_note
 
 __all__ = [
+    "CARGO_RESULT",
     "FailedTest",
     "count_tests",
     "distill_tests",
@@ -104,8 +105,9 @@ def count_tests(lines: Sequence[str]) -> Counter[str]:
     return counts
 
 
-_CARGO_RESULT = re.compile(r"^test result: (?:ok|FAILED)\. \d+ passed")
-_SUMMARY_LINES = (_PYTEST_SUMMARY, _UNITTEST_RAN, _JEST_TESTS, _CARGO_RESULT, _GO_PACKAGE)
+#: cargo's summary of a test binary, with its passed and failed counts.
+CARGO_RESULT = re.compile(r"^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed\b")
+_SUMMARY_LINES = (_PYTEST_SUMMARY, _UNITTEST_RAN, _JEST_TESTS, CARGO_RESULT, _GO_PACKAGE)
 
 
 def summary_line(lines: Sequence[str]) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from processors.distill.testruns import count_tests, parse_failures, summary_line
+from processors.distill.testruns import CARGO_RESULT, count_tests, parse_failures, summary_line
 from processors.distill.tracebacks import find_tracebacks
 
 __all__ = [
@@ -60,8 +60,8 @@ _ERROR_WORD = re.compile(r"\b(?:error|fail(?:ed|ure)?|fatal|panic)\b", re.IGNORE
 # A field that says there was no error (gemini-cli's shell tool: `Error: (none)`).
 _NO_ERROR = re.compile(r"^\w+:\s*(?:\(none\)|none)\s*$", re.IGNORECASE)
 
-# Test runners testruns does not count: cargo, mocha, ExUnit / RSpec, go's package lines.
-_CARGO = re.compile(r"^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed\b")
+# Test runners testruns does not count: cargo (`CARGO_RESULT`, shared with its summary
+# line), mocha, ExUnit / RSpec, go's package lines.
 _MOCHA = re.compile(r"^\s*(\d+) (passing|failing)\b")
 _EXUNIT = re.compile(
     r"^((?:\d+ (?:doctests?|tests?|propert(?:y|ies)|examples?), )+)(\d+) failures?\b"
@@ -256,7 +256,7 @@ def _more_counts(lines: Sequence[str]) -> tuple[Counter[str], bool]:
     go_ok = False
     for line in lines:
         stripped = line.strip()
-        if match := _CARGO.match(stripped):
+        if match := CARGO_RESULT.match(stripped):
             counts["passed"] += int(match.group(1))
             counts["failed"] += int(match.group(2))
         elif match := _MOCHA.match(line):
