@@ -9,62 +9,43 @@ error or a warning, as written. A newer error replaces those lines; after
 
 from __future__ import annotations
 
-from typing import Any
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph import ContextGraph
-from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
 from processors.summarize.brief import LIVE_RESULTS, Brief, bound, parse, render, tool_lines
 from processors.summarize.extractive import ExtractiveSummarizer
 from processors.summarize.quoting import quote_output
+from tests.processors.brief_sessions import add_bash, section_items, transcript
 
 HEADING = "## After the latest error: the next output of the same tool (verbatim lines)"
 LISTING = "-rw-------  1 root root   97 Jan  2 19:20 /workspace/data.txt"
-
-
-def _bash(graph: ContextGraph, call: str, command: str, output: str, **flags: Any) -> None:
-    graph.add_assistant(
-        f"Running {command}.",
-        tool_calls=[{"id": call, "name": "bash", "arguments": {"command": command}}],
-    )
-    graph.add_tool_result(call, output, **flags)
 
 
 def _session(after: int = 0) -> ContextGraph:
     """A failed read, a listing that worked next (two spaces kept), then `after` runs."""
     graph = ContextGraph(counter=WordCounter())
     graph.add_user("Find the data file and print it.")
-    _bash(graph, "c1", "cat data.txt", "cat: data.txt: No such file or directory", is_error=True)
-    _bash(graph, "c2", "ls -l /workspace", f"<returncode>0</returncode>\n{LISTING}\ntotal 4")
+    add_bash(graph, "c1", "cat data.txt", "cat: data.txt: No such file or directory", is_error=True)
+    add_bash(graph, "c2", "ls -l /workspace", f"<returncode>0</returncode>\n{LISTING}\ntotal 4")
     for n in range(after):
-        _bash(graph, f"d{n}", f"echo step {n}", f"step {n} done")
+        add_bash(graph, f"d{n}", f"echo step {n}", f"step {n} done")
     return graph
 
 
-def _nodes(graph: ContextGraph) -> list[Node]:
-    return [graph[i] for i in graph.transcript()]
-
-
 def _section(text: str) -> list[str]:
-    lines = text.split("\n")
-    if HEADING not in lines:
-        return []
-    start = lines.index(HEADING) + 1
-    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("- ")), len(lines))
-    return [line[2:] for line in lines[start:end]]
+    return section_items(text, HEADING)
 
 
 class TestAfterError:
     def test_the_next_output_of_the_tool_is_quoted_as_written(self) -> None:
-        text = ExtractiveSummarizer().brief(_nodes(_session()))
+        text = ExtractiveSummarizer().brief(transcript(_session()))
         assert _section(text) == [quote_output("bash", LISTING)]
         assert LISTING in text  # both spaces of each gap kept
 
     def test_its_lines_are_marked_as_tool_output(self) -> None:
-        text = ExtractiveSummarizer().brief(_nodes(_session()))
+        text = ExtractiveSummarizer().brief(transcript(_session()))
         lines = text.split("\n")
         quoted = {lines[number - 1] for number in tool_lines(text)}
         assert f"- {quote_output('bash', LISTING)}" in quoted
@@ -72,10 +53,10 @@ class TestAfterError:
     def test_a_line_naming_a_warning_is_quoted_beside_the_first(self) -> None:
         graph = ContextGraph(counter=WordCounter())
         graph.add_user("Install the package.")
-        _bash(graph, "c1", "python app.py", "ModuleNotFoundError: sqlparse", is_error=True)
+        add_bash(graph, "c1", "python app.py", "ModuleNotFoundError: sqlparse", is_error=True)
         warning = "WARNING: Running pip as the 'root' user can result in broken permissions"
-        _bash(graph, "c2", "pip install sqlparse", f"Collecting sqlparse\n{warning}")
-        text = ExtractiveSummarizer().brief(_nodes(graph))
+        add_bash(graph, "c2", "pip install sqlparse", f"Collecting sqlparse\n{warning}")
+        text = ExtractiveSummarizer().brief(transcript(graph))
         assert _section(text) == [
             quote_output("bash", "Collecting sqlparse"),
             quote_output("bash", warning),
@@ -84,32 +65,32 @@ class TestAfterError:
     def test_nothing_is_quoted_without_an_error(self) -> None:
         graph = ContextGraph(counter=WordCounter())
         graph.add_user("List the files.")
-        _bash(graph, "c1", "ls", "a.txt")
-        assert HEADING not in ExtractiveSummarizer().brief(_nodes(graph))
+        add_bash(graph, "c1", "ls", "a.txt")
+        assert HEADING not in ExtractiveSummarizer().brief(transcript(graph))
 
     def test_a_rolling_update_keeps_them_while_the_error_is_live(self) -> None:
         graph = _session()
-        first = ExtractiveSummarizer().brief(_nodes(graph))
+        first = ExtractiveSummarizer().brief(transcript(graph))
         for n in range(LIVE_RESULTS - 2):
-            _bash(graph, f"d{n}", f"echo step {n}", f"step {n} done")
-        newer = _nodes(graph)[len(_nodes(_session())) :]
+            add_bash(graph, f"d{n}", f"echo step {n}", f"step {n} done")
+        newer = transcript(graph)[len(transcript(_session())) :]
         updated = ExtractiveSummarizer().brief(newer, previous=first)
         assert _section(updated) == [quote_output("bash", LISTING)]
 
     def test_they_go_after_enough_tool_results(self) -> None:
         graph = _session()
-        first = ExtractiveSummarizer().brief(_nodes(graph))
+        first = ExtractiveSummarizer().brief(transcript(graph))
         for n in range(LIVE_RESULTS):
-            _bash(graph, f"d{n}", f"echo step {n}", f"step {n} done")
-        newer = _nodes(graph)[len(_nodes(_session())) :]
+            add_bash(graph, f"d{n}", f"echo step {n}", f"step {n} done")
+        newer = transcript(graph)[len(transcript(_session())) :]
         assert _section(ExtractiveSummarizer().brief(newer, previous=first)) == []
 
     def test_a_newer_error_replaces_them(self) -> None:
         graph = _session()
-        first = ExtractiveSummarizer().brief(_nodes(graph))
-        _bash(graph, "e1", "make", "make: *** No rule to make target", is_error=True)
-        _bash(graph, "e2", "make all", "built 3 targets")
-        newer = _nodes(graph)[len(_nodes(_session())) :]
+        first = ExtractiveSummarizer().brief(transcript(graph))
+        add_bash(graph, "e1", "make", "make: *** No rule to make target", is_error=True)
+        add_bash(graph, "e2", "make all", "built 3 targets")
+        newer = transcript(graph)[len(transcript(_session())) :]
         assert _section(ExtractiveSummarizer().brief(newer, previous=first)) == [
             quote_output("bash", "built 3 targets")
         ]
@@ -134,27 +115,27 @@ class TestAfterError:
         no line to keep and the next span had no error of its own, so none was written)."""
         graph = ContextGraph(counter=WordCounter())
         graph.add_user("Find the data file and print it.")
-        _bash(graph, "c1", "cat data.txt", "cat: data.txt: No such file", is_error=True)
-        first = ExtractiveSummarizer().brief(_nodes(graph))
+        add_bash(graph, "c1", "cat data.txt", "cat: data.txt: No such file", is_error=True)
+        first = ExtractiveSummarizer().brief(transcript(graph))
         assert _section(first) == []
-        done = len(_nodes(graph))
-        _bash(graph, "c2", "ls -l /workspace", f"<returncode>0</returncode>\n{LISTING}")
-        updated = ExtractiveSummarizer().brief(_nodes(graph)[done:], previous=first)
+        done = len(transcript(graph))
+        add_bash(graph, "c2", "ls -l /workspace", f"<returncode>0</returncode>\n{LISTING}")
+        updated = ExtractiveSummarizer().brief(transcript(graph)[done:], previous=first)
         assert _section(updated) == [quote_output("bash", LISTING)]
 
     def test_an_answer_after_many_other_results_is_not_the_errors(self) -> None:
         graph = ContextGraph(counter=WordCounter())
         graph.add_user("Find the data file and print it.")
-        _bash(graph, "c1", "cat data.txt", "cat: data.txt: No such file", is_error=True)
-        first = ExtractiveSummarizer().brief(_nodes(graph))
-        done = len(_nodes(graph))
+        add_bash(graph, "c1", "cat data.txt", "cat: data.txt: No such file", is_error=True)
+        first = ExtractiveSummarizer().brief(transcript(graph))
+        done = len(transcript(graph))
         for n in range(LIVE_RESULTS):
             graph.add_assistant(
                 "Looking.", tool_calls=[{"id": f"r{n}", "name": "read", "arguments": {}}]
             )
             graph.add_tool_result(f"r{n}", f"line {n}")
-        _bash(graph, "c2", "ls -l /workspace", LISTING)
-        updated = ExtractiveSummarizer().brief(_nodes(graph)[done:], previous=first)
+        add_bash(graph, "c2", "ls -l /workspace", LISTING)
+        updated = ExtractiveSummarizer().brief(transcript(graph)[done:], previous=first)
         assert _section(updated) == []
 
     def test_a_bound_that_drops_the_lines_drops_the_section(self) -> None:

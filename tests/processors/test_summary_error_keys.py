@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph import ContextGraph
-from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
 from processors.summarize.brief import parse
 from processors.summarize.extractive import ExtractiveSummarizer
 from processors.summarize.facts import command_key
+from tests.processors.brief_sessions import add_bash, transcript
 
 FAILED = (
     "FAILED tests/test_app.py::test_x - KeyError: 'id'\n===== 1 failed, 3 passed in 0.20s ====="
@@ -27,23 +27,11 @@ FAILED = (
 PASSED = "===== 4 passed in 0.18s ====="
 
 
-def _bash(graph: ContextGraph, call: str, command: str, output: str, error: bool) -> None:
-    graph.add_assistant(
-        f"Running {command}.",
-        tool_calls=[{"id": call, "name": "bash", "arguments": {"command": command}}],
-    )
-    graph.add_tool_result(call, output, is_error=error)
-
-
-def _nodes(graph: ContextGraph) -> list[Node]:
-    return [graph[i] for i in graph.transcript()]
-
-
 def _graph(*runs: tuple[str, str, bool]) -> ContextGraph:
     graph = ContextGraph(counter=WordCounter())
     graph.add_user("Fix test_x in tests/test_app.py.")
     for index, (command, output, error) in enumerate(runs):
-        _bash(graph, f"c{index}", command, output, error)
+        add_bash(graph, f"c{index}", command, output, is_error=error)
     return graph
 
 
@@ -89,7 +77,7 @@ class TestResolution:
             ("python -m pytest tests/test_app.py 2>&1 | tail -100", FAILED, True),
             ("cd /repo && python -m pytest tests/test_app.py | tail -30", PASSED, False),
         )
-        brief = parse(ExtractiveSummarizer().brief(_nodes(graph)))
+        brief = parse(ExtractiveSummarizer().brief(transcript(graph)))
         assert brief is not None
         (error,) = brief.errors
         assert error.resolved and error.key == "python -m pytest tests/test_app.py"
@@ -100,7 +88,7 @@ class TestResolution:
             ("python -m pytest tests/test_app.py | tail -5", FAILED, True),
             ("python -m pytest tests/test_other.py | tail -5", PASSED, False),
         )
-        brief = parse(ExtractiveSummarizer().brief(_nodes(graph)))
+        brief = parse(ExtractiveSummarizer().brief(transcript(graph)))
         assert brief is not None
         assert [e.resolved for e in brief.errors] == [False]
 
@@ -112,7 +100,7 @@ class TestResolution:
             "- [open] `cd /repo && python -m pytest tests/test_app.py 2>&1 | tail -5`: 1 failed"
         )
         graph = _graph(("python -m pytest tests/test_app.py", PASSED, False))
-        brief = parse(ExtractiveSummarizer().brief(_nodes(graph), previous=previous))
+        brief = parse(ExtractiveSummarizer().brief(transcript(graph), previous=previous))
         assert brief is not None
         (error,) = brief.errors
         assert error.resolved

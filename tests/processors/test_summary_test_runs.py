@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_graph import ContextGraph
-from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
 from processors.summarize.brief import Brief, bound, merge, parse, render, tool_lines
 from processors.summarize.extractive import ExtractiveSummarizer
+from tests.processors.brief_sessions import add_bash, section_items, transcript
 
 HEADING = "## Latest test run (the runner's summary as printed)"
 PYTEST_OK = "============================= 3 passed in 0.20s =============================="
@@ -30,25 +30,8 @@ UNITTEST_FAILED = (
 )
 
 
-def _bash(graph: ContextGraph, call: str, command: str, output: str, error: bool = False) -> None:
-    graph.add_assistant(
-        f"Running {command}.",
-        tool_calls=[{"id": call, "name": "bash", "arguments": {"command": command}}],
-    )
-    graph.add_tool_result(call, output, is_error=error)
-
-
-def _nodes(graph: ContextGraph) -> list[Node]:
-    return [graph[i] for i in graph.transcript()]
-
-
 def _section(text: str) -> list[str]:
-    lines = text.split("\n")
-    if HEADING not in lines:
-        return []
-    start = lines.index(HEADING) + 1
-    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("- ")), len(lines))
-    return [line[2:] for line in lines[start:end]]
+    return section_items(text, HEADING)
 
 
 def _session(runs: list[tuple[str, str, bool]], after: int) -> ContextGraph:
@@ -56,10 +39,10 @@ def _session(runs: list[tuple[str, str, bool]], after: int) -> ContextGraph:
     graph = ContextGraph(counter=WordCounter())
     graph.add_user("Fix the failing test in tests/test_app.py.")
     for index, (command, output, failed) in enumerate(runs):
-        _bash(graph, f"t{index}", command, output, failed)
+        add_bash(graph, f"t{index}", command, output, is_error=failed)
     for index in range(after):
         command = f"grep -n helper_{index} src/app.py"
-        _bash(graph, f"c{index}", command, f"{index}: def helper_{index}():")
+        add_bash(graph, f"c{index}", command, f"{index}: def helper_{index}():")
     return graph
 
 
@@ -67,7 +50,7 @@ class TestLatestTestRun:
     def test_a_run_followed_by_many_commands_keeps_its_summary_line(self) -> None:
         """More commands after the run than the list keeps: the run's line stays."""
         graph = _session([("python tests/runtests.py app", UNITTEST_OK, False)], after=30)
-        text = ExtractiveSummarizer(max_items=20).brief(_nodes(graph))
+        text = ExtractiveSummarizer(max_items=20).brief(transcript(graph))
         (item,) = _section(text)
         assert "Ran 79 tests in 0.062s" in item
         assert item.startswith("ran `python tests/runtests.py app`: ok")
@@ -75,13 +58,13 @@ class TestLatestTestRun:
 
     def test_the_run_is_not_listed_twice(self) -> None:
         graph = _session([("pytest -q", PYTEST_OK, False)], after=2)
-        text = ExtractiveSummarizer().brief(_nodes(graph))
+        text = ExtractiveSummarizer().brief(transcript(graph))
         assert text.count("3 passed in 0.20s") == 1
         assert "ran `grep -n helper_1 src/app.py`" in text
 
     def test_a_failing_run_keeps_the_runners_verdict(self) -> None:
         graph = _session([("python -m unittest", UNITTEST_FAILED, True)], after=25)
-        (item,) = _section(ExtractiveSummarizer().brief(_nodes(graph)))
+        (item,) = _section(ExtractiveSummarizer().brief(transcript(graph)))
         assert item.startswith("ran `python -m unittest`: failed")
         assert "FAILED (errors=1)" in item
 
@@ -90,7 +73,7 @@ class TestLatestTestRun:
             [("python -m unittest", UNITTEST_FAILED, True), ("pytest -q", PYTEST_OK, False)],
             after=1,
         )
-        text = ExtractiveSummarizer().brief(_nodes(graph))
+        text = ExtractiveSummarizer().brief(transcript(graph))
         (item,) = _section(text)
         assert "3 passed in 0.20s" in item
         commands = text.split("## Commands and tool use\n", 1)[1].split("\n\n", 1)[0]
@@ -98,12 +81,12 @@ class TestLatestTestRun:
 
     def test_no_test_run_no_section(self) -> None:
         graph = _session([], after=3)
-        text = ExtractiveSummarizer().brief(_nodes(graph))
+        text = ExtractiveSummarizer().brief(transcript(graph))
         assert HEADING not in text
 
     def test_the_item_is_marked_as_tool_output(self) -> None:
         graph = _session([("pytest -q", PYTEST_OK, False)], after=0)
-        text = ExtractiveSummarizer().brief(_nodes(graph))
+        text = ExtractiveSummarizer().brief(transcript(graph))
         lines = text.split("\n")
         assert any(lines[n - 1].startswith("- ran `pytest -q`") for n in tool_lines(text))
 
@@ -111,16 +94,16 @@ class TestLatestTestRun:
 class TestRollingUpdates:
     def test_a_later_span_without_tests_keeps_the_run(self) -> None:
         summarizer = ExtractiveSummarizer(max_items=5)
-        first = summarizer.brief(_nodes(_session([("pytest -q", PYTEST_OK, False)], after=0)))
-        later = summarizer.brief(_nodes(_session([], after=12)), previous=first)
+        first = summarizer.brief(transcript(_session([("pytest -q", PYTEST_OK, False)], after=0)))
+        later = summarizer.brief(transcript(_session([], after=12)), previous=first)
         (item,) = _section(later)
         assert "3 passed in 0.20s" in item
 
     def test_a_later_run_replaces_the_earlier(self) -> None:
         summarizer = ExtractiveSummarizer()
-        first = summarizer.brief(_nodes(_session([("pytest -q", PYTEST_OK, False)], after=0)))
+        first = summarizer.brief(transcript(_session([("pytest -q", PYTEST_OK, False)], after=0)))
         graph = _session([("python tests/runtests.py app", UNITTEST_OK, False)], after=0)
-        later = summarizer.brief(_nodes(graph), previous=first)
+        later = summarizer.brief(transcript(graph), previous=first)
         (item,) = _section(later)
         assert "Ran 79 tests in 0.062s" in item
         assert "3 passed in 0.20s" in later  # the older run is history among the commands
