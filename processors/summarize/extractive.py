@@ -223,9 +223,9 @@ class ExtractiveSummarizer:
         # The newest test run has a section of its own (its counts say it is one): the
         # command list keeps its newest items only, and the run is what the agent
         # compares its next one with.
-        runs = [index for index, (_, is_run) in enumerate(described) if is_run]
-        brief.tests = [described[runs[-1]][0]] if runs else []
-        brief.commands = [item for index, (item, _) in enumerate(described) if runs[-1:] != [index]]
+        latest = max((i for i, (_, is_run) in enumerate(described) if is_run), default=None)
+        brief.tests = [described[latest][0]] if latest is not None else []
+        brief.commands = [item for index, (item, _) in enumerate(described) if index != latest]
         brief.identifiers = user_entities(nodes, per_turn=self.entities_per_turn)
         said = set(brief.identifiers)
         brief.tool_identifiers = [
