@@ -18,9 +18,37 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from context_graph.errors import ConfigurationError
 from context_graph.render.provider import AssemblyStats, CacheMarking, Message
 
-__all__ = ["CacheBreakpoints", "Prefix"]
+__all__ = ["CacheBreakpoints", "Prefix", "unit_keys"]
+
+
+def unit_keys(value: object, where: str) -> tuple[tuple[str, ...], ...]:
+    """`value` checked as a request's units, as `CacheBreakpoints.remember` takes them.
+
+    Each unit is a non-empty sequence of node ids: what a session kept hands back.
+
+    Raises:
+        ConfigurationError: `value` has another shape (`where` names what was given).
+    """
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        msg = f"{where}: expected a sequence of units, got {value!r:.80}"
+        raise ConfigurationError(msg)
+    units: list[tuple[str, ...]] = []
+    for index, unit in enumerate(value):
+        if (
+            isinstance(unit, str | bytes)
+            or not isinstance(unit, Sequence)
+            or not unit
+            or not all(isinstance(i, str) and i for i in unit)
+        ):
+            msg = (
+                f"{where}: unit {index} must be a non-empty sequence of node ids, got {unit!r:.80}"
+            )
+            raise ConfigurationError(msg)
+        units.append(tuple(unit))
+    return tuple(units)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from context_graph.formats.wires import DEFAULT_FORMAT
 from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.node_tokens import NodeTokenCache
 from context_graph.models import model_limits
-from context_graph.render.breakpoints import CacheBreakpoints, Prefix
+from context_graph.render.breakpoints import CacheBreakpoints, Prefix, unit_keys
 from context_graph.render.fit import droppable_units, fewest_drops, marker_text
 from context_graph.render.fragments import (
     NONE_SIGNED,
@@ -332,25 +332,9 @@ class Renderer:
             ConfigurationError: `units` is not a sequence of non-empty sequences of
                 non-empty strings.
         """
-        if isinstance(units, str | bytes) or not isinstance(units, Sequence):
-            msg = f"resume_previous_units: expected a sequence of units, got {units!r:.80}"
-            raise ConfigurationError(msg)
-        checked: list[tuple[str, ...]] = []
-        for index, unit in enumerate(units):
-            if (
-                isinstance(unit, str | bytes)
-                or not isinstance(unit, Sequence)
-                or not unit
-                or not all(isinstance(i, str) and i for i in unit)
-            ):
-                msg = (
-                    f"resume_previous_units: unit {index} must be a non-empty sequence of "
-                    f"node ids, got {unit!r:.80}"
-                )
-                raise ConfigurationError(msg)
-            checked.append(tuple(unit))
+        checked = unit_keys(units, "resume_previous_units")
         if self._breakpoints is not None:
-            self._breakpoints.remember(tuple(checked))
+            self._breakpoints.remember(checked)
 
     def observe_usage(self, result: RenderResult, prompt_tokens: int) -> float:
         """Tell the calibrator what the provider reported for a rendered request.

@@ -25,6 +25,7 @@ from pydantic import JsonValue
 
 from context_graph.errors import ConfigurationError
 from context_graph.render import FORMATS, Renderer, RenderResult, RenderSource
+from context_graph.render.breakpoints import unit_keys
 from context_graph.render.tools import ToolSpec
 from context_graph.tokens.calibration import Calibrator
 from context_graph.tokens.counting import ProviderFormat
@@ -185,10 +186,9 @@ class RendererCache:
             "calibration": {"factor": calibrator.factor, "observations": calibrator.observations},
             "renderers": {fmt: kept for fmt, kept in self.kept_drops().items()},
         }
+        previous = {fmt: r.previous_units for fmt, r in sorted(self._renderers.items())}
         marks: dict[str, JsonValue] = {
-            fmt: [list(unit) for unit in renderer.previous_units]
-            for fmt, renderer in sorted(self._renderers.items())
-            if renderer.previous_units
+            fmt: [list(unit) for unit in units] for fmt, units in previous.items() if units
         }
         if marks:
             values["cache_marks"] = marks
@@ -221,7 +221,7 @@ class RendererCache:
             resumed = calibrator.resumable(calibration["factor"], calibration["observations"])
 
         marks = {
-            _format(name, "cache_marks"): _units(units, name)
+            _format(name, "cache_marks"): unit_keys(units, f"cache_marks: {name}")
             for name, units in state_values.mapping(
                 values.get("cache_marks", {}), "cache_marks"
             ).items()
@@ -245,14 +245,3 @@ def _format(name: str, key: str) -> ProviderFormat:
         msg = f"{key}: unknown format {name!r}; use one of {', '.join(FORMATS)}"
         raise ConfigurationError(msg)
     return name
-
-
-def _units(value: object, fmt: str) -> tuple[tuple[str, ...], ...]:
-    """A stored `cache_marks` value of one format: its units of node ids, checked."""
-    if not isinstance(value, list) or not all(
-        isinstance(unit, list) and unit and all(isinstance(i, str) and i for i in unit)
-        for unit in value
-    ):
-        msg = f"cache_marks: the units of {fmt} must be lists of node ids, got {value!r:.80}"
-        raise ConfigurationError(msg)
-    return tuple(tuple(unit) for unit in value)

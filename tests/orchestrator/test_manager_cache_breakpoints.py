@@ -12,6 +12,7 @@ from context_graph.render import Renderer
 from context_graph.testing import without_cache_marks
 from orchestrator.manager import ContextManager
 from orchestrator.policy import Policy
+from tests.orchestrator.marked_sessions import add_step, marked_messages, start_task
 
 #: The refusal names the formats that take marks, read from the registry.
 _ONLY_MARKING = r"needs a format that takes prompt-cache marks \(anthropic\)"
@@ -68,18 +69,13 @@ def _strip(message: object) -> str:
     return json.dumps(without_cache_marks(message), sort_keys=True)
 
 
-def _marked_messages(payload: dict[str, object]) -> list[int]:
-    """Indices of the messages that carry a cache mark."""
-    messages = payload["messages"]
-    assert isinstance(messages, list)
-    return [i for i, m in enumerate(messages) if "cache_control" in json.dumps(m)]
-
-
-def _step(manager: ContextManager, n: int) -> None:
-    manager.add_assistant(
-        f"step {n}: running the suite again", tool_calls=[{"id": f"c{n}", "name": "bash"}]
+def _started(budget: int) -> ContextManager:
+    """A manager with cache marks, its session opened with the task."""
+    manager = ContextManager(
+        format="anthropic", budget=budget, policy=Policy(cache_breakpoints=True)
     )
-    manager.add_tool_result(f"c{n}", f"run {n}: " + "test ok\n" * 40)
+    start_task(manager)
+    return manager
 
 
 class TestTheUnchangedPrefixMark:
@@ -91,19 +87,15 @@ class TestTheUnchangedPrefixMark:
     so this mark never came)."""
 
     def test_each_request_marks_where_the_previous_one_ended(self) -> None:
-        manager = ContextManager(
-            format="anthropic", budget=100_000, policy=Policy(cache_breakpoints=True)
-        )
-        manager.add_system("You are a coding agent.")
-        manager.add_user("Fix the failing test in tests/test_parser.py.")
+        manager = _started(100_000)
         previous: list[str] = []
         for n in range(6):
-            _step(manager, n)
+            add_step(manager, n)
             payload = manager.render_sync().payload
             messages = [_strip(m) for m in payload["messages"]]
             if previous:
                 assert messages[: len(previous)] == previous
-                assert _marked_messages(payload) == [len(previous) - 1, len(messages) - 1]
+                assert marked_messages(payload) == [len(previous) - 1, len(messages) - 1]
             previous = messages
 
     def test_the_same_as_a_renderer_rendering_once_per_call(self) -> None:
@@ -115,23 +107,19 @@ class TestTheUnchangedPrefixMark:
         renderer = Renderer(format="anthropic", cache_breakpoints=True)
         manager.add_user("Fix the failing test.")
         for n in range(4):
-            _step(manager, n)
+            add_step(manager, n)
             assert manager.render_sync().payload == renderer.render(manager.raw).payload
 
     def test_after_a_compaction_the_marks_follow_the_new_request(self) -> None:
         """Under pressure every request still carries at most four marks, the last block
         marked, and a mark where the unchanged part of the previous request ends."""
-        manager = ContextManager(
-            format="anthropic", budget=2_500, policy=Policy(cache_breakpoints=True)
-        )
-        manager.add_system("You are a coding agent.")
-        manager.add_user("Fix the failing test in tests/test_parser.py.")
+        manager = _started(2_500)
         previous: list[str] = []
         for n in range(30):
-            _step(manager, n)
+            add_step(manager, n)
             payload = manager.render_sync().payload
             messages = [_strip(m) for m in payload["messages"]]
-            marked = _marked_messages(payload)
+            marked = marked_messages(payload)
             assert 1 <= _marks(payload) <= 4 and marked[-1] == len(messages) - 1
             same = 0
             while same < min(len(previous), len(messages)) and previous[same] == messages[same]:

@@ -27,21 +27,10 @@ from orchestrator import ContextManager
 from orchestrator.compaction.renderers import RendererCache
 from orchestrator.persistence import open_store
 from orchestrator.policy import Policy
+from tests.orchestrator.marked_sessions import add_step, marked_messages, start_task
 from tests.orchestrator.policy_keywords import open_manager
 
 _CLOCK = lambda: 1_700_000_000.0  # noqa: E731  (a fixed clock for the audit log)
-
-
-def _marked(payload: dict[str, Any]) -> list[int]:
-    """Indices of the messages that carry a cache mark."""
-    return [i for i, m in enumerate(payload["messages"]) if "cache_control" in json.dumps(m)]
-
-
-def _step(manager: ContextManager, n: int) -> None:
-    manager.add_assistant(
-        f"step {n}: running the suite again", tool_calls=[{"id": f"c{n}", "name": "bash"}]
-    )
-    manager.add_tool_result(f"c{n}", f"run {n}: " + "test ok\n" * 40)
 
 
 def _open(location: str | Path) -> ContextManager:
@@ -56,11 +45,6 @@ def _open(location: str | Path) -> ContextManager:
     )
 
 
-def _start(manager: ContextManager) -> None:
-    manager.add_system("You are a coding agent.")
-    manager.add_user("Fix the failing test in tests/test_parser.py.")
-
-
 def _uninterrupted(steps: int) -> dict[str, Any]:
     """The last request of a manager that made every call in one process."""
     manager = ContextManager(
@@ -70,10 +54,10 @@ def _uninterrupted(steps: int) -> dict[str, Any]:
         clock=_CLOCK,
         policy=Policy(cache_breakpoints=True),
     )
-    _start(manager)
+    start_task(manager)
     payload: dict[str, Any] = {}
     for n in range(steps):
-        _step(manager, n)
+        add_step(manager, n)
         payload = manager.render_sync().payload
     return payload
 
@@ -84,18 +68,18 @@ class TestResume:
     ) -> None:
         path = tmp_path / "session.db"
         first = _open(path)
-        _start(first)
+        start_task(first)
         for n in range(3):
-            _step(first, n)
+            add_step(first, n)
             sent = first.render_sync().payload
         first.close()
         again = _open(path)
         try:
-            _step(again, 3)
+            add_step(again, 3)
             payload = again.render_sync().payload
         finally:
             again.close()
-        assert _marked(payload) == [len(sent["messages"]) - 1, len(payload["messages"]) - 1]
+        assert marked_messages(payload) == [len(sent["messages"]) - 1, len(payload["messages"]) - 1]
         assert payload == _uninterrupted(4)
 
     def test_the_units_are_stored_with_marks_only(self, tmp_path: Path) -> None:
@@ -112,8 +96,8 @@ class TestResume:
                 clock=_CLOCK,
                 policy=Policy(cache_breakpoints=marks),
             )
-            _start(manager)
-            _step(manager, 0)
+            start_task(manager)
+            add_step(manager, 0)
             manager.render_sync()
             manager.close()
             with contextlib.closing(open_store(path, counter=WordCounter())) as store:
@@ -129,17 +113,17 @@ class TestSharedSession:
         location = postgres.location("cm")
         a, b = _open(location), _open(location)
         try:
-            _start(a)
+            start_task(a)
             for n in range(3):
-                _step(a, n)
+                add_step(a, n)
                 sent = a.render_sync().payload
             b.refresh()
-            _step(b, 3)
+            add_step(b, 3)
             payload = b.render_sync().payload
         finally:
             a.close()
             b.close()
-        assert _marked(payload) == [len(sent["messages"]) - 1, len(payload["messages"]) - 1]
+        assert marked_messages(payload) == [len(sent["messages"]) - 1, len(payload["messages"]) - 1]
         assert payload == _uninterrupted(4)
 
 
