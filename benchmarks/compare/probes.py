@@ -53,6 +53,11 @@ The generator walks the events once, in order:
   of that text (stripped, its first 160 characters) is asked at that call alone: the
   agent could only write it from what the request showed (a buffer keeps the file it
   just read whole; a distilled read may have lost the line).
+- `reason`: a reason the agent gave. A sentence of an assistant turn's text that says
+  why (because, since, due to, caused by, so that, in order to, the reason, which is
+  why, that's why, therefore, as a result) and has at least `_REASON_CHARS` characters;
+  its answer is the sentence (its first 160 characters). Active from the turn on: a
+  cause the agent found, or why it chose what it did, still explains the work after it.
 
 Answers shorter than 8 characters are left out (they would be found by chance). At most
 `LIMIT` probes of a kind are made per session (the first ones) for the kinds that
@@ -94,6 +99,7 @@ PROBE_KINDS: tuple[str, ...] = (
     "instruction",
     "test_summary",
     "edit_text",
+    "reason",
 )
 #: The kinds that keep one live probe, replaced as the session goes: never capped.
 ROLLING = frozenset({"last_error", "resolution", "next_step", "instruction", "test_summary"})
@@ -144,6 +150,14 @@ _TEST_SUMMARY = re.compile(
     r"|^(?:ok|FAIL)\s+\S+\s+\d+(?:\.\d+)?s\b"
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+#: A clause that says why: the agent's diagnosis of a cause, or the reason for a choice.
+_BECAUSE = re.compile(
+    r"\b(?:because|since|due to|caused by|so that|in order to|the reason|which is why|"
+    r"that's why|that is why|therefore|as a result)\b",
+    re.IGNORECASE,
+)
+#: A reason shorter than this is a fragment ("Because of that."), not a sentence to ask.
+_REASON_CHARS = 24
 _PATH_ARGUMENTS = ("path", "file_path", "filename", "file", "notebook_path", "target_file")
 #: Arguments that hold the exact text an edit replaces (OpenHands' and SWE-agent's
 #: `str_replace`, Claude Code's `Edit` and `MultiEdit`, gemini-cli's `replace`).
@@ -356,6 +370,10 @@ class _Walk:
             self.tools[call.id] = call.name
             for path in _paths(call.arguments):
                 self.add("file", path)
+        for sentence in _SENTENCE.findall(text):
+            said = sentence.strip()
+            if len(said) >= _REASON_CHARS and _BECAUSE.search(said):
+                self.add("reason", said[:_LONGEST])
         if text.strip():
             self.replace("next_step", _last_line(text))
 

@@ -134,6 +134,31 @@ class TestGenerator:
         assert edits(5) == ["x = 1  # the counter"]  # "y" is too short to ask
         assert edits(1) == edits(7) == []
 
+    def test_a_sentence_that_gives_a_reason_is_asked_from_then_on(self) -> None:
+        """`reason`: a sentence of the agent's text that says why (a cause it found, the
+        reason for a choice), asked at every call after it; a fragment is not asked."""
+        events: list[AgentEvent] = [
+            UserTurn(content="Fix the parser."),
+            AssistantTurn(
+                content="The lookup fails because the token map is built lazily. Reading.\n"
+                "Because of it.",
+                tool_calls=[ToolCall(id="r", name="read")],
+            ),
+            ToolResult(call_id="r", content="x = 1\n"),
+            AssistantTurn(content="I patch it so that the map exists before the first call."),
+        ]
+        asked = probes(events, frozenset({1, 3, len(events)}))
+
+        def reasons(call: int) -> list[str]:
+            return [p.answer for p in asked.at_call[call] if p.kind == "reason"]
+
+        assert reasons(1) == []
+        assert reasons(3) == ["The lookup fails because the token map is built lazily."]
+        assert reasons(len(events)) == [
+            "The lookup fails because the token map is built lazily.",
+            "I patch it so that the map exists before the first call.",
+        ]
+
     @settings(max_examples=60, deadline=None)
     @given(
         arguments=st.text(max_size=80)
