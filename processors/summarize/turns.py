@@ -2,15 +2,17 @@
 
 A decision is an assistant sentence that commits to something ("I'll use X", "decided",
 "switched to"); its reason is the clause that says why, in the sentence or in the one
-after it ("because ...", "since ..."). A question is a sentence that ends in a question
+after it ("because ...", "since ..."). A sentence that states a cause the agent found
+("The lookup fails because the map is built lazily") is kept with them: the diagnosis
+is why the decisions after it were made. A question is a sentence that ends in a question
 mark, in any script; it is open until the other party writes text after it (the user's
 reply answers the assistant's question, the assistant's reply the user's). The plan is
 the last todo list a todo tool was given (Claude Code's and opencode's todo writers,
 Gemini CLI's `write_todos`, Codex's `update_plan`).
 
 ```python
-decisions_with_reasons("I'll use SQLite. It needs no server, so tests stay local.")
-# ["I'll use SQLite. It needs no server, so tests stay local."]
+decisions_with_reasons("I'll use SQLite. It needs no server, so the tests stay local.")
+# ["I'll use SQLite. It needs no server, so the tests stay local."]
 ```
 """
 
@@ -45,6 +47,14 @@ _REASON = re.compile(
     r"which means|that way|this way|weil|porque|ya que|parce que|car)\b|因为|由于|ので|ため",
     re.IGNORECASE,
 )
+#: A sentence that states a cause, decision or not (narrower than `_REASON`, which only
+#: joins the sentence after a decision: "since" and "otherwise" alone say too little).
+_CAUSE = re.compile(
+    r"\b(?:because|due to|caused by|the (?:root )?cause|the reason|which is why|that's why|"
+    r"that is why|which means|this means|so that|in order to|therefore|weil|porque|"
+    r"parce que)\b|因为|由于|ので",
+    re.IGNORECASE,
+)
 _QUESTION_END = re.compile("[?\uff1f]\\s*$")
 #: Tool names (lower case, `_` and `-` removed) that take a todo list.
 _TODO_TOOLS = frozenset({"todowrite", "writetodos", "updateplan", "todo"})
@@ -53,18 +63,24 @@ _TODO_TEXT = ("content", "step", "description", "task", "title", "text")
 
 
 def decisions_with_reasons(text: str) -> list[str]:
-    """The decisions of an assistant's text, each with its reason.
+    """The decisions of an assistant's text, each with its reason, and the causes it states.
 
     The sentence after a decision is its reason when it gives one and the decision
-    itself does not.
+    itself does not. A sentence that states a cause (`_CAUSE`) and is no decision's
+    reason is kept on its own, verbatim.
     """
     said = list(sentences(text))
     found: list[str] = []
+    joined = -1  # the sentence last taken in as a decision's reason
     for index, sentence in enumerate(said):
         if not _DECISION.search(sentence):
+            if index != joined and _CAUSE.search(sentence):
+                found.append(clip(sentence, ITEM_CHARS))
             continue
         after = said[index + 1] if index + 1 < len(said) else ""
         why = after if after and not _REASON.search(sentence) and _REASON.search(after) else ""
+        if why:
+            joined = index + 1
         found.append(clip(f"{sentence} {why}".strip(), ITEM_CHARS))
     return dedupe(found)
 

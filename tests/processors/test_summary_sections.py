@@ -76,6 +76,35 @@ class TestSections:
             "- I'll use SQLite for the job queue. It needs no server, so the tests stay local."
         ]
 
+    def test_a_cause_the_agent_found_is_kept_verbatim(self) -> None:
+        """A sentence that says why something happens is the diagnosis the decisions
+        after it rest on: it is kept whole, though it decides nothing."""
+        graph = _session()
+        graph.add_assistant(
+            "The test fails because the ledger id is read before the row exists. Checking."
+        )
+        text = ExtractiveSummarizer().brief(_nodes(graph))
+        assert _section(text, "Decisions made and why") == [
+            "- I'll use SQLite for the job queue. It needs no server, so the tests stay local.",
+            "- The test fails because the ledger id is read before the row exists.",
+        ]
+
+    def test_a_decision_s_reason_is_not_kept_twice(self) -> None:
+        """The sentence after a decision that gives its reason is joined to it, and not
+        listed again on its own though it states a cause."""
+        said = "I'll retry the call. It fails because the socket closes. Then I test."
+        assert decisions_with_reasons(said) == [
+            "I'll retry the call. It fails because the socket closes."
+        ]
+
+    def test_causes_are_read_in_other_languages_and_not_from_weak_words(self) -> None:
+        """`weil`, `porque`, `parce que`, 因为 state a cause; `since` or `otherwise` alone
+        join a decision's reason but do not make a sentence a cause."""
+        assert decisions_with_reasons("Der Test schlägt fehl, weil die Datei fehlt.") == [
+            "Der Test schlägt fehl, weil die Datei fehlt."
+        ]
+        assert decisions_with_reasons("It has worked since Tuesday. Otherwise fine.") == []
+
     def test_open_questions_are_those_not_answered_later(self) -> None:
         """The user's question was answered by the assistant's text after it, and the
         assistant's port question by the user's next message; its last one is open."""

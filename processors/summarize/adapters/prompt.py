@@ -41,7 +41,8 @@ Write markdown with these headings, leaving out any that would be empty: Goal (t
 user's first request, quoted), User messages (every later message of the user, quoted \
 whole, in its own language; when a later message changes a value, such as a budget or a \
 host, keep only the latest value), Constraints and preferences (each rule in one line \
-with its value), Decisions made and why (each decision with the reason given for it), \
+with its value), Decisions made and why (each decision with the reason given for it, \
+and each cause the assistant found, such as why a test fails, in its own words), \
 Plan (the latest todo list, each step with its status), Files read, Files modified \
 (what changed), Commands and outcomes, Latest test run (its command and the test \
 runner's summary line quoted as printed, such as `3 failed, 12 passed in 0.31s`), Open \
