@@ -22,6 +22,7 @@ from typing import Literal, TypeAlias
 
 from processors.distill.testruns import CARGO_RESULT, count_tests, parse_failures, summary_line
 from processors.distill.tracebacks import find_tracebacks
+from processors.markers import without_markers
 
 __all__ = [
     "Outcome",
@@ -188,6 +189,16 @@ def _as_written(text: str, line: str) -> str:
     return line
 
 
+def _plain(text: str) -> str:
+    """`text` as a reader of its outcome sees it: no wrappers, no processor's markers.
+
+    The harness's wrappers go, and so do the markers a distillation or truncation put
+    where it left lines out: a distilled traceback's `[... 1 line ...]` is not its
+    exception.
+    """
+    return without_markers(_WRAPPERS.sub("", text))
+
+
 #: The tag a tool wraps its own refusal in (Claude Code's), part of what it said.
 _REFUSAL = re.compile(r"<tool_use_error>")
 
@@ -231,7 +242,7 @@ def error_gist(text: str) -> str:
     The last line naming an exception (a traceback ends with it), else the first line
     that mentions an error or a failure, else the first line.
     """
-    lines = [line.strip() for line in _WRAPPERS.sub("", text).splitlines() if line.strip()]
+    lines = [line.strip() for line in _plain(text).splitlines() if line.strip()]
     if not lines:
         return ""
     named = [line for line in lines if _EXCEPTION.search(line)]
@@ -355,7 +366,7 @@ def read_outcome(text: str, *, is_error: bool, code: int | None, content: bool) 
         if is_error or (code is not None and code != 0):
             return Outcome("failed", code, line=error_gist(text))
         return Outcome("ok", code) if code == 0 else Outcome("unknown", None)
-    plain = _WRAPPERS.sub("", text)
+    plain = _plain(text)
     lines = plain.splitlines()
     tests = _tests(lines)
     if is_error or (code is not None and code != 0):
@@ -385,7 +396,7 @@ def success_gist(text: str) -> str:
     A tool's confirmation or a checker's all-clear; else, for a test run, its last line
     (the runner's tally); else the first line that is more than an exit status.
     """
-    plain = _WRAPPERS.sub("", text)
+    plain = _plain(text)
     lines = plain.splitlines()
     found = _success_line(plain, lines)
     if found:
