@@ -307,7 +307,8 @@ class Compactor:
                         # stages free in steps: what they cut of the outputs for nothing
                         # comes back. (What another trigger asked for is cut on purpose.)
                         restored = refill(self._working, renderer, target, before, self._bus)
-                        total.applied += restored
+                        # Counted like a stage's proposals: a rebase may drop them too.
+                        self._count(total, PipelineRun(applied=restored))
                         total.refilled += restored
                 total.timed_out = scope.cancelled_caught
             except anyio.get_cancelled_exc_class():

@@ -66,6 +66,8 @@ def test_the_new_output_cut_for_nothing_comes_back_whole() -> None:
     assert _output("cfg", 300) in body
     assert result.tokens <= TARGET
     assert _processors(manager) == [("truncate", 100), ("summarize", 600), (REFILL_PROCESSOR, -100)]
+    # Counted with the run's other proposals (a rebase that drops one takes it back).
+    assert manager.stats().proposals_applied == len(manager.working.audit()) == 3
 
 
 def test_a_cut_that_would_not_fit_the_target_stays() -> None:
