@@ -287,7 +287,7 @@ class Compactor:
                 # stage in progress is applied (a proposal lands whole, never while its
                 # processor runs), and a render goes on from what the finished stages left.
                 with anyio.move_on_after(self._time_limit(mode)) as scope:
-                    before = frozenset(self._working.view.current_ids())
+                    since = len(self._working.audit())  # what the run applies comes after
                     if relief is not None and renderer is not None and self._unsent():
                         if await self._relieve(renderer, relief, settings, guards, total, mode):
                             steps = ()
@@ -306,7 +306,9 @@ class Compactor:
                         # A run only the budget asked for is sized to its target, and its
                         # stages free in steps: what they cut of the outputs for nothing
                         # comes back. (What another trigger asked for is cut on purpose.)
-                        restored = refill(self._working, renderer, target, before, self._bus)
+                        restored = refill(
+                            self._working, self.meter, renderer, target, since, self._bus
+                        )
                         # Counted like a stage's proposals: a rebase may drop them too.
                         self._count(total, PipelineRun(applied=restored))
                         total.refilled += restored
