@@ -65,7 +65,8 @@ def refill(
             `proposal_rejected` when the checker refuses it).
 
     Returns:
-        How many restores were applied.
+        How many restore proposals were applied (each undoes every cut that fit then;
+        a later one undoes a level below a cut the first brought back).
     """
     applied = 0
     while True:
