@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["is_marker", "without_markers"]
+__all__ = ["DISTILLED_HEADER", "is_marker", "without_markers"]
+
+#: A distillation's first line: what it read, at which level, and the tokens before and
+#: after (`[distilled traceback, medium: 782 -> 486 tokens]`); the distiller reads it back.
+DISTILLED_HEADER = re.compile(
+    r"^\[distilled (.+?), (light|medium|heavy): ([\d,]+) -> ([\d,]+) tokens\]"
+)
 
 #: Each processor's marker line, whole (`processors.distill.common.omitted`,
 #: `processors.truncate.units.marker`, the distiller's header, `distill.reserve`).
 _MARKER = re.compile(
     r"^\s*(?:\[\.\.\. [\d,]+ lines? \.\.\.\]"
     r"|\[\.\.\. (?:about )?[^\]\n]*?[\d,]+ tokens omitted \.\.\.\]"
-    r"|\[distilled [^\]\n]+?, (?:light|medium|heavy): [\d,]+ -> [\d,]+ tokens\]"
+    rf"|{DISTILLED_HEADER.pattern[1:]}"
     r"|\[also in the original: .*\])\s*$"
 )
 

@@ -63,6 +63,7 @@ from processors.distill.reserve import with_reserve
 from processors.distill.testruns import distill_tests
 from processors.distill.text import distill_plain, plain_rule
 from processors.distill.tracebacks import distill_traceback
+from processors.markers import DISTILLED_HEADER
 from processors.registry import register_processor
 
 __all__ = [
@@ -82,7 +83,6 @@ DEFAULT_MIN_TOKENS = 200
 #: `(ratio, level)`: the first level whose ratio bound (tokens / budget) is not exceeded.
 PRESSURE_THRESHOLDS: tuple[tuple[float, Level], ...] = ((1.0, "light"), (3.0, "medium"))
 
-_HEADER = re.compile(r"^\[distilled (.+?), (light|medium|heavy): ([\d,]+) -> ([\d,]+) tokens\]")
 _HEAD_PATH = re.compile(r"\son (\S+?):?$|^\[File: (\S+)|^The file (\S+) has been")
 _HEADER_ALLOWANCE = 20  # tokens a header line costs, set aside from the target
 _TOOL_HINTS = {"grep": "grep", "rg": "grep", "glob": "glob", "ls": "glob", "find": "glob"}
@@ -122,7 +122,7 @@ def level_for_pressure(tokens: int, budget: int | None) -> Level:
 
 def distilled_level(text: str) -> Level | None:
     """The level a text was distilled at (read from its header), or None."""
-    match = _HEADER.match(text)
+    match = DISTILLED_HEADER.match(text)
     if not match:
         return None
     level = match.group(2)
