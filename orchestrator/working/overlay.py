@@ -87,15 +87,24 @@ class Overlay:
     def targets_of(self, edits: Sequence[Edit]) -> frozenset[str] | None:
         """The ids `edits` target, applied over this overlay.
 
-        `None` when one is a derived node that something already stands for (possible
-        only unchecked): projections record the pristine members and the nodes standing
-        for them, not the nodes in between.
+        A restore targets the node it undoes, every derived node it takes away and every
+        node that comes back (`undone_by`): each is on the way from the members whose
+        way changes, and each such way ended at the restored node, which stood in the
+        view. `None` when one is a derived node that something already stands for
+        (possible only unchecked): projections record the pristine members and the
+        nodes standing for them, not the nodes in between.
         """
         targets: set[str] = set()
+        # What a restore takes away or brings back: nodes below the one it targets.
+        beneath: set[str] = set()
         for edit in edits:
             if isinstance(edit, Restore):
-                return None  # nodes come back into the view: project afresh
-            if isinstance(edit, Replace):
+                if edit.target in self.undone:
+                    return None
+                targets.add(edit.target)
+                for ids in self.undone_by(edit.target, whole=edit.whole):
+                    beneath.update(ids)
+            elif isinstance(edit, Replace):
                 targets.add(edit.target)
             else:
                 targets.update(edit.targets)
@@ -104,7 +113,7 @@ class Overlay:
                 target in self.replaced_by or target in self.abstracted_by
             ):
                 return None
-        return frozenset(targets)
+        return frozenset(targets | beneath)
 
     def undone_by(
         self, target: str, *, whole: bool = True

@@ -2,9 +2,9 @@
 
 Each view holds one projector (`orchestrator.working.view` says what the units are). It
 caches a `Projection` per pristine version. Appended pristine units extend it in place
-(`_extended`); after an applied edit the next view's projector reuses every chunk and
-segment the edit left alone (`_project` with a basis, `orchestrator.working.segments`);
-anything else projects afresh.
+(`_extended`); after an applied edit (a restore too) the next view's projector reuses
+every chunk and segment the edit left alone (`_project` with a basis,
+`orchestrator.working.segments`); anything else projects afresh.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from orchestrator.working.figures import ViewFigures, figures_counted
 from orchestrator.working.layered import LayeredMap
 from orchestrator.working.overlay import Overlay
 from orchestrator.working.segments import CHUNK, Chunk, Walk
-from processors.base import Proposal
+from processors.base import Proposal, Restore
 
 __all__ = ["Projection", "Projector"]
 
@@ -98,8 +98,9 @@ class Projector:
         overlay: The applied edits it reads the graph through.
         limit: A snapshot's transcript length: it projects only the nodes before it.
         interned: The units handed out by the views of one working graph (see `Walk.unit`).
-        basis: A projection of the view this one was made from, and the ids the edits
-            in between targeted: the first projection reuses what they left alone.
+        basis: A projection of the view this one was made from, the ids the edits in
+            between targeted, and the nodes a restore among them took away or brought
+            back: the first projection reuses what they left alone.
         cached: A projection of this very view, with its key (a snapshot's: -1).
     """
 
@@ -121,7 +122,7 @@ class Projector:
         limit: int | None = None,
         interned: dict[Unit, Unit] | None = None,
         *,
-        basis: tuple[Projection, frozenset[str]] | None = None,
+        basis: tuple[Projection, frozenset[str], frozenset[str]] | None = None,
         cached: tuple[int, Projection] | None = None,
         carry: Carry | None = None,
     ) -> None:
@@ -189,13 +190,20 @@ class Projector:
         """The projector of this view with `proposal` applied, reading through `overlay`."""
         basis = carry = None
         targets = self._overlay.targets_of(proposal.edits)
+        # A restore changes the ways from the members below it (`Walk`'s `forget`).
+        restored = (
+            targets
+            if targets is not None and any(isinstance(e, Restore) for e in proposal.edits)
+            else frozenset()
+        )
         if targets is not None and self._cached is not None:
-            basis = (self._cached[1], targets)
+            basis = (self._cached[1], targets, restored)
             if self._limit is None:
                 # A live view's projection at the same `unit_mark` covers the same units.
                 carry = carry_of(proposal, self._cached[1], self._overlay)
         elif targets is not None and self._basis is not None:
-            basis = (self._basis[0], self._basis[1] | targets)
+            projection, touched, forget = self._basis
+            basis = (projection, touched | targets, forget | restored)
         return Projector(
             self._graph, overlay, self._limit, self._interned, basis=basis, carry=carry
         )
@@ -214,14 +222,14 @@ class Projector:
                 self._cached = (key, extended)
                 return extended
             # Same overlay: every segment of a pristine unit that did not change holds.
-            projection = self._project(cached[1], frozenset())
+            projection = self._project(cached[1], frozenset(), frozenset())
         elif self._basis is not None:
             projection = self._project(*self._basis)
             self._basis = None
             if self._carry is not None:
                 take_over(self._carry, projection, self._graph)
         else:
-            projection = self._project(None, frozenset())
+            projection = self._project(None, frozenset(), frozenset())
         self._cached = (key, projection)
         self._carry = None
         return projection
@@ -245,12 +253,16 @@ class Projector:
         limit = self._limit
         return self._graph.unit_mark if limit is None else -1 - limit
 
-    def _project(self, basis: Projection | None, touched: frozenset[str]) -> Projection:
+    def _project(
+        self, basis: Projection | None, touched: frozenset[str], restored: frozenset[str]
+    ) -> Projection:
         """Project the view, reusing from `basis` the chunks and segments `touched` leaves alone.
 
         `basis` is a projection of this view, or of the view this one was made from by
         edits that target only the ids in `touched` (pristine nodes, or derived ones
-        nothing stood for: `Overlay.targets_of`) and add no id in use (the lineage rule). A
+        nothing stood for, and what a restore took away or brought back:
+        `Overlay.targets_of`; `restored` holds the latter) and add no id in use (the
+        lineage rule). A
         segment's members stand as they did while none of them, nor the nodes standing
         for them (`Segment.reached`), was targeted; its summaries stay first reached
         there while no segment before it changed which summaries it places. Such a
@@ -268,7 +280,7 @@ class Projector:
         before = basis.chunks if basis is not None else ()
         whole = basis is not None and basis.hidden == hidden
         ends = basis.ends if basis is not None else None
-        walk = Walk(self._overlay, self._node, self._interned, hidden, touched, ends)
+        walk = Walk(self._overlay, self._node, self._interned, hidden, touched, ends, restored)
         chunks: list[Chunk] = []
         for index, start in enumerate(range(0, len(pristine_units), CHUNK)):
             old = before[index] if index < len(before) else None

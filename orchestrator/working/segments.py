@@ -84,7 +84,10 @@ class Walk:
         hidden: Heads of the pristine units a pristine summary covers.
         touched: The ids the edits since the basis targeted (`Projector._project`).
         ends: Where the way from each summary led in the basis (`_resolve`); `None`
-            without a basis (and after a restore, which changes the ways).
+            without a basis.
+        restored: What restores since the basis took away or brought back, with the
+            nodes they restored: every way a restore changed ended at one of these (the
+            restored node stood in the view), so the ends known there are forgotten.
     """
 
     __slots__ = (
@@ -108,6 +111,7 @@ class Walk:
         hidden: frozenset[str],
         touched: frozenset[str],
         ends: LayeredMap[str, tuple[str, bool]] | None = None,
+        restored: frozenset[str] = frozenset(),
     ) -> None:
         self._overlay = overlay
         self._node = node
@@ -119,7 +123,12 @@ class Walk:
         self.emitted: set[str] = set()
         # How many pristine units were looked at one by one (not reused a chunk whole).
         self.visited = 0
-        self._ends = (LayeredMap() if ends is None else ends).draft()
+        known = LayeredMap() if ends is None else ends
+        self._ends = known.draft()
+        if restored:
+            for start, (end, _) in known.items():
+                if end in restored:
+                    self._ends.pop(start)
         self._touched = touched
         # The summaries the basis placed before the chunk at hand.
         self._placed_before: set[str] = set()
@@ -233,8 +242,8 @@ class Walk:
         from a member to what stands for it now grows with the session. Where the way
         from each summary passed ended is kept (`ends`) and handed on to the next
         projection, which goes on from that end: the way up to it stays as it was,
-        since only nodes in the view are edited and a restore projects afresh. So a
-        walk takes only the steps made since an end was found.
+        since only nodes in the view are edited, and a restore's ways are forgotten
+        (`restored`). So a walk takes only the steps made since an end was found.
         """
         overlay, ends = self._overlay, self._ends
         # (node, whether the way from it to the next one passes a summary, keep its end)

@@ -5,8 +5,8 @@ time and reuses, without a look at its units, every chunk whose `reached` set mi
 dirty ids. With small chunks, so that the short random sessions span many, every view
 after edits, batches, ingests and snapshots must still read as one projected from
 scratch, and hand out the very same Unit objects for the units that did not change (the
-renderer reuses their messages). An edit near the end of a long history looks at a
-chunk or two, not at every unit.
+renderer reuses their messages). An edit near the end of a long history, a restore
+too, looks at a chunk or two, not at every unit.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from context_graph import AgentEvent, AssistantTurn, Compaction, ContextGraph, TextPart, UserTurn
 from context_graph.graph.nodes import SummaryNode
 from context_graph.testing import WordCounter
+from orchestrator.agent_tools.expander import RestorePlan, plan_restore
 from orchestrator.working import WorkingGraph, WorkingView, projection
 from orchestrator.working.invariants import check_proposal
 from orchestrator.working.segments import CHUNK
@@ -126,6 +127,47 @@ class TestEditCost:
         working.view.units()
         visited = working.view._projector._current().visited
         assert 0 < visited <= 2 * CHUNK < len(graph.units()) // 10
+        _assert_as_fresh(working.view)
+
+    def test_a_restore_at_the_end_looks_at_one_chunk(self) -> None:
+        """Restoring a drop near the end of a long, compacted history visits a chunk.
+
+        A restore once projected the whole view afresh: a compaction that took back its
+        own cuts paid for every unit of the session, a cost that grew with it.
+        """
+        graph = ContextGraph(counter=WordCounter())
+        _long_session(graph, 40 * CHUNK)
+        working = WorkingGraph(graph)
+        _summarize(working, len(working.view.units()) // 2, "summary-old")
+        before = working.view
+        last = before.units()[-2]
+        _apply_one(working, Drop(targets=last.node_ids))
+        plan = plan_restore(working.view, last.node_ids[0])
+        assert isinstance(plan, RestorePlan)
+        working.apply(plan.proposal)
+        assert working.view.units() == before.units()
+        visited = working.view._projector._current().visited
+        assert 0 < visited <= 2 * CHUNK < len(graph.units()) // 10
+        _assert_as_fresh(working.view)
+
+    def test_restoring_a_summary_of_a_summary_brings_back_what_it_placed(self) -> None:
+        """A one-level restore of a summary of a summary: its parts stand again."""
+        graph = ContextGraph(counter=WordCounter())
+        _long_session(graph, 40 * CHUNK)
+        working = WorkingGraph(graph)
+        _summarize(working, len(working.view.units()) // 2, "summary-old")
+        after_old = working.view.units()
+        _summarize(working, 3, "summary-new")
+        plan = plan_restore(working.view, "summary-new", whole=False)
+        assert isinstance(plan, RestorePlan)
+        working.apply(plan.proposal)
+        assert working.view.units() == after_old
+        _assert_as_fresh(working.view)
+        # And a whole restore of the old one: the first half stands as it was ingested.
+        plan = plan_restore(working.view, "summary-old")
+        assert isinstance(plan, RestorePlan)
+        working.apply(plan.proposal)
+        assert working.view.units() == tuple(graph.units())
         _assert_as_fresh(working.view)
 
     def test_a_summary_of_a_summary_looks_at_what_it_places(self) -> None:

@@ -4,10 +4,10 @@ A view made by `with_proposal` reuses the projection of the view it was made fro
 pristine units a pristine summary covers, and every pristine unit's projection that the
 edits did not touch. A live view that cannot simply append what an ingest added also
 reuses its own. Whatever the edits (replacements of replacements, masks, drops,
-summaries that abstract earlier summaries or imported ones, several edits in one
-proposal, several proposals in one batch) and however they interleave with ingests,
-late results and snapshots, the view must read exactly as a fresh one over the same
-graph and overlay.
+summaries that abstract earlier summaries or imported ones, restores of any of them,
+whole or one level, several edits in one proposal, several proposals in one batch) and
+however they interleave with ingests, late results and snapshots, the view must read
+exactly as a fresh one over the same graph and overlay.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from context_graph.graph.nodes import Node, SummaryNode, TriggerSpec
 from context_graph.graph.units import Unit
 from context_graph.render import Renderer
 from context_graph.testing import WordCounter
+from orchestrator.agent_tools.expander import RestorePlan, plan_restore
 from orchestrator.compaction.triggers import TriggerConfig, TriggerState, evaluate
 from orchestrator.working import WorkingGraph, WorkingView
 from orchestrator.working.figures import figures_of
@@ -201,8 +202,22 @@ def _edits(data: st.DataObject, view: WorkingView, serial: str) -> list[Edit]:
     return edits
 
 
+def _restore(data: st.DataObject, view: WorkingView) -> Proposal | None:
+    """A restore of a compacted piece of `view` (whole or one level), or `None`."""
+    overlay = view.overlay
+    pieces = sorted(
+        {*(i for i in overlay.derived if view.is_current(i)), *overlay.dropped} - set(overlay.kept)
+    )
+    if not pieces:
+        return None
+    plan = plan_restore(view, data.draw(st.sampled_from(pieces)), whole=data.draw(st.booleans()))
+    return plan.proposal if isinstance(plan, RestorePlan) else None
+
+
 def _proposal(data: st.DataObject, view: WorkingView, serial: str) -> Proposal | None:
-    """A random proposal against `view`, or `None` when nothing can be edited."""
+    """A random proposal against `view` (a restore, one time in four), or `None`."""
+    if data.draw(st.integers(0, 3)) == 0:
+        return _restore(data, view)
     edits = _edits(data, view, serial)
     if not edits:
         return None
