@@ -21,11 +21,11 @@ from collections.abc import Sequence
 
 from context_graph.errors import GraphError, InvariantViolation
 from context_graph.graph.events import AgentEvent, Withdrawal
-from orchestrator.agent_tools.expander import restore_proposal
 from orchestrator.bus import EventBus
 from orchestrator.counters import ProposalCounters
 from orchestrator.persistence.manager_state import StateKeeper
 from orchestrator.working import WorkingGraph, WorkingView
+from orchestrator.working.restores import restore_proposal
 
 __all__ = ["WITHDRAW_PROCESSOR", "Withdrawer", "summaries_over"]
 

@@ -14,7 +14,6 @@ call is refused with the sizes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -29,9 +28,10 @@ from orchestrator.compaction.renderers import RendererCache
 from orchestrator.counters import ProposalCounters
 from orchestrator.persistence.manager_state import StateKeeper
 from orchestrator.working import WorkingGraph, WorkingView
-from processors.base import Proposal, Restore
+from orchestrator.working.restores import restore_proposal
+from processors.base import Proposal
 
-__all__ = ["ExpandSettings", "Expander", "RestorePlan", "plan_restore", "restore_proposal"]
+__all__ = ["ExpandSettings", "Expander", "RestorePlan", "plan_restore"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,33 +46,6 @@ class RestorePlan:
     """How many pristine units they belong to."""
     compacted: int = 0
     """How many of `restored` are still compacted pieces (a restore of one level)."""
-
-
-def restore_proposal(
-    view: WorkingView, targets: Sequence[str], processor: str = EXPAND_TOOL, *, whole: bool = True
-) -> Proposal:
-    """The `restore` proposal undoing `targets`, with exact token counts (unchecked).
-
-    `whole=False` undoes only the targets themselves (`Restore.whole`).
-    """
-    before = after = 0
-    count = view.token_cache.count_node
-    restored: list[str] = []
-    for target in targets:
-        undone, bases = view.overlay.undone_by(target, whole=whole)
-        before += sum(count(view[i]) for i in undone if view.is_current(i))
-        after += sum(count(view[i]) for i in bases)
-        restored.extend(bases)
-    return Proposal(
-        processor=processor,
-        edits=tuple(Restore(target=target, whole=whole) for target in targets),
-        tokens_before=before,
-        tokens_after=after,
-        base_version=view.version,
-        note=f"restored {len(restored)} node(s) behind {', '.join(targets)}"
-        + ("" if whole else " (one level)"),
-        purpose="restore",
-    )
 
 
 def plan_restore(view: WorkingView, node_id: str, *, whole: bool = True) -> RestorePlan | Refusal:
@@ -106,7 +79,7 @@ def plan_restore(view: WorkingView, node_id: str, *, whole: bool = True) -> Rest
         return Refusal(f"{EXPAND_TOOL}: {shown(node_id)} is {what} already; nothing to restore")
     else:
         targets = (now,)
-    proposal = restore_proposal(view, targets, whole=whole)
+    proposal = restore_proposal(view, targets, EXPAND_TOOL, whole=whole)
     restored = tuple(i for t in targets for i in overlay.undone_by(t, whole=whole)[1])
     pristine = view.pristine
     heads = {pristine.unit_of(root).head for i in restored for root in view.roots(i)}

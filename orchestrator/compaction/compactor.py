@@ -42,6 +42,7 @@ from orchestrator.compaction.meter import RequestMeter, calibrated
 from orchestrator.compaction.pipeline import PipelineRun, StageSettings, run_pipeline
 from orchestrator.compaction.plan import RunMode, plan_runs
 from orchestrator.compaction.recency import live_outputs
+from orchestrator.compaction.refill import refill
 from orchestrator.compaction.relief import relief_limit, relieve
 from orchestrator.compaction.renderers import RequestRenderer
 from orchestrator.compaction.screen import SecretScreen
@@ -286,6 +287,7 @@ class Compactor:
                 # stage in progress is applied (a proposal lands whole, never while its
                 # processor runs), and a render goes on from what the finished stages left.
                 with anyio.move_on_after(self._time_limit(mode)) as scope:
+                    since = len(self._working.audit())  # what the run applies comes after
                     if relief is not None and renderer is not None and self._unsent():
                         if await self._relieve(renderer, relief, settings, guards, total, mode):
                             steps = ()
@@ -300,6 +302,16 @@ class Compactor:
                             only=step.only,
                             spare_while=spare_while,
                         )
+                    if steps and relief is not None and renderer is not None and target:
+                        # A run only the budget asked for is sized to its target, and its
+                        # stages free in steps: what they cut of the outputs for nothing
+                        # comes back. (What another trigger asked for is cut on purpose.)
+                        restored = refill(
+                            self._working, self.meter, renderer, target, since, self._bus
+                        )
+                        # Counted like a stage's proposals: a rebase may drop them too.
+                        self._count(total, PipelineRun(applied=restored))
+                        total.refilled += restored
                 total.timed_out = scope.cancelled_caught
             except anyio.get_cancelled_exc_class():
                 # Cancelled from outside (the manager closed): the work is still due, and

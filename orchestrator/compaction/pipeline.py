@@ -94,6 +94,9 @@ class PipelineRun:
     partial: bool = False
     """The last stage's pass took only part of its targets (a goal-sized pass): if the
     request is still over the target, the stage runs again on all of them."""
+    refilled: int = 0
+    """Restore proposals that took back the run's own cuts of outputs, once it landed
+    under its target (`refill`); counted in `applied` too."""
     timed_out: bool = False
     """A time limit (`background_timeout`, `compaction_timeout`) cut the run short: the
     stage in progress applied nothing, the stages before it stay applied."""

@@ -5,7 +5,7 @@ that waited for it (`trigger_fired` since the last `compaction_done`), so each p
 applied in between is put down to those triggers by name (`budget_soft`, `size`, ...).
 A compaction with no firing waiting ran because the request did not fit its budget (a
 render's overflow run, or the floor's truncation after it). Redaction (`safety`) and
-restores (`context_expand`, a withdrawal) are named as such.
+restores (`context_expand`, a withdrawal, a run's refill) are named as such.
 """
 
 from __future__ import annotations

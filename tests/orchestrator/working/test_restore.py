@@ -13,8 +13,9 @@ from context_graph.graph.nodes import SummaryNode
 from context_graph.render import FORMATS, Renderer
 from context_graph.testing import WordCounter
 from context_graph.validate.request import validate
-from orchestrator.agent_tools.expander import plan_restore, restore_proposal
+from orchestrator.agent_tools.expander import plan_restore
 from orchestrator.working.buffer import WorkingGraph
+from orchestrator.working.restores import restore_proposal
 from processors import Abstract, Drop, Proposal, Replace, replacement_for
 from processors.base import Restore
 
