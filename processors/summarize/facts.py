@@ -36,7 +36,6 @@ __all__ = [
     "command_key",
     "command_of",
     "constraint_sentences",
-    "decision_sentences",
     "dedupe",
     "error_key",
     "errors_of",
@@ -96,11 +95,6 @@ _CONSTRAINT = re.compile(
     "|必须|不要|禁止|不得|不能|请勿|务必|一定要|しないで|禁止|必ず|してください",
     re.IGNORECASE,
 )
-_DECISION = re.compile(
-    r"\b(?:I'll|I will|I'm going to|going to|decided|decide to|instead|rather than|"
-    r"I chose|chose to|switch(?:ed)? to|the fix is|the solution is|my plan|the plan is)\b",
-    re.IGNORECASE,
-)
 # Shell verbs whose output is content the agent asked to see: a failure word in it is
 # data (a log, a source file), not a report of how the command ran.
 _CONTENT_VERBS = frozenset(
@@ -142,11 +136,6 @@ def sentences(text: str) -> Iterator[str]:
 def constraint_sentences(text: str) -> list[str]:
     """Sentences of a user turn that state a constraint or a preference."""
     return [s for s in sentences(text) if _CONSTRAINT.search(s)]
-
-
-def decision_sentences(text: str) -> list[str]:
-    """Sentences of an assistant turn that state a decision or a plan."""
-    return [s for s in sentences(text) if _DECISION.search(s)]
 
 
 def arguments_of(call: ToolCallNode) -> dict[str, object]:

@@ -35,8 +35,13 @@ __all__ = [
 
 _DECISION = re.compile(
     r"\b(?:I'll|I will|I'm going to|we'll|we will|let's|going to|decided|decide to|"
-    r"instead|rather than|I chose|chose to|opted|going with|switch(?:ed)? to|the fix is|"
+    r"I chose|chose to|opted|going with|switch(?:ed)? to|the fix is|"
     r"the solution is|my plan|the plan is)\b"
+    # "instead" and "rather than" choose only beside a verb of choosing: "use X instead",
+    # "rather than patching it, subclass" ("it returns None instead" only observes).
+    r"|\b(?:use|using|try|trying|pick|prefer|go with|switch to|subclass|patch|call)\b"
+    r"[^.!?\n]{0,80}\b(?:instead|rather than)\b"
+    r"|\b(?:instead of|rather than)\b[^.!?\n]{0,80}\b(?:use|try|pick|go with|switch to)\b"
     # German, Spanish, French: decided, I'll use; Chinese and Japanese: decided, will use.
     r"|\b(?:entschieden|werde ich|decidí|decidimos|usaré|j'ai décidé|nous avons décidé|"
     r"je vais)\b|决定|改用|決めました|にします",

@@ -105,6 +105,25 @@ class TestSections:
         ]
         assert decisions_with_reasons("It has worked since Tuesday. Otherwise fine.") == []
 
+    def test_instead_decides_only_beside_a_verb_of_choosing(self) -> None:
+        """The words "instead" and "rather than" that only observe what the code does are no
+        decision (django's trace: "But instead, it seems like the distinct is being
+        ignored" was listed as one); beside a verb of choosing they are."""
+        observed = (
+            "But instead, it seems like the distinct is being ignored. "
+            "It returns a list rather than a tuple."
+        )
+        assert decisions_with_reasons(observed) == []
+        chosen = (
+            "Use a subquery instead. Rather than patching the test, try the fixture. "
+            "Instead of the regex, I'll use shlex."
+        )
+        assert decisions_with_reasons(chosen) == [
+            "Use a subquery instead.",
+            "Rather than patching the test, try the fixture.",
+            "Instead of the regex, I'll use shlex.",
+        ]
+
     def test_open_questions_are_those_not_answered_later(self) -> None:
         """The user's question was answered by the assistant's text after it, and the
         assistant's port question by the user's next message; its last one is open."""
