@@ -13,6 +13,7 @@ from context_graph.errors import ConfigurationError
 from context_graph.graph.content import ContentPart, ThinkingPart
 from context_graph.graph.nodes import SIGNED_SECRETS, Node, ToolCallNode
 from processors.base import ProcessorContext, Proposal, Scope, replace_each, replacement_for
+from processors.markers import REDACTED
 from processors.redact.fields import (
     field_texts,
     native_text,
@@ -234,7 +235,7 @@ class SecretRedactor:
         meta = dict(node.meta)
         redacted = changed or bool(updates)
         if redacted:
-            meta["redacted"] = dict(sorted((run.found - counted).items()))
+            meta[REDACTED] = dict(sorted((run.found - counted).items()))
         signed = _signed_in(node, run)
         if signed:
             meta[SIGNED_SECRETS] = dict(sorted(signed.items()))

@@ -32,6 +32,7 @@ from context_graph.graph.ids import make_node_id
 from context_graph.graph.native import NativeCompaction
 from context_graph.graph.nodes import Node, SummaryNode, UserNode
 from processors.base import Abstract, ProcessorContext, Proposal, Scope, Summarizer
+from processors.markers import uncut
 from processors.redact import strip_signed_secrets
 from processors.registry import register_processor
 from processors.summarize.brief import parse, tool_lines
@@ -75,6 +76,16 @@ class _Job:
     @property
     def previous(self) -> str | None:
         return self.plan.previous.text if self.plan.previous is not None else None
+
+    @property
+    def uncut(self) -> tuple[Node, ...]:
+        """The span with its outputs as they were before distill and truncate cut them.
+
+        The brief reads these: a truncation's middle and the frames a distillation left
+        out hold the paths and names the agent meets again (`markers.uncut`).
+        """
+        graph = self.ctx.graph
+        return tuple(uncut(node, graph, graph.__getitem__) for node in self.plan.span)
 
     def check(self, text: str) -> CandidateCheck:
         """The candidate's verdict, whoever wrote it (a model, a provider, the brief)."""
@@ -284,7 +295,7 @@ class HistorySummarizer:
     def _brief(self, job: _Job, summarizer: ExtractiveSummarizer) -> str:
         keep = [*job.required, *job.facts]
         return summarizer.brief(
-            job.plan.span,
+            job.uncut,
             previous=job.previous,
             instructions=job.ctx.instructions,
             keep=keep,
@@ -371,7 +382,7 @@ class HistorySummarizer:
         hint = job.ctx.expand_hint(job.plan.abstract_ids[0], "the turns this summary stands for")
         node = self._node(job, text if hint is None else f"{text}\n{hint}", label, kind)
         carried = () if job.plan.previous is None else (job.plan.previous,)
-        sources = line_sources(text, job.plan.span, carried=carried, describe=describe_use)
+        sources = line_sources(text, job.uncut, carried=carried, describe=describe_use)
         node = node.model_copy(update={"meta": {**node.meta, LINE_SOURCES: sources}})
         if native is not None:
             node = node.model_copy(update={"native": native})
