@@ -190,7 +190,8 @@ class Projector:
         """The projector of this view with `proposal` applied, reading through `overlay`."""
         basis = carry = None
         targets = self._overlay.targets_of(proposal.edits)
-        # A restore changes the ways from the members below it (`Walk`'s `forget`).
+        # A restore changes the ways from the members below it: the walk forgets their
+        # ends (`Walk`'s `restored`).
         restored = (
             targets
             if targets is not None and any(isinstance(e, Restore) for e in proposal.edits)
@@ -262,12 +263,11 @@ class Projector:
         edits that target only the ids in `touched` (pristine nodes, or derived ones
         nothing stood for, and what a restore took away or brought back:
         `Overlay.targets_of`; `restored` holds the latter) and add no id in use (the
-        lineage rule). A
-        segment's members stand as they did while none of them, nor the nodes standing
-        for them (`Segment.reached`), was targeted; its summaries stay first reached
-        there while no segment before it changed which summaries it places. Such a
-        segment projects the same here, so it is reused; a chunk of them (`Chunk`) is
-        reused whole, without a look at its units.
+        lineage rule). A segment's members stand as they did while none of them, nor
+        the nodes standing for them (`Segment.reached`), was targeted; its summaries stay
+        first reached there while no segment before it changed which summaries it
+        places. Such a segment projects the same here, so it is reused; a chunk of them
+        (`Chunk`) is reused whole, without a look at its units.
         """
         mark = self._graph.unit_mark
         key = self._pristine_key()
