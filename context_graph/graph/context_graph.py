@@ -347,6 +347,24 @@ class ContextGraph(EventAdders):
         self._units_cache = (self._version, units)
         return units
 
+    def units_from(self, start: int) -> tuple[Unit, ...]:
+        """`units()[start:]`, without a copy of the units before `start`.
+
+        A reader that keeps up with the units as they come (the first request's tokens,
+        say) reads only the new ones: a copy of every unit per request grew with the
+        session.
+        """
+        return self._units.units_from(start)
+
+    def units_newest_first(self) -> Iterator[Unit]:
+        """The units from the newest back, without a copy of them all.
+
+        For a reader that stops after a few (the latest user turn): `units()` copies the
+        whole list once per version, a cost per request that grew with the session.
+        Do not ingest while iterating.
+        """
+        return self._units.newest_first()
+
     @property
     def unit_mark(self) -> int:
         """A mark of the units as they are now, for `units_changed_since`."""

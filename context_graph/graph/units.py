@@ -126,6 +126,16 @@ class UnitIndex:
         """Every unit, in the order their heads happened."""
         return tuple(self._units)
 
+    def units_from(self, start: int) -> tuple[Unit, ...]:
+        """The units from position `start` on (what `units()[start:]` holds)."""
+        return tuple(self._units[start:])
+
+    def newest_first(self) -> Iterator[Unit]:
+        """The units from the newest back, read as they stand (nothing copied)."""
+        units = self._units
+        for index in range(len(units) - 1, -1, -1):
+            yield units[index]
+
     @property
     def mark(self) -> int:
         """A mark of the units as they are now, for `changed_since`."""

@@ -109,14 +109,14 @@ class ToolOffer:
         if pristine.units_reshaped_since(self._mark):
             self._kept, self._units_read, self._first_read = 0, 0, False
         self._mark = pristine.unit_mark
-        units = pristine.units()
+        new = pristine.units_from(self._units_read)
         count = pristine.token_cache.count_node
-        for unit in units[self._units_read :]:
+        for unit in new:
             first = unit.kind == "user" and not self._first_read
             if first or unit.kind == "system" or getattr(pristine[unit.head], "pinned", False):
                 self._kept += sum(count(pristine[node_id]) for node_id in unit.node_ids)
                 self._first_read = self._first_read or first
-        self._units_read = len(units)
+        self._units_read += len(new)
         return self._kept
 
     def lean(self, tools: Sequence[ToolSpec]) -> tuple[ToolSpec, ...] | None:

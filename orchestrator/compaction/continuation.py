@@ -193,7 +193,7 @@ def _latest_user(graph: WorkingGraph) -> UserNode | None:
     the user's next turn.
     """
     pristine = graph.pristine
-    for unit in reversed(pristine.units()):
+    for unit in pristine.units_newest_first():
         if unit.kind == "assistant" and len(unit.node_ids) == 1:
             return None
         if unit.kind == "user":

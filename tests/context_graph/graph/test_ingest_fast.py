@@ -9,6 +9,7 @@ show, batch after batch.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, cast
 
 import pytest
@@ -280,6 +281,29 @@ class TestCommit:
             for unit in graph.units():
                 assert graph.unit_of(unit.head) is unit
                 assert all(graph.unit_of(node_id) is unit for node_id in unit)
+
+    @settings(max_examples=60)
+    @given(batches=_batches(), data=st.data())
+    def test_partial_reads_of_the_units_are_what_units_lists(
+        self, batches: list[list[AgentEvent]], data: st.DataObject
+    ) -> None:
+        """`units_from` and `units_newest_first` read what `units()` lists, withdrawals too
+        (the readers that keep up per request use them instead of a copy of every unit)."""
+        graph = ContextGraph(counter=WordCounter())
+        for batch in batches:
+            graph.ingest(batch)
+            units = graph.units()
+            start = data.draw(st.integers(0, len(units) + 1))
+            assert graph.units_from(start) == units[start:]
+            assert tuple(graph.units_newest_first()) == units[::-1]
+        # A withdrawal takes units apart (one the record refuses changes nothing).
+        ids = graph.transcript()
+        chosen = data.draw(st.lists(st.sampled_from(ids), max_size=3)) if ids else []
+        for node_id in chosen:
+            with contextlib.suppress(IngestError):
+                graph.withdraw([node_id])
+            assert tuple(graph.units_newest_first()) == graph.units()[::-1]
+            assert graph.units_from(1) == graph.units()[1:]
 
     @settings(max_examples=60)
     @given(batches=_batches(), bad_at=st.integers(0, 3))
