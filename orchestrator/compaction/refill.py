@@ -36,7 +36,7 @@ from orchestrator.bus import EventBus
 from orchestrator.compaction.meter import RequestMeter
 from orchestrator.compaction.renderers import RequestRenderer
 from orchestrator.working import WorkingGraph, WorkingView
-from orchestrator.working.restores import restore_proposal
+from orchestrator.working.restores import restore_proposal, restore_tokens
 
 __all__ = ["REFILL_PROCESSOR", "refill"]
 
@@ -97,8 +97,8 @@ def _fitting(
     room = target - request
     chosen: list[str] = []
     for node in _cuts(working, since):
-        one = restore_proposal(view, (node.id,), REFILL_PROCESSOR, whole=False)
-        grows = math.ceil(-one.tokens_saved * per_content)  # request tokens it brings back
+        taken, brought = restore_tokens(view, node.id, whole=False)
+        grows = math.ceil((brought - taken) * per_content)  # request tokens it brings back
         if grows > room:
             break  # newest first: an older output does not take the room a newer one could not
         chosen.append(node.id)

@@ -13,7 +13,20 @@ from collections.abc import Sequence
 from orchestrator.working.view import WorkingView
 from processors.base import Proposal, Restore
 
-__all__ = ["restore_proposal"]
+__all__ = ["restore_proposal", "restore_tokens"]
+
+
+def restore_tokens(view: WorkingView, target: str, *, whole: bool = True) -> tuple[int, int]:
+    """Content tokens `Restore(target, whole)` takes out of `view`, and brings back."""
+    taken, brought, _ = _restored(view, target, whole)
+    return taken, brought
+
+
+def _restored(view: WorkingView, target: str, whole: bool) -> tuple[int, int, tuple[str, ...]]:
+    count = view.token_cache.count_node
+    undone, bases = view.overlay.undone_by(target, whole=whole)
+    taken = sum(count(view[i]) for i in undone if view.is_current(i))
+    return taken, sum(count(view[i]) for i in bases), bases
 
 
 def restore_proposal(
@@ -25,12 +38,11 @@ def restore_proposal(
     who restores in the audit log.
     """
     before = after = 0
-    count = view.token_cache.count_node
     restored: list[str] = []
     for target in targets:
-        undone, bases = view.overlay.undone_by(target, whole=whole)
-        before += sum(count(view[i]) for i in undone if view.is_current(i))
-        after += sum(count(view[i]) for i in bases)
+        taken, brought, bases = _restored(view, target, whole)
+        before += taken
+        after += brought
         restored.extend(bases)
     return Proposal(
         processor=processor,

@@ -114,6 +114,22 @@ def _summarize(working: WorkingGraph, count: int, summary_id: str) -> None:
     working.view.units()
 
 
+def _half_summarized() -> tuple[ContextGraph, WorkingGraph]:
+    """A long history whose first half one summary (`summary-old`) stands for."""
+    graph = ContextGraph(counter=WordCounter())
+    _long_session(graph, 40 * CHUNK)
+    working = WorkingGraph(graph)
+    _summarize(working, len(working.view.units()) // 2, "summary-old")
+    return graph, working
+
+
+def _restore(working: WorkingGraph, node_id: str, *, whole: bool = True) -> None:
+    """Apply the restore `context_expand` would make of `node_id`."""
+    plan = plan_restore(working.view, node_id, whole=whole)
+    assert isinstance(plan, RestorePlan)
+    working.apply(plan.proposal)
+
+
 class TestEditCost:
     def test_an_edit_at_the_end_looks_at_one_chunk(self) -> None:
         """A drop near the end of a long, compacted history visits a chunk, not the history."""
@@ -135,16 +151,11 @@ class TestEditCost:
         A restore once projected the whole view afresh: a compaction that took back its
         own cuts paid for every unit of the session, a cost that grew with it.
         """
-        graph = ContextGraph(counter=WordCounter())
-        _long_session(graph, 40 * CHUNK)
-        working = WorkingGraph(graph)
-        _summarize(working, len(working.view.units()) // 2, "summary-old")
+        graph, working = _half_summarized()
         before = working.view
         last = before.units()[-2]
         _apply_one(working, Drop(targets=last.node_ids))
-        plan = plan_restore(working.view, last.node_ids[0])
-        assert isinstance(plan, RestorePlan)
-        working.apply(plan.proposal)
+        _restore(working, last.node_ids[0])
         assert working.view.units() == before.units()
         visited = working.view._projector._current().visited
         assert 0 < visited <= 2 * CHUNK < len(graph.units()) // 10
@@ -152,30 +163,20 @@ class TestEditCost:
 
     def test_restoring_a_summary_of_a_summary_brings_back_what_it_placed(self) -> None:
         """A one-level restore of a summary of a summary: its parts stand again."""
-        graph = ContextGraph(counter=WordCounter())
-        _long_session(graph, 40 * CHUNK)
-        working = WorkingGraph(graph)
-        _summarize(working, len(working.view.units()) // 2, "summary-old")
+        graph, working = _half_summarized()
         after_old = working.view.units()
         _summarize(working, 3, "summary-new")
-        plan = plan_restore(working.view, "summary-new", whole=False)
-        assert isinstance(plan, RestorePlan)
-        working.apply(plan.proposal)
+        _restore(working, "summary-new", whole=False)
         assert working.view.units() == after_old
         _assert_as_fresh(working.view)
         # And a whole restore of the old one: the first half stands as it was ingested.
-        plan = plan_restore(working.view, "summary-old")
-        assert isinstance(plan, RestorePlan)
-        working.apply(plan.proposal)
+        _restore(working, "summary-old")
         assert working.view.units() == tuple(graph.units())
         _assert_as_fresh(working.view)
 
     def test_a_summary_of_a_summary_looks_at_what_it_places(self) -> None:
         """Abstracting a summary of half the history visits the chunks that place it."""
-        graph = ContextGraph(counter=WordCounter())
-        _long_session(graph, 40 * CHUNK)
-        working = WorkingGraph(graph)
-        _summarize(working, len(working.view.units()) // 2, "summary-old")
+        graph, working = _half_summarized()
         # The old summary and the two units after it: every unit of the first half
         # leads into the new summary now, which the first of them places.
         _summarize(working, 3, "summary-new")
