@@ -20,11 +20,19 @@ __all__ = ["DEFAULT_POLICY", "POLICIES", "PolicyLike", "as_policy", "get_policy"
 PolicyLike = Policy | str | os.PathLike[str]
 """What `policy=` takes: a `Policy`, a named policy's name, or a TOML file's path."""
 
-# Test and build tools whose failures matter more than their first and last lines.
+# Test and build tools whose failures matter more than their first and last lines: the
+# shell tools of the agents (Claude Code's `Bash`, Codex CLI's `shell`, `shell_command`,
+# `exec_command` and `write_stdin`, gemini-cli's `run_shell_command`, opencode's and
+# SWE-agent's `bash`, OpenHands' `execute_bash`; names are matched case-sensitively).
 _ERRORS_FIRST = (
     "bash",
+    "Bash",
     "shell",
+    "shell_command",
     "execute_bash",
+    "exec_command",
+    "write_stdin",
+    "run_shell_command",
     "run_tests",
     "pytest",
     "make",

@@ -132,6 +132,19 @@ class TestNamedPolicies:
         assert truncator.policy_for("run_unit_tests") == "errors_first"
         assert truncator.policy_for("read_file") == "head_tail"
 
+    @pytest.mark.parametrize(
+        "tool",
+        # The shell tools as the agents name them (in ../shared/traces and the CLIs).
+        ["Bash", "shell_command", "exec_command", "write_stdin", "run_shell_command"],
+    )
+    def test_every_agents_shell_tool_truncates_errors_first(self, tool: str) -> None:
+        """Claude Code's `Bash` and the other CLIs' shell tools get errors first too
+        (before, only the lower-case names did, so a failed run in Claude Code kept its
+        head and tail and could lose the failure in between)."""
+        truncator = _default(get_policy("coding"))[3]
+        assert isinstance(truncator, ToolOutputTruncator)
+        assert truncator.policy_for(tool) == "errors_first"
+
     @pytest.mark.skipif(not TRACES.exists(), reason="shared traces not present")
     @pytest.mark.parametrize(
         ("profile", "trace"), [("coding", "coding"), ("service", "service"), ("chat", "service")]
