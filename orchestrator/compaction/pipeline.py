@@ -54,6 +54,7 @@ from processors.base import (
     Processor,
     ProcessorContext,
     Proposal,
+    Resizable,
     Summarizer,
     run_processor,
     scope_of,
@@ -295,7 +296,8 @@ class StageSettings:
     spared: frozenset[str] = frozenset()
     """Outputs the output stages leave as they are (a summary may still take them): the
     live error and its resolution (`recency.live_outputs`) in the first phase of a run
-    that compacts to its target."""
+    that compacts to its target. A stage that caps each output (`Resizable`, the
+    truncator) still cuts them down to its cap (`takes_spared`)."""
     excess: Callable[[], int] | None = None
     """How many tokens the request is over `target` now (a whole-view run's). With it a
     summary takes just the oldest history that brings the request down to the target,
@@ -315,6 +317,18 @@ excess, so the summary has that much room and the request lands near the target.
 OUTPUT_GOAL_FACTOR = 2
 """A stage's first pass takes outputs holding this many times the excess: a processor
 frees part of what it is handed (a mask almost all, a distillation half or more)."""
+
+
+def takes_spared(processor: Processor) -> bool:
+    """Whether a stage may take the spared outputs (`StageSettings.spared`).
+
+    A summary may: the brief quotes the error's line and the line that showed the fix.
+    So may a stage that caps each output (`Resizable`): it cuts nothing under its cap,
+    and the coding policy's truncator keeps a shell output's error lines first. Sparing
+    a failed run whole let one test log of 10,000 characters hold its place at an 8k
+    budget while the file the agent had just read was distilled to its outline.
+    """
+    return scope_of(processor) == "history" or isinstance(processor, Resizable)
 
 
 def stage_goal(settings: StageSettings, scope: str) -> int | None:
@@ -384,7 +398,7 @@ async def run_stage(
     goal = stage_goal(settings, scope) if sized else None
     over = settings.over if sized or to_target else None
     to_free = None if over is None else max(0, over())
-    held = settings.held if scope == "history" else settings.held | settings.spared
+    held = settings.held if takes_spared(processor) else settings.held | settings.spared
     targets = _targets(processor, snapshot, working, only, held, goal)
     run.partial = False
     if goal is not None and scope != "history":

@@ -4,8 +4,10 @@ An agent that is fixing an error reads the error's output again, and the output 
 showed the fix worked, more than any other. While they are among the newest tool
 outputs, the output stages of a run that compacts to its target (and the pass over
 unsent outputs) leave them as they are (`StageSettings.spared`); a summary may still take
-them into the brief, which quotes the error's line and the line that showed the fix.
-Only a run still over its target after every stage goes through them too.
+them into the brief, which quotes the error's line and the line that showed the fix, and
+a stage that caps each output (the truncator) still cuts them down to its cap
+(`pipeline.takes_spared`). Only a run still over its target after every stage goes
+through them too.
 
 Measured with `python -m benchmarks.probes_quick --budgets 8k` (coding policy, all
 shared sessions): at a7fa249 (spared by the output stages) the last error's line is in

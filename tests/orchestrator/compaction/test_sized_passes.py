@@ -8,18 +8,24 @@ a tool loop were summarized with the rest, and `priority` was read by nothing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import ClassVar
+
 import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from context_graph.graph.content import TextPart
+from context_graph.graph.nodes import Node
 from context_graph.testing import WordCounter
 from context_graph.validate import validate
 from orchestrator import ContextManager, TriggerConfig
 from orchestrator.compaction.pipeline import StageSettings, run_pipeline
 from orchestrator.compaction.recency import RECENT_ANSWERS, live_outputs
 from orchestrator.policy import Policy, get_policy
-from processors import HistorySummarizer, ToolOutputTruncator
+from processors import HistorySummarizer, ProcessorContext, Proposal, ToolOutputTruncator
+from processors.base import Scope, replace_each, replacement_for, while_needed
 from processors.summarize.brief import Brief, bound
 from processors.summarize.facts import ErrorFact
 from tests.orchestrator.summaries import apply_summary
@@ -131,13 +137,34 @@ def test_what_followed_the_newest_error_outlasts_the_older_errors() -> None:
     assert "case 0" not in text
 
 
-def _recency_manager() -> ContextManager:
+class FirstWords:
+    """An output stage with no cap: each output it takes keeps its first 20 words."""
+
+    name = "first_words"
+    scope: ClassVar[Scope] = "outputs"
+
+    def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
+        def shorter(node: Node, _: int | None) -> Node | None:
+            words = node.text.split()
+            if len(words) <= 20:
+                return None
+            return replacement_for(node, [TextPart(text=" ".join(words[:20]))])
+
+        return replace_each(
+            self.name,
+            ctx,
+            while_needed(targets, ctx, shorter),
+            note=lambda edits, before, after: f"kept the first words of {edits} output(s)",
+        )
+
+
+def _recency_manager(*stages: object) -> ContextManager:
     manager = ContextManager(
         budget=2_000,
         counter=WordCounter(),
         policy=Policy(
             triggers=HARD,
-            pipeline=[ToolOutputTruncator(max_tokens=40), HistorySummarizer()],
+            pipeline=[*(stages or (FirstWords(),)), HistorySummarizer()],
             compact_to=0.7,
         ),
     )
@@ -157,6 +184,28 @@ def test_a_new_error_output_stays_whole_and_older_outputs_make_room() -> None:
     body = str(result.payload)
     assert "err350" in body  # the new error is whole, not a head and a tail
     assert "s0x99" not in body  # the oldest output made room
+    assert result.tokens <= 2_000
+
+
+def test_a_new_error_output_over_the_cap_is_cut_to_the_cap_with_its_error_lines() -> None:
+    """A stage that caps each output still takes the live error, down to its cap: the
+    truncator keeps its error lines first (before, a failed run was spared whole, so a
+    test log of 10,000 characters held its place at an 8k budget while the file the
+    agent had just read was cut to its outline)."""
+    truncator = ToolOutputTruncator(max_tokens=80, policies={"bash": "errors_first"})
+    manager = _recency_manager(truncator)
+    manager.add_assistant("Run the tests.", [{"id": "t", "name": "bash"}])
+    lines = [_output(f"ok{n}x", 10) for n in range(70)]
+    lines.insert(35, "AssertionError: expected 3 got 4")
+    error = manager.add_tool_result("t", "\n".join(lines), is_error=True)
+    result = manager.render_sync()
+    body = str(result.payload)
+    assert "AssertionError: expected 3 got 4" in body
+    assert "ok20x5" not in body  # cut, not whole
+    cut = manager.working.view.standing_for(error)
+    assert cut is not None and cut.id != error
+    # Cut to the cap (its notice line aside), never below it: the room came from the cap.
+    assert 80 <= WordCounter().count(cut.text) <= 120
     assert result.tokens <= 2_000
 
 
@@ -229,7 +278,7 @@ def test_a_run_a_little_over_its_target_leaves_the_live_outputs_alone(
     settings = StageSettings(None, None, None, excess=lambda: 50, over=lambda: 50)
     anyio.run(
         lambda: run_pipeline(
-            [ToolOutputTruncator(max_tokens=40)],
+            [FirstWords()],
             manager.working,
             manager.bus,
             settings,
