@@ -75,6 +75,7 @@ __all__ = [
     "stage_goal",
     "stands_for",
     "summary_chain",
+    "takes_spared",
 ]
 
 
