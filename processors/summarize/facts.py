@@ -61,6 +61,7 @@ SHELL_TOOLS = frozenset(
         "cmd",
         "powershell",
         "exec",
+        "exec_command",
         "execute_bash",
         "execute_command",
         "run_command",

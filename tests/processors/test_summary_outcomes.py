@@ -324,6 +324,10 @@ _MINI = "mini_swe_agent_deepseek/deepseek_chat_test_1-100"
 _OPENHANDS = "openhands_claude35_swebench_verified/llm_completions"
 _GEMINI = "gemini_cli/google-gemini_gemini-cli/NotFollowingUserIntent.json"
 _SPOTTER = "claude_code/marot_spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+_CODEX_EXEC = (
+    "codex_cli/codemie-ai_codemie-code/"
+    "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"
+)
 
 # (trace, what the call's key starts with, the status of each matching use, in order)
 REAL = [
@@ -408,6 +412,16 @@ class TestRealOutputs:
         refused = [u for u in uses if u.answer.text.lstrip().startswith("ERROR:")]
         assert refused and all(u.outcome.failed for u in refused)
         assert all(not u.outcome.failed for u in uses if u not in refused)
+
+    def test_codex_exec_command_runs_a_shell_command(self) -> None:
+        """Codex CLI's `exec_command` is a shell call: its `cmd` is the command the brief
+        lists and keys errors by (before, only names with bash, shell or terminal in them
+        were, so a newer Codex session had no commands in its brief)."""
+        uses = [u for u in _trace_uses(_CODEX_EXEC) if u.call and u.call.name == "exec_command"]
+        assert len(uses) > 20
+        for use in uses:
+            assert use.call is not None
+            assert command_of(use.call) == use.call.parsed_arguments["cmd"]
 
     def test_fetched_pages_do_not_fail(self) -> None:
         """A fetched page that talks about exit codes is content: its outcome is unknown."""
