@@ -24,7 +24,13 @@ from orchestrator import ContextManager, TriggerConfig
 from orchestrator.compaction.pipeline import StageSettings, run_pipeline
 from orchestrator.compaction.recency import RECENT_ANSWERS, live_outputs
 from orchestrator.policy import Policy, get_policy
-from processors import HistorySummarizer, ProcessorContext, Proposal, ToolOutputTruncator
+from processors import (
+    HistorySummarizer,
+    Processor,
+    ProcessorContext,
+    Proposal,
+    ToolOutputTruncator,
+)
 from processors.base import Scope, replace_each, replacement_for, while_needed
 from processors.summarize.brief import Brief, bound
 from processors.summarize.facts import ErrorFact
@@ -158,7 +164,7 @@ class FirstWords:
         )
 
 
-def _recency_manager(*stages: object) -> ContextManager:
+def _recency_manager(*stages: Processor) -> ContextManager:
     manager = ContextManager(
         budget=2_000,
         counter=WordCounter(),
