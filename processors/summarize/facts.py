@@ -371,16 +371,40 @@ def tool_uses(nodes: Iterable[Node]) -> list[ToolUse]:
     return found
 
 
+# Codex CLI's unified exec: `exec_command` answers "Process running with session ID N"
+# when its command outlives the call's wait, and each later `write_stdin` with that
+# `session_id` answers the next chunk of the same command's output, the last one with
+# "Process exited with code N".
+_SESSION_RUNNING = re.compile(r"^Process running with session ID (\d+)\s*$", re.MULTILINE)
+
+
 def _tool_uses(nodes: Sequence[Node]) -> list[ToolUse]:
     latest: dict[str, ToolCallNode] = {}
+    running: dict[str, ToolCallNode] = {}  # a Codex exec session -> the call that started it
     uses: list[ToolUse] = []
     for node in nodes:
         if isinstance(node, ToolCallNode):
             latest[node.tool_call_id] = node
         elif isinstance(node, AnswerNode) and node.tool_call_id is not None:
             call = latest.pop(node.tool_call_id, None)
+            # A chunk of a running command is that command's output: its exit status
+            # is the command's, and an error in it is keyed by the command.
+            call = running.get(_continued_session(call), call)
+            if call is not None and command_of(call) is not None:
+                started = _SESSION_RUNNING.search(node.text)
+                if started is not None:
+                    running[started.group(1)] = call
             uses.append(ToolUse(call, node, outcome_of(node, call), error_key(call, node)))
     return uses
+
+
+def _continued_session(call: ToolCallNode | None) -> str:
+    """The exec session a Codex `write_stdin` call reads on (empty for any other call)."""
+    if call is None or call.name != "write_stdin":
+        return ""
+    parsed = call.parsed_arguments
+    session = parsed.get("session_id") if isinstance(parsed, dict) else None
+    return str(session) if isinstance(session, int | str) and not isinstance(session, bool) else ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -306,6 +306,22 @@ class TestResolution:
         assert "- ran `make fmt`: outcome unknown" in text
         assert "[open] `pytest -x`: 1 failed, 1 passed in 0.05s; output of `bash`: `" in text
 
+    def test_a_codex_command_that_outlives_its_call_fails_in_a_later_chunk(self) -> None:
+        """Codex's `exec_command` answers "Process running" and a `write_stdin` on that
+        session answers the rest: the brief lists the test run as failed, by its command."""
+        graph = ContextGraph(counter=WordCounter())
+        graph.add_user("Make the tests pass.")
+        start = {"id": "a", "name": "exec_command", "arguments": {"cmd": "pytest -x"}}
+        graph.add_assistant(tool_calls=[start])
+        graph.add_tool_result("a", "Chunk ID: 1\nProcess running with session ID 7\nOutput:\n")
+        poll = {"id": "b", "name": "write_stdin", "arguments": {"session_id": 7, "chars": ""}}
+        graph.add_assistant(tool_calls=[poll])
+        graph.add_tool_result(
+            "b", f"Chunk ID: 2\nProcess exited with code 1\nOutput:\n{PYTEST_FAILED}"
+        )
+        text = ExtractiveSummarizer(counter=WordCounter()).brief(_nodes(graph))
+        assert "[open] `pytest -x`: 1 failed, 1 passed in 0.05s" in text
+
 
 def _nodes(graph: ContextGraph) -> list[Node]:
     return [graph[i] for i in graph.transcript()]
@@ -422,6 +438,33 @@ class TestRealOutputs:
         for use in uses:
             assert use.call is not None
             assert command_of(use.call) == use.call.parsed_arguments["cmd"]
+
+    @pytest.mark.parametrize(
+        ("command", "statuses"),
+        [
+            # started, polled while running, exit 1; again, exit 0 (the fix worked)
+            (
+                "npm test",
+                ["unknown", "unknown", "failed", "unknown", "ok", "unknown", "unknown", "ok"],
+            ),
+            ("npm run build", ["unknown"] * 6 + ["ok"]),
+        ],
+    )
+    def test_codex_write_stdin_continues_its_command(
+        self, command: str, statuses: list[str]
+    ) -> None:
+        """Each `write_stdin` chunk of a running Codex command is that command's output:
+        its exit status is the command's and an error in it is keyed by the command, so a
+        later run that exits 0 resolves it (before, the chunks were uses of `write_stdin`,
+        and a failed test run was an error of that tool)."""
+        uses = [u for u in _trace_uses(_CODEX_EXEC) if _named(u).startswith(command)]
+        assert [u.outcome.status for u in uses] == statuses
+        assert {u.answer.name for u in uses} == {"exec_command", "write_stdin"}
+        failed = [u for u in uses if u.outcome.failed]
+        # The failed run is keyed by its command, as the run after it that exited 0.
+        for error in failed:
+            after = uses[uses.index(error) + 1 :]
+            assert any(u.key == error.key and u.outcome.status == "ok" for u in after)
 
     def test_fetched_pages_do_not_fail(self) -> None:
         """A fetched page that talks about exit codes is content: its outcome is unknown."""
