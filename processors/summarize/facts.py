@@ -390,7 +390,7 @@ def _tool_uses(nodes: Sequence[Node]) -> list[ToolUse]:
             # A chunk of a running command is that command's output: its exit status
             # is the command's, and an error in it is keyed by the command.
             call = running.get(_continued_session(call), call)
-            if call is not None and command_of(call) is not None:
+            if call is not None and call.name == "exec_command":  # only it starts one
                 started = _SESSION_RUNNING.search(node.text)
                 if started is not None:
                     running[started.group(1)] = call
