@@ -20,7 +20,7 @@ from __future__ import annotations
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.nodes import AnswerNode
 from orchestrator.working import WorkingView
-from processors.summarize.facts import outcome_of
+from processors.summarize.facts import outcome_of, still_running
 
 __all__ = ["RECENT_ANSWERS", "live_outputs"]
 
@@ -34,9 +34,10 @@ def live_outputs(view: WorkingView, recent: int = RECENT_ANSWERS) -> frozenset[s
 
     The newest failed output, and the first later output of the same tool that did not
     fail (what showed the fix worked), if any: the ids of the current nodes that stand
-    for them. Read off the record, not the view: a resolution is still live after a
-    summary took its error in (the brief quotes the error; the output that showed the
-    fix is still the newest word on it).
+    for them. A chunk of a command still running (a Codex exec session's "Process
+    running") tells no outcome yet, so it resolves nothing. Read off the record, not the
+    view: a resolution is still live after a summary took its error in (the brief
+    quotes the error; the output that showed the fix is still the newest word on it).
     """
     record = view.pristine
     answers: list[AnswerNode] = []
@@ -58,6 +59,7 @@ def live_outputs(view: WorkingView, recent: int = RECENT_ANSWERS) -> frozenset[s
     for later in answers[index + 1 :]:
         if (
             _tool_name(record, later) == tool
+            and not still_running(later)
             and not outcome_of(later, record.call_of(later.id)).failed
         ):
             live.append(later)

@@ -46,6 +46,7 @@ __all__ = [
     "outcome_of",
     "sentences",
     "source_of",
+    "still_running",
     "tool_uses",
     "user_entities",
 ]
@@ -376,6 +377,14 @@ def tool_uses(nodes: Iterable[Node]) -> list[ToolUse]:
 # `session_id` answers the next chunk of the same command's output, the last one with
 # "Process exited with code N".
 _SESSION_RUNNING = re.compile(r"^Process running with session ID (\d+)\s*$", re.MULTILINE)
+
+
+def still_running(answer: AnswerNode) -> bool:
+    """Whether `answer` is a chunk of a command still running (a Codex exec session's).
+
+    It tells no outcome: the command's exit status comes with a later chunk.
+    """
+    return _SESSION_RUNNING.search(answer.text) is not None
 
 
 def _tool_uses(nodes: Sequence[Node]) -> list[ToolUse]:

@@ -8,6 +8,7 @@ a tool loop were summarized with the rest, and `priority` was read by nothing.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -240,6 +241,42 @@ def test_an_error_older_than_the_newest_outputs_is_not_live() -> None:
         manager.add_assistant("Look.", [{"id": f"r{step}", "name": "cat"}])
         manager.add_tool_result(f"r{step}", "ok")
     assert live_outputs(manager.working.view) == frozenset()
+
+
+def _codex_chunk(manager: ContextManager, call_id: str, session: int, output: str) -> str:
+    """A Codex `write_stdin` on exec session `session`, answered by `output`."""
+    arguments = json.dumps({"session_id": session, "chars": ""})
+    manager.add_assistant("", [{"id": call_id, "name": "write_stdin", "arguments": arguments}])
+    return manager.add_tool_result(call_id, output)
+
+
+def test_a_chunk_of_a_command_still_running_resolves_no_error() -> None:
+    """Codex's unified exec: a failed `pytest` chunk, then `npm run build` started and
+    polled while it runs. The poll ("Process running") is a `write_stdin` output that
+    did not fail, but it tells no outcome: the error stays live without a resolution
+    (before, the poll stood as what resolved it). The chunk with the rerun's exit
+    status 0 does resolve it."""
+    manager = ContextManager(budget=None, counter=WordCounter(), policy=Policy(triggers=HARD))
+    manager.add_system("You are a coding agent.")
+    manager.add_user("Fix it.")
+    running = "Chunk ID: {n}\nWall time: 10 seconds\nProcess running with session ID {s}\nOutput:\n"
+    start = json.dumps({"cmd": "pytest -q"})
+    manager.add_assistant("Test.", [{"id": "e1", "name": "exec_command", "arguments": start}])
+    manager.add_tool_result("e1", running.format(n=1, s=5) + "collecting ...")
+    error = _codex_chunk(
+        manager, "w1", 5, "Chunk ID: 2\nProcess exited with code 1\nOutput:\nFAILED t.py::a - boom"
+    )
+    build = json.dumps({"cmd": "npm run build"})
+    manager.add_assistant("Build.", [{"id": "e2", "name": "exec_command", "arguments": build}])
+    manager.add_tool_result("e2", running.format(n=3, s=7) + "> build")
+    _codex_chunk(manager, "w2", 7, running.format(n=4, s=7) + "compiling ...")
+    assert live_outputs(manager.working.view) == {error}
+    manager.add_assistant("Again.", [{"id": "e3", "name": "exec_command", "arguments": start}])
+    manager.add_tool_result("e3", running.format(n=5, s=9) + "collecting ...")
+    fixed = _codex_chunk(
+        manager, "w3", 9, "Chunk ID: 6\nProcess exited with code 0\nOutput:\n1 passed in 0.1s"
+    )
+    assert live_outputs(manager.working.view) == {error, fixed}
 
 
 def _abstract(manager: ContextManager, units: int) -> None:
