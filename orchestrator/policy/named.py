@@ -14,6 +14,7 @@ from context_graph.errors import ConfigurationError
 from orchestrator.compaction.triggers import TriggerConfig
 from orchestrator.policy.policy import Policy
 from orchestrator.policy.stages import StageConfig
+from processors.summarize.facts import AGENT_SHELL_TOOLS
 
 __all__ = ["DEFAULT_POLICY", "POLICIES", "PolicyLike", "as_policy", "get_policy"]
 
@@ -21,18 +22,11 @@ PolicyLike = Policy | str | os.PathLike[str]
 """What `policy=` takes: a `Policy`, a named policy's name, or a TOML file's path."""
 
 # Test and build tools whose failures matter more than their first and last lines: the
-# shell tools of the agents (Claude Code's `Bash`, Codex CLI's `shell`, `shell_command`,
-# `exec_command` and `write_stdin`, gemini-cli's `run_shell_command`, opencode's and
-# SWE-agent's `bash`, OpenHands' `execute_bash`; names are matched case-sensitively).
+# agents' shell tools (`AGENT_SHELL_TOOLS`, names matched case-sensitively), and Codex
+# CLI's `write_stdin`, which answers with the next chunk of a command's output.
 _ERRORS_FIRST = (
-    "bash",
-    "Bash",
-    "shell",
-    "shell_command",
-    "execute_bash",
-    "exec_command",
+    *AGENT_SHELL_TOOLS,
     "write_stdin",
-    "run_shell_command",
     "run_tests",
     "pytest",
     "make",

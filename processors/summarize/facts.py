@@ -26,6 +26,7 @@ from processors.exit_status import exit_code_of
 from processors.summarize.outcomes import Outcome, read_outcome, success_gist
 
 __all__ = [
+    "AGENT_SHELL_TOOLS",
     "ITEM_CHARS",
     "SHELL_TOOLS",
     "ErrorFact",
@@ -51,24 +52,33 @@ __all__ = [
     "user_entities",
 ]
 
+#: The shell tools of the agents, as each spells it: Claude Code's `Bash`, Codex CLI's
+#: `shell`, `shell_command` and `exec_command`, gemini-cli's `run_shell_command`,
+#: opencode's and SWE-agent's `bash`, OpenHands' `execute_bash`. The coding policy's
+#: truncator matches them case-sensitively (`orchestrator.policy.named`).
+AGENT_SHELL_TOOLS = (
+    "bash",
+    "Bash",
+    "shell",
+    "shell_command",
+    "exec_command",
+    "execute_bash",
+    "run_shell_command",
+)
 #: Tool names (lower case) that run shell commands.
 SHELL_TOOLS = frozenset(
     {
-        "bash",
         "sh",
         "zsh",
-        "shell",
         "terminal",
         "cmd",
         "powershell",
         "exec",
-        "exec_command",
-        "execute_bash",
         "execute_command",
         "run_command",
-        "run_shell_command",
         "run_terminal_cmd",
         "local_shell",
+        *(name.lower() for name in AGENT_SHELL_TOOLS),
     }
 )
 _SHELL_WORDS = ("bash", "shell", "terminal")
