@@ -232,11 +232,12 @@ def _targets(
     only: frozenset[str] | None,
     held: frozenset[str] = frozenset(),
     goal: int | None = None,
+    spared: frozenset[str] = frozenset(),
 ) -> tuple[Node, ...]:
     """The stage's targets, by the scope it declares (`processors.base.Scope`).
 
     With `only`, just the nodes that are or stand for those ids; never one of `held`
-    (`StageSettings.held`).
+    (`StageSettings.held`), nor one that is or stands for a transcript node in `spared`.
 
     A node trigger names the nodes that fired; an earlier stage may have replaced one
     (a masked copy), so a node matches when any of its pristine roots is named. A
@@ -250,7 +251,9 @@ def _targets(
     return tuple(
         node
         for node in nodes
-        if node.id not in held and (only is None or stands_for(working, node, only))
+        if node.id not in held
+        and (only is None or stands_for(working, node, only))
+        and not (spared and stands_for(working, node, spared))
     )
 
 
@@ -258,6 +261,11 @@ def _every_node(view: WorkingView) -> tuple[Node, ...]:
     """The view's unpinned nodes but system prompts, in order (scope `all`)."""
     nodes = (view[node_id] for node_id in view.current_ids())
     return tuple(node for node in nodes if not node.pinned and node.kind != "system")
+
+
+def _roots(view: WorkingView, ids: frozenset[str]) -> frozenset[str]:
+    """The transcript nodes `ids` stand for (those of them the view knows)."""
+    return frozenset(root for i in ids if i in view for root in view.roots(i))
 
 
 def stands_for(working: WorkingGraph, node: Node, ids: frozenset[str]) -> bool:
@@ -399,8 +407,10 @@ async def run_stage(
     goal = stage_goal(settings, scope) if sized else None
     over = settings.over if sized or to_target else None
     to_free = None if over is None else max(0, over())
-    held = settings.held if takes_spared(processor) else settings.held | settings.spared
-    targets = _targets(processor, snapshot, working, only, held, goal)
+    # By their transcript roots: a stage that takes them (the truncator) replaces them
+    # with copies of other ids, which the stages after it must still leave alone.
+    spared = frozenset() if takes_spared(processor) else _roots(snapshot, settings.spared)
+    targets = _targets(processor, snapshot, working, only, settings.held, goal, spared)
     run.partial = False
     if goal is not None and scope != "history":
         part = first_by_priority(snapshot, targets, goal)

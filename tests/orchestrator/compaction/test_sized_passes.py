@@ -216,6 +216,31 @@ def test_a_new_error_output_over_the_cap_is_cut_to_the_cap_with_its_error_lines(
     assert result.tokens <= 2_000
 
 
+def test_the_live_error_the_truncator_cut_is_left_to_it_by_the_stages_after_it() -> None:
+    """The truncator cuts the live error to its cap; a later output stage must still
+    leave the cut copy alone. Before, the spared outputs were named by their ids before
+    the pass, and the truncator's copy has an id of its own: the next stage took it as
+    any other output (the distiller made an outline of a failed test run of 1,100
+    tokens in a Claude Code session at 25%, its assertion line gone)."""
+    truncator = ToolOutputTruncator(max_tokens=80, policies={"bash": "errors_first"})
+    manager = _recency_manager(truncator, FirstWords())
+    reads = [{"id": f"c{n}", "name": "cat"} for n in range(8)]
+    manager.add_assistant(
+        "Run the tests and read the files.", [{"id": "t", "name": "bash"}, *reads]
+    )
+    lines = [_output(f"ok{n}x", 10) for n in range(70)]
+    lines.insert(35, "AssertionError: expected 3 got 4")
+    error = manager.add_tool_result("t", "\n".join(lines), is_error=True)
+    for n in range(8):  # each under the truncator's cap: only a stage after it frees them
+        manager.add_tool_result(f"c{n}", _output(f"f{n}x", 75))
+    result = manager.render_sync()
+    assert "AssertionError: expected 3 got 4" in str(result.payload)
+    cut = manager.working.view.standing_for(error)
+    assert cut is not None
+    assert 80 <= WordCounter().count(cut.text) <= 120  # the truncator's cut, not 20 words
+    assert result.tokens <= 2_000
+
+
 def test_the_output_that_resolved_the_error_stays_whole_too() -> None:
     """An error, then a long output of the same tool that did not fail (the first one
     after it): both live, both whole."""
