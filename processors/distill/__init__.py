@@ -9,6 +9,7 @@ from __future__ import annotations
 from processors.distill.common import LEVELS, TARGET_RATIOS, Level
 from processors.distill.detect import CONTENT_TYPES, ContentType
 from processors.distill.distiller import (
+    CODE_LIGHT_PRESSURE,
     DEFAULT_MIN_TOKENS,
     PRESSURE_THRESHOLDS,
     Distillate,
@@ -20,6 +21,7 @@ from processors.distill.distiller import (
 )
 
 __all__ = [
+    "CODE_LIGHT_PRESSURE",
     "CONTENT_TYPES",
     "DEFAULT_MIN_TOKENS",
     "LEVELS",

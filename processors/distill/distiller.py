@@ -13,7 +13,7 @@ names always, then the entities a later turn of the agent named (`_references`),
 paths and other identifiers while the budget allows. A result that would not be
 shorter is not proposed. Without a fixed `level`, the pressure on the budget picks it:
 the transcript's tokens over `ctx.budget` at most 1 is light, at most 3 medium, beyond
-that heavy (no budget: light).
+that heavy (no budget: light); source code stays light up to `CODE_LIGHT_PRESSURE`.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ from processors.markers import DISTILLED_HEADER
 from processors.registry import register_processor
 
 __all__ = [
+    "CODE_LIGHT_PRESSURE",
     "DEFAULT_MIN_TOKENS",
     "PRESSURE_THRESHOLDS",
     "Distillate",
@@ -82,6 +83,10 @@ DEFAULT_MIN_TOKENS = 200
 
 #: `(ratio, level)`: the first level whose ratio bound (tokens / budget) is not exceeded.
 PRESSURE_THRESHOLDS: tuple[tuple[float, Level], ...] = ((1.0, "light"), (3.0, "medium"))
+#: Source code stays at light up to this pressure where other outputs go to medium: an
+#: edit copies the lines it replaces, and the medium outline keeps only signatures.
+CODE_LIGHT_PRESSURE = 1.25
+_CODE: frozenset[ContentType] = frozenset({"python", "code"})
 
 _HEAD_PATH = re.compile(r"\son (\S+?):?$|^\[File: (\S+)|^The file (\S+) has been")
 _HEADER_ALLOWANCE = 20  # tokens a header line costs, set aside from the target
@@ -336,6 +341,10 @@ class Distiller:
         if source is None or ctx.count(node) < self.min_tokens:
             return None
         path = node.path if isinstance(node, FileNode) else None
+        if self._code_stays_light(source.text, path, node.name, level, ctx):
+            if done is not None:
+                return None  # at light already, or deeper
+            level = "light"
         keep = later.after(node.id) if later is not None else frozenset[str]()
         result = remembered(
             ctx.tokens,
@@ -356,6 +365,21 @@ class Distiller:
         new = replacement_for(node, content)
         _count_parts_first(ctx, new, text)
         return new if ctx.count(new) < ctx.count(node) else None
+
+    def _code_stays_light(
+        self, text: str, path: str | None, tool: str | None, level: Level, ctx: ProcessorContext
+    ) -> bool:
+        """Whether source code goes light where the pressure picked medium for the rest.
+
+        Only when the pressure picked the level (not a fixed `level`), and only up to
+        `CODE_LIGHT_PRESSURE` (the view at most a quarter over the budget): an agent
+        edits code by copying the lines it replaces, which the medium outline drops.
+        """
+        if self.level is not None or level != "medium" or not ctx.budget:
+            return False
+        if ctx.graph.total_tokens > CODE_LIGHT_PRESSURE * ctx.budget:
+            return False
+        return detect_content_type(text, path=path, tool=tool) in _CODE
 
 
 def _count_parts_first(ctx: ProcessorContext, new: Node, text: str) -> None:

@@ -12,6 +12,7 @@ from context_graph.graph.nodes import FileNode, Node, SubagentResultNode, ToolRe
 from context_graph.testing import WordCounter, graph_snapshot
 from processors import ProcessorContext, Replace, run_processor
 from processors.distill import (
+    CODE_LIGHT_PRESSURE,
     DEFAULT_MIN_TOKENS,
     LEVELS,
     Distiller,
@@ -115,6 +116,71 @@ class TestLevelForPressure:
     def test_fixed_level_wins(self, graph: ContextGraph) -> None:
         """A fixed level ignores the budget."""
         assert Distiller(level="light").level_for(_ctx(graph, budget=1)) == "light"
+
+
+def _code_and_log() -> tuple[ContextGraph, Node, Node]:
+    """A graph with a Python file read (`cat -n` style) and a long log, and those two.
+
+    Counted with the default tokenizer: light only drops a gutter's padding, which a
+    word count does not see.
+    """
+    graph = ContextGraph()
+    graph.add_user("fix the handler")
+    body = (
+        "def handler_{i}(event):\n"
+        "    total = event.count + {i}\n"
+        "    if total > limit_{i}:\n"
+        "        raise ValueError('handler {i} over its limit')\n"
+        "    return total\n"
+    )
+    lines = "\n".join(body.format(i=i) for i in range(30)).splitlines()
+    numbered = "\n".join(f"{n:6}\t{line}" for n, line in enumerate(lines, 1))
+    graph.add_file_read("src/app/handlers.py", numbered)
+    graph.add_assistant(tool_calls=[{"id": "c1", "name": "bash", "arguments": {"cmd": "make"}}])
+    graph.add_tool_result("c1", _log())
+    return graph, graph[graph.by_kind("file")[0]], _results(graph)[0]
+
+
+def _total(graph: ContextGraph) -> int:
+    return sum(graph.tokens(node_id) for node_id in graph.transcript())
+
+
+class TestCodeUnderMildPressure:
+    """Source code stays at light while the view is at most `CODE_LIGHT_PRESSURE` times
+    its budget, where the pressure puts other outputs at medium: an edit copies the
+    lines it replaces, which the medium outline drops."""
+
+    async def _levels(self, distiller: Distiller, ratio: float) -> dict[str, str | None]:
+        graph, code, log = _code_and_log()
+        ctx = _ctx(graph, budget=int(_total(graph) / ratio))
+        proposal = await distiller.propose([code, log], ctx)
+        levels = {}
+        for edit in proposal.edits:
+            assert isinstance(edit, Replace)
+            levels[edit.target] = distilled_level(edit.replacement.text)
+        return {"code": levels.get(code.id), "log": levels.get(log.id)}
+
+    async def test_code_is_light_where_the_log_is_medium(self) -> None:
+        levels = await self._levels(Distiller(min_tokens=0), 1.2)
+        assert levels == {"code": "light", "log": "medium"}
+
+    async def test_over_the_bound_code_is_medium_too(self) -> None:
+        levels = await self._levels(Distiller(min_tokens=0), CODE_LIGHT_PRESSURE + 0.1)
+        assert levels == {"code": "medium", "log": "medium"}
+
+    async def test_a_fixed_level_is_kept_for_code(self) -> None:
+        levels = await self._levels(Distiller(level="medium", min_tokens=0), 1.2)
+        assert levels == {"code": "medium", "log": "medium"}
+
+    async def test_code_already_at_medium_is_not_made_light_again(self) -> None:
+        graph, code, _ = _code_and_log()
+        medium = await Distiller(level="medium", min_tokens=0).propose([code], _ctx(graph))
+        (edit,) = medium.edits
+        assert isinstance(edit, Replace)
+        graph.add_derived(edit.replacement)
+        ctx = _ctx(graph, budget=int(_total(graph) / 1.2))
+        again = await Distiller(min_tokens=0).propose([graph[edit.replacement.id]], ctx)
+        assert not again.edits
 
 
 class TestPropose:
