@@ -315,22 +315,45 @@ class Distiller:
     async def propose(self, targets: Sequence[Node], ctx: ProcessorContext) -> Proposal:
         """Propose a distilled replacement for each eligible target that gets shorter."""
         level = self.level_for(ctx)
+        code = self._code_level(level, ctx)
+        at = level if code == level else f"{level} (source code at {code})"
         # Light keeps every entity; the others keep first what later turns named.
         later = LaterReferences(ctx.graph) if level != "light" else None
         return replace_each(
             self.name,
             ctx,
             # In a run to a target, the targets after its need is met are left whole.
-            while_needed(targets, ctx, lambda node, _: self._replacement(node, level, ctx, later)),
+            while_needed(
+                targets, ctx, lambda node, _: self._replacement(node, level, code, ctx, later)
+            ),
             note=lambda edits, before, after: (
-                f"distilled {edits} node(s) at {level}: {before:,} -> {after:,} tokens"
+                f"distilled {edits} node(s) at {at}: {before:,} -> {after:,} tokens"
                 if edits
-                else f"nothing to distill at {level}"
+                else f"nothing to distill at {at}"
             ),
         )
 
+    def _code_level(self, level: Level, ctx: ProcessorContext) -> Level:
+        """The level for source code in this run (`level` for the other outputs).
+
+        Light where the pressure picked medium for the rest, up to `CODE_LIGHT_PRESSURE`
+        (the view at most a quarter over the budget); not with a fixed `level`. An agent
+        edits code by copying the lines it replaces, which the medium outline drops (it
+        keeps the signatures).
+        """
+        if self.level is not None or level != "medium" or not ctx.budget:
+            return level
+        if ctx.graph.total_tokens > CODE_LIGHT_PRESSURE * ctx.budget:
+            return level
+        return "light"
+
     def _replacement(
-        self, node: Node, level: Level, ctx: ProcessorContext, later: LaterReferences | None
+        self,
+        node: Node,
+        level: Level,
+        code: Level,
+        ctx: ProcessorContext,
+        later: LaterReferences | None,
     ) -> Node | None:
         if not isinstance(node, AnswerNode) or node.pinned or not node.text.strip():
             return None
@@ -341,10 +364,10 @@ class Distiller:
         if source is None or ctx.count(node) < self.min_tokens:
             return None
         path = node.path if isinstance(node, FileNode) else None
-        if self._code_stays_light(source.text, path, node.name, level, ctx):
+        if code != level and detect_content_type(source.text, path=path, tool=node.name) in _CODE:
             if done is not None:
-                return None  # at light already, or deeper
-            level = "light"
+                return None  # at the code's level already, or deeper
+            level = code
         keep = later.after(node.id) if later is not None else frozenset[str]()
         result = remembered(
             ctx.tokens,
@@ -365,21 +388,6 @@ class Distiller:
         new = replacement_for(node, content)
         _count_parts_first(ctx, new, text)
         return new if ctx.count(new) < ctx.count(node) else None
-
-    def _code_stays_light(
-        self, text: str, path: str | None, tool: str | None, level: Level, ctx: ProcessorContext
-    ) -> bool:
-        """Whether source code goes light where the pressure picked medium for the rest.
-
-        Only when the pressure picked the level (not a fixed `level`), and only up to
-        `CODE_LIGHT_PRESSURE` (the view at most a quarter over the budget): an agent
-        edits code by copying the lines it replaces, which the medium outline drops.
-        """
-        if self.level is not None or level != "medium" or not ctx.budget:
-            return False
-        if ctx.graph.total_tokens > CODE_LIGHT_PRESSURE * ctx.budget:
-            return False
-        return detect_content_type(text, path=path, tool=tool) in _CODE
 
 
 def _count_parts_first(ctx: ProcessorContext, new: Node, text: str) -> None:

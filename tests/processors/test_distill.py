@@ -150,7 +150,9 @@ class TestCodeUnderMildPressure:
     its budget, where the pressure puts other outputs at medium: an edit copies the
     lines it replaces, which the medium outline drops."""
 
-    async def _levels(self, distiller: Distiller, ratio: float) -> dict[str, str | None]:
+    async def _levels(
+        self, distiller: Distiller, ratio: float
+    ) -> tuple[dict[str, str | None], str]:
         graph, code, log = _code_and_log()
         ctx = _ctx(graph, budget=int(_total(graph) / ratio))
         proposal = await distiller.propose([code, log], ctx)
@@ -158,18 +160,20 @@ class TestCodeUnderMildPressure:
         for edit in proposal.edits:
             assert isinstance(edit, Replace)
             levels[edit.target] = distilled_level(edit.replacement.text)
-        return {"code": levels.get(code.id), "log": levels.get(log.id)}
+        return {"code": levels.get(code.id), "log": levels.get(log.id)}, proposal.note
 
     async def test_code_is_light_where_the_log_is_medium(self) -> None:
-        levels = await self._levels(Distiller(min_tokens=0), 1.2)
+        levels, note = await self._levels(Distiller(min_tokens=0), 1.2)
         assert levels == {"code": "light", "log": "medium"}
+        assert note.startswith("distilled 2 node(s) at medium (source code at light): ")
 
     async def test_over_the_bound_code_is_medium_too(self) -> None:
-        levels = await self._levels(Distiller(min_tokens=0), CODE_LIGHT_PRESSURE + 0.1)
+        levels, note = await self._levels(Distiller(min_tokens=0), CODE_LIGHT_PRESSURE + 0.1)
         assert levels == {"code": "medium", "log": "medium"}
+        assert note.startswith("distilled 2 node(s) at medium: ")
 
     async def test_a_fixed_level_is_kept_for_code(self) -> None:
-        levels = await self._levels(Distiller(level="medium", min_tokens=0), 1.2)
+        levels, _ = await self._levels(Distiller(level="medium", min_tokens=0), 1.2)
         assert levels == {"code": "medium", "log": "medium"}
 
     async def test_code_already_at_medium_is_not_made_light_again(self) -> None:

@@ -220,8 +220,8 @@ def test_the_live_error_the_truncator_cut_is_left_to_it_by_the_stages_after_it()
     """The truncator cuts the live error to its cap; a later output stage must still
     leave the cut copy alone. Before, the spared outputs were named by their ids before
     the pass, and the truncator's copy has an id of its own: the next stage took it as
-    any other output (the distiller made an outline of a failed test run of 1,100
-    tokens in a Claude Code session at 25%, its assertion line gone)."""
+    any other output (in a Claude Code session at 25% the relief pass cut a failed test
+    run to the cap, then the distiller made an outline of it, its assertion line gone)."""
     truncator = ToolOutputTruncator(max_tokens=80, policies={"bash": "errors_first"})
     manager = _recency_manager(truncator, FirstWords())
     reads = [{"id": f"c{n}", "name": "cat"} for n in range(8)]
