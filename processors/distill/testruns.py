@@ -25,6 +25,7 @@ __all__ = [
     "distill_tests",
     "looks_like_tests",
     "parse_failures",
+    "reports_a_pass",
     "summary_line",
 ]
 
@@ -103,6 +104,30 @@ def count_tests(lines: Sequence[str]) -> Counter[str]:
         counts["total"] = ran
         counts["passed"] = max(0, ran - counts["failed"] - counts["errors"] - counts["skipped"])
     return counts
+
+
+#: A line that reports one test, test file or package passed, and nothing else: pytest's
+#: `PASSED` and its progress line of dots, unittest's and cargo's `... ok`, jest's `PASS`,
+#: vitest's and mocha's check marks, TAP's `ok 1 -`, go's `--- PASS:` and `ok  pkg`.
+_PASSING = re.compile(
+    r"^\S+::\S+ PASSED\b"
+    r"|^\S+\.py [.sx]+\s*\[\s*\d+%\]\r?$"
+    r"|\.\.\. ok\r?$"
+    r"|^\s*PASS\s"
+    r"|^\s*[\u2713\u2714\u221a] "
+    r"|^\s*ok \d+ "
+    r"|^\s*--- PASS: "
+    r"|^ok\s+\S+\s+(?:[\d.]+s|\(cached\))"
+)
+
+
+def reports_a_pass(line: str) -> bool:
+    """Whether `line` only says that a test (a test file, a package) passed.
+
+    A failed run lists every test it ran; the lines of those that passed name files and
+    tests the failure is not about.
+    """
+    return _PASSING.search(line) is not None
 
 
 #: cargo's summary of a test binary, with its passed and failed counts.

@@ -22,6 +22,7 @@ from context_graph.graph.nodes import (
     ToolCallNode,
     UserNode,
 )
+from processors.distill.testruns import reports_a_pass
 from processors.exit_status import exit_code_of
 from processors.summarize.outcomes import Outcome, read_outcome, success_gist
 
@@ -493,11 +494,16 @@ def failure_entities(nodes: Iterable[Node], *, per_failure: int | None) -> list[
 
     The gist line names the error; the paths, names and numbers around it (a
     traceback's frames, the file and line a linter points at) are what the agent needs
-    when it meets the error again, resolved or not. At most `per_failure` from each
-    (`None`: all of them; the brief's bound then drops the oldest first).
+    when it meets the error again, resolved or not. The lines of a test run that report
+    a test passed are left out: a failed run of a whole suite lists every file it ran
+    (in a Gemini CLI session at an 8,000-token budget, 222 passing test files took 2,500
+    tokens of the brief, while the file the agent was editing was cut). At most `per_failure`
+    from each (`None`: all of them; the brief's bound then drops the oldest first).
     """
     found: dict[str, None] = {}
     for use in tool_uses(nodes):
         if use.outcome.failed:
-            found.update(dict.fromkeys(critical_entities(use.answer.text, limit=per_failure)))
+            lines = use.answer.text.split("\n")
+            text = "\n".join(line for line in lines if not reports_a_pass(line))
+            found.update(dict.fromkeys(critical_entities(text, limit=per_failure)))
     return list(found)
