@@ -49,11 +49,16 @@ def preamble_units(view: WorkingView) -> dict[str, int]:
 
 
 def _unshrinkable_floor(view: WorkingView) -> int:
-    """Content tokens of the floor that no stage shrinks: all of it but tool outputs.
+    """Content tokens of the floor that no stage shrinks.
 
-    The floor is what the renderer never leaves out (`render.fit.droppable_units`):
+    All of it but tool outputs and the steps after the latest user-role unit but the
+    newest. The floor is what the renderer never leaves out (`render.fit.droppable_units`):
     system prompts, pinned units, the first and latest requests, the latest user turn
-    and what follows.
+    and what follows. What follows is the agent's work on that turn: the output stages
+    take its tool outputs, and the summarize stage its steps but the newest (a Codex
+    session is one request and a tool loop of hundreds of steps: counted whole, the floor
+    alone was over the budget, so the preamble before the request was left out instead of
+    compacting the loop, and it came back at the next call's compaction).
     """
     units = view.units()
     fits = [
@@ -61,7 +66,15 @@ def _unshrinkable_floor(view: WorkingView) -> int:
         for unit in units
     ]
     droppable = set(droppable_units(fits))
-    kept = (u for i, u in enumerate(units) if u.kind == "system" or i not in droppable)
+    anchors = floor_anchors([unit.kind for unit in units])
+    latest = anchors[2] if anchors is not None else len(units) - 1
+    kept = (
+        u
+        for i, u in enumerate(units)
+        if u.kind == "system"
+        or fits[i].pinned
+        or (i not in droppable and (i <= latest or i == len(units) - 1))
+    )
     nodes = (view[node_id] for unit in kept for node_id in unit.node_ids)
     return sum(view.tokens(node.id) for node in nodes if node.kind not in ANSWER_KINDS)
 

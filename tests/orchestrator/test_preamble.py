@@ -126,3 +126,41 @@ def test_a_trial_that_says_no_leaves_the_kept_drops_as_they_were() -> None:
     sent = renderer.render(working, budget=budget)
     assert sent.payload == alone.render(working, budget=budget).payload
     assert renderer.kept_drops == alone.kept_drops > 0
+
+
+def _codex_session(target: ContextGraph | ContextManager) -> None:
+    """A harness note of ~1,000 words, one request, then 30 steps of ~50 words each."""
+    target.add_system("You are a coding agent working in a shell.")
+    notes = " ".join(f"rule {n}: run the linter before a commit" for n in range(120))
+    target.add_user(f"<environment_context>{notes}</environment_context>", notice=True)
+    target.add_user("Add a dark mode toggle to the settings page.")
+    for n in range(30):
+        target.add_assistant(
+            f"Step {n}: I will patch src/settings_{n}.tsx next. "
+            + "the toggle reads the theme " * 8,
+            tool_calls=[{"id": f"c{n}", "name": "shell", "arguments": {"cmd": f"cat s_{n}.tsx"}}],
+        )
+        target.add_tool_result(f"c{n}", "ok")
+
+
+def test_a_long_tool_loop_after_one_request_is_compacted_not_the_preamble() -> None:
+    """Codex's shape: a harness note, one request, then a loop of steps. The steps after
+    the request are in the renderer's floor, but the summarize stage takes them (all but
+    the newest): counted as unshrinkable, they put the floor alone over the budget, and
+    a request just over it left the notes out instead of compacting the loop (Codex
+    session 019a93b9 at 50%: the notes gone for one call, back at the next call's
+    compaction, two prefix breaks where one would do)."""
+    graph = ContextGraph(counter=WordCounter())
+    _codex_session(graph)
+    working = WorkingGraph(graph)
+    renderer = RendererCache(refit_to=0.7, cache_breakpoints=False).for_call("openai")
+    whole = renderer.preview(working).tokens
+    budget = whole - 800  # the notes are about 1,000 tokens, the steps 1,500
+    assert renderer.preview(working, budget=budget).dropped  # the notes: nothing else may go
+    assert not fits_leaving_out_preamble(working, renderer, budget)
+    # And a manager at that budget compacts the loop and sends the notes.
+    manager = ContextManager(budget=budget, counter=WordCounter())
+    _codex_session(manager)
+    body = "\n".join(_messages(manager))
+    assert "rule 119: run the linter" in body and SUMMARY in body
+    assert "omitted to fit the context budget" not in body
