@@ -33,7 +33,11 @@ _PYTEST_SUMMARY = re.compile(
     r"^=*\s*((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)"
     r"(?:, )?)+)(?: in [\d.]+s.*)?\s*=*$"
 )
-_PYTEST_LIVE = re.compile(r"^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+#: A test's node id is its file, `::`, then the rest. The file is read up to its first
+#: colon (a drive letter aside): `\S+::\S+` tried every `::` of a line with every length
+#: after it, and a 60,000-character line of `a::a::...` took seconds to reject.
+_NODE_ID = r"(?:[A-Za-z]:)?[^\s:]+::\S*"
+_PYTEST_LIVE = re.compile(rf"^({_NODE_ID}) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
 _PYTEST_SHORT = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - (.*))?$")
 _PYTEST_SECTION = re.compile(r"^_{3,} (.+?) _{3,}$")
 _UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [\d.]+s$")
@@ -110,7 +114,7 @@ def count_tests(lines: Sequence[str]) -> Counter[str]:
 #: `PASSED` and its progress line of dots, unittest's and cargo's `... ok`, jest's `PASS`,
 #: vitest's and mocha's check marks, TAP's `ok 1 -`, go's `--- PASS:` and `ok  pkg`.
 _PASSING = re.compile(
-    r"^\S+::\S+ PASSED\b"
+    rf"^{_NODE_ID} PASSED\b"
     r"|^\S+\.py [.sx]+\s*\[\s*\d+%\]\r?$"
     r"|\.\.\. ok\r?$"
     r"|^\s*PASS\s"

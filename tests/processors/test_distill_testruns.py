@@ -6,7 +6,14 @@ from hypothesis import strategies as st
 
 from context_graph.testing import WordCounter
 from processors.distill import distill_text
-from processors.distill.testruns import count_tests, parse_failures, summary_line
+from processors.distill.distiller import detect_content_type
+from processors.distill.testruns import (
+    count_tests,
+    looks_like_tests,
+    parse_failures,
+    reports_a_pass,
+    summary_line,
+)
 
 PYTEST = """\
 ============================= test session starts ==============================
@@ -240,3 +247,39 @@ class TestSummaryLine:
         assert found == "" or any(
             found.startswith(line.strip().strip("=").strip()) for line in lines
         )
+
+
+class TestHostileLines:
+    """A line of a million characters made of `::` (a C++ or Rust name run together, a
+    minified file): every output the distiller sees is asked whether it is a test run,
+    and the per-test pattern tried every `::` of the line with every length after it
+    (a line of 60,000 characters took seconds; this one would take hours). No timer
+    here: with the pattern fixed, the test simply finishes."""
+
+    LINE = "a::" * 333_334
+
+    def test_it_is_no_test_run(self) -> None:
+        lines = [self.LINE, self.LINE, "tests/test_app.py::test_ok PASSED"]
+        assert not looks_like_tests([self.LINE, self.LINE])
+        assert count_tests(lines)["passed"] == 0  # one per-test line alone is no run
+        assert parse_failures(lines) == []
+        assert not reports_a_pass(self.LINE)
+        assert reports_a_pass(lines[2])
+
+    def test_detection_reads_it_as_text(self) -> None:
+        assert detect_content_type(f"{self.LINE}\n{self.LINE}") != "test_output"
+        run = "tests/test_a.py::test_x PASSED\ntests/test_a.py::test_y FAILED"
+        assert detect_content_type(f"{self.LINE}\n{run}") == "test_output"
+
+    @pytest.mark.parametrize(
+        ("line", "live"),
+        [
+            ("tests/test_app.py::TestTotals::test_sum[1-2] PASSED  [ 50%]", True),
+            ("C:\\repo\\tests\\test_app.py::test_sum FAILED", True),
+            ("tests/test_app.py::test_sum[a:b] ERROR", True),
+            ("tests/test_app.py::test_sum[a b] PASSED", False),  # a space ends the id
+        ],
+    )
+    def test_node_ids_still_read(self, line: str, live: bool) -> None:
+        second = "tests/test_other.py::test_x PASSED"
+        assert looks_like_tests([line, second]) is live
