@@ -52,16 +52,29 @@ _DOC = re.compile(r'^\s*(?:@moduledoc|@doc|@spec|@callback|@type|///|/\*\*|"""|#
 _CODE_LINE = re.compile(
     r"[{};]\s*$|^\s*[})\]]|=>|->|::|^\s*(?:return|if|else|end|do|for|while|let|const|var"
     r"|import|export|def|fn|func|class|public|private|@\w+)\b|^\s*</?[a-zA-Z][\w-]*[\s>/]"
-    r"|^\s*#include|\w+\([^)]*\)\s*[{:;]?\s*$"
+    r"|^\s*#include|(?<!\w)\w+\([^)]*\)\s*[{:;]?\s*$"
 )
+#: A line longer than this is judged by its two ends (`looks_like_code`).
+_LINE_ENDS = 1_000
 
 
 def looks_like_code(lines: Sequence[str]) -> bool:
-    """Whether at least 40% of the non-blank lines look like code (of any language)."""
+    """Whether at least 40% of the non-blank lines look like code (of any language).
+
+    A long line (minified code, a blob) is judged by its first and last `_LINE_ENDS`
+    characters: a call's name is read from the start of each word only, but from every
+    `(` of a line without `)` the rest of the line is read again.
+    """
     filled = list(filter(str.strip, lines[:2_000]))
     if len(filled) < 3:
         return False
-    return at_least(filled, _CODE_LINE.search, 0.4 * len(filled))
+    return at_least(filled, _looks_like_code_line, 0.4 * len(filled))
+
+
+def _looks_like_code_line(line: str) -> bool:
+    if len(line) > 2 * _LINE_ENDS:
+        line = f"{line[:_LINE_ENDS]}\n{line[-_LINE_ENDS:]}"
+    return _CODE_LINE.search(line) is not None
 
 
 def _parse(source: str) -> ast.Module | int | None:

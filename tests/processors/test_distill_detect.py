@@ -313,3 +313,17 @@ class TestEnvelope:
         tail = [line for line in envelope.tail if line]
         assert tail == ["<system-reminder>", "Be careful.", "</system-reminder>"]
         assert "Be careful." not in envelope.body
+
+
+class TestLongLines:
+    """A line of a million characters: the code check tried a call's name from every
+    position of a long word, and read the rest of a line from every `(` without a `)`.
+    A long line is now judged by its two ends; no timer, the test simply finishes."""
+
+    @pytest.mark.parametrize("blob", ["ab" * 500_000, "f(" * 500_000, "0x1f" * 250_000])
+    def test_a_blob_is_not_code(self, blob: str) -> None:
+        assert detect_content_type("\n".join([blob] * 5)) not in {"code", "python"}
+
+    def test_minified_code_is_still_code(self) -> None:
+        line = "function add(a,b){return a+b};var total=add(1,2);" * 40_000
+        assert detect_content_type("\n".join([line] * 5)) == "code"

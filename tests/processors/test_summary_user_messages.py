@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -95,6 +96,36 @@ class TestLaterValues:
             "Set the retry count to 5.",
         ]
         assert supersede(items) == items
+
+
+class TestHostileMessages:
+    """A user message holding one very long word (a pasted blob, a sequence): a path's
+    and a host's patterns were tried from every position inside the word and read to its
+    end each time (32,000 characters took 37 s; these would take hours). No timer: with
+    the patterns read from the start of each run, the test simply finishes."""
+
+    @pytest.mark.parametrize("blob", ["_" * 1_000_000, "ab" * 500_000, "a-" * 500_000])
+    def test_a_long_word_between_values(self, blob: str) -> None:
+        items = [
+            f"The budget cap is $500. Deploy src/app/main.py to db.example.com:5432. {blob}",
+            f"Update: the budget cap is now $800. {blob}",
+        ]
+        assert updates.stale_values(items) == frozenset({"$500"})
+        assert updates._values(items[0]) == frozenset(
+            {"$500", "src/app/main.py", "db.example.com:5432"}
+        )
+
+    @pytest.mark.parametrize(
+        ("text", "values"),
+        [
+            ("copy a/b.txt to c/d", {"a/b.txt", "c/d"}),
+            ("serve on api.example.com:8080 then /health", {"api.example.com:8080", "/health"}),
+            ("3.5kg/day of rate_limit_ms", {"3.5kg", "/day", "rate_limit_ms"}),
+            ("version v2.3.1 of ./run.sh", {"v2.3.1", "/run.sh"}),  # stripped of dots
+        ],
+    )
+    def test_values_still_read(self, text: str, values: set[str]) -> None:
+        assert updates._values(text) == frozenset(values)
 
 
 _SENTENCE = st.text(alphabet=st.sampled_from("abc xyz 0123 $/._-"), min_size=1, max_size=40).map(
