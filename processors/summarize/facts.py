@@ -295,10 +295,11 @@ def _shows_content(command: str) -> bool:
 
 
 def clear_cache() -> None:
-    """Forget the memoized shell paths, outcomes and uses (`processors.caches.clear_caches`)."""
+    """Forget the memoized paths, outcomes, failure entities, uses (`caches.clear_caches`)."""
     _shell_paths.cache_clear()
     _shows_content.cache_clear()
     _outcome.cache_clear()
+    _failure_entities.cache_clear()
     _RECENT_USES.clear()
 
 
@@ -503,7 +504,13 @@ def failure_entities(nodes: Iterable[Node], *, per_failure: int | None) -> list[
     found: dict[str, None] = {}
     for use in tool_uses(nodes):
         if use.outcome.failed:
-            lines = use.answer.text.split("\n")
-            text = "\n".join(line for line in lines if not reports_a_pass(line))
-            found.update(dict.fromkeys(critical_entities(text, limit=per_failure)))
+            found.update(dict.fromkeys(_failure_entities(use.answer.text, per_failure)))
     return list(found)
+
+
+# Every brief re-reads the failed outputs of its span: each is read once.
+@lru_cache(maxsize=4096)
+def _failure_entities(text: str, limit: int | None) -> tuple[str, ...]:
+    """The critical entities of a failed output's lines that do not report a pass."""
+    kept = "\n".join(line for line in text.split("\n") if not reports_a_pass(line))
+    return tuple(critical_entities(kept, limit=limit))

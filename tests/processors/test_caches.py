@@ -78,6 +78,7 @@ def test_clear_caches_knows_every_memo() -> None:
         "context_graph.entities._entities",
         "processors.summarize.facts._shell_paths",
         "processors.summarize.facts._outcome",
+        "processors.summarize.facts._failure_entities",
         "processors.summarize.facts._shows_content",
         "processors.summarize.lineage._flattened",
         "processors.summarize.lineage._words_of",
