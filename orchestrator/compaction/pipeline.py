@@ -33,7 +33,7 @@ from itertools import pairwise
 
 from context_graph.errors import InvariantViolation, ProcessorError
 from context_graph.graph.anchors import floor_anchors
-from context_graph.graph.nodes import ANSWER_KINDS, Node
+from context_graph.graph.nodes import ANSWER_KINDS, Node, SummaryNode
 from context_graph.graph.units import Unit
 from orchestrator.bus import EventBus
 from orchestrator.compaction.cost_guard import hold_back
@@ -161,10 +161,13 @@ def history_targets(
     requests between them (`rolling_run`), so a session of many requests keeps one
     summary of its past, and the view stays bounded however many requests came.
 
-    Never taken: the user's first request (or, in a session that starts from another
-    tool's compaction summary, that summary), the latest request, the latest user turn,
+    Never taken: the user's first request, the latest request, the latest user turn,
     the last `keep_recent` units, every pinned node and every unit holding a `held` one
-    (content the model brought back with `context_expand`).
+    (content the model brought back with `context_expand`). A session continued from
+    another tool's compaction with no request since starts with that tool's summary: it
+    leads the tool loop's run, so the first compaction absorbs it into the brief (its
+    earlier-summary block, clipped to what the budget leaves) instead of carrying it
+    whole at every later call.
 
     With a `goal` (content tokens the summary must take), only the oldest whole units
     of the run that hold that much are taken: the newer steps stay verbatim, so a
@@ -178,10 +181,14 @@ def history_targets(
         spans = [units[start + 1 : end] for start, end in pairwise(bounds)]
         loop = bounds[-1] + 1
     else:
-        # A session resumed from another tool's compaction starts with its summary, which
-        # stands in for the first request: the loop starts after it.
+        # No request: a tool loop after the system prompt, or after the summary a
+        # session continued from another tool's compaction starts with. That summary
+        # (Claude Code's of a whole conversation runs to thousands of tokens) leads the
+        # loop's run, as an earlier summary of ours would.
         spans, loop = [], 0
-        while loop < len(units) and units[loop].kind in {"system", "summary"}:
+        while loop < len(units) and (
+            units[loop].kind == "system" or _native_summary(view, units[loop])
+        ):
             loop += 1
     spans.append(units[loop : max(loop, len(units) - keep_recent)])
     for span in spans:
@@ -191,6 +198,16 @@ def history_targets(
         if run:
             return run if goal is None else goal_prefix(view, run, goal)
     return ()
+
+
+def _native_summary(view: WorkingView, unit: Unit) -> bool:
+    """Whether `unit` is a summary holding a provider's own compaction artifact.
+
+    It goes back verbatim to its provider (and another format sends the record it stands
+    for): a brief of ours never takes it.
+    """
+    node = view[unit.head]
+    return isinstance(node, SummaryNode) and node.native is not None
 
 
 def goal_prefix(view: WorkingView, run: Sequence[Node], goal: int) -> tuple[Node, ...]:

@@ -51,6 +51,7 @@ from processors.summarize.facts import (
     tool_uses,
     user_entities,
 )
+from processors.summarize.foreign import without_scratchpad
 from processors.summarize.outcomes import success_gist, telling_lines
 from processors.summarize.quoting import quote_output
 from processors.summarize.said import MESSAGE_CHARS
@@ -248,7 +249,8 @@ def _start(previous: str | None, count: Callable[[str], int], limit: int) -> Bri
     parsed = brief_format.parse(previous)
     if parsed is not None:
         return parsed
-    return Brief(earlier=brief_format.clip_tokens(previous.strip(), limit // 3, count))
+    earlier = without_scratchpad(previous.strip())
+    return Brief(earlier=brief_format.clip_tokens(earlier, limit // 3, count))
 
 
 def _segments(nodes: Iterable[Node]) -> list[SummaryNode | list[Node]]:
