@@ -129,11 +129,18 @@ before it, whose results the model is acting on."""
 def _whole_run(
     view: WorkingView, units: Sequence[Unit], held: frozenset[str] = frozenset()
 ) -> list[Node]:
-    """The first run of units with no pinned (or `held`) node, as nodes in order."""
+    """The first run of units with no pinned (or `held`) node, as nodes in order.
+
+    A provider's own compaction (`_native_summary`) ends a run as a pinned unit does.
+    """
     run: list[Node] = []
     for unit in units:
         nodes = [view[node_id] for node_id in unit.node_ids]
-        if any(node.pinned for node in nodes) or not held.isdisjoint(unit.node_ids):
+        if (
+            any(node.pinned for node in nodes)
+            or not held.isdisjoint(unit.node_ids)
+            or _native_summary(view, unit)
+        ):
             if run:
                 break
             continue
@@ -164,10 +171,10 @@ def history_targets(
     Never taken: the user's first request, the latest request, the latest user turn,
     the last `keep_recent` units, every pinned node and every unit holding a `held` one
     (content the model brought back with `context_expand`). A session continued from
-    another tool's compaction with no request since starts with that tool's summary: it
-    leads the tool loop's run, so the first compaction absorbs it into the brief (its
-    earlier-summary block, clipped to what the budget leaves) instead of carrying it
-    whole at every later call.
+    another tool's compaction starts with that tool's summary; the first compaction
+    absorbs it into the brief (its earlier-summary block, clipped to what the budget
+    leaves) instead of carrying it whole at every later call: with no request since, it
+    leads the tool loop's run; with requests since, it is a span of its own, the first.
 
     With a `goal` (content tokens the summary must take), only the oldest whole units
     of the run that hold that much are taken: the newer steps stay verbatim, so a
@@ -180,6 +187,12 @@ def history_targets(
         bounds = sorted(set(anchors))
         spans = [units[start + 1 : end] for start, end in pairwise(bounds)]
         loop = bounds[-1] + 1
+        # A session continued from another tool's compaction, with requests since: the
+        # summary before the first request is a span of its own, taken first (its brief
+        # claims room as the user's words do, `processors.summarize.room.words_room`).
+        lead = _first_imported_summary(view, units[: bounds[0]])
+        if lead is not None:
+            spans.insert(0, units[lead : min(bounds[0], len(units) - keep_recent)])
     else:
         # No request: a tool loop after the system prompt, or after the summary a
         # session continued from another tool's compaction starts with. That summary
@@ -208,6 +221,15 @@ def _native_summary(view: WorkingView, unit: Unit) -> bool:
     """
     node = view[unit.head]
     return isinstance(node, SummaryNode) and node.native is not None
+
+
+def _first_imported_summary(view: WorkingView, units: Sequence[Unit]) -> int | None:
+    """The index in `units` of the first summary another tool wrote as text, if any."""
+    for index, unit in enumerate(units):
+        node = view[unit.head]
+        if isinstance(node, SummaryNode) and node.seq is not None and node.native is None:
+            return index
+    return None
 
 
 def goal_prefix(view: WorkingView, run: Sequence[Node], goal: int) -> tuple[Node, ...]:

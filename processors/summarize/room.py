@@ -104,14 +104,21 @@ def words_room(plan: Plan, ctx: ProcessorContext, keep: Sequence[str] = ()) -> i
 def _user_words(plan: Plan, ctx: ProcessorContext) -> int:
     """Tokens of what the user said that the summary takes.
 
-    The span's messages, and the goal, messages and constraints of the briefs it updates
-    or absorbs.
+    The span's messages, the goal, messages and constraints of the briefs it updates
+    or absorbs, and another tool's summary that it takes alone.
     """
     texts = [n.text for n in plan.span if isinstance(n, UserNode) and not n.notice]
     for summary in plan.summaries:
         brief = parse(summary.text)
         if brief is not None:
             texts += [brief.goal, *brief.requests, *brief.constraints]
+        elif summary.seq is not None and all(isinstance(n, SummaryNode) for n in plan.span):
+            # Another tool's summary taken alone (a continued session's, before its
+            # first request): it holds the requests of the conversation it stands for.
+            # Everything after it still stays, so the room the budget leaves beside
+            # that would be a few dozen tokens; with new material in the span, the
+            # room comes from the run's target as for any span.
+            texts.append(summary.text)
     return sum(ctx.tokens.count_text(text) for text in texts if text)
 
 

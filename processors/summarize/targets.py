@@ -195,8 +195,12 @@ def rolling_run(run: Sequence[Node]) -> tuple[Node, ...]:
     has the summary of the tool loop after it): the new summary absorbs every one of
     them with the requests between (`plan_targets`), so the past stays one summary and
     the view a long session keeps does not grow with its requests. A run of summaries
-    alone holds nothing new: `()`.
+    alone holds nothing new (`()`), unless another tool wrote one of them as text (an
+    imported compaction, `seq` set, no provider artifact): no brief of ours read it yet.
     """
-    if all(node.kind == "summary" for node in run):
+    if all(node.kind == "summary" for node in run) and not any(
+        isinstance(node, SummaryNode) and node.seq is not None and node.native is None
+        for node in run
+    ):
         return ()
     return tuple(run)

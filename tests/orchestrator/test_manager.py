@@ -188,21 +188,25 @@ class TestManualCompact:
     async def test_a_session_resumed_from_a_compaction_summarizes_its_loop(
         self, make_manager: Callable[..., ContextManager]
     ) -> None:
-        """With no user turn, the other tool's summary is kept and the loop summarized."""
-        summarizer = ScriptedSummarizer(["Steps 0-2 ran pytest; every line was ok."] * 4)
+        """With no user turn, the other tool's summary leads the loop's span: one summary
+        of ours takes both (it was carried whole at every call before)."""
+        summarizer = ScriptedSummarizer(["X asked; steps 0-2 ran pytest, all ok."] * 4)
         manager = make_manager(summarizer=summarizer, pipeline=[HistorySummarizer()])
-        manager.ingest([{"type": "compaction", "content": "Earlier: the user asked for X."}])
+        (foreign,) = manager.ingest(
+            [{"type": "compaction", "content": "Earlier: the user asked for X."}]
+        )
         for step in range(5):
             manager.add_assistant(f"Step {step}.", [{"id": f"c{step}", "name": "bash"}])
             manager.add_tool_result(f"c{step}", _log(step))
         run = await manager.compact()
         assert run.applied == 1
         given = [node for nodes, _, _ in summarizer.calls for node in nodes]
-        assert not any(node.kind == "summary" for node in given)
+        assert given[0].id == foreign
         calls = sorted({n.tool_call_id for n in given if n.kind == "tool_call"})
         assert calls == ["c0", "c1", "c2"]
         text = str((await manager.render()).payload)
-        assert "Earlier: the user asked for X." in text
+        assert "Earlier: the user asked for X." not in text
+        assert "X asked; steps 0-2 ran pytest, all ok." in text
 
     async def test_the_last_two_steps_alone_are_never_summarized(
         self, make_manager: Callable[..., ContextManager]

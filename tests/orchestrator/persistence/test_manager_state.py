@@ -30,7 +30,11 @@ recorded again (same steps, same keys, 114 writes). Since the thirty-first sessi
 code stays at light distillation under mild pressure (`CODE_LIGHT_PRESSURE`): from render
 72 on, a read the distiller outlined before keeps its lines, one more proposal is applied,
 and the `counters`, `guards`, `scanned`, `calibration` and `pending` digests of 35 writes
-were recorded again (same steps, same keys, 114 writes).
+were recorded again (same steps, same keys, 114 writes). Since the thirty-third session
+a session continued from another tool's compaction (the example is one: it opens with
+Claude Code's summary) absorbs that summary at its first compaction instead of carrying
+it whole: the compactions free more, 7 runs instead of 11 come, and the writes were
+recorded again (99 writes instead of 114).
 """
 
 from __future__ import annotations
