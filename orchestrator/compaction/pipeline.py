@@ -59,7 +59,7 @@ from processors.base import (
     run_processor,
     scope_of,
 )
-from processors.summarize.targets import rolling_run
+from processors.summarize.targets import imported_text, rolling_run
 
 logger = logging.getLogger("context_graph")
 
@@ -225,11 +225,7 @@ def _native_summary(view: WorkingView, unit: Unit) -> bool:
 
 def _first_imported_summary(view: WorkingView, units: Sequence[Unit]) -> int | None:
     """The index in `units` of the first summary another tool wrote as text, if any."""
-    for index, unit in enumerate(units):
-        node = view[unit.head]
-        if isinstance(node, SummaryNode) and node.seq is not None and node.native is None:
-            return index
-    return None
+    return next((i for i, unit in enumerate(units) if imported_text(view[unit.head])), None)
 
 
 def goal_prefix(view: WorkingView, run: Sequence[Node], goal: int) -> tuple[Node, ...]:

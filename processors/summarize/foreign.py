@@ -2,13 +2,13 @@
 
 A session continued from another tool's compaction starts with that tool's summary; the
 first compaction of ours absorbs it as the brief's earlier-summary block (clipped to
-what the budget leaves). Claude Code's summaries up to early 2026 open with the model's
-scratchpad ("Analysis:" then "Summary:", its `<analysis>` and `<summary>` tags made
-headings): a chronological walk through the conversation that the summary after it
-restates by topic. Claude Code itself now drops the scratchpad when it writes the
-summary; a clip that kept the text's head would keep the scratchpad and cut the summary
-(the pending tasks, the current work and the next step come last). The pristine record
-keeps the whole text.
+what the budget leaves). Claude Code's summaries written by its earlier versions (the
+shared traces', February 2026) open with the model's scratchpad ("Analysis:" then
+"Summary:", its `<analysis>` and `<summary>` tags made headings): a chronological walk
+through the conversation that the summary after it restates by topic. Claude Code
+itself (2.1.197) drops the scratchpad when it writes the summary; a clip that kept the
+text's head would keep the scratchpad and cut the summary (the pending tasks, the
+current work and the next step come last). The pristine record keeps the whole text.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from context_graph.graph.nodes import SummaryNode, UserNode
 from context_graph.graph.units import Unit
 from processors.base import ProcessorContext
 from processors.summarize.brief import parse
-from processors.summarize.targets import Plan
+from processors.summarize.targets import Plan, imported_text
 
 __all__ = ["MESSAGE_OVERHEAD", "shorter_plan", "summary_room", "words_room"]
 
@@ -112,7 +112,7 @@ def _user_words(plan: Plan, ctx: ProcessorContext) -> int:
         brief = parse(summary.text)
         if brief is not None:
             texts += [brief.goal, *brief.requests, *brief.constraints]
-        elif summary.seq is not None and all(isinstance(n, SummaryNode) for n in plan.span):
+        elif imported_text(summary) and all(isinstance(n, SummaryNode) for n in plan.span):
             # Another tool's summary taken alone (a continued session's, before its
             # first request): it holds the requests of the conversation it stands for.
             # Everything after it still stays, so the room the budget leaves beside

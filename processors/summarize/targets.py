@@ -19,7 +19,7 @@ from context_graph.graph.nodes import Node, SummaryNode
 from context_graph.graph.units import Unit
 from processors.base import ProcessorContext
 
-__all__ = ["Plan", "plan_targets", "rolling_run"]
+__all__ = ["Plan", "imported_text", "plan_targets", "rolling_run"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,9 +198,14 @@ def rolling_run(run: Sequence[Node]) -> tuple[Node, ...]:
     alone holds nothing new (`()`), unless another tool wrote one of them as text (an
     imported compaction, `seq` set, no provider artifact): no brief of ours read it yet.
     """
-    if all(node.kind == "summary" for node in run) and not any(
-        isinstance(node, SummaryNode) and node.seq is not None and node.native is None
-        for node in run
-    ):
+    if all(node.kind == "summary" for node in run) and not any(map(imported_text, run)):
         return ()
     return tuple(run)
+
+
+def imported_text(node: Node) -> bool:
+    """Whether `node` is a summary another tool wrote as text: a brief of ours may take it.
+
+    An imported compaction (`seq` set) with no provider artifact (`native`).
+    """
+    return isinstance(node, SummaryNode) and node.seq is not None and node.native is None
