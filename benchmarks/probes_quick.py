@@ -13,6 +13,13 @@ policy's figures in docs/configuration.md were taken.
 
 `--compact-to` replays the policy once per low-water mark given (a row each): how fill,
 retention and prefix stability trade against each other as compaction lands lower.
+
+`--request-after-compaction TEXT` replays, instead, each session that holds another
+tool's compaction with TEXT as the user's request right after it: a session continued by
+Claude Code's `/compact` and then a message, which no recorded session is
+(`sessions.continued_by_request`).
+
+    python -m benchmarks.probes_quick --request-after-compaction "Go on with the epic."
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from benchmarks.compare.contenders import ContenderSpec, ContextGraphContender
 from benchmarks.compare.fidelity import probe_recall, reach
 from benchmarks.compare.probes import PROBE_KINDS
 from benchmarks.compare.runner import Run, replay_all
-from benchmarks.compare.sessions import BUDGET_LABELS, discover
+from benchmarks.compare.sessions import BUDGET_LABELS, continued_by_request, discover
 from benchmarks.compare.stats import summarize
 
 __all__ = ["main", "parser", "table"]
@@ -93,6 +100,13 @@ def parser() -> argparse.ArgumentParser:
         help="replay the policy with each of these low-water marks instead of its own",
     )
     made.add_argument("--no-peer", action="store_true", help="leave out AutoGen's buffer")
+    made.add_argument(
+        "--request-after-compaction",
+        metavar="TEXT",
+        type=_request,
+        help="replay only the sessions holding another tool's compaction, each with TEXT "
+        "as a user request right after it",
+    )
     return made
 
 
@@ -107,6 +121,13 @@ def _share(text: str) -> float:
     return value
 
 
+def _request(text: str) -> str:
+    """The request `--request-after-compaction` inserts: any text but a blank one."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected the text of a request, got a blank one")
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     """Replay one policy and AutoGen's buffered context; print a table per budget."""
     args = parser().parse_args(argv)
@@ -117,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_peer:
         specs += [s for s in autogen_specs() if "buffered" in s.name]
     sessions = discover(args.traces, only=args.only)
+    if args.request_after_compaction is not None:
+        made = (continued_by_request(s, args.request_after_compaction) for s in sessions)
+        sessions = [s for s in made if s is not None]
     if not sessions:
         print(f"no sessions under {args.traces}", file=sys.stderr)
         return 1

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from context_graph import AgentEvent, Compaction, ContextGraph, TiktokenCounter
+from context_graph import AgentEvent, Compaction, ContextGraph, TiktokenCounter, UserTurn
 from context_graph.importers import load_sessions
 from context_graph.render import Renderer
 from context_graph.testing import strict_trace
@@ -103,6 +103,40 @@ def _label(path: Path, name: str, several: bool) -> str:
     return base if len(base) <= 40 else base[:37] + "..."
 
 
+def _raw_tokens(events: Sequence[AgentEvent], counter: TiktokenCounter) -> int:
+    """The final raw size of `events`: rendered whole (OpenAI format), no budget."""
+    graph = ContextGraph(counter=counter)
+    graph.ingest(events)
+    return Renderer(format="openai").render(graph).tokens
+
+
+def continued_by_request(session: Session, request: str) -> Session | None:
+    """`session` with `request` as a user turn right after each imported compaction.
+
+    A session continued from another tool's compaction with a request since (Claude
+    Code's `/compact`, then the user's next message) is not among the recorded ones: this
+    makes one of each recorded continuation, with the label marked. `None` for a session
+    that holds no compaction.
+    """
+    if not session.has_compaction:
+        return None
+    events: list[AgentEvent] = []
+    for event in session.events:
+        events.append(event)
+        if isinstance(event, Compaction):
+            events.append(UserTurn(content=request))
+    return Session(
+        family=session.family,
+        label=f"{session.label} +request",
+        source=session.source,
+        events=events,
+        facts=list(session.facts),
+        subagent=session.subagent,
+        raw_tokens=_raw_tokens(events, TiktokenCounter()),
+        calls=frozenset(model_call_points(events)),
+    )
+
+
 def discover(traces: Path, *, only: str | None = None) -> list[Session]:
     """Load every session under `traces` (or only those of the family `only`)."""
     counter = TiktokenCounter()
@@ -115,8 +149,6 @@ def discover(traces: Path, *, only: str | None = None) -> list[Session]:
         for session in imported:
             if not session.events:
                 continue
-            graph = ContextGraph(counter=counter)
-            graph.ingest(session.events)
             label = _label(path, session.name, len(imported) > 1)
             taken = sum(1 for s in found if s.label == label or s.label.startswith(f"{label} ("))
             found.append(
@@ -127,7 +159,7 @@ def discover(traces: Path, *, only: str | None = None) -> list[Session]:
                     events=list(session.events),
                     facts=list(session.facts),
                     subagent=bool(session.meta.get("is_sidechain")),
-                    raw_tokens=Renderer(format="openai").render(graph).tokens,
+                    raw_tokens=_raw_tokens(session.events, counter),
                     calls=frozenset(model_call_points(session.events)),
                 )
             )

@@ -499,6 +499,42 @@ class TestProbesQuickCommand:
             with pytest.raises(SystemExit):
                 parser().parse_args(["--compact-to", bad])
 
+    def test_a_request_after_compaction_takes_text(self) -> None:
+        """`--request-after-compaction` takes the request's text; a blank one is refused."""
+        from benchmarks.probes_quick import parser
+
+        made = parser().parse_args(["--request-after-compaction", "Go on."])
+        assert made.request_after_compaction == "Go on."
+        assert parser().parse_args([]).request_after_compaction is None
+        for bad in ("", "   "):
+            with pytest.raises(SystemExit):
+                parser().parse_args(["--request-after-compaction", bad])
+
+    def test_a_continued_session_gets_its_request(self) -> None:
+        """The request goes right after each imported compaction; the session's calls and
+        raw size are those of the new events; a session with no compaction gives None."""
+        from benchmarks.compare.sessions import continued_by_request
+
+        loop: list[AgentEvent] = []
+        for n in range(3):
+            loop.append(
+                AssistantTurn(content=f"Step {n}.", tool_calls=[ToolCall(id=f"c{n}", name="ls")])
+            )
+            loop.append(ToolResult(call_id=f"c{n}", content=f"out {n}"))
+        summary = Compaction(content="The user asked for X; a.py was fixed.", origin="claude_code")
+        session = Session.made([SystemPrompt(content="Be brief."), summary, *loop], raw_tokens=1)
+        continued = continued_by_request(session, "Now do Y.")
+        assert continued is not None and continued.label == "made +request"
+        events = continued.events
+        at = events.index(summary)
+        assert (
+            isinstance(events[at + 1], UserTurn) and events[at + 1].content[0].text == "Now do Y."
+        )
+        assert events[: at + 1] + events[at + 2 :] == session.events
+        assert continued.calls == frozenset(model_call_points(events))
+        assert continued.raw_tokens > 1
+        assert continued_by_request(Session.made(loop), "Now do Y.") is None
+
     def test_a_lower_mark_lands_compaction_lower(self) -> None:
         """Each `--compact-to` row replays the policy with that low-water mark: the lower
         one sends less at the compacted calls, and compacts no more often."""
