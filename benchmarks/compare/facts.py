@@ -1,9 +1,12 @@
 """The facts a request should still hold at each model call, and what a request holds.
 
-Reference set at a call: the critical entities (`context_graph.entities`) of the user
+Reference set at a call: the critical entities (`context_graph.entities`) of the user's
 turns and of the tool errors in view so far, plus the values of the gold facts the
 source records (tau-bench actions and outputs) once they have appeared anywhere in the
-history. "In view" follows the raw record: a compaction recorded in the session (Claude
+history. A harness's notice (`UserTurn.notice`: Gemini CLI's session context with its
+folder tree of up to 200 names, SWE-agent's demonstration of another task) is text in the
+user's role that the user did not write: its entities are no facts of the user's. "In
+view" follows the raw record: a compaction recorded in the session (Claude
 Code's) replaces what came before it, for the agent and for every contender alike.
 """
 
@@ -31,8 +34,11 @@ def event_text(event: AgentEvent) -> str:
 
 
 def watched_entities(event: AgentEvent) -> list[str]:
-    """The critical entities of a user turn or a tool error; none for other events."""
-    if isinstance(event, UserTurn) or getattr(event, "is_error", False):
+    """The critical entities of a user's turn or a tool error; none for other events.
+
+    A harness's notice is not the user's turn (see the module's docstring).
+    """
+    if (isinstance(event, UserTurn) and not event.notice) or getattr(event, "is_error", False):
         return critical_entities(event_text(event))
     return []
 

@@ -151,7 +151,8 @@ def _method(m: Measured) -> list[str]:
         "or that send no message at all.",
         "- *Retention*: at each call, the share of the reference entities present verbatim "
         "in the request. The reference: critical entities (`context_graph.entities`: "
-        "identifiers, paths, numbers, error names) of the user turns and tool errors in "
+        "identifiers, paths, numbers, error names) of the user's turns (not a harness's "
+        "notices: Gemini CLI's folder tree, SWE-agent's demonstration) and tool errors in "
         "view so far, plus the values in the gold actions and outputs tau-bench and tau2 "
         "record, once they have appeared in the history. A recorded compaction (Claude "
         "Code's) resets the view for everyone. *Retention* counts a refused call as 0; "

@@ -82,6 +82,25 @@ class TestReferences:
         refs = references(events, frozenset({6}), ())
         assert refs.at_call[6] == {"TK-1234"}
 
+    def test_a_harness_notice_is_not_the_users_turn(self) -> None:
+        """A notice's entities (a harness's folder tree) are not expected; the user's are.
+
+        Gemini CLI's session context lists up to 200 paths: counted as the user's facts,
+        they outweighed everything the user said.
+        """
+        tree = (
+            "<session_context>\nWorkspace /repo\n├───src/app/main.py\n├───Makefile\n"
+            "</session_context>"
+        )
+        events: list[AgentEvent] = [
+            UserTurn(content=tree, notice=True),
+            UserTurn(content="Fix ticket ABC-123."),
+            AssistantTurn(content="Looking."),
+        ]
+        refs = references(events, frozenset({2, 3}), ())
+        assert refs.at_call[2] == {"ABC-123"}
+        assert "src/app/main.py" not in refs.universe
+
     def test_gold_values_count_once_they_appear(self) -> None:
         """A gold value is expected from the call after it first appears anywhere."""
         fact = 'get_reservation_details(reservation_id="3RK2T9")'
