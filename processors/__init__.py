@@ -37,6 +37,7 @@ from processors.base import (
 from processors.caches import clear_caches
 from processors.distill import Distiller
 from processors.mask import ObservationMasker
+from processors.preamble_trees import PreambleTreeTrimmer
 from processors.redact import SecretRedactor
 from processors.registry import (
     available_processors,
@@ -67,6 +68,7 @@ __all__ = [
     "HistorySummarizer",
     "ObservationMasker",
     "OpenAISummarizer",
+    "PreambleTreeTrimmer",
     "Processor",
     "ProcessorContext",
     "Proposal",

@@ -351,7 +351,7 @@ class Processor(Protocol):
         """Return the edits this processor proposes for `targets`."""
 
 
-Scope: TypeAlias = Literal["outputs", "history", "all"]
+Scope: TypeAlias = Literal["outputs", "history", "preamble", "all"]
 """Which nodes a compaction hands a processor, as it declares in its `scope` attribute.
 
 - `outputs` (the default, for a processor that declares none): tool outputs, file reads
@@ -360,10 +360,13 @@ Scope: TypeAlias = Literal["outputs", "history", "all"]
   units), for a summarizer that replaces them with one summary; a run a node trigger
   started hands it nothing, and while the view is still over the run's target the stage
   may run again on the next span.
+- `preamble`: the harness's notices before the user's first request (SWE-agent's
+  demonstration, Gemini CLI's session context), unpinned; in a run a node trigger
+  started, only those it named.
 - `all`: every unpinned node of the view but system prompts; in a run a node trigger
   started, only those it named.
 """
-SCOPES: tuple[Scope, ...] = ("outputs", "history", "all")
+SCOPES: tuple[Scope, ...] = ("outputs", "history", "preamble", "all")
 
 
 def scope_of(processor: object) -> Scope:

@@ -70,6 +70,7 @@ __all__ = [
     "goal_prefix",
     "history_targets",
     "output_targets",
+    "preamble_targets",
     "run_pipeline",
     "run_stage",
     "stage_goal",
@@ -115,6 +116,21 @@ def output_targets(view: WorkingView, units: Sequence[Unit] | None = None) -> tu
         return tuple(node for node in view.answers() if not node.pinned)
     nodes = (view[node_id] for unit in units for node_id in unit.node_ids)
     return tuple(node for node in nodes if node.kind in ANSWER_KINDS and not node.pinned)
+
+
+def preamble_targets(view: WorkingView) -> tuple[Node, ...]:
+    """The unpinned notices before the user's first request (none without a request).
+
+    Read up to the first request only: a preamble is a few units at the head of a view
+    that may hold thousands.
+    """
+    found: list[Node] = []
+    for unit in view.units():
+        if unit.kind == "user":
+            return tuple(node for node in found if not node.pinned)
+        if unit.kind == "notice":
+            found.extend(view[node_id] for node_id in unit.node_ids)
+    return ()  # notices alone stand in for requests (`floor_anchors`)
 
 
 MAX_SUMMARY_REPEATS = 2
@@ -282,7 +298,13 @@ def _targets(
     scope = scope_of(processor)
     if scope == "history":
         return () if only is not None else history_targets(view, held=held, goal=goal)
-    nodes = output_targets(view) if scope == "outputs" else _every_node(view)
+    nodes = (
+        output_targets(view)
+        if scope == "outputs"
+        else preamble_targets(view)
+        if scope == "preamble"
+        else _every_node(view)
+    )
     return tuple(
         node
         for node in nodes

@@ -3,7 +3,9 @@
 A harness may put text in the user's role before the task: SWE-agent sends a whole
 demonstration trajectory (thousands of tokens) ahead of the issue, marked as a notice.
 No compaction stage takes it: the summarize stage takes the spans after the first request
-(a demonstration summarized would read as work done), the output stages take tool output.
+(a demonstration summarized would read as work done), the output stages take tool output;
+`trim_preamble_trees` only cuts a harness's folder tree in it to its top levels
+(`processors.preamble_trees`), which leaves the unit in place.
 The renderer's fitter may leave it out, oldest unit first, as it may any unit outside the
 floor (`context_graph.render.fit`).
 

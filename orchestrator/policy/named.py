@@ -37,6 +37,7 @@ _ERRORS_FIRST = (
 _CODING_OUTPUT_STAGES = (
     # Cheapest first: leaving out what the model no longer reads (old thinking, the
     # content of old file writes) costs nothing it may need; the original stays expandable.
+    StageConfig(processor="trim_preamble_trees"),
     StageConfig(processor="clear_thinking", options={"keep_turns": 1}),
     StageConfig(processor="clear_tool_inputs", options={"keep_turns": 3, "min_tokens": 200}),
     StageConfig(
