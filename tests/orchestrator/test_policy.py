@@ -20,6 +20,7 @@ from processors import registry
 from processors.base import Processor, ProcessorContext, Proposal
 from processors.distill import Distiller
 from processors.mask import ObservationMasker
+from processors.preamble_trees import PreambleTreeTrimmer
 from processors.summarize import HistorySummarizer
 from processors.thinking import ThinkingClearer
 from processors.tool_inputs import ToolInputClearer
@@ -107,6 +108,7 @@ class TestNamedPolicies:
         kinds = {name: [type(p) for p in _default(profile)] for name, profile in POLICIES.items()}
         assert kinds == {
             "coding": [
+                PreambleTreeTrimmer,
                 ThinkingClearer,
                 ToolInputClearer,
                 ObservationMasker,
@@ -126,7 +128,7 @@ class TestNamedPolicies:
 
     def test_test_tools_truncate_errors_first(self) -> None:
         """The coding truncator keeps errors first for shell and test tools."""
-        truncator = _default(get_policy("coding"))[3]
+        truncator = _default(get_policy("coding"))[4]
         assert isinstance(truncator, ToolOutputTruncator)
         assert truncator.policy_for("bash") == "errors_first"
         assert truncator.policy_for("run_unit_tests") == "errors_first"
@@ -141,7 +143,7 @@ class TestNamedPolicies:
         """Claude Code's `Bash` and the other CLIs' shell tools get errors first too
         (before, only the lower-case names did, so a failed run in Claude Code kept its
         head and tail and could lose the failure in between)."""
-        truncator = _default(get_policy("coding"))[3]
+        truncator = _default(get_policy("coding"))[4]
         assert isinstance(truncator, ToolOutputTruncator)
         assert truncator.policy_for(tool) == "errors_first"
 

@@ -34,7 +34,9 @@ were recorded again (same steps, same keys, 114 writes). Since the thirty-third 
 a session continued from another tool's compaction (the example is one: it opens with
 Claude Code's summary) absorbs that summary at its first compaction instead of carrying
 it whole: the compactions free more, 7 runs instead of 11 come, and the writes were
-recorded again (99 writes instead of 114).
+recorded again (99 writes instead of 114). Since the thirty-fourth session the coding
+profile's first stage is `trim_preamble_trees`: its entry is in the guard state, and the
+`guards` digests of the 7 writes that carry a run (and nothing else) were recorded again.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ pending, scanned, sent, renderers, pins, usage). `data/state_owners_44b3b6b.json
 what that commit's manager did with it (`resume`, run under 44b3b6b with `record`): the
 state as stored, the figures on opening, and the digest of the next request and the
 state stored after it. The collaborators that own the state now must load it exactly.
+Since the thirty-fourth session the coding profile's first stage (`trim_preamble_trees`)
+has an entry in the guard state stored after the request: that entry (and nothing else)
+was added to the json file (`resume` again, by the `__main__` below).
 """
 
 from __future__ import annotations
