@@ -24,6 +24,7 @@ proposal = await PreambleTreeTrimmer(max_entries=40).propose(nodes, ctx)
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -176,10 +177,12 @@ def _trim_run(
 ) -> tuple[list[str], int]:
     if len(lines) < _MIN_TREE_LINES:
         return list(lines), 0
-    depths = sorted({column for column in columns if column is not None})
-    deepest = depths[0]
-    for depth in depths[1:]:
-        if sum(1 for column in columns if column is not None and column <= depth) > max_entries:
+    per_depth = Counter(column for column in columns if column is not None)
+    depths = sorted(per_depth)
+    deepest, shown = depths[0], per_depth[depths[0]]
+    for depth in depths[1:]:  # one count per depth: a tree of many depths is read once
+        shown += per_depth[depth]
+        if shown > max_entries:
             break
         deepest = depth
     kept = [

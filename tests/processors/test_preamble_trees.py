@@ -154,6 +154,8 @@ class TestTrimTrees:
         huge = "\n".join(f"├───d{i}\n│   └───f{i}" for i in range(250_000))
         trimmed, omitted = trim_trees(huge, 40)
         assert omitted == 250_000 and trimmed.count("\n") == 250_000
+        staircase = "\n".join(f"{' ' * depth}├───d{depth}" for depth in range(3_000))
+        assert trim_trees(staircase, 40)[1] == 3_000 - 40
 
 
 class TestPreambleTreeTrimmer:
