@@ -22,10 +22,12 @@ Responses pair with calls as the API pairs them (see `read_pairing`): by id when
 carry one, else by name and order within the model turn before; a call without an id
 answered by a response with one takes the response's id.
 
-Harness context: a user content that is nothing but one `<session_context>` block (the
-workspace, date and file tree the Gemini CLI writes first) or `<state_snapshot>` block
-(the summary its own compression writes) is a notice (`UserTurn.notice`), as Claude Code's
-harness lines are: sent as it was, but not the user's request. The snapshot is not read
+Harness context: a user content's leading parts that are each one whole
+`<session_context>` block (the workspace, date and file tree the Gemini CLI writes first)
+or `<state_snapshot>` block (the summary its own compression writes) are a notice
+(`UserTurn.notice`), as Claude Code's harness lines are: sent as they were, but not the
+user's request. The parts after them (Gemini CLI 0.61 puts the user's first prompt in the
+same content as its session context) are the user's turn. The snapshot is not read
 as a `Compaction`: one would stand for the session context before it, which the CLI
 still sends.
 
@@ -278,18 +280,26 @@ def _user_turn(index: int, parts: Sequence[Any], walk: _Walk) -> None:
             raise IngestError("a thought part can only be in a model turn", where)
         content.append(plain_part(part, where, "user"))
     walk.events.extend(answers)
-    if content:
-        notice = _is_harness_context(content)
-        walk.events.append(UserTurn(content=tuple(content), notice=notice, source=walk.at(index)))
+    lead = _harness_lead(content)
+    if lead:
+        # Gemini CLI 0.61 sends its session context and the user's first prompt as two
+        # parts of one content; the prompt is the user's, the context a notice. Rendered
+        # again, the two user turns are one content, as they came.
+        walk.events.append(
+            UserTurn(content=tuple(content[:lead]), notice=True, source=walk.at(index))
+        )
+    if content[lead:]:
+        walk.events.append(UserTurn(content=tuple(content[lead:]), source=walk.at(index)))
 
 
-def _is_harness_context(content: Sequence[ContentPart]) -> bool:
-    """Whether a user content is nothing but one block the Gemini CLI wrote itself."""
-    return (
-        len(content) == 1
-        and isinstance(content[0], TextPart)
-        and _HARNESS_BLOCK.fullmatch(content[0].text) is not None
-    )
+def _harness_lead(content: Sequence[ContentPart]) -> int:
+    """How many of a user content's first parts are whole blocks the Gemini CLI wrote."""
+    lead = 0
+    for part in content:
+        if not isinstance(part, TextPart) or _HARNESS_BLOCK.fullmatch(part.text) is None:
+            break
+        lead += 1
+    return lead
 
 
 def _result(value: Any, where: SourceLocation, walk: _Walk) -> ToolResult | Note:

@@ -23,6 +23,7 @@ from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AssistantTurn, Note, ToolResult, UserTurn
 from context_graph.importers import load_events, load_graph, load_sessions
 from context_graph.importers._base import RawInput
+from context_graph.render import Renderer
 from context_graph.testing import graph_snapshot
 
 TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "traces"
@@ -155,15 +156,32 @@ class TestHarnessContext:
         "parts",
         [
             [{"text": "<session_context>x</session_context> and fix the bug"}],
-            [{"text": "<session_context>x</session_context>"}, {"text": "fix it"}],
+            [{"text": "fix it"}, {"text": "<session_context>x</session_context>"}],
             [{"text": "please read <session_context>x</session_context>"}],
         ],
-        ids=["text-after", "second-part", "text-before"],
+        ids=["text-after", "block-after-the-words", "text-before"],
     )
     def test_a_block_with_the_users_words_stays_a_request(self, parts: list[Any]) -> None:
-        """A block that comes with anything the user wrote is the user's request."""
+        """A block in a part with the user's words, or after them, is the user's request."""
         (event,) = _events([_user(*parts)])
         assert isinstance(event, UserTurn) and not event.notice
+
+    def test_leading_block_parts_are_a_notice_before_the_request(self) -> None:
+        """Gemini CLI 0.61 sends its session context and the first prompt as two parts of
+        one content: the context is a notice, the prompt the user's request, and rendered
+        again they are one content, as they came."""
+        context = "<session_context>\n- cwd: /w\n</session_context>"
+        snapshot = "<state_snapshot>goal</state_snapshot>"
+        contents = [_user({"text": context}, {"text": snapshot}, {"text": "fix it"})]
+        events = _events(contents)
+        assert [(e.type, e.notice, _text(e)) for e in events] == [
+            ("user", True, context + snapshot),
+            ("user", False, "fix it"),
+        ]
+        graph = ContextGraph()
+        graph.ingest(events)
+        payload = Renderer(format="gemini").render(graph).payload
+        assert payload["contents"] == contents
 
 
 class TestStrays:

@@ -47,8 +47,9 @@ class Script:
     The CLI's own JSON side calls (its loop check) are answered as it asks.
     """
 
-    def __init__(self, turns: int = TURNS) -> None:
+    def __init__(self, turns: int = TURNS, count: int = 3000) -> None:
         self.turns = turns
+        self.count = count
         self.steps: dict[int, int] = {}
         self.side_calls = 0
         self._lock = threading.Lock()
@@ -63,7 +64,7 @@ class Script:
             self.steps[session] = done
         if done >= self.turns:
             return {"text": "All done."}
-        command = f"echo session {session}, step {done + 1}; seq {done + 1} 3000"
+        command = f"echo session {session}, step {done + 1}; seq {done + 1} {self.count}"
         return {"text": f"Step {done + 1}.", "calls": [["run_shell_command", {"command": command}]]}
 
 
@@ -208,3 +209,46 @@ def test_two_sessions_at_once_in_one_project_stay_apart(tmp_path: Path) -> None:
     assert upstream.refused == [], upstream.refused[:3]
     assert script.steps == {1: 12, 2: 12}
     assert sorted(held[ANONYMOUS])[-2:] == [12, 12], held
+
+
+def test_gemini_cli_folder_tree_is_cut_once_the_task_compacts(tmp_path: Path) -> None:
+    """gemini-cli's session context lists the workspace; the engine's first compaction
+    trims that tree to its top levels (`trim_preamble_trees`), and it stays trimmed while
+    the CLI sends it whole with every request."""
+    cli = _gemini_cli()
+    project, home = tmp_path / "project", tmp_path / "home"
+    for folder in range(12):
+        for file in range(12):
+            path = project / f"pkg{folder}" / f"module_{folder}_{file}.ts"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("export {};\n")
+    home.mkdir()
+    # Short outputs: no newest output alone holds what a compaction must free, so the
+    # runs go through the stages (a long one is cut first, and the history stays).
+    script = Script(turns=30, count=150)
+    recorder = Recorder(script, "gemini")
+    budget = 20_000
+    with ProviderServer("gemini", respond=recorder, factor=1.0, limit=budget) as upstream:
+        gateway = gateway_for(
+            upstream.url,
+            budget=budget,
+            policy=get_policy("coding"),
+            store=tmp_path / "store",
+            wires=("gemini",),
+        )
+        recorder.gateway = gateway
+        with GatewayThread(gateway) as url:
+            agent = start(cli, url, home, project, "Count with seq, step by step.")
+            out, err = agent.communicate(timeout=900)
+    assert agent.returncode == 0, err[-2000:]
+    assert "All done." in out
+    assert upstream.refused == [], upstream.refused[:3]
+    task = [json.dumps(body["contents"]) for body in upstream.requests if _task_call(body)]
+    whole = [i for i, text in enumerate(task) if "module_11_11.ts" in text]
+    trimmed = [i for i, text in enumerate(task) if "deeper entries of this tree omitted" in text]
+    assert whole and trimmed, (len(task), whole, trimmed, str(upstream.prompts))
+    # The CLI sent its session context and the prompt as one content: the prompt is the
+    # user's request, the context a notice, trimmed from the first compaction on.
+    first = task[trimmed[0]]
+    assert "<session_context>" in first and "pkg11/" in first and "Count with seq" in first
+    assert max(whole) < trimmed[0], (whole, trimmed)
