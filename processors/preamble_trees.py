@@ -31,6 +31,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from context_graph.errors import ConfigurationError
+from context_graph.graph.anchors import preamble_heads
 from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.nodes import Node, UserNode
 from processors.base import ProcessorContext, Proposal, Scope, replace_each, replacement_for
@@ -115,13 +116,7 @@ def _preamble_heads(ctx: ProcessorContext) -> frozenset[str]:
     The pipeline hands this processor those notices alone (scope `preamble`); asked
     directly with other nodes, it still trims only these.
     """
-    heads: list[str] = []
-    for unit in ctx.graph.units():
-        if unit.kind == "user":
-            return frozenset(heads)
-        if unit.kind == "notice":
-            heads.append(unit.head)
-    return frozenset()  # notices alone stand in for requests (`floor_anchors`)
+    return frozenset(preamble_heads(ctx.graph.units()))
 
 
 def _in(node: Node, preamble: frozenset[str], ctx: ProcessorContext) -> bool:

@@ -10,13 +10,13 @@ request body heads a unit of kind `notice`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from context_graph.graph.nodes import Node
 
-__all__ = ["SUMMARY_HEADER", "floor_anchors", "unit_kind"]
+__all__ = ["SUMMARY_HEADER", "floor_anchors", "preamble_heads", "unit_kind"]
 
 #: The first line of a summary context-graph wrote, as it is rendered: every format sends
 #: the summary as a user-role message, and whatever reads "the latest user message" (a
@@ -60,3 +60,30 @@ def floor_anchors(kinds: Sequence[str]) -> tuple[int, int, int] | None:
         return None
     requests = [i for i in turns if kinds[i] == "user"] or turns
     return requests[0], requests[-1], turns[-1]
+
+
+class _Unit(Protocol):
+    """What `preamble_heads` reads of a unit (`units.Unit`, which imports this module)."""
+
+    @property
+    def head(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+
+def preamble_heads(units: Iterable[_Unit]) -> tuple[str, ...]:
+    """The heads of the notice units before the user's first request, in order.
+
+    The preamble: what a harness sends in the user's role before the task (SWE-agent's
+    demonstration, Gemini CLI's session context). Read up to the first request only (a
+    preamble is a few units at the head of a view that may hold thousands); none without
+    a request, where notices stand in for requests (`floor_anchors`).
+    """
+    heads: list[str] = []
+    for unit in units:
+        if unit.kind == "user":
+            return tuple(heads)
+        if unit.kind == "notice":
+            heads.append(unit.head)
+    return ()

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from context_graph.errors import InvariantViolation, ProcessorError
-from context_graph.graph.anchors import floor_anchors
+from context_graph.graph.anchors import floor_anchors, preamble_heads
 from context_graph.graph.nodes import ANSWER_KINDS, Node, SummaryNode
 from context_graph.graph.units import Unit
 from orchestrator.bus import EventBus
@@ -119,18 +119,10 @@ def output_targets(view: WorkingView, units: Sequence[Unit] | None = None) -> tu
 
 
 def preamble_targets(view: WorkingView) -> tuple[Node, ...]:
-    """The unpinned notices before the user's first request (none without a request).
-
-    Read up to the first request only: a preamble is a few units at the head of a view
-    that may hold thousands.
-    """
-    found: list[Node] = []
-    for unit in view.units():
-        if unit.kind == "user":
-            return tuple(node for node in found if not node.pinned)
-        if unit.kind == "notice":
-            found.extend(view[node_id] for node_id in unit.node_ids)
-    return ()  # notices alone stand in for requests (`floor_anchors`)
+    """The unpinned nodes of the notices before the user's first request (`preamble_heads`)."""
+    heads = preamble_heads(view.units())
+    nodes = (view[node_id] for head in heads for node_id in view.unit_of(head).node_ids)
+    return tuple(node for node in nodes if not node.pinned)
 
 
 MAX_SUMMARY_REPEATS = 2
