@@ -15,16 +15,18 @@ their content (`orchestrator.gateway.threads`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from benchmarks.provider_server import ProviderServer
-from orchestrator.gateway import ANONYMOUS, GatewayThread, gateway_for
+from orchestrator.gateway import ANONYMOUS, Gateway, GatewayThread, gateway_for
 from orchestrator.policy import get_policy
 from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
 
@@ -132,31 +134,41 @@ def _held(gateway: Any) -> dict[str, list[int]]:
     }
 
 
-def test_gemini_cli_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
-    cli = _gemini_cli()
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir()
-    home.mkdir()
-    script = Script()
+@contextlib.contextmanager
+def served(
+    tmp_path: Path, script: Script, budget: int = BUDGET
+) -> Iterator[tuple[ProviderServer, Recorder, Gateway, str]]:
+    """The gateway (coding policy, a SQLite store) before a strict fake of Gemini's API
+    answering with `script`; the fake, its recorder, the gateway and the gateway's URL."""
     recorder = Recorder(script, "gemini")
-    with ProviderServer("gemini", respond=recorder, factor=1.0, limit=BUDGET) as upstream:
+    with ProviderServer("gemini", respond=recorder, factor=1.0, limit=budget) as upstream:
         gateway = gateway_for(
             upstream.url,
-            budget=BUDGET,
+            budget=budget,
             policy=get_policy("coding"),
             store=tmp_path / "store",
             wires=("gemini",),
         )
         recorder.gateway = gateway
         with GatewayThread(gateway) as url:
-            agent = start(cli, url, home, project, "Count with seq, step by step.")
-            out, err = agent.communicate(timeout=900)
-            held = _held(gateway)
-            threads = [t for ts in gateway.table_of("gemini").sessions.values() for t in ts]
-            recorded = max(t.manager.raw.total_tokens for t in threads)
-            main = max(threads, key=lambda t: [n.kind for n in t.manager.raw].count("tool_result"))
-            asked = [n for n in main.manager.raw if n.kind == "user" and "Count with seq" in n.text]
-            masked = [n for n in main.manager.raw if "<tool_output_masked>" in n.text]
+            yield upstream, recorder, gateway, url
+
+
+def test_gemini_cli_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
+    cli = _gemini_cli()
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    script = Script()
+    with served(tmp_path, script) as (upstream, recorder, gateway, url):
+        agent = start(cli, url, home, project, "Count with seq, step by step.")
+        out, err = agent.communicate(timeout=900)
+        held = _held(gateway)
+        threads = [t for ts in gateway.table_of("gemini").sessions.values() for t in ts]
+        recorded = max(t.manager.raw.total_tokens for t in threads)
+        main = max(threads, key=lambda t: [n.kind for n in t.manager.raw].count("tool_result"))
+        asked = [n for n in main.manager.raw if n.kind == "user" and "Count with seq" in n.text]
+        masked = [n for n in main.manager.raw if "<tool_output_masked>" in n.text]
     assert agent.returncode == 0, err[-2000:]
     assert "All done." in out
     assert upstream.refused == [], upstream.refused[:3]
@@ -226,20 +238,9 @@ def test_gemini_cli_folder_tree_is_cut_once_the_task_compacts(tmp_path: Path) ->
     # Short outputs: no newest output alone holds what a compaction must free, so the
     # runs go through the stages (a long one is cut first, and the history stays).
     script = Script(turns=30, count=150)
-    recorder = Recorder(script, "gemini")
-    budget = 20_000
-    with ProviderServer("gemini", respond=recorder, factor=1.0, limit=budget) as upstream:
-        gateway = gateway_for(
-            upstream.url,
-            budget=budget,
-            policy=get_policy("coding"),
-            store=tmp_path / "store",
-            wires=("gemini",),
-        )
-        recorder.gateway = gateway
-        with GatewayThread(gateway) as url:
-            agent = start(cli, url, home, project, "Count with seq, step by step.")
-            out, err = agent.communicate(timeout=900)
+    with served(tmp_path, script, budget=20_000) as (upstream, _, _, url):
+        agent = start(cli, url, home, project, "Count with seq, step by step.")
+        out, err = agent.communicate(timeout=900)
     assert agent.returncode == 0, err[-2000:]
     assert "All done." in out
     assert upstream.refused == [], upstream.refused[:3]
