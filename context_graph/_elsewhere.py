@@ -25,7 +25,8 @@ _ORCHESTRATOR = (
 )
 _PROCESSORS = (
     "Abstract AnthropicSummarizer Distiller Drop Edit ExtractiveSummarizer GraphView "
-    "HistorySummarizer ObservationMasker OpenAISummarizer Processor ProcessorContext Proposal "
+    "HistorySummarizer ObservationMasker OpenAISummarizer PreambleTreeTrimmer Processor "
+    "ProcessorContext Proposal "
     "Redactor Replace Resizable Restore Scope SecretRedactor Summarizer ThinkingClearer "
     "ToolInputClearer ToolOutputTruncator UrlShortener "
     "available_processors clear_caches create_processor get_processor register_processor "
