@@ -79,11 +79,6 @@ def compacted(
     return manager
 
 
-def first_user_text(manager: ContextManager) -> str:
-    payload = manager.render_sync().payload
-    return json.dumps(payload)
-
-
 class TestTrimTrees:
     def test_the_top_levels_that_fit_stay_and_a_marker_counts_the_rest(self) -> None:
         """12 folders of 15 files at 40 entries: the 12 folders stay, 180 files go."""
