@@ -4,7 +4,9 @@ Blocks map to parts and events: `text`, `image`, `document`, `thinking` (its sig
 kept byte for byte) and `redacted_thinking` become parts of a turn; `tool_use` becomes a
 `ToolCall` whose arguments are the JSON text of its `input`; `tool_result` becomes a
 `ToolResult` (string or block content, `is_error`). A user message that mixes results
-with other blocks gives its `ToolResult` events first, then one `UserTurn` with the rest.
+with other blocks gives its `ToolResult` events first, then one `UserTurn` with the rest;
+text blocks an agent's harness wrote (`context_graph.formats.harness`: Claude Code's
+`<system-reminder>` and the like) are a `UserTurn` of their own, a notice.
 The `compaction` blocks an assistant message opens with (the `compact_20260112`
 context-management edit fired) each become a `Compaction` event carrying the block
 verbatim, before the turn made of the rest (`context_graph.graph.native`).
@@ -21,6 +23,7 @@ from typing import Any, TypeAlias, TypeVar
 from pydantic import JsonValue, ValidationError
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.formats.harness import harness_runs
 from context_graph.graph.content import ContentPart, TextPart
 from context_graph.graph.events import (
     AgentEvent,
@@ -217,8 +220,10 @@ def message_to_events(message: Any, where: SourceLocation, known: set[str]) -> l
         return [*compactions, turn]
     results, parts = user_content(body.get("content"), where)
     events: list[AgentEvent] = [tool_result_event(block, at, known) for block, at in results]
-    if parts or not results:
-        events.append(UserTurn(content=tuple(parts), source=where))
+    # Text blocks the agent's harness wrote (Claude Code's reminders, in front of the
+    # prompt or after a tool result) are notices, not the user's latest request.
+    runs = harness_runs(parts) or ([] if results else [(False, ())])
+    events.extend(UserTurn(content=run, notice=notice, source=where) for notice, run in runs)
     return events
 
 

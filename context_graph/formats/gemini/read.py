@@ -22,9 +22,10 @@ Responses pair with calls as the API pairs them (see `read_pairing`): by id when
 carry one, else by name and order within the model turn before; a call without an id
 answered by a response with one takes the response's id.
 
-Harness context: a user content's leading parts that are each one whole
-`<session_context>` block (the workspace, date and file tree the Gemini CLI writes first)
-or `<state_snapshot>` block (the summary its own compression writes) are a notice
+Harness context: a user content's leading parts that are each nothing but harness blocks
+(`context_graph.formats.harness`: here the `<session_context>` block, the workspace, date
+and file tree the Gemini CLI writes first, or the `<state_snapshot>` block, the summary
+its own compression writes) are a notice
 (`UserTurn.notice`), as Claude Code's harness lines are: sent as they were, but not the
 user's request. The parts after them (Gemini CLI 0.61 puts the user's first prompt in the
 same content as its session context) are the user's turn. The snapshot is not read
@@ -38,7 +39,6 @@ as a `Note` saying what it was, listed in the session's `strays`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +57,7 @@ from context_graph.formats.gemini.read_parts import (
     plain_part,
     signature_of,
 )
+from context_graph.formats.harness import is_harness_text
 from context_graph.graph.content import ContentPart, ProviderSignature, TextPart, ThinkingPart
 from context_graph.graph.events import (
     AgentEvent,
@@ -79,7 +80,6 @@ from context_graph.importers._base import (
 __all__ = ["model_turn", "response_text", "sniff", "to_sessions"]
 
 _ROLES = frozenset({"user", "model", "function"})
-_HARNESS_BLOCK = re.compile(r"\s*<(session_context|state_snapshot)>.*</\1>\s*", re.DOTALL)
 
 
 # --- detection ------------------------------------------------------------------------------
@@ -296,7 +296,7 @@ def _harness_lead(content: Sequence[ContentPart]) -> int:
     """How many of a user content's first parts are whole blocks the Gemini CLI wrote."""
     lead = 0
     for part in content:
-        if not isinstance(part, TextPart) or _HARNESS_BLOCK.fullmatch(part.text) is None:
+        if not isinstance(part, TextPart) or not is_harness_text(part.text):
             break
         lead += 1
     return lead

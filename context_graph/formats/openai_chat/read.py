@@ -1,6 +1,7 @@
 """OpenAI Chat Completions: a bare message list, or a request body with `messages`.
 
-Roles map to events: `system` and `developer` to `SystemPrompt`, `user` to `UserTurn`,
+Roles map to events: `system` and `developer` to `SystemPrompt`, `user` to `UserTurn` (a
+notice when it is all an agent harness's text, `context_graph.formats.harness`),
 `assistant` to `AssistantTurn` (its `tool_calls`, a legacy `function_call`, and
 `reasoning_content` as a thinking part without signature), `tool` and the legacy
 `function` role to `ToolResult`. Tool-call arguments are JSON text and are kept exactly.
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.formats.harness import is_harness_message
 from context_graph.graph.content import ContentPart, ImagePart, TextPart, ThinkingPart
 from context_graph.graph.events import (
     AgentEvent,
@@ -177,7 +179,11 @@ def message_to_events(
         return [_event(SystemPrompt, where, content=content, meta=meta)]
     if role == "user":
         content = _content(body, where, required=True)
-        return [_event(UserTurn, where, content=content, meta=meta)]
+        # A message an agent's harness wrote (`context_graph.formats.harness`: a reminder,
+        # the gateway's reading of a system message mid-conversation) is a notice. Not
+        # split by parts: rendered again, each turn is a message of its own.
+        notice = is_harness_message(content)
+        return [_event(UserTurn, where, content=content, notice=notice, meta=meta)]
     if role == "assistant":
         return [_assistant(body, where, meta, state)]
     return [_result(body, where, meta, state, legacy=role == "function")]

@@ -42,6 +42,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.formats.harness import is_harness_message
 from context_graph.formats.openai_responses.read_content import (
     content_parts,
     optional_str,
@@ -266,11 +267,13 @@ class ItemReader:
 
     Attributes:
         model: The model credited with the assistant turns opened from now on.
-        notice: Tells which user messages the harness wrote (they become notices).
+        notice: Tells which user messages the harness wrote (they become notices); by
+            default a message of harness blocks alone (`context_graph.formats.harness`:
+            Codex's `<environment_context>` and AGENTS.md messages, a reminder).
     """
 
     model: str | None = None
-    notice: NoticeRule = field(default=lambda parts: False)
+    notice: NoticeRule = field(default=is_harness_message)
     events: list[AgentEvent] = field(default_factory=list)
     turn: _Turn | None = None
     calls: set[str] = field(default_factory=set)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.provider_server import ProviderServer
+from context_graph.graph.nodes import UserNode
 from context_graph.testing import without_cache_marks
 from orchestrator.gateway import Gateway, GatewayThread, gateway_for, session_of
 from orchestrator.policy import get_policy
@@ -138,6 +139,11 @@ def test_claude_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> No
             for n in t.manager.raw
             if n.kind == "user" and "Count with seq" in n.text
         ]
+        users = {
+            t.number: [(n.notice, n.text) for n in t.manager.raw if isinstance(n, UserNode)]
+            for ts in sessions.values()
+            for t in ts
+        }
     assert agent.returncode == 0, err[-2000:]
     assert "All done." in out
     assert upstream.refused == [], upstream.refused[:3]
@@ -149,6 +155,13 @@ def test_claude_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> No
     main = max(threads, key=lambda thread: thread[1].count("tool_result"))
     # The agent never compacted itself: its history only grew, so one thread holds it all.
     assert main[1].count("tool_result") == TURNS
+    # Claude Code's reminders (the CLAUDE.md context and the agent types around the prompt,
+    # the task-tools nudge it appends to a tool result every few steps) are notices: the
+    # task stays the user's latest request, the floor's anchor (context_graph.formats.harness).
+    task = users[main[0]]
+    assert [text for notice, text in task if not notice] == ["Count with seq, step by step."]
+    nudges = [text for notice, text in task if notice and "recently" in text]
+    assert nudges and all(text.startswith("<system-reminder>") for text in nudges), task
     assert len(asked) == 1, "the task was taken in once, not again with every request"
     assert recorded > 2 * BUDGET, "the agent's history grew far past the budget"
     calls = [r for r in upstream.requests if "format" not in r.get("output_config", {})]

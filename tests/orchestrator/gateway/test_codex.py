@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.provider_server import ProviderServer
+from context_graph.graph.nodes import UserNode
 from orchestrator.gateway import GatewayThread, gateway_for, session_of
 from orchestrator.policy import get_policy
 from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
@@ -100,6 +101,13 @@ def test_codex_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
                 for s, ts in sessions.items()
             }
             recorded = max(t.manager.raw.total_tokens for ts in sessions.values() for t in ts)
+            users = [
+                (n.notice, n.text)
+                for ts in sessions.values()
+                for t in ts
+                for n in t.manager.raw
+                if isinstance(n, UserNode)
+            ]
     assert done.returncode == 0, done.stderr[-2000:]
     assert "All done." in done.stdout
     assert upstream.refused == [], upstream.refused[:3]
@@ -108,5 +116,9 @@ def test_codex_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
     (counts,) = held.values()
     assert max(counts) == TURNS, held
     assert recorded > 2 * BUDGET, "the agent's history grew far past the budget"
+    # Codex's `<environment_context>` message before the prompt is a notice: the prompt is
+    # the user's only request (context_graph.formats.harness).
+    assert [text for notice, text in users if not notice] == ["Count with seq."]
+    assert any(notice and "<environment_context>" in text for notice, text in users), users
     share, pairs = reuse_between_compactions(upstream, recorder)
     assert share >= 0.9 and pairs > TURNS // 2, (share, pairs)
