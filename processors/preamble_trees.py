@@ -11,7 +11,10 @@ takes a notice before the user's first request (`orchestrator.compaction.preambl
 (at least the top level), and puts one marker where the deeper lines were; every other
 line of the notice stays as it was. Only notices before the first request are trimmed:
 the harness's text about the workspace, not the user's words, and not a notice that
-arrived with the work. The pristine record keeps the whole tree (`expand` brings it back).
+arrived with the work. A tree with notes after its entries (`├── gen/  # do not edit`)
+is one someone wrote, as in the CLAUDE.md that Claude Code sends in a reminder notice
+before the prompt; it may hold a rule, and stays whole. The pristine record keeps the
+whole tree (`expand` brings it back).
 
 A tree line is one whose entry follows a branch (`├`, `└`, `|--`, `` `-- ``) after an
 indent of spaces and verticals (`│`, `|`): the layout of `tree`, of Gemini CLI's
@@ -44,6 +47,11 @@ TREE_TRIMMED_KEY = "tree_entries_omitted"
 
 #: A tree shorter than this is not worth a marker.
 _MIN_TREE_LINES = 10
+
+#: What sets a note apart from the entry it follows in a tree someone wrote by hand
+#: (`├── cli.py  # the entry point`, `└── gen/ (do not edit)`): such a tree is
+#: instructions, not a listing, and stays whole.
+_NOTE_MARKS = ("  ", " #", " //", " - ", " — ", " <-", " ←", " (")
 
 
 class _Options(BaseModel):
@@ -139,10 +147,20 @@ def _branch_column(line: str) -> int | None:
     return None
 
 
+def _annotated(line: str, column: int | None) -> bool:
+    """Whether a tree line carries a note after its entry (`_NOTE_MARKS`)."""
+    if column is None:
+        return False
+    entry = line[column + 1 :].lstrip("─-— ").rstrip()
+    return any(mark in entry for mark in _NOTE_MARKS)
+
+
 def trim_trees(text: str, max_entries: int) -> tuple[str, int]:
     """`text` with each tree's deeper lines left out, and how many lines went.
 
-    A tree is a run of consecutive tree lines at least `_MIN_TREE_LINES` long. Its lines
+    A tree is a run of consecutive tree lines at least `_MIN_TREE_LINES` long, none of
+    them with a note after its entry (`_NOTE_MARKS`: a tree written by hand, as in a
+    CLAUDE.md, may hold a rule in a note; it stays whole). Its lines
     at the shallowest columns stay, as many levels as fit in `max_entries` lines (the top
     level whole even when it alone is longer); one marker line after the run says how
     many went.
@@ -170,7 +188,7 @@ def trim_trees(text: str, max_entries: int) -> tuple[str, int]:
 def _trim_run(
     lines: Sequence[str], columns: Sequence[int | None], max_entries: int
 ) -> tuple[list[str], int]:
-    if len(lines) < _MIN_TREE_LINES:
+    if len(lines) < _MIN_TREE_LINES or any(map(_annotated, lines, columns)):
         return list(lines), 0
     per_depth = Counter(column for column in columns if column is not None)
     depths = sorted(per_depth)

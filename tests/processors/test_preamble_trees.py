@@ -143,6 +143,23 @@ class TestTrimTrees:
         assert len(lines) - len(out) == omitted
         assert trim_trees(trimmed, max_entries)[1] == 0
 
+    @pytest.mark.parametrize(
+        "note",
+        [
+            "  # the entry point",
+            " # generated: do not edit",
+            " // keep",
+            " - the CLI",
+            " (vendored)",
+        ],
+    )
+    def test_a_tree_with_notes_after_its_entries_stays_whole(self, note: str) -> None:
+        """A tree someone wrote (a CLAUDE.md's project layout) may hold a rule in a note."""
+        lines = gemini_tree().split("\n")
+        lines[5] += note
+        tree = "\n".join(lines)
+        assert trim_trees(tree, 40) == (tree, 0)
+
     def test_hostile_lines_are_read_in_one_pass(self) -> None:
         """A million verticals, or a million-line tree, are read without backtracking."""
         assert trim_trees("│" * 1_000_000, 5) == ("│" * 1_000_000, 0)
@@ -176,6 +193,21 @@ class TestPreambleTreeTrimmer:
         assert trimmed.meta[TREE_TRIMMED_KEY] == 180
         (original,) = manager.expand(trimmed.id)
         assert "module_11_14.ts" in original.content[0].text  # type: ignore[union-attr]
+
+    @pytest.mark.parametrize(("note", "cut"), [("", True), ("  # generated: never edit", False)])
+    def test_claude_codes_claude_md_layout_is_cut_only_without_notes(
+        self, note: str, cut: bool
+    ) -> None:
+        """Through the gateway, Claude Code's CLAUDE.md reminder before the prompt is a
+        preamble notice; a layout it documents with a rule in a note is not cut."""
+        layout = gemini_tree().split("\n")
+        layout[3] += note
+        reminder = "<system-reminder>\n# claudeMd\n" + "\n".join(layout) + "\n</system-reminder>"
+        events = session()
+        events[1] = {"type": "user", "content": reminder, "notice": True}
+        manager = compacted("anthropic", events, PreambleTreeTrimmer())
+        trimmed = list(manager.working.view.overlay.derived.values())
+        assert len(trimmed) == int(cut)
 
     def test_only_a_notice_before_the_first_request_is_cut(self) -> None:
         """The user's own tree, and a notice after the request, are the work: they stay."""
