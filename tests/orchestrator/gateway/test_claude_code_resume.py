@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.provider_server import ProviderServer
+from context_graph.graph.nodes import UserNode
 from orchestrator.gateway.listing import list_sessions, read_thread
 from tests.orchestrator.gateway.proxy_process import ProxyProcess
 from tests.orchestrator.gateway.test_claude_code import BUDGET, _claude_code, start
@@ -53,6 +54,13 @@ def _texts(location: str) -> list[tuple[str, str]]:
     """The kind and text of each node of a thread's record, in transcript order."""
     with read_thread(location) as restored:
         return [(restored.raw[n].kind, restored.raw[n].text) for n in restored.raw.transcript()]
+
+
+def _requests(location: str) -> list[str]:
+    """The texts of a thread's user turns that are the user's own (not notices)."""
+    with read_thread(location) as restored:
+        nodes = [restored.raw[n] for n in restored.raw.transcript()]
+        return [n.text for n in nodes if isinstance(n, UserNode) and not n.notice]
 
 
 def _turn(claude: Path, url: str, home: Path, project: Path, prompt: str, *flags: str) -> str:
@@ -100,3 +108,7 @@ def test_claude_code_continues_its_session_on_a_proxy_killed_between_turns(
     assert sum(SECOND in text for kind, text in texts if kind == "user") == 1
     finished = [text for kind, text in texts if kind == "assistant" and "Finished" in text]
     assert finished == [f"Finished: {FIRST}"], "the first turn's answer, taken in once"
+    # The reminders around each prompt are notices: the two prompts are the user's only
+    # requests, the second the latest (context_graph.formats.harness).
+    (task,) = [t for t in after.threads if "tool_result" in [k for k, _ in _texts(t.location)]]
+    assert _requests(task.location) == [FIRST, SECOND]
