@@ -335,10 +335,16 @@ def error_key(call: ToolCallNode | None, answer: AnswerNode) -> str:
 
 
 def user_entities(nodes: Iterable[Node], *, per_turn: int) -> list[str]:
-    """Critical entities of the user turns among `nodes` (at most `per_turn` from each)."""
+    """Critical entities of the user's turns among `nodes` (at most `per_turn` from each).
+
+    Not a notice's (`UserNode.notice`): the harness's text in the user's role is no word
+    of the user's. Claude Code's list of agent types, a notice after the first request,
+    put a dozen of its names (`settings.json`, `keybindings.json`) among the brief's key
+    identifiers, where the room is for what the user named.
+    """
     found: dict[str, None] = {}
     for node in nodes:
-        if isinstance(node, UserNode):
+        if isinstance(node, UserNode) and not node.notice:
             found.update(dict.fromkeys(critical_entities(node.text, limit=per_turn)))
     return list(found)
 

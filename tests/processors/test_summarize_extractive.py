@@ -406,3 +406,21 @@ class TestNotices:
         assert _section(text, "Goal: the user's first request, verbatim").strip() == REQUEST
         assert "DO NOT respond" not in text
         assert "b1 must be checked" not in text
+
+    def test_a_notices_names_are_not_key_identifiers(
+        self, summarizer: ExtractiveSummarizer
+    ) -> None:
+        """Claude Code's agent-types reminder (a notice) names settings files and the
+        like; the brief's key identifiers are for what the user named."""
+        graph = ContextGraph(counter=WordCounter())
+        graph.add_user(REQUEST)
+        graph.add_user(
+            "<system-reminder>\nAvailable agent types: statusline-setup (edits "
+            "settings.json and keybindings.json), output-style-setup.\n</system-reminder>",
+            notice=True,
+        )
+        graph.add_user("Also check config/deploy.yaml before you finish.")
+        text = summarizer.brief(_nodes(graph))
+        identifiers = _section(text, "Key identifiers")
+        assert "deploy.yaml" in identifiers and "main.py" in identifiers
+        assert "settings.json" not in text and "keybindings.json" not in text
