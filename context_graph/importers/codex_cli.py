@@ -7,7 +7,8 @@ Each record is `{"timestamp", "type", "payload"}`. By type:
   becomes the `SystemPrompt`. Older CLIs record no system prompt, and none is made.
 - `response_item`: an OpenAI Responses item, read as `openai_responses` reads items. User
   messages the harness wrote (`<environment_context>`, `# AGENTS.md instructions for ...`,
-  `<user_instructions>`, `<turn_aborted>`, `<user_shell_command>`) become notices
+  `<user_instructions>`, `<turn_aborted>`, `<user_shell_command>`: nothing but such blocks,
+  read by `context_graph.formats.harness` as the gateway reads them) become notices
   (`UserTurn.notice`), so the render floor keeps the user's own request. Codex's own
   `ghost_snapshot` items (git snapshots for undo, never sent to the model) are skipped.
   A call output that Codex wrote as `{"output", "metadata": {"exit_code"}}` gives its
@@ -44,6 +45,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
+from context_graph.formats.harness import is_harness_message
 from context_graph.formats.openai_responses.read import ItemReader
 from context_graph.formats.openai_responses.read_content import content_parts, plain_json
 from context_graph.formats.wires import RESPONSES_FORMAT
@@ -61,20 +63,13 @@ from context_graph.importers._base import (
 )
 from context_graph.importers._native import native_compaction
 
-__all__ = ["is_harness_context", "sniff", "to_sessions"]
+__all__ = ["sniff", "to_sessions"]
 
 _RECORDS = Names({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 # Codex items that are not Responses API items and never reach the model.
 _CODEX_ONLY_ITEMS = Names({"ghost_snapshot", "other"})
 # How many leading records detection looks at.
 _SNIFF_RECORDS = 50
-_HARNESS_PREFIXES = (
-    "<environment_context>",
-    "<user_instructions>",
-    "# AGENTS.md instructions for ",
-    "<turn_aborted>",
-    "<user_shell_command>",
-)
 _SESSION_KEYS = {
     "id": "session_id",
     "cwd": "cwd",
@@ -103,14 +98,6 @@ def _looks_like_record(record: Any) -> bool:
         and record.get("type") in _RECORDS
         and isinstance(record.get("payload"), Mapping)
     )
-
-
-def is_harness_context(parts: Sequence[ContentPart]) -> bool:
-    """Whether a user message with `parts` is context Codex wrote, not the user's words."""
-    texts = [p.text for p in parts if isinstance(p, TextPart)]
-    if not texts or len(texts) != len(parts):
-        return False
-    return all(text.lstrip().startswith(_HARNESS_PREFIXES) for text in texts)
 
 
 # --- sessions -------------------------------------------------------------------------------
@@ -147,7 +134,7 @@ class _Walk:
     """The state of converting one rollout, record by record."""
 
     raw: RawInput
-    reader: ItemReader = field(default_factory=lambda: ItemReader(notice=is_harness_context))
+    reader: ItemReader = field(default_factory=ItemReader)
     meta: dict[str, JsonValue] = field(default_factory=lambda: {"format": "codex_cli"})
     models: list[JsonValue] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
@@ -280,7 +267,7 @@ class _Walk:
                 payload["local_images"], where.with_path("local_images")
             )
         self.reader.flush()
-        notice = is_harness_context(parts)
+        notice = is_harness_message(parts)
         event = UserTurn(content=parts, notice=notice, meta=meta, timestamp=ts, source=where)
         self.reader.events.append(event)
 
