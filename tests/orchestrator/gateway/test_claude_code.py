@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.provider_server import ProviderServer
+from context_graph.entities import critical_entities
+from context_graph.graph.anchors import SUMMARY_HEADER
 from context_graph.graph.nodes import UserNode
 from context_graph.testing import without_cache_marks
 from orchestrator.gateway import Gateway, GatewayThread, gateway_for, session_of
@@ -162,12 +164,30 @@ def test_claude_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> No
     assert [text for notice, text in task if not notice] == ["Count with seq, step by step."]
     nudges = [text for notice, text in task if notice and "recently" in text]
     assert nudges and all(text.startswith("<system-reminder>") for text in nudges), task
+    # Nor are the reminders' names the brief's key identifiers (the agent-types list named
+    # a dozen settings files there): the summaries sent list only what the user named.
+    named = {e for notice, text in task if not notice for e in critical_entities(text)}
+    theirs = {e for notice, text in task if notice for e in critical_entities(text)} - named
+    listed = " ".join(_key_identifiers(body) for body in upstream.requests if _task_call(body))
+    assert theirs and not [e for e in theirs if e in listed], listed
     assert len(asked) == 1, "the task was taken in once, not again with every request"
     assert recorded > 2 * BUDGET, "the agent's history grew far past the budget"
     calls = [r for r in upstream.requests if "format" not in r.get("output_config", {})]
     assert_cache_safe(calls, applied)
     share, pairs = reuse_between_compactions(upstream, recorder, _task_call)
     assert share >= 0.9 and pairs > TURNS // 2, (share, pairs)
+
+
+def _key_identifiers(body: dict[str, Any]) -> str:
+    """The key identifiers section of the summary a request carries ("" without one)."""
+    for message in body["messages"]:
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        for block in blocks:
+            text = block.get("text", "") if block.get("type") == "text" else ""
+            if text.startswith(SUMMARY_HEADER) and "## Key identifiers" in text:
+                return text.split("## Key identifiers", 1)[1].split("\n## ", 1)[0]
+    return ""
 
 
 def _task_call(body: dict[str, Any]) -> bool:
