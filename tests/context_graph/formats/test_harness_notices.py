@@ -59,6 +59,10 @@ def _text(value: str) -> dict[str, str]:
     return {"type": "text", "text": value}
 
 
+def _result(call_id: str) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": call_id, "content": "out"}
+
+
 def _anthropic(*messages: dict[str, Any]) -> list[AgentEvent]:
     (session,) = anthropic.to_sessions(RawInput({"system": "sys", "messages": list(messages)}))
     return [event for event in session.events if event.type != "system"]
@@ -241,10 +245,6 @@ class TestAnthropicRead:
         readable = anthropic_gateway.readable_request(body)
         (session,) = anthropic.to_sessions(RawInput(readable))
         assert [notice for notice, _ in _users(list(session.events))] == [False, True]
-
-
-def _result(call_id: str) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": call_id, "content": "out"}
 
 
 class TestChatRead:

@@ -98,10 +98,10 @@ def test_claude_code_continues_its_session_on_a_proxy_killed_between_turns(
     assert upstream.refused == [], upstream.refused[:3]
     (after,) = list_sessions(store)
     assert after.session == before.session, "the second turn came in the same session"
-    held = [_texts(thread.location) for thread in after.threads]
-    tasks = [texts for texts in held if any(kind == "tool_result" for kind, _ in texts)]
-    assert len(tasks) == 1, [[kind for kind, _ in texts] for texts in held]
-    (texts,) = tasks  # continued, not started again beside it
+    held = [(thread, _texts(thread.location)) for thread in after.threads]
+    tasks = [(t, texts) for t, texts in held if any(kind == "tool_result" for kind, _ in texts)]
+    assert len(tasks) == 1, [[kind for kind, _ in texts] for _, texts in held]
+    ((task, texts),) = tasks  # continued, not started again beside it
     kinds = [kind for kind, _ in texts]
     assert kinds.count("tool_result") == 2 * CALLS, "every output kept once"
     assert sum(FIRST in text for kind, text in texts if kind == "user") == 1
@@ -110,5 +110,4 @@ def test_claude_code_continues_its_session_on_a_proxy_killed_between_turns(
     assert finished == [f"Finished: {FIRST}"], "the first turn's answer, taken in once"
     # The reminders around each prompt are notices: the two prompts are the user's only
     # requests, the second the latest (context_graph.formats.harness).
-    (task,) = [t for t in after.threads if "tool_result" in [k for k, _ in _texts(t.location)]]
     assert _requests(task.location) == [FIRST, SECOND]
