@@ -112,6 +112,31 @@ def strings_in(value: Any, out: list[str]) -> list[str]:
     return out
 
 
+def message_text(message: Any) -> str:
+    """What a model reads in one rendered (OpenAI) message: its strings, and those of each
+    tool call's arguments as the model reads them.
+
+    A call's `arguments` is one JSON-encoded string, so a line of code the agent passed
+    to a tool (an edit's `old_string`, a script it wrote) is in the body with its quotes,
+    backslashes and newlines escaped: searched as it stands, an answer holding any of
+    them would never be found in it, for any contender. Arguments that are not valid
+    JSON are read as they stand.
+    """
+    strings = strings_in(message, [])
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    for call in calls if isinstance(calls, list) else ():
+        function = call.get("function") if isinstance(call, dict) else None
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        if not isinstance(arguments, str):
+            continue
+        try:
+            decoded = json.loads(arguments)
+        except ValueError:
+            continue
+        strings_in(decoded, strings)
+    return "\n".join(strings)
+
+
 @dataclass(frozen=True)
 class MessageFacts:
     """What one rendered message holds, computed once per distinct message."""
@@ -119,7 +144,8 @@ class MessageFacts:
     key: str
     """The message as canonical JSON (compared for prefix stability)."""
     entities: frozenset[str]
-    """The entities of the session's universe found verbatim in the message's strings."""
+    """The entities of the session's universe found verbatim in what the model reads of the
+    message (`message_text`)."""
     sdk_problems: tuple[str, ...]
     tokens: int = 0
     """The message's tokens inside a request (what a cached prefix of it saves)."""
@@ -141,7 +167,7 @@ class MessageLedger:
         key = json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
         known = self._by_key.get(key)
         if known is None:
-            text = "\n".join(strings_in(message, []))
+            text = message_text(message)
             found = frozenset(e for e in self._universe if e in text)
             tokens = 0 if self._count is None else self._count(message)
             known = MessageFacts(key, found, tuple(message_problems(message)), tokens)

@@ -150,7 +150,8 @@ def _method(m: Measured) -> list[str]:
         "the `openai` SDK's request types (`ChatCompletionMessageParam`, walked key by key) "
         "or that send no message at all.",
         "- *Retention*: at each call, the share of the reference entities present verbatim "
-        "in the request. The reference: critical entities (`context_graph.entities`: "
+        "in the request (a tool call's arguments read decoded, as the model reads them). "
+        "The reference: critical entities (`context_graph.entities`: "
         "identifiers, paths, numbers, error names) of the user's turns (not a harness's "
         "notices: Gemini CLI's folder tree, SWE-agent's demonstration) and tool errors in "
         "view so far, plus the values in the gold actions and outputs tau-bench and tau2 "

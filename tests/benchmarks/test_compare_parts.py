@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from benchmarks.__main__ import available_specs
 from benchmarks.compare.autogen_peer import _largest
 from benchmarks.compare.contenders import ContenderSpec, context_graph_specs
-from benchmarks.compare.facts import gold_values, references
+from benchmarks.compare.facts import MessageLedger, gold_values, message_text, references
 from benchmarks.compare.openhands_peer import PLACEHOLDER, ObservationMaskingContender
 from benchmarks.compare.page import _tight_line
 from benchmarks.compare.report import summary_table
@@ -114,6 +115,60 @@ class TestReferences:
         refs = references(events, frozenset({1, 3, 4}), [fact])
         assert "3RK2T9" not in refs.at_call[1]
         assert "3RK2T9" in refs.at_call[3]
+
+
+def _calling(arguments: object) -> dict[str, Any]:
+    """An assistant message with one tool call whose `arguments` are as given."""
+    call = {"id": "c1", "type": "function", "function": {"name": "edit", "arguments": arguments}}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+class TestMessageText:
+    """What a probe or a reference entity is searched in: what the model reads."""
+
+    def test_an_answer_in_a_tool_calls_arguments_is_found(self) -> None:
+        """A line the agent passed to a tool, quotes and all, counts as in the request.
+
+        The arguments are one JSON string: searched as sent, `"` reads `\\"`, so before
+        this an edit's `old_string` never held a line with a quote, for any contender.
+        """
+        line = "help='Force colorization of the \"command\" output.',"
+        message = _calling(json.dumps({"old_string": f"    {line}\n", "path": "a.py"}))
+        assert line not in json.dumps(message)  # escaped as sent
+        ledger = MessageLedger([line, "a.py", "absent"])
+        assert ledger.facts(message).entities == {line, "a.py"}
+
+    @given(st.text(min_size=1, max_size=40))
+    @settings(max_examples=60)
+    def test_every_argument_string_reads_as_the_model_reads_it(self, answer: str) -> None:
+        """Whatever the text, an argument's value is found after decoding."""
+        message = _calling(json.dumps({"new_string": answer, "nested": [{"x": answer}]}))
+        assert answer in message_text(message)
+
+    @pytest.mark.parametrize(
+        "arguments",
+        ['{"old_string": "unterminated', "", "[1, 2", 42, None, {"already": "decoded"}],
+    )
+    def test_arguments_that_are_not_json_read_as_they_stand(self, arguments: object) -> None:
+        """Malformed or odd arguments neither raise nor vanish: their strings stay."""
+        text = message_text(_calling(arguments))
+        if isinstance(arguments, str):
+            assert arguments in text
+        if isinstance(arguments, dict):
+            assert "decoded" in text
+
+    @pytest.mark.parametrize(
+        ("message", "held"),
+        [
+            ({"role": "assistant", "tool_calls": "not a list"}, "not a list"),
+            ({"role": "assistant", "tool_calls": [None, "x", {"function": "f"}]}, "f"),
+            ({"role": "user", "content": [{"type": "text", "text": "hi"}]}, "hi"),
+            (["not", "a", "dict"], "dict"),
+        ],
+    )
+    def test_odd_shapes_read_their_strings(self, message: object, held: str) -> None:
+        """Any JSON value is read for its strings, tool calls of any shape too."""
+        assert held in message_text(message).split("\n")
 
 
 class TestSdkTypes:
