@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.compare.contenders import ContenderSpec, ContextGraphContender
-from benchmarks.compare.fidelity import probe_recall, reach
+from benchmarks.compare.fidelity import probe_recall, reach, reach_in_context
 from benchmarks.compare.probes import PROBE_KINDS
 from benchmarks.compare.runner import Run, replay_all
 from benchmarks.compare.sessions import BUDGET_LABELS, continued_by_request, discover
@@ -59,12 +59,21 @@ def _spec(policy: str, compact_to: float | None = None) -> ContenderSpec:
 def table(runs: list[Run], names: list[str], label: str) -> str:
     """One budget's rows: probe shares (a request over the budget passes none), reference
     facts, fill, retention, prefix, refused and over-budget calls."""
-    head = ["contender", *PROBE_KINDS, "reference facts", "fill", "retention", "prefix"]
+    head = [
+        "contender",
+        *PROBE_KINDS,
+        "reference facts",
+        "in context",
+        "fill",
+        "retention",
+        "prefix",
+    ]
     head += ["refused", "over budget"]
     rows = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for name in names:
         shares = [f"{p / a:.3f}" if a else "-" for a, p, _ in probe_recall(runs, name, label)]
         reference, kept, _ = reach(runs, name, label)
+        _, in_context = reach_in_context(runs, name, label)
         figures = summarize(runs, name, label)
         rows.append(
             "| "
@@ -73,6 +82,7 @@ def table(runs: list[Run], names: list[str], label: str) -> str:
                     name,
                     *shares,
                     f"{kept / reference:.3f}" if reference else "-",
+                    f"{in_context / reference:.3f}" if reference else "-",
                     f"{figures.fill or 0:.3f}",
                     f"{figures.retention or 0:.3f}",
                     f"{figures.prefix_stability or 0:.3f}",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.compare.sdk_types import message_problems
@@ -69,9 +69,57 @@ class References:
     kind: dict[str, str]
     """Where each entity was first seen: `gold` (a gold fact's value), `user` (a user
     turn) or `error` (a tool error)."""
+    contexts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Each entity with what stood beside it where it was first seen (`contexts_of`): a
+    request that holds one of them holds the entity in context."""
 
 
 KINDS: tuple[str, ...] = ("user", "error", "gold")
+
+CONTEXT_CHARS = 12
+"""Characters of its line on each side of an entity that make its context."""
+MIN_CONTEXT = 4
+"""A side with fewer characters than this before the line starts or ends gives no context."""
+CONTEXT_PLACES = 3
+"""Places of an entity in its first source whose contexts count."""
+
+
+def squeezed(text: str) -> str:
+    """`text` with every run of whitespace one space, and none at either end."""
+    return " ".join(text.split())
+
+
+def contexts_of(entity: str, text: str) -> tuple[str, ...]:
+    """The entity with what stands beside it on its line, at its first `CONTEXT_PLACES`
+    places in `text`, whitespace squeezed (`squeezed`).
+
+    Retention counts an entity as kept when the request holds it anywhere, and the
+    extractive brief lists the critical entities of tool failures under "Key
+    identifiers": the same extractor (`context_graph.entities`) picks the reference and
+    what the brief lists. An entity counts as kept in context only where one of these
+    strings is in the request (its whitespace squeezed too, so that re-indented or
+    re-wrapped text still counts): the entity with up to `CONTEXT_CHARS` characters of
+    its line before it, or after it, as the source had them; a bare list of names holds
+    none. A side with fewer than `MIN_CONTEXT` characters other than whitespace gives
+    none; an entity alone on its line (or not found in `text`) is its own context.
+    """
+    found: list[str] = []
+    start = text.find(entity)
+    places = 0
+    while start >= 0 and places < CONTEXT_PLACES:
+        places += 1
+        end = start + len(entity)
+        line_start = max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1
+        ends = [i for i in (text.find("\n", end), text.find("\r", end)) if i >= 0]
+        line_end = min(ends, default=len(text))
+        before = text[max(line_start, start - CONTEXT_CHARS) : start]
+        after = text[end : min(line_end, end + CONTEXT_CHARS)]
+        if len(before.strip()) >= MIN_CONTEXT:
+            found.append(squeezed(before + entity))
+        if len(after.strip()) >= MIN_CONTEXT:
+            found.append(squeezed(entity + after))
+        start = text.find(entity, end)
+    return tuple(dict.fromkeys(found)) or (squeezed(entity) or entity,)
 
 
 def references(
@@ -82,21 +130,33 @@ def references(
     seen: dict[str, None] = {}
     kind: dict[str, str] = dict.fromkeys(gold, "gold")
     at_call: dict[int, frozenset[str]] = {}
+    contexts: dict[str, tuple[str, ...]] = {}
     for fed, event in enumerate(events, start=1):
         if isinstance(event, Compaction):
             seen.clear()
         watched = watched_entities(event)
         source = "user" if isinstance(event, UserTurn) else "error"
+        text = event_text(event) if watched or gold else ""
         for entity in watched:
             kind.setdefault(entity, source)
+            if entity not in contexts:
+                contexts[entity] = contexts_of(entity, text)
         seen.update(dict.fromkeys(watched))
         if gold:
-            text = event_text(event)
-            seen.update(dict.fromkeys(value for value in gold if value in text))
+            found = [value for value in gold if value in text]
+            for value in found:
+                if value not in contexts:
+                    contexts[value] = contexts_of(value, text)
+            seen.update(dict.fromkeys(found))
         if fed in calls:
             at_call[fed] = frozenset(seen)
     universe = dict.fromkeys(e for entities in at_call.values() for e in entities)
-    return References(tuple(universe), at_call, {e: kind[e] for e in universe})
+    return References(
+        tuple(universe),
+        at_call,
+        {e: kind[e] for e in universe},
+        {e: contexts[e] for e in universe},
+    )
 
 
 def strings_in(value: Any, out: list[str]) -> list[str]:
@@ -145,7 +205,8 @@ class MessageFacts:
     """The message as canonical JSON (compared for prefix stability)."""
     entities: frozenset[str]
     """The entities of the session's universe found verbatim in what the model reads of the
-    message (`message_text`)."""
+    message (`message_text`), and the contexts (`contexts_of`) found in it with its
+    whitespace squeezed."""
     sdk_problems: tuple[str, ...]
     tokens: int = 0
     """The message's tokens inside a request (what a cached prefix of it saves)."""
@@ -154,8 +215,15 @@ class MessageFacts:
 class MessageLedger:
     """Caches `MessageFacts` by message, for one session (messages repeat across calls)."""
 
-    def __init__(self, universe: Sequence[str], count: Callable[[Any], int] | None = None) -> None:
+    def __init__(
+        self,
+        universe: Sequence[str],
+        count: Callable[[Any], int] | None = None,
+        contexts: Sequence[str] = (),
+    ) -> None:
         self._universe = tuple(universe)
+        self._contexts = tuple(contexts)
+        """Searched in the message's text with its whitespace squeezed (`contexts_of`)."""
         self._count = count
         self._by_key: dict[str, MessageFacts] = {}
 
@@ -168,8 +236,11 @@ class MessageLedger:
         known = self._by_key.get(key)
         if known is None:
             text = message_text(message)
-            found = frozenset(e for e in self._universe if e in text)
+            found = {e for e in self._universe if e in text}
+            if self._contexts:
+                flat = squeezed(text)
+                found.update(c for c in self._contexts if c in flat)
             tokens = 0 if self._count is None else self._count(message)
-            known = MessageFacts(key, found, tuple(message_problems(message)), tokens)
+            known = MessageFacts(key, frozenset(found), tuple(message_problems(message)), tokens)
             self._by_key[key] = known
         return known

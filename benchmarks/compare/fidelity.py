@@ -43,18 +43,32 @@ def reach(runs: Sequence[Run], name: str, label: str) -> tuple[int, int, int]:
     )
 
 
+def reach_in_context(runs: Sequence[Run], name: str, label: str) -> tuple[int, int]:
+    """(reference entities, kept in context) pooled over every call of `name` at `label`:
+    an entity counts only where the request holds it with what stood beside it in its
+    source (`facts.contexts_of`), as a quote does and a list of names does not."""
+    rows = [row for run in _chosen(runs, name, label) for row in run.rows]
+    return sum(row.reference for row in rows), sum(row.kept_in_context for row in rows)
+
+
 def probe_table(runs: Sequence[Run], names: Sequence[str], label: str) -> str:
     """One row per contender: the share of active probes that passed, per kind."""
+    head = " | ".join(f"`{kind}`" for kind in PROBE_KINDS)
     rows = [
-        "| contender | " + " | ".join(f"`{kind}`" for kind in PROBE_KINDS) + " | reference facts |",
-        "|---|" + "---:|" * (len(PROBE_KINDS) + 1),
+        f"| contender | {head} | reference facts | in context |",
+        "|---|" + "---:|" * (len(PROBE_KINDS) + 2),
     ]
     for name in names:
         cells = [
             _cell(active, passed, back) for active, passed, back in probe_recall(runs, name, label)
         ]
         reference, kept, back = reach(runs, name, label)
-        rows.append(f"| {name} | " + " | ".join(cells) + f" | {_cell(reference, kept, back)} |")
+        _, in_context = reach_in_context(runs, name, label)
+        rows.append(
+            f"| {name} | "
+            + " | ".join(cells)
+            + f" | {_cell(reference, kept, back)} | {_cell(reference, in_context, 0)} |"
+        )
     return "\n".join(rows)
 
 
@@ -95,9 +109,14 @@ def probe_section(runs: Sequence[Run], names: Sequence[str], budgets: Sequence[s
         "what they keep within the budget, as for retention's *within budget*). Where "
         "a share reads `a + b`, `b` is the share not in the request but recoverable: "
         "inside what one `context_expand` call on an id the request names brings back "
-        "(only a contender with agent tools names ids). The last column is the same for "
-        "the retention benchmark's reference facts "
-        "(the entities of user turns, tool errors and gold facts).",
+        "(only a contender with agent tools names ids). The column *reference facts* is the "
+        "same for the retention benchmark's reference facts "
+        "(the entities of user turns, tool errors and gold facts); *in context* counts one "
+        "only where the request holds it with up to 12 characters of what stood beside it "
+        "on its line where it was first seen (at least 4 other than whitespace on one side; "
+        "a run of whitespace reads as one space; an entity alone on its line is its own "
+        "context): the same extractor picks the reference and the names the extractive "
+        "brief lists, and a list of names keeps no fact in context.",
         "",
     ]
     for label in budgets:

@@ -68,6 +68,9 @@ class CallRow:
     recoverable: int = 0
     """Of the reference entities not in the request, the ones a single `context_expand`
     call on an id the request names would bring back (`Contender.expansions`)."""
+    kept_in_context: int = 0
+    """Of `kept`, the entities the request holds in context: with what stood beside them
+    where they were first seen (`facts.contexts_of`), not only as a bare name."""
 
     @property
     def refused(self) -> bool:
@@ -142,7 +145,9 @@ def setup(session: Session, counter: TiktokenCounter) -> SessionSetup:
         sum(map(len, texts)),
         _task_tokens(session, counter),
         MessageLedger(
-            tuple(dict.fromkeys([*refs.universe, *asked.universe])), _message_counter(cache)
+            tuple(dict.fromkeys([*refs.universe, *asked.universe])),
+            _message_counter(cache),
+            tuple(dict.fromkeys(c for e in refs.universe for c in refs.contexts.get(e, ()))),
         ),
         cache,
         asked,
@@ -263,7 +268,13 @@ class _Scorer:
             + sum(fact.tokens for fact in facts[: max(0, shared - 1)]),
             probed=self._probed(fed, present, reachable),
             recoverable=len((reference - present) & reachable),
+            kept_in_context=self._in_context(reference & present, present),
         )
+
+    def _in_context(self, kept: frozenset[str] | set[str], present: set[str]) -> int:
+        """How many of the `kept` entities the request holds with one of their contexts."""
+        contexts = self._ctx.refs.contexts
+        return sum(1 for e in kept if any(c in present for c in contexts.get(e, (e,))))
 
     def _reachable(self, native: Any) -> frozenset[str]:
         """The entities one `context_expand` call on a named id would bring back."""

@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 from benchmarks.__main__ import available_specs
 from benchmarks.compare.autogen_peer import _largest
 from benchmarks.compare.contenders import ContenderSpec, context_graph_specs
-from benchmarks.compare.facts import MessageLedger, gold_values, message_text, references
+from benchmarks.compare.facts import (
+    MessageLedger,
+    contexts_of,
+    gold_values,
+    message_text,
+    references,
+    squeezed,
+)
 from benchmarks.compare.openhands_peer import PLACEHOLDER, ObservationMaskingContender
 from benchmarks.compare.page import _tight_line
 from benchmarks.compare.report import summary_table
@@ -169,6 +176,78 @@ class TestMessageText:
     def test_odd_shapes_read_their_strings(self, message: object, held: str) -> None:
         """Any JSON value is read for its strings, tool calls of any shape too."""
         assert held in message_text(message).split("\n")
+
+
+class TestInContext:
+    """An entity kept in context: with what stood beside it where it was first seen."""
+
+    def test_a_context_is_the_entity_with_its_neighbours_on_the_line(self) -> None:
+        # Twelve characters a side, cut where they fall.
+        assert contexts_of("8080", "We serve on port 8080 for now.\nok") == (
+            "rve on port 8080",
+            "8080 for now.",
+        )
+
+    def test_a_side_too_short_gives_none_and_a_lone_entity_is_its_own(self) -> None:
+        """The line's start or end limits a side; a side of whitespace is no context."""
+        assert contexts_of("ABC-123", "Fix ABC-123\n") == ("ABC-123",)  # "Fix" is 3
+        assert contexts_of("ABC-123", "Fixes ABC-123\n") == ("Fixes ABC-123",)
+        assert contexts_of("ABC-123", "ABC-123") == ("ABC-123",)
+        assert contexts_of("ABC-123", "         ABC-123   \r\n") == ("ABC-123",)
+        assert contexts_of("absent", "some text") == ("absent",)
+
+    def test_whitespace_is_squeezed_and_places_are_capped(self) -> None:
+        """Re-indented text still counts; only the first few places give contexts."""
+        assert contexts_of("x.py", '  File   "x.py", line 3') == ('File "x.py', 'x.py", line 3')
+        many = "\n".join(f"line {n} of x.py here" for n in range(10))
+        assert len(contexts_of("x.py", many)) <= 6
+
+    @given(st.text(max_size=60), st.text(min_size=1, max_size=8))
+    @settings(max_examples=100)
+    def test_every_context_holds_the_entity(self, text: str, entity: str) -> None:
+        """Whatever the text, each context holds the entity (squeezed) and is squeezed."""
+        for context in contexts_of(entity, text):
+            assert squeezed(entity) in context
+            assert context == squeezed(context) or context == entity
+
+    def test_references_record_the_first_sources_context(self) -> None:
+        refs = references(_events(), frozenset({2, 5, 9}), ())
+        assert refs.contexts["8080"] == ("r: bad port 8080",)
+        assert refs.contexts["5000"] == ("ry limit at 5000",)  # "." is too short a side
+        assert set(refs.contexts) == set(refs.universe)
+
+    def test_a_bare_list_of_names_is_kept_but_not_in_context(self) -> None:
+        """The extractive brief's identifiers line holds every name, none in context."""
+        events = _events()
+        counter = TiktokenCounter()
+        listed = {
+            "messages": [
+                {"role": "system", "content": "You fix bugs."},
+                {"role": "user", "content": "Key identifiers: `ABC-123`, `8080`, `5000`"},
+            ]
+        }
+        quoted = {
+            "messages": [
+                {"role": "system", "content": "You fix bugs."},
+                {"role": "user", "content": "Fix it, for ticket ABC-123. Error: bad port 8080"},
+            ]
+        }
+        rows = {}
+        for name, body in (("listed", listed), ("quoted", quoted)):
+            run = replay(
+                _spec(body), setup(_session(events), counter), "50%", 10_000, counter, memory=False
+            )
+            rows[name] = run.rows[-1]
+        assert rows["listed"].kept == 3 and rows["listed"].kept_in_context == 0
+        assert rows["quoted"].kept == 2 and rows["quoted"].kept_in_context == 2
+
+    def test_the_ledger_finds_contexts_in_squeezed_text_only_when_asked(self) -> None:
+        message = {"role": "tool", "content": "Serve   on port\n8080 for now."}
+        assert MessageLedger(["8080"], contexts=["port 8080"]).facts(message).entities == {
+            "8080",
+            "port 8080",
+        }
+        assert MessageLedger(["8080", "port 8080"]).facts(message).entities == {"8080"}
 
 
 class TestSdkTypes:

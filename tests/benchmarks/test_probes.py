@@ -400,7 +400,7 @@ class TestScoring:
         table = probe_table([run], ["sends", "absent"], "50%")
         sends, absent = table.splitlines()[2:]
         assert sends.startswith("| sends | 0.000 | 1.000 | - | 1.000 | 0.000 |")
-        assert absent == "| absent |" + " - |" * (len(PROBE_KINDS) + 1)
+        assert absent == "| absent |" + " - |" * (len(PROBE_KINDS) + 2)  # + reference, in context
 
     def test_an_answer_one_expand_away_is_recoverable(self) -> None:
         """A missing answer inside what a named id expands to counts as recoverable."""
