@@ -34,7 +34,7 @@ ours, ...) so that a slow stretch of the machine falls on both; each contender's
 are those of its replay with the median total, and every replay's total is shown.
 
     python -m benchmarks.long_session                    # ~3M tokens, 200k budget
-    python -m benchmarks.long_session --tokens 10M --repeats 1 --small-budget 0
+    python -m benchmarks.long_session --tokens 10M --small-budget 0         # what the page runs
     python -m benchmarks.long_session --tokens 200k --tasks 4 --budget 20000 --json out.json
     python -m benchmarks.long_session --plot docs/img/long_session.png    # needs matplotlib
 """

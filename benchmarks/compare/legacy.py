@@ -238,8 +238,6 @@ def long_session_section(
                 str(traces),
                 "--tokens",
                 "10M",
-                "--repeats",
-                "1",
                 "--small-budget",
                 "0",
                 "--json",
@@ -255,7 +253,7 @@ def long_session_section(
             "",
             "```bash",
             "python -m benchmarks.long_session     # about 3M tokens, 200k budget (and 16k)",
-            "python -m benchmarks.long_session --tokens 10M --repeats 1 --small-budget 0",
+            "python -m benchmarks.long_session --tokens 10M --small-budget 0",
             "python -m benchmarks.long_session --plot docs/img/long_session.png",
             "```",
             "",
@@ -266,9 +264,9 @@ def long_session_section(
             "cached per message, each in a process of its own. A call's time is feeding the "
             "events since the previous call plus the request. Every 50th request and the last "
             "are checked by our validator and counted against the budget. One replay's wall "
-            "time moves by a quarter from run to run on a shared machine, so at 3M each "
+            "time moves by a quarter from run to run on a shared machine, so each "
             "contender replays three times, taking turns, and its figures are those of its "
-            "median replay; the 10M version replays once. The 3M command then replays "
+            "median replay (at 3M and at 10M alike). The 3M command then replays "
             "context-graph alone at a 16,000-token budget, where it compacts many times "
             "more often and each rolling summary absorbs the one before it: the time per "
             "call must stay as flat there.",
