@@ -8,6 +8,10 @@ folder tree of up to 200 names, SWE-agent's demonstration of another task) is te
 user's role that the user did not write: its entities are no facts of the user's. "In
 view" follows the raw record: a compaction recorded in the session (Claude
 Code's) replaces what came before it, for the agent and for every contender alike.
+
+A request holds an entity when what the model reads of it (`message_text`, a tool
+call's arguments decoded) holds it verbatim; it holds it in context when it also holds
+what stood beside it where it was first seen (`contexts_of`).
 """
 
 from __future__ import annotations
@@ -79,7 +83,8 @@ KINDS: tuple[str, ...] = ("user", "error", "gold")
 CONTEXT_CHARS = 12
 """Characters of its line on each side of an entity that make its context."""
 MIN_CONTEXT = 4
-"""A side with fewer characters than this before the line starts or ends gives no context."""
+"""A side with fewer characters than this (whitespace aside) before its line starts or
+ends gives no context."""
 CONTEXT_PLACES = 3
 """Places of an entity in its first source whose contexts count."""
 
