@@ -159,6 +159,7 @@ class TestMessageText:
     def test_arguments_that_are_not_json_read_as_they_stand(self, arguments: object) -> None:
         """Malformed or odd arguments neither raise nor vanish: their strings stay."""
         text = message_text(_calling(arguments))
+        assert "edit" in text.split("\n")  # the rest of the message is read as before
         if isinstance(arguments, str):
             assert arguments in text
         if isinstance(arguments, dict):
