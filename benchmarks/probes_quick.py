@@ -73,7 +73,7 @@ def table(runs: list[Run], names: list[str], label: str) -> str:
     for name in names:
         shares = [f"{p / a:.3f}" if a else "-" for a, p, _ in probe_recall(runs, name, label)]
         reference, kept, _ = reach(runs, name, label)
-        _, in_context = reach_in_context(runs, name, label)
+        in_context = reach_in_context(runs, name, label)
         figures = summarize(runs, name, label)
         rows.append(
             "| "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from benchmarks.compare.facts import CONTEXT_CHARS, MIN_CONTEXT
 from benchmarks.compare.probes import LIMIT, PROBE_KINDS
 from benchmarks.compare.runner import Run
 
@@ -43,12 +44,12 @@ def reach(runs: Sequence[Run], name: str, label: str) -> tuple[int, int, int]:
     )
 
 
-def reach_in_context(runs: Sequence[Run], name: str, label: str) -> tuple[int, int]:
-    """(reference entities, kept in context) pooled over every call of `name` at `label`:
-    an entity counts only where the request holds it with what stood beside it in its
-    source (`facts.contexts_of`), as a quote does and a list of names does not."""
-    rows = [row for run in _chosen(runs, name, label) for row in run.rows]
-    return sum(row.reference for row in rows), sum(row.kept_in_context for row in rows)
+def reach_in_context(runs: Sequence[Run], name: str, label: str) -> int:
+    """The reference entities kept in context, pooled over every call of `name` at
+    `label` (out of `reach`'s reference): an entity counts only where the request holds
+    it with what stood beside it in its source (`facts.contexts_of`), as a quote does and
+    a list of names does not."""
+    return sum(row.kept_in_context for run in _chosen(runs, name, label) for row in run.rows)
 
 
 def probe_table(runs: Sequence[Run], names: Sequence[str], label: str) -> str:
@@ -63,7 +64,7 @@ def probe_table(runs: Sequence[Run], names: Sequence[str], label: str) -> str:
             _cell(active, passed, back) for active, passed, back in probe_recall(runs, name, label)
         ]
         reference, kept, back = reach(runs, name, label)
-        _, in_context = reach_in_context(runs, name, label)
+        in_context = reach_in_context(runs, name, label)
         rows.append(
             f"| {name} | "
             + " | ".join(cells)
@@ -112,8 +113,9 @@ def probe_section(runs: Sequence[Run], names: Sequence[str], budgets: Sequence[s
         "(only a contender with agent tools names ids). The column *reference facts* is the "
         "same for the retention benchmark's reference facts "
         "(the entities of user turns, tool errors and gold facts); *in context* counts one "
-        "only where the request holds it with up to 12 characters of what stood beside it "
-        "on its line where it was first seen (at least 4 other than whitespace on one side; "
+        f"only where the request holds it with up to {CONTEXT_CHARS} characters of what "
+        "stood beside it on its line where it was first seen (at least "
+        f"{MIN_CONTEXT} other than whitespace on one side; "
         "a run of whitespace reads as one space; an entity alone on its line is its own "
         "context): the same extractor picks the reference and the names the extractive "
         "brief lists, and a list of names keeps no fact in context.",
