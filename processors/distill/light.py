@@ -3,13 +3,14 @@
 Terminal colour codes go, and so do trailing whitespace and line-end carriage returns;
 runs of blank lines become one (the numbered blank lines of a gutter stay: the number is
 content) and line-number gutters lose their padding. Outside source code and JSON, where
-layout is meaning, rulers of `=`, `-`, `_`... shrink to ten characters and identical
-consecutive lines become one line with an `(xN)` count. Indentation and the spaces inside
-a line are never touched: grep output and test reports carry code whose indentation is
-meaning. JSON loses the whitespace between its tokens, never a character inside a string,
-and keeps one space after a `,` or `:` where the original spaced them (as `json.dumps`
-and pretty-printers do), so a line or a stretch of the original stays a piece of the
-result (JSON shown with a line-number gutter keeps its lines and numbers).
+layout is meaning, rulers of `=`, `-`, `_`, `─`, `⎯`... shrink to ten characters
+(`processors.rulers`) and identical consecutive lines become one line with an `(xN)`
+count. Indentation and the spaces inside a line are never touched: grep output and test
+reports carry code whose indentation is meaning. JSON loses the whitespace between its
+tokens, never a character inside a string, and keeps one space after a `,` or `:` where
+the original spaced them (as `json.dumps` and pretty-printers do), so a line or a stretch
+of the original stays a piece of the result (JSON shown with a line-number gutter keeps
+its lines and numbers).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import re
 from collections.abc import Sequence
 
 from processors.distill.common import has_gutter, split_gutter
+from processors.rulers import RULER, shrink_rulers
 
 __all__ = ["collapse_repeats", "json_separators", "light", "minify_json", "overdraw"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-_RULER = re.compile(r"([=\-_~*#])\1{9,}")
 #: A string (kept whole), a separator with the whitespace after it, or other whitespace.
 _JSON_PIECE = re.compile(r'("(?:[^"\\]|\\.)*")|([,:])(\s*)|\s+', re.DOTALL)
 
@@ -67,17 +68,13 @@ def _uncoloured(line: str) -> str:
     return (_ANSI.sub("", line) if "\x1b" in line else line).rstrip()  # codes start with ESC
 
 
-def _ten(match: re.Match[str]) -> str:
-    return match.group(1) * 10
-
-
 def _shrink_rulers(lines: list[str]) -> list[str]:
     """Rulers cut to ten characters; the lines searched as one text, split only on a hit."""
     text = "\n".join(lines)
     if text.count("\n") != len(lines) - 1:  # a line holds a newline: one line at a time
-        return [_RULER.sub(_ten, line) for line in lines]
+        return [shrink_rulers(line)[0] for line in lines]
     # A ruler never spans a newline: the text's substitutions are its lines' substitutions.
-    return _RULER.sub(_ten, text).split("\n") if _RULER.search(text) else lines
+    return shrink_rulers(text)[0].split("\n") if RULER.search(text) else lines
 
 
 def _clean(lines: Sequence[str], *, layout: bool, gutter: bool) -> list[str]:

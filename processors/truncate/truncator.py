@@ -24,6 +24,7 @@ from processors.base import (
 )
 from processors.pieces import Seams
 from processors.registry import register_processor
+from processors.rulers import shrink_rulers
 from processors.truncate.fit import Budget, Layout, Policy, fit_layout
 from processors.truncate.json_values import fit_json, parse_json
 from processors.truncate.markup import balance, depths, detect_markup
@@ -50,12 +51,15 @@ class Truncation:
         format: `json` (still valid JSON), `markup` (cut at element boundaries) or `text`
             (cut at line ends, or inside an over-long line at a character boundary).
         pieces: `text` in the pieces the search counted it by (they join to `text`),
-            for a line or element cut; empty for JSON. Not part of equality.
+            for a line or element cut; empty for JSON, and when shrinking rulers was
+            enough. Not part of equality.
+        shrunk: How many rulers were shrunk first (`processors.rulers`).
     """
 
     text: str
     format: OutputFormat
     pieces: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    shrunk: int = 0
 
 
 def truncate_text(
@@ -73,6 +77,9 @@ def truncate_text(
     """Cut `text` down to `max_tokens` tokens (and `max_bytes` UTF-8 bytes, if given).
 
     Returns `None` when `text` already fits, or when not even an omission marker fits.
+    A text over the limits first has the rulers that cost tokens shrunk
+    (`processors.rulers`: a test runner's box-drawing rules); the cut, if one is still
+    needed, is of the shrunk text.
 
     Args:
         text: The text to cut.
@@ -95,11 +102,18 @@ def truncate_text(
         tokens = count(text)
     if tokens <= max_tokens and budget.fits_bytes(text):
         return None
+    text, shrunk = shrink_rulers(text, count)
+    if shrunk:
+        tokens = count(text)
     value = parse_json(text)
     if value is not None:
+        if shrunk and tokens <= max_tokens and budget.fits_bytes(text):
+            return Truncation(text, "json", shrunk=shrunk)
         shortened = fit_json(text, value, budget)
-        return None if shortened is None else Truncation(shortened, "json")
+        return None if shortened is None else Truncation(shortened, "json", shrunk=shrunk)
     fmt: Literal["text", "markup"] = "markup" if detect_markup(text) else "text"
+    if shrunk and tokens <= max_tokens and budget.fits_bytes(text):
+        return Truncation(text, fmt, shrunk=shrunk)
     units = split_units(text, fmt, chunk_chars=max(8, budget.chars // 32))
     adjust = None
     if fmt == "markup":
@@ -110,7 +124,7 @@ def truncate_text(
     if kept is None:
         return None
     pieces = tuple(layout.render_pieces(kept, exact=True))
-    return Truncation("".join(pieces), fmt, pieces)
+    return Truncation("".join(pieces), fmt, pieces, shrunk)
 
 
 class _Options(BaseModel):
@@ -271,7 +285,9 @@ class ToolOutputTruncator:
         # `replace_each` and the invariant checker, a cache hit instead of an encode.
         if cut.pieces:
             ctx.tokens.count_pieces(cut.pieces)
-        record = {"policy": policy, "format": cut.format, "max_tokens": limit}
+        record: dict[str, object] = {"policy": policy, "format": cut.format, "max_tokens": limit}
+        if cut.shrunk:
+            record["shrunk_rulers"] = cut.shrunk
         meta = {**node.meta, "truncated": record}
         text = cut.text if hint is None else f"{cut.text}\n{hint}"
         return replacement_for(node, _with_text(node.content, text), meta=meta)

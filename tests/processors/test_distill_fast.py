@@ -201,7 +201,7 @@ class TestGutterShortcuts:
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-_RULER = re.compile(r"([=\-_~*#])\1{9,}")
+_RULER = re.compile(r"([=\-_~*#\u2500\u2501\u2550\u254c\u2504\u2508\u23af\u2015])\1{9,}")
 
 
 def _reference_clean(line: str, *, layout: bool, gutter: bool) -> str:
@@ -235,7 +235,7 @@ _COLOURED = st.lists(st.one_of(_LINE, st.tuples(_ESCAPES, _LINE).map("".join)), 
 _RULERS = st.lists(
     st.one_of(
         _LINE,
-        st.tuples(st.sampled_from("=-_~*#"), st.integers(8, 14), _LINE).map(
+        st.tuples(st.sampled_from("=-_~*#\u2500\u2550\u23af"), st.integers(8, 14), _LINE).map(
             lambda t: t[0] * t[1] + t[2]
         ),
         st.sampled_from(["a\n" + "=" * 12, "-" * 11 + "\n", "x\ny", "\n"]),
