@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from benchmarks.compare.compaction import CompactionRow
+from benchmarks.compare.fidelity import probe_recall
 from benchmarks.compare.hotspots import Hotspot
+from benchmarks.compare.probes import PROBE_KINDS
 from benchmarks.compare.runner import Run
 from benchmarks.compare.stats import Summary, kind_shares, session_retention, summarize
 
@@ -278,6 +280,17 @@ def judge(
                         f"{mine:.3f} vs {theirs:.3f} ({best.contender})",
                     )
                 )
+            verdicts.append(_probes_verdict(runs, name, peers, s.budget_label))
+            fill = s.fill or 0.0
+            verdicts.append(
+                Verdict(
+                    f"fill >= {FILL_TARGET}",
+                    s.budget_label,
+                    name,
+                    fill >= FILL_TARGET,
+                    f"{fill:.2f}",
+                )
+            )
             if s.budget_label == "50%":
                 verdicts.append(
                     Verdict("retention > 0.95", "50%", name, mine > 0.95, f"{mine:.3f}")
@@ -287,6 +300,41 @@ def judge(
                     Verdict("prefix stability >= 0.9", "50%", name, stable >= 0.9, f"{stable:.2f}")
                 )
     return verdicts
+
+
+#: The least mean share of the budget a compacted call should send.
+FILL_TARGET = 0.8
+
+
+def _probe_shares(runs: Sequence[Run], name: str, label: str) -> dict[str, float]:
+    """Each probe kind's share passed by `name` at `label` (kinds never asked left out)."""
+    recall = probe_recall(runs, name, label)
+    return {
+        kind: passed / active
+        for kind, (active, passed, _) in zip(PROBE_KINDS, recall, strict=True)
+        if active
+    }
+
+
+def _probes_verdict(runs: Sequence[Run], name: str, peers: Sequence[str], label: str) -> Verdict:
+    """Every probe kind at or above the best peer's share of it at `label`.
+
+    The detail names each kind that trails, with the peer that leads it; met, the number
+    of kinds judged.
+    """
+    mine = _probe_shares(runs, name, label)
+    theirs = [(peer, _probe_shares(runs, peer, label)) for peer in peers]
+    behind = []
+    for kind, share in mine.items():
+        leader = max(
+            ((peer, shares[kind]) for peer, shares in theirs if kind in shares),
+            key=lambda item: item[1],
+            default=None,
+        )
+        if leader is not None and share < leader[1]:
+            behind.append(f"`{kind}` {share:.3f} vs {leader[1]:.3f} ({leader[0]})")
+    detail = "; ".join(behind) if behind else f"{len(mine)} kinds"
+    return Verdict("every probe kind >= the best peer", label, name, not behind, detail)
 
 
 def verdict_table(verdicts: Sequence[Verdict], ours: Sequence[str]) -> str:

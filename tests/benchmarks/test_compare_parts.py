@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -25,7 +26,8 @@ from benchmarks.compare.facts import (
 )
 from benchmarks.compare.openhands_peer import PLACEHOLDER, ObservationMaskingContender
 from benchmarks.compare.page import _tight_line
-from benchmarks.compare.report import summary_table
+from benchmarks.compare.probes import PROBE_KINDS
+from benchmarks.compare.report import Verdict, judge, summary_table, verdict_table
 from benchmarks.compare.runner import CallRow, Run, replay, setup
 from benchmarks.compare.sdk_types import message_problems, payload_shape_problems
 from benchmarks.compare.sessions import Session
@@ -481,3 +483,51 @@ class TestFill:
         ]
         assert summarize([run], "ours", "50%").fill == (0.9 + 0.7) / 2
         assert "| fill (compacted) |" in summary_table([run], ["ours"], "50%")
+
+
+class TestProbeAndFillVerdicts:
+    """The page's targets table judges every probe kind against the best peer, and fill."""
+
+    @staticmethod
+    def _run(name: str, passed: int, *, over_budget: bool = False, sent: int = 900) -> Run:
+        """Two calls, each asking `tool_value` once; `passed` of them answered it."""
+        run = Run(name, "fam", "s", "8k", 1_000)
+        probed = [(0, 0, 0)] * len(PROBE_KINDS)
+        run.rows = []
+        for index in range(2):
+            asked = list(probed)
+            asked[PROBE_KINDS.index("tool_value")] = (1, int(index < passed), 0)
+            row = CallRow(index, 3_000, sent, over_budget, 0, 0, 0, 0, True, 0)
+            run.rows.append(dataclasses.replace(row, probed=tuple(asked)))
+        return run
+
+    def _verdicts(self, runs: list[Run]) -> dict[str, Verdict]:
+        return {v.target: v for v in judge(runs, ["ours"], ["peer"], ["8k"])}
+
+    def test_a_kind_behind_the_best_peer_is_named(self) -> None:
+        verdict = self._verdicts([self._run("ours", 1), self._run("peer", 2)])[
+            "every probe kind >= the best peer"
+        ]
+        assert not verdict.met
+        assert verdict.detail == "`tool_value` 0.500 vs 1.000 (peer)"
+
+    def test_a_tie_or_a_lead_is_met(self) -> None:
+        for peer_passed in (0, 1):
+            verdict = self._verdicts([self._run("ours", 1), self._run("peer", peer_passed)])[
+                "every probe kind >= the best peer"
+            ]
+            assert verdict.met and verdict.detail == "1 kinds"
+
+    def test_a_peer_over_the_budget_passes_nothing(self) -> None:
+        """A request over the budget is not what the agent keeps within it."""
+        runs = [self._run("ours", 1), self._run("peer", 2, over_budget=True, sent=1_200)]
+        assert self._verdicts(runs)["every probe kind >= the best peer"].met
+
+    def test_fill_is_judged_at_the_target(self) -> None:
+        """Fill is tokens sent over the budget at compacted calls: 0.9 meets 0.8, 0.7 not."""
+        full = self._verdicts([self._run("ours", 1, sent=900), self._run("peer", 0)])
+        short = self._verdicts([self._run("ours", 1, sent=700), self._run("peer", 0)])
+        assert full["fill >= 0.8"].met and full["fill >= 0.8"].detail == "0.90"
+        assert not short["fill >= 0.8"].met and short["fill >= 0.8"].detail == "0.70"
+        table = verdict_table(list(short.values()), ["ours"])
+        assert "| fill >= 0.8 | 8k | **not met**: 0.70 |" in table
