@@ -288,7 +288,7 @@ def judge(
                     s.budget_label,
                     name,
                     fill >= FILL_TARGET,
-                    f"{fill:.2f}",
+                    f"{fill:.3f}",
                 )
             )
             if s.budget_label == "50%":

@@ -527,7 +527,7 @@ class TestProbeAndFillVerdicts:
         """Fill is tokens sent over the budget at compacted calls: 0.9 meets 0.8, 0.7 not."""
         full = self._verdicts([self._run("ours", 1, sent=900), self._run("peer", 0)])
         short = self._verdicts([self._run("ours", 1, sent=700), self._run("peer", 0)])
-        assert full["fill >= 0.8"].met and full["fill >= 0.8"].detail == "0.90"
-        assert not short["fill >= 0.8"].met and short["fill >= 0.8"].detail == "0.70"
+        assert full["fill >= 0.8"].met and full["fill >= 0.8"].detail == "0.900"
+        assert not short["fill >= 0.8"].met and short["fill >= 0.8"].detail == "0.700"
         table = verdict_table(list(short.values()), ["ours"])
-        assert "| fill >= 0.8 | 8k | **not met**: 0.70 |" in table
+        assert "| fill >= 0.8 | 8k | **not met**: 0.700 |" in table
