@@ -281,16 +281,7 @@ def judge(
                     )
                 )
             verdicts.append(_probes_verdict(runs, name, peers, s.budget_label))
-            fill = s.fill or 0.0
-            verdicts.append(
-                Verdict(
-                    f"fill >= {FILL_TARGET}",
-                    s.budget_label,
-                    name,
-                    fill >= FILL_TARGET,
-                    f"{fill:.3f}",
-                )
-            )
+            verdicts.append(_fill_verdict(s))
             if s.budget_label == "50%":
                 verdicts.append(
                     Verdict("retention > 0.95", "50%", name, mine > 0.95, f"{mine:.3f}")
@@ -304,6 +295,15 @@ def judge(
 
 #: The least mean share of the budget a compacted call should send.
 FILL_TARGET = 0.8
+
+
+def _fill_verdict(s: Summary) -> Verdict:
+    """Fill at the compacted calls at or above `FILL_TARGET`; met when none compacted
+    (every request was the whole history)."""
+    target = f"fill >= {FILL_TARGET}"
+    if s.fill is None:
+        return Verdict(target, s.budget_label, s.contender, True, "no call compacted")
+    return Verdict(target, s.budget_label, s.contender, s.fill >= FILL_TARGET, f"{s.fill:.3f}")
 
 
 def _probe_shares(runs: Sequence[Run], name: str, label: str) -> dict[str, float]:

@@ -531,3 +531,9 @@ class TestProbeAndFillVerdicts:
         assert not short["fill >= 0.8"].met and short["fill >= 0.8"].detail == "0.700"
         table = verdict_table(list(short.values()), ["ours"])
         assert "| fill >= 0.8 | 8k | **not met**: 0.700 |" in table
+
+    def test_fill_without_a_compacted_call_is_not_a_miss(self) -> None:
+        """Every request was the whole history: fill has nothing to judge."""
+        verdict = self._verdicts([self._run("ours", 1, sent=3_000), self._run("peer", 0)])
+        assert verdict["fill >= 0.8"].met
+        assert verdict["fill >= 0.8"].detail == "no call compacted"
