@@ -259,7 +259,9 @@ def _targets(m: Measured) -> list[str]:
         "### The issue's targets",
         "",
         "Judged on the numbers above; retention is the within-budget figure, against the "
-        "best peer at the same budget.",
+        "best peer at the same budget; each probe kind is judged against the peer with the "
+        "highest share of it there (a request over the budget passes no probe), and fill "
+        "at the calls that were compacted.",
         "",
         report.verdict_table(verdicts, ours),
         "",
