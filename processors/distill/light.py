@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 
 from processors.distill.common import has_gutter, split_gutter
-from processors.rulers import RULER, shrink_rulers
+from processors.rulers import shrink_rulers
 
 __all__ = ["collapse_repeats", "json_separators", "light", "minify_json", "overdraw"]
 
@@ -74,7 +74,8 @@ def _shrink_rulers(lines: list[str]) -> list[str]:
     if text.count("\n") != len(lines) - 1:  # a line holds a newline: one line at a time
         return [shrink_rulers(line)[0] for line in lines]
     # A ruler never spans a newline: the text's substitutions are its lines' substitutions.
-    return shrink_rulers(text)[0].split("\n") if RULER.search(text) else lines
+    shrunk, count = shrink_rulers(text)
+    return shrunk.split("\n") if count else lines
 
 
 def _clean(lines: Sequence[str], *, layout: bool, gutter: bool) -> list[str]:
