@@ -265,8 +265,11 @@ def long_session_section(
             "events since the previous call plus the request. Every 50th request and the last "
             "are checked by our validator and counted against the budget. One replay's wall "
             "time moves by a quarter from run to run on a shared machine, so each "
-            "contender replays three times, taking turns, and its figures are those of its "
-            "median replay (at 3M and at 10M alike). The 3M command then replays "
+            "contender replays three times, taking turns; the first table holds its median "
+            "replay, the second each call at its fastest over the three (a call does the "
+            "same work in every replay, and a slow stretch of the machine lands in one), and "
+            "the targets are judged on the second (at 3M and at 10M alike). The 3M command "
+            "then replays "
             "context-graph alone at a 16,000-token budget, where it compacts many times "
             "more often and each rolling summary absorbs the one before it: the time per "
             "call must stay as flat there.",

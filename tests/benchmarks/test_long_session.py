@@ -125,7 +125,8 @@ class TestReplay:
         """A replay in its own process returns the same count of calls."""
         spec = long_session.contenders()[0]
         result = long_session.replay_isolated(spec, stitched, 8_000)
-        assert result.calls == len(stitched.calls)
+        assert result.calls == len(result.call_ns) == len(stitched.calls)
+        assert sum(result.call_ns) / 1e9 == pytest.approx(result.total_s)
 
     def test_a_replay_that_dies_is_an_error_not_a_hang(
         self, stitched: long_session.Stitched
@@ -137,7 +138,8 @@ class TestReplay:
 
 
 def _timed(name: str, total_ms: int) -> long_session.Timings:
-    return long_session._timings(name, [total_ms * 1_000_000], 0, 0, 0, 0, 0)
+    """A replay of four calls of equal time (one a quarter), `total_ms` in all."""
+    return long_session._timings(name, [total_ms * 250_000] * 4, 0, 0, 0, 0, 0)
 
 
 class TestRepeats:
@@ -176,8 +178,9 @@ class TestRepeats:
             pytest.approx([0.002, 0.004, 0.006]),
         ]
 
-    def test_report_gives_every_total_and_the_targets_of_the_medians(self) -> None:
-        """The table and the targets come from the median replays; every total is listed."""
+    def test_report_gives_every_total_the_medians_and_the_fastest_calls(self) -> None:
+        """The first table holds the median replays, every total is listed, and the
+        targets judge each call at its fastest (one call a replay here: the fastest)."""
         ours = long_session.Replays([_timed("context-graph coding", ms) for ms in (900, 400, 500)])
         theirs = long_session.Replays(
             [_timed("langchain trim_messages", ms) for ms in (1_000, 1_200, 800)]
@@ -185,10 +188,53 @@ class TestRepeats:
         stitched = long_session.stitch([_session("swe_agent", "a", 100)], 100)
         table = long_session.report(stitched, 8_000, [ours, theirs])
         assert "replayed 3 times" in table
-        assert "context-graph coding 0.9 s, 0.4 s, 0.5 s" in table
-        assert "| context-graph coding | 0.5 s |" in table
-        assert "| langchain trim_messages | 1.0 s |" in table
-        assert "| total <= 0.5x trim_messages | 0.50x | yes |" in table
+        assert "context-graph coding 0.9 s (1.00x), 0.4 s (1.00x), 0.5 s (1.00x)" in table
+        median, fastest = table.split("Each call at its fastest")
+        assert "| context-graph coding | 0.5 s |" in median
+        assert "| langchain trim_messages | 1.0 s |" in median
+        assert "| context-graph coding | 0.4 s |" in fastest
+        assert "| langchain trim_messages | 0.8 s |" in fastest
+        assert "| total <= 0.5x trim_messages | 0.50x | yes |" in fastest
+
+    def test_the_fastest_replay_takes_each_call_at_its_fastest(self) -> None:
+        """Call by call, the least time over the replays; the rest is the median's."""
+        runs = [
+            long_session._timings("x", [5, 1, 9, 4], 7.0, 0, 0, 0, 2),
+            long_session._timings("x", [2, 8, 3, 4], 1.0, 0, 0, 0, 2),
+            long_session._timings("x", [6, 6, 6, 6], 3.0, 0, 0, 0, 2),
+        ]
+        fastest = long_session.Replays(runs).fastest
+        assert fastest.call_ns == (2, 1, 3, 4)
+        assert fastest.total_s == pytest.approx(10e-9)
+        assert fastest.quarter_means_ms == pytest.approx([2e-6, 1e-6, 3e-6, 4e-6])
+        assert fastest.peak_memory_mb == 7.0  # the median replay's (19 ns, of 17, 19, 24)
+        assert long_session.Replays(runs[:1]).fastest is runs[0]
+
+    def test_replays_that_time_different_calls_are_refused(self) -> None:
+        """The fastest of each call needs the same calls in every replay."""
+        runs = [
+            long_session._timings("x", [1, 2], 0, 0, 0, 0, 0),
+            long_session._timings("x", [1, 2, 3], 0, 0, 0, 0, 0),
+        ]
+        with pytest.raises(ValueError, match="same calls"):
+            long_session.Replays(runs)
+
+    def test_a_slow_stretch_in_one_replay_does_not_decide_the_growth(self) -> None:
+        """The median replay's last quarter is slow (the machine); the calls are not."""
+        flat = [1_000_000] * 8
+        slow_end = [1_000_000] * 6 + [2_000_000] * 2
+        slow_start = [2_000_000] * 2 + [1_000_000] * 6
+        runs = [
+            long_session._timings("context-graph coding", t, 0, 0, 0, 0, 0)
+            for t in (slow_end, slow_start, flat)
+        ]
+        replays = long_session.Replays(runs)
+        assert replays.median.growth == pytest.approx(2.0)
+        assert replays.fastest.growth == pytest.approx(1.0)
+        stitched = long_session.stitch([_session("swe_agent", "a", 100)], 100)
+        table = long_session.report(stitched, 8_000, [replays])
+        assert "| last quarter's mean call <= 1.3x the first | 1.00x | yes |" in table
+        assert "0.0 s (2.00x), 0.0 s (0.50x), 0.0 s (1.00x)" in table
 
     def test_the_small_budget_run_is_reported_and_judged(self) -> None:
         """The small budget's median replay has its own table and a growth target."""
@@ -200,7 +246,7 @@ class TestRepeats:
         stitched = long_session.stitch([_session("swe_agent", "a", 100)], 100)
         table = long_session.report(stitched, 8_000, [ours], (2_000, small))
         assert "At a 2,000-token budget, context-graph alone" in table
-        assert "totals of its replays: 0.0 s." in table
+        assert "its replays: 0.0 s (3.00x)." in table
         assert "| context-graph coding | 0.0 s | 1.00 -> 1.00 -> 1.00 -> 3.00 |" in table
         assert table.index("| context-graph coding | 0.2 s |") < table.index("At a 2,000")
         verdicts = long_session.verdicts([ours.median], (2_000, small.median))
