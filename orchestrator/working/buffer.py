@@ -42,6 +42,9 @@ from processors.base import Abstract, Drop, Proposal, Replace, Restore
 
 __all__ = ["ApplyJournal", "AuditEntry", "WorkingGraph"]
 
+#: Interned units kept past twice the view's before a prune (a small view prunes rarely).
+_INTERNED_SLACK = 64
+
 
 class AuditEntry(BaseModel):
     """One applied proposal, as the audit log records it."""
@@ -151,6 +154,10 @@ class WorkingGraph:
         self._journal = journal
         self._lock = threading.Lock()
         self._interned: dict[Unit, Unit] = {}
+        # How many interned units are kept before the next prune: twice the current
+        # view's units at the last one (counting them projects the view, so not at every
+        # apply).
+        self._interned_room = _INTERNED_SLACK
         self._state = _State(WorkingView(pristine, Overlay(), interned=self._interned), ())
 
     # -- state -------------------------------------------------------------------------
@@ -245,9 +252,29 @@ class WorkingGraph:
         journal = self._journal
         if journal is None or not entries:
             self._state = state
+        else:
+            with journal.swapping(proposals, entries):
+                self._state = state
+        self._prune_interned()
+
+    def _prune_interned(self) -> None:
+        """Forget the interned units the current view does not hand out, once they pile up.
+
+        Only here, where the view is the one the renderer reads: a view made to check a
+        proposal, or a snapshot's, lacks units the current view still hands out, and
+        pruning to its units made the next view build equal units anew, which the
+        renderer then rendered again (in the property test of
+        tests/orchestrator/working/test_projection_chunks.py the loss came and went with
+        the garbage collector's thresholds).
+        """
+        interned = self._interned
+        if len(interned) <= self._interned_room:
             return
-        with journal.swapping(proposals, entries):
-            self._state = state
+        units = self._state.view.units()
+        keep = [unit for unit in units if interned.get(unit) is unit]
+        interned.clear()
+        interned.update((unit, unit) for unit in keep)
+        self._interned_room = 2 * len(units) + _INTERNED_SLACK
 
     # -- what the renderer reads (RenderSource) ----------------------------------------
 

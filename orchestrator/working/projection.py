@@ -293,7 +293,6 @@ class Projector:
                 verbatim[head] = offset + at
             offset += len(made.out)
         unit_of = {node_id: unit for unit in units for node_id in unit.node_ids}
-        self._prune_interned(units)
         return Projection(
             units,
             unit_of,
@@ -390,11 +389,3 @@ class Projector:
             ):
                 hidden.add(unit.head)
         return frozenset(hidden)
-
-    def _prune_interned(self, units: Sequence[Unit]) -> None:
-        interned = self._interned
-        if interned is None or len(interned) <= 2 * len(units) + 64:
-            return
-        keep = [u for u in units if interned.get(u) is u]
-        interned.clear()
-        interned.update((u, u) for u in keep)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from context_graph import AgentEvent, AssistantTurn, Compaction, ContextGraph, TextPart, UserTurn
 from context_graph.graph.nodes import SummaryNode
+from context_graph.graph.units import Unit
 from context_graph.testing import WordCounter
 from orchestrator.agent_tools.expander import RestorePlan, plan_restore
 from orchestrator.working import WorkingGraph, WorkingView, projection
@@ -188,6 +189,43 @@ class TestEditCost:
         _summarize(working, 2, "summary-newer")
         assert working.units()[0].head == "summary-newer"
         _assert_as_fresh(working.view)
+
+
+class TestInternedUnits:
+    """Views of one working graph hand out one object per unit; only the current view's
+    units are kept when the interned ones pile up."""
+
+    def _piled_up(self) -> tuple[WorkingGraph, Unit]:
+        """A summarized history whose interned units hold many the view no longer has."""
+        graph = ContextGraph(counter=WordCounter())
+        _long_session(graph, 20)
+        working = WorkingGraph(graph)
+        _summarize(working, 4, "summary-old")
+        summary = working.view.units()[0]
+        assert summary.head == "summary-old"
+        # What earlier views made and no view hands out any more.
+        gone = [Unit(f"gone-{i}", "user", (f"gone-{i}",)) for i in range(500)]
+        working._interned.update((unit, unit) for unit in gone)
+        return working, summary
+
+    def test_a_view_made_to_check_a_proposal_keeps_the_current_views_units(self) -> None:
+        """Projecting a checked view (which lacks the summary) forgets none of the current
+        view's units: pruning to its units made the next view build them anew."""
+        working, summary = self._piled_up()
+        targets = (*summary.node_ids, *working.view.units()[1].node_ids)
+        checked = _unchecked(working.view, targets, "summary-checked")
+        assert summary not in checked.units()
+        assert working._interned.get(summary) is summary
+
+    def test_an_apply_forgets_what_the_current_view_does_not_hand_out(self) -> None:
+        """After an apply the interned units are the current view's (the pile-up is gone)."""
+        working, summary = self._piled_up()
+        last = working.view.units()[-2]
+        _apply_one(working, Drop(targets=last.node_ids))
+        units = working.view.units()
+        assert units[0] is summary
+        assert set(working._interned) <= set(units)
+        assert working._interned.get(summary) is summary
 
 
 def _unchecked(view: WorkingView, targets: tuple[str, ...], summary_id: str) -> WorkingView:
