@@ -572,6 +572,7 @@ def _figures(replays: Replays) -> dict[str, Any]:
 
 
 def _without_calls(timings: Timings) -> dict[str, Any]:
+    """`timings` as a dict, without the time of each call (thousands of numbers)."""
     return {k: v for k, v in asdict(timings).items() if k != "call_ns"}
 
 

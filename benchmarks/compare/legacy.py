@@ -276,7 +276,8 @@ def long_session_section(
             "",
             table,
             "",
-            f"![mean time per call along the session, and the time summed]({image_ref})"
+            "![mean time per call along the session (each call at its fastest over the "
+            f"replays), and the time summed]({image_ref})"
             if plotted
             else "(No plot: matplotlib is not installed; `pip install '.[bench]'` draws it.)",
             "",
