@@ -4,10 +4,11 @@ Some answers depend on a text alone and are asked for again at every compaction:
 critical entities of a text, the paths a shell command touches, whether a tool output
 failed, the entities an agent's turn names, a brief's identifiers as code spans, the
 values and subject of a user's sentence, the values of a user's message (a rolling
-brief carries the user's messages on), the flattened text and words of the turns a
-summary's lines are traced to. They are memoized for the whole process (bounded by
-entry count). Clearing changes no result; it frees the memory and makes
-the next call pay the first computation again.
+brief carries the user's messages on), the decisions and questions of an assistant's
+turn (a summary sized to its room reads its span twice), the flattened text and words
+of the turns a summary's lines are traced to. They are memoized for the whole process
+(bounded by entry count). Clearing changes no result; it frees the memory and makes the
+next call pay the first computation again.
 The benchmarks clear before every replay, so that no contender starts with what an
 earlier replay of the same session computed.
 
@@ -22,6 +23,7 @@ from processors.distill.references import clear_cache as _clear_references
 from processors.summarize.facts import clear_cache as _clear_facts
 from processors.summarize.lineage import clear_cache as _clear_lineage
 from processors.summarize.quoting import clear_cache as _clear_quoting
+from processors.summarize.turns import clear_cache as _clear_turns
 from processors.summarize.updates import clear_cache as _clear_updates
 
 __all__ = ["clear_caches"]
@@ -34,4 +36,5 @@ def clear_caches() -> None:
     _clear_lineage()
     _clear_references()
     _clear_quoting()
+    _clear_turns()
     _clear_updates()

@@ -18,6 +18,7 @@ decisions_with_reasons("I'll use SQLite. It needs no server, so the tests stay l
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 
@@ -27,6 +28,7 @@ from processors.summarize.said import split_sentences
 
 __all__ = [
     "Questions",
+    "clear_cache",
     "decisions_with_reasons",
     "is_todo_tool",
     "latest_plan",
@@ -74,6 +76,14 @@ def decisions_with_reasons(text: str) -> list[str]:
     itself does not. A sentence that states a cause (`_CAUSE`) and is no decision's
     reason is kept on its own, verbatim.
     """
+    return list(_decisions(text))
+
+
+#: A summary that is sized to its room reads its span twice (`HistorySummarizer`: the
+#: whole span, then the shorter one the room leaves), and the regular expressions over
+#: every sentence of every assistant turn were the largest part of reading it.
+@functools.lru_cache(maxsize=4096)
+def _decisions(text: str) -> tuple[str, ...]:
     said = list(sentences(text))
     found: list[str] = []
     joined = -1  # the sentence last taken in as a decision's reason
@@ -87,12 +97,23 @@ def decisions_with_reasons(text: str) -> list[str]:
         if why:
             joined = index + 1
         found.append(clip(f"{sentence} {why}".strip(), ITEM_CHARS))
-    return dedupe(found)
+    return tuple(dedupe(found))
 
 
 def question_sentences(text: str) -> list[str]:
     """The sentences of `text` that ask something (end in a question mark, any width)."""
-    return [s for s in split_sentences(text) if _QUESTION_END.search(s)]
+    return list(_questions(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _questions(text: str) -> tuple[str, ...]:
+    return tuple(s for s in split_sentences(text) if _QUESTION_END.search(s))
+
+
+def clear_cache() -> None:
+    """Forget the decisions and questions read (`processors.caches.clear_caches`)."""
+    _decisions.cache_clear()
+    _questions.cache_clear()
 
 
 class Questions:

@@ -84,6 +84,8 @@ def test_clear_caches_knows_every_memo() -> None:
         "processors.summarize.lineage._words_of",
         "processors.distill.references._named",
         "processors.summarize.quoting.code_span",
+        "processors.summarize.turns._decisions",
+        "processors.summarize.turns._questions",
         "processors.summarize.updates._claim",
         "processors.summarize.updates._values",
     }

@@ -171,6 +171,15 @@ class TestSections:
         decided = "我决定改用 SQLite\uff0c因为它不需要服务器。"
         assert decisions_with_reasons(decided) == [decided]
 
+    def test_what_is_read_again_is_a_list_of_its_own(self) -> None:
+        """The sentences are memoized per text; a caller changing its list changes no later one."""
+        text = "I'll use SQLite because it needs no server. Shall I drop the table?"
+        decisions, questions = decisions_with_reasons(text), question_sentences(text)
+        decisions.append("changed")
+        questions.clear()
+        assert decisions_with_reasons(text) == ["I'll use SQLite because it needs no server."]
+        assert question_sentences(text) == ["Shall I drop the table?"]
+
     def test_briefs_of_the_earlier_format_are_read_back(self) -> None:
         old = "# Summary of the earlier conversation\n\n## Decisions\n- I'll keep v1."
         parsed = parse(old)
