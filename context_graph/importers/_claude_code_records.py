@@ -99,7 +99,20 @@ def answer_event(
     return result
 
 
+#: What a `Read` gives back in place of the file (`toolUseResult.type`): Claude Code 2.1
+#: answers a read of a file unchanged since the last one with a note saying so.
+_NO_CONTENT_READS = frozenset({"file_unchanged"})
+
+
 def _file_read(result: ToolResult, call: CallInfo, details: Any) -> FileRead | None:
+    """The `Read` result as a `FileRead`; `None` when it holds no content of the file.
+
+    A read answered with "file unchanged since your last Read" stays a plain result:
+    as a read of the file it would stand in for the earlier read that holds the text,
+    and a later read supersedes an earlier one.
+    """
+    if isinstance(details, Mapping) and details.get("type") in _NO_CONTENT_READS:
+        return None
     info = details.get("file") if isinstance(details, Mapping) else None
     info = info if isinstance(info, Mapping) else {}
     path = info.get("filePath") or call.arguments.get("file_path")

@@ -7,6 +7,10 @@ the `isCompactSummary` user line after it becomes a `Compaction` event (origin
 `queue-operation`, `summary` titles, other `system` subtypes such as hook summaries,
 turn durations, API retries, and types added by later versions) is not sent to the
 model and is skipped; the counts are kept in the session's `meta["skipped_records"]`.
+Of the `attachment` records, what the harness gave the model beside the conversation,
+the files and folders the user named with `@`, the folders' `CLAUDE.md` and the
+messages the user typed while the agent worked become events
+(`_claude_code_attachments`); the rest are counted as `attachment:<kind>`.
 
 Claude Code writes an assistant message one content block per line, all lines sharing
 `message.id`, and runs tools while the message streams, so results for its first calls
@@ -41,6 +45,7 @@ from context_graph.formats.anthropic.read import assistant_content, tool_result_
 from context_graph.graph.content import ContentPart
 from context_graph.graph.events import AgentEvent, AssistantTurn, Compaction, ToolCall, UserTurn
 from context_graph.importers._base import ImportedSession, RawInput, read_raw, text_content
+from context_graph.importers._claude_code_attachments import attachment_events, attachment_kind
 from context_graph.importers._claude_code_notices import Notices
 from context_graph.importers._claude_code_records import (
     CallInfo,
@@ -132,6 +137,8 @@ class _Turn:
     meta: dict[str, JsonValue] = field(default_factory=dict)
     uuids: list[JsonValue] = field(default_factory=list)
     held: list[AgentEvent] = field(default_factory=list)
+    attached: list[AgentEvent] = field(default_factory=list)
+    """What the harness attached while the turn was open (`_claude_code_attachments`)."""
 
 
 @dataclass
@@ -160,6 +167,8 @@ class _Walk:
             self._user(index, value)
         elif kind == "system" and value.get("subtype") == "compact_boundary":
             self._boundary(value)
+        elif kind == "attachment":
+            self._attachment(index, value)
         else:
             self.skipped[kind] += 1
 
@@ -181,6 +190,7 @@ class _Walk:
             )
         )
         self.events.extend(turn.held)
+        self.events.extend(turn.attached)
 
     # -- records --
 
@@ -230,6 +240,18 @@ class _Walk:
                 source=self.raw.at(index),
             )
             self.events.append(turn)
+
+    def _attachment(self, index: int, record: Mapping[str, Any]) -> None:
+        events = attachment_events(record, self.raw.at(index))
+        if events is None:
+            self.skipped[f"attachment:{attachment_kind(record) or '?'}"] += 1
+            return
+        if self.turn is not None:
+            # The model was given it after the open turn's results (a queued message
+            # after the tool result it waited for), never between them.
+            self.turn.attached.extend(events)
+        else:
+            self.events.extend(events)
 
     def _emit_answer(self, event: AgentEvent) -> None:
         if self.turn is not None:

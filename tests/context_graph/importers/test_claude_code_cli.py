@@ -1,0 +1,159 @@
+"""The session file the real Claude Code writes, imported.
+
+`@anthropic-ai/claude-code` from the npm registry runs as a user runs it, against
+`ProviderServer("anthropic")` (a strict fake of the API) with a scripted model, in a
+project of our own: the prompt names a file and a folder with `@`, the agent reads a file
+in a sub-folder that has its own `CLAUDE.md`, reads the named file again (unchanged),
+runs a command, and the user sends a second message while the first turn runs (stream
+JSON input, so it is queued). The session file the CLI writes under `$HOME/.claude` is
+then imported strictly and checked against what the model was sent.
+
+The CLI is looked up in `$CONTEXT_GRAPH_AGENTS` (a `node_modules` folder; `.ci/run`
+installs it). Without it the test is skipped, unless `CONTEXT_GRAPH_REQUIRE_AGENTS=1`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.provider_server import ProviderServer
+from context_graph.graph.content import TextPart
+from context_graph.graph.events import AssistantTurn, FileRead, Note, ToolResult, UserTurn
+from context_graph.importers import load_sessions
+from orchestrator import ContextManager
+from tests.orchestrator.gateway.scripted import agent_cli
+
+QUEUED = "Also: the budget cap is now $900."
+NOTES = "alpha line one\nbeta budget cap is $500\n"
+RULE = "Sub rule: never touch sub/.\n"
+
+
+class _Model:
+    """Reads `sub/x.txt`, reads `notes.txt` again, runs `echo hi`, then answers.
+
+    The first answer waits until the CLI has queued the user's second message (it writes
+    the queue operation to the session file), so the message is queued, not a turn of
+    its own, however fast the machine.
+    """
+
+    def __init__(self, project: Path, home: Path) -> None:
+        self.home = home
+        self.steps = [
+            ["Read", {"file_path": str(project / "sub" / "x.txt")}],
+            ["Read", {"file_path": str(project / "notes.txt")}],
+            ["Bash", {"command": "echo hi"}],
+        ]
+        self.asked: list[dict[str, Any]] = []
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        if body.get("output_config", {}).get("format"):  # the session title
+            return {"text": json.dumps({"title": "Notes"})}
+        self.asked.append(body)
+        step = len(self.asked) - 1
+        if step == 0:
+            self._await_queued()
+        if step < len(self.steps):
+            return {"text": f"Step {step}.", "calls": [self.steps[step]]}
+        return {"text": "All done."}
+
+    def _await_queued(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if any(QUEUED in p.read_text("utf-8") for p in self.home.rglob("*.jsonl")):
+                return
+            time.sleep(0.05)
+
+
+def _record(tmp_path: Path) -> tuple[Path, Path, _Model]:
+    """Run the CLI; the project, the session file it wrote, and the model's requests."""
+    claude = agent_cli("@anthropic-ai/claude-code/cli-wrapper.cjs", "Claude Code")
+    project, home = tmp_path / "project", tmp_path / "home"
+    (project / "sub").mkdir(parents=True)
+    home.mkdir()
+    (project / "notes.txt").write_text(NOTES, "utf-8")
+    (project / "sub" / "CLAUDE.md").write_text(RULE, "utf-8")
+    (project / "sub" / "x.txt").write_text("x content 42\n", "utf-8")
+    model = _Model(project, home)
+    with ProviderServer("anthropic", respond=model, factor=1.0, limit=200_000) as upstream:
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(home),
+            "ANTHROPIC_BASE_URL": upstream.url,
+            "ANTHROPIC_API_KEY": "sk-test",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        }
+        command = ["node", str(claude), "-p", "--input-format", "stream-json"]
+        command += ["--output-format", "stream-json", "--verbose", "--allowedTools", "Read,Bash"]
+        messages = ["Look at @notes.txt and @sub/ then work.", QUEUED]
+        lines = "".join(
+            json.dumps({"type": "user", "message": {"role": "user", "content": text}}) + "\n"
+            for text in messages
+        )
+        run = subprocess.run(
+            command,
+            cwd=project,
+            env=env,
+            input=lines,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert upstream.refused == [], upstream.refused[:3]
+    (session,) = [p for p in home.rglob("*.jsonl") if p.parent.name != "subagents"]
+    return project, session, model
+
+
+def _text(event: UserTurn | Note) -> str:
+    return "".join(part.text for part in event.content if isinstance(part, TextPart))
+
+
+def test_the_real_session_file_imports_what_the_model_was_given(tmp_path: Path) -> None:
+    project, path, model = _record(tmp_path)
+    (session,) = load_sessions(path, strict=True)
+    events = list(session.events)
+    kinds = [type(e).__name__ for e in events]
+    # The user's words, both of them, as the user's (not notices).
+    asked = [e for e in events if isinstance(e, UserTurn) and not e.notice]
+    assert [e.content for e in asked] == [
+        (TextPart(text="Look at @notes.txt and @sub/ then work."),),
+        (TextPart(text=QUEUED),),
+    ]
+    # `@notes.txt`: a read of the file, with its text, before the agent's first turn.
+    named = events[1]
+    assert isinstance(named, FileRead) and named.call_id is None
+    assert (named.path, named.content) == (str(project / "notes.txt"), (TextPart(text=NOTES),))
+    # `@sub/`: the listing, as a notice.
+    listing = events[2]
+    assert isinstance(listing, UserTurn) and listing.notice
+    assert "CLAUDE.md" in _text(listing) and "x.txt" in _text(listing)
+    assert kinds.index("AssistantTurn") == 3
+    # The sub-folder's CLAUDE.md, loaded when the agent read there: a pinned note.
+    (note,) = [e for e in events if isinstance(e, Note)]
+    assert note.pinned and RULE in _text(note)
+    # The second read of the unchanged file is no read of it: the first stays its text.
+    reads = [e for e in events if isinstance(e, FileRead) and e.path.endswith("notes.txt")]
+    assert reads == [named]
+    calls = [c for e in events if isinstance(e, AssistantTurn) for c in e.tool_calls]
+    results = [e for e in events if isinstance(e, ToolResult | FileRead) and e.call_id]
+    assert [r.call_id for r in results] == [c.id for c in calls] and len(calls) == 3
+    # The queued message comes after the result the agent was waiting for, as the model
+    # was given it (Claude Code sends it after the tool result, before the next turn).
+    second = [m for m in model.asked[1]["messages"] if QUEUED in json.dumps(m)]
+    assert second, "the model was sent the queued message"
+    assert kinds[kinds.index("AssistantTurn") + 2] == "UserTurn"
+    assert session.meta["skipped_records"].get("attachment:skill_listing") == 1
+    # And it renders: every call paired, the note in the system prompt.
+    manager = ContextManager("anthropic", 20_000)
+    manager.ingest(events)
+    body = manager.render_sync().payload
+    assert RULE.strip() in json.dumps(body["system"])
+    assert QUEUED in json.dumps(body["messages"])
