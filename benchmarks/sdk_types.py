@@ -262,6 +262,9 @@ def _responses_problems(payload: dict[str, Any]) -> list[str]:
     with the `id` (and a message's `status`) the API fills in; as input the API takes
     them without (Codex CLI sends both so, and an id it never issued would be wrong to
     make up). So those two keys may be absent there; anything else is checked as typed.
+    The other way round, the SDK types a user, system or developer message without an
+    `id`, and the API takes one (Codex CLI 0.171 sends each message it recorded with the
+    `msg_...` id it gave it): a string id is allowed there.
     """
     from openai.types.responses import (
         ResponseInputItemParam,
@@ -289,6 +292,11 @@ def _responses_problems(payload: dict[str, Any]) -> list[str]:
             found = _check(item, ResponseOutputMessageParam, path)
             absent = {f"{path}.{key}: missing required key" for key in ("id", "status")}
             problems += [p for p in found if p not in absent]
+        elif kind == "message" and item.get("role") != "assistant" and "id" in item:
+            problems += _check(item["id"], str, f"{path}.id")
+            problems += _check(
+                {k: v for k, v in item.items() if k != "id"}, ResponseInputItemParam, path
+            )
         else:
             problems += _check(item, ResponseInputItemParam, path)
     return problems

@@ -19,7 +19,7 @@ become events:
 
 Every other kind is counted in the session's `meta["skipped_records"]` as
 `attachment:<kind>`. The shapes are those Claude Code 2.1.197 writes
-(tests/context_graph/importers/test_claude_code_cli.py records them with the real CLI).
+(tests/context_graph/importers/test_claude_code_real.py records them with the real CLI).
 """
 
 from __future__ import annotations

@@ -251,6 +251,21 @@ class TestValidBodies:
         ]
         assert sdk_problems({"instructions": 3, "input": "x"}, "responses") != []
 
+    def test_a_recorded_message_may_carry_its_id(self) -> None:
+        """Codex CLI 0.171 sends each user and developer message with the `msg_...` id it
+        recorded it under; the API takes it, the SDK's input type has no `id`. A string id
+        passes; any other id, and the rest of the message, are still checked."""
+        developer = USER | {"role": "developer"}
+        recorded = [m | {"id": f"msg_{n}"} for n, m in enumerate((USER, developer))]
+        assert sdk_problems(body(*recorded), "responses") == []
+        assert sdk_problems(body(USER | {"id": 7}), "responses") == [
+            "input[0].id: expected str, got int"
+        ]
+        typo = USER | {"id": "msg_1", "contents": []}
+        assert sdk_problems(body(typo), "responses") == [
+            "input[0].contents: unknown key for EasyInputMessageParam"
+        ]
+
 
 class TestDetection:
     @pytest.mark.parametrize("payload", VALID)

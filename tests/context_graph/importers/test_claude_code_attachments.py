@@ -1,6 +1,6 @@
 """Claude Code's `attachment` records and `file_unchanged` reads (`_claude_code_attachments`).
 
-The records are shaped as Claude Code 2.1.197 writes them (test_claude_code_cli.py records
+The records are shaped as Claude Code 2.1.197 writes them (test_claude_code_real.py records
 them with the real CLI); the texts in them are ours.
 """
 
