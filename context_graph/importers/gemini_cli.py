@@ -1,6 +1,14 @@
-"""Gemini CLI chat recordings: `~/.gemini/tmp/<project>/chats/session-*.json`.
+"""Gemini CLI chat recordings: `~/.gemini/tmp/<project>/chats/session-*.json[l]`.
 
-The file is one object, `{sessionId, projectHash, startTime, lastUpdated, messages}`.
+The file is one object, `{sessionId, projectHash, startTime, lastUpdated, messages}`, or,
+from gemini-cli 0.61 on, a log of JSON lines that builds that object (`_fold`, read as
+the CLI reads it back): the first line holds the session's fields; a line with a string
+`id` is a message, added at the end or, when that id was recorded before, replacing it
+in its place (the CLI writes a model turn as it starts, then again with its calls); a
+`$set` line sets fields (a `messages` list among them replaces every message); a
+`$rewindTo` line takes back the message it names and every later one (all of them when
+it names none recorded). Other lines are counted in `meta["skipped_records"]`. Errors
+then name the line a message was last written on.
 Each message has `id`, `timestamp`, `type` and `content`; a `gemini` message also has
 `model`, `thoughts` (`[{subject, description, timestamp}]`), `tokens` (the provider's
 usage: `input`, `output`, `cached`, `thoughts`, `tool`, `total`) and `toolCalls`
@@ -19,9 +27,15 @@ A call's `status` of `error` or `cancelled` marks its result as an error, as doe
 off while it ran). `info`, `error` and `warning` messages are the CLI's own UI lines,
 never sent to the model: they are skipped and counted in `meta["skipped_messages"]`.
 
+The log records each round's results twice: in the model turn's `toolCalls`, and as a
+`user` message of `functionResponse` parts (what the CLI sends back). A response to a
+call already answered is that copy, counted in `meta["skipped_messages"]` as
+`function_response`; one to a call recorded without a result answers it.
+
 Strays (refused by a strict read; kept as a `Note` by a lenient one, and listed in the
-session's `strays`): a message of a type the recording format does not have, and a
-`functionResponse` that names another call than the one it is recorded under.
+session's `strays`): a message of a type the recording format does not have, a
+`functionResponse` that names another call than the one it is recorded under, and one
+in a user message that answers no call recorded before it.
 """
 
 from __future__ import annotations
@@ -70,8 +84,19 @@ _ERROR_STATUSES = Names({"error", "cancelled"})
 
 
 def sniff(raw: RawInput) -> bool:
-    """Whether `raw` is a chat recording: a `sessionId` and typed `messages` (never raises)."""
+    """Whether `raw` is a chat recording (never raises).
+
+    A `sessionId` and typed `messages`, or a log of lines whose first holds `sessionId`
+    and `projectHash`.
+    """
     data = raw.data
+    if isinstance(data, list):
+        # The header is the log's own mark; a line of a kind added later stays readable.
+        return (
+            bool(data)
+            and _is_header(data[0])
+            and all(isinstance(r, Mapping) for r in data[:_SNIFF])
+        )
     if not isinstance(data, Mapping) or not isinstance(data.get("sessionId"), str):
         return False
     messages = data.get("messages")
@@ -82,6 +107,83 @@ def sniff(raw: RawInput) -> bool:
     )
 
 
+#: How many lines of a log detection looks at.
+_SNIFF = 50
+
+
+def _is_header(record: Any) -> bool:
+    return (
+        isinstance(record, Mapping)
+        and isinstance(record.get("sessionId"), str)
+        and isinstance(record.get("projectHash"), str)
+    )
+
+
+# --- the log --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Folded:
+    """A log read back: the recording's object, and where each message was written."""
+
+    data: dict[str, Any]
+    places: list[tuple[int, str]]
+    """Per message of `data["messages"]`: the line's record index and the path in it."""
+    skipped: Counter[str]
+
+
+def _fold(raw: RawInput) -> _Folded:
+    """Replay a log of lines into the object a `.json` recording holds (see the docstring).
+
+    Raises:
+        IngestError: a line is not an object, `$set` is not an object, `$rewindTo` not a
+            string, or a message's `id` is empty; names the line.
+    """
+    fields: dict[str, Any] = {}
+    messages: dict[str, tuple[Any, int, str]] = {}  # id -> (message, record index, path)
+    skipped: Counter[str] = Counter()
+    for index, record in enumerate(raw.data):
+        line = expect_mapping(record, raw.at(index), "a line of a chat recording")
+        if "$rewindTo" in line:
+            target = expect_str(line["$rewindTo"], raw.at(index, "$rewindTo"), "`$rewindTo`")
+            ids = list(messages)
+            for taken in ids[ids.index(target) :] if target in messages else ids:
+                del messages[taken]
+        elif "$set" in line:
+            update = expect_mapping(line["$set"], raw.at(index, "$set"), "`$set`")
+            if "messages" in update:
+                listed = expect_list(
+                    update["messages"], raw.at(index, "$set.messages"), "`$set.messages`"
+                )
+                messages = {}
+                for k, message in enumerate(listed):
+                    _put(messages, message, index, f"$set.messages[{k}]", raw)
+            fields.update({k: v for k, v in update.items() if k != "messages"})
+        elif isinstance(line.get("id"), str):
+            _put(messages, line, index, "", raw)
+        elif _is_header(line):
+            fields.update({k: v for k, v in line.items() if k != "messages"})
+            for k, message in enumerate(line.get("messages") or ()):
+                _put(messages, message, index, f"messages[{k}]", raw)
+        else:
+            skipped[",".join(sorted(str(key) for key in line)) or "{}"] += 1
+    data = {**fields, "messages": [message for message, _, _ in messages.values()]}
+    places = [(index, path) for _, index, path in messages.values()]
+    return _Folded(data, places, skipped)
+
+
+def _put(
+    messages: dict[str, tuple[Any, int, str]], message: Any, index: int, path: str, raw: RawInput
+) -> None:
+    """Record `message` under its id: in its earlier place if it had one, else last."""
+    at = raw.at(index, path or None)
+    body = expect_mapping(message, at, "a message")
+    message_id = expect_str(body.get("id"), at.with_path("id"), "message `id`")
+    if not message_id:
+        raise IngestError("message `id` must not be empty", at.with_path("id"))
+    messages[message_id] = (body, index, path)
+
+
 # --- conversion -----------------------------------------------------------------------------
 
 
@@ -89,11 +191,20 @@ def sniff(raw: RawInput) -> bool:
 class _Walk:
     raw: RawInput
     strays: StrayKeeper
+    places: list[tuple[int, str]] | None = None
+    """Where each message was written, for a log (`_Folded.places`)."""
     events: list[AgentEvent] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
+    answered: dict[str, bool] = field(default_factory=dict)
+    """Each call recorded so far, and whether a result answered it."""
+    calls: dict[str, ToolCall] = field(default_factory=dict)
 
     def at(self, index: int, path: str = "") -> SourceLocation:
-        return self.raw.at(index, f"messages[{index}]{path}")
+        if self.places is None:
+            return self.raw.at(index, f"messages[{index}]{path}")
+        record, prefix = self.places[index]
+        joined = f"{prefix}{path}" if prefix else path.removeprefix(".")
+        return self.raw.at(record, joined or None)
 
 
 def to_sessions(raw: RawInput) -> list[ImportedSession]:
@@ -103,10 +214,14 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
         IngestError: the recording is malformed, or (strict) holds a stray; names the
             message index and JSON path.
     """
-    data = expect_mapping(raw.data, raw.at(), "a Gemini CLI chat recording")
-    session_id = expect_str(data.get("sessionId"), raw.at(None, "sessionId"), "`sessionId`")
+    folded = _fold(raw) if isinstance(raw.data, list) else None
+    data = expect_mapping(
+        raw.data if folded is None else folded.data, raw.at(), "a Gemini CLI chat recording"
+    )
+    first = None if folded is None else 0  # a log's fields come from its first line
+    session_id = expect_str(data.get("sessionId"), raw.at(first, "sessionId"), "`sessionId`")
     messages = expect_list(data.get("messages"), raw.at(None, "messages"), "`messages`")
-    walk = _Walk(raw, strays_of(raw))
+    walk = _Walk(raw, strays_of(raw), None if folded is None else folded.places)
     models: list[str] = []
     for index, value in enumerate(messages):
         model = _message(index, value, walk)
@@ -122,6 +237,9 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
     if walk.skipped:
         counts: dict[str, JsonValue] = dict(sorted(walk.skipped.items()))
         meta["skipped_messages"] = counts
+    if folded is not None and folded.skipped:
+        lines: dict[str, JsonValue] = dict(sorted(folded.skipped.items()))
+        meta["skipped_records"] = lines
     return [
         ImportedSession(name=session_id, events=walk.events, meta=meta, strays=walk.strays.found)
     ]
@@ -145,7 +263,12 @@ def _message(index: int, value: Any, walk: _Walk) -> str | None:
         text = f"a message of unknown type {kind!r} was recorded; it held: {dump(message, where)}"
         walk.events.append(walk.strays.keep(error, text, timestamp=timestamp))
         return None
-    content = _content(message.get("content"), walk.at(index, ".content"), str(kind))
+    raw_content = message.get("content")
+    if kind == "user":
+        raw_content = _responses(raw_content, walk.at(index, ".content"), timestamp, walk)
+        if raw_content is None:
+            return None
+    content = _content(raw_content, walk.at(index, ".content"), str(kind))
     meta: dict[str, JsonValue] = {}
     if isinstance(message.get("id"), str):
         meta["message_id"] = message["id"]
@@ -213,9 +336,54 @@ def _call(
     status = _optional_str(record, "status", where.with_path("status"))
     timestamp = _optional_str(record, "timestamp", where.with_path("timestamp"))
     result = record.get("result")
+    walk.answered[call_id] = False
+    walk.calls[call_id] = call
     if result is None:
         return call, []
-    return call, _answers(call, status, timestamp, result, where.with_path("result"), walk)
+    answers = _answers(call, status, timestamp, result, where.with_path("result"), walk)
+    walk.answered[call_id] = any(isinstance(a, ToolResult) for a in answers)
+    return call, answers
+
+
+def _responses(value: Any, where: SourceLocation, timestamp: str | None, walk: _Walk) -> Any | None:
+    """A user message's content without its `functionResponse` parts, which answer calls.
+
+    A response to a call already answered is the log's copy of that result, and is
+    dropped; one to a call recorded without a result answers it (a `ToolResult`); one
+    to no call recorded before is a stray. `None` when nothing else is left (the
+    message was the results alone).
+    """
+    if not isinstance(value, list) or not any(
+        isinstance(p, Mapping) and "functionResponse" in p for p in value
+    ):
+        return value
+    rest: list[Any] = []
+    for j, item in enumerate(value):
+        if not (isinstance(item, Mapping) and "functionResponse" in item):
+            rest.append(item)
+            continue
+        at = where.with_path(f"[{j}].functionResponse")
+        body = expect_mapping(item["functionResponse"], at, "`functionResponse`")
+        response_id = optional_id(body, at)
+        name = name_of(body, at, "functionResponse")
+        call = walk.calls.get(response_id or "")
+        if call is not None and walk.answered.get(call.id):
+            walk.skipped["function_response"] += 1
+        elif call is not None and call.name == name:
+            walk.events.extend(
+                _answers(call, None, timestamp, [item], where.with_path(f"[{j}]"), walk)
+            )
+            walk.answered[call.id] = True
+        else:
+            named = f"`{name}`" if response_id is None else f"`{name}` (id `{response_id}`)"
+            msg = f"the response {named} in a user message answers no call recorded before it"
+            text = response_text(
+                expect_mapping(body.get("response", {}), at.with_path("response"), "`response`"),
+                at.with_path("response"),
+            )
+            note = f"a tool result for {named} answered no recorded call; its output: {text}"
+            walk.events.append(walk.strays.keep(IngestError(msg, at), note, timestamp=timestamp))
+    return rest or None
 
 
 def _answers(

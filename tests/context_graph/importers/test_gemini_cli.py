@@ -246,7 +246,7 @@ def _hostile_cases() -> list[tuple[str, Any, int | None, str, str]]:
     """(id, recording, message index, JSON path, words in the reason)."""
     ok = _call("a")
     return [
-        ("not-object", [1], None, "", "must be an object"),
+        ("not-object", [1], 0, "", "must be an object"),  # a list is a log: its line 0
         ("session-id", {"sessionId": 1, "messages": []}, None, "sessionId", "must be a string"),
         ("messages", {"sessionId": "s", "messages": 1}, None, "messages", "must be an array"),
         ("message", _recording(3), 0, "messages[0]", "must be an object"),
