@@ -59,6 +59,7 @@ from context_graph.formats.gemini.read_parts import (
     optional_id,
     plain_part,
 )
+from context_graph.formats.harness import is_harness_message
 from context_graph.formats.wires import GEMINI_FORMAT
 from context_graph.graph.content import ContentPart, TextPart, ThinkingPart
 from context_graph.graph.events import AgentEvent, AssistantTurn, ToolCall, ToolResult, UserTurn
@@ -273,9 +274,13 @@ def _message(index: int, value: Any, walk: _Walk) -> str | None:
     if isinstance(message.get("id"), str):
         meta["message_id"] = message["id"]
     if kind == "user":
-        walk.events.append(
-            UserTurn(content=tuple(content), timestamp=timestamp, meta=meta, source=where)
+        # The CLI's `<session_context>` (workspace, date, file tree) and the snapshot its
+        # compression writes are its own, not the user's request (`formats.harness`).
+        notice = is_harness_message(content)
+        turn = UserTurn(
+            content=tuple(content), notice=notice, timestamp=timestamp, meta=meta, source=where
         )
+        walk.events.append(turn)
         return None
     return _gemini(index, message, content, meta, walk)
 

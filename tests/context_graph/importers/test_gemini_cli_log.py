@@ -79,6 +79,12 @@ class TestLog:
         assert [e.source.line for e in session.events] == [2, 3, 6, 6, 8]
         assert session.events[0].source.path == "$set.messages[0]"
 
+    def test_the_session_context_is_a_notice(self, tmp_path: Path) -> None:
+        """The CLI's `<session_context>` message is its own, not the user's request."""
+        context = _user("<session_context>\nToday is Monday.\n</session_context>")
+        path = _log(tmp_path, HEADER, context | {"id": "u0"}, _user("Fix it.") | {"id": "u1"})
+        assert [e.notice for e in _load(path).events] == [True, False]
+
     def test_set_messages_replaces_them_all(self, tmp_path: Path) -> None:
         """A `$set` of `messages` replaces every message recorded before it."""
         path = _log(

@@ -56,9 +56,12 @@ def test_the_real_recording_imports_what_the_model_was_given(tmp_path: Path) -> 
     (session,) = load_sessions(path, strict=True)
     events = list(session.events)
     assert session.meta["model"] == "gemini-2.5-flash"
-    # The prompt as the model got it: the user's words, then the named file's content.
-    prompt = next(e for e in events if isinstance(e, UserTurn) and "Check @notes.txt" in _text(e))
-    assert NOTES.strip() in _text(prompt)
+    # The CLI's session context is its notice; the prompt, as the model got it (the
+    # user's words, then the named file's content), the user's only request.
+    told = [e for e in events if isinstance(e, UserTurn)]
+    assert [e.notice for e in told] == [True, False]
+    assert "<session_context>" in _text(told[0])
+    assert "Check @notes.txt" in _text(told[1]) and NOTES.strip() in _text(told[1])
     # Each call answered once, by what the model was sent back; the log's copies of the
     # results (a user message of function responses per round) are counted, not doubled.
     calls = [c for e in events if isinstance(e, AssistantTurn) for c in e.tool_calls]
