@@ -16,6 +16,9 @@ become events:
   not a prompt, such as a queued shell command).
 - `directory`: a folder the user named with `@path`, listed by the harness; a notice
   with the listing.
+- `hook_additional_context`, and `hook_success` of a `SessionStart` or
+  `UserPromptSubmit` hook: what the user's hooks add to the context (the only hook
+  output the model is given); a notice with it.
 
 Every other kind is counted in the session's `meta["skipped_records"]` as
 `attachment:<kind>`. The shapes are those Claude Code 2.1.197 writes
@@ -70,7 +73,39 @@ def attachment_events(record: Mapping[str, Any], where: SourceLocation) -> list[
         return [_queued(attachment, at, timestamp, meta)]
     if kind == "directory":
         return [_directory(attachment, at, timestamp, meta)]
+    if kind == "hook_additional_context" or (
+        kind == "hook_success" and attachment.get("hookEvent") in _CONTEXT_HOOKS
+    ):
+        hooked = _hook(attachment, at, timestamp, meta)
+        return None if hooked is None else [hooked]
     return None
+
+
+#: The hook events whose output Claude Code adds to the model's context.
+_CONTEXT_HOOKS = frozenset({"SessionStart", "UserPromptSubmit"})
+
+
+def _hook(
+    attachment: Mapping[str, Any],
+    at: SourceLocation,
+    timestamp: str | None,
+    meta: dict[str, JsonValue],
+) -> UserTurn | None:
+    """What a hook added to the context, as a notice; `None` when it added nothing."""
+    event = optional_str(attachment.get("hookEvent"), at.with_path("hookEvent"), "`hookEvent`")
+    found = attachment.get("content")
+    pieces = found if isinstance(found, list) else [found]
+    texts = [expect_str(piece, at.with_path("content"), "`content`") for piece in pieces if piece]
+    if not texts:
+        return None
+    label = f"{event} hook" if event else "hook"
+    return UserTurn(
+        content=f"Context from the {label}:\n" + "\n".join(texts),
+        notice=True,
+        timestamp=timestamp,
+        meta={**meta, "hook_event": event},
+        source=at,
+    )
 
 
 def _file(

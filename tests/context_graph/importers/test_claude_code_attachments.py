@@ -157,6 +157,45 @@ class TestAttachments:
         assert isinstance(turn, UserTurn) and turn.notice
         assert turn.content == (TextPart(text="Listing of /repo/sub:\na.py\nb.py"),)
 
+    def test_what_the_users_hooks_add_is_a_notice(self, tmp_path: Path) -> None:
+        """A SessionStart or UserPromptSubmit hook's output, which the model is given, is a
+        notice with it; another hook's success, which it is not, is counted."""
+        start = {
+            "type": "hook_success",
+            "hookName": "SessionStart:startup",
+            "hookEvent": "SessionStart",
+            "content": "The repo uses tabs.",
+            "stdout": "The repo uses tabs.\n",
+            "exitCode": 0,
+        }
+        added = {
+            "type": "hook_additional_context",
+            "content": ["Deploy freeze until Friday."],
+            "hookName": "UserPromptSubmit",
+            "hookEvent": "UserPromptSubmit",
+        }
+        after_tool = start | {"hookEvent": "PostToolUse", "hookName": "PostToolUse:Bash"}
+        empty = start | {"content": ""}
+        session = _load(
+            _write(
+                tmp_path,
+                [
+                    _attached("x1", start),
+                    _user("u1", "go"),
+                    _attached("x2", added),
+                    _attached("x3", after_tool),
+                    _attached("x4", empty),
+                ],
+            )
+        )
+        texts = [(e.notice, e.content[0].text) for e in session.events]
+        assert texts == [
+            (True, "Context from the SessionStart hook:\nThe repo uses tabs."),
+            (False, "go"),
+            (True, "Context from the UserPromptSubmit hook:\nDeploy freeze until Friday."),
+        ]
+        assert session.meta["skipped_records"] == {"attachment:hook_success": 2}
+
     def test_other_kinds_are_counted_and_left_out(self, tmp_path: Path) -> None:
         """The harness's listings and reminders reach no event; the session counts them."""
         session = _load(
@@ -261,6 +300,11 @@ class TestAttachments:
             ({"type": "queued_command", "prompt": ["x"]}, "attachment.prompt"),
             ({"type": "queued_command", "prompt": "x", "commandMode": 2}, "attachment.commandMode"),
             ({"type": "directory", "path": "/a"}, "attachment.content"),
+            ({"type": "hook_additional_context", "content": [3]}, "attachment.content"),
+            (
+                {"type": "hook_success", "hookEvent": "SessionStart", "content": {"a": 1}},
+                "attachment.content",
+            ),
         ],
         ids=[
             "file content not an object",
@@ -271,6 +315,8 @@ class TestAttachments:
             "prompt not a string",
             "mode not a string",
             "listing missing",
+            "hook context not text",
+            "hook output not text",
         ],
     )
     def test_a_malformed_attachment_names_its_line_and_field(

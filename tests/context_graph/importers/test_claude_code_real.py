@@ -31,6 +31,8 @@ from tests.orchestrator.gateway.scripted import agent_cli
 QUEUED = "Also: the budget cap is now $900."
 NOTES = "alpha line one\nbeta budget cap is $500\n"
 RULE = "Sub rule: never touch sub/.\n"
+STARTED = "The repo uses tabs."
+PROMPTED = "Deploy freeze until Friday."
 
 
 class _Model:
@@ -78,6 +80,12 @@ def _record(tmp_path: Path) -> tuple[Path, Path, _Model]:
     (project / "notes.txt").write_text(NOTES, "utf-8")
     (project / "sub" / "CLAUDE.md").write_text(RULE, "utf-8")
     (project / "sub" / "x.txt").write_text("x content 42\n", "utf-8")
+    (project / ".claude").mkdir()
+    hooks = {
+        "SessionStart": [{"hooks": [{"type": "command", "command": f"echo '{STARTED}'"}]}],
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": f"echo '{PROMPTED}'"}]}],
+    }
+    (project / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}), "utf-8")
     model = _Model(project, home)
     with ProviderServer("anthropic", respond=model, factor=1.0, limit=200_000) as upstream:
         env = {
@@ -127,6 +135,15 @@ def test_the_real_session_file_imports_what_the_model_was_given(tmp_path: Path) 
         (TextPart(text="Look at @notes.txt and @sub/ then work."),),
         (TextPart(text=QUEUED),),
     ]
+    # What the project's hooks added, as notices: at the session's start, and with
+    # each prompt (the queued one is no prompt of its own: no hook ran for it).
+    hooked = [_text(e) for e in events if isinstance(e, UserTurn) and "hook:" in _text(e)]
+    assert hooked == [
+        f"Context from the SessionStart hook:\n{STARTED}",
+        f"Context from the UserPromptSubmit hook:\n{PROMPTED}",
+    ]
+    events = [e for e in events if not (isinstance(e, UserTurn) and "hook:" in _text(e))]
+    kinds = [type(e).__name__ for e in events]
     # `@notes.txt`: a read of the file, with its text, before the agent's first turn.
     named = events[1]
     assert isinstance(named, FileRead) and named.call_id is None
