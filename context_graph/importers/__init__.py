@@ -56,6 +56,7 @@ TRACE_FORMATS: tuple[str, ...] = (
     "mini_swe_agent",
     "swe_agent",
     "gemini_cli",
+    "opencode",
 )
 
 #: Every supported input format, in detection order: the agent traces, then the wire

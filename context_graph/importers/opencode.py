@@ -1,0 +1,248 @@
+"""opencode sessions, as `opencode export <session id>` writes them.
+
+The export is one object, `{info, messages}`: `info` is the session (`id`, `directory`,
+`title`, `version`, ...) and each message is `{info, parts}`. A message's `info` has its
+`role` (`user` or `assistant`), `id` and `time.created` (Unix milliseconds); an
+assistant's also its `modelID` and `tokens`. Its `parts` carry the content:
+
+- `text` (`text`; `synthetic` when opencode wrote it, such as a file it read for an
+  `@` mention), `reasoning` (`text`, as thinking);
+- `tool`: one call and its outcome, `{tool, callID, state}`: `state.input` the
+  arguments; `state.status` `completed` (`state.output`, and `state.metadata.exit` for
+  a shell command) or `error` (`state.error`), or `pending` / `running` for a call the
+  session ended in;
+- `step-start`, `step-finish` (a model step's bounds, its tokens and finish reason),
+  `snapshot`, `patch`, `file`, `agent`, `retry` and the like: bookkeeping, or content
+  that reaches the model through another part; counted in `meta["skipped_parts"]`.
+
+An assistant message is one model step: an `AssistantTurn` with its text, reasoning and
+calls, followed by a `ToolResult` for each call that finished. A user message's own text
+is a `UserTurn`; its synthetic text a notice after it. The session database
+(`~/.local/share/opencode/opencode.db`) holds the same messages and parts; `opencode
+export` writes them out as a file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import JsonValue
+
+from context_graph.errors import IngestError, SourceLocation
+from context_graph.graph.content import ContentPart, TextPart, ThinkingPart
+from context_graph.graph.events import AgentEvent, AssistantTurn, ToolCall, ToolResult, UserTurn
+from context_graph.importers._base import (
+    ImportedSession,
+    Names,
+    RawInput,
+    expect_list,
+    expect_mapping,
+    expect_str,
+    iso_timestamp,
+    read_exit_code,
+)
+
+__all__ = ["sniff", "to_sessions"]
+
+_ROLES = Names({"user", "assistant"})
+#: Call states with an outcome; `pending` and `running` have none yet.
+_FINISHED = Names({"completed", "error"})
+
+
+def sniff(raw: RawInput) -> bool:
+    """Whether `raw` is an opencode export: `info` with an `id`, and `{info, parts}` messages."""
+    data = raw.data
+    if not isinstance(data, Mapping) or not isinstance(data.get("info"), Mapping):
+        return False
+    if not isinstance(data["info"].get("id"), str) or not isinstance(data.get("messages"), list):
+        return False
+    return all(
+        isinstance(m, Mapping) and isinstance(m.get("info"), Mapping) and "parts" in m
+        for m in data["messages"][:5]
+    )
+
+
+def to_sessions(raw: RawInput) -> list[ImportedSession]:
+    """Convert an export to one session, named by its id.
+
+    Raises:
+        IngestError: the export or one of its messages is malformed (names the message,
+            the part and the field), or a result's call id is reused.
+    """
+    data = expect_mapping(raw.data, raw.at(), "an opencode export")
+    info = expect_mapping(data.get("info"), raw.at(None, "info"), "`info`")
+    session_id = expect_str(info.get("id"), raw.at(None, "info.id"), "`info.id`")
+    messages = expect_list(data.get("messages"), raw.at(None, "messages"), "`messages`")
+    events: list[AgentEvent] = []
+    skipped: Counter[str] = Counter()
+    models: list[JsonValue] = []
+    for index, message in enumerate(messages):
+        where = raw.at(None, f"messages[{index}]")
+        model = _message(message, where, events, skipped)
+        if model is not None and model not in models:
+            models.append(model)
+    meta: dict[str, JsonValue] = {"format": "opencode", "session_id": session_id}
+    for key in ("title", "directory", "version", "slug"):
+        if isinstance(info.get(key), str):
+            meta[key] = info[key]
+    meta["models"] = models
+    if skipped:
+        counts: dict[str, JsonValue] = dict(sorted(skipped.items()))
+        meta["skipped_parts"] = counts
+    return [ImportedSession(name=session_id, events=events, meta=meta)]
+
+
+def _message(
+    value: Any, where: SourceLocation, events: list[AgentEvent], skipped: Counter[str]
+) -> str | None:
+    """Add one message's events; the model an assistant message names, if any."""
+    message = expect_mapping(value, where, "a message")
+    info = expect_mapping(message.get("info"), where.with_path("info"), "message `info`")
+    role = info.get("role")
+    if role not in _ROLES:
+        msg = f"message role must be user or assistant, got {role!r}"
+        raise IngestError(msg, where.with_path("info.role"))
+    parts = expect_list(message.get("parts"), where.with_path("parts"), "message `parts`")
+    created = info.get("time")
+    timestamp = _time(created.get("created") if isinstance(created, Mapping) else None)
+    meta: dict[str, JsonValue] = {}
+    if isinstance(info.get("id"), str):
+        meta["message_id"] = info["id"]
+    if role == "user":
+        events.extend(_user(parts, where, timestamp, meta, skipped))
+        return None
+    model = info.get("modelID")
+    model = model if isinstance(model, str) else None
+    tokens = info.get("tokens")
+    if isinstance(tokens, Mapping):
+        meta["usage"] = _usage(tokens)
+    events.extend(_assistant(parts, where, timestamp, model, meta, skipped))
+    return model
+
+
+def _user(
+    parts: Sequence[Any],
+    where: SourceLocation,
+    timestamp: str | None,
+    meta: dict[str, JsonValue],
+    skipped: Counter[str],
+) -> list[AgentEvent]:
+    said: list[ContentPart] = []
+    added: list[ContentPart] = []
+    for j, value in enumerate(parts):
+        at = where.with_path(f"parts[{j}]")
+        part = expect_mapping(value, at, "a part")
+        kind = part.get("type")
+        if kind == "text":
+            text = TextPart(text=expect_str(part.get("text"), at.with_path("text"), "`text`"))
+            (added if part.get("synthetic") is True else said).append(text)
+        else:
+            skipped[str(kind)] += 1
+    turns: list[AgentEvent] = []
+    if said or not added:
+        turns.append(UserTurn(content=tuple(said), timestamp=timestamp, meta=meta, source=where))
+    if added:
+        notice = UserTurn(
+            content=tuple(added), notice=True, timestamp=timestamp, meta=meta, source=where
+        )
+        turns.append(notice)
+    return turns
+
+
+def _assistant(
+    parts: Sequence[Any],
+    where: SourceLocation,
+    timestamp: str | None,
+    model: str | None,
+    meta: dict[str, JsonValue],
+    skipped: Counter[str],
+) -> list[AgentEvent]:
+    content: list[ContentPart] = []
+    calls: list[ToolCall] = []
+    results: list[AgentEvent] = []
+    for j, value in enumerate(parts):
+        at = where.with_path(f"parts[{j}]")
+        part = expect_mapping(value, at, "a part")
+        kind = part.get("type")
+        if kind == "text":
+            content.append(
+                TextPart(text=expect_str(part.get("text"), at.with_path("text"), "`text`"))
+            )
+        elif kind == "reasoning":
+            thought = expect_str(part.get("text"), at.with_path("text"), "`text`")
+            # Unsigned: the export keeps no provider signature to send back.
+            content.append(ThinkingPart(thinking=thought))
+        elif kind == "tool":
+            call, result = _tool(part, at)
+            calls.append(call)
+            if result is not None:
+                results.append(result)
+        else:
+            skipped[str(kind)] += 1
+    turn = AssistantTurn(
+        content=tuple(content),
+        tool_calls=tuple(calls),
+        model=model,
+        timestamp=timestamp,
+        meta=meta,
+        source=where,
+    )
+    return [turn, *results]
+
+
+def _tool(part: Mapping[str, Any], at: SourceLocation) -> tuple[ToolCall, ToolResult | None]:
+    """A `tool` part: the call, and its result when it finished."""
+    call_id = expect_str(part.get("callID"), at.with_path("callID"), "`callID`")
+    if not call_id:
+        raise IngestError("`callID` must not be empty", at.with_path("callID"))
+    name = expect_str(part.get("tool"), at.with_path("tool"), "`tool`")
+    if not name:
+        raise IngestError("`tool` must not be empty", at.with_path("tool"))
+    state = expect_mapping(part.get("state"), at.with_path("state"), "`state`")
+    arguments = state.get("input", {})
+    expect_mapping(arguments, at.with_path("state.input"), "`state.input`")
+    call = ToolCall(id=call_id, name=name, arguments=json.dumps(arguments, ensure_ascii=False))
+    status = state.get("status")
+    if status not in _FINISHED:
+        return call, None
+    failed = status == "error"
+    key = "error" if failed else "output"
+    output = expect_str(state.get(key, ""), at.with_path(f"state.{key}"), f"`state.{key}`")
+    details = state.get("metadata")
+    exit_code = read_exit_code(details.get("exit")) if isinstance(details, Mapping) else None
+    times = state.get("time")
+    ended = _time(times.get("end") if isinstance(times, Mapping) else None)
+    result = ToolResult(
+        call_id=call_id,
+        name=name,
+        content=output,
+        is_error=failed,
+        exit_code=exit_code,
+        timestamp=ended,
+        meta={"status": str(status)},
+        source=at,
+    )
+    return call, result
+
+
+def _time(milliseconds: Any) -> str | None:
+    """An ISO time for opencode's Unix milliseconds; `None` when it is not a number."""
+    if isinstance(milliseconds, bool) or not isinstance(milliseconds, int | float):
+        return None
+    return iso_timestamp(milliseconds / 1000)
+
+
+def _usage(tokens: Mapping[str, Any]) -> dict[str, JsonValue]:
+    """The provider's usage as opencode counts it: whole numbers only, the cache flattened."""
+    usage: dict[str, JsonValue] = {}
+    for key, value in tokens.items():
+        if type(value) is int and value >= 0:
+            usage[str(key)] = value
+        elif key == "cache" and isinstance(value, Mapping):
+            for sub, count in value.items():
+                if type(count) is int and count >= 0:
+                    usage[f"cache_{sub}"] = count
+    return usage

@@ -1,0 +1,218 @@
+"""opencode sessions as `opencode export` writes them (`context_graph.importers.opencode`).
+
+The shapes are those opencode 1.18.33 writes (test_opencode_real.py exports one made by
+the real CLI); the texts are ours.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from context_graph.errors import IngestError
+from context_graph.graph.content import TextPart, ThinkingPart
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.events import AssistantTurn, ToolResult, UserTurn
+from context_graph.importers import detect_format, load_sessions, opencode
+from context_graph.importers._base import RawInput, read_raw
+from context_graph.testing import WordCounter, graph_snapshot
+
+Record = dict[str, Any]
+
+
+def _user(*parts: Record, message_id: str = "msg_u") -> Record:
+    info = {"role": "user", "time": {"created": 1796613935015}, "id": message_id}
+    return {"info": info, "parts": list(parts)}
+
+
+def _assistant(*parts: Record, message_id: str = "msg_a") -> Record:
+    info = {
+        "role": "assistant",
+        "id": message_id,
+        "modelID": "test-model",
+        "time": {"created": 1796613936314, "completed": 1796613937894},
+        "tokens": {"total": 10, "input": 8, "output": 2, "cache": {"read": 4, "write": 0}},
+    }
+    return {"info": info, "parts": [{"type": "step-start"}, *parts, {"type": "step-finish"}]}
+
+
+def _text(text: str, **extra: Any) -> Record:
+    return {"type": "text", "text": text, **extra}
+
+
+def _tool(call_id: str, name: str = "bash", status: str = "completed", **state: Any) -> Record:
+    body: Record = {"status": status, "input": {"command": "echo hi"}}
+    if status == "completed":
+        body |= {"output": f"out of {call_id}", "metadata": {"exit": 0}}
+    elif status == "error":
+        body["error"] = f"failed {call_id}"
+    body |= state
+    return {"type": "tool", "tool": name, "callID": call_id, "state": body}
+
+
+def _export(*messages: Record) -> Record:
+    info = {"id": "ses_1", "title": "Notes", "directory": "/repo", "version": "1.18.33"}
+    return {"info": info, "messages": list(messages)}
+
+
+def _session(data: Any) -> Any:
+    (session,) = load_sessions(RawInput(data), format="opencode")
+    return session
+
+
+def _words(event: Any) -> str:
+    return "".join(p.text for p in event.content if isinstance(p, TextPart))
+
+
+class TestExport:
+    def test_an_export_is_detected(self, tmp_path: Path) -> None:
+        """`{info: {id}, messages: [{info, parts}]}` is an opencode export."""
+        path = tmp_path / "ses.json"
+        path.write_text(json.dumps(_export(_user(_text("hi")))), "utf-8")
+        assert detect_format(read_raw(path)) == "opencode"
+        chat = {"info": {"id": "x"}, "messages": [{"role": "user", "content": "hi"}]}
+        assert not opencode.sniff(RawInput(chat))
+        assert not opencode.sniff(RawInput([_user(_text("hi"))]))
+
+    def test_a_step_is_a_turn_and_its_finished_calls_results(self) -> None:
+        """An assistant message is one turn (its text, reasoning and calls), then a result
+        per finished call: the output, the error, the shell's exit status."""
+        session = _session(
+            _export(
+                _user(_text("Fix it.")),
+                _assistant(
+                    {"type": "reasoning", "text": "Look first."},
+                    _text("Reading."),
+                    _tool("c1", "read", status="error"),
+                    _tool("c2", metadata={"exit": 1}),
+                    _tool("c3", status="running"),
+                ),
+            )
+        )
+        user, turn, *results = session.events
+        assert isinstance(user, UserTurn) and _words(user) == "Fix it."
+        assert isinstance(turn, AssistantTurn)
+        assert turn.content == (
+            ThinkingPart(thinking="Look first."),
+            TextPart(text="Reading."),
+        )
+        assert [c.id for c in turn.tool_calls] == ["c1", "c2", "c3"]
+        assert json.loads(turn.tool_calls[1].arguments) == {"command": "echo hi"}
+        assert turn.model == "test-model"
+        assert turn.meta["usage"] == {
+            "total": 10,
+            "input": 8,
+            "output": 2,
+            "cache_read": 4,
+            "cache_write": 0,
+        }
+        assert [(r.call_id, r.is_error, r.exit_code, _words(r)) for r in results] == [
+            ("c1", True, None, "failed c1"),
+            ("c2", False, 1, "out of c2"),
+        ]
+        assert session.meta["skipped_parts"] == {"step-finish": 1, "step-start": 1}
+        assert user.timestamp is not None and user.timestamp.startswith("2026-12-")
+
+    def test_what_opencode_wrote_for_the_user_is_a_notice(self) -> None:
+        """A user message's synthetic text (a file read for an `@` mention) is a notice
+        after the user's own words."""
+        session = _session(
+            _export(_user(_text("See @a.py"), _text("a.py holds x = 1", synthetic=True)))
+        )
+        assert [(e.notice, _words(e)) for e in session.events] == [
+            (False, "See @a.py"),
+            (True, "a.py holds x = 1"),
+        ]
+
+    def test_the_session_ingests_and_renders_paired(self) -> None:
+        session = _session(
+            _export(
+                _user(_text("go")),
+                _assistant(_tool("c1"), _tool("c2"), message_id="a1"),
+                _assistant(_text("Done."), message_id="a2"),
+            )
+        )
+        graph = ContextGraph(counter=WordCounter())
+        graph.ingest(session.events)
+        assert [type(e).__name__ for e in session.events] == [
+            "UserTurn",
+            "AssistantTurn",
+            "ToolResult",
+            "ToolResult",
+            "AssistantTurn",
+        ]
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        st.lists(
+            st.lists(st.sampled_from(["completed", "error", "running", "pending"]), max_size=3),
+            min_size=1,
+            max_size=5,
+        )
+    )
+    def test_every_finished_call_is_answered_after_its_turn(self, steps: list[list[str]]) -> None:
+        """Whatever the calls' states, each finished call is answered right after its
+        turn, the others are left open, and a graph takes the session."""
+        messages = [_user(_text("go"))]
+        for n, states in enumerate(steps):
+            tools = [_tool(f"c{n}_{k}", status=s) for k, s in enumerate(states)]
+            messages.append(_assistant(*tools, message_id=f"a{n}"))
+            if any(s in ("running", "pending") for s in states):
+                break  # a session ends in the step whose calls are still running
+        session = _session(_export(*messages))
+        finished = [
+            f"c{n}_{k}"
+            for n, states in enumerate(steps[: len(messages) - 1])
+            for k, s in enumerate(states)
+            if s in ("completed", "error")
+        ]
+        assert [e.call_id for e in session.events if isinstance(e, ToolResult)] == finished
+        ContextGraph(counter=WordCounter()).ingest(session.events)
+
+    @pytest.mark.parametrize(
+        ("data", "path"),
+        [
+            ({"info": {"id": 1}, "messages": []}, "info.id"),
+            (_export() | {"messages": 3}, "messages"),
+            (_export(_user() | {"info": {"role": "system"}}), "messages[0].info.role"),
+            (_export(_user() | {"parts": 3}), "messages[0].parts"),
+            (_export(_user(_text(3))), "messages[0].parts[0].text"),  # type: ignore[arg-type]
+            (_export(_assistant(_tool(""))), "messages[0].parts[1].callID"),
+            (_export(_assistant(_tool("c1", name=""))), "messages[0].parts[1].tool"),
+            (_export(_assistant(_tool("c1", input=[1]))), "messages[0].parts[1].state.input"),
+            (_export(_assistant(_tool("c1", output=5))), "messages[0].parts[1].state.output"),
+            (
+                _export(_assistant({"type": "tool", "tool": "bash", "callID": "c"})),
+                "messages[0].parts[1].state",
+            ),
+        ],
+        ids=[
+            "id",
+            "messages",
+            "role",
+            "parts",
+            "text",
+            "call id",
+            "tool name",
+            "input",
+            "output",
+            "state",
+        ],
+    )
+    def test_a_malformed_export_names_the_field(self, data: Any, path: str) -> None:
+        """A malformed export is refused naming the message, part and field; a graph
+        given it is left as it was."""
+        with pytest.raises(IngestError) as info:
+            load_sessions(RawInput(data), format="opencode")
+        assert info.value.location.path == path
+        graph = ContextGraph(counter=WordCounter())
+        graph.add_user("earlier")
+        before = graph_snapshot(graph)
+        with pytest.raises(IngestError):
+            graph.ingest(load_sessions(RawInput(data), format="opencode")[0].events)
+        assert graph_snapshot(graph) == before

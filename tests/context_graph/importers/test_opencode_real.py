@@ -1,0 +1,103 @@
+"""A session the real opencode ran, exported with `opencode export` and imported.
+
+`opencode-ai` from the npm registry runs `opencode run` offline straight against
+`ProviderServer("openai")` (the project's `opencode.json` points a provider at it, as in
+the gateway test) with a scripted model: it reads a file that does not exist and runs a
+command in one step, runs a failing command in the next, then answers. `opencode
+export <session id>` writes the session out; the export is imported strictly and
+checked against what the model was sent. Found and skipped like Claude Code
+(`$CONTEXT_GRAPH_AGENTS`, `CONTEXT_GRAPH_REQUIRE_AGENTS`).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from benchmarks.provider_server import ProviderServer
+from context_graph.graph.content import TextPart
+from context_graph.graph.events import AssistantTurn, ToolResult, UserTurn
+from context_graph.importers import load_sessions
+from orchestrator import ContextManager
+from tests.orchestrator.gateway.scripted import agent_cli
+from tests.orchestrator.gateway.test_opencode import configure, offline, start
+
+
+def _text(event: Any) -> str:
+    return "".join(part.text for part in event.content if isinstance(part, TextPart))
+
+
+def test_an_exported_session_imports_what_the_model_was_given(tmp_path: Path) -> None:
+    opencode = agent_cli("opencode-ai/bin/opencode.exe", "opencode")
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    missing = str(project / "missing.txt")
+    answers: list[dict[str, Any]] = [
+        {
+            "text": "Reading.",
+            "calls": [
+                ["read", {"filePath": missing}],
+                ["bash", {"command": "echo two", "description": "Two"}],
+            ],
+        },
+        {"calls": [["bash", {"command": "false", "description": "Fail"}]]},
+        {"text": "All done."},
+    ]
+    asked: list[dict[str, Any]] = []
+
+    def model(body: dict[str, Any]) -> dict[str, Any]:
+        if "title generator" in str(body["messages"][0].get("content")):
+            return {"text": "Notes"}
+        asked.append(body)
+        return answers[min(len(asked), len(answers)) - 1]
+
+    with ProviderServer("openai", respond=model, factor=1.0, limit=200_000) as upstream:
+        configure(project, upstream.url)
+        agent = start(opencode, home, project, "Check the notes.")
+        out, err = agent.communicate(timeout=600)
+        assert upstream.refused == [], upstream.refused[:3]
+    assert agent.returncode == 0, err[-2000:]
+    assert "All done." in out and len(asked) == 3
+    database = home / ".local" / "share" / "opencode" / "opencode.db"
+    with sqlite3.connect(database) as db:
+        (session_id,) = db.execute("select id from session").fetchone()
+    exported = subprocess.run(
+        [str(opencode), "export", session_id],
+        cwd=project,
+        env=offline(home),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    path = tmp_path / "session.json"
+    path.write_text(exported.stdout, "utf-8")
+    (session,) = load_sessions(path, strict=True)
+    events = list(session.events)
+    assert session.meta["session_id"] == session_id and session.meta["version"] == "1.18.33"
+    told = [e for e in events if isinstance(e, UserTurn)]
+    assert len(told) == 1 and "Check the notes." in _text(told[0])
+    turns = [e for e in events if isinstance(e, AssistantTurn)]
+    assert [[c.name for c in t.tool_calls] for t in turns] == [["read", "bash"], ["bash"], []]
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert [r.call_id for r in results] == [c.id for t in turns for c in t.tool_calls]
+    # The failed read is an error; the failing command's exit status is kept.
+    assert results[0].is_error and "missing.txt" in _text(results[0])
+    assert (results[1].exit_code, results[2].exit_code) == (0, 1)
+    # Each output as the model was sent it.
+    sent = {
+        m["tool_call_id"]: m["content"] for m in asked[-1]["messages"] if m.get("role") == "tool"
+    }
+    for result in results:
+        content = sent[result.call_id]
+        text = content if isinstance(content, str) else json.dumps(content)
+        assert _text(result) in text
+    assert _text(events[-1]) == "All done."
+    manager = ContextManager("openai", 20_000)
+    manager.ingest(events)
+    assert "echo two" in json.dumps(manager.render_sync().payload)
