@@ -141,6 +141,9 @@ def read_raw(path: str | Path) -> RawInput:
     JSONL is detected by content: a file whose text is not one JSON document is read a
     record per line. Blank lines and lines starting with `//` are skipped.
 
+    A SQLite database is opencode's session store: read as one `opencode export` object
+    per session (`_opencode_db`).
+
     Raises:
         IngestError: the file is missing, not UTF-8, or not JSON / JSONL.
     """
@@ -150,6 +153,11 @@ def read_raw(path: str | Path) -> RawInput:
     except OSError as exc:
         msg = f"cannot read file: {exc.strerror or exc}"
         raise IngestError(msg, SourceLocation(str(file))) from None
+    # Imported here: the database reader builds on this module.
+    from context_graph.importers._opencode_db import SQLITE_MAGIC, read_database
+
+    if blob.startswith(SQLITE_MAGIC):
+        return read_database(file)
     try:
         text = blob.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -18,8 +18,9 @@ assistant's also its `modelID` and `tokens`. Its `parts` carry the content:
 An assistant message is one model step: an `AssistantTurn` with its text, reasoning and
 calls, followed by a `ToolResult` for each call that finished. A user message's own text
 is a `UserTurn`; its synthetic text a notice after it. The session database
-(`~/.local/share/opencode/opencode.db`) holds the same messages and parts; `opencode
-export` writes them out as a file.
+(`~/.local/share/opencode/opencode.db`) holds the same messages and parts: given it, every
+session in it is read, oldest first (`_opencode_db`), a sub-agent's with its parent's id
+in `meta["parentID"]`.
 """
 
 from __future__ import annotations
@@ -53,8 +54,17 @@ _FINISHED = Names({"completed", "error"})
 
 
 def sniff(raw: RawInput) -> bool:
-    """Whether `raw` is an opencode export: `info` with an `id`, and `{info, parts}` messages."""
-    data = raw.data
+    """Whether `raw` is an opencode export, or a list of them (never raises).
+
+    An export has `info` with an `id`, and `{info, parts}` messages; the session database
+    reads as a list of them (`_opencode_db`).
+    """
+    if isinstance(raw.data, list) and raw.lines is None:
+        return bool(raw.data) and all(_is_export(d) for d in raw.data[:5])
+    return _is_export(raw.data)
+
+
+def _is_export(data: Any) -> bool:
     if not isinstance(data, Mapping) or not isinstance(data.get("info"), Mapping):
         return False
     if not isinstance(data["info"].get("id"), str) or not isinstance(data.get("messages"), list):
@@ -66,33 +76,39 @@ def sniff(raw: RawInput) -> bool:
 
 
 def to_sessions(raw: RawInput) -> list[ImportedSession]:
-    """Convert an export to one session, named by its id.
+    """Convert an export to one session, named by its id; a database's, one per session.
 
     Raises:
         IngestError: the export or one of its messages is malformed (names the message,
-            the part and the field), or a result's call id is reused.
+            the part and the field; in a database, the session's place too).
     """
-    data = expect_mapping(raw.data, raw.at(), "an opencode export")
-    info = expect_mapping(data.get("info"), raw.at(None, "info"), "`info`")
-    session_id = expect_str(info.get("id"), raw.at(None, "info.id"), "`info.id`")
-    messages = expect_list(data.get("messages"), raw.at(None, "messages"), "`messages`")
+    if isinstance(raw.data, list) and raw.lines is None:
+        return [_session(raw, export, index) for index, export in enumerate(raw.data)]
+    return [_session(raw, raw.data, None)]
+
+
+def _session(raw: RawInput, value: Any, place: int | None) -> ImportedSession:
+    data = expect_mapping(value, raw.at(place), "an opencode export")
+    info = expect_mapping(data.get("info"), raw.at(place, "info"), "`info`")
+    session_id = expect_str(info.get("id"), raw.at(place, "info.id"), "`info.id`")
+    messages = expect_list(data.get("messages"), raw.at(place, "messages"), "`messages`")
     events: list[AgentEvent] = []
     skipped: Counter[str] = Counter()
     models: list[JsonValue] = []
     for index, message in enumerate(messages):
-        where = raw.at(None, f"messages[{index}]")
+        where = raw.at(place, f"messages[{index}]")
         model = _message(message, where, events, skipped)
         if model is not None and model not in models:
             models.append(model)
     meta: dict[str, JsonValue] = {"format": "opencode", "session_id": session_id}
-    for key in ("title", "directory", "version", "slug"):
+    for key in ("title", "directory", "version", "slug", "parentID"):
         if isinstance(info.get(key), str):
             meta[key] = info[key]
     meta["models"] = models
     if skipped:
         counts: dict[str, JsonValue] = dict(sorted(skipped.items()))
         meta["skipped_parts"] = counts
-    return [ImportedSession(name=session_id, events=events, meta=meta)]
+    return ImportedSession(name=session_id, events=events, meta=meta)
 
 
 def _message(

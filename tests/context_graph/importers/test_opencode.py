@@ -7,6 +7,7 @@ the real CLI); the texts are ours.
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -216,3 +217,82 @@ class TestExport:
         with pytest.raises(IngestError):
             graph.ingest(load_sessions(RawInput(data), format="opencode")[0].events)
         assert graph_snapshot(graph) == before
+
+
+def _database(path: Path, sessions: list[Record]) -> Path:
+    """An opencode database holding `sessions` (exports), with opencode's own columns."""
+    with sqlite3.connect(path) as db:
+        db.execute("pragma journal_mode=wal")
+        db.execute(
+            "create table session (id text primary key, project_id text, parent_id text,"
+            " slug text, directory text, title text, version text, time_created integer)"
+        )
+        db.execute(
+            "create table message (id text primary key, session_id text, time_created integer,"
+            " time_updated integer, data text)"
+        )
+        db.execute(
+            "create table part (id text primary key, message_id text, session_id text,"
+            " time_created integer, time_updated integer, data text)"
+        )
+        for n, export in enumerate(sessions):
+            info = export["info"]
+            db.execute(
+                "insert into session values (?, 'global', ?, 'slug', ?, ?, ?, ?)",
+                (info["id"], info.get("parentID"), info["directory"], info["title"], "1.18.33", n),
+            )
+            for k, message in enumerate(export["messages"]):
+                body = {key: v for key, v in message["info"].items() if key != "id"}
+                db.execute(
+                    "insert into message values (?, ?, ?, ?, ?)",
+                    (message["info"]["id"], info["id"], k, k, json.dumps(body)),
+                )
+                for j, part in enumerate(message["parts"]):
+                    db.execute(
+                        "insert into part values (?, ?, ?, ?, ?, ?)",
+                        (
+                            f"prt_{n}_{k:03}_{j:03}",
+                            message["info"]["id"],
+                            info["id"],
+                            j,
+                            j,
+                            json.dumps(part),
+                        ),
+                    )
+    return path
+
+
+class TestDatabase:
+    def test_every_session_reads_as_its_export(self, tmp_path: Path) -> None:
+        """The database gives each session, oldest first, with the events its export gives."""
+        first = _export(
+            _user(_text("go"), message_id="m1"), _assistant(_tool("c1"), message_id="m2")
+        )
+        second = _export(_user(_text("again"), message_id="m3"))
+        second["info"] |= {"id": "ses_2", "parentID": "ses_1"}
+        path = _database(tmp_path / "opencode.db", [first, second])
+        assert detect_format(read_raw(path)) == "opencode"
+        sessions = load_sessions(path)
+        assert [s.name for s in sessions] == ["ses_1", "ses_2"]
+        assert sessions[1].meta["parentID"] == "ses_1"
+        alone = _session(first)
+        assert [e.model_dump(exclude={"source"}) for e in sessions[0].events] == [
+            e.model_dump(exclude={"source"}) for e in alone.events
+        ]
+
+    def test_another_database_is_refused(self, tmp_path: Path) -> None:
+        """A SQLite file without opencode's tables is refused, saying which are missing."""
+        path = tmp_path / "other.db"
+        with sqlite3.connect(path) as db:
+            db.execute("create table session (id text)")
+        with pytest.raises(IngestError, match="not opencode's: no `message`, `part` table"):
+            read_raw(path)
+
+    def test_a_row_that_is_not_json_names_its_row(self, tmp_path: Path) -> None:
+        """A message row whose data is not a JSON object is refused naming the row."""
+        path = _database(tmp_path / "opencode.db", [_export(_user(_text("go"), message_id="m1"))])
+        with sqlite3.connect(path) as db:
+            db.execute("update message set data = '[1]' where id = 'm1'")
+        with pytest.raises(IngestError) as info:
+            load_sessions(path)
+        assert info.value.location.path == "message[m1].data"

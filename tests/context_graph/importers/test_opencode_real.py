@@ -5,7 +5,8 @@
 the gateway test) with a scripted model: it reads a file that does not exist and runs a
 command in one step, runs a failing command in the next, then answers. `opencode
 export <session id>` writes the session out; the export is imported strictly and
-checked against what the model was sent. Found and skipped like Claude Code
+checked against what the model was sent, and so is the database opencode keeps it in.
+Found and skipped like Claude Code
 (`$CONTEXT_GRAPH_AGENTS`, `CONTEXT_GRAPH_REQUIRE_AGENTS`).
 """
 
@@ -101,3 +102,8 @@ def test_an_exported_session_imports_what_the_model_was_given(tmp_path: Path) ->
     manager = ContextManager("openai", 20_000)
     manager.ingest(events)
     assert "echo two" in json.dumps(manager.render_sync().payload)
+    # The database opencode keeps (write-ahead log and all) reads as the export does.
+    (stored,) = load_sessions(database, strict=True)
+    assert [e.model_dump(exclude={"source"}) for e in stored.events] == [
+        e.model_dump(exclude={"source"}) for e in events
+    ]

@@ -1,0 +1,88 @@
+"""opencode's session database (`~/.local/share/opencode/opencode.db`), read as exports.
+
+opencode 1.x keeps its sessions in SQLite: a `session` row per session, a `message` row
+per message (its `data` the message's info as JSON, without its id) and a `part` row
+per part (likewise). `read_database` reads every session as the object `opencode export`
+writes for it, `{info, messages: [{info, parts}]}`, so the one importer
+(`importers.opencode`) reads both. The database is opened read-only, write-ahead log
+included (what opencode wrote last is often only there).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from context_graph.errors import IngestError, SourceLocation
+from context_graph.importers._base import RawInput
+
+__all__ = ["SQLITE_MAGIC", "read_database"]
+
+#: How every SQLite database file begins.
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_TABLES = frozenset({"session", "message", "part"})
+
+
+def read_database(file: Path) -> RawInput:
+    """Every session in opencode's database, oldest first, as `opencode export` objects.
+
+    Raises:
+        IngestError: the file is a SQLite database without opencode's tables, cannot be
+            read, or a row's `data` is not a JSON object (naming the table and row).
+    """
+    where = SourceLocation(str(file))
+    try:
+        with sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True) as db:
+            names = {row[0] for row in db.execute("select name from sqlite_master")}
+            missing = _TABLES - names
+            if missing:
+                msg = (
+                    "a SQLite database, but not opencode's: no "
+                    + ", ".join(f"`{name}`" for name in sorted(missing))
+                    + " table"
+                )
+                raise IngestError(msg, where)
+            sessions = db.execute(
+                "select id, title, directory, version, slug, parent_id from session"
+                " order by time_created, id"
+            ).fetchall()
+            exports = [_export(db, row, where) for row in sessions]
+    except sqlite3.Error as exc:
+        raise IngestError(f"cannot read the SQLite database: {exc}", where) from None
+    return RawInput(exports, file)
+
+
+def _export(db: sqlite3.Connection, session: tuple[Any, ...], where: SourceLocation) -> Any:
+    session_id, title, directory, version, slug, parent = session
+    info = {"id": session_id, "title": title, "directory": directory, "version": version}
+    info |= {"slug": slug} | ({"parentID": parent} if parent else {})
+    messages = []
+    rows = db.execute(
+        "select id, data from message where session_id = ? order by time_created, id",
+        (session_id,),
+    ).fetchall()
+    for message_id, data in rows:
+        message = _json(data, where.with_path(f"message[{message_id}].data"))
+        message |= {"id": message_id, "sessionID": session_id}
+        parts = []
+        for part_id, part_data in db.execute(
+            "select id, data from part where message_id = ? order by id", (message_id,)
+        ):
+            part = _json(part_data, where.with_path(f"part[{part_id}].data"))
+            parts.append(part | {"id": part_id, "messageID": message_id})
+        messages.append({"info": message, "parts": parts})
+    return {"info": info, "messages": messages}
+
+
+def _json(text: Any, where: SourceLocation) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        raise IngestError("a row's `data` must be JSON", where) from None
+    if not isinstance(value, dict):
+        raise IngestError(
+            f"a row's `data` must be a JSON object, got {type(value).__name__}", where
+        )
+    return value
