@@ -23,16 +23,25 @@ from typing import Any
 
 from benchmarks.provider_server import ProviderServer
 from context_graph.graph.content import TextPart
-from context_graph.graph.events import AssistantTurn, FileRead, Note, ToolResult, UserTurn
+from context_graph.graph.events import (
+    AssistantTurn,
+    Compaction,
+    FileRead,
+    Note,
+    ToolResult,
+    UserTurn,
+)
 from context_graph.importers import load_sessions
 from orchestrator import ContextManager
 from tests.orchestrator.gateway.scripted import agent_cli
+from tests.orchestrator.gateway.test_claude_code import start
 
 QUEUED = "Also: the budget cap is now $900."
 NOTES = "alpha line one\nbeta budget cap is $500\n"
 RULE = "Sub rule: never touch sub/.\n"
 STARTED = "The repo uses tabs."
 PROMPTED = "Deploy freeze until Friday."
+SUMMARY = "The user asked to count; two steps are done."
 
 
 class _Model:
@@ -174,3 +183,50 @@ def test_the_real_session_file_imports_what_the_model_was_given(tmp_path: Path) 
     body = manager.render_sync().payload
     assert RULE.strip() in json.dumps(body["system"])
     assert QUEUED in json.dumps(body["messages"])
+
+
+def test_a_session_compacted_with_its_own_command_imports_the_summary(tmp_path: Path) -> None:
+    """Claude Code's own `/compact` on a resumed session, then one more prompt: the session
+    file holds its compaction, which imports as a `Compaction` with the summary the model
+    wrote, and the command's lines as notices."""
+    claude = agent_cli("@anthropic-ai/claude-code/cli-wrapper.cjs", "Claude Code")
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    steps = iter([["Bash", {"command": "echo 0"}], ["Bash", {"command": "echo 1"}]])
+
+    def model(body: dict[str, Any]) -> dict[str, Any]:
+        if body.get("output_config", {}).get("format"):  # the session title
+            return {"text": json.dumps({"title": "Counting"})}
+        if "TEXT ONLY" in json.dumps(body["messages"][-1]):  # the compaction's request
+            return {"text": f"<summary>{SUMMARY}</summary>"}
+        step = next(steps, None)
+        return {"text": "Done."} if step is None else {"text": "Next.", "calls": [step]}
+
+    with ProviderServer("anthropic", respond=model, factor=1.0, limit=200_000) as upstream:
+        for prompt, *flags in (
+            ("Count.",),
+            ("/compact", "--resume"),
+            ("Go on.", "--resume"),
+        ):
+            resume = []
+            if flags:
+                (session_file,) = (home / ".claude" / "projects").rglob("*.jsonl")
+                resume = [*flags, session_file.stem]
+            run = start(claude, upstream.url, home, project, prompt, *resume)
+            _, err = run.communicate(timeout=300)
+            assert run.returncode == 0, err[-2000:]
+        assert upstream.refused == [], upstream.refused[:3]
+    (session,) = load_sessions(session_file, strict=True)
+    events = list(session.events)
+    (compaction,) = [e for e in events if isinstance(e, Compaction)]
+    assert SUMMARY in _text(compaction)
+    after = events[events.index(compaction) + 1 :]
+    told = [e for e in after if isinstance(e, UserTurn)]
+    assert [_text(e) for e in told if not e.notice] == ["Go on."]
+    assert any("/compact" in _text(e) for e in told if e.notice)
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert [_text(r) for r in results] == ["0", "1"]
+    manager = ContextManager("anthropic", 20_000)
+    manager.ingest(events)
+    assert SUMMARY in json.dumps(manager.render_sync().payload)
