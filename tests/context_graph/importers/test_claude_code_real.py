@@ -28,6 +28,7 @@ from context_graph.graph.events import (
     Compaction,
     FileRead,
     Note,
+    SubagentResult,
     ToolResult,
     UserTurn,
 )
@@ -129,7 +130,7 @@ def _record(tmp_path: Path) -> tuple[Path, Path, _Model]:
     return project, session, model
 
 
-def _text(event: UserTurn | Note) -> str:
+def _text(event: Any) -> str:
     return "".join(part.text for part in event.content if isinstance(part, TextPart))
 
 
@@ -230,3 +231,43 @@ def test_a_session_compacted_with_its_own_command_imports_the_summary(tmp_path: 
     manager = ContextManager("anthropic", 20_000)
     manager.ingest(events)
     assert SUMMARY in json.dumps(manager.render_sync().payload)
+
+
+def test_a_sub_agents_run_imports_linked_to_its_transcript(tmp_path: Path) -> None:
+    """The model hands a task to a sub-agent (`Agent`), which runs a command: the main
+    session's result is a sub-agent result naming the transcript Claude Code wrote under
+    `<session>/subagents/`, which imports as a session of its own."""
+    claude = agent_cli("@anthropic-ai/claude-code/cli-wrapper.cjs", "Claude Code")
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    task = "Find the answer with echo."
+    said = {"main": 0, "helper": 0}
+
+    def model(body: dict[str, Any]) -> dict[str, Any]:
+        if body.get("output_config", {}).get("format"):  # the session title
+            return {"text": json.dumps({"title": "Helping"})}
+        who = "helper" if task in json.dumps(body["messages"][0]) else "main"
+        said[who] += 1
+        if who == "helper":
+            if said[who] == 1:
+                return {"text": "Looking.", "calls": [["Bash", {"command": "echo 42"}]]}
+            return {"text": "The answer is 42."}
+        if said[who] == 1:
+            ask = {"description": "find", "prompt": task, "subagent_type": "general-purpose"}
+            return {"text": "Delegating.", "calls": [["Agent", ask]]}
+        return {"text": "All done."}
+
+    with ProviderServer("anthropic", respond=model, factor=1.0, limit=200_000) as upstream:
+        run = start(claude, upstream.url, home, project, "Ask a helper.", "--allowedTools", "Agent")
+        _, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err[-2000:]
+        assert upstream.refused == [], upstream.refused[:3]
+    (path,) = [p for p in home.rglob("*.jsonl") if p.parent.name != "subagents"]
+    main, helper = load_sessions(path, strict=True)
+    (handed,) = [e for e in main.events if isinstance(e, SubagentResult)]
+    assert "The answer is 42." in _text(handed)
+    assert handed.transcript == f"{path.stem}/subagents/agent-{handed.agent_id}.jsonl"
+    assert helper.meta["parent_session"] == main.name
+    assert [_text(e) for e in helper.events if isinstance(e, UserTurn)] == [task]
+    assert [_text(e) for e in helper.events if isinstance(e, ToolResult)] == ["42"]
