@@ -1,7 +1,8 @@
 """The rollout file the real Codex CLI writes, imported.
 
-`@openai/codex` from the npm registry runs `codex exec` straight against
-`ProviderServer("responses")` (a strict fake of the Responses API, no gateway between)
+`@openai/codex` from the npm registry runs `codex exec` (as the gateway test runs it,
+`run_codex`) straight against `ProviderServer("responses")` (a strict fake of the
+Responses API, no gateway between)
 with a scripted model, in a project with an `AGENTS.md`: it runs `cat notes.txt`, then a
 command that fails, then answers. The rollout Codex writes under `$CODEX_HOME/sessions`
 is imported strictly and checked against what the model was sent. Found and skipped
@@ -10,8 +11,6 @@ like Claude Code (`$CONTEXT_GRAPH_AGENTS`, `CONTEXT_GRAPH_REQUIRE_AGENTS`).
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from context_graph.graph.events import AssistantTurn, SystemPrompt, ToolResult, 
 from context_graph.importers import load_sessions
 from orchestrator import ContextManager
 from tests.orchestrator.gateway.scripted import agent_cli
+from tests.orchestrator.gateway.test_codex import run_codex
 
 NOTES = "alpha\nbudget cap is $500\n"
 RULE = "Always run tests with -q."
@@ -31,7 +31,7 @@ def _text(event: Any) -> str:
 
 
 def test_the_real_rollout_imports_what_the_model_was_given(tmp_path: Path) -> None:
-    codex = agent_cli("@openai/codex/bin/codex.js", "Codex CLI")
+    agent_cli("@openai/codex/bin/codex.js", "Codex CLI")  # skip before anything starts
     home, project = tmp_path / "home", tmp_path / "project"
     home.mkdir()
     project.mkdir()
@@ -49,35 +49,7 @@ def test_the_real_rollout_imports_what_the_model_was_given(tmp_path: Path) -> No
         return answers[min(len(asked), len(answers)) - 1]
 
     with ProviderServer("responses", respond=model, factor=1.0, limit=200_000) as upstream:
-        (home / "config.toml").write_text(
-            'model = "gpt-5.5"\n'
-            'model_provider = "fake"\n'
-            "[model_providers.fake]\n"
-            'name = "fake"\n'
-            f'base_url = "{upstream.url}/v1"\n'
-            'env_key = "CONTEXT_GRAPH_TEST_KEY"\n'
-            'wire_api = "responses"\n'
-            "request_max_retries = 0\n"
-            "stream_max_retries = 0\n"
-        )
-        env = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(home),
-            "CODEX_HOME": str(home),
-            "CONTEXT_GRAPH_TEST_KEY": "sk-test",
-        }
-        command = ["node", str(codex), "exec", "--skip-git-repo-check"]
-        command += ["--dangerously-bypass-approvals-and-sandbox", "Read notes.txt."]
-        run = subprocess.run(
-            command,
-            cwd=project,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
+        run = run_codex(home, project, upstream.url)
         # The fake refuses what the real API would (every body against the SDK's types).
         assert upstream.refused == [], upstream.refused[:3]
     assert run.returncode == 0, run.stderr[-2000:]
@@ -90,7 +62,7 @@ def test_the_real_rollout_imports_what_the_model_was_given(tmp_path: Path) -> No
     # task is the user's only request.
     assert isinstance(events[0], SystemPrompt)
     told = [e for e in events if isinstance(e, UserTurn)]
-    assert [_text(e) for e in told if not e.notice] == ["Read notes.txt."]
+    assert [_text(e) for e in told if not e.notice] == ["Count with seq."]
     assert any(e.notice and RULE in _text(e) for e in told)
     # Both commands, each answered by its output as the model was sent it.
     calls = [c for e in events if isinstance(e, AssistantTurn) for c in e.tool_calls]
