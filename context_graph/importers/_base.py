@@ -145,7 +145,8 @@ def read_raw(path: str | Path) -> RawInput:
     per session (`_opencode_db`).
 
     Raises:
-        IngestError: the file is missing, not UTF-8, or not JSON / JSONL.
+        IngestError: the file is missing, not UTF-8, or not JSON / JSONL; or a SQLite
+            database that is not opencode's or cannot be read.
     """
     file = Path(path)
     try:

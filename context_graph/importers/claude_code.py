@@ -8,9 +8,9 @@ the `isCompactSummary` user line after it becomes a `Compaction` event (origin
 turn durations, API retries, and types added by later versions) is not sent to the
 model and is skipped; the counts are kept in the session's `meta["skipped_records"]`.
 Of the `attachment` records, what the harness gave the model beside the conversation,
-the files and folders the user named with `@`, the folders' `CLAUDE.md` and the
-messages the user typed while the agent worked become events
-(`_claude_code_attachments`); the rest are counted as `attachment:<kind>`.
+the files and folders the user named with `@`, the folders' `CLAUDE.md`, the messages
+the user typed while the agent worked and what the user's hooks added to the context
+become events (`_claude_code_attachments`); the rest are counted as `attachment:<kind>`.
 
 Claude Code writes an assistant message one content block per line, all lines sharing
 `message.id`, and runs tools while the message streams, so results for its first calls

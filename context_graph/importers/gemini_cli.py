@@ -9,6 +9,7 @@ in its place (the CLI writes a model turn as it starts, then again with its call
 `$rewindTo` line takes back the message it names and every later one (all of them when
 it names none recorded). Other lines are counted in `meta["skipped_records"]`. Errors
 then name the line a message was last written on.
+
 Each message has `id`, `timestamp`, `type` and `content`; a `gemini` message also has
 `model`, `thoughts` (`[{subject, description, timestamp}]`), `tokens` (the provider's
 usage: `input`, `output`, `cached`, `thoughts`, `tool`, `total`) and `toolCalls`
@@ -164,8 +165,10 @@ def _fold(raw: RawInput) -> _Folded:
             _put(messages, line, index, "", raw)
         elif _is_header(line):
             fields.update({k: v for k, v in line.items() if k != "messages"})
-            for k, message in enumerate(line.get("messages") or ()):
-                _put(messages, message, index, f"messages[{k}]", raw)
+            if "messages" in line:
+                listed = expect_list(line["messages"], raw.at(index, "messages"), "`messages`")
+                for k, message in enumerate(listed):
+                    _put(messages, message, index, f"messages[{k}]", raw)
         else:
             skipped[",".join(sorted(str(key) for key in line)) or "{}"] += 1
     data = {**fields, "messages": [message for message, _, _ in messages.values()]}
