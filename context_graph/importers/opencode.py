@@ -156,7 +156,7 @@ def _user(
             text = TextPart(text=expect_str(part.get("text"), at.with_path("text"), "`text`"))
             (added if part.get("synthetic") is True else said).append(text)
         else:
-            skipped[str(kind)] += 1
+            skipped[kind if isinstance(kind, str) else "?"] += 1
     turns: list[AgentEvent] = []
     if said or not added:
         turns.append(UserTurn(content=tuple(said), timestamp=timestamp, meta=meta, source=where))
@@ -197,7 +197,7 @@ def _assistant(
             if result is not None:
                 results.append(result)
         else:
-            skipped[str(kind)] += 1
+            skipped[kind if isinstance(kind, str) else "?"] += 1
     turn = AssistantTurn(
         content=tuple(content),
         tool_calls=tuple(calls),
