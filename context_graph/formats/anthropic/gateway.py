@@ -19,6 +19,10 @@ comparable from call to call and readable by the importer:
   (`claude-opus-4-8`) too: the engine has no node for a system message held in its
   place (its importer refuses one; a system node is rendered into the top-level
   `system`), so kept it would move to the head and change the cached prefix.
+  One such message is the user's, not the harness's: what the user typed while the
+  agent worked, which Claude Code 2.1 hands over as a system message that opens with
+  `QUEUED_MESSAGE`. It becomes a plain user message (a request, not a notice: the
+  brief keeps the user's words, and the render floor anchors on the latest request).
 
 A reply is not read: the agent sends it back in its next request, where it is taken in
 with the rest. Only its usage is read (`answer_usage`, `sse_usage`), to calibrate the
@@ -37,6 +41,7 @@ from context_graph.tokens.usage import Usage, read_usage
 
 __all__ = [
     "GATEWAY",
+    "QUEUED_MESSAGE",
     "answer_usage",
     "count_request",
     "counted_tokens",
@@ -50,6 +55,9 @@ _MESSAGES = "/v1/messages"
 _COUNT_TOKENS = "/v1/messages/count_tokens"
 
 _REMINDER = "<system-reminder>\n{}\n</system-reminder>"
+#: How Claude Code 2.1 opens the system message that hands the model what the user
+#: typed while it worked (its session file records the same as a `queued_command`).
+QUEUED_MESSAGE = "The user sent a new message while you were working:"
 
 
 def readable_request(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -74,8 +82,18 @@ def _readable_message(message: Any) -> Any:
             return message
         content = [_unmarked(block) for block in content]
     if message.get("role") == "system":
+        if _queued(content):
+            return {"role": "user", "content": content}
         return {"role": "user", "content": _as_reminder(content)}
     return message if content is message.get("content") else {**message, "content": content}
+
+
+def _queued(content: Any) -> bool:
+    """Whether a system message's content is a message the user typed while the agent worked."""
+    if isinstance(content, list):
+        first = content[0] if content else None
+        content = first.get("text") if isinstance(first, Mapping) else None
+    return isinstance(content, str) and content.startswith(QUEUED_MESSAGE)
 
 
 def _marked(block: Any) -> bool:

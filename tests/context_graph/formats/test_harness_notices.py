@@ -246,6 +246,26 @@ class TestAnthropicRead:
         (session,) = anthropic.to_sessions(RawInput(readable))
         assert [notice for notice, _ in _users(list(session.events))] == [False, True]
 
+    @pytest.mark.parametrize("blocks", [False, True])
+    def test_what_the_user_typed_meanwhile_is_a_request(self, blocks: bool) -> None:
+        """The system message Claude Code hands a queued user message over in is the
+        user's request, its text as sent; another system message stays a notice."""
+        queued = f"{anthropic_gateway.QUEUED_MESSAGE}\nThe cap is now $900.\n\nAddress it."
+        body = {
+            "model": "claude-opus-4-8",
+            "system": "sys",
+            "messages": [
+                {"role": "user", "content": "Count to three."},
+                {"role": "system", "content": [_text(queued)] if blocks else queued},
+                {"role": "system", "content": "Available agent types for the Agent tool."},
+            ],
+        }
+        readable = anthropic_gateway.readable_request(body)
+        (session,) = anthropic.to_sessions(RawInput(readable))
+        users = _users(list(session.events))
+        assert [notice for notice, _ in users] == [False, False, True]
+        assert users[1][1] == queued
+
 
 class TestChatRead:
     def test_a_system_message_the_gateway_made_a_reminder_is_a_notice(self) -> None:

@@ -19,6 +19,7 @@ import itertools
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 
 from benchmarks.provider_server import ProviderServer
 from context_graph.entities import critical_entities
+from context_graph.formats.anthropic.gateway import QUEUED_MESSAGE
 from context_graph.graph.anchors import SUMMARY_HEADER
 from context_graph.graph.nodes import UserNode
 from context_graph.testing import without_cache_marks
@@ -88,8 +90,16 @@ def start(
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
     command = ["node", str(claude), "-p", prompt, "--allowedTools", "Bash", *flags]
+    if prompt == "":  # the prompts come on standard input (`--input-format stream-json`)
+        command.remove(prompt)
     return subprocess.Popen(
-        command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        cwd=project,
+        env=env,
+        stdin=subprocess.PIPE if prompt == "" else None,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -217,6 +227,57 @@ def test_two_sessions_at_once_in_one_project_stay_apart(tmp_path: Path) -> None:
     assert upstream.refused == []
     assert len(held) == 2
     assert all(max(counts) == 12 for counts in held.values()), held
+
+
+def test_a_message_typed_while_the_agent_works_is_the_users_request(tmp_path: Path) -> None:
+    """The user sends a second message while the first turn runs (stream JSON input):
+    Claude Code hands it over in a system message after the next tool result, and the
+    gateway keeps it as the user's request, not as a reminder of the harness's."""
+    claude = _claude_code()
+    queued = "Also: the budget cap is now $900."
+    homes: list[Path] = []
+
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        if body.get("output_config", {}).get("format"):  # the session title
+            return {"text": json.dumps({"title": "Counting"})}
+        if not any(m.get("role") == "assistant" for m in body["messages"]):
+            # The first call waits until the CLI has queued the second message.
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not any(
+                queued in p.read_text("utf-8") for p in homes[0].rglob("*.jsonl")
+            ):
+                time.sleep(0.05)
+            return {"text": "Step 1.", "calls": [["Bash", {"command": "echo 1"}]]}
+        return {"text": "All done."}
+
+    with served(tmp_path, script) as run:
+        homes.append(run.home)
+        agent = start(claude, run.url, run.home, run.project, "", *_STREAM)
+        lines = "".join(
+            json.dumps({"type": "user", "message": {"role": "user", "content": text}}) + "\n"
+            for text in ("Count with seq.", queued)
+        )
+        _, err = agent.communicate(input=lines, timeout=300)
+        users = [
+            (n.notice, n.text)
+            for threads in run.gateway.table.sessions.values()
+            for t in threads
+            for n in t.manager.raw
+            if isinstance(n, UserNode)
+        ]
+        sent = [r for r in run.upstream.requests if _task_call(r)]
+    assert agent.returncode == 0, err[-2000:]
+    assert run.upstream.refused == []
+    requests = [text for notice, text in users if not notice]
+    assert requests[0] == "Count with seq."
+    assert any(text.startswith(QUEUED_MESSAGE) and queued in text for text in requests[1:])
+    # Sent on as the user's message, in the place Claude Code gave it.
+    last = sent[-1]["messages"]
+    (handed,) = [m for m in last if queued in json.dumps(m)]
+    assert handed["role"] == "user" and "<system-reminder>" not in json.dumps(handed)
+
+
+_STREAM = ("--input-format", "stream-json", "--output-format", "stream-json", "--verbose")
 
 
 def assert_cache_safe(requests: list[dict[str, Any]], applied: int) -> None:
