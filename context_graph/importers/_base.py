@@ -43,6 +43,7 @@ from context_graph.graph.content import (
 )
 from context_graph.graph.events import AgentEvent
 from context_graph.graph.nodes import ExitCode
+from context_graph.importers._opencode_db import SQLITE_MAGIC, read_exports
 from context_graph.importers._strays import Stray, StrayKeeper
 
 __all__ = [
@@ -154,11 +155,8 @@ def read_raw(path: str | Path) -> RawInput:
     except OSError as exc:
         msg = f"cannot read file: {exc.strerror or exc}"
         raise IngestError(msg, SourceLocation(str(file))) from None
-    # Imported here: the database reader builds on this module.
-    from context_graph.importers._opencode_db import SQLITE_MAGIC, read_database
-
     if blob.startswith(SQLITE_MAGIC):
-        return read_database(file)
+        return RawInput(read_exports(file), file)
     try:
         text = blob.decode("utf-8")
     except UnicodeDecodeError as exc:

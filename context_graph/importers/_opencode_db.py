@@ -2,7 +2,7 @@
 
 opencode 1.x keeps its sessions in SQLite: a `session` row per session, a `message` row
 per message (its `data` the message's info as JSON, without its id) and a `part` row
-per part (likewise). `read_database` reads every session as the object `opencode export`
+per part (likewise). `read_exports` reads every session as the object `opencode export`
 writes for it, `{info, messages: [{info, parts}]}`, so the one importer
 (`importers.opencode`) reads both. The database is opened read-only, write-ahead log
 included (what opencode wrote last is often only there).
@@ -16,16 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from context_graph.errors import IngestError, SourceLocation
-from context_graph.importers._base import RawInput
 
-__all__ = ["SQLITE_MAGIC", "read_database"]
+__all__ = ["SQLITE_MAGIC", "read_exports"]
 
 #: How every SQLite database file begins.
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _TABLES = frozenset({"session", "message", "part"})
 
 
-def read_database(file: Path) -> RawInput:
+def read_exports(file: Path) -> list[Any]:
     """Every session in opencode's database, oldest first, as `opencode export` objects.
 
     Raises:
@@ -51,7 +50,7 @@ def read_database(file: Path) -> RawInput:
             exports = [_export(db, row, where) for row in sessions]
     except sqlite3.Error as exc:
         raise IngestError(f"cannot read the SQLite database: {exc}", where) from None
-    return RawInput(exports, file)
+    return exports
 
 
 def _export(db: sqlite3.Connection, session: tuple[Any, ...], where: SourceLocation) -> Any:
