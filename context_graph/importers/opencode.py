@@ -11,6 +11,8 @@ assistant's also its `modelID` and `tokens`. Its `parts` carry the content:
   arguments; `state.status` `completed` (`state.output`, and `state.metadata.exit` for
   a shell command) or `error` (`state.error`), or `pending` / `running` for a call the
   session ended in;
+- `compaction`: opencode's own compaction, with the summary message after it (see
+  `_with_compactions`): a `Compaction`;
 - `step-start`, `step-finish` (a model step's bounds, its tokens and finish reason),
   `snapshot`, `patch`, `file`, `agent`, `retry` and the like: bookkeeping, or content
   that reaches the model through another part; counted in `meta["skipped_parts"]`.
@@ -34,7 +36,14 @@ from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.graph.content import ContentPart, TextPart, ThinkingPart
-from context_graph.graph.events import AgentEvent, AssistantTurn, ToolCall, ToolResult, UserTurn
+from context_graph.graph.events import (
+    AgentEvent,
+    AssistantTurn,
+    Compaction,
+    ToolCall,
+    ToolResult,
+    UserTurn,
+)
 from context_graph.importers._base import (
     ImportedSession,
     Names,
@@ -92,14 +101,17 @@ def _session(raw: RawInput, value: Any, place: int | None) -> ImportedSession:
     info = expect_mapping(data.get("info"), raw.at(place, "info"), "`info`")
     session_id = expect_str(info.get("id"), raw.at(place, "info.id"), "`info.id`")
     messages = expect_list(data.get("messages"), raw.at(place, "messages"), "`messages`")
-    events: list[AgentEvent] = []
+    per_message: list[list[AgentEvent]] = []
     skipped: Counter[str] = Counter()
     models: list[JsonValue] = []
     for index, message in enumerate(messages):
         where = raw.at(place, f"messages[{index}]")
-        model = _message(message, where, events, skipped)
+        found: list[AgentEvent] = []
+        model = _message(message, where, found, skipped)
+        per_message.append(found)
         if model is not None and model not in models:
             models.append(model)
+    events = _with_compactions(messages, per_message, raw, place)
     meta: dict[str, JsonValue] = {"format": "opencode", "session_id": session_id}
     for key in ("title", "directory", "version", "slug", "parentID"):
         if isinstance(info.get(key), str):
@@ -109,6 +121,76 @@ def _session(raw: RawInput, value: Any, place: int | None) -> ImportedSession:
         counts: dict[str, JsonValue] = dict(sorted(skipped.items()))
         meta["skipped_parts"] = counts
     return ImportedSession(name=session_id, events=events, meta=meta)
+
+
+def _with_compactions(
+    messages: Sequence[Any], per_message: list[list[AgentEvent]], raw: RawInput, place: int | None
+) -> list[AgentEvent]:
+    """The messages' events in order, opencode's own compactions made `Compaction`s.
+
+    opencode compacts with a user message holding a `compaction` part, answered by an
+    assistant message marked `summary` whose text is the summary; from then on the model
+    is sent the summary, then the messages from the part's `tail_start_id` on, verbatim.
+    So the pair becomes one `Compaction` (origin `opencode`), placed before that tail
+    message: it stands for everything before it, as the model saw. Without a tail the
+    summary stands where the pair was.
+    """
+    inserts: dict[int, list[AgentEvent]] = {}
+    ids = [_message_id(m) for m in messages]
+    for index in range(len(messages) - 1):
+        tail = _compaction_tail(messages[index])
+        summary = messages[index + 1]
+        if tail is None or not _is_summary(summary):
+            continue
+        where = raw.at(place, f"messages[{index + 1}]")
+        event = Compaction(
+            content=_summary_text(summary),
+            origin="opencode",
+            timestamp=next((e.timestamp for e in per_message[index + 1]), None),
+            meta={"tail_start_id": tail or None, "message_id": ids[index + 1]},
+            source=where,
+        )
+        per_message[index] = per_message[index + 1] = []
+        at = ids.index(tail) if tail and tail in ids[:index] else index
+        inserts.setdefault(at, []).append(event)
+    events: list[AgentEvent] = []
+    for index, found in enumerate(per_message):
+        events.extend(inserts.get(index, ()))
+        events.extend(found)
+    return events
+
+
+def _message_id(message: Any) -> str | None:
+    info = message.get("info") if isinstance(message, Mapping) else None
+    found = info.get("id") if isinstance(info, Mapping) else None
+    return found if isinstance(found, str) else None
+
+
+def _compaction_tail(message: Any) -> str | None:
+    """A compaction request's `tail_start_id` ("" when it names none); `None`: no request."""
+    for part in message.get("parts") or ():
+        if isinstance(part, Mapping) and part.get("type") == "compaction":
+            tail = part.get("tail_start_id")
+            return tail if isinstance(tail, str) else ""
+    return None
+
+
+def _is_summary(message: Any) -> bool:
+    info = message.get("info") if isinstance(message, Mapping) else None
+    return (
+        isinstance(info, Mapping)
+        and info.get("role") == "assistant"
+        and info.get("summary") is True
+    )
+
+
+def _summary_text(message: Mapping[str, Any]) -> str:
+    texts = [
+        p["text"]
+        for p in message.get("parts") or ()
+        if isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str)
+    ]
+    return "\n".join(texts)
 
 
 def _message(
@@ -155,10 +237,10 @@ def _user(
         if kind == "text":
             text = TextPart(text=expect_str(part.get("text"), at.with_path("text"), "`text`"))
             (added if part.get("synthetic") is True else said).append(text)
-        else:
+        elif kind != "compaction":  # a compaction request is read with its summary
             skipped[kind if isinstance(kind, str) else "?"] += 1
     turns: list[AgentEvent] = []
-    if said or not added:
+    if said:
         turns.append(UserTurn(content=tuple(said), timestamp=timestamp, meta=meta, source=where))
     if added:
         notice = UserTurn(

@@ -296,3 +296,65 @@ class TestDatabase:
         with pytest.raises(IngestError) as info:
             load_sessions(path)
         assert info.value.location.path == "message[m1].data"
+
+
+class TestCompaction:
+    def _pair(self, tail: str | None, summary: str, n: int) -> list[Record]:
+        part: Record = {"type": "compaction", "auto": True, "overflow": False}
+        if tail is not None:
+            part["tail_start_id"] = tail
+        request = _user(part, message_id=f"mc{n}")
+        answer = _assistant(_text(summary), message_id=f"ms{n}")
+        answer["info"] |= {"summary": True, "mode": "compaction", "agent": "compaction"}
+        return [request, answer]
+
+    def test_the_summary_stands_before_the_tail_the_model_kept(self) -> None:
+        """opencode's compaction request and summary are one Compaction, placed before the
+        message its `tail_start_id` names: the model is sent the summary, then that tail."""
+        session = _session(
+            _export(
+                _user(_text("go"), message_id="m1"),
+                _assistant(_tool("c1"), message_id="m2"),
+                _assistant(_tool("c2"), message_id="m3"),
+                *self._pair("m3", "Ran c1; c2 next.", 1),
+                _assistant(_text("Done."), message_id="m4"),
+            )
+        )
+        kinds = [type(e).__name__ for e in session.events]
+        assert kinds == [
+            "UserTurn",
+            "AssistantTurn",
+            "ToolResult",
+            "Compaction",
+            "AssistantTurn",
+            "ToolResult",
+            "AssistantTurn",
+        ]
+        compaction = session.events[3]
+        assert compaction.origin == "opencode" and _words(compaction) == "Ran c1; c2 next."
+        assert compaction.meta == {"tail_start_id": "m3", "message_id": "ms1"}
+        assert (
+            "skipped_parts" not in session.meta or "compaction" not in session.meta["skipped_parts"]
+        )
+        graph = ContextGraph(counter=WordCounter())
+        graph.ingest(session.events)
+
+    @pytest.mark.parametrize("tail", [None, "", "m9"])
+    def test_without_a_known_tail_the_summary_stands_in_place(self, tail: str | None) -> None:
+        """No tail, or one not among the earlier messages: the summary stands for all before."""
+        session = _session(
+            _export(
+                _user(_text("go"), message_id="m1"),
+                _assistant(_tool("c1"), message_id="m2"),
+                *self._pair(tail, "All so far.", 1),
+                _assistant(_text("Done."), message_id="m4"),
+            )
+        )
+        kinds = [type(e).__name__ for e in session.events]
+        assert kinds == ["UserTurn", "AssistantTurn", "ToolResult", "Compaction", "AssistantTurn"]
+
+    def test_a_request_without_its_summary_is_no_compaction(self) -> None:
+        """A compaction request the session ended before the summary of adds nothing."""
+        request, _ = self._pair("m1", "unused", 1)
+        session = _session(_export(_user(_text("go"), message_id="m1"), request))
+        assert [type(e).__name__ for e in session.events] == ["UserTurn"]

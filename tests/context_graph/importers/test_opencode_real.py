@@ -20,11 +20,15 @@ from typing import Any
 
 from benchmarks.provider_server import ProviderServer
 from context_graph.graph.content import TextPart
-from context_graph.graph.events import AssistantTurn, ToolResult, UserTurn
+from context_graph.graph.context_graph import ContextGraph
+from context_graph.graph.events import AssistantTurn, Compaction, ToolResult, UserTurn
 from context_graph.importers import load_sessions
+from context_graph.testing import WordCounter
 from orchestrator import ContextManager
 from tests.orchestrator.gateway.scripted import agent_cli
 from tests.orchestrator.gateway.test_opencode import configure, offline, start
+from tests.orchestrator.gateway.test_opencode_compacts_itself import Compacting
+from tests.orchestrator.gateway.test_opencode_compacts_itself import configure as configure_window
 
 
 def _text(event: Any) -> str:
@@ -107,3 +111,28 @@ def test_an_exported_session_imports_what_the_model_was_given(tmp_path: Path) ->
     assert [e.model_dump(exclude={"source"}) for e in stored.events] == [
         e.model_dump(exclude={"source"}) for e in events
     ]
+
+
+def test_opencodes_own_compactions_import_as_compactions(tmp_path: Path) -> None:
+    """opencode compacting itself (a model window of 20,000 tokens, as in the gateway's
+    test of it): each of its compactions imports as a `Compaction` holding the summary
+    the model wrote, and the session ingests."""
+    opencode = agent_cli("opencode-ai/bin/opencode.exe", "opencode")
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    script = Compacting()
+    with ProviderServer("openai", respond=script, factor=1.0, limit=200_000) as upstream:
+        configure_window(project, upstream.url, 20_000)
+        agent = start(opencode, home, project, "Count with seq.")
+        _, err = agent.communicate(timeout=900)
+        assert upstream.refused == [], upstream.refused[:3]
+    assert agent.returncode == 0, err[-2000:]
+    assert script.summaries > 0
+    database = home / ".local" / "share" / "opencode" / "opencode.db"
+    (session,) = load_sessions(database, strict=True)
+    compactions = [e for e in session.events if isinstance(e, Compaction)]
+    assert len(compactions) == script.summaries
+    assert all(_text(c).startswith("Ran seq up to step") for c in compactions)
+    assert all(c.origin == "opencode" for c in compactions)
+    ContextGraph(counter=WordCounter()).ingest(session.events)
