@@ -19,6 +19,9 @@ become events:
 - `hook_additional_context`, and `hook_success` of a `SessionStart` or
   `UserPromptSubmit` hook: what the user's hooks add to the context (the only hook
   output the model is given); a notice with it.
+- what the harness tells the model about the session's state (a file the user edited,
+  the lines selected in the IDE, the plan, the todo list, diagnostics, the mode): a
+  notice with it (`_claude_code_reminders`).
 
 Every other kind is counted in the session's `meta["skipped_records"]` as
 `attachment:<kind>`. The shapes are those Claude Code 2.1.197 writes
@@ -36,6 +39,7 @@ from context_graph.errors import IngestError, SourceLocation
 from context_graph.graph.events import AgentEvent, FileRead, Note, UserTurn
 from context_graph.importers._base import expect_mapping, expect_str
 from context_graph.importers._claude_code_records import optional_str, read_line_range
+from context_graph.importers._claude_code_reminders import REMINDER_KINDS, reminder_text
 
 __all__ = ["attachment_events", "attachment_kind"]
 
@@ -78,6 +82,11 @@ def attachment_events(record: Mapping[str, Any], where: SourceLocation) -> list[
     ):
         hooked = _hook(attachment, at, timestamp, meta)
         return None if hooked is None else [hooked]
+    if kind in REMINDER_KINDS:
+        told = reminder_text(kind, attachment, at)
+        if told is None:
+            return None
+        return [UserTurn(content=told, notice=True, timestamp=timestamp, meta=meta, source=at)]
     return None
 
 

@@ -20,6 +20,7 @@ from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import FileRead, Note, ToolResult, UserTurn
 from context_graph.graph.nodes import FileNode
 from context_graph.importers import load_sessions
+from context_graph.render import Renderer
 from context_graph.testing import WordCounter, graph_snapshot
 from tests.context_graph.importers.test_claude_code import (
     _SESSION,
@@ -250,7 +251,10 @@ class TestAttachments:
 
     @settings(max_examples=60, deadline=None)
     @given(
-        st.lists(st.sampled_from(["file", "memory", "queued", "folder", "listing"]), max_size=6),
+        st.lists(
+            st.sampled_from(["file", "memory", "queued", "folder", "listing", "edited", "todo"]),
+            max_size=6,
+        ),
         st.lists(st.integers(min_value=0, max_value=6), max_size=6),
     )
     def test_attachments_anywhere_keep_the_session_valid(
@@ -264,6 +268,12 @@ class TestAttachments:
             "queued": lambda: _queued("more"),
             "folder": lambda: {"type": "directory", "path": "/repo", "content": "n.txt"},
             "listing": lambda: {"type": "skill_listing", "content": "- s"},
+            "edited": lambda: {
+                "type": "edited_text_file",
+                "filename": "/repo/n.txt",
+                "snippet": "1\tm",
+            },
+            "todo": lambda: {"type": "todo_reminder", "content": [], "itemCount": 0},
         }
         records: list[Record] = [
             _user("u1", "go"),
@@ -334,6 +344,267 @@ class TestAttachments:
         with pytest.raises(IngestError):
             graph.ingest(load_sessions(file, format="claude_code")[0].events)
         assert graph_snapshot(graph) == before
+
+
+_SNIPPET = "2\tbeta budget cap is $800"
+
+#: One attachment of each kind read as a notice (the fields Claude Code 2.1.197 builds its
+#: message from), with a piece of the notice it must become.
+_REMINDERS: list[tuple[Record, str]] = [
+    (
+        {"type": "edited_text_file", "filename": "/repo/notes.txt", "snippet": _SNIPPET},
+        "/repo/notes.txt was changed outside the agent (by the user or a tool such as a "
+        "linter) since it was read; the change is intended and stays.\nThe changed lines:\n"
+        + _SNIPPET,
+    ),
+    (
+        {"type": "edited_text_file", "filename": "/repo/notes.txt", "snippet": ""},
+        "the change is intended and stays.",
+    ),
+    (
+        {
+            "type": "selected_lines_in_ide",
+            "ideName": "VS Code",
+            "lineStart": 3,
+            "lineEnd": 4,
+            "filename": "/repo/a.py",
+            "content": "x = 1\ny = 2",
+        },
+        "The user selected lines 3-4 of /repo/a.py in the IDE:\nx = 1\ny = 2",
+    ),
+    (
+        {"type": "selected_lines_in_diff", "lineCount": 1, "content": "+ x = 2"},
+        "the diff view:\n+ x = 2",
+    ),
+    ({"type": "opened_file_in_ide", "filename": "/repo/b.py"}, "The user opened /repo/b.py"),
+    (
+        {
+            "type": "plan_file_reference",
+            "planFilePath": "/home/u/.claude/plans/p.md",
+            "planContent": "1. Fix the parser",
+        },
+        "The plan, from /home/u/.claude/plans/p.md:\n1. Fix the parser",
+    ),
+    (
+        {
+            "type": "todo_reminder",
+            "content": [
+                {"content": "Write the test", "status": "completed", "activeForm": "Writing"},
+                {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing"},
+            ],
+            "itemCount": 2,
+        },
+        "The todo list:\n1. [completed] Write the test\n2. [in_progress] Fix the bug",
+    ),
+    (
+        {"type": "task_reminder", "content": [{"id": "7", "status": "pending", "subject": "Ship"}]},
+        "The task list:\n#7 [pending] Ship",
+    ),
+    (
+        {
+            "type": "relevant_memories",
+            "memories": [{"path": "/m/db.md", "content": "Use port 5433.", "mtimeMs": 1}],
+        },
+        "Memory file /m/db.md:\nUse port 5433.",
+    ),
+    (
+        {
+            "type": "diagnostics",
+            "files": [
+                {
+                    "uri": "file:///repo/a.py",
+                    "diagnostics": [
+                        {
+                            "message": "Undefined name 'y'",
+                            "severity": "Error",
+                            "range": {
+                                "start": {"line": 4, "character": 0},
+                                "end": {"line": 4, "character": 1},
+                            },
+                            "code": "F821",
+                            "source": "ruff",
+                        }
+                    ],
+                }
+            ],
+            "isNew": True,
+        },
+        "file:///repo/a.py:\n  Error at line 5, column 1: Undefined name 'y' [F821] (ruff)",
+    ),
+    (
+        {
+            "type": "mcp_resource",
+            "server": "docs",
+            "uri": "docs://api",
+            "name": "api",
+            "content": {"contents": [{"uri": "docs://api", "text": "GET /v2/items"}]},
+        },
+        "The resource docs://api of the MCP server docs:\nGET /v2/items",
+    ),
+    (
+        {
+            "type": "invoked_skills",
+            "skills": [{"name": "deploy", "path": "/s/deploy.md", "content": "Tag first."}],
+        },
+        "Skill deploy:\nTag first.",
+    ),
+    ({"type": "critical_system_reminder", "content": "Never push."}, "Never push."),
+    ({"type": "date_change", "newDate": "2026-12-08"}, "The date is now 2026-12-08."),
+    ({"type": "agent_mention", "agentType": "Explore"}, "the Explore agent"),
+    ({"type": "compact_file_reference", "filename": "/repo/big.py"}, "/repo/big.py was read"),
+    (
+        {"type": "pdf_reference", "filename": "/d/spec.pdf", "pageCount": 90, "fileSize": 1},
+        "/d/spec.pdf is a PDF",
+    ),
+    (
+        {"type": "plan_mode", "reminderType": "full", "planFilePath": "/p.md", "planExists": False},
+        "Plan mode is on: read only, no edits or commands that change anything except the "
+        "plan file /p.md.",
+    ),
+    ({"type": "plan_mode_exit", "planFilePath": "/p.md", "planExists": True}, "Plan mode is off"),
+    (
+        {
+            "type": "task_status",
+            "taskId": "b1",
+            "taskType": "local_bash",
+            "description": "npm test",
+            "status": "completed",
+            "deltaSummary": "3 failed",
+        },
+        "Background task b1 (npm test): completed. 3 failed",
+    ),
+    (
+        {
+            "type": "hook_blocking_error",
+            "hookName": "PreToolUse:Bash",
+            "blockingError": {"command": "./guard.sh", "blockingError": "no rm -rf"},
+        },
+        "The PreToolUse:Bash hook blocked (command ./guard.sh): no rm -rf",
+    ),
+    (
+        {"type": "hook_stopped_continuation", "hookName": "Stop", "message": "tests failing"},
+        "The Stop hook stopped the agent: tests failing",
+    ),
+]
+
+
+class TestReminders:
+    @pytest.mark.parametrize(
+        ("attachment", "told"),
+        _REMINDERS,
+        ids=[f"{number}-{record['type']}" for number, (record, _) in enumerate(_REMINDERS)],
+    )
+    def test_what_the_harness_told_the_model_is_a_notice(
+        self, tmp_path: Path, attachment: Record, told: str
+    ) -> None:
+        """A file the user edited, the IDE's selection, the plan, the todo list, the
+        diagnostics, the mode...: what the model was told about the session's state is a
+        notice holding it, after the user's turn, marked with its kind."""
+        session = _load(_write(tmp_path, [_user("u1", "go"), _attached("x1", attachment)]))
+        turn = session.events[1]
+        assert isinstance(turn, UserTurn) and turn.notice
+        assert told in turn.content[0].text
+        assert turn.meta["attachment"] == attachment["type"]
+        assert "skipped_records" not in session.meta or not any(
+            key.startswith("attachment:") for key in session.meta["skipped_records"]
+        )
+
+    def test_an_edit_on_disk_reaches_the_request(self, tmp_path: Path) -> None:
+        """The value a user's edit put in a file the agent read reaches the model."""
+        edited = {"type": "edited_text_file", "filename": "/repo/notes.txt", "snippet": _SNIPPET}
+        session = _load(
+            _write(
+                tmp_path,
+                [
+                    _user("u1", "go"),
+                    _assistant("a1", "msg_1", _use("t1", "Read", file_path="/repo/notes.txt")),
+                    _user("u2", [_result("t1", "1\talpha\n2\tbeta budget cap is $500")]),
+                    _assistant("a2", "msg_2", _text("Read it.")),
+                    _user("u3", "and now?"),
+                    _attached("x1", edited),
+                ],
+            )
+        )
+        graph = ContextGraph(counter=WordCounter())
+        graph.ingest(session.events)
+        rendered = str(Renderer(format="anthropic").render(graph).payload)
+        assert "$800" in rendered and "$500" in rendered
+
+    def test_nothing_to_tell_is_counted(self, tmp_path: Path) -> None:
+        """An empty todo list, no memories, no diagnostics: no notice; the session counts
+        each as a record it did not read."""
+        empty = [
+            {"type": "todo_reminder", "content": [], "itemCount": 0},
+            {"type": "relevant_memories", "memories": []},
+            {"type": "diagnostics", "files": [{"uri": "file:///a", "diagnostics": []}]},
+        ]
+        records = [_user("u1", "go")]
+        records += [_attached(f"x{n}", attachment) for n, attachment in enumerate(empty)]
+        session = _load(_write(tmp_path, records))
+        assert [e.type for e in session.events] == ["user"]
+        assert session.meta["skipped_records"] == {
+            "attachment:diagnostics": 1,
+            "attachment:relevant_memories": 1,
+            "attachment:todo_reminder": 1,
+        }
+
+    @pytest.mark.parametrize(
+        ("attachment", "path"),
+        [
+            ({"type": "edited_text_file", "filename": "/a"}, "attachment.snippet"),
+            (
+                {"type": "selected_lines_in_ide", "filename": "/a", "lineStart": "3"},
+                "attachment.lineStart",
+            ),
+            ({"type": "todo_reminder", "content": "x"}, "attachment.content"),
+            ({"type": "todo_reminder", "content": [3]}, "attachment.content[0]"),
+            (
+                {"type": "todo_reminder", "content": [{"content": "a", "status": None}]},
+                "attachment.content[0].status",
+            ),
+            (
+                {
+                    "type": "diagnostics",
+                    "files": [{"uri": "u", "diagnostics": [{"message": "m", "range": {}}]}],
+                },
+                "attachment.files[0].diagnostics[0].range.start",
+            ),
+            (
+                {
+                    "type": "mcp_resource",
+                    "server": "s",
+                    "uri": "u",
+                    "content": {"contents": [{"text": 5}]},
+                },
+                "attachment.content.contents[0].text",
+            ),
+            (
+                {"type": "hook_blocking_error", "hookName": "H", "blockingError": "x"},
+                "attachment.blockingError",
+            ),
+            ({"type": "date_change", "newDate": 20261208}, "attachment.newDate"),
+        ],
+        ids=[
+            "snippet missing",
+            "line not a number",
+            "todo list not a list",
+            "todo entry not an object",
+            "todo status not text",
+            "diagnostic range without start",
+            "resource text not text",
+            "hook error not an object",
+            "date not text",
+        ],
+    )
+    def test_a_malformed_reminder_names_its_line_and_field(
+        self, tmp_path: Path, attachment: Record, path: str
+    ) -> None:
+        """A reminder that lacks what its notice is made of is refused, naming the line
+        and the field."""
+        file = _write(tmp_path, [_user("u1", "hi"), _attached("x1", attachment)])
+        with pytest.raises(IngestError) as info:
+            load_sessions(file, format="claude_code")
+        assert (info.value.location.line, info.value.location.path) == (2, path)
 
 
 class TestUnchangedRead:
