@@ -144,7 +144,7 @@ def _with_compactions(
             continue
         where = raw.at(place, f"messages[{index + 1}]")
         event = Compaction(
-            content=_summary_text(summary),
+            content=_summary_text(per_message[index + 1]),
             origin="opencode",
             timestamp=next((e.timestamp for e in per_message[index + 1]), None),
             meta={"tail_start_id": tail or None, "message_id": ids[index + 1]},
@@ -184,13 +184,15 @@ def _is_summary(message: Any) -> bool:
     )
 
 
-def _summary_text(message: Mapping[str, Any]) -> str:
-    texts = [
-        p["text"]
-        for p in message.get("parts") or ()
-        if isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str)
-    ]
-    return "\n".join(texts)
+def _summary_text(events: Sequence[AgentEvent]) -> str:
+    """The text of the summary message, from the turn its parts were read into (checked)."""
+    return "\n".join(
+        part.text
+        for event in events
+        if isinstance(event, AssistantTurn)
+        for part in event.content
+        if isinstance(part, TextPart)
+    )
 
 
 def _message(
