@@ -9,11 +9,14 @@ bent, and the next render starts from the full view again:
 1. `media`: images and documents become a one-line notice;
 2. `outputs`: every tool output (and every harness notice, which is tool output sent in
    the user's role) is cut to its head (`OUTPUT_CHARS`) with a notice;
-3. `pinned`: the text of everything the fitter never drops (the system prompt, pinned
+3. `inputs`: every tool call's arguments longer than `OUTPUT_CHARS` (a file the agent
+   wrote, a patch) are cut to their heads with a notice, each argument on its own, so
+   the call stays a JSON object with its path and flags;
+4. `pinned`: the text of everything the fitter never drops (the system prompt, pinned
    nodes, the first and latest requests, the latest turn with the assistant's steps and
-   their outputs) keeps its head, cut shorter and shorter (never below
-   `MIN_HEAD_CHARS`) until the request fits;
-4. `steps`: the latest turn's earlier steps (an assistant message with its calls and
+   their outputs, and the arguments of its calls) keeps its head, cut shorter and
+   shorter (never below `MIN_HEAD_CHARS`) until the request fits;
+5. `steps`: the latest turn's earlier steps (an assistant message with its calls and
    their results, whole) are left out, the newest step kept, and the turn says how many
    went; the heads as long as the budget then allows.
 
@@ -24,16 +27,19 @@ step do not fit, the original `BudgetExceededError` stands.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+
+from pydantic import JsonValue
 
 from context_graph.errors import BudgetExceededError
 from context_graph.graph.anchors import floor_anchors
 from context_graph.graph.content import ContentPart, DocumentPart, ImagePart, TextPart
-from context_graph.graph.nodes import Node, UserNode
+from context_graph.graph.nodes import Node, ToolCallNode, UserNode
 from context_graph.graph.units import Unit
 from context_graph.render import RenderResult
-from context_graph.render.turns import RenderSource
+from context_graph.render.turns import RenderSource, is_custom_call
 
 __all__ = ["MIN_HEAD_CHARS", "OUTPUT_CHARS", "Overflow", "degrade"]
 
@@ -166,12 +172,54 @@ def _with_text(node: Node, text: str) -> Node:
 
 
 def _head(node: Node, chars: int) -> Node | None:
-    """`node` with its text cut to `chars` and a notice; `None` when it is that short."""
+    """`node` with its text cut to `chars` and a notice; `None` when it is that short.
+
+    A tool call has no text: its arguments are what is cut (`_call_head`).
+    """
+    if isinstance(node, ToolCallNode):
+        return _call_head(node, chars)
     text = node.text
     if len(text) <= chars:
         return None
+    return _with_text(node, _cut(text, chars))
+
+
+def _cut(text: str, chars: int) -> str:
     kept = text[:chars].rstrip()
-    return _with_text(node, kept + _CUT_NOTICE.format(cut=len(text) - len(kept)))
+    return kept + _CUT_NOTICE.format(cut=len(text) - len(kept))
+
+
+def _size(node: Node) -> int:
+    """What the `pinned` step cuts of `node`, in characters: its text, or a call's arguments."""
+    return len(node.arguments) if isinstance(node, ToolCallNode) else len(node.text)
+
+
+def _call_head(node: ToolCallNode, chars: int) -> ToolCallNode | None:
+    """`node` with each argument longer than `chars` cut to its head and a notice.
+
+    The arguments stay what they were: a JSON object whose short values (a path, a
+    flag) are as sent, or a custom call's raw text. A value that is not text (a nested
+    list of edits) becomes the head of its JSON text. The call keeps its signature: a
+    Gemini call of the latest turn sent without one is refused, and the overflow cuts
+    the latest turn's calls. `None` when nothing is that long.
+    """
+    parsed = node.parsed_arguments
+    if is_custom_call(node) or not isinstance(parsed, dict):
+        if len(node.arguments) <= chars:
+            return None
+        text = _cut(node.arguments, chars)
+        arguments = text if is_custom_call(node) else json.dumps({"arguments": text})
+    else:
+        cut: dict[str, JsonValue] = {}
+        for key, value in parsed.items():
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            cut[key] = _cut(text, chars) if len(text) > chars else value
+        if cut == parsed:
+            return None
+        arguments = json.dumps(cut, ensure_ascii=False)
+    copy = node.model_copy(update={"arguments": arguments})
+    copy.__dict__.pop("parsed_arguments", None)
+    return copy
 
 
 def _nodes(view: RenderSource) -> list[Node]:
@@ -250,6 +298,13 @@ def degrade(
             if _is_output(n) and (c := _head(copies.get(n.id, n), OUTPUT_CHARS)) is not None
         }
         found = tried("outputs", outputs)
+    if found is None:
+        inputs = {
+            n.id: c
+            for n in nodes
+            if isinstance(n, ToolCallNode) and (c := _call_head(n, OUTPUT_CHARS)) is not None
+        }
+        found = tried("inputs", inputs)
     if found is None:
         floor = _floor(view)
         outputs_cut = dict(copies)
@@ -355,7 +410,7 @@ def _longest_heads(
     shortest = cut(MIN_HEAD_CHARS)
     if shortest is None:
         return None
-    longest = max((len(n.text) for n in base.values()), default=MIN_HEAD_CHARS)
+    longest = max((_size(n) for n in base.values()), default=MIN_HEAD_CHARS)
     levels = _head_levels(longest)
     best, low, high = shortest, 0, len(levels)  # levels[low] fits; the whole did not
     while high - low > 1:

@@ -206,17 +206,79 @@ class TestOverflow:
         assert kinds[0] == "thinking" and kinds.index("text") < kinds.index("tool_use")
         assert "over its token budget" in _text(assistant)
 
+    @pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini", "responses"])
+    def test_a_file_written_in_the_latest_step_is_cut_in_its_call(self, provider: str) -> None:
+        """The latest step writes a file larger than the budget (a 25,000-character spec
+        written with `Write`, as in a Claude Code session): the call's content is cut to
+        its head with a notice, its path kept, the arguments still an object, and the
+        request is sent. Before, only texts were cut: a call's arguments have none, so
+        the call was refused however the rest was cut."""
+        manager = ContextManager(format=provider, budget=1_500, policy=Policy())
+        manager.add_user("Write the specification to SPEC.md.")
+        spec = "".join(f"## Section {n}\nThe command must do {n} things.\n" for n in range(700))
+        manager.add_assistant(
+            "Writing it.",
+            tool_calls=[
+                {
+                    "id": "w1",
+                    "name": "Write",
+                    "arguments": {"file_path": "/repo/SPEC.md", "content": spec},
+                }
+            ],
+        )
+        manager.add_tool_result("w1", "File created successfully at: /repo/SPEC.md")
+        with Recorder(manager.bus) as recorder:
+            result = manager.render_sync()
+        assert result.tokens <= 1_500
+        assert validate(result.payload, provider) == []
+        body = _text(result.payload)
+        assert "/repo/SPEC.md" in body and "## Section 0" in body
+        assert "## Section 699" not in body and "over its token budget" in body
+        assert "File created successfully" in body
+        (event,) = [e for e in recorder.events if e.name == "overflow_fallback"]
+        assert "inputs" in event.payload["steps"]
+        # The record keeps the whole call: with room, it is sent whole.
+        assert "The command must do 699 things." in _text(
+            manager.render_sync(budget=100_000).payload
+        )
+
+    def test_a_custom_calls_raw_input_is_cut_as_text(self) -> None:
+        """A Responses custom call (`apply_patch`) takes raw text: its head is sent as
+        text, not wrapped in an object."""
+        manager = ContextManager(format="responses", budget=900, policy=Policy())
+        manager.add_user("Apply the patch.")
+        patch = "*** Begin Patch\n" + "".join(f"+line {n}\n" for n in range(2_000))
+        manager.add_assistant(
+            "Patching.",
+            tool_calls=[
+                {
+                    "id": "p1",
+                    "name": "apply_patch",
+                    "arguments": patch,
+                    "meta": {"responses_type": "custom_tool_call"},
+                }
+            ],
+        )
+        manager.add_tool_result("p1", "Done.", meta={"responses_type": "custom_tool_call_output"})
+        result = manager.render_sync()
+        assert result.tokens <= 900
+        assert validate(result.payload, "responses") == []
+        (call,) = [i for i in result.payload["input"] if i.get("type") == "custom_tool_call"]
+        assert call["input"].startswith("*** Begin Patch\n+line 0")
+        assert "over its token budget" in call["input"] and "+line 1999" not in call["input"]
+
 
 @settings(max_examples=40, deadline=None)
 @given(
     system=st.integers(min_value=0, max_value=3_000),
     user=st.integers(min_value=1, max_value=3_000),
     outputs=st.lists(st.integers(min_value=0, max_value=6_000), max_size=4),
+    written=st.lists(st.integers(min_value=0, max_value=8_000), max_size=4),
     budget=st.integers(min_value=150, max_value=2_500),
     provider=st.sampled_from(["openai", "anthropic"]),
 )
 def test_a_degraded_request_fits_or_the_call_is_refused(
-    system: int, user: int, outputs: list[int], budget: int, provider: str
+    system: int, user: int, outputs: list[int], written: list[int], budget: int, provider: str
 ) -> None:
     """Any sizes and any number of tool steps in the latest turn: the request is valid
     and under its budget, or refused; never over it, and never refused where the
@@ -227,16 +289,20 @@ def test_a_degraded_request_fits_or_the_call_is_refused(
         manager.add_system("s " * system)
     manager.add_user("u " * user)
     for step, output in enumerate(outputs):
+        # A step may also write a file: its content is the call's argument.
+        size = written[step] if step < len(written) else 0
+        arguments = {"p": "a", "content": "w " * size} if size else {"p": "a"}
         manager.add_assistant(
             "Reading. " * (1 + output // 20),
-            tool_calls=[{"id": f"c{step}", "name": "read", "arguments": {"p": "a"}}],
+            tool_calls=[{"id": f"c{step}", "name": "read", "arguments": arguments}],
         )
         manager.add_tool_result(f"c{step}", "o " * output)
     try:
         result = manager.render_sync()
     except BudgetExceededError:
-        # Four texts cut to MIN_HEAD_CHARS (about a token per two characters here), each
-        # with its notice, and the request's own overhead: well under 700 tokens.
+        # Four texts and an argument cut to MIN_HEAD_CHARS (about a token per two
+        # characters here), each with its notice, and the request's own overhead: well
+        # under 700 tokens.
         assert budget < 700, f"refused at {budget} with heads of {MIN_HEAD_CHARS} characters"
         return
     assert result.tokens <= budget
