@@ -1,4 +1,7 @@
-"""OpenHands LLM call logs: the request's `messages` plus the model's `response`.
+"""OpenHands runs: LLM call logs, and event streams (`_openhands_events`).
+
+A call log is the request's `messages` plus the model's `response`; an event stream is
+a trajectory download or an evaluation's `history`.
 
 One log file holds one LLM call; the last call of a run holds the whole history. The
 messages are OpenAI-style with content parts that carry `cache_control` (a prompt-caching
@@ -36,17 +39,25 @@ from context_graph.importers._base import (
     iso_timestamp,
     with_fields,
 )
+from context_graph.importers._openhands_events import (
+    AUTO_REPLY,
+    history_sessions,
+    looks_like_history,
+)
 
 __all__ = ["sniff", "to_sessions"]
 
 _RESPONSE_PATH = "response.choices[0].message"
-# How OpenHands' automatic reply to a turn without a tool call begins.
-_AUTO_REPLY = "Please continue working on the task on whatever approach you think is suitable."
 
 
 def sniff(raw: RawInput) -> bool:
-    """Whether `raw` is an LLM call log: `messages` and a `response` with `choices`."""
+    """Whether `raw` is an LLM call log or an OpenHands event stream.
+
+    A call log has `messages` and a `response` with `choices`.
+    """
     data = raw.data
+    if looks_like_history(data):
+        return True
     if not isinstance(data, Mapping) or not isinstance(data.get("messages"), list):
         return False
     response = data.get("response")
@@ -59,6 +70,8 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
     Raises:
         IngestError: the log or a message is malformed (names the message and field).
     """
+    if looks_like_history(raw.data):
+        return history_sessions(raw)
     log = expect_mapping(raw.data, raw.at(), "an OpenHands LLM call log")
     messages = expect_list(log.get("messages"), raw.at(None, "messages"), "`messages`")
     response = expect_mapping(log.get("response"), raw.at(None, "response"), "`response`")
@@ -85,7 +98,7 @@ def _as_notice(event: AgentEvent) -> AgentEvent:
     if not isinstance(event, UserTurn) or not event.content:
         return event
     first = getattr(event.content[0], "text", None)
-    if isinstance(first, str) and first.startswith(_AUTO_REPLY):
+    if isinstance(first, str) and first.startswith(AUTO_REPLY):
         return with_fields(event, notice=True)
     return event
 
