@@ -11,17 +11,26 @@ it is not content and only its timestamp, model and response id are read. The ru
 with a `role: "exit"` message holding the submission: it is not a turn and is skipped,
 so a run that stopped right after a call leaves that call unanswered. Reasoner runs keep
 `reasoning_content` as thinking.
+
+mini-swe-agent 2 run with a Responses API model (its `litellm_response` models) records
+the Responses shape instead: each model turn is the whole response object (`object:
+"response"`, its `output` items: reasoning, messages, `function_call`s), each command's
+output a `function_call_output` item, a format error a `message` item; the system prompt
+and the task stay chat messages. Such a run is read as the items the model was sent
+(the response objects flattened into their output, as mini-swe-agent does before each
+call), with the same return codes.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import JsonValue
 
 from context_graph.formats.openai_chat.read import ConversionState, message_to_events
+from context_graph.formats.openai_responses.read import ItemReader
 from context_graph.graph.events import AgentEvent, AssistantTurn, ToolResult, UserTurn
 from context_graph.importers._base import (
     ImportedSession,
@@ -59,6 +68,8 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
     """
     root = expect_mapping(raw.data, raw.at(), "a mini-swe-agent trajectory")
     messages = expect_list(root.get("messages"), raw.at(None, "messages"), "`messages`")
+    if any(_is_responses_item(m) for m in messages):
+        return [_responses_session(root, messages, raw)]
     state = ConversionState()
     events: list[AgentEvent] = []
     meta: dict[str, JsonValue] = {"format": "mini_swe_agent"}
@@ -73,6 +84,50 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
         events.extend(_decorate(e, details) for e in message_to_events(message, where, state))
     meta.update(_run_meta(root))
     return [ImportedSession(name=_name(root, raw), events=events, meta=meta)]
+
+
+def _is_responses_item(message: Any) -> bool:
+    """A response object or an item of the Responses API (mini-swe-agent 2's `litellm_response`)."""
+    return isinstance(message, Mapping) and (
+        message.get("object") == "response" or isinstance(message.get("type"), str)
+    )
+
+
+def _responses_session(
+    root: Mapping[str, Any], messages: Sequence[Any], raw: RawInput
+) -> ImportedSession:
+    """A run recorded in the Responses shape, read as the items its model was sent."""
+    reader = ItemReader()
+    meta: dict[str, JsonValue] = {"format": "mini_swe_agent"}
+    for index, item in enumerate(messages):
+        where = raw.at(index, f"messages[{index}]")
+        message = expect_mapping(item, where, "message")
+        if message.get("role") == "exit":
+            meta.update(_exit_meta(message))
+            continue
+        extra = message.get("extra")
+        timestamp = iso_timestamp(extra.get("timestamp")) if isinstance(extra, Mapping) else None
+        if message.get("object") != "response":
+            reader.read(_without_extra(message), where, timestamp)
+            continue
+        if isinstance(message.get("model"), str):
+            reader.model = message["model"]
+        output = expect_list(message.get("output"), where.with_path("output"), "`output`")
+        for number, found in enumerate(output):
+            at = where.with_path(f"output[{number}]")
+            reader.read(_without_extra(expect_mapping(found, at, "an output item")), at, timestamp)
+        reader.flush()  # one response, one assistant turn
+    events = [
+        _decorate(event, {}) if isinstance(event, ToolResult) else event
+        for event in reader.finish()
+    ]
+    meta.update(_run_meta(root))
+    return ImportedSession(name=_name(root, raw), events=events, meta=meta)
+
+
+def _without_extra(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The message as the model was sent it: mini-swe-agent's `extra` is its own."""
+    return {key: value for key, value in message.items() if key != "extra"}
 
 
 def _decorate(event: AgentEvent, extra: Mapping[str, Any]) -> AgentEvent:

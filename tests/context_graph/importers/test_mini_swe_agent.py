@@ -351,3 +351,115 @@ class TestMiniSweAgentSniff:
     def test_does_not_claim_others(self, payload: Any) -> None:
         """Other payloads and junk are not claimed, and sniffing never raises."""
         assert not mini_swe_agent.sniff(RawInput(payload))
+
+
+def _response(number: int, text: str, *commands: str) -> dict[str, Any]:
+    """One model turn as mini-swe-agent 2's `litellm_response` model records it: the whole
+    Responses API response object, with mini-swe-agent's `extra` beside it."""
+    output: list[dict[str, Any]] = [
+        {"type": "reasoning", "id": f"rs_{number}", "summary": []},
+        {
+            "type": "message",
+            "id": f"msg_{number}",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        },
+    ]
+    output += [
+        {
+            "type": "function_call",
+            "id": f"fc_{number}_{k}",
+            "call_id": f"call_{number}_{k}",
+            "name": "bash",
+            "arguments": json.dumps({"command": command}),
+            "status": "completed",
+        }
+        for k, command in enumerate(commands)
+    ]
+    return {
+        "id": f"resp_{number}",
+        "object": "response",
+        "created_at": 1_750_000_000 + number,
+        "model": "gpt-5-mini",
+        "status": "completed",
+        "output": output,
+        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+        "extra": {"actions": [], "cost": 0.0, "timestamp": 1_750_000_000.0 + number},
+    }
+
+
+def _output(call_id: str, code: int, text: str) -> dict[str, Any]:
+    return {
+        "type": "function_call_output",
+        "call_id": call_id,
+        "output": f"<returncode>{code}</returncode>\n<output>\n{text}\n</output>",
+        "extra": {"raw_output": text, "returncode": code, "timestamp": 1_750_000_001.5},
+    }
+
+
+def _responses_traj() -> dict[str, Any]:
+    return {
+        "info": {
+            "mini_version": "2.4.6",
+            "exit_status": "Submitted",
+            "config": {"model": {"model_name": "openai/gpt-5-mini"}},
+        },
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant.", "extra": {}},
+            {"role": "user", "content": "Please solve this issue: the parser drops tabs."},
+            _response(1, "Two checks.", "ls src", "grep -n tab src/parse.py"),
+            _output("call_1_0", 0, "parse.py"),
+            _output("call_1_1", 1, ""),
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "No tool call found. Call bash."}],
+                "extra": {"interrupt_type": "FormatError"},
+            },
+            _response(2, "Submitting.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"),
+            {"role": "exit", "content": "", "extra": {"exit_status": "Submitted"}},
+        ],
+        "trajectory_format": "mini-swe-agent-1.1",
+        "instance_id": "demo__responses-1",
+    }
+
+
+class TestResponsesShapedRuns:
+    def test_a_responses_run_reads_as_the_model_was_sent_it(self, graph: ContextGraph) -> None:
+        """mini-swe-agent 2 with a Responses API model records each turn as the response
+        object and each output as a `function_call_output` item: one assistant turn per
+        response with its calls, each output its call's result with the return code."""
+        (session,) = load_sessions(RawInput(_responses_traj()))
+        assert [e.type for e in session.events] == [
+            "system",
+            "user",
+            "assistant",
+            "tool_result",
+            "tool_result",
+            "user",
+            "assistant",
+        ]
+        turn = session.events[2]
+        assert isinstance(turn, AssistantTurn)
+        assert [c.id for c in turn.tool_calls] == ["call_1_0", "call_1_1"]
+        assert turn.model == "gpt-5-mini"
+        assert TextPart(text="Two checks.") in turn.content
+        results = [e for e in session.events if isinstance(e, ToolResult)]
+        assert [(r.exit_code, r.is_error) for r in results] == [(0, False), (1, True)]
+        assert results[0].content[0].text.startswith("<returncode>0</returncode>")
+        assert session.name == "demo__responses-1"
+        assert session.meta["exit_status"] == "Submitted"
+        assert "extra" not in json.dumps([e.model_dump(mode="json") for e in session.events])
+        graph.ingest(session.events)
+        # The run ends right after its last call: that call stays open, as in chat runs.
+        (open_call,) = graph.unanswered_calls()
+        assert graph[open_call].call_id == "call_2_0"
+
+    def test_a_malformed_response_names_its_place(self) -> None:
+        traj = _responses_traj()
+        traj["messages"][2]["output"][2]["call_id"] = 7
+        with pytest.raises(IngestError) as info:
+            load_sessions(RawInput(traj))
+        location = info.value.location
+        assert (location.index, location.path) == (2, "messages[2].output[2].call_id")
