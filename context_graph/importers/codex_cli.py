@@ -32,6 +32,12 @@ Each record is `{"timestamp", "type", "payload"}`. By type:
 
 Records of other types (later CLI versions add some) are skipped; every skipped record is
 counted in `meta["skipped_records"]`.
+
+Rollouts written before the records had types (Codex CLI of mid 2025) are read too: a
+header line `{id, timestamp, instructions, git, ...}` (the session's facts, as
+`session_meta` gives them), `{"record_type": "state"}` markers (counted as `state`), and
+bare Responses items, each with an optional `timestamp` of its own (read as
+`response_item`s).
 """
 
 from __future__ import annotations
@@ -86,10 +92,53 @@ _NO_SUMMARY = "[Codex compacted the conversation here; no readable summary was r
 
 
 def sniff(raw: RawInput) -> bool:
-    """Whether `raw` is a Codex rollout: records `{"type", "payload"}` of Codex's types."""
+    """Whether `raw` is a Codex rollout, of today or of mid 2025.
+
+    Today's records are `{"type", "payload"}` of Codex's types; a rollout of mid 2025 is
+    a header line, then `record_type` markers and bare items.
+    """
     data = raw.data
     records = data if isinstance(data, list) else [data]
-    return any(_looks_like_record(r) for r in records[:_SNIFF_RECORDS])
+    return any(_looks_like_record(r) for r in records[:_SNIFF_RECORDS]) or _is_legacy(records)
+
+
+def _is_legacy(records: Sequence[Any]) -> bool:
+    """A rollout from before typed records: its header, then a `record_type` marker."""
+    header = records[0] if records else None
+    return (
+        isinstance(header, Mapping)
+        and isinstance(header.get("id"), str)
+        and isinstance(header.get("timestamp"), str)
+        and "type" not in header
+        and "payload" not in header
+        and any(
+            isinstance(r, Mapping) and isinstance(r.get("record_type"), str)
+            for r in records[1:_SNIFF_RECORDS]
+        )
+    )
+
+
+def _from_legacy(records: Sequence[Any]) -> list[Any]:
+    """A rollout of mid 2025 as the typed records it stands for (same lines, same order).
+
+    The header is the `session_meta`, a marker a record of type `state` (skipped and
+    counted), a bare item a `response_item` with the item's own timestamp. Anything
+    else stays as it was, for the walk to refuse or count.
+    """
+    typed: list[Any] = [
+        {"type": "session_meta", "timestamp": records[0]["timestamp"], "payload": records[0]}
+    ]
+    for record in records[1:]:
+        if isinstance(record, Mapping) and isinstance(record.get("record_type"), str):
+            typed.append({"type": record["record_type"]})
+        elif isinstance(record, Mapping) and isinstance(record.get("type"), str):
+            item = {key: value for key, value in record.items() if key != "timestamp"}
+            typed.append(
+                {"type": "response_item", "timestamp": record.get("timestamp"), "payload": item}
+            )
+        else:
+            typed.append(record)
+    return typed
 
 
 def _looks_like_record(record: Any) -> bool:
@@ -113,7 +162,10 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
     records = data if isinstance(data, list) else [data]
     if not records:
         raise IngestError("a Codex rollout must be a list of records", raw.at())
-    walk = _Walk(raw)
+    bare = _is_legacy(records)
+    if bare:
+        records = _from_legacy(records)
+    walk = _Walk(raw, bare=bare)
     for index, record in enumerate(records):
         walk.record(index, record)
     events = walk.reader.finish()
@@ -134,6 +186,8 @@ class _Walk:
     """The state of converting one rollout, record by record."""
 
     raw: RawInput
+    bare: bool = False
+    """A rollout of mid 2025: each item is its line, not a record's `payload`."""
     reader: ItemReader = field(default_factory=ItemReader)
     meta: dict[str, JsonValue] = field(default_factory=lambda: {"format": "codex_cli"})
     models: list[JsonValue] = field(default_factory=list)
@@ -160,7 +214,7 @@ class _Walk:
             self.skipped[kind] += 1
             return
         payload = expect_mapping(value.get("payload"), where.with_path("payload"), "`payload`")
-        here = where.with_path("payload")
+        here = where if self.bare else where.with_path("payload")
         if kind == "response_item":
             self._item(payload, here, timestamp)
         elif kind == "session_meta":

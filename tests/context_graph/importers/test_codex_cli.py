@@ -22,7 +22,7 @@ from context_graph.graph.events import (
     UserTurn,
 )
 from context_graph.graph.nodes import SummaryNode, ToolCallNode
-from context_graph.importers import RawInput, codex_cli, detect_format, load_sessions
+from context_graph.importers import RawInput, codex_cli, detect_format, load_sessions, read_raw
 from context_graph.render import Renderer
 from context_graph.testing import graph_snapshot
 from context_graph.validate import validate
@@ -604,3 +604,91 @@ def test_mutated_rollouts_give_a_typed_error_or_a_valid_render(trace: Path, tmp_
         for fmt in ("openai", "anthropic", "gemini"):
             body = Renderer(format=fmt).render(graph, budget=None).payload
             assert validate(body, fmt) == [], f"mutation {n}: {fmt} body invalid"
+
+
+def _bare(records: list[Record]) -> list[Record]:
+    """A typed rollout as Codex CLI wrote it in mid 2025: the session's facts as a header
+    line, a `record_type` marker after it and after each turn, bare items that keep their
+    own timestamps."""
+    header, *rest = records
+    lines: list[Record] = [{**header["payload"], "timestamp": "2025-07-30T17:21:41.556Z"}]
+    lines.append({"record_type": "state"})
+    for record in rest:
+        lines.append({**record["payload"], "timestamp": record["timestamp"]})
+        if record["payload"].get("role") == "assistant":
+            lines.append({"record_type": "state"})
+    return lines
+
+
+def _call(call_id: str, command: str) -> list[Record]:
+    arguments = json.dumps({"command": ["bash", "-lc", command]})
+    output = json.dumps({"output": f"ran {command}\n", "metadata": {"exit_code": 0}})
+    return [
+        _item(
+            {"type": "function_call", "name": "shell", "arguments": arguments, "call_id": call_id}
+        ),
+        _item({"type": "function_call_output", "call_id": call_id, "output": output}),
+    ]
+
+
+LEGACY_META = {"type": "session_meta", "payload": {"id": "s-2025", "instructions": None}}
+
+
+def _without_source(events: list[Any]) -> list[Any]:
+    return [e.model_dump(mode="json", exclude={"source"}) for e in events]
+
+
+class TestMid2025Rollouts:
+    def test_a_mid_2025_rollout_reads_as_its_typed_form(self, tmp_path: Path) -> None:
+        """A rollout from before typed records (header, `record_type` markers, bare items)
+        was refused as unrecognized; it imports to the events of the same rollout written
+        today, its markers counted."""
+        typed = [
+            LEGACY_META,
+            _user("<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>"),
+            _user("list the files"),
+            *_call("call_1", "ls"),
+            _say("One file: a.py"),
+        ]
+        old = _write(tmp_path, _bare(typed), "rollout-2025-07-30T17-21-41-5973b6c0.jsonl")
+        assert detect_format(read_raw(old)) == "codex_cli"
+        (session,) = load_sessions(old)
+        (today,) = load_sessions(_write(tmp_path, typed))
+        assert _without_source(session.events) == _without_source(today.events)
+        types = [e.type for e in session.events]
+        assert types == ["user", "user", "assistant", "tool_result", "assistant"]
+        assert session.meta["session_id"] == "s-2025"
+        assert session.meta["skipped_records"] == {"state": 2}
+        result = session.events[3]
+        assert isinstance(result, ToolResult) and result.exit_code == 0
+        # Each event names the line it came from in the old file.
+        assert [e.source.line for e in session.events] == [3, 4, 5, 6, 7]
+
+    @given(st.lists(st.sampled_from(["ask", "call", "say"]), min_size=1, max_size=8))
+    def test_any_mid_2025_rollout_reads_as_today(self, steps: list[str]) -> None:
+        typed: list[Record] = [LEGACY_META]
+        for number, step in enumerate(steps):
+            if step == "ask":
+                typed.append(_user(f"question {number}"))
+            elif step == "call":
+                typed.extend(_call(f"call_{number}", f"echo {number}"))
+            else:
+                typed.append(_say(f"answer {number}"))
+        old = load_sessions(RawInput(_bare(typed)))[0]
+        today = load_sessions(RawInput(typed))[0]
+        assert _without_source(old.events) == _without_source(today.events)
+
+    def test_a_header_without_markers_is_not_claimed(self) -> None:
+        """A JSONL whose first line has an id and a time, with no marker after it, is not
+        taken for a rollout."""
+        records = [{"id": "x", "timestamp": "2025-01-01T00:00:00Z"}, {"note": "hello"}]
+        assert not codex_cli.sniff(RawInput(records))
+
+    def test_a_malformed_item_names_its_line_and_field(self, tmp_path: Path) -> None:
+        """A bare item is its line: its fields are named from the line, not a `payload`."""
+        typed = [LEGACY_META, _user("go"), *_call("call_1", "ls")]
+        lines = _bare(typed)
+        del lines[4]["call_id"]  # the function call
+        with pytest.raises(IngestError) as info:
+            load_sessions(_write(tmp_path, lines))
+        assert (info.value.location.line, info.value.location.path) == (5, "call_id")
