@@ -6,8 +6,9 @@ CLAUDE.md context before the first prompt, a nudge appended to a tool result eve
 steps), a background task's `<task-notification>`, what a local command printed, the
 IDE's open file, "[Request interrupted by user]"; Gemini CLI's `<session_context>` and
 the `<state_snapshot>` its compression writes; Codex's `<environment_context>` and
-AGENTS.md instructions; and the gateways' own reading of a mid-conversation system
-message, wrapped in `<system-reminder>` tags. Read as the user's words, a nudge becomes
+AGENTS.md instructions; Cline's and Roo Code's `<environment_details>`; and the
+gateways' own reading of a mid-conversation system message, wrapped in
+`<system-reminder>` tags. Read as the user's words, a nudge becomes
 the user's latest request: the render floor's anchor and the brief's goal, while what
 the user last asked is summarized away. Read by these rules, each is a notice
 (`UserTurn.notice`).
@@ -48,6 +49,9 @@ HARNESS_TAGS = frozenset(
         "user_instructions",
         "turn_aborted",
         "user_shell_command",
+        # Cline and Roo Code: the editor's state (visible files, open tabs, time, the
+        # working folder's files), appended to every request, after a tool's result too
+        "environment_details",
     }
 )
 # Codex sends a repository's AGENTS.md as a message that opens with this heading.

@@ -312,3 +312,47 @@ class TestResponsesRead:
         ]
         (session,) = responses.to_sessions(RawInput({"model": "m", "input": items}))
         assert [notice for notice, _ in _users(list(session.events))] == [True, False]
+
+
+CLINE_DETAILS = (
+    "<environment_details>\n# VSCode Visible Files\nsrc/app.py\n\n# VSCode Open Tabs\n"
+    "src/app.py\n\n# Current Time\n1/5/2026, 10:04:12 AM (UTC)\n</environment_details>"
+)
+
+
+class TestClineHistories:
+    """Cline and Roo Code keep a task as `api_conversation_history.json`, the Anthropic
+    messages they sent: the task in `<task>` tags, and the editor's state in an
+    `<environment_details>` block appended to the first request and to every tool's
+    result. That block is the harness's, not a request of the user's."""
+
+    def test_the_editors_state_after_a_result_is_a_notice(self) -> None:
+        call = {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a"}}
+        messages = [
+            {
+                "role": "user",
+                "content": [
+                    _text("<task>\nFix the crash in src/app.py\n</task>"),
+                    _text(CLINE_DETAILS),
+                ],
+            },
+            {"role": "assistant", "content": [_text("Reading it."), call]},
+            {"role": "user", "content": [_result("t1"), _text(CLINE_DETAILS)]},
+        ]
+        events = _anthropic(*messages)
+        assert _users(events) == [
+            (False, "<task>\nFix the crash in src/app.py\n</task>"),
+            (True, CLINE_DETAILS),
+            (True, CLINE_DETAILS),
+        ]
+        graph = ContextGraph()
+        graph.ingest(events)
+        kinds = [unit.kind for unit in graph.units()]
+        request = kinds.index("user")
+        # The task stays the latest request (before, the editor's state after the
+        # result was: the floor's anchor and the brief's goal).
+        assert floor_anchors(kinds)[:2] == (request, request)
+
+    def test_words_beside_the_block_stay_the_users(self) -> None:
+        assert not is_harness_text(f"{CLINE_DETAILS}\nAlso add a test.")
+        assert is_harness_text(CLINE_DETAILS)
