@@ -27,6 +27,10 @@ see `_claude_code_notices`).
 `SubagentResult` events linked to `<session>/subagents/agent-<id>.jsonl`. Those
 transcripts, and Claude Code's compaction runs (`agent-acompact-*.jsonl`), are
 sessions of their own: `to_sessions` returns the main session first, then one per file.
+A session file that holds a sub-agent's lines among its own (`isSidechain: true` beside
+lines that are not) keeps them out of the main conversation, which the sub-agent's
+messages never reached: each sub-agent run there (its lines, linked by `parentUuid` to
+the first) is a session of its own after the main one.
 The system prompt is not recorded, so no `SystemPrompt` event is made.
 """
 
@@ -88,14 +92,65 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
         IngestError: a record is malformed, or a result answers no earlier call; names
             the file and line.
     """
-    main = _session(raw, _name(raw))
+    own, sidechains = _split_sidechains(raw)
+    main = _session(own, _name(raw))
     sessions = [main]
+    for number, run in enumerate(sidechains, start=1):
+        sub = _session(run, f"{main.name}.sidechain-{number}")
+        sub.meta["parent_session"] = main.name
+        sessions.append(sub)
     for path in subagent_files(raw):
         sub = _session(read_raw(path), path.stem)
         sub.meta["parent_session"] = main.name
         sub.meta["compaction_run"] = path.stem.startswith("agent-acompact")
         sessions.append(sub)
     return sessions
+
+
+def _is_sidechain(record: Any) -> bool:
+    return isinstance(record, Mapping) and record.get("isSidechain") is True
+
+
+def _split_sidechains(raw: RawInput) -> tuple[RawInput, list[RawInput]]:
+    """The file's own lines, and each sub-agent run whose lines it holds among them.
+
+    A file of sidechain lines only (a sub-agent's transcript) is its own session and is
+    not split. The lines keep their line numbers. A run is the lines linked through
+    `parentUuid` to one first line (a parent that is not a sidechain line of the file
+    starts a run).
+    """
+    records = _records(raw.data)
+    if not any(_is_sidechain(r) for r in records) or all(
+        _is_sidechain(r) for r in records if isinstance(r, Mapping) and r.get("type") in _TURNS
+    ):
+        return raw, []
+    lines = raw.lines or tuple(range(1, len(records) + 1))
+    own = [i for i, r in enumerate(records) if not _is_sidechain(r)]
+    runs: dict[str, list[int]] = {}
+    root_of: dict[str, str] = {}
+    for index, record in enumerate(records):
+        if not _is_sidechain(record):
+            continue
+        uuid, parent = record.get("uuid"), record.get("parentUuid")
+        root = root_of.get(parent) if isinstance(parent, str) else None
+        root = root or (uuid if isinstance(uuid, str) else f"line-{index}")
+        if isinstance(uuid, str):
+            root_of[uuid] = root
+        runs.setdefault(root, []).append(index)
+
+    def part(indexes: list[int]) -> RawInput:
+        return RawInput(
+            data=[records[i] for i in indexes],
+            path=raw.path,
+            lines=tuple(lines[i] for i in indexes),
+            strict=raw.strict,
+        )
+
+    return part(own), [part(indexes) for indexes in runs.values()]
+
+
+#: The record types that are the conversation.
+_TURNS = frozenset({"user", "assistant"})
 
 
 def _name(raw: RawInput) -> str:
