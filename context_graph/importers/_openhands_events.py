@@ -75,10 +75,10 @@ def history_sessions(raw: RawInput) -> list[ImportedSession]:
         IngestError: an event is malformed (names the event and the field).
     """
     data = raw.data
-    if not (
-        isinstance(data, Mapping)
-        or (data and isinstance(data[0], Mapping) and "history" in data[0])
-    ):
+    evaluation = isinstance(data, Mapping) or (
+        bool(data) and isinstance(data[0], Mapping) and "history" in data[0]
+    )
+    if not evaluation:  # the event list itself: event `index` is item `index`
         return [_session(data, lambda index: raw.at(index), _name(raw, None, {}))]
     rows = [(None, data)] if isinstance(data, Mapping) else list(enumerate(data))
     sessions = []
