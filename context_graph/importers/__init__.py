@@ -74,11 +74,11 @@ def _module(fmt: str) -> ModuleType:
     return READERS[fmt]
 
 
-def _as_raw(source: Any) -> RawInput:
+def _as_raw(source: Any, *, strict: bool = True) -> RawInput:
     if isinstance(source, RawInput):
         return source
     if isinstance(source, str | Path):
-        return read_raw(source)
+        return read_raw(source, strict=strict)
     return RawInput(source)
 
 
@@ -109,18 +109,23 @@ def load_sessions(
         source: A file path, parsed JSON (a payload dict or a message list) or a `RawInput`.
         format: One of `FORMATS`; detected when omitted.
         strict: Refuse strays (the default); `False` keeps each as a note and lists it in
-            the session's `strays`, where the importer supports it.
+            the session's `strays`, where the importer supports it, and reads a JSONL
+            file up to a last line cut off (a session still being written), which each
+            session's `meta["incomplete_last_line"]` names.
 
     Raises:
         IngestError: the input cannot be read or is malformed (names the place).
     """
-    raw = dataclasses.replace(_as_raw(source), strict=strict)
+    raw = dataclasses.replace(_as_raw(source, strict=strict), strict=strict)
     if format is None:
         format = detect_format(raw)
     elif format not in FORMATS:
         msg = f"unknown format {format!r}; expected one of {', '.join(FORMATS)}"
         raise IngestError(msg, SourceLocation(raw.file))
     sessions: list[ImportedSession] = _module(format).to_sessions(raw)
+    if raw.incomplete_line is not None:
+        for session in sessions:
+            session.meta["incomplete_last_line"] = raw.incomplete_line
     return sessions
 
 

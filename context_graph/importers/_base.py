@@ -90,12 +90,16 @@ class RawInput:
         lines: For JSONL, the 1-based line number of each record in `data`.
         strict: Refuse strays (the default); `False` keeps each as a note and reports it
             (see the module docstring).
+        incomplete_line: The cut-off last line a lenient read left out, if any.
     """
 
     data: Any
     path: Path | None = None
     lines: tuple[int, ...] | None = None
     strict: bool = True
+    incomplete_line: int | None = None
+    """For JSONL read leniently: the line number of a last line that was cut off (not
+    JSON, and no newline after it: a file still being written) and left out."""
 
     @property
     def file(self) -> str | None:
@@ -136,11 +140,16 @@ def strays_of(raw: RawInput) -> StrayKeeper:
     return StrayKeeper(strict=raw.strict)
 
 
-def read_raw(path: str | Path) -> RawInput:
+def read_raw(path: str | Path, *, strict: bool = True) -> RawInput:
     """Read a JSON or JSONL file, naming the line of any syntax error.
 
     JSONL is detected by content: a file whose text is not one JSON document is read a
     record per line. Blank lines and lines starting with `//` are skipped.
+
+    A session log still being written (an agent running, or one that stopped mid-write)
+    ends in a line cut off: not JSON, with no newline after it. A strict read refuses
+    it, saying so; a lenient one (`strict=False`) reads the lines before it and names
+    it in `RawInput.incomplete_line`.
 
     A SQLite database is opencode's session store: read as one `opencode export` object
     per session (`_opencode_db`).
@@ -176,7 +185,7 @@ def read_raw(path: str | Path) -> RawInput:
             if stripped[0] == "[" or not _looks_like_jsonl(text):
                 msg = f"invalid JSON: {exc.msg} (column {exc.colno})"
                 raise IngestError(msg, SourceLocation(str(file), exc.lineno)) from None
-    return _read_jsonl(text, file)
+    return _read_jsonl(text, file, strict=strict)
 
 
 def _looks_like_jsonl(text: str) -> bool:
@@ -211,10 +220,14 @@ def _load_json(text: str) -> Any:
         raise _UnreadableJSON(msg) from None
 
 
-def _read_jsonl(text: str, file: Path) -> RawInput:
+def _read_jsonl(text: str, file: Path, *, strict: bool = True) -> RawInput:
     records: list[Any] = []
     lines: list[int] = []
-    for number, line in enumerate(text.split("\n"), start=1):
+    split = text.split("\n")
+    # The last line is cut off when the file does not end with a newline (being written).
+    open_end = len(split) if split[-1].strip() else None
+    incomplete: int | None = None
+    for number, line in enumerate(split, start=1):
         body = line.strip()
         if not body or body.startswith("//"):
             continue
@@ -226,11 +239,20 @@ def _read_jsonl(text: str, file: Path) -> RawInput:
             ) from None
         except json.JSONDecodeError as exc:
             msg = f"invalid JSON on this line: {exc.msg} (column {exc.colno})"
+            if number == open_end and records:
+                if not strict:
+                    incomplete = number
+                    break
+                msg += (
+                    "; it is the last line and no newline ends it, as in a session still "
+                    "being written: a lenient read (--lenient, strict=False) reads the "
+                    "lines before it"
+                )
             raise IngestError(msg, SourceLocation(str(file), number)) from None
         lines.append(number)
     if not records:
         raise IngestError("file has no JSON records", SourceLocation(str(file)))
-    return RawInput(records, file, tuple(lines))
+    return RawInput(records, file, tuple(lines), incomplete_line=incomplete)
 
 
 # --- checked access -----------------------------------------------------------------------

@@ -100,7 +100,7 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
         sub.meta["parent_session"] = main.name
         sessions.append(sub)
     for path in subagent_files(raw):
-        sub = _session(read_raw(path), path.stem)
+        sub = _session(read_raw(path, strict=raw.strict), path.stem)
         sub.meta["parent_session"] = main.name
         sub.meta["compaction_run"] = path.stem.startswith("agent-acompact")
         sessions.append(sub)

@@ -90,6 +90,10 @@ def load(args: argparse.Namespace, progress: Progress, screen: OutputScreen) -> 
     for stray in chosen.strays:
         # What a strict read would have refused, so the user knows the input had gaps.
         print(screen.text(f"lenient: kept as a note: {stray.describe()}"), file=sys.stderr)
+    cut = chosen.meta.get("incomplete_last_line")
+    if cut is not None:
+        said = f"lenient: left out line {cut}, cut off (the file is still being written?)"
+        print(screen.text(said), file=sys.stderr)
     return Loaded(trace, chosen, len(sessions))
 
 
