@@ -69,11 +69,17 @@ _SNIFF_RECORDS = 50
 
 
 def sniff(raw: RawInput) -> bool:
-    """Whether `raw` is a Claude Code session: typed records carrying `sessionId` and `uuid`."""
+    """Whether `raw` is a Claude Code session: typed records carrying `sessionId` and `uuid`.
+
+    Most leading records must be typed objects. A damaged line among them (no object, no
+    type) does not hide the session: the import then refuses that line by its number,
+    where "unrecognized input" would name none.
+    """
     head = _records(raw.data)[:_SNIFF_RECORDS]
-    if not head or not all(isinstance(r, Mapping) and isinstance(r.get("type"), str) for r in head):
+    typed = [r for r in head if isinstance(r, Mapping) and isinstance(r.get("type"), str)]
+    if 2 * len(typed) <= len(head):
         return False
-    return any("sessionId" in r and "uuid" in r for r in head)
+    return any("sessionId" in r and "uuid" in r for r in typed)
 
 
 def _records(data: Any) -> list[Any]:

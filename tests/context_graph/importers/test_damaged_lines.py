@@ -1,4 +1,6 @@
-"""A session log still being written ends in a line cut off: read leniently, the lines
+"""Damaged session logs: a last line cut off, a line that is no record.
+
+A session log still being written ends in a line cut off: read leniently, the lines
 before it import; read strictly, it is refused, saying why and how to read it.
 
 An agent appends a line at a time to its session file (Claude Code, Codex CLI), so a
@@ -102,3 +104,18 @@ def test_a_cut_anywhere_in_the_last_line_reads_the_lines_before(
         (before,) = load_sessions(whole)
     dumped = [e.model_dump(mode="json", exclude={"source"}) for e in session.events]
     assert dumped == [e.model_dump(mode="json", exclude={"source"}) for e in before.events]
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [('"massive error"', "must be an object"), ("42", "must be an object"), ("{}", "`type`")],
+    ids=["a string", "a number", "an object with no type"],
+)
+def test_a_line_that_is_no_record_is_named(tmp_path: Path, damage: str, said: str) -> None:
+    """A Claude Code log with a damaged line among its records is refused at that line;
+    before, the file was "unrecognized input", which names no line."""
+    path = tmp_path / "session.jsonl"
+    path.write_text(_lines(RECORDS[:2]) + damage + "\n" + _lines(RECORDS[2:]), "utf-8")
+    with pytest.raises(IngestError) as info:
+        load_sessions(path)
+    assert info.value.location.line == 3 and said in str(info.value)
