@@ -79,13 +79,28 @@ def sniff(raw: RawInput) -> bool:
     typed = [r for r in head if isinstance(r, Mapping) and isinstance(r.get("type"), str)]
     if 2 * len(typed) <= len(head):
         return False
+    if _loglines(raw.data) is not None:  # a web session: its records carry no ids
+        return any(r["type"] in _TURNS and isinstance(r.get("message"), Mapping) for r in typed)
     return any("sessionId" in r and "uuid" in r for r in typed)
 
 
 def _records(data: Any) -> list[Any]:
     if isinstance(data, list):
         return data
+    lines = _loglines(data)
+    if lines is not None:
+        return lines
     return [data] if isinstance(data, Mapping) else []
+
+
+def _loglines(data: Any) -> list[Any] | None:
+    """The records of a Claude Code web session, if `data` is one.
+
+    The sessions API returns a web session as `{"loglines": [...]}`: the records a CLI
+    session file holds, without their ids.
+    """
+    found = data.get("loglines") if isinstance(data, Mapping) else None
+    return found if isinstance(found, list) else None
 
 
 # --- sessions -------------------------------------------------------------------------------

@@ -852,3 +852,40 @@ class TestMalformed:
         """An empty record list is refused."""
         with pytest.raises(IngestError, match="list of records"):
             load_sessions(RawInput([]), format="claude_code")
+
+
+class TestWebSessions:
+    def test_a_web_sessions_loglines_are_its_records(self, tmp_path: Path) -> None:
+        """A Claude Code web session (`{"loglines": [...]}`, records without ids) imports as
+        a session file of the same records does; it was unrecognized input."""
+        records = [
+            {
+                "type": "user",
+                "timestamp": "2025-12-24T10:00:00.000Z",
+                "message": {"role": "user", "content": "Add two numbers."},
+            },
+            {
+                "type": "assistant",
+                "timestamp": "2025-12-24T10:00:05.000Z",
+                "message": {
+                    "id": "msg_1",
+                    "role": "assistant",
+                    "model": "claude-test",
+                    "content": [_text("Writing it."), _use("t1", "Write", file_path="a.py")],
+                },
+            },
+            {
+                "type": "user",
+                "timestamp": "2025-12-24T10:00:06.000Z",
+                "message": {"role": "user", "content": [_result("t1", "File created")]},
+            },
+        ]
+        path = tmp_path / "web.json"
+        path.write_text(json.dumps({"loglines": records}), "utf-8")
+        assert detect_format(path) == "claude_code"
+        (session,) = load_sessions(path)
+        assert [e.type for e in session.events] == ["user", "assistant", "tool_result"]
+        same = _write(tmp_path, records, "cli.jsonl")
+        (cli,) = load_sessions(same, format="claude_code")
+        dump = [e.model_dump(mode="json", exclude={"source"}) for e in session.events]
+        assert dump == [e.model_dump(mode="json", exclude={"source"}) for e in cli.events]
