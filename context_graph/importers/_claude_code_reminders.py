@@ -94,33 +94,47 @@ def _plan_file(attachment: Mapping[str, Any], at: SourceLocation) -> str:
     return f"The plan, from {path}:\n{_field(attachment, at, 'planContent')}"
 
 
+def _rows(
+    attachment: Mapping[str, Any],
+    at: SourceLocation,
+    name: str,
+    row: Callable[[int, Mapping[str, Any], SourceLocation], str],
+) -> list[str]:
+    """`row` of each entry of the list `name` (its number, the entry, its place)."""
+    return [
+        row(index, item, at.with_path(f"{name}[{index}]"))
+        for index, item in enumerate(_items(attachment, at, name))
+    ]
+
+
+def _todo_row(index: int, item: Mapping[str, Any], where: SourceLocation) -> str:
+    return f"{index + 1}. [{_field(item, where, 'status')}] {_field(item, where, 'content')}"
+
+
+def _task_row(index: int, item: Mapping[str, Any], where: SourceLocation) -> str:
+    task = item.get("id")
+    label = f"#{task} " if isinstance(task, str | int) and not isinstance(task, bool) else ""
+    return f"{label}[{_field(item, where, 'status')}] {_field(item, where, 'subject')}"
+
+
+def _listed(heading: str, rows: list[str], joint: str = "\n") -> str | None:
+    """The rows under `heading`; `None` when there are none (nothing to tell)."""
+    return heading + joint.join(rows) if rows else None
+
+
 def _todo_list(attachment: Mapping[str, Any], at: SourceLocation) -> str | None:
-    rows = []
-    for index, item in enumerate(_items(attachment, at, "content")):
-        where = at.with_path(f"content[{index}]")
-        status, text = _field(item, where, "status"), _field(item, where, "content")
-        rows.append(f"{index + 1}. [{status}] {text}")
-    return "The todo list:\n" + "\n".join(rows) if rows else None
+    return _listed("The todo list:\n", _rows(attachment, at, "content", _todo_row))
 
 
 def _task_list(attachment: Mapping[str, Any], at: SourceLocation) -> str | None:
-    rows = []
-    for index, item in enumerate(_items(attachment, at, "content")):
-        where = at.with_path(f"content[{index}]")
-        status, subject = _field(item, where, "status"), _field(item, where, "subject")
-        task = item.get("id")
-        label = f"#{task} " if isinstance(task, str | int) and not isinstance(task, bool) else ""
-        rows.append(f"{label}[{status}] {subject}")
-    return "The task list:\n" + "\n".join(rows) if rows else None
+    return _listed("The task list:\n", _rows(attachment, at, "content", _task_row))
 
 
 def _memories(attachment: Mapping[str, Any], at: SourceLocation) -> str | None:
-    texts = []
-    for index, item in enumerate(_items(attachment, at, "memories")):
-        where = at.with_path(f"memories[{index}]")
-        path, text = _field(item, where, "path"), _field(item, where, "content")
-        texts.append(f"Memory file {path}:\n{text}")
-    return "\n\n".join(texts) or None
+    def memory(_: int, item: Mapping[str, Any], where: SourceLocation) -> str:
+        return f"Memory file {_field(item, where, 'path')}:\n{_field(item, where, 'content')}"
+
+    return _listed("", _rows(attachment, at, "memories", memory), "\n\n")
 
 
 def _diagnostics(attachment: Mapping[str, Any], at: SourceLocation) -> str | None:
@@ -166,14 +180,11 @@ def _resource(attachment: Mapping[str, Any], at: SourceLocation) -> str:
 
 
 def _skills(attachment: Mapping[str, Any], at: SourceLocation) -> str | None:
-    texts = []
-    for index, item in enumerate(_items(attachment, at, "skills")):
-        where = at.with_path(f"skills[{index}]")
-        name, text = _field(item, where, "name"), _field(item, where, "content")
-        texts.append(f"Skill {name}:\n{text}")
-    if not texts:
-        return None
-    return "Skills used before the last compaction (not a new request):\n\n" + "\n\n".join(texts)
+    def skill(_: int, item: Mapping[str, Any], where: SourceLocation) -> str:
+        return f"Skill {_field(item, where, 'name')}:\n{_field(item, where, 'content')}"
+
+    heading = "Skills used before the last compaction (not a new request):\n\n"
+    return _listed(heading, _rows(attachment, at, "skills", skill), "\n\n")
 
 
 def _plan_mode(attachment: Mapping[str, Any], at: SourceLocation) -> str:

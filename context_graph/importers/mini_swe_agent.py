@@ -24,11 +24,12 @@ call), with the same return codes.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pydantic import JsonValue
 
+from context_graph.errors import SourceLocation
 from context_graph.formats.openai_chat.read import ConversionState, message_to_events
 from context_graph.formats.openai_responses.read import ItemReader
 from context_graph.graph.events import AgentEvent, AssistantTurn, ToolResult, UserTurn
@@ -73,6 +74,16 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
     state = ConversionState()
     events: list[AgentEvent] = []
     meta: dict[str, JsonValue] = {"format": "mini_swe_agent"}
+    for message, where, extra in _turns(messages, raw, meta):
+        events.extend(_decorate(e, extra) for e in message_to_events(message, where, state))
+    meta.update(_run_meta(root))
+    return [ImportedSession(name=_name(root, raw), events=events, meta=meta)]
+
+
+def _turns(
+    messages: Sequence[Any], raw: RawInput, meta: dict[str, JsonValue]
+) -> Iterator[tuple[Mapping[str, Any], SourceLocation, Mapping[str, Any]]]:
+    """Each message with its place and its `extra`; the closing `exit` only gives `meta`."""
     for index, item in enumerate(messages):
         where = raw.at(index, f"messages[{index}]")
         message = expect_mapping(item, where, "message")
@@ -80,10 +91,7 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
             meta.update(_exit_meta(message))
             continue
         extra = message.get("extra")
-        details = extra if isinstance(extra, Mapping) else {}
-        events.extend(_decorate(e, details) for e in message_to_events(message, where, state))
-    meta.update(_run_meta(root))
-    return [ImportedSession(name=_name(root, raw), events=events, meta=meta)]
+        yield message, where, extra if isinstance(extra, Mapping) else {}
 
 
 def _is_responses_item(message: Any) -> bool:
@@ -99,14 +107,8 @@ def _responses_session(
     """A run recorded in the Responses shape, read as the items its model was sent."""
     reader = ItemReader()
     meta: dict[str, JsonValue] = {"format": "mini_swe_agent"}
-    for index, item in enumerate(messages):
-        where = raw.at(index, f"messages[{index}]")
-        message = expect_mapping(item, where, "message")
-        if message.get("role") == "exit":
-            meta.update(_exit_meta(message))
-            continue
-        extra = message.get("extra")
-        timestamp = iso_timestamp(extra.get("timestamp")) if isinstance(extra, Mapping) else None
+    for message, where, extra in _turns(messages, raw, meta):
+        timestamp = iso_timestamp(extra.get("timestamp"))
         if message.get("object") != "response":
             reader.read(_without_extra(message), where, timestamp)
             continue
