@@ -145,7 +145,6 @@ def _split_sidechains(raw: RawInput) -> tuple[RawInput, list[RawInput]]:
         _is_sidechain(r) for r in records if isinstance(r, Mapping) and r.get("type") in _TURNS
     ):
         return raw, []
-    lines = raw.lines or tuple(range(1, len(records) + 1))
     own = [i for i, r in enumerate(records) if not _is_sidechain(r)]
     runs: dict[str, list[int]] = {}
     root_of: dict[str, str] = {}
@@ -160,10 +159,12 @@ def _split_sidechains(raw: RawInput) -> tuple[RawInput, list[RawInput]]:
         runs.setdefault(root, []).append(index)
 
     def part(indexes: list[int]) -> RawInput:
+        # JSONL keeps each record's line; a JSON file's records are then counted per part.
+        lines = raw.lines
         return RawInput(
             data=[records[i] for i in indexes],
             path=raw.path,
-            lines=tuple(lines[i] for i in indexes),
+            lines=None if lines is None else tuple(lines[i] for i in indexes),
             strict=raw.strict,
         )
 
