@@ -17,8 +17,10 @@ first action of a model response is the assistant turn with all that response's 
 an assistant turn; an observation with a call id is that call's result (an `error`
 observation an error, a command's exit code kept), and an error observation without
 one (an action that failed before it ran) is a notice with its text. A `system` action
-is the system prompt. What only drives OpenHands (agent state changes, `null`
-observations, recalls, its own condensations) is counted in `meta["skipped_events"]`.
+is the system prompt. A recall gives the repository's instructions as a pinned note and
+the triggered microagents' knowledge as a notice. What only drives OpenHands (agent
+state changes, `null` observations, its own condensations) is counted in
+`meta["skipped_events"]`.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.formats.openai_chat.read import ConversionState, message_to_events
-from context_graph.graph.events import AgentEvent, ToolResult, UserTurn
+from context_graph.graph.events import AgentEvent, Note, ToolResult, UserTurn
 from context_graph.importers._base import (
     ImportedSession,
     RawInput,
@@ -44,6 +46,8 @@ from context_graph.importers._base import (
 
 __all__ = ["history_sessions", "looks_like_history"]
 
+#: What a workspace recall carries that the model is to follow (OpenHands' `RecallObservation`).
+_INSTRUCTIONS = ("repo_instructions", "conversation_instructions", "additional_agent_instructions")
 #: How OpenHands' automatic reply to a turn without a tool call begins.
 AUTO_REPLY = "Please continue working on the task on whatever approach you think is suitable."
 
@@ -238,5 +242,34 @@ class _Reader:
             # An action that failed before it ran: the model is told so in the user's role.
             (turn,) = self._add({"role": "user", "content": content}, where)
             self.events[-1] = with_fields(turn, notice=True)
+        elif kind == "recall" and self._recall(event.get("extras"), where):
+            return
         else:
             self.skipped[f"observation:{kind}"] += 1
+
+    def _recall(self, extras: Any, where: SourceLocation) -> bool:
+        """Add what a recall gave the model; whether it gave anything.
+
+        The repository's instructions become a pinned note (a compaction must not lose
+        them, as a `CLAUDE.md`), the knowledge of the microagents the task's words
+        triggered a notice.
+        """
+        if not isinstance(extras, Mapping):
+            return False
+        rules = [
+            text.strip()
+            for key in _INSTRUCTIONS
+            if isinstance(text := extras.get(key), str) and text.strip()
+        ]
+        if rules:
+            self.events.append(Note(content="\n\n".join(rules), source=where))
+        found = extras.get("microagent_knowledge")
+        knowledge = [
+            f"{item.get('name') or 'microagent'}:\n{item['content']}"
+            for item in (found if isinstance(found, list) else [])
+            if isinstance(item, Mapping) and isinstance(item.get("content"), str)
+        ]
+        if knowledge:
+            text = "Knowledge the task's words called up:\n\n" + "\n\n".join(knowledge)
+            self.events.append(UserTurn(content=text, notice=True, source=where))
+        return bool(rules or knowledge)

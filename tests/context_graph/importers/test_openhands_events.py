@@ -348,3 +348,44 @@ def test_any_run_imports_valid(turns: list[tuple[int, int]], finish: bool) -> No
         assert types[at : at + 1 + calls] == ["assistant"] + ["tool_result"] * calls
         at += 1 + calls
     ContextGraph(counter=WordCounter()).ingest(session.events)
+
+
+def test_a_recall_gives_the_repositorys_rules_and_the_triggered_knowledge(
+    tmp_path: Path,
+) -> None:
+    """A workspace recall's instructions are a pinned note, a knowledge recall's
+    microagents a notice; a recall with nothing the model was given is counted."""
+    workspace = {
+        "id": 2,
+        "source": "environment",
+        "observation": "recall",
+        "content": "Added workspace context",
+        "extras": {
+            "recall_type": "workspace_context",
+            "repo_name": "acme/app",
+            "repo_instructions": "Run make lint before committing.",
+            "conversation_instructions": "",
+            "microagent_knowledge": [],
+        },
+    }
+    knowledge = {
+        "id": 3,
+        "source": "environment",
+        "observation": "recall",
+        "content": "Added microagent knowledge",
+        "extras": {
+            "recall_type": "knowledge",
+            "microagent_knowledge": [
+                {"name": "git", "trigger": "git", "content": "Never force-push to main."}
+            ],
+        },
+    }
+    empty = {**knowledge, "id": 4, "extras": {"recall_type": "knowledge"}}
+    events = [_user(1, "Fix the lint errors, then git commit."), workspace, knowledge, empty]
+    (session,) = load_sessions(_write(tmp_path, events))
+    assert [e.type for e in session.events] == ["user", "note", "user"]
+    note, told = session.events[1], session.events[2]
+    assert note.content == (TextPart(text="Run make lint before committing."),)
+    assert isinstance(told, UserTurn) and told.notice
+    assert "git:\nNever force-push to main." in told.content[0].text
+    assert session.meta["skipped_events"] == {"observation:recall": 1}
