@@ -38,7 +38,12 @@ from pydantic import JsonValue
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.graph.events import AgentEvent, FileRead, Note, UserTurn
 from context_graph.importers._base import expect_mapping, expect_str
-from context_graph.importers._claude_code_records import optional_str, read_line_range
+from context_graph.importers._claude_code_records import (
+    optional_field,
+    optional_str,
+    read_line_range,
+    text_field,
+)
 from context_graph.importers._claude_code_reminders import REMINDER_KINDS, reminder_text
 
 __all__ = ["attachment_events", "attachment_kind"]
@@ -101,7 +106,7 @@ def _hook(
     meta: dict[str, JsonValue],
 ) -> UserTurn | None:
     """What a hook added to the context, as a notice; `None` when it added nothing."""
-    event = optional_str(attachment.get("hookEvent"), at.with_path("hookEvent"), "`hookEvent`")
+    event = optional_field(attachment, at, "hookEvent")
     found = attachment.get("content")
     pieces = found if isinstance(found, list) else [found]
     texts = [expect_str(piece, at.with_path("content"), "`content`") for piece in pieces if piece]
@@ -167,11 +172,11 @@ def _queued(
     meta: dict[str, JsonValue],
 ) -> UserTurn:
     """What the user typed while the agent worked."""
-    prompt = expect_str(attachment.get("prompt"), at.with_path("prompt"), "`prompt`")
-    mode = optional_str(attachment.get("commandMode"), at.with_path("commandMode"), "`commandMode`")
+    prompt = text_field(attachment, at, "prompt")
+    mode = optional_field(attachment, at, "commandMode")
     if mode is not None:
         meta = {**meta, "command_mode": mode}
-    queued_at = optional_str(attachment.get("timestamp"), at.with_path("timestamp"), "`timestamp`")
+    queued_at = optional_field(attachment, at, "timestamp")
     return UserTurn(
         content=prompt,
         notice=mode not in (None, "prompt"),
@@ -188,8 +193,8 @@ def _directory(
     meta: dict[str, JsonValue],
 ) -> UserTurn:
     """A folder the user named, as the harness listed it."""
-    path = expect_str(attachment.get("path"), at.with_path("path"), "`path`")
-    listing = expect_str(attachment.get("content"), at.with_path("content"), "`content`")
+    path = text_field(attachment, at, "path")
+    listing = text_field(attachment, at, "content")
     return UserTurn(
         content=f"Listing of {path}:\n{listing}",
         notice=True,

@@ -17,7 +17,7 @@ from pydantic import JsonValue
 
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.graph.events import AgentEvent, FileRead, SubagentResult, ToolResult
-from context_graph.importers._base import RawInput
+from context_graph.importers._base import RawInput, expect_str
 
 __all__ = [
     "SUBAGENT_TOOLS",
@@ -72,6 +72,16 @@ def optional_str(value: Any, where: SourceLocation, what: str) -> str | None:
         return value
     msg = f"{what} must be a string, got {type(value).__name__}"
     raise IngestError(msg, where)
+
+
+def text_field(record: Mapping[str, Any], at: SourceLocation, name: str) -> str:
+    """The string `name` of an object read at `at`; `IngestError` naming it otherwise."""
+    return expect_str(record.get(name), at.with_path(name), f"`{name}`")
+
+
+def optional_field(record: Mapping[str, Any], at: SourceLocation, name: str) -> str | None:
+    """The string `name` of an object read at `at`, or `None` when it is absent."""
+    return optional_str(record.get(name), at.with_path(name), f"`{name}`")
 
 
 # --- results ------------------------------------------------------------------------------

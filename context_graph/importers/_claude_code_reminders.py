@@ -21,7 +21,7 @@ from typing import Any
 
 from context_graph.errors import IngestError, SourceLocation
 from context_graph.importers._base import expect_list, expect_mapping, expect_str
-from context_graph.importers._claude_code_records import optional_str
+from context_graph.importers._claude_code_records import optional_field, text_field
 
 __all__ = ["REMINDER_KINDS", "reminder_text"]
 
@@ -37,15 +37,6 @@ def reminder_text(kind: str, attachment: Mapping[str, Any], at: SourceLocation) 
         IngestError: a field the notice is made of is missing or of the wrong type.
     """
     return _READERS[kind](attachment, at)
-
-
-def _field(attachment: Mapping[str, Any], at: SourceLocation, name: str) -> str:
-    """The string `name` of an object read at `at` (the attachment or an entry of it)."""
-    return expect_str(attachment.get(name), at.with_path(name), f"`{name}`")
-
-
-def _optional(attachment: Mapping[str, Any], at: SourceLocation, name: str) -> str | None:
-    return optional_str(attachment.get(name), at.with_path(name), f"`{name}`")
 
 
 def _number(attachment: Mapping[str, Any], at: SourceLocation, name: str) -> int:
@@ -66,32 +57,32 @@ def _items(attachment: Mapping[str, Any], at: SourceLocation, name: str) -> list
 
 def _edited_file(attachment: Mapping[str, Any], at: SourceLocation) -> str:
     """A file changed on disk after the agent read it; the change is meant to stay."""
-    name = _field(attachment, at, "filename")
-    snippet = _field(attachment, at, "snippet")
+    name = text_field(attachment, at, "filename")
+    snippet = text_field(attachment, at, "snippet")
     said = f"{name} was changed outside the agent (by the user or a tool such as a linter) "
     said += "since it was read; the change is intended and stays."
     return f"{said}\nThe changed lines:\n{snippet}" if snippet else said
 
 
 def _selected_lines(attachment: Mapping[str, Any], at: SourceLocation) -> str:
-    name = _field(attachment, at, "filename")
+    name = text_field(attachment, at, "filename")
     first, last = _number(attachment, at, "lineStart"), _number(attachment, at, "lineEnd")
-    lines = _field(attachment, at, "content")
+    lines = text_field(attachment, at, "content")
     return f"The user selected lines {first}-{last} of {name} in the IDE:\n{lines}"
 
 
 def _selected_diff(attachment: Mapping[str, Any], at: SourceLocation) -> str:
-    lines = _field(attachment, at, "content")
+    lines = text_field(attachment, at, "content")
     return f"The user selected these lines of the diff view:\n{lines}"
 
 
 def _opened_file(attachment: Mapping[str, Any], at: SourceLocation) -> str:
-    return f"The user opened {_field(attachment, at, 'filename')} in the IDE."
+    return f"The user opened {text_field(attachment, at, 'filename')} in the IDE."
 
 
 def _plan_file(attachment: Mapping[str, Any], at: SourceLocation) -> str:
-    path = _field(attachment, at, "planFilePath")
-    return f"The plan, from {path}:\n{_field(attachment, at, 'planContent')}"
+    path = text_field(attachment, at, "planFilePath")
+    return f"The plan, from {path}:\n{text_field(attachment, at, 'planContent')}"
 
 
 def _rows(
@@ -108,13 +99,14 @@ def _rows(
 
 
 def _todo_row(index: int, item: Mapping[str, Any], where: SourceLocation) -> str:
-    return f"{index + 1}. [{_field(item, where, 'status')}] {_field(item, where, 'content')}"
+    status, text = text_field(item, where, "status"), text_field(item, where, "content")
+    return f"{index + 1}. [{status}] {text}"
 
 
 def _task_row(index: int, item: Mapping[str, Any], where: SourceLocation) -> str:
     task = item.get("id")
     label = f"#{task} " if isinstance(task, str | int) and not isinstance(task, bool) else ""
-    return f"{label}[{_field(item, where, 'status')}] {_field(item, where, 'subject')}"
+    return f"{label}[{text_field(item, where, 'status')}] {text_field(item, where, 'subject')}"
 
 
 def _listed(heading: str, rows: list[str], joint: str = "\n") -> str | None:
@@ -132,7 +124,8 @@ def _task_list(attachment: Mapping[str, Any], at: SourceLocation) -> str | None:
 
 def _memories(attachment: Mapping[str, Any], at: SourceLocation) -> str | None:
     def memory(_: int, item: Mapping[str, Any], where: SourceLocation) -> str:
-        return f"Memory file {_field(item, where, 'path')}:\n{_field(item, where, 'content')}"
+        path, text = text_field(item, where, "path"), text_field(item, where, "content")
+        return f"Memory file {path}:\n{text}"
 
     return _listed("", _rows(attachment, at, "memories", memory), "\n\n")
 
@@ -141,7 +134,7 @@ def _diagnostics(attachment: Mapping[str, Any], at: SourceLocation) -> str | Non
     blocks = []
     for index, item in enumerate(_items(attachment, at, "files")):
         where = at.with_path(f"files[{index}]")
-        uri = _field(item, where, "uri")
+        uri = text_field(item, where, "uri")
         rows = [
             _diagnostic(found, where.with_path(f"diagnostics[{number}]"))
             for number, found in enumerate(_items(item, where, "diagnostics"))
@@ -152,7 +145,8 @@ def _diagnostics(attachment: Mapping[str, Any], at: SourceLocation) -> str | Non
 
 
 def _diagnostic(found: Mapping[str, Any], where: SourceLocation) -> str:
-    message, severity = _field(found, where, "message"), _optional(found, where, "severity")
+    message = text_field(found, where, "message")
+    severity = optional_field(found, where, "severity")
     span = expect_mapping(found.get("range"), where.with_path("range"), "`range`")
     at_start = where.with_path("range.start")
     start = expect_mapping(span.get("start"), at_start, "`range.start`")
@@ -165,7 +159,7 @@ def _diagnostic(found: Mapping[str, Any], where: SourceLocation) -> str:
 
 def _resource(attachment: Mapping[str, Any], at: SourceLocation) -> str:
     """A resource of an MCP server the user named with `@server:uri`."""
-    server, uri = _field(attachment, at, "server"), _field(attachment, at, "uri")
+    server, uri = text_field(attachment, at, "server"), text_field(attachment, at, "uri")
     content = attachment.get("content")
     found = content.get("contents") if isinstance(content, Mapping) else None
     texts = []
@@ -181,14 +175,14 @@ def _resource(attachment: Mapping[str, Any], at: SourceLocation) -> str:
 
 def _skills(attachment: Mapping[str, Any], at: SourceLocation) -> str | None:
     def skill(_: int, item: Mapping[str, Any], where: SourceLocation) -> str:
-        return f"Skill {_field(item, where, 'name')}:\n{_field(item, where, 'content')}"
+        return f"Skill {text_field(item, where, 'name')}:\n{text_field(item, where, 'content')}"
 
     heading = "Skills used before the last compaction (not a new request):\n\n"
     return _listed(heading, _rows(attachment, at, "skills", skill), "\n\n")
 
 
 def _plan_mode(attachment: Mapping[str, Any], at: SourceLocation) -> str:
-    path = _optional(attachment, at, "planFilePath")
+    path = optional_field(attachment, at, "planFilePath")
     plan = f" except the plan file {path}" if path else ""
     return f"Plan mode is on: read only, no edits or commands that change anything{plan}."
 
@@ -200,23 +194,24 @@ def _plan_mode_exit(attachment: Mapping[str, Any], at: SourceLocation) -> str:
 def _task_status(attachment: Mapping[str, Any], at: SourceLocation) -> str:
     task = attachment.get("taskId")
     label = task if isinstance(task, str) else "?"
-    said = f"Background task {label} ({_field(attachment, at, 'description')}): "
-    said += _field(attachment, at, "status")
-    delta = _optional(attachment, at, "deltaSummary")
+    said = f"Background task {label} ({text_field(attachment, at, 'description')}): "
+    said += text_field(attachment, at, "status")
+    delta = optional_field(attachment, at, "deltaSummary")
     return f"{said}. {delta}" if delta else said
 
 
 def _hook_blocked(attachment: Mapping[str, Any], at: SourceLocation) -> str:
-    hook = _field(attachment, at, "hookName")
+    hook = text_field(attachment, at, "hookName")
     where = at.with_path("blockingError")
     blocked = expect_mapping(attachment.get("blockingError"), where, "`blockingError`")
-    error, command = _field(blocked, where, "blockingError"), _optional(blocked, where, "command")
+    error = text_field(blocked, where, "blockingError")
+    command = optional_field(blocked, where, "command")
     return f"The {hook} hook blocked" + (f" (command {command})" if command else "") + f": {error}"
 
 
 def _hook_stopped(attachment: Mapping[str, Any], at: SourceLocation) -> str:
-    hook = _field(attachment, at, "hookName")
-    return f"The {hook} hook stopped the agent: {_field(attachment, at, 'message')}"
+    hook = text_field(attachment, at, "hookName")
+    return f"The {hook} hook stopped the agent: {text_field(attachment, at, 'message')}"
 
 
 _READERS: dict[str, Reader] = {
@@ -231,17 +226,19 @@ _READERS: dict[str, Reader] = {
     "diagnostics": _diagnostics,
     "mcp_resource": _resource,
     "invoked_skills": _skills,
-    "critical_system_reminder": lambda attachment, at: _field(attachment, at, "content"),
-    "date_change": lambda attachment, at: f"The date is now {_field(attachment, at, 'newDate')}.",
+    "critical_system_reminder": lambda attachment, at: text_field(attachment, at, "content"),
+    "date_change": lambda attachment, at: (
+        f"The date is now {text_field(attachment, at, 'newDate')}."
+    ),
     "agent_mention": lambda attachment, at: (
-        f"The user asked for the {_field(attachment, at, 'agentType')} agent."
+        f"The user asked for the {text_field(attachment, at, 'agentType')} agent."
     ),
     "compact_file_reference": lambda attachment, at: (
-        f"{_field(attachment, at, 'filename')} was read before the last compaction; "
+        f"{text_field(attachment, at, 'filename')} was read before the last compaction; "
         "its text was not carried over."
     ),
     "pdf_reference": lambda attachment, at: (
-        f"{_field(attachment, at, 'filename')} is a PDF too large to read at once; "
+        f"{text_field(attachment, at, 'filename')} is a PDF too large to read at once; "
         "read it a few pages at a time."
     ),
     "plan_mode": _plan_mode,
