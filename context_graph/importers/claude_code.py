@@ -1,6 +1,9 @@
 """Claude Code session JSONL: one record per line, as `~/.claude/projects/*/<id>.jsonl`.
 
-Records are read in file order. `user` and `assistant` records are the conversation;
+Records are read in file order, but for the branches a rewind or an edited prompt left
+in the file: only the branch Claude Code resumes is the conversation
+(`_claude_code_branches`; the others are counted in `meta["abandoned_records"]`).
+`user` and `assistant` records are the conversation;
 a `system` record of subtype `compact_boundary` marks Claude Code's own compaction, and
 the `isCompactSummary` user line after it becomes a `Compaction` event (origin
 `claude_code`). Every other record (`progress`, `file-history-snapshot`,
@@ -50,6 +53,7 @@ from context_graph.graph.content import ContentPart
 from context_graph.graph.events import AgentEvent, AssistantTurn, Compaction, ToolCall, UserTurn
 from context_graph.importers._base import ImportedSession, RawInput, read_raw, text_content
 from context_graph.importers._claude_code_attachments import attachment_events, attachment_kind
+from context_graph.importers._claude_code_branches import abandoned
 from context_graph.importers._claude_code_notices import Notices
 from context_graph.importers._claude_code_records import (
     CallInfo,
@@ -114,7 +118,7 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
             the file and line.
     """
     own, sidechains = _split_sidechains(raw)
-    main = _session(own, _name(raw))
+    main = _session(own, _name(raw), branches=True)
     sessions = [main]
     for number, run in enumerate(sidechains, start=1):
         sub = _session(run, f"{main.name}.sidechain-{number}")
@@ -185,16 +189,21 @@ def _name(raw: RawInput) -> str:
     return "claude_code"
 
 
-def _session(raw: RawInput, name: str) -> ImportedSession:
+def _session(raw: RawInput, name: str, *, branches: bool = False) -> ImportedSession:
+    """One session's records as events; with `branches`, only its conversation's branch."""
     records = _records(raw.data)
     if not records:
         msg = "a Claude Code session must be a list of records"
         raise IngestError(msg, raw.at())
+    left = abandoned(records) if branches else frozenset()
     walk = _Walk(raw)
     for index, record in enumerate(records):
-        walk.record(index, record)
+        if index not in left:
+            walk.record(index, record)
     walk.flush()
     meta = session_meta(records, walk.skipped)
+    if left:
+        meta["abandoned_records"] = len(left)
     return ImportedSession(name=name, events=walk.events, meta=meta)
 
 

@@ -271,3 +271,53 @@ def test_a_sub_agents_run_imports_linked_to_its_transcript(tmp_path: Path) -> No
     assert helper.meta["parent_session"] == main.name
     assert [_text(e) for e in helper.events if isinstance(e, UserTurn)] == [task]
     assert [_text(e) for e in helper.events if isinstance(e, ToolResult)] == ["42"]
+
+
+def test_a_rewound_session_imports_the_branch_the_cli_resumes(tmp_path: Path) -> None:
+    """Two prompts, then the session resumed at the first answer (`--resume-session-at`,
+    what a rewind does) with a third: the file holds the second prompt's abandoned turn,
+    and the import is the conversation the model was sent last, without it."""
+    claude = agent_cli("@anthropic-ai/claude-code/cli-wrapper.cjs", "Claude Code")
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    asked: list[dict[str, Any]] = []
+
+    def model(body: dict[str, Any]) -> dict[str, Any]:
+        if body.get("output_config", {}).get("format"):  # the session title
+            return {"text": json.dumps({"title": "Branches"})}
+        asked.append(body)
+        last = body["messages"][-1]["content"]
+        if isinstance(last, list) and any(b.get("type") == "tool_result" for b in last):
+            return {"text": f"Answer {len(asked)}."}
+        return {"text": "Running.", "calls": [["Bash", {"command": f"echo run{len(asked)}"}]]}
+
+    prompts = ["First: the budget is $500.", "Second: to be abandoned.", "Third: kept."]
+    with ProviderServer("anthropic", respond=model, factor=1.0, limit=200_000) as upstream:
+        for number, prompt in enumerate(prompts):
+            flags: list[str] = []
+            if number:
+                (path,) = (home / ".claude" / "projects").rglob("*.jsonl")
+                flags = ["--resume", path.stem]
+            if number == 2:  # back to the first prompt's answer
+                records = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+                (answer,) = [r for r in records if "Answer 2." in json.dumps(r.get("message", {}))]
+                flags += ["--resume-session-at", answer["uuid"]]
+            run = start(claude, upstream.url, home, project, prompt, *flags)
+            _, err = run.communicate(timeout=300)
+            assert run.returncode == 0, err[-2000:]
+        assert upstream.refused == [], upstream.refused[:3]
+    assert prompts[1] in path.read_text("utf-8")  # the abandoned turn is in the file
+    sent = json.dumps(asked[-1]["messages"])
+    assert prompts[1] not in sent and prompts[0] in sent  # and not in the last request
+
+    (session,) = load_sessions(path, strict=True)
+    told = [_text(e) for e in session.events if isinstance(e, UserTurn) and not e.notice]
+    assert told == [prompts[0], prompts[2]]
+    results = [_text(e) for e in session.events if isinstance(e, ToolResult)]
+    assert results == ["run1", "run5"]
+    assert session.meta["abandoned_records"] >= 4
+    manager = ContextManager("anthropic", 20_000)
+    manager.ingest(session.events)
+    body = manager.render_sync().payload
+    assert prompts[1] not in json.dumps(body)
