@@ -31,6 +31,7 @@ from context_graph.formats.wires import READ_ORDER
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent
 from context_graph.importers._base import ImportedSession, RawInput, Stray, read_raw
+from context_graph.importers._opencode_storage import storage_of
 from context_graph.tokens.counting import TokenCounter
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "load_graph",
     "load_sessions",
     "read_raw",
+    "reads_folder",
     "select_session",
 ]
 
@@ -127,6 +129,16 @@ def load_sessions(
         for session in sessions:
             session.meta["incomplete_last_line"] = raw.incomplete_line
     return sessions
+
+
+def reads_folder(path: str | Path) -> bool:
+    """Whether `path` is a folder `load_sessions` reads whole.
+
+    That is opencode's storage folder (or the data folder holding it); any other folder
+    holds no session of its own.
+    """
+    folder = Path(path)
+    return folder.is_dir() and storage_of(folder) is not None
 
 
 def load_events(

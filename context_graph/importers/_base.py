@@ -44,6 +44,7 @@ from context_graph.graph.content import (
 from context_graph.graph.events import AgentEvent
 from context_graph.graph.nodes import ExitCode
 from context_graph.importers._opencode_db import SQLITE_MAGIC, read_exports
+from context_graph.importers._opencode_storage import read_storage, storage_of
 from context_graph.importers._strays import Stray, StrayKeeper
 
 __all__ = [
@@ -152,13 +153,17 @@ def read_raw(path: str | Path, *, strict: bool = True) -> RawInput:
     it in `RawInput.incomplete_line`.
 
     A SQLite database is opencode's session store: read as one `opencode export` object
-    per session (`_opencode_db`).
+    per session (`_opencode_db`); so is the storage folder of opencode's older versions,
+    or one session's file in it (`_opencode_storage`).
 
     Raises:
         IngestError: the file is missing, not UTF-8, or not JSON / JSONL; or a SQLite
             database that is not opencode's or cannot be read.
     """
     file = Path(path)
+    storage = storage_of(file)
+    if storage is not None:
+        return RawInput(read_storage(*storage), file)
     try:
         blob = file.read_bytes()
     except OSError as exc:

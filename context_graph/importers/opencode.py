@@ -22,7 +22,8 @@ calls, followed by a `ToolResult` for each call that finished. A user message's 
 is a `UserTurn`; its synthetic text a notice after it. The session database
 (`~/.local/share/opencode/opencode.db`) holds the same messages and parts: given it, every
 session in it is read, oldest first (`_opencode_db`), a sub-agent's with its parent's id
-in `meta["parentID"]`.
+in `meta["parentID"]`; so is the storage folder of the versions before the database
+(`_opencode_storage`).
 """
 
 from __future__ import annotations

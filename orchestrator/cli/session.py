@@ -14,7 +14,7 @@ from pathlib import Path
 
 from context_graph.errors import ConfigurationError, IngestError, SourceLocation
 from context_graph.examples import EXAMPLE_SESSION
-from context_graph.importers import ImportedSession, load_sessions, select_session
+from context_graph.importers import ImportedSession, load_sessions, reads_folder, select_session
 from context_graph.render.tools import ToolSpec, read_tools
 from orchestrator.cli.errors import UsageError
 from orchestrator.cli.progress import Progress
@@ -77,8 +77,11 @@ def load(args: argparse.Namespace, progress: Progress, screen: OutputScreen) -> 
         # Its name stands for the file (the URL may hold a password: never shown).
         return Loaded(Path(stored.name), stored, 1)
     trace: Path = args.trace or EXAMPLE_SESSION
-    if trace.is_dir():
-        msg = "is a folder; give one session file (JSON or JSONL) inside it"
+    if trace.is_dir() and not reads_folder(trace):
+        msg = (
+            "is a folder; give one session file (JSON or JSONL) inside it"
+            " (of folders, opencode's storage folder is read whole)"
+        )
         raise IngestError(msg, SourceLocation(str(trace)))
     progress.phase(screen.text(f"reading {trace.name}{_size(trace)}..."))
     if is_session_file(trace):  # a session store (a proxy's thread): its recorded events

@@ -136,3 +136,63 @@ def test_opencodes_own_compactions_import_as_compactions(tmp_path: Path) -> None
     assert all(_text(c).startswith("Ran seq up to step") for c in compactions)
     assert all(c.origin == "opencode" for c in compactions)
     ContextGraph(counter=WordCounter()).ingest(session.events)
+
+
+def test_the_storage_folder_of_an_older_opencode_imports_as_its_export(tmp_path: Path) -> None:
+    """opencode 1.1 (installed as `opencode-storage`) kept its sessions as a folder of JSON
+    files, not a database: the folder, the data folder holding it and the session's own
+    file import as that version's `opencode export` of the session does."""
+    opencode = agent_cli("opencode-storage/bin/opencode", "opencode 1.1")
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    answers: list[dict[str, Any]] = [
+        {"text": "Reading.", "calls": [["bash", {"command": "echo two", "description": "Two"}]]},
+        {"calls": [["bash", {"command": "false", "description": "Fail"}]]},
+        {"text": "All done."},
+    ]
+    asked: list[dict[str, Any]] = []
+
+    def model(body: dict[str, Any]) -> dict[str, Any]:
+        if "title generator" in str(body["messages"][0].get("content")):
+            return {"text": "Notes"}
+        asked.append(body)
+        return answers[min(len(asked), len(answers)) - 1]
+
+    with ProviderServer("openai", respond=model, factor=1.0, limit=200_000) as upstream:
+        configure(project, upstream.url)
+        agent = start(opencode, home, project, "Check the notes.")
+        _, err = agent.communicate(timeout=600)
+        assert upstream.refused == [], upstream.refused[:3]
+    assert agent.returncode == 0, err[-2000:]
+    data = home / ".local" / "share" / "opencode"
+    assert not (data / "opencode.db").exists()  # this version keeps no database
+    (session_file,) = (data / "storage" / "session").glob("*/*.json")
+    exported = subprocess.run(
+        [str(opencode), "export", session_file.stem],
+        cwd=project,
+        env=offline(home),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    path = tmp_path / "session.json"
+    path.write_text(exported.stdout[exported.stdout.index("{") :], "utf-8")
+    (export,) = load_sessions(path, strict=True)
+    assert export.meta["version"] == "1.1.65" and len(asked) == 3
+
+    def dumped(session: Any) -> list[Any]:
+        return [e.model_dump(exclude={"source"}) for e in session.events]
+
+    for source in (data, data / "storage", session_file):
+        (stored,) = load_sessions(source, strict=True)
+        assert stored.name == session_file.stem
+        assert dumped(stored) == dumped(export)
+        assert stored.meta == export.meta
+    results = [e for e in stored.events if isinstance(e, ToolResult)]
+    assert [r.exit_code for r in results] == [0, 1]
+    sent = [m["content"] for m in asked[-1]["messages"] if m.get("role") == "tool"]
+    assert [_text(r) for r in results] == [s if isinstance(s, str) else json.dumps(s) for s in sent]
+    assert _text(stored.events[-1]) == "All done."
