@@ -171,25 +171,52 @@ def test_a_record_of_the_wrong_shape_is_refused_at_its_line(tmp_path: Path) -> N
         load_sessions(_write(tmp_path, records), format="claude_code")
 
 
+_SHAPES = ("plain", "parallel", "progress")
+
+
+def _shaped(tag: str, parent: str | None, shape: str) -> list[Record]:
+    """An exchange ending at `<tag>b`: plain, with two parallel calls (one message's two
+    lines, each result on its own line), or with a progress record before the result."""
+    if shape == "plain":
+        return _exchange(tag, parent)
+    if shape == "progress":
+        plain = _exchange(tag, parent)
+        progress = {"type": "progress", "uuid": f"{tag}p", "parentUuid": f"{tag}a"}
+        return [*plain[:2], progress, _on(plain[2], f"{tag}p"), plain[3]]
+    return [
+        _on(_user(f"{tag}u", f"Prompt {tag}."), parent),
+        _on(_assistant(f"{tag}a", f"msg_{tag}_1", _use(f"c1_{tag}", command="1")), f"{tag}u"),
+        _on(_assistant(f"{tag}a2", f"msg_{tag}_1", _use(f"c2_{tag}", command="2")), f"{tag}a"),
+        _on(_user(f"{tag}r", [_result(f"c1_{tag}", f"one {tag}")]), f"{tag}a"),
+        _on(_user(f"{tag}r2", [_result(f"c2_{tag}", f"two {tag}")]), f"{tag}a2"),
+        _on(_assistant(f"{tag}b", f"msg_{tag}_2", _text(f"Answer {tag}.")), f"{tag}r2"),
+    ]
+
+
 @st.composite
 def _branched(draw: st.DrawFn) -> tuple[list[Record], list[Record]]:
-    """A conversation, and the same file with abandoned branches inserted after forks."""
-    length = draw(st.integers(1, 5))
-    kept: list[Record] = []
+    """A conversation, and the same file with abandoned branches written after forks."""
+    shapes = draw(st.lists(st.sampled_from(_SHAPES), min_size=1, max_size=5))
+    blocks: list[list[Record]] = []
     parent = None
-    for number in range(length):
-        kept += _exchange(f"k{number}", parent)
+    for number, shape in enumerate(shapes):
+        blocks.append(_shaped(f"k{number}", parent, shape))
         parent = f"k{number}b"
-    forks = draw(st.lists(st.integers(0, length - 1), max_size=3))
-    records = list(kept)
+    kept = [record for block in blocks for record in block]
+    # Each abandoned branch is written when the user was at its fork: right after the
+    # fork's exchange (after the branches already written there).
+    after: list[list[list[Record]]] = [[] for _ in shapes]
+    forks = draw(st.lists(st.integers(0, len(shapes) - 1), max_size=3))
     for number, fork in enumerate(forks):
-        branch = _exchange(f"gone{number}", f"k{fork}b")
-        # Written when the user was at that fork: after the fork's exchange, before the next.
-        at = 4 * (fork + 1) + sum(4 for f in forks[:number] if f <= fork)
-        records[at:at] = branch
+        after[fork].append(_shaped(f"gone{number}", f"k{fork}b", draw(st.sampled_from(_SHAPES))))
+    records = [
+        record
+        for block, branches in zip(blocks, after, strict=True)
+        for record in [*block, *(r for branch in branches for r in branch)]
+    ]
     # A branch forked at the last answer is the newest: only the leaf record says not.
-    if forks and (length - 1 in forks or draw(st.booleans())):
-        records.append(_leaf(f"k{length - 1}b"))
+    if forks and (len(shapes) - 1 in forks or draw(st.booleans())):
+        records.append(_leaf(f"k{len(shapes) - 1}b"))
     return kept, records
 
 
