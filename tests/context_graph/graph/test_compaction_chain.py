@@ -159,7 +159,11 @@ def _spliced_fasthooks(folder: Path) -> Path:
         return [boundary, summary]
 
     spliced = [*records[:25], *copy(1), *records[25:38], *copy(2), *records[38:]]
-    return _write(folder / "spliced.jsonl", spliced)
+    # Copies spliced in are no part of the file's `parentUuid` chain: the importer would
+    # take them for an abandoned branch (`_claude_code_branches`). Without the links the
+    # file reads in file order, copies and all.
+    unlinked = [{**r, "parentUuid": None} if "parentUuid" in r else r for r in spliced]
+    return _write(folder / "spliced.jsonl", unlinked)
 
 
 _STEPS = ("system", "user", "user", "note", "call", "call", "result", "result", "compaction")
