@@ -225,6 +225,11 @@ def _load_json(text: str) -> Any:
         raise _UnreadableJSON(msg) from None
 
 
+def read_jsonl_text(text: str, file: Path) -> RawInput:
+    """JSONL `text` read from `file`, strictly: its records, each with its line number."""
+    return _read_jsonl(text, file, strict=True)
+
+
 def _read_jsonl(text: str, file: Path, *, strict: bool = True) -> RawInput:
     records: list[Any] = []
     lines: list[int] = []

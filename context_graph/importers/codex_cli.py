@@ -30,6 +30,14 @@ Each record is `{"timestamp", "type", "payload"}`. By type:
   item's native compaction instead, sent back verbatim to the Responses API after the
   user's messages (`context_graph.graph.native`), as Codex sent it.
 
+A thread taken back leaves turns in the files that the model was no longer sent; the
+import is the history Codex rebuilds from them. A `thread_rolled_back` event (`num_turns`)
+drops the last requests, each with everything after it and the harness notices just
+before it (`meta["rolled_back_events"]` counts what went). A rollout that continues
+another (`session_meta.history_base`: Codex's "paginated" threads start one at each
+revert) is read after the part of the one it continues that the history kept, found
+among the rollouts beside it (`_codex_history`; `meta["history_base"]` lists them).
+
 Records of other types (later CLI versions add some) are skipped; every skipped record is
 counted in `meta["skipped_records"]`.
 
@@ -56,7 +64,13 @@ from context_graph.formats.openai_responses.read import ItemReader
 from context_graph.formats.openai_responses.read_content import content_parts, plain_json
 from context_graph.formats.wires import RESPONSES_FORMAT
 from context_graph.graph.content import ContentPart, TextPart
-from context_graph.graph.events import Compaction, SystemPrompt, ToolResult, UserTurn
+from context_graph.graph.events import (
+    AgentEvent,
+    Compaction,
+    SystemPrompt,
+    ToolResult,
+    UserTurn,
+)
 from context_graph.importers._base import (
     ImportedSession,
     Names,
@@ -67,6 +81,7 @@ from context_graph.importers._base import (
     read_exit_code,
     with_fields,
 )
+from context_graph.importers._codex_history import history_bases
 from context_graph.importers._native import native_compaction
 
 __all__ = ["sniff", "to_sessions"]
@@ -166,8 +181,18 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
     if bare:
         records = _from_legacy(records)
     walk = _Walk(raw, bare=bare)
+    bases, missing = history_bases(raw, records)
+    for base in bases:  # the history this rollout continues, each in its own file
+        walk.raw = base
+        for index, record in enumerate(base.data):
+            walk.record(index, record)
+    walk.raw = raw
     for index, record in enumerate(records):
         walk.record(index, record)
+    if bases:
+        walk.meta["history_base"] = [str(base.path) for base in bases]
+    if missing is not None:
+        walk.meta["history_base_missing"] = missing
     events = walk.reader.finish()
     walk.meta["models"] = walk.models
     walk.meta["skipped_records"] = dict(sorted(walk.skipped.items()))
@@ -276,6 +301,9 @@ class _Walk:
         if kind == "user_message" and not self._repeated(payload, where):
             self._user_message(payload, where, ts)
             return
+        if kind == "thread_rolled_back":
+            self._rolled_back(payload, where)
+            return
         if kind != "token_count":
             self.skipped[f"event_msg.{kind}" if isinstance(kind, str) else "event_msg"] += 1
             return
@@ -289,6 +317,31 @@ class _Walk:
         window = info.get("model_context_window")
         if type(window) is int:
             self.meta["model_context_window"] = window
+
+    def _rolled_back(self, payload: Mapping[str, Any], where: SourceLocation) -> None:
+        """The user took back the last `num_turns` requests (Codex's thread rollback).
+
+        As Codex rebuilds the history: each of those requests goes, with everything after
+        it and the harness notices just before it (that turn's context); with more turns
+        than there are, every request goes and what came before the first stays.
+        """
+        turns = payload.get("num_turns")
+        if type(turns) is not int or turns < 0:
+            msg = "`num_turns` must be a non-negative integer"
+            raise IngestError(msg, where.with_path("num_turns"))
+        self.reader.flush()
+        events = self.reader.events
+        requests = [i for i, e in enumerate(events) if isinstance(e, UserTurn) and not e.notice]
+        if not turns or not requests:
+            return
+        cut = requests[-turns] if turns < len(requests) else requests[0]
+        while cut > 0 and _is_notice(events[cut - 1]):
+            cut -= 1
+        dropped = len(events) - cut
+        del events[cut:]
+        previous = self.meta.get("rolled_back_events")
+        self.meta["rolled_back_events"] = dropped + (previous if isinstance(previous, int) else 0)
+        self.unpaired, self.recent = 0, []
 
     def _repeated(self, payload: Mapping[str, Any], where: SourceLocation) -> bool:
         """Whether a `user_message` event repeats a user message item read before it."""
@@ -415,3 +468,7 @@ def _replacement(value: Any, where: SourceLocation) -> tuple[list[ContentPart], 
             raise IngestError("message has no `content`", at)
         parts.extend(content_parts(body["content"], at.with_path("content"), "`content`"))
     return parts, unread
+
+
+def _is_notice(event: AgentEvent) -> bool:
+    return isinstance(event, UserTurn) and event.notice
