@@ -43,8 +43,11 @@ def read_exports(file: Path) -> list[Any]:
                     + " table"
                 )
                 raise IngestError(msg, where)
+            columns = {row[1] for row in db.execute("pragma table_info(session)")}
+            # `revert` (a reverted session's point, JSON) came with a later schema.
+            revert = "revert" if "revert" in columns else "null"
             sessions = db.execute(
-                "select id, title, directory, version, slug, parent_id from session"
+                f"select id, title, directory, version, slug, parent_id, {revert} from session"
                 " order by time_created, id"
             ).fetchall()
             exports = [_export(db, row, where) for row in sessions]
@@ -54,9 +57,11 @@ def read_exports(file: Path) -> list[Any]:
 
 
 def _export(db: sqlite3.Connection, session: tuple[Any, ...], where: SourceLocation) -> Any:
-    session_id, title, directory, version, slug, parent = session
+    session_id, title, directory, version, slug, parent, revert = session
     info = {"id": session_id, "title": title, "directory": directory, "version": version}
     info |= {"slug": slug} | ({"parentID": parent} if parent else {})
+    if revert is not None:
+        info["revert"] = _json(revert, where.with_path(f"session[{session_id}].revert"))
     messages = []
     rows = db.execute(
         "select id, data from message where session_id = ? order by time_created, id",

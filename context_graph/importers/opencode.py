@@ -23,7 +23,8 @@ is a `UserTurn`; its synthetic text a notice after it. The session database
 (`~/.local/share/opencode/opencode.db`) holds the same messages and parts: given it, every
 session in it is read, oldest first (`_opencode_db`), a sub-agent's with its parent's id
 in `meta["parentID"]`; so is the storage folder of the versions before the database
-(`_opencode_storage`).
+(`_opencode_storage`). A session the user reverted (`/undo`, `info.revert`) is read
+without what opencode removes at its next prompt (`_unreverted`).
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ def _session(raw: RawInput, value: Any, place: int | None) -> ImportedSession:
     info = expect_mapping(data.get("info"), raw.at(place, "info"), "`info`")
     session_id = expect_str(info.get("id"), raw.at(place, "info.id"), "`info.id`")
     messages = expect_list(data.get("messages"), raw.at(place, "messages"), "`messages`")
+    messages, reverted = _unreverted(messages, info.get("revert"), raw.at(place, "info.revert"))
     per_message: list[list[AgentEvent]] = []
     skipped: Counter[str] = Counter()
     models: list[JsonValue] = []
@@ -118,10 +120,46 @@ def _session(raw: RawInput, value: Any, place: int | None) -> ImportedSession:
         if isinstance(info.get(key), str):
             meta[key] = info[key]
     meta["models"] = models
+    if reverted:
+        meta["reverted_messages"] = reverted
     if skipped:
         counts: dict[str, JsonValue] = dict(sorted(skipped.items()))
         meta["skipped_parts"] = counts
     return ImportedSession(name=session_id, events=events, meta=meta)
+
+
+def _unreverted(
+    messages: Sequence[Any], revert: Any, where: SourceLocation
+) -> tuple[Sequence[Any], int]:
+    """The messages a reverted session keeps, and how many it leaves out.
+
+    A session the user reverted (`/undo`) still holds the messages after the point it
+    went back to, until its next prompt removes them; the model is never sent them
+    again. As opencode removes them: the message `revert.messageID` and every later one,
+    or, with `revert.partID`, only that message's parts from that part on.
+    """
+    if revert is None:
+        return messages, 0
+    revert = expect_mapping(revert, where, "`revert`")
+    target = expect_str(revert.get("messageID"), where.with_path("messageID"), "`messageID`")
+    part = revert.get("partID")
+    if part is not None:
+        part = expect_str(part, where.with_path("partID"), "`partID`")
+    place = next((i for i, m in enumerate(messages) if _message_id(m) == target), None)
+    if place is None:  # opencode removes nothing then either
+        return messages, 0
+    if part is None:
+        return messages[:place], len(messages) - place
+    message = messages[place]
+    parts = message.get("parts") if isinstance(message, Mapping) else None
+    if isinstance(parts, list):
+        cut = next((i for i, p in enumerate(parts) if _part_id(p) == part), len(parts))
+        message = {**message, "parts": parts[:cut]}
+    return [*messages[:place], message], len(messages) - place - 1
+
+
+def _part_id(part: Any) -> Any:
+    return part.get("id") if isinstance(part, Mapping) else None
 
 
 def _with_compactions(
