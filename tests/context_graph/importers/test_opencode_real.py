@@ -13,8 +13,11 @@ Found and skipped like Claude Code
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 import subprocess
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +199,86 @@ def test_the_storage_folder_of_an_older_opencode_imports_as_its_export(tmp_path:
     sent = [m["content"] for m in asked[-1]["messages"] if m.get("role") == "tool"]
     assert [_text(r) for r in results] == [s if isinstance(s, str) else json.dumps(s) for s in sent]
     assert _text(stored.events[-1]) == "All done."
+
+
+def test_a_reverted_session_imports_without_what_opencode_undoes(tmp_path: Path) -> None:
+    """`opencode serve`'s API: two prompts, then the session reverted to the second
+    (`/undo` in the TUI). The database still holds the undone turn; the import leaves it
+    out, and the next prompt's request shows that the model is never sent it again."""
+    opencode = agent_cli("opencode-ai/bin/opencode.exe", "opencode")
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    asked: list[dict[str, Any]] = []
+
+    def model(body: dict[str, Any]) -> dict[str, Any]:
+        if "title generator" in str(body["messages"][0].get("content")):
+            return {"text": "Notes"}
+        asked.append(body)
+        if body["messages"][-1].get("role") == "tool":
+            return {"text": f"Answer {len(asked)}."}
+        command = {"command": f"echo run{len(asked)}", "description": "Run"}
+        return {"text": "Running.", "calls": [["bash", command]]}
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    def call(method: str, path: str, body: Any = None, timeout: float = 120) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}{path}",
+            data=data,
+            method=method,
+            headers={"content-type": "application/json", "x-opencode-directory": str(project)},
+        )
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            text = response.read().decode()
+        return json.loads(text) if text else None
+
+    prompts = ["First: the budget is $500.", "Second: undone.", "Third: after the undo."]
+    database = home / ".local" / "share" / "opencode" / "opencode.db"
+    with ProviderServer("openai", respond=model, factor=1.0, limit=200_000) as upstream:
+        configure(project, upstream.url)
+        server = subprocess.Popen(
+            [str(opencode), "serve", "--port", str(port)],
+            cwd=project,
+            env=offline(home),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            for _ in range(300):
+                try:  # the first request after it starts listening may hang: ask again
+                    call("GET", "/session", timeout=2)
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            session_id = call("POST", "/session", {})["id"]
+            for prompt in prompts[:2]:
+                call(
+                    "POST",
+                    f"/session/{session_id}/message",
+                    {"parts": [{"type": "text", "text": prompt}]},
+                )
+            messages = call("GET", f"/session/{session_id}/message")
+            second = [m["info"]["id"] for m in messages if m["info"]["role"] == "user"][1]
+            call("POST", f"/session/{session_id}/revert", {"messageID": second})
+            (reverted,) = load_sessions(database, strict=True)
+            call(
+                "POST",
+                f"/session/{session_id}/message",
+                {"parts": [{"type": "text", "text": prompts[2]}]},
+            )
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+        assert upstream.refused == [], upstream.refused[:3]
+    told = [_text(e) for e in reverted.events if isinstance(e, UserTurn)]
+    assert told == [prompts[0]]
+    assert reverted.meta["reverted_messages"] == 3  # the prompt and the two steps after it
+    sent = json.dumps(asked[-1]["messages"])
+    assert prompts[1] not in sent and prompts[0] in sent and prompts[2] in sent
+    # The turns the model was sent before the third prompt are the import's.
+    results = [_text(e) for e in reverted.events if isinstance(e, ToolResult)]
+    assert results == ["run1\n"]
