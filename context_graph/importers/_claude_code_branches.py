@@ -65,7 +65,7 @@ class _Chain:
         self.position = {uuid: place for place, uuid in enumerate(self.order)}
         self.parent: dict[str, str | None] = {}
         self.leaf_pointer: str | None = None
-        self.rewound = False
+        self.ends_on_pointer = False
         """The file ends on its `last-prompt` record (no message came after it)."""
 
     @classmethod
@@ -91,7 +91,7 @@ class _Chain:
                 pointer_last = False
         chain = cls(records, index)
         chain.leaf_pointer = leaf_pointer if leaf_pointer in index else None
-        chain.rewound = pointer_last and chain.leaf_pointer is not None
+        chain.ends_on_pointer = pointer_last and chain.leaf_pointer is not None
         starts = 0
         for uuid in chain.order:
             parent = chain._link(uuid, through)
@@ -151,7 +151,7 @@ class _Chain:
         """
         last = self.order[-1]
         leaf = self.leaf_pointer
-        if leaf is None or (not self.rewound and leaf in self._ancestors(last)):
+        if leaf is None or (not self.ends_on_pointer and leaf in self._ancestors(last)):
             leaf = last
         return self._turn_above(leaf)
 
