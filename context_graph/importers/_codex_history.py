@@ -18,6 +18,7 @@ lenient one reads the rollout alone and says so in `meta["history_base_missing"]
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ from context_graph.importers._base import RawInput, read_jsonl_text
 
 __all__ = ["history_bases"]
 
+#: What a thread or segment id is made of (a UUID): nothing a file pattern reads.
+_THREAD_ID = re.compile(r"[0-9A-Za-z_-]+")
 #: How many rollouts deep a chain of bases may go (a loop of them would never end).
 _MAX_DEPTH = 1_000
 
@@ -77,7 +80,7 @@ def _head(records: Sequence[Any]) -> Mapping[str, Any] | None:
 
 def _base_of(base: Mapping[str, Any], where: SourceLocation) -> tuple[str, int]:
     thread, end = base.get("thread_id"), base.get("end_byte_offset")
-    if not isinstance(thread, str) or not thread or "/" in thread or "\\" in thread:
+    if not isinstance(thread, str) or not _THREAD_ID.fullmatch(thread):
         raise IngestError("`thread_id` must be a thread id", where.with_path("thread_id"))
     if type(end) is not int or end < 0:
         msg = "`end_byte_offset` must be a non-negative integer"

@@ -160,6 +160,7 @@ class TestHistoryBase:
         "base",
         [
             {"thread_id": "../etc", "end_byte_offset": 1},
+            {"thread_id": "*", "end_byte_offset": 1},
             {"thread_id": THREAD, "end_byte_offset": -1},
             {"thread_id": THREAD, "end_byte_offset": "10"},
             {"end_byte_offset": 1},

@@ -38,6 +38,32 @@ def _text(event: Any) -> str:
     return "".join(part.text for part in event.content if isinstance(part, TextPart))
 
 
+class _Scripted:
+    """The model: its answers in turn (the last again once they run out); opencode's
+    session-title requests are answered apart and not counted."""
+
+    def __init__(self, answers: list[dict[str, Any]]) -> None:
+        self.answers = answers
+        self.asked: list[dict[str, Any]] = []
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        if "title generator" in str(body["messages"][0].get("content")):
+            return {"text": "Notes"}
+        self.asked.append(body)
+        return self.answers[min(len(self.asked), len(self.answers)) - 1]
+
+
+def _run(opencode: Path, home: Path, project: Path, model: _Scripted) -> str:
+    """`opencode run` on "Check the notes." against `model`; its output."""
+    with ProviderServer("openai", respond=model, factor=1.0, limit=200_000) as upstream:
+        configure(project, upstream.url)
+        agent = start(opencode, home, project, "Check the notes.")
+        out, err = agent.communicate(timeout=600)
+        assert upstream.refused == [], upstream.refused[:3]
+    assert agent.returncode == 0, err[-2000:]
+    return str(out)
+
+
 def test_an_exported_session_imports_what_the_model_was_given(tmp_path: Path) -> None:
     opencode = agent_cli("opencode-ai/bin/opencode.exe", "opencode")
     home, project = tmp_path / "home", tmp_path / "project"
@@ -55,20 +81,9 @@ def test_an_exported_session_imports_what_the_model_was_given(tmp_path: Path) ->
         {"calls": [["bash", {"command": "false", "description": "Fail"}]]},
         {"text": "All done."},
     ]
-    asked: list[dict[str, Any]] = []
-
-    def model(body: dict[str, Any]) -> dict[str, Any]:
-        if "title generator" in str(body["messages"][0].get("content")):
-            return {"text": "Notes"}
-        asked.append(body)
-        return answers[min(len(asked), len(answers)) - 1]
-
-    with ProviderServer("openai", respond=model, factor=1.0, limit=200_000) as upstream:
-        configure(project, upstream.url)
-        agent = start(opencode, home, project, "Check the notes.")
-        out, err = agent.communicate(timeout=600)
-        assert upstream.refused == [], upstream.refused[:3]
-    assert agent.returncode == 0, err[-2000:]
+    model = _Scripted(answers)
+    out = _run(opencode, home, project, model)
+    asked = model.asked
     assert "All done." in out and len(asked) == 3
     database = home / ".local" / "share" / "opencode" / "opencode.db"
     with sqlite3.connect(database) as db:
@@ -154,20 +169,9 @@ def test_the_storage_folder_of_an_older_opencode_imports_as_its_export(tmp_path:
         {"calls": [["bash", {"command": "false", "description": "Fail"}]]},
         {"text": "All done."},
     ]
-    asked: list[dict[str, Any]] = []
-
-    def model(body: dict[str, Any]) -> dict[str, Any]:
-        if "title generator" in str(body["messages"][0].get("content")):
-            return {"text": "Notes"}
-        asked.append(body)
-        return answers[min(len(asked), len(answers)) - 1]
-
-    with ProviderServer("openai", respond=model, factor=1.0, limit=200_000) as upstream:
-        configure(project, upstream.url)
-        agent = start(opencode, home, project, "Check the notes.")
-        _, err = agent.communicate(timeout=600)
-        assert upstream.refused == [], upstream.refused[:3]
-    assert agent.returncode == 0, err[-2000:]
+    model = _Scripted(answers)
+    _run(opencode, home, project, model)
+    asked = model.asked
     data = home / ".local" / "share" / "opencode"
     assert not (data / "opencode.db").exists()  # this version keeps no database
     (session_file,) = (data / "storage" / "session").glob("*/*.json")
