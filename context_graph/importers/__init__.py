@@ -31,6 +31,7 @@ from context_graph.formats.wires import READ_ORDER
 from context_graph.graph.context_graph import ContextGraph
 from context_graph.graph.events import AgentEvent
 from context_graph.importers._base import ImportedSession, RawInput, Stray, read_raw
+from context_graph.importers._opencode_db import is_opencode_database
 from context_graph.importers._opencode_storage import storage_of
 from context_graph.tokens.counting import TokenCounter
 
@@ -44,6 +45,7 @@ __all__ = [
     "load_graph",
     "load_sessions",
     "read_raw",
+    "reads_database",
     "reads_folder",
     "select_session",
 ]
@@ -129,6 +131,14 @@ def load_sessions(
         for session in sessions:
             session.meta["incomplete_last_line"] = raw.incomplete_line
     return sessions
+
+
+def reads_database(path: str | Path) -> bool:
+    """Whether `path` is a database `load_sessions` reads: opencode's `opencode.db`.
+
+    The command line tells it from a session store of its own (also SQLite) with this.
+    """
+    return is_opencode_database(Path(path))
 
 
 def reads_folder(path: str | Path) -> bool:

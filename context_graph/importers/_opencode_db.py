@@ -17,11 +17,24 @@ from typing import Any
 
 from context_graph.errors import IngestError, SourceLocation
 
-__all__ = ["SQLITE_MAGIC", "read_exports"]
+__all__ = ["SQLITE_MAGIC", "is_opencode_database", "read_exports"]
 
 #: How every SQLite database file begins.
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _TABLES = frozenset({"session", "message", "part"})
+
+
+def is_opencode_database(file: Path) -> bool:
+    """Whether `file` is a SQLite database with opencode's tables (never raises)."""
+    try:
+        with file.open("rb") as head:
+            if head.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
+                return False
+        with sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True) as db:
+            names = {row[0] for row in db.execute("select name from sqlite_master")}
+    except (OSError, sqlite3.Error):
+        return False
+    return _TABLES <= names
 
 
 def read_exports(file: Path) -> list[Any]:

@@ -13,6 +13,14 @@ from orchestrator.cli.session import load, output_screen
 
 __all__ = ["run_inspect"]
 
+#: What an importer left out of a conversation the user took back, by its `meta` key:
+#: Claude Code's abandoned branches, Codex's rolled-back turns, opencode's undone ones.
+TAKEN_BACK = {
+    "abandoned_records": "records of an abandoned branch",
+    "rolled_back_events": "events of rolled-back turns",
+    "reverted_messages": "messages of undone turns",
+}
+
 
 def run_inspect(args: argparse.Namespace, progress: Progress) -> int:
     """Print the session's summary, as text or JSON."""
@@ -26,16 +34,23 @@ def run_inspect(args: argparse.Namespace, progress: Progress) -> int:
     progress.phase("counting...")
     stats = graph_stats(graph)
     progress.close()
+    meta = loaded.session.meta
+    taken_back = {key: n for key in TAKEN_BACK if isinstance(n := meta.get(key), int) and n}
     if args.json:
         payload = {
             "trace": str(loaded.trace),
             "session": loaded.session.name,
             "sessions_in_file": loaded.count,
             **stats.model_dump(),
+            "taken_back": taken_back,
         }
         print(screen.json_text(json.dumps(payload, indent=2), indent=2))
     else:
-        print(screen.text(_text(str(loaded.trace), loaded.session.name, loaded.count, stats)))
+        text = _text(str(loaded.trace), loaded.session.name, loaded.count, stats)
+        for key, n in taken_back.items():
+            # Not in the conversation: the user went back before it (the file keeps it).
+            text += f"\ntaken back:  {n} {TAKEN_BACK[key]}, left out"
+        print(screen.text(text))
     return EXIT_OK
 
 

@@ -14,7 +14,13 @@ from pathlib import Path
 
 from context_graph.errors import ConfigurationError, IngestError, SourceLocation
 from context_graph.examples import EXAMPLE_SESSION
-from context_graph.importers import ImportedSession, load_sessions, reads_folder, select_session
+from context_graph.importers import (
+    ImportedSession,
+    load_sessions,
+    reads_database,
+    reads_folder,
+    select_session,
+)
 from context_graph.render.tools import ToolSpec, read_tools
 from orchestrator.cli.errors import UsageError
 from orchestrator.cli.progress import Progress
@@ -84,7 +90,9 @@ def load(args: argparse.Namespace, progress: Progress, screen: OutputScreen) -> 
         )
         raise IngestError(msg, SourceLocation(str(trace)))
     progress.phase(screen.text(f"reading {trace.name}{_size(trace)}..."))
-    if is_session_file(trace):  # a session store (a proxy's thread): its recorded events
+    # A session store (a proxy's thread): its recorded events; opencode's database is
+    # SQLite too, and a trace.
+    if is_session_file(trace) and not reads_database(trace):
         return Loaded(trace, stored_session(trace), 1)
     sessions = load_sessions(trace, format=args.input_format, strict=not args.lenient)
     text: str = args.session

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from context_graph.errors import IngestError
 from context_graph.importers import RawInput, load_sessions
+from orchestrator.cli import main
 from tests.context_graph.importers.test_opencode import (
     _assistant,
     _database,
@@ -92,3 +93,22 @@ def test_any_revert_point_reads_as_the_export_cut_there(point: int) -> None:
     work = _work()
     cut = {**work, "messages": work["messages"][:point]}
     assert _said(_reverted(work, messageID=f"m{point + 1}")) == _said(cut)
+
+
+def test_the_cli_reads_opencodes_database_and_says_what_was_taken_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`inspect` and `replay` take `opencode.db` as a trace (it is SQLite, as the
+    proxy's session stores are, which they read as stores); `inspect` says what the
+    import left out of a session the user took back."""
+    path = _database(tmp_path / "opencode.db", [_work()])
+    with sqlite3.connect(path) as db:
+        db.execute("alter table session add column revert text")
+        db.execute("update session set revert = ?", (json.dumps({"messageID": "m3"}),))
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "taken back:  2 messages of undone turns, left out" in out
+    assert main(["inspect", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["taken_back"] == {"reverted_messages": 2}
+    assert main(["replay", str(path), "--budget", "2000"]) == 0
+    assert "0 invalid" in capsys.readouterr().out
