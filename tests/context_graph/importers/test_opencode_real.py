@@ -53,6 +53,22 @@ class _Scripted:
         return self.answers[min(len(self.asked), len(self.answers)) - 1]
 
 
+def _export(opencode: Path, home: Path, project: Path, session_id: str, path: Path) -> Path:
+    """`opencode export <session_id>`, written to `path`."""
+    exported = subprocess.run(
+        [str(opencode), "export", session_id],
+        cwd=project,
+        env=offline(home),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    path.write_text(exported.stdout, "utf-8")
+    return path
+
+
 def _run(opencode: Path, home: Path, project: Path, model: _Scripted) -> str:
     """`opencode run` on "Check the notes." against `model`; its output."""
     with ProviderServer("openai", respond=model, factor=1.0, limit=200_000) as upstream:
@@ -88,18 +104,7 @@ def test_an_exported_session_imports_what_the_model_was_given(tmp_path: Path) ->
     database = home / ".local" / "share" / "opencode" / "opencode.db"
     with sqlite3.connect(database) as db:
         (session_id,) = db.execute("select id from session").fetchone()
-    exported = subprocess.run(
-        [str(opencode), "export", session_id],
-        cwd=project,
-        env=offline(home),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    path = tmp_path / "session.json"
-    path.write_text(exported.stdout, "utf-8")
+    path = _export(opencode, home, project, session_id, tmp_path / "session.json")
     (session,) = load_sessions(path, strict=True)
     events = list(session.events)
     assert session.meta["session_id"] == session_id and session.meta["version"] == "1.18.33"
@@ -175,18 +180,7 @@ def test_the_storage_folder_of_an_older_opencode_imports_as_its_export(tmp_path:
     data = home / ".local" / "share" / "opencode"
     assert not (data / "opencode.db").exists()  # this version keeps no database
     (session_file,) = (data / "storage" / "session").glob("*/*.json")
-    exported = subprocess.run(
-        [str(opencode), "export", session_file.stem],
-        cwd=project,
-        env=offline(home),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    path = tmp_path / "session.json"
-    path.write_text(exported.stdout[exported.stdout.index("{") :], "utf-8")
+    path = _export(opencode, home, project, session_file.stem, tmp_path / "session.json")
     (export,) = load_sessions(path, strict=True)
     assert export.meta["version"] == "1.1.65" and len(asked) == 3
 

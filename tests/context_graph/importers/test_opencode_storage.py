@@ -7,6 +7,7 @@ their ids, and every unreadable record refused by its file.
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -146,8 +147,6 @@ def test_the_cli_reads_the_folder(tmp_path: Path, capsys: pytest.CaptureFixture[
 @settings(max_examples=40, deadline=None)
 @given(st.permutations(range(4)), st.lists(st.integers(0, 10**13), min_size=4, max_size=4))
 def test_any_sessions_read_in_creation_order(order: list[int], created: list[int]) -> None:
-    import tempfile
-
     exports = [_named(_WORK, f"ses_{n}") for n in order]
     with tempfile.TemporaryDirectory() as folder:
         sessions = load_sessions(_store(Path(folder), exports, created=created))
