@@ -79,7 +79,8 @@ SIGNALS: Mapping[str, str] = MappingProxyType(
         "overflow_fallback": (
             "Even compacted, the request did not fit its budget, so it was sent degraded: "
             "media left out, tool outputs cut, then the text the floor keeps cut to its "
-            "heads, then the latest turn's earlier steps left out, each with a notice "
+            "heads, then the latest turn's earlier steps left out, then its newest step "
+            "too, each with a notice "
             "(format, steps: those taken, budget, required: what the full request needed)."
         ),
         "proposal_applied": "A proposal was applied (proposal, entry: the audit entry).",

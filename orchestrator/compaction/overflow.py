@@ -18,11 +18,14 @@ bent, and the next render starts from the full view again:
    shorter (never below `MIN_HEAD_CHARS`) until the request fits;
 5. `steps`: the latest turn's earlier steps (an assistant message with its calls and
    their results, whole) are left out, the newest step kept, and the turn says how many
-   went; the heads as long as the budget then allows.
+   went; the heads as long as the budget then allows;
+6. `newest`: the newest step goes too, and the turn says that every step so far went
+   and which tools the newest called: what is left is the least a call can be answered
+   from, the system prompt and the user's requests cut to their heads.
 
 Each request sent this way says so in its text (the notices) and on the bus
-(`overflow_fallback`, with the steps taken). When even the shortest heads of the newest
-step do not fit, the original `BudgetExceededError` stands.
+(`overflow_fallback`, with the steps taken). When even the shortest heads of the system
+prompt and the requests do not fit, the original `BudgetExceededError` stands.
 """
 
 from __future__ import annotations
@@ -56,6 +59,10 @@ _STEPS_NOTICE = (
     " results){summary}: the request was over its token budget]"
 )
 _STEPS_SUMMARY = ", and the summary of the steps before them"
+_EVERY_STEP_NOTICE = (
+    "\n[every step of this turn so far omitted ({count} {noun}, each with its tool calls and"
+    " their results; the latest {called}){summary}: the request was over its token budget]"
+)
 _SUMMARY_NOTICE = (
     "\n[the summary of this turn's earlier steps omitted: the request was over its token budget]"
 )
@@ -241,6 +248,8 @@ class _Floor:
     """The latest user-role node: the one that says how many steps were left out."""
     earlier_steps: tuple[Unit, ...]
     """The latest turn's units before its newest step (never a pinned one)."""
+    newest_step: Unit | None = None
+    """The latest turn's newest step (an assistant unit), unless it is pinned."""
 
 
 def _floor(view: RenderSource) -> _Floor:
@@ -257,7 +266,8 @@ def _floor(view: RenderSource) -> _Floor:
     steps = [i for i in range(latest + 1, len(units)) if units[i].kind == "assistant"]
     earlier = range(latest + 1, steps[-1]) if steps else range(0)
     earlier_steps = tuple(units[i] for i in earlier if not pinned[i])
-    return _Floor(nodes, view[units[latest].head], earlier_steps)
+    newest = units[steps[-1]] if steps and not pinned[steps[-1]] else None
+    return _Floor(nodes, view[units[latest].head], earlier_steps, newest)
 
 
 def degrade(
@@ -314,6 +324,9 @@ def degrade(
         found = None if pinned is None else pinned[0]
         if found is None and floor.turn is not None and floor.earlier_steps:
             found = _without_earlier_steps(floor, floor.turn, outputs_cut, tried)
+        newest = floor.newest_step
+        if found is None and floor.turn is not None and newest is not None:
+            found = _without_every_step(view, floor, newest, floor.turn, outputs_cut, tried)
     if found is None:
         raise refused
     return Overflow(tuple(steps), found)
@@ -338,17 +351,7 @@ def _without_earlier_steps(
     steps = floor.earlier_steps
 
     def shown(count: int) -> tuple[list[Node], Callable[[Mapping[str, Node]], RenderResult | None]]:
-        hidden = frozenset(u.head for u in steps[:count])
-        gone = {i for u in steps[:count] for i in u.node_ids}
-        notice = _steps_notice(steps[:count])
-
-        def with_notice(heads: Mapping[str, Node]) -> RenderResult | None:
-            view = dict(heads)
-            head = view[turn.id]
-            view[turn.id] = _with_text(head, head.text + notice)
-            return tried("steps", view, hidden)
-
-        return [n for n in floor.nodes if n.id not in gone], with_notice
+        return _steps_left_out(floor, turn, steps[:count], _steps_notice(steps[:count]), tried)
 
     left, with_notice = shown(len(steps))
     every = _longest_heads(left, copies, with_notice)
@@ -370,6 +373,70 @@ def _without_earlier_steps(
         else:
             best, high = found, middle
     return best
+
+
+def _without_every_step(
+    view: RenderSource,
+    floor: _Floor,
+    newest: Unit,
+    turn: Node,
+    copies: Mapping[str, Node],
+    tried: Callable[[str, Mapping[str, Node], frozenset[str]], RenderResult | None],
+) -> RenderResult | None:
+    """The request with every step of the latest turn left out, `newest` too.
+
+    The last resort before a refusal: the model is not shown what its newest call
+    returned, only told that it made the call, which serves the agent better than no
+    answer at all (a budget of a few hundred tokens beside a long first request and a
+    file read in full). The heads are as long as the budget then allows.
+    """
+    steps = (*floor.earlier_steps, newest)
+    called = [
+        node.name for node in (view[i] for i in newest.node_ids) if isinstance(node, ToolCallNode)
+    ]
+    left, with_notice = _steps_left_out(
+        floor, turn, steps, _every_step_notice(steps, called), tried, step="newest"
+    )
+    every = _longest_heads(left, copies, with_notice)
+    return None if every is None else every[0]
+
+
+def _steps_left_out(
+    floor: _Floor,
+    turn: Node,
+    steps: Sequence[Unit],
+    notice: str,
+    tried: Callable[[str, Mapping[str, Node], frozenset[str]], RenderResult | None],
+    step: str = "steps",
+) -> tuple[list[Node], Callable[[Mapping[str, Node]], RenderResult | None]]:
+    """The floor's nodes left with `steps` gone, and a try of the view without them.
+
+    The try hides the steps' units and puts `notice` after the turn's own text (the
+    turn cut to its head like the rest, the notice after).
+    """
+    hidden = frozenset(u.head for u in steps)
+    gone = {i for u in steps for i in u.node_ids}
+
+    def with_notice(heads: Mapping[str, Node]) -> RenderResult | None:
+        view = dict(heads)
+        head = view[turn.id]
+        view[turn.id] = _with_text(head, head.text + notice)
+        return tried(step, view, hidden)
+
+    return [n for n in floor.nodes if n.id not in gone], with_notice
+
+
+def _every_step_notice(units: Sequence[Unit], called: Sequence[str]) -> str:
+    """What the latest turn says when every one of its steps went, the newest too."""
+    summaries = sum(1 for unit in units if unit.kind == "summary")
+    count = len(units) - summaries
+    names = ", ".join(dict.fromkeys(called))
+    return _EVERY_STEP_NOTICE.format(
+        count=count,
+        noun="step" if count == 1 else "steps",
+        called=f"called {names}" if names else "called no tool",
+        summary=_STEPS_SUMMARY if summaries else "",
+    )
 
 
 def _steps_notice(units: Sequence[Unit]) -> str:
