@@ -33,13 +33,14 @@ class CallLedger:
         raw: The pristine record (what was sent is counted in its nodes).
     """
 
-    __slots__ = ("_kept_usage", "_last", "_raw", "_timed_out", "_unsent", "_usage")
+    __slots__ = ("_beside", "_kept_usage", "_last", "_raw", "_timed_out", "_unsent", "_usage")
 
     def __init__(self, raw: ContextGraph) -> None:
         self._raw = raw
         # A set, not a frozenset: a session may ingest many batches before it renders.
         self._unsent: set[str] = set()
         self._last: RenderResult | None = None
+        self._beside = 0
         self._timed_out = False
         self._usage = UsageTotals()
         self._kept_usage = False
@@ -55,6 +56,11 @@ class CallLedger:
         return self._last
 
     @property
+    def last_beside(self) -> int:
+        """The tokens the last request carried beside its render (`render(sent_beside=)`)."""
+        return self._beside
+
+    @property
     def last_timed_out(self) -> bool:
         """A time limit cut short the compaction of the last render (not stored)."""
         return self._timed_out
@@ -68,9 +74,9 @@ class CallLedger:
         """New nodes are in the record: unsent until a request carries them."""
         self._unsent.update(node_ids)
 
-    def rendered(self, result: RenderResult, *, timed_out: bool) -> None:
-        """A request was rendered: it carries every node so far."""
-        self._last, self._timed_out = result, timed_out
+    def rendered(self, result: RenderResult, *, timed_out: bool, beside: int = 0) -> None:
+        """A request was rendered: it carries every node so far, and `beside` tokens more."""
+        self._last, self._timed_out, self._beside = result, timed_out, beside
         self._unsent = set()
 
     def record(self, usage: Usage) -> UsageTotals:

@@ -95,6 +95,7 @@ from orchestrator.policy.resolved import (
     check_budget,
     check_format,
     check_model,
+    check_sent_beside,
     check_tools,
     default_pipeline,
     resolve_options,
@@ -715,6 +716,7 @@ class ContextManager(EventAdders):
         budget: int | None = None,
         tools: Sequence[Any] | None = None,
         model: str | None = None,
+        sent_beside: int = 0,
     ) -> RenderResult:
         """Compact when due, then render the working view as a request body.
 
@@ -734,15 +736,26 @@ class ContextManager(EventAdders):
             tools: The tool definitions of this request; the manager's own by default.
             model: The model of this request (a wrapped client passes the call's); it
                 sets the budget when neither the call nor the manager has one.
+            sent_beside: Tokens the request carries beside the body rendered here, as
+                the engine counts them: tool definitions a proxy sends as the agent
+                sent them. They take their share of the budget at the provider's count
+                (the calibration factor), and the prompt tokens a provider then reports
+                are compared with the render and them together: the provider counts
+                the whole request, and learning its count from the render alone would
+                shrink every later budget by their share.
 
         Raises:
             BudgetExceededError: even compacted, the floor (system, pinned nodes, first
-                request, latest turn and after) does not fit.
-            ConfigurationError: an unknown format, a budget that is not positive, or a
-                tool definition that does not read.
+                request, latest turn and after) does not fit; or `sent_beside` alone
+                takes the whole budget.
+            ConfigurationError: an unknown format, a budget that is not positive, a
+                `sent_beside` that is not a count of tokens, or a tool definition that
+                does not read.
         """
         specs = None if tools is None else self._call_tools(tools, "render")
-        return await self._render(format, self._call_budget(budget, model, "render"), specs)
+        beside = check_sent_beside(sent_beside, "render")
+        limit = self._beside(self._call_budget(budget, model, "render"), beside)
+        return await self._render(format, limit, specs, beside)
 
     def _call_tools(self, tools: Sequence[Any], where: str) -> tuple[Any, ...]:
         """One call's tool set: `tools`, then the agent tools (`agent_tools`)."""
@@ -750,11 +763,25 @@ class ContextManager(EventAdders):
         agents = agent_tool_specs(self._options.agent_tools or False, specs)
         return (*specs, *agents)
 
+    def _beside(self, limit: int | None, beside: int) -> int | None:
+        """The budget left for the render once `beside` is counted as the provider counts.
+
+        Raises:
+            BudgetExceededError: `beside` alone takes the whole budget.
+        """
+        if limit is None or not beside:
+            return limit
+        taken = math.ceil(beside * self._renderers.calibrator.factor)
+        if taken >= limit:
+            raise BudgetExceededError(limit, taken, "what is sent beside the render alone")
+        return limit - taken
+
     async def _render(
         self,
         format: ProviderFormat | None,
         budget: int | None,
         tools: Sequence[ToolSpec] | None = None,
+        beside: int = 0,
     ) -> RenderResult:
         fmt, limit = self._render_options(format, budget)
         self._background.raise_failure()
@@ -764,14 +791,14 @@ class ContextManager(EventAdders):
         due = self._due(limit)
         meter = self._compactor.meter
         if held is not None and not due and meter.fits(renderer.with_tools(held), limit):
-            return self._finish(renderer.with_tools(held), fmt, limit)
+            return self._finish(renderer.with_tools(held), fmt, limit, beside=beside)
         # A compaction makes room for what it will let the model expand, at once; not
         # for a tool the budget leaves no room to offer (`ToolOffer.roomy`).
         sized = None if self._offer.roomy(limit) else held
         timed_out, source = await self._compact_for(renderer.with_tools(sized), limit, due=due)
         await self._screen.snapshot()  # what the compaction wrote, too
         offered = renderer.with_tools(self._offer.held_back(renderer.tools, limit))
-        return self._finish(offered, fmt, limit, timed_out=timed_out, source=source)
+        return self._finish(offered, fmt, limit, timed_out=timed_out, source=source, beside=beside)
 
     async def _compact_for(
         self, renderer: CallRenderer, limit: int | None, *, due: bool
@@ -835,6 +862,7 @@ class ContextManager(EventAdders):
         *,
         timed_out: bool = False,
         source: WorkingGraph | None = None,
+        beside: int = 0,
     ) -> RenderResult:
         # After a compaction the request may end with more (`compaction/continuation.py`).
         graph = self._continuation.source(self._working if source is None else source, fmt)
@@ -845,7 +873,7 @@ class ContextManager(EventAdders):
                 result = self._without_agent_tools(renderer, fmt, exc, graph)
             except BudgetExceededError as refused:
                 result = self._degraded(renderer, fmt, refused, graph)
-        self._ledger.rendered(result, timed_out=timed_out)
+        self._ledger.rendered(result, timed_out=timed_out, beside=beside)
         self._continuation.rendered(fmt, graph, result)
         self._bus.emit("render_done", format=fmt, tokens=result.tokens, budget=limit)
         self._keeper.save()
@@ -929,6 +957,7 @@ class ContextManager(EventAdders):
         budget: int | None = None,
         tools: Sequence[Any] | None = None,
         model: str | None = None,
+        sent_beside: int = 0,
     ) -> RenderResult:
         """The blocking twin of `render`, for blocking code in any thread.
 
@@ -944,10 +973,13 @@ class ContextManager(EventAdders):
                 using the manager (a background run in progress); await `render()`.
         """
         specs = None if tools is None else self._call_tools(tools, "render_sync")
-        limit = self._call_budget(budget, model, "render_sync")
+        beside = check_sent_beside(sent_beside, "render_sync")
+        budget_of_call = self._call_budget(budget, model, "render_sync")
 
         def work() -> RenderResult:
-            return self._render_blocking(format, limit, specs)
+            # Under the lock: the calibration factor it is counted by is the current one.
+            limit = self._beside(budget_of_call, beside)
+            return self._render_blocking(format, limit, specs, beside)
 
         return call_blocking(self._lock, "render_sync", work)
 
@@ -956,6 +988,7 @@ class ContextManager(EventAdders):
         format: ProviderFormat | None,
         budget: int | None,
         tools: Sequence[ToolSpec] | None = None,
+        beside: int = 0,
     ) -> RenderResult:
         """Render without an event loop when nothing has to run; else in a new loop.
 
@@ -968,8 +1001,8 @@ class ContextManager(EventAdders):
             renderer = call.with_tools(self._offer.held_back(call.tools, limit))
             due = self._due(limit)
             if not due and (limit is None or self._compactor.meter.fits(renderer, limit)):
-                return self._finish(renderer, fmt, limit)
-        return run_async(lambda: self._render(format, budget, tools))
+                return self._finish(renderer, fmt, limit, beside=beside)
+        return run_async(lambda: self._render(format, budget, tools, beside))
 
     @exclusive_async
     async def compact(self, instructions: str | None = None) -> PipelineRun:
@@ -1090,8 +1123,10 @@ class ContextManager(EventAdders):
 
     def _calibrate(self, last: RenderResult, prompt_tokens: int) -> float:
         """Teach the calibrator the provider's count of the `last` render."""
-        factor = self._renderers.calibrator.observe(last.tokens, prompt_tokens)
-        usage = {"prompt_tokens": prompt_tokens, "estimated": last.tokens}
+        # The provider counted the whole request: what was sent beside the render too.
+        estimated = last.tokens + self._ledger.last_beside
+        factor = self._renderers.calibrator.observe(estimated, prompt_tokens)
+        usage = {"prompt_tokens": prompt_tokens, "estimated": estimated}
         self._bus.emit("usage_reported", usage=usage, factor=factor)
         return factor
 

@@ -246,11 +246,12 @@ class Gateway:
             thread = table.route(session, readable, read)
         api = wire.api
         tools = api.read_tools(readable)
-        budget = self._budget
+        beside = 0
         if not http.engine_tools and tools:
-            # Sent as the agent sent them, so counted off the budget here.
-            budget = None if budget is None else budget - wire.tool_tokens(tools)
-            if budget is not None and budget <= 0:
+            # Sent as the agent sent them: the manager counts them off the budget, and
+            # knows that the prompt tokens the provider reports count them too.
+            beside = wire.tool_tokens(tools)
+            if self._budget is not None and beside >= self._budget:
                 msg = f"the agent's tools alone are over the budget of {self._budget} tokens"
                 raise ConfigurationError(msg)
         async with thread.lock:
@@ -261,9 +262,10 @@ class Gateway:
                     read,
                     lambda: thread.manager.render(
                         format=api.format,
-                        budget=budget,
+                        budget=self._budget,
                         tools=tools if http.engine_tools else None,
                         model=body.get("model") or http.model_of(path),
+                        sent_beside=beside,
                     ),
                 )
                 activity = (

@@ -44,6 +44,7 @@ __all__ = [
     "check_pipelines",
     "check_ratio",
     "check_redactor",
+    "check_sent_beside",
     "check_timeout",
     "check_tools",
     "default_pipeline",
@@ -231,6 +232,14 @@ def check_budget(budget: object, where: str) -> int | None:
         msg = f"{where}: `budget` must be a positive int of tokens or None, got {budget!r}"
         raise ConfigurationError(msg)
     return budget
+
+
+def check_sent_beside(value: object, where: str) -> int:
+    """`sent_beside` if it is a count of tokens (an int, 0 or more); else a `ConfigurationError`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        msg = f"{where}: `sent_beside` must be an int of tokens, 0 or more, got {value!r}"
+        raise ConfigurationError(msg)
+    return value
 
 
 def check_model(model: object, where: str) -> str | None:

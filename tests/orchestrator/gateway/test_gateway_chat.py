@@ -56,7 +56,14 @@ def output(step: int) -> str:
     return "\n".join(f"step {step} line {n}: value {step * 1000 + n}" for n in range(100))
 
 
-def agent(url: str, session: str, *, stream: bool = False, usage: bool = True) -> list[Any]:
+def agent(
+    url: str,
+    session: str,
+    *,
+    stream: bool = False,
+    usage: bool = True,
+    tools: list[dict[str, Any]] = TOOLS,
+) -> list[Any]:
     """A chat agent loop as opencode runs one: the whole history every call, `X-Session-Id`."""
     sdk = openai.OpenAI(base_url=f"{url}/v1", api_key="test-key", max_retries=0)
     messages: list[Any] = [
@@ -67,7 +74,7 @@ def agent(url: str, session: str, *, stream: bool = False, usage: bool = True) -
         kwargs: dict[str, Any] = {
             "model": MODEL,
             "messages": messages,
-            "tools": TOOLS,
+            "tools": tools,
             "tool_choice": "auto",
             "max_tokens": 32_000,
             "extra_headers": {"X-Session-Id": session, "x-session-affinity": session},
@@ -152,6 +159,31 @@ def test_the_stream_calibrates_the_engine(chat_gateway: Any) -> None:
     server, url, _ = chat_gateway(respond=Steps(14), factor=1.4)
     agent(url, "ses_1", stream=True)
     assert max(server.prompts[-5:]) <= BUDGET, server.prompts
+
+
+def test_an_agent_with_many_tools_fills_its_budget(chat_gateway: Any) -> None:
+    """Tools that take 40% of the budget, sent as the agent sent them: the provider's
+    prompt count covers them, and the engine learns its count from the whole request.
+    Before, it learned it from the render alone, so the factor grew by the tools' share
+    (about 1.7 here) and the requests stayed under three quarters of the budget."""
+    many = [
+        {
+            "type": "function",
+            "function": {
+                "name": "run" if n == 0 else f"tool_{n}",
+                "description": f"Tool {n}: " + "runs one careful step and returns it. " * 30,
+                "parameters": {"type": "object", "properties": {"step": {"type": "integer"}}},
+            },
+        }
+        for n in range(8)
+    ]
+    server, url, _ = chat_gateway(respond=Steps(14), factor=1.0, limit=BUDGET)
+    messages = agent(url, "ses_1", tools=many)
+    assert messages[-1]["content"] == "All done."
+    assert server.refused == [] and max(server.prompts) <= BUDGET
+    tools = server.count({"model": MODEL, "messages": [], "tools": many})
+    assert 0.35 * BUDGET < tools < 0.45 * BUDGET
+    assert max(server.prompts) >= 0.9 * BUDGET, server.prompts
 
 
 def test_two_sessions_with_one_prompt_stay_apart(chat_gateway: Any) -> None:
