@@ -59,12 +59,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 
 from benchmarks.gateway_script import BUDGET, MODEL, SYSTEM, TOOLS, Steps, agent, output
-from benchmarks.provider_server import ProviderServer
+from benchmarks.provider_server import ProviderServer, Wire
 from orchestrator.gateway import OUTCOME, GatewayThread, gateway_for
 from orchestrator.gateway.server import RequestBody  # the profile times the gateway's own steps
 from orchestrator.gateway.spelling import read_spelled
@@ -758,7 +758,12 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--wires", default="anthropic,responses")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
     parser.add_argument("--profile", action="store_true", help="print a cProfile and stop")
-    parser.add_argument("--serve-upstream", metavar="WIRE", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--serve-upstream",
+        metavar="WIRE",
+        choices=get_args(Wire),  # any other name served, and failed every request
+        help=argparse.SUPPRESS,
+    )
     return parser.parse_args(argv)
 
 

@@ -179,3 +179,15 @@ def test_the_overhead_sets_the_upstreams_own_time_aside(rows: list[tuple[float, 
     ]
     run = proxy.Overhead("anthropic", 1, 1, steady_direct=direct, steady_proxy=through)
     assert run.steady == pytest.approx([5.0] * len(rows), abs=1e-6)
+
+
+@pytest.mark.parametrize("wire", ["chat", "claude", ""])
+def test_a_fake_upstream_of_no_wire_is_refused(
+    wire: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--serve-upstream` takes the fake's wires only: `chat` (the gateway's name for the
+    Chat Completions wire) served before, and failed every request it was sent."""
+    with pytest.raises(SystemExit) as info:
+        proxy.main(["--serve-upstream", wire])
+    assert info.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
