@@ -5,8 +5,9 @@ from context_graph.importers import load_graph
 graph = load_graph("session.jsonl")        # any supported format, detected
 ```
 
-Formats, in the order detection tries them (most specific first): Claude Code session
-JSONL, Codex CLI rollout JSONL, tau2-bench runs, tau-bench runs, OpenHands LLM call logs,
+Formats, in the order detection tries them (most specific first): Qwen Code session
+JSONL (its records carry Claude Code's ids around Gemini `Content` messages), Claude Code
+session JSONL, Codex CLI rollout JSONL, tau2-bench runs, tau-bench runs, OpenHands LLM call logs,
 mini-swe-agent and SWE-agent trajectories, Gemini CLI chat recordings, then the bare provider
 payloads: Anthropic Messages, Gemini `contents`, OpenAI Responses items and bodies, OpenAI
 Chat Completions.
@@ -52,6 +53,7 @@ __all__ = [
 
 #: The agent trace formats, each an importer module of this package, in detection order.
 TRACE_FORMATS: tuple[str, ...] = (
+    "qwen_code",
     "claude_code",
     "codex_cli",
     "tau2",

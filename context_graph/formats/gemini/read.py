@@ -77,7 +77,7 @@ from context_graph.importers._base import (
     strays_of,
 )
 
-__all__ = ["model_turn", "response_text", "sniff", "to_sessions"]
+__all__ = ["ContentWalk", "model_turn", "response_text", "sniff", "to_sessions"]
 
 _ROLES = frozenset({"user", "model", "function"})
 
@@ -111,11 +111,17 @@ def _looks_like_content(item: Any) -> bool:
 
 
 @dataclass
-class _Walk:
-    """Per-import state: where we are, the calls waiting for a response, the strays."""
+class ContentWalk:
+    """Reads `Content`s into events one at a time, pairing responses with calls.
 
-    raw: RawInput
-    prefix: str
+    The state of one import: the events so far, the calls waiting for a response, the
+    strays. `locate(index, path)` names the place of content `index` (and of `path`
+    inside it, `.parts[0]`) in errors and events: a request body's `contents[i]`, or
+    the line of a session file that recorded it (`importers.qwen_code`). `model` names
+    the model of the model turns read next.
+    """
+
+    locate: Callable[[int, str], SourceLocation]
     model: str | None
     strays: StrayKeeper
     events: list[AgentEvent] = field(default_factory=list)
@@ -125,7 +131,16 @@ class _Walk:
         self.calls = CallBook(self.events)
 
     def at(self, index: int, path: str = "") -> SourceLocation:
-        return self.raw.at(index, f"{self.prefix}[{index}]{path}")
+        """The place of content `index`, and of `path` inside it."""
+        return self.locate(index, path)
+
+    def read(self, index: int, item: Any) -> None:
+        """Add the events of content `index`, `item` (a `{role, parts}` object).
+
+        Raises:
+            IngestError: the content is malformed, or (strict) a stray; names its place.
+        """
+        _content(index, item, self)
 
 
 def to_sessions(raw: RawInput) -> list[ImportedSession]:
@@ -146,11 +161,11 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
     else:
         contents = expect_list(data, raw.at(), "a Gemini payload (object or `contents` array)")
         prefix = ""
-    walk = _Walk(raw, prefix, model, strays_of(raw))
+    walk = ContentWalk(lambda i, path: raw.at(i, f"{prefix}[{i}]{path}"), model, strays_of(raw))
     if system is not None:
-        _system(system, walk)
+        _system(system, raw, walk)
     for index, item in enumerate(contents):
-        _content(index, item, walk)
+        walk.read(index, item)
     name = raw.path.stem if raw.path is not None else "gemini"
     meta: dict[str, JsonValue] = {"format": "gemini"}
     if model is not None:
@@ -158,9 +173,9 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
     return [ImportedSession(name=name, events=walk.events, meta=meta, strays=walk.strays.found)]
 
 
-def _system(value: Any, walk: _Walk) -> None:
-    key = "systemInstruction" if "systemInstruction" in walk.raw.data else "system_instruction"
-    where = walk.raw.at(None, key)
+def _system(value: Any, raw: RawInput, walk: ContentWalk) -> None:
+    key = "systemInstruction" if "systemInstruction" in raw.data else "system_instruction"
+    where = raw.at(None, key)
     if isinstance(value, str):
         parts: list[ContentPart] = [TextPart(text=value)]
     else:
@@ -173,7 +188,7 @@ def _system(value: Any, walk: _Walk) -> None:
         walk.events.append(SystemPrompt(content=tuple(parts), source=where))
 
 
-def _content(index: int, item: Any, walk: _Walk) -> None:
+def _content(index: int, item: Any, walk: ContentWalk) -> None:
     body = expect_mapping(item, walk.at(index), "a content")
     role = body.get("role", "user")
     if not isinstance(role, str) or role not in _ROLES:
@@ -186,7 +201,7 @@ def _content(index: int, item: Any, walk: _Walk) -> None:
         _user_turn(index, parts, walk)
 
 
-def _model_turn(index: int, parts: Sequence[Any], walk: _Walk) -> None:
+def _model_turn(index: int, parts: Sequence[Any], walk: ContentWalk) -> None:
     turn, own_ids = _model_event(
         parts, lambda k: walk.at(index, f".parts[{k}]"), f"{index}_", walk.model, walk.at(index)
     )
@@ -266,7 +281,7 @@ def _call(
     return call, own_id is not None
 
 
-def _user_turn(index: int, parts: Sequence[Any], walk: _Walk) -> None:
+def _user_turn(index: int, parts: Sequence[Any], walk: ContentWalk) -> None:
     content: list[ContentPart] = []
     answers: list[AgentEvent] = []
     for k, value in enumerate(parts):
@@ -302,7 +317,7 @@ def _harness_lead(content: Sequence[ContentPart]) -> int:
     return lead
 
 
-def _result(value: Any, where: SourceLocation, walk: _Walk) -> ToolResult | Note:
+def _result(value: Any, where: SourceLocation, walk: ContentWalk) -> ToolResult | Note:
     body = expect_mapping(value, where, "`functionResponse`")
     name = name_of(body, where, "functionResponse")
     response = expect_mapping(
