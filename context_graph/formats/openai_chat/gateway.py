@@ -1,4 +1,4 @@
-"""OpenAI's Chat Completions API as a gateway reads it (opencode's wire format).
+"""OpenAI's Chat Completions API as a gateway reads it (opencode's and Qwen Code's wire format).
 
 Served: `POST /v1/chat/completions`. The OpenAI upstream (`OPENAI`) and its error body
 (`openai_error`) are shared with the Responses API's wire.
@@ -140,6 +140,8 @@ def _agent_setup(url: str) -> tuple[str, ...]:
     return (
         "For opencode, an @ai-sdk/openai-compatible provider in opencode.json with:",
         f'  "options": {{"baseURL": "{url}/v1"}}',
+        "For Qwen Code (its OpenAI sign-in), in its shell:",
+        f"  export OPENAI_BASE_URL={url}/v1",
     )
 
 
