@@ -112,7 +112,8 @@ AGENT_PAGES = ROOT / "docs" / "agents"
         ("claude-code.md", "anthropic", slice(1, None)),
         ("gemini-cli.md", "gemini", slice(1, None)),
         ("codex.md", "openai", slice(2, 8)),  # the Codex entry
-        ("opencode.md", "openai", slice(9, None)),  # the opencode provider's base URL
+        ("opencode.md", "openai", slice(9, 10)),  # the opencode provider's base URL
+        ("qwen-code.md", "openai", slice(11, None)),  # Qwen Code's OPENAI_BASE_URL
     ],
 )
 def test_each_agent_page_shows_what_the_proxy_prints(
