@@ -150,7 +150,7 @@ class TestTheConversation:
         """Qwen Code rewinds by linking a `rewind` record to the record before the turn
         it goes back to; the turns after it stay in the file, on a dead branch."""
         log = Log()
-        first = log.user("Count to three.")
+        log.user("Count to three.")
         log.model("One, two, three.")
         before_second = log.last
         log.user("Now delete the repository.")
@@ -167,12 +167,11 @@ class TestTheConversation:
             "AssistantTurn:One, two, three, four.",
         ]
         assert session.meta["abandoned_records"] == 3
-        assert first == "u001"
 
     def test_records_of_one_uuid_are_one_message(self, tmp_path: Path) -> None:
         log = Log()
         log.user("Read both.")
-        turn = log.model("Reading.", ("c1", "read_file", {"path": "a"}))
+        log.model("Reading.", ("c1", "read_file", {"path": "a"}))
         log.records.append(
             {
                 **log.records[-1],
@@ -190,7 +189,6 @@ class TestTheConversation:
         (assistant,) = [e for e in events if isinstance(e, AssistantTurn)]
         assert [c.id for c in assistant.tool_calls] == ["c1", "c2"]
         assert [e.call_id for e in events if isinstance(e, ToolResult)] == ["c1", "c2"]
-        assert turn == "u002"
 
     def test_a_missing_parent_ends_the_chain_as_qwen_code_ends_it(self, tmp_path: Path) -> None:
         log = Log()

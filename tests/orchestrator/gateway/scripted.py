@@ -7,7 +7,9 @@ same script); they are imported from here as before.
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +25,7 @@ __all__ = [
     "AGENTS",
     "BUDGET",
     "Recorder",
+    "SeqTask",
     "Steps",
     "agent_cli",
     "reuse_between_compactions",
@@ -57,6 +60,47 @@ _HEAD = {
     "responses": ("instructions", "tools"),
     "gemini": ("systemInstruction", "tools"),
 }
+
+
+_SEQ_STEP = re.compile(r"^seq (\d+) 3000$")
+
+
+class SeqTask:
+    """The scripted model of a long task: `seq <step> 3000` (a long output), `turns` times
+    a conversation, then an answer.
+
+    The step is read from the newest call the model made in the request, which is never
+    compacted away (an agent names its session only in headers, which the fake's answers
+    do not see). `tool` is the agent's shell tool; a request `side` tells apart (the
+    agent's own title or memory call) is answered with text.
+    """
+
+    def __init__(self, tool: str, side: Callable[[dict[str, Any]], bool], turns: int) -> None:
+        self.tool = tool
+        self.side = side
+        self.turns = turns
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self.side(body):
+            return {"text": "Counting"}
+        done = self._done(body["messages"])
+        if done >= self.turns:
+            return {"text": "All done."}
+        command = f"seq {done + 1} 3000"
+        return {
+            "text": f"Step {done + 1}.",
+            "calls": [[self.tool, {"command": command, "description": "Count"}]],
+        }
+
+    @staticmethod
+    def _done(messages: list[dict[str, Any]]) -> int:
+        for message in reversed(messages):
+            for call in message.get("tool_calls") or []:
+                command = json.loads(call["function"]["arguments"]).get("command", "")
+                found = _SEQ_STEP.match(command)
+                if found:
+                    return int(found.group(1))
+        return 0
 
 
 class Recorder:

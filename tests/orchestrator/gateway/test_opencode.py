@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -28,51 +27,33 @@ from typing import Any
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import GatewayThread, gateway_for
 from orchestrator.policy import get_policy
-from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
+from tests.orchestrator.gateway.scripted import (
+    Recorder,
+    SeqTask,
+    agent_cli,
+    reuse_between_compactions,
+)
 
 BUDGET = 30_000
 """opencode's own system prompt and tools take about a quarter of it."""
 TURNS = 40
 MODEL = "test-model"
-_STEP = re.compile(r"^seq (\d+) 3000$")
 
 
 def _opencode() -> Path:
     return agent_cli("opencode-ai/bin/opencode.exe", "opencode")
 
 
-class Script:
-    """Asks for `seq` with a long output `turns` times per conversation, then answers.
-
-    The step is read from the newest call the model made in the request (`seq <step>
-    3000`): opencode names its session only in headers, which the fake's answers do not
-    see, and the newest turn is never compacted away. The title call is answered apart.
-    """
+class Script(SeqTask):
+    """Asks opencode's `bash` for `seq` with a long output `turns` times, then answers; its
+    title call (a prompt of its own) is answered apart."""
 
     def __init__(self, turns: int = TURNS) -> None:
-        self.turns = turns
+        super().__init__("bash", _asks_a_title, turns)
 
-    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        messages = body["messages"]
-        if "title generator" in str(messages[0].get("content")):
-            return {"text": "Counting"}
-        done = self._done(messages)
-        if done >= self.turns:
-            return {"text": "All done."}
-        command = f"seq {done + 1} 3000"
-        return {
-            "text": f"Step {done + 1}.",
-            "calls": [["bash", {"command": command, "description": "Count"}]],
-        }
 
-    @staticmethod
-    def _done(messages: list[dict[str, Any]]) -> int:
-        for message in reversed(messages):
-            for call in message.get("tool_calls") or []:
-                found = _STEP.match(json.loads(call["function"]["arguments"])["command"])
-                if found:
-                    return int(found.group(1))
-        return 0
+def _asks_a_title(body: dict[str, Any]) -> bool:
+    return "title generator" in str(body["messages"][0].get("content"))
 
 
 def configure(project: Path, url: str) -> None:
