@@ -28,6 +28,7 @@ __all__ = [
     "SeqTask",
     "Steps",
     "agent_cli",
+    "held_results",
     "reuse_between_compactions",
     "reused_tokens",
 ]
@@ -124,6 +125,15 @@ class Recorder:
             threads = sum(len(ts) for ts in self.gateway.table_of(self.table).sessions.values())
         self.calls.append((body, threads))
         return self.respond(body)
+
+
+def held_results(gateway: Any, table: str) -> dict[str, list[int]]:
+    """Each session of the gateway's `table` (`"chat"`, ...), as the tool results each of
+    its threads' records holds."""
+    return {
+        session: [[n.kind for n in t.manager.raw].count("tool_result") for t in threads]
+        for session, threads in gateway.table_of(table).sessions.items()
+    }
 
 
 def reused_tokens(server: ProviderServer, body: dict[str, Any], previous: dict[str, Any]) -> int:

@@ -28,7 +28,12 @@ from typing import Any
 from benchmarks.provider_server import ProviderServer
 from orchestrator.gateway import ANONYMOUS, Gateway, GatewayThread, gateway_for
 from orchestrator.policy import get_policy
-from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
+from tests.orchestrator.gateway.scripted import (
+    Recorder,
+    agent_cli,
+    held_results,
+    reuse_between_compactions,
+)
 
 BUDGET = 30_000
 """gemini-cli's own system prompt and tools take a third of it (about 10,000 tokens)."""
@@ -127,11 +132,7 @@ def start(cli: Path, url: str, home: Path, project: Path, prompt: str) -> Any:
 
 
 def _held(gateway: Any) -> dict[str, list[int]]:
-    """Each session's threads, as the tool results each one's record holds."""
-    return {
-        session: [[n.kind for n in t.manager.raw].count("tool_result") for t in threads]
-        for session, threads in gateway.table_of("gemini").sessions.items()
-    }
+    return held_results(gateway, "gemini")
 
 
 @contextlib.contextmanager

@@ -31,6 +31,7 @@ from tests.orchestrator.gateway.scripted import (
     Recorder,
     SeqTask,
     agent_cli,
+    held_results,
     reuse_between_compactions,
 )
 
@@ -98,11 +99,7 @@ def start(opencode: Path, home: Path, project: Path, prompt: str) -> Any:
 
 
 def _held(gateway: Any) -> dict[str, list[int]]:
-    """Each session's threads, as the tool results each holds."""
-    return {
-        session: [[n.kind for n in t.manager.raw].count("tool_result") for t in threads]
-        for session, threads in gateway.table_of("chat").sessions.items()
-    }
+    return held_results(gateway, "chat")
 
 
 def test_opencode_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from tests.orchestrator.gateway.scripted import (
     Recorder,
     SeqTask,
     agent_cli,
+    held_results,
     reuse_between_compactions,
 )
 
@@ -87,11 +88,7 @@ def start(cli: Path, url: str, home: Path, project: Path, *args: str) -> Any:
 
 
 def _held(gateway: Any) -> dict[str, list[int]]:
-    """Each session's threads, as the tool results each holds."""
-    return {
-        session: [[n.kind for n in t.manager.raw].count("tool_result") for t in threads]
-        for session, threads in gateway.table_of("chat").sessions.items()
-    }
+    return held_results(gateway, "chat")
 
 
 def _session_files(home: Path) -> list[Path]:
