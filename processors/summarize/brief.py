@@ -16,6 +16,7 @@ from types import MappingProxyType
 from processors.summarize.facts import ErrorFact, command_key, dedupe
 from processors.summarize.quoting import code_span, find_output_quote, quote_output, read_span
 from processors.summarize.updates import is_stale, stale_values, supersede
+from processors.summarize.written import Writes, apply
 
 __all__ = [
     "ASKED_BY",
@@ -57,6 +58,8 @@ _LISTS = {
 _FORMER_HEADINGS = {"Decisions": "decisions"}
 _ERRORS = "Errors"
 _IDENTIFIERS = "Key identifiers"
+_WRITTEN = "Files as the agent wrote them (its later edits applied)"
+_WRITTEN_FILE = re.compile(r"^### `(.+)`$")
 _STATE = "Current state and next step"
 _HEADING_TO_FIELD = {
     **{v: k for k, v in _BLOCKS.items()},
@@ -64,6 +67,7 @@ _HEADING_TO_FIELD = {
     _ERRORS: "errors",
     _IDENTIFIERS: "identifiers",
     _STATE: "state",
+    _WRITTEN: "written",
     **_FORMER_HEADINGS,
 }
 _OMITTED = re.compile(r"^\((\d+) earlier items? omitted\)$")
@@ -76,6 +80,7 @@ TOOL_IDENTIFIERS = "From tool output: "
 #: expendable first. Older open errors, what the failed tool showed next, constraints,
 #: the user's own messages and identifiers go last (the newest error after all of them).
 DROP_ORDER = (
+    "written",
     "files_read",
     "commands",
     "decisions",
@@ -128,6 +133,12 @@ class Brief:
     """Lines of the first output of the same tool that did not fail after the latest
     error, each quoted as written (`quote_output`): what the agent saw next. Kept while
     fewer than `LIVE_RESULTS` tool results came after the error."""
+    written: dict[str, str] = field(default_factory=dict)
+    """Each file the agent wrote whole, as it reads after its later edits, by path; the
+    most recently written last."""
+    writes: Writes = field(default_factory=Writes)
+    """The span's edits to files it did not write, and the files it changed in ways not
+    known (not written; applied to an older brief's `written` when merged)."""
     failed: bool = False
     """The span had a failed tool use (not written; a newer error replaces `after_error`)."""
     since_error: int = 0
@@ -208,6 +219,7 @@ _SECTIONS = (
     "title",
     *_BLOCKS,
     *(name for name in _LISTS if name != "after_error"),
+    "written",
     "errors",
     "after_error",
     "identifiers",
@@ -220,6 +232,7 @@ _SECTION_OF = {
     "resolved": "errors",
     "identifiers": "identifiers",
     "tool_identifiers": "identifiers",
+    "written": "written",
 }
 
 
@@ -243,10 +256,23 @@ def _section(brief: Brief, name: str) -> str:
         if not (errors or omitted_errors):
             return ""
         return "\n".join([f"## {_ERRORS}", *_list_lines(errors, omitted_errors)])
+    if name == "written":
+        return _written_section(brief.written)
     if name == "identifiers":
         identifiers = _identifier_lines(brief)
         return "\n".join([f"## {_IDENTIFIERS}", *identifiers]) if identifiers else ""
     return f"## {_STATE}\n{brief.state}" if brief.state else ""
+
+
+def _written_section(files: Mapping[str, str]) -> str:
+    if not files:
+        return ""
+    parts = [f"## {_WRITTEN}"]
+    for path, text in files.items():
+        runs = [len(run) for run in re.findall(r"`+", text)]
+        fence = "`" * max(3, max(runs, default=0) + 1)
+        parts.append(f"### `{path}`\n{fence}\n{text}\n{fence}")
+    return "\n".join(parts)
 
 
 def render(brief: Brief) -> str:
@@ -279,7 +305,22 @@ def parse(text: str) -> Brief | None:
     brief = Brief()
     blocks: dict[str, list[str]] = {}
     current: str | None = None
+    fence: str | None = None
+    path = ""
+    body: list[str] = []
     for line in lines[1:]:
+        if current == "written" and (fence is not None or _WRITTEN_FILE.match(line)):
+            if fence is None:
+                match = _WRITTEN_FILE.match(line)
+                path, fence, body = (match.group(1) if match else ""), "", []
+            elif not fence:
+                fence = line.strip()
+            elif line == fence:
+                brief.written[path] = "\n".join(body)
+                fence = None
+            else:
+                body.append(line)
+            continue
         heading = line[3:].strip() if line.startswith("## ") else None
         if heading in _HEADING_TO_FIELD:
             current = _HEADING_TO_FIELD[heading]
@@ -338,6 +379,9 @@ def merge(old: Brief, new: Brief) -> Brief:
         failed=old.failed or new.failed,
     )
     merged.after_error, merged.since_error = _after_error(old, new)
+    # The older brief's files as the newer span left them (its edits applied, files it
+    # changed in ways not known dropped); the span's own files are the newest.
+    merged.written = apply(old.written, _span_writes(new))
     for name in ("focus", "constraints", "decisions"):
         setattr(merged, name, dedupe([*old.list_of(name), *new.list_of(name)]))
     # A test run a newer one replaced is history again: it ran after the old commands.
@@ -352,6 +396,11 @@ def merge(old: Brief, new: Brief) -> Brief:
     for name in {*old.omitted, *new.omitted}:
         merged.omitted[name] = old.omitted.get(name, 0) + new.omitted.get(name, 0)
     return merged
+
+
+def _span_writes(new: Brief) -> Writes:
+    """What a newer span did to the agent's files: its files written whole, its edits."""
+    return Writes(files=dict(new.written), edits=list(new.writes.edits), lost=set(new.writes.lost))
 
 
 #: Tool results after an error for which what followed it stays in the brief (as the
@@ -414,6 +463,11 @@ def _drop_one(brief: Brief, name: str, keep: frozenset[str], *, latest: bool = F
                 brief.omitted["errors"] = brief.omitted.get("errors", 0) + 1
                 return True
         return False
+    if name == "written":
+        if not brief.written:
+            return False
+        del brief.written[next(iter(brief.written))]
+        return True
     items = brief.list_of(name)
     if name == "requests" and len(items) <= 1:
         # The newest of the user's messages stays, even over the bound: a brief with none

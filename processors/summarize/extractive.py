@@ -34,6 +34,7 @@ from context_graph.tokens.counting import TokenCounter, default_counter
 from processors.pieces import counting_by_lines, line_pieces
 from processors.summarize import brief as brief_format
 from processors.summarize.brief import Brief
+from processors.summarize.checks import find_role_markup, find_tool_call_syntax, tool_names_of
 from processors.summarize.facts import (
     ITEM_CHARS,
     ToolUse,
@@ -61,6 +62,7 @@ from processors.summarize.turns import (
     is_todo_tool,
     latest_plan,
 )
+from processors.summarize.written import Writes, read_writes
 
 __all__ = ["ExtractiveSummarizer", "describe_use"]
 
@@ -193,6 +195,7 @@ class ExtractiveSummarizer:
                 brief = brief_format.merge(
                     brief, self._extract(segment, instructions, counter, limit, awaited)
                 )
+        brief.written = _quotable(brief.written, tool_names_of(nodes))
         listed = {*brief.identifiers, *brief.tool_identifiers}
         brief.identifiers.extend(k for k in dedupe(keep) if k and k not in listed)
         brief_format.cap_lists(brief, self.max_items)
@@ -216,6 +219,12 @@ class ExtractiveSummarizer:
         _read_after_error(brief, uses, awaited)
         _read_turns(brief, nodes, limit // 2, counter)
         _read_files(brief, nodes)
+        writes = read_writes(uses)
+        brief.written = {
+            path: brief_format.clip_tokens(text, limit // 2, counter.count)
+            for path, text in writes.files.items()
+        }
+        brief.writes = Writes(edits=writes.edits, lost=writes.lost)
         described = [
             (describe_use(use.call, use), bool(use.outcome.counts))
             for use in uses
@@ -240,6 +249,20 @@ class ExtractiveSummarizer:
             brief.asked = clip(instructions)
             brief.focus = _focus(nodes, instructions)
         return brief
+
+
+def _quotable(files: dict[str, str], tool_names: Sequence[str]) -> dict[str, str]:
+    """The files whose text the brief may quote: none that reads as a call or a turn.
+
+    A file the agent wrote can hold what the candidate checks refuse in a summary (a
+    test of a chat client writes `"role": "user"`, a script `bash(...)`): quoting it
+    would get the whole brief refused, so such a file is only listed as modified.
+    """
+    return {
+        path: text
+        for path, text in files.items()
+        if not find_tool_call_syntax(text, tool_names) and not find_role_markup(text)
+    }
 
 
 def _start(previous: str | None, count: Callable[[str], int], limit: int) -> Brief:

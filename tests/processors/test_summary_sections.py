@@ -192,6 +192,7 @@ class TestSections:
             "Latest test run",
             "Open questions",
             "Errors",
+            "Files as the agent wrote them",
         ):
             assert heading in SYSTEM_PROMPT
 

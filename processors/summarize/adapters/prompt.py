@@ -44,7 +44,9 @@ host, keep only the latest value), Constraints and preferences (each rule in one
 with its value), Decisions made and why (each decision with the reason given for it, \
 and each cause the assistant found, such as why a test fails, in its own words), \
 Plan (the latest todo list, each step with its status), Files read, Files modified \
-(what changed), Commands and outcomes, Latest test run (its command and the test \
+(what changed), Files as the agent wrote them (a short file the agent wrote itself, as it \
+now reads with its later edits, in a fence: an edit must quote its text exactly), \
+Commands and outcomes, Latest test run (its command and the test \
 runner's summary line quoted as printed, such as `3 failed, 12 passed in 0.31s`), Open \
 questions (asked by the user or the assistant and not answered later), Errors (the \
 last error line quoted, open or resolved, and what resolved it), Key identifiers, \
