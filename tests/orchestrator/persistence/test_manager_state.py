@@ -37,6 +37,10 @@ it whole: the compactions free more, 7 runs instead of 11 come, and the writes w
 recorded again (99 writes instead of 114). Since the thirty-fourth session the coding
 profile's first stage is `trim_preamble_trees`: its entry is in the guard state, and the
 `guards` digests of the 7 writes that carry a run (and nothing else) were recorded again.
+Since the forty-fourth session the brief carries the files the agent wrote, as they now
+read (`processors/summarize/written.py`): the example's hand-made compaction writes a
+larger brief, two more runs come after it (renders 102 and 104), and the writes were
+recorded again (same keys, 107 writes instead of 99).
 """
 
 from __future__ import annotations
