@@ -14,6 +14,7 @@ edit does not apply, since the brief must not show text the file no longer has.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -82,7 +83,7 @@ def read_writes(uses: Iterable[ToolUse]) -> Writes:
     writes = Writes()
     for use in uses:
         call = use.call
-        if call is None or use.outcome.failed or use.answer.is_error:
+        if call is None or use.outcome.failed or use.answer.is_error or _reports_failure(use):
             continue
         args = arguments_of(call)
         name = call.name.lower()
@@ -92,6 +93,9 @@ def read_writes(uses: Iterable[ToolUse]) -> Writes:
         path = _path(args)
         text = next((v for k in _TEXT_KEYS if isinstance(v := args.get(k), str)), None)
         command = args.get("command")
+        if text is None and _creates(name, args):
+            text = str(args["new_text"])
+            command = "create"
         if path and command == "undo_edit":
             _lose(writes, [path])
             continue
@@ -113,6 +117,37 @@ def read_writes(uses: Iterable[ToolUse]) -> Writes:
     return writes
 
 
+def _creates(name: str, args: Mapping[str, object]) -> bool:
+    """Whether the call is Cline's `editor` given the new text alone, which creates a file.
+
+    It fails, and reports so, when the file exists.
+    """
+    return (
+        "editor" in name
+        and "command" not in args
+        and isinstance(args.get("new_text"), str)
+        and args.get("old_text") is None
+        and args.get("insert_line") is None
+    )
+
+
+def _reports_failure(use: ToolUse) -> bool:
+    """Whether the output is a tool's JSON report of a failure (Cline's `"success": false`).
+
+    Such a tool sets no error flag: the report is its output, and the outcome reader takes
+    it for content.
+    """
+    text = use.answer.text.strip()
+    if not text.startswith(("{", "[")) or '"success"' not in text:
+        return False
+    try:
+        report = json.loads(text)
+    except ValueError:
+        return False
+    reports = report if isinstance(report, list) else [report]
+    return any(isinstance(r, dict) and r.get("success") is False for r in reports)
+
+
 def _writes_whole(name: str, command: object) -> bool:
     return command is None and any(word in name for word in _WRITE_WORDS) and "todo" not in name
 
@@ -127,10 +162,13 @@ def _edits(path: str, args: Mapping[str, object], command: object) -> list[FileE
     expected = args.get("expected_replacements")
     if isinstance(expected, int) and not isinstance(expected, bool) and expected > 1:
         every = True
-    if command == "insert":
-        line, new = args.get("insert_line"), args.get("new_str")
+    line = args.get("insert_line")
+    if command == "insert" or (command is None and line is not None):
+        # The editor tool's `insert` puts its text after line `insert_line`; Cline's
+        # editor, called with `insert_line` and no command, at it (before that line).
+        new = args.get("new_str" if command == "insert" else "new_text")
         if isinstance(line, int) and not isinstance(line, bool) and isinstance(new, str):
-            return [FileEdit(path, "", new, after_line=line)]
+            return [FileEdit(path, "", new, after_line=line if command == "insert" else line - 1)]
         return None
     listed = args.get("edits")
     pieces = listed if isinstance(listed, list) else [args]

@@ -307,3 +307,32 @@ class TestLineage:
         number = text.split("\n").index("def total(items):") + 1
         write = next(n.id for n in nodes if isinstance(n, ToolCallNode))
         assert write in sources[str(number)]
+
+
+class TestClinesEditor:
+    """Cline's `editor`: the new text alone creates a file, `insert_line` inserts at that
+    line, and a failure is a JSON report with `"success": false`, never an error flag
+    (each as the real Cline 3.0.65 did; tests/context_graph/importers/test_cline_real.py)."""
+
+    @staticmethod
+    def _report(ok: bool) -> str:
+        return json.dumps({"query": "edit:/p/out.txt", "result": "", "success": ok})
+
+    def test_create_edit_insert_and_failures(self) -> None:
+        graph = _graph()
+        path = "/p/out.txt"
+        _call(
+            graph,
+            "c",
+            "editor",
+            {"path": path, "new_text": "cap is $500\ndone\n"},
+            self._report(True),
+        )
+        edit = {"path": path, "old_text": "cap is $500", "new_text": "cap is $800"}
+        _call(graph, "e", "editor", edit, self._report(True))
+        missing = {"path": path, "old_text": "not in the file", "new_text": "x"}
+        _call(graph, "f", "editor", missing, self._report(False))
+        _call(graph, "g", "editor", {"path": path, "new_text": "again"}, self._report(False))
+        insert = {"path": path, "insert_line": 2, "new_text": "inserted"}
+        _call(graph, "i", "editor", insert, self._report(True))
+        assert _written(_brief(graph)) == {path: "cap is $800\ninserted\ndone\n"}
