@@ -8,7 +8,8 @@ graph = load_graph("session.jsonl")        # any supported format, detected
 Formats, in the order detection tries them (most specific first): Qwen Code session
 JSONL (its records carry Claude Code's ids around Gemini `Content` messages), Claude Code
 session JSONL, Codex CLI rollout JSONL, tau2-bench runs, tau-bench runs, OpenHands LLM call logs,
-mini-swe-agent and SWE-agent trajectories, Gemini CLI chat recordings, then the bare provider
+mini-swe-agent and SWE-agent trajectories, Gemini CLI chat recordings, opencode exports and
+databases, Cline CLI session files, then the bare provider
 payloads: Anthropic Messages, Gemini `contents`, OpenAI Responses items and bodies, OpenAI
 Chat Completions.
 
@@ -63,6 +64,7 @@ TRACE_FORMATS: tuple[str, ...] = (
     "swe_agent",
     "gemini_cli",
     "opencode",
+    "cline",
 )
 
 #: Every supported input format, in detection order: the agent traces, then the wire
