@@ -142,6 +142,8 @@ def _agent_setup(url: str) -> tuple[str, ...]:
         f'  "options": {{"baseURL": "{url}/v1"}}',
         "For Qwen Code (its OpenAI sign-in), in its shell:",
         f"  export OPENAI_BASE_URL={url}/v1",
+        "For Cline (its OpenAI-compatible provider), once:",
+        f"  cline auth -p openai -k $OPENAI_API_KEY -m MODEL -b {url}/v1",
     )
 
 

@@ -11,7 +11,7 @@ sign-in (`cline auth -p openai -b <url>/v1`) straight against `ProviderServer("o
   tools) and writes `<id>.compaction.json`: the summary stands for the messages before
   those Cline kept, and what follows it is what the model was sent last.
 
-Cline leaves a hub daemon running after a run; the test stops those it started. Found
+Cline leaves a hub daemon running after a run; the tests stop those they started. Found
 and skipped like Claude Code (`$CONTEXT_GRAPH_AGENTS`, `CONTEXT_GRAPH_REQUIRE_AGENTS`).
 """
 
@@ -19,13 +19,10 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from benchmarks.provider_server import ProviderServer
 from context_graph.graph.content import TextPart
@@ -33,38 +30,9 @@ from context_graph.graph.events import AssistantTurn, Compaction, ToolResult, Us
 from context_graph.importers import detect_format, load_graph, load_sessions
 from processors.summarize.brief import parse
 from processors.summarize.extractive import ExtractiveSummarizer
-from tests.orchestrator.gateway.scripted import agent_cli
+from tests.orchestrator.gateway.scripted import cline_cli, cline_hubs_stopped
 
-_HUB = "--cline-hub-daemon"
-
-
-def cline() -> Path:
-    """The installed Cline CLI's launcher, or skip (fail in CI) without it."""
-    return agent_cli("cline/bin/cline", "Cline")
-
-
-def _hubs() -> set[int]:
-    found = set()
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if _HUB in (proc / "cmdline").read_text(errors="replace"):
-                    found.add(int(proc.name))
-            except OSError:
-                continue
-    return found
-
-
-@pytest.fixture
-def hubs_stopped() -> Iterator[None]:
-    """Stop the hub daemons Cline started during the test."""
-    before = _hubs()
-    yield
-    for pid in _hubs() - before:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except OSError:
-            continue
+__all__ = ["cline_hubs_stopped"]  # a fixture: imported here to be found by name
 
 
 def _run(
@@ -143,8 +111,8 @@ class EditorTask:
         return {"text": "All done."}
 
 
-def test_a_task_imports_as_the_model_was_sent_it(tmp_path: Path, hubs_stopped: None) -> None:
-    cli = cline()
+def test_a_task_imports_as_the_model_was_sent_it(tmp_path: Path, cline_hubs_stopped: None) -> None:
+    cli = cline_cli()
     home, project = tmp_path / "home", tmp_path / "project"
     home.mkdir()
     project.mkdir()
@@ -199,8 +167,10 @@ class SeqTask:
         }
 
 
-def test_clines_compaction_imports_where_cline_put_it(tmp_path: Path, hubs_stopped: None) -> None:
-    cli = cline()
+def test_clines_compaction_imports_where_cline_put_it(
+    tmp_path: Path, cline_hubs_stopped: None
+) -> None:
+    cli = cline_cli()
     home, project = tmp_path / "home", tmp_path / "project"
     home.mkdir()
     project.mkdir()

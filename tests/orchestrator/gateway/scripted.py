@@ -6,12 +6,14 @@ same script); they are imported from here as before.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
 import re
 import shutil
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,8 @@ __all__ = [
     "SeqTask",
     "Steps",
     "agent_cli",
+    "cline_cli",
+    "cline_hubs_stopped",
     "held_results",
     "reuse_between_compactions",
     "reused_tokens",
@@ -176,3 +180,34 @@ def reuse_between_compactions(
         offered += was
         pairs += 1
     return (reused / offered if offered else 0.0), pairs
+
+
+_CLINE_HUB = "--cline-hub-daemon"
+
+
+def cline_cli() -> Path:
+    """The installed Cline CLI's launcher, or skip (fail in CI) without it."""
+    return agent_cli("cline/bin/cline", "Cline")
+
+
+def _cline_hubs() -> set[int]:
+    """The processes running as Cline's hub daemon (a Cline run leaves one behind)."""
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if _CLINE_HUB in (proc / "cmdline").read_text(errors="replace"):
+                    found.add(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.fixture
+def cline_hubs_stopped() -> Iterator[None]:
+    """Stop the hub daemons Cline started during the test."""
+    before = _cline_hubs()
+    yield
+    for pid in _cline_hubs() - before:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)

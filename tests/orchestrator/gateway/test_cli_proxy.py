@@ -113,7 +113,8 @@ AGENT_PAGES = ROOT / "docs" / "agents"
         ("gemini-cli.md", "gemini", slice(1, None)),
         ("codex.md", "openai", slice(2, 8)),  # the Codex entry
         ("opencode.md", "openai", slice(9, 10)),  # the opencode provider's base URL
-        ("qwen-code.md", "openai", slice(11, None)),  # Qwen Code's OPENAI_BASE_URL
+        ("qwen-code.md", "openai", slice(11, 12)),  # Qwen Code's OPENAI_BASE_URL
+        ("cline.md", "openai", slice(13, None)),  # Cline's sign-in at the proxy
     ],
 )
 def test_each_agent_page_shows_what_the_proxy_prints(
