@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from processors.summarize.facts import ToolUse, arguments_of, files_of
+from processors.summarize.facts import ToolUse, arguments_of, command_of, files_of
 
 __all__ = ["FileEdit", "Writes", "apply", "read_writes"]
 
@@ -83,7 +83,13 @@ def read_writes(uses: Iterable[ToolUse]) -> Writes:
     writes = Writes()
     for use in uses:
         call = use.call
-        if call is None or use.outcome.failed or use.answer.is_error or _reports_failure(use):
+        if call is None:
+            continue
+        if use.outcome.failed or use.answer.is_error or _reports_failure(use):
+            # A failed edit changed nothing; a failed shell command may have written
+            # before it failed (`echo x > app.py && false`).
+            if command_of(call) is not None:
+                _lose(writes, files_of(call)[1])
             continue
         args = arguments_of(call)
         name = call.name.lower()

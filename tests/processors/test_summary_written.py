@@ -336,3 +336,11 @@ class TestClinesEditor:
         insert = {"path": path, "insert_line": 2, "new_text": "inserted"}
         _call(graph, "i", "editor", insert, self._report(True))
         assert _written(_brief(graph)) == {path: "cap is $800\ninserted\ndone\n"}
+
+
+class TestFailedShellWrites:
+    def test_a_shell_command_that_failed_may_still_have_written(self) -> None:
+        graph = _graph()
+        _call(graph, "w", "Write", {"file_path": "/repo/app.py", "content": APP})
+        add_bash(graph, "s", "echo x > app.py && false", "exit 1", is_error=True)
+        assert HEADING not in _brief(graph)
