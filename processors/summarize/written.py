@@ -63,6 +63,24 @@ class Writes:
     lost: set[str] = field(default_factory=set)
     """Files the span changed in ways not known: an older brief's text of them is stale."""
 
+    def wrote(self, path: str, text: str) -> None:
+        """The span wrote `path` whole: its text now, the newest of the span's files."""
+        self.files.pop(path, None)
+        self.files[path] = text
+        self.lost.discard(path)
+
+    def edited(self, edit: FileEdit) -> None:
+        """The span made `edit`: applied to a file it wrote, or kept for an older brief's.
+
+        A file the edit's text is not in is dropped: its text is no longer known.
+        """
+        if edit.path not in self.files:
+            self.edits.append(edit)
+            return
+        _edit(self.files, edit)
+        if edit.path not in self.files:
+            self.lost.add(edit.path)
+
 
 def apply(files: Mapping[str, str], writes: Writes) -> dict[str, str]:
     """`files` (an older brief's) updated by a newer span's `writes`."""
@@ -106,18 +124,11 @@ def read_writes(uses: Iterable[ToolUse]) -> Writes:
             _lose(writes, [path])
             continue
         if path and text is not None and (command == "create" or _writes_whole(name, command)):
-            writes.files.pop(path, None)
-            writes.files[path] = text
-            writes.lost.discard(path)
+            writes.wrote(path, text)
             continue
         if path and (edits := _edits(path, args, command)) is not None:
             for edit in edits:
-                if path in writes.files:
-                    _edit(writes.files, edit)
-                    if path not in writes.files:
-                        writes.lost.add(path)
-                else:
-                    writes.edits.append(edit)
+                writes.edited(edit)
             continue
         _lose(writes, files_of(call)[1])
     return writes
@@ -261,8 +272,7 @@ def _read_patch(writes: Writes, patch: str) -> None:
 
 def _patch_file(writes: Writes, kind: str, path: str, body: list[str]) -> None:
     if kind == "Add":
-        writes.files.pop(path, None)
-        writes.files[path] = "\n".join(line[1:] for line in body if line.startswith("+"))
+        writes.wrote(path, "\n".join(line[1:] for line in body if line.startswith("+")))
         return
     if kind == "Delete":
         writes.files.pop(path, None)
@@ -276,13 +286,7 @@ def _patch_file(writes: Writes, kind: str, path: str, body: list[str]) -> None:
     for hunk in _hunks(body):
         old = "\n".join(line[1:] for line in hunk if line[:1] in (" ", "-"))
         new = "\n".join(line[1:] for line in hunk if line[:1] in (" ", "+"))
-        edit = FileEdit(path, old, new)
-        if path in writes.files:
-            _edit(writes.files, edit)
-            if path not in writes.files:
-                writes.lost.add(path)
-        else:
-            writes.edits.append(edit)
+        writes.edited(FileEdit(path, old, new))
 
 
 def _hunks(body: list[str]) -> list[list[str]]:
