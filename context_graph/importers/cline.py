@@ -62,6 +62,7 @@ from context_graph.graph.events import (
 )
 from context_graph.importers._base import (
     ImportedSession,
+    Names,
     RawInput,
     StrayKeeper,
     expect_list,
@@ -74,8 +75,8 @@ from context_graph.importers._base import (
 
 __all__ = ["compaction_path", "sniff", "to_sessions", "user_text"]
 
-_ROLES = frozenset({"user", "assistant"})
-_TYPED = frozenset({"text", "image"})
+_ROLES = Names({"user", "assistant"})
+_TYPED = Names({"text", "image"})
 _WRAPPERS = ("user_input", "user_command")
 _SLASH = re.compile(r'^<user_command\b[^>]*\bslash="([^"]+)"[^>]*>([\s\S]*)</user_command>$')
 _MODE_NOTICE = re.compile(r"<mode_notice>[\s\S]*?</mode_notice>")
@@ -141,7 +142,8 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
         for index, message in enumerate(messages)
         if not (isinstance(message, Mapping) and _display_only(message))
     ]
-    meta: dict[str, JsonValue] = {"session_id": data["sessionId"]}
+    session_id = expect_str(data.get("sessionId"), raw.at(None, "sessionId"), "`sessionId`")
+    meta: dict[str, JsonValue] = {"session_id": session_id}
     if len(sent) < len(messages):
         meta["display_only"] = len(messages) - len(sent)
     compaction = _compaction(raw, [m for _, m in sent], meta)
@@ -155,7 +157,7 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
         events.extend(_message(message, where, known, keeper))
     if compaction is not None and compaction[0] == len(sent):
         events.append(compaction[1])  # it stands for every message, and none came after
-    name = raw.path.name.removesuffix(".messages.json") if raw.path else str(data["sessionId"])
+    name = raw.path.name.removesuffix(".messages.json") if raw.path else session_id
     return [ImportedSession(name=name, events=events, meta=meta, strays=keeper.found)]
 
 
@@ -292,7 +294,7 @@ def _compaction(
         # The kept messages are not the newest it stood for: the summary stands for all
         # of them, and what it kept is its text.
         start, kept = count, replacement
-        summary_text = "\n\n".join(_texts(m) for m in kept if _texts(m))
+        summary_text = "\n\n".join(text for text in map(_texts, kept) if text)
     else:
         summary_text = _texts(summary)
     meta["compaction"] = f"applied: {start} messages summarized, {count - start} kept"

@@ -295,6 +295,28 @@ class TestHostileInput:
             load_sessions(_write(tmp_path, messages))
         assert caught.value.location.path == place
 
+    def test_a_role_of_the_wrong_type_is_refused(self, tmp_path: Path) -> None:
+        message = {"id": "x", "role": ["user"], "content": "hi"}
+        with pytest.raises(IngestError) as caught:
+            load_sessions(_write(tmp_path, [_user("go"), message]))
+        assert caught.value.location.path == "messages[1].role"
+
+    def test_an_output_with_an_odd_block_type_is_its_json_text(self, tmp_path: Path) -> None:
+        odd = [{"type": ["text"], "text": "x"}]
+        messages = [_user("go"), _call("a", "c", "ls"), _result("r", "c", odd)]
+        (result,) = [
+            e for e in _load(_write(tmp_path, messages)).events if isinstance(e, ToolResult)
+        ]
+        assert _text(result) == json.dumps(odd, separators=(",", ":"))
+
+    def test_a_file_read_as_cline_without_a_session_id_is_refused(self, tmp_path: Path) -> None:
+        path = _write(tmp_path, _messages())
+        body = json.loads(path.read_text())
+        del body["sessionId"]
+        path.write_text(json.dumps(body))
+        with pytest.raises(IngestError, match="sessionId"):
+            load_sessions(path, format="cline")
+
     def test_messages_not_a_list_is_no_cline_session(self, tmp_path: Path) -> None:
         path = _write(tmp_path, [])
         body = json.loads(path.read_text())
