@@ -22,6 +22,7 @@ from pathlib import Path
 from benchmarks.compare.compaction import compare_compactions
 from benchmarks.compare.contenders import ContenderSpec, context_graph_specs
 from benchmarks.compare.hotspots import hotspots
+from benchmarks.compare.ideal_drop import IDEAL_DROP_SHARES, ideal_drop_spec
 from benchmarks.compare.legacy import (
     ingest_section,
     long_session_section,
@@ -149,12 +150,17 @@ def collect(traces: Path, out: Path, *, fast: bool, only: str | None = None) -> 
     specs, notes = available_specs()
     progress(f"{len(sessions)} sessions, {len(specs)} contenders, budgets {', '.join(budgets)}")
     runs = replay_all(specs, sessions, budgets, memory=True, progress=progress)
+    bound = tuple(b for b in budgets if b == "50%")
+    progress(f"the ideal drop compactor at {', '.join(bound) or 'no budget'}")
+    drops = [ideal_drop_spec(share) for share in IDEAL_DROP_SHARES]
+    ideal = replay_all(drops, sessions, bound, memory=False, progress=lambda _: None)
     compacted = [s for s in sessions if s.has_compaction]
     measured = Measured(
         specs=specs,
         sessions=sessions,
         budgets=budgets,
         runs=runs,
+        ideal_drop=ideal,
         compactions=compare_compactions(compacted, TiktokenCounter()),
         plots=[],
         notes=notes,

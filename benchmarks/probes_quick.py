@@ -14,6 +14,13 @@ policy's figures in docs/configuration.md were taken.
 `--compact-to` replays the policy once per low-water mark given (a row each): how fill,
 retention and prefix stability trade against each other as compaction lands lower.
 
+`--ideal-drop` adds a row per share given for the ideal drop compactor
+(`benchmarks.compare.ideal_drop`): one that compacts only when a request would not fit,
+down to that share of the budget, with no summary. Its prefix stability and fill are
+the bound a compactor that drops what it rewrites can reach on these sessions.
+
+    python -m benchmarks.probes_quick --budgets 50% --no-peer --ideal-drop 0.5 0.7 0.8
+
 `--request-after-compaction TEXT` replays, instead, each session that holds another
 tool's compaction with TEXT as the user's request right after it: a session continued by
 Claude Code's `/compact` and then a message, which no recorded session is
@@ -30,6 +37,7 @@ from pathlib import Path
 
 from benchmarks.compare.contenders import ContenderSpec, ContextGraphContender
 from benchmarks.compare.fidelity import probe_recall, reach, reach_in_context
+from benchmarks.compare.ideal_drop import ideal_drop_spec
 from benchmarks.compare.probes import PROBE_KINDS
 from benchmarks.compare.runner import Run, replay_all
 from benchmarks.compare.sessions import BUDGET_LABELS, continued_by_request, discover
@@ -109,6 +117,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="SHARE",
         help="replay the policy with each of these low-water marks instead of its own",
     )
+    made.add_argument(
+        "--ideal-drop",
+        nargs="+",
+        type=_share,
+        metavar="SHARE",
+        help="add the ideal drop compactor down to each of these shares of the budget",
+    )
     made.add_argument("--no-peer", action="store_true", help="leave out AutoGen's buffer")
     made.add_argument(
         "--request-after-compaction",
@@ -145,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
 
     marks = args.compact_to or [None]
     specs = [_spec(args.policy, mark) for mark in marks]
+    specs += [ideal_drop_spec(share) for share in args.ideal_drop or []]
     if not args.no_peer:
         specs += [s for s in autogen_specs() if "buffered" in s.name]
     sessions = discover(args.traces, only=args.only)

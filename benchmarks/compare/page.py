@@ -16,6 +16,7 @@ from benchmarks.compare.compaction import CompactionRow
 from benchmarks.compare.contenders import ContenderSpec
 from benchmarks.compare.facts import KINDS
 from benchmarks.compare.hotspots import Hotspot
+from benchmarks.compare.ideal_drop import bound_line
 from benchmarks.compare.runner import Run
 from benchmarks.compare.sessions import Session
 from benchmarks.compare.stats import fit_split, kind_shares, summarize
@@ -44,6 +45,9 @@ class Measured:
     """Which session and budget the profiled replay was."""
     fast: bool = False
     seconds: float = 0.0
+    ideal_drop: list[Run] = field(default_factory=list)
+    """The ideal drop compactor's replays (`benchmarks.compare.ideal_drop`), the bound
+    the prefix target is set beside."""
     later_targets: list[str] = field(default_factory=list)
     """Rows of the targets table from the sections after the comparison (the long
     session's), as `| target | measured | met |`."""
@@ -311,6 +315,9 @@ def _diagnosis(m: Measured, missed: Sequence[report.Verdict], ours: Sequence[str
                 f"{report.share(s.prefix_answered, 2)} (a refused call breaks the chain)."
             )
             out.append("  " + _tight_line(runs))
+    bound = bound_line(m.ideal_drop, label)
+    if bound and any(v.target.startswith("prefix") for v in missed):
+        out.append(f"- **Prefix stability against fill**: {bound}")
     return [*out, "", *_hotspots(m)]
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from benchmarks import long_session
 from benchmarks.__main__ import collect, main, write
+from benchmarks.compare.ideal_drop import IDEAL_DROP_SHARES, bound_line
 from benchmarks.compare.legacy import _judged
 from benchmarks.compare.page import Measured, build_page
 from benchmarks.compare.plots import matplotlib_available
@@ -137,6 +138,26 @@ class TestFastMode:
             where = page.index(f"]({image})")
             assert page.index("### Dollars, with prompt caching") < where
             assert where < page.index("### The issue's targets")
+
+    def test_the_prefix_target_is_set_beside_the_ideal_drop_bound(
+        self, fast: tuple[Measured, Path]
+    ) -> None:
+        """The ideal drop compactor is replayed at 50% at each of its shares, outside the
+        comparison's tables; where ours misses the prefix target, its line says what it
+        reaches."""
+        measured, out = fast
+        shares = {f"ideal drop to {share:g}" for share in IDEAL_DROP_SHARES}
+        assert {(r.contender, r.budget_label) for r in measured.ideal_drop} == {
+            (name, "50%") for name in shares
+        }
+        assert not shares & {r.contender for r in measured.runs}
+        bound = bound_line(measured.ideal_drop, "50%")
+        for name in shares:
+            figures = summarize(measured.ideal_drop, name, "50%")
+            assert f"{figures.prefix_stability:.3f}" in bound
+        page = out.read_text(encoding="utf-8")
+        if "| prefix stability >= 0.9 | 50% | **not met**" in page:
+            assert bound in page
 
     def test_the_long_session_targets_join_the_targets_section(
         self, fast: tuple[Measured, Path], tmp_path: Path
