@@ -24,7 +24,7 @@ from context_graph.graph.nodes import (
 )
 from processors.distill.testruns import reports_a_pass
 from processors.exit_status import exit_code_of
-from processors.summarize.outcomes import Outcome, read_outcome, success_gist
+from processors.summarize.outcomes import Outcome, read_outcome, reported_text, success_gist
 
 __all__ = [
     "AGENT_SHELL_TOOLS",
@@ -79,6 +79,7 @@ SHELL_TOOLS = frozenset(
         "run_command",
         "run_terminal_cmd",
         "local_shell",
+        "run_commands",  # Cline 3: a list of commands, run one after another
         *(name.lower() for name in AGENT_SHELL_TOOLS),
     }
 )
@@ -174,6 +175,10 @@ def command_of(call: ToolCallNode) -> str | None:
     value = args.get("command", args.get("cmd"))
     if isinstance(value, list):
         return " ".join(str(part) for part in value)
+    listed = args.get("commands")
+    if value is None and isinstance(listed, list) and listed:
+        # Cline runs each whether the one before failed or not, as `;` does.
+        return "; ".join(str(part) for part in listed)
     if isinstance(value, str):
         return value
     return call.arguments if not args else None
@@ -517,6 +522,11 @@ def failure_entities(nodes: Iterable[Node], *, per_failure: int | None) -> list[
 # Every brief re-reads the failed outputs of its span: each is read once.
 @lru_cache(maxsize=4096)
 def _failure_entities(text: str, limit: int | None) -> tuple[str, ...]:
-    """The critical entities of a failed output's lines that do not report a pass."""
-    kept = "\n".join(line for line in text.split("\n") if not reports_a_pass(line))
+    """The critical entities of a failed output's lines that do not report a pass.
+
+    Of a tool's JSON reports, the lines of what they say (`reported_text`): their escaped
+    line breaks would glue an `n` to the word after each.
+    """
+    said = reported_text(text)
+    kept = "\n".join(line for line in said.split("\n") if not reports_a_pass(line))
     return tuple(critical_entities(kept, limit=limit))

@@ -10,10 +10,17 @@ through `tail` and `head`, and the status is the pipe's.
 
 A *content* output (a file read, `cat`, `grep`, a fetched page) is what the call asked to
 see, not a report of how it ran: only its error flag and the harness's exit status count.
+
+A tool that reports each call in JSON (`tool_reports`: Cline 3's tools write
+`[{"query": ..., "result": ..., "error": ..., "success": false}]` and set no error flag)
+is read by its reports: a `success: false` is a failure, whose line is read from the
+report's result (its traceback, its error line) or else is its error; a report of
+success is read as any output, the exit status 0 of its harness.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -31,8 +38,10 @@ __all__ = [
     "exit_code",
     "harness_exit_code",
     "read_outcome",
+    "reported_text",
     "success_gist",
     "telling_lines",
+    "tool_reports",
 ]
 
 Status: TypeAlias = Literal["failed", "ok", "unknown"]
@@ -52,6 +61,8 @@ _EXIT_LINE = re.compile(
     r" (?:code|status)[:=]?\s*(-?\d+)[ \t.\]]*$",
     re.MULTILINE | re.IGNORECASE,
 )
+# The headers Cline's command tool puts over each stream of a command's output.
+_STREAM_HEADERS = re.compile(r"^\[(?:stdout|stderr)\][ \t]*$", re.MULTILINE)
 # The wrappers harnesses put around an output (not `<string>` or `<module>` of a frame).
 _WRAPPERS = re.compile(
     r"<returncode>\s*-?\d+\s*</returncode>|</?(?:output|stdout|stderr|tool_use_error)>"
@@ -360,6 +371,9 @@ def read_outcome(text: str, *, is_error: bool, code: int | None, content: bool) 
         content: The output is content the call fetched (a file, a search), not a report
             of a run: only `is_error` and the harness's exit status count.
     """
+    reports = tool_reports(text)
+    if reports is not None:
+        return _reported(reports, is_error=is_error, content=content)
     if code is None:
         code = harness_exit_code(text) if content else exit_code(text)
     if content:
@@ -388,6 +402,61 @@ def read_outcome(text: str, *, is_error: bool, code: int | None, content: bool) 
     if success:
         return Outcome("ok", None, line=success)
     return Outcome("unknown", None)
+
+
+def tool_reports(text: str) -> list[dict[str, object]] | None:
+    """The output as a tool's JSON reports, if it is one.
+
+    An object, or a list of them, each with a boolean `success` at its top (a fetched
+    document that holds such a field deeper down is not a report).
+    """
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")) or '"success"' not in stripped:
+        return None
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
+        return None
+    reports = value if isinstance(value, list) else [value]
+    if not reports or not all(
+        isinstance(r, dict) and isinstance(r.get("success"), bool) for r in reports
+    ):
+        return None
+    return reports
+
+
+def reported_text(text: str) -> str:
+    """What an output says, for reading its lines.
+
+    Of a tool's JSON reports (`tool_reports`), each result and error in turn, with their
+    line breaks; any other output as it is.
+    """
+    reports = tool_reports(text)
+    if reports is None:
+        return text
+    said = (r.get(key) for r in reports for key in ("result", "error"))
+    return "\n".join(value for value in said if isinstance(value, str) and value.strip())
+
+
+def _reported(reports: Sequence[dict[str, object]], *, is_error: bool, content: bool) -> Outcome:
+    """The outcome of the calls a tool reported: the first that failed, else the last."""
+    failed = [r for r in reports if r["success"] is False]
+    report = failed[0] if failed else reports[-1]
+    result, error = report.get("result"), report.get("error")
+    text = result if isinstance(result, str) else ""
+    note = error if isinstance(error, str) else ""
+    if failed or is_error:
+        # Cline's result opens with `[Command exited with code 1]` and `[stderr]`: the
+        # status is read from it, the line from what the command printed.
+        code = exit_code(text) if text else None
+        printed = _STREAM_HEADERS.sub("", _EXIT_LINE.sub("", text)).strip()
+        inner = read_outcome(printed or note, is_error=True, code=code, content=False)
+        line = inner.line or _clip(note)
+        return Outcome("failed", inner.code, inner.counts, line)
+    inner = read_outcome(text, is_error=False, code=None, content=content)
+    # The tool said the call succeeded, as an exit status 0 does; what its output
+    # reports (a failed test under `| tail`) still outweighs it.
+    return inner if inner.status != "unknown" else Outcome("ok", None)
 
 
 def success_gist(text: str) -> str:

@@ -14,7 +14,6 @@ edit does not apply, since the brief must not show text the file no longer has.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -103,7 +102,7 @@ def read_writes(uses: Iterable[ToolUse]) -> Writes:
         call = use.call
         if call is None:
             continue
-        if use.outcome.failed or use.answer.is_error or _reports_failure(use):
+        if use.outcome.failed or use.answer.is_error:
             # A failed edit changed nothing; a failed shell command may have written
             # before it failed (`echo x > app.py && false`).
             if command_of(call) is not None:
@@ -146,23 +145,6 @@ def _creates(name: str, args: Mapping[str, object]) -> bool:
         and args.get("old_text") is None
         and args.get("insert_line") is None
     )
-
-
-def _reports_failure(use: ToolUse) -> bool:
-    """Whether the output is a tool's JSON report of a failure (Cline's `"success": false`).
-
-    Such a tool sets no error flag: the report is its output, and the outcome reader takes
-    it for content.
-    """
-    text = use.answer.text.strip()
-    if not text.startswith(("{", "[")) or '"success"' not in text:
-        return False
-    try:
-        report = json.loads(text)
-    except ValueError:
-        return False
-    reports = report if isinstance(report, list) else [report]
-    return any(isinstance(r, dict) and r.get("success") is False for r in reports)
 
 
 def _writes_whole(name: str, command: object) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -573,3 +574,125 @@ class TestRunnerSummaryQuoted:
         outcome = read_outcome(text, is_error=False, code=None, content=False)
         assert outcome.status == "failed"
         assert outcome.counts == f"1 error (Ran 1 test in 0.000s FAILED (errors=1){note})"
+
+
+def _cline(*reports: tuple[str, str, bool, str | None]) -> str:
+    """Cline 3's tool output: a JSON list of reports, compact as it sends them."""
+    listed = []
+    for query, result, success, error in reports:
+        report: dict[str, Any] = {"query": query, "result": result}
+        if error is not None:
+            report["error"] = error
+        listed.append({**report, "success": success})
+    return json.dumps(listed, separators=(",", ":"))
+
+
+# As the real Cline 3.0.65 answered `run_commands` and `read_files` (tests/.../
+# test_cline_real.py runs it): no error flag, the failure in the report.
+CLINE_TRACEBACK = _cline(
+    (
+        "python3 -c \"raise ValueError('bad port 8080')\"",
+        "[Command exited with code 1]\n\n[stderr]\nTraceback (most recent call last):\n"
+        '  File "<string>", line 1, in <module>\nValueError: bad port 8080\n',
+        False,
+        "Command exited with code 1",
+    )
+)
+CLINE_LS = _cline(
+    (
+        "ls /nonexistent_dir",
+        "[Command exited with code 2]\n\n[stderr]\n"
+        "ls: cannot access '/nonexistent_dir': No such file or directory\n",
+        False,
+        "Command exited with code 2",
+    )
+)
+
+
+class TestToolReports:
+    """A tool that reports its calls in JSON (Cline 3) is read by its reports."""
+
+    def test_a_failed_command_is_read_from_what_it_printed(self) -> None:
+        traceback = read_outcome(CLINE_TRACEBACK, is_error=False, code=None, content=False)
+        assert (traceback.status, traceback.code) == ("failed", 1)
+        assert traceback.line == "ValueError: bad port 8080"
+        listing = read_outcome(CLINE_LS, is_error=False, code=None, content=False)
+        assert (listing.status, listing.code) == ("failed", 2)
+        assert listing.line == "ls: cannot access '/nonexistent_dir': No such file or directory"
+
+    def test_the_first_failure_of_several_commands_is_the_outcome(self) -> None:
+        text = _cline(
+            ("false", "[Command exited with code 1]", False, "Command exited with code 1"),
+            ("echo two", "two\n", True, None),
+        )
+        outcome = read_outcome(text, is_error=False, code=None, content=False)
+        assert (outcome.status, outcome.code) == ("failed", 1)
+
+    def test_a_failed_read_is_a_failure_though_a_read_is_content(self) -> None:
+        """A read that failed says so in its report; its error is the line."""
+        error = "Error reading file: ENOENT: no such file or directory, statx '/n/f.txt'"
+        text = _cline(("/n/f.txt", "", False, error))
+        outcome = read_outcome(text, is_error=False, code=None, content=True)
+        assert (outcome.status, outcome.line) == ("failed", error)
+
+    def test_a_report_of_success_is_ok_unless_its_output_says_otherwise(self) -> None:
+        assert _status(_cline(("echo fine", "fine\n", True, None))) == "ok"
+        assert _status(_cline(("/p/a.py", "x = 1\n", True, None)), content=True) == "ok"
+        piped = read_outcome(
+            _cline(("pytest | tail -1", "1 failed, 3 passed in 0.2s\n", True, None)),
+            is_error=False,
+            code=None,
+            content=False,
+        )
+        assert (piped.status, piped.counts) == ("failed", "1 failed, 3 passed")
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            '{"success": "yes", "result": "error: no"}',  # not a boolean
+            '{"data": {"success": false}}',  # deeper than the top: a fetched document
+            '[{"success": false}, 3]',  # not every item a report
+            "[]",
+            '{"success": false',  # not JSON
+            "[" * 100_000 + '"success"',  # nested past the parser's depth
+        ],
+    )
+    def test_json_that_is_no_report_is_read_as_any_output(self, text: str) -> None:
+        assert read_outcome(text, is_error=False, code=None, content=False) == read_outcome(
+            text.replace('"success"', '"outcome"'), is_error=False, code=None, content=False
+        )
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.tuples(_PLAIN, st.booleans()), min_size=1, max_size=5), st.booleans())
+    def test_failed_exactly_when_a_report_says_so(
+        self, reports: list[tuple[str, bool]], content: bool
+    ) -> None:
+        """Property: over reports whose texts say nothing, the call failed exactly when one
+        of them did not succeed; else the tool's word is an ok."""
+        text = _cline(*((f"cmd{i}", said, ok, None) for i, (said, ok) in enumerate(reports)))
+        outcome = read_outcome(text, is_error=False, code=None, content=content)
+        assert outcome.status == ("ok" if all(ok for _, ok in reports) else "failed")
+
+    def test_the_brief_names_each_command_and_keys_its_error_by_it(self) -> None:
+        """Cline's `run_commands` is a shell: the brief lists the command, the error stays
+        open after another command succeeds, and the output's identifiers are read off
+        its lines (not `nValueError` from the escaped line break)."""
+        graph = ContextGraph(counter=WordCounter())
+        graph.add_user("Start the server.")
+        command = "python3 -c \"raise ValueError('bad port 8080')\""
+        for call_id, commands, output in (
+            ("a", [command], CLINE_TRACEBACK),
+            ("b", ["echo fine"], _cline(("echo fine", "fine\n", True, None))),
+        ):
+            arguments = {"commands": commands}
+            graph.add_assistant(
+                tool_calls=[{"id": call_id, "name": "run_commands", "arguments": arguments}]
+            )
+            graph.add_tool_result(call_id, output)
+        text = ExtractiveSummarizer(counter=WordCounter()).brief(_nodes(graph))
+        assert f"- ran `{command}`: failed (exit 1)" in text
+        assert "- ran `echo fine`: ok" in text
+        assert f"- [open] `{command}`: output of `run_commands`: `ValueError: bad port 8080`" in (
+            text
+        )
+        assert "nValueError" not in text and "nTraceback" not in text

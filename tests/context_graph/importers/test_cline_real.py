@@ -142,6 +142,11 @@ def test_a_task_imports_as_the_model_was_sent_it(tmp_path: Path, cline_hubs_stop
     brief = parse(ExtractiveSummarizer().brief([graph[i] for i in graph.transcript()]))
     assert brief is not None
     assert brief.written == {str(project / "out.txt"): (project / "out.txt").read_text()}
+    # Cline reports the failing command in its JSON output, with no error flag: the brief
+    # reads the report, and lists the command as it ran.
+    assert brief.commands[0] == (
+        "ran `false`: failed (exit 1); output of `run_commands`: `Command exited with code 1`"
+    )
 
 
 class SeqTask:
