@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.compare.contenders import Contender, ContenderSpec
+from benchmarks.compare.dollars import PRICES, cost_of
 from benchmarks.compare.langchain_peer import LangChainTrimContender
 from benchmarks.compare.runner import Run
 from benchmarks.compare.stats import summarize
@@ -155,28 +156,37 @@ def ideal_drop_spec(low: float) -> ContenderSpec:
 
 
 def bound_line(runs: Sequence[Run], label: str, fill_target: float = 0.8) -> str:
-    """What the ideal drop compactor's replays (`runs`, at `label`) reach: prefix
-    stability at each fill, and the most of it at `fill_target` or above. Empty when it
-    was not replayed at `label`."""
-    names = list(dict.fromkeys(r.contender for r in runs if r.budget_label == label))
-    points = [
-        (name.removeprefix("ideal drop to "), figures.prefix_stability, figures.fill)
-        for name in names
-        for figures in [summarize(runs, name, label)]
-        if figures.prefix_stability is not None and figures.fill is not None
-    ]
+    """What the ideal drop compactor's replays (`runs`, at `label`) reach.
+
+    Prefix stability at each fill, the most of it at `fill_target` or above, and the share
+    of the tokens sent that the first provider's cache would serve. Empty when it was not
+    replayed at `label`.
+    """
+    price = PRICES[0]
+    points: list[tuple[str, float, float, float]] = []
+    for name in dict.fromkeys(r.contender for r in runs if r.budget_label == label):
+        figures = summarize(runs, name, label)
+        chosen = [r for r in runs if r.contender == name and r.budget_label == label]
+        cache = cost_of((row for r in chosen for row in r.rows), price).hit_share
+        prefix, fill = figures.prefix_stability, figures.fill
+        if prefix is None or fill is None or cache is None:
+            continue
+        points.append((name.removeprefix("ideal drop to "), prefix, fill, cache))
     if not points:
         return ""
-    reached = [prefix for _, prefix, fill in points if fill >= fill_target]
+    reached = [prefix for _, prefix, fill, _ in points if fill >= fill_target]
     best = f"at most {max(reached):.3f}" if reached else "no share replayed"
     return (
         "The ideal drop compactor (`benchmarks.compare.ideal_drop`: it compacts only when "
         "a request would not fit, and then drops the oldest messages, token-exact, down to "
         f"a share of the budget, with no summary taking room) at {label}, down to "
-        + " / ".join(share for share, _, _ in points)
+        + " / ".join(share for share, *_ in points)
         + " of the budget: prefix stability "
-        + " / ".join(f"{prefix:.3f}" for _, prefix, _ in points)
+        + " / ".join(f"{prefix:.3f}" for _, prefix, _, _ in points)
         + " at fill "
-        + " / ".join(f"{fill:.3f}" for _, _, fill in points)
-        + f"; at a fill of {fill_target:g} or more, {best}."
+        + " / ".join(f"{fill:.3f}" for _, _, fill, _ in points)
+        + f"; at a fill of {fill_target:g} or more, {best}. The share of the tokens sent "
+        f"that {price.provider}'s cache would serve (as in the dollars table): "
+        + " / ".join(f"{cache:.3f}" for *_, cache in points)
+        + "."
     )

@@ -201,11 +201,15 @@ def test_probes_quick_adds_a_row_per_share(
 
 
 def _run(share: str, label: str, fill: float, reused: list[bool]) -> Run:
-    """A replay whose every call after the first sent `fill` of a 1,000-token budget."""
-    run = Run(f"ideal drop to {share}", "fam", "s", label, 1_000)
-    tokens = int(fill * 1_000)
+    """A replay whose every call after the first sent `fill` of a 10,000-token budget, the
+    whole of it again when `reused`."""
+    run = Run(f"ideal drop to {share}", "fam", "s", label, 10_000)
+    tokens = int(fill * 10_000)
     run.rows = [CallRow(0, 10, 10, False, 0, 0, 0, 0, False, 0)]
-    run.rows += [CallRow(i, 5_000, tokens, False, 0, 0, 0, 0, r, 0) for i, r in enumerate(reused)]
+    run.rows += [
+        CallRow(i, 50_000, tokens, False, 0, 0, 0, 0, r, 0, reused_tokens=tokens * r)
+        for i, r in enumerate(reused)
+    ]
     return run
 
 
@@ -218,6 +222,9 @@ def test_the_bound_line_gives_each_share_and_the_best_at_the_fill_target() -> No
     line = bound_line(runs, "50%")
     assert "down to 0.5 / 0.8 of the budget" in line
     assert "prefix stability 0.950 / 0.850 at fill 0.700 / 0.850" in line
-    assert line.endswith("at a fill of 0.8 or more, at most 0.850.")
-    assert bound_line(runs, "50%", fill_target=0.9).endswith("no share replayed.")
+    assert "at a fill of 0.8 or more, at most 0.850. The share" in line
+    assert "at a fill of 0.9 or more, no share replayed." in bound_line(runs, "50%", 0.9)
+    # 19 of 20 requests of 7,000 tokens served from the cache (the first, of 10, not):
+    # 133,000 of 140,010; and 17 of 20 of 8,500.
+    assert line.endswith("cache would serve (as in the dollars table): 0.950 / 0.850.")
     assert bound_line(runs, "8k") == ""
