@@ -30,6 +30,11 @@ the middle (to about 10,000 characters, around `...[truncated N chars]...`) and 
 reads a newer read superseded; the record keeps both whole, and so does the import:
 what a request can hold is the engine's to decide.
 
+Cline's `<id>.json` beside the messages says where and how the session ran: its `cwd`,
+`provider`, `status`, `started_at`, `ended_at`, title and Cline version go to the
+session's meta (`_session_info`); an unreadable one is said so in
+`meta["session_info"]` and changes nothing else.
+
 A malformed message (not an object, an unknown role, a block Anthropic does not have) is
 refused with its index and JSON path; so is a tool result no call asked for (a lenient
 import keeps it as a note, listed in the session's `strays`).
@@ -107,6 +112,22 @@ def compaction_path(messages_file: Path) -> Path:
     return messages_file.with_name(f"{name}.compaction.json")
 
 
+def info_path(messages_file: Path) -> Path:
+    """Where Cline keeps what it knows of the session in `messages_file` (`<id>.json`)."""
+    name = messages_file.name.removesuffix(".messages.json")
+    return messages_file.with_name(f"{name}.json")
+
+
+# What the session's own file says of it, as the session's meta (Cline's key, ours).
+_INFO_FIELDS = (
+    ("cwd", "cwd"),
+    ("provider", "provider"),
+    ("status", "status"),
+    ("started_at", "started_at"),
+    ("ended_at", "ended_at"),
+)
+
+
 def user_text(text: str) -> str:
     """A stored user text as Cline sends it: its `<user_input>` wrapper read off.
 
@@ -146,6 +167,7 @@ def to_sessions(raw: RawInput) -> list[ImportedSession]:
     meta: dict[str, JsonValue] = {"session_id": session_id}
     if len(sent) < len(messages):
         meta["display_only"] = len(messages) - len(sent)
+    _session_info(raw, meta)
     compaction = _compaction(raw, [m for _, m in sent], meta)
     events: list[AgentEvent] = _system(data, raw)
     known: set[str] = set()
@@ -261,6 +283,39 @@ def _usage(body: Mapping[str, Any]) -> dict[str, JsonValue] | None:
 
 
 # --- Cline's compaction ---------------------------------------------------------------------
+
+
+def _session_info(raw: RawInput, meta: dict[str, JsonValue]) -> None:
+    """Add what Cline's `<id>.json` beside the messages says of the session to `meta`.
+
+    The folder the session ran in, the provider, how it ended, when, its title and the
+    Cline version; a field of another type is left out. The file is Cline's
+    bookkeeping, not the conversation: one that cannot be read is said so in
+    `meta["session_info"]` and changes nothing else.
+    """
+    if raw.path is None or raw.path.name == info_path(raw.path).name:
+        return
+    path = info_path(raw.path)
+    if not path.is_file():
+        return
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        meta["session_info"] = f"unreadable ({type(error).__name__}): left out"
+        return
+    if not isinstance(info, Mapping):
+        meta["session_info"] = "not a session file Cline writes: left out"
+        return
+    for theirs, ours in _INFO_FIELDS:
+        if isinstance(value := info.get(theirs), str) and value:
+            meta[ours] = value
+    metadata = info.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    if isinstance(title := metadata.get("title"), str) and title:
+        meta["title"] = title
+    origin = metadata.get("sessionHistoryOrigin")
+    if isinstance(origin, Mapping) and isinstance(version := origin.get("version"), str):
+        meta["version"] = version
 
 
 def _compaction(

@@ -28,7 +28,7 @@ from context_graph.graph.events import (
     UserTurn,
 )
 from context_graph.importers import cline, detect_format, load_sessions, read_raw
-from context_graph.importers.cline import _source_hash, compaction_path, user_text
+from context_graph.importers.cline import _source_hash, compaction_path, info_path, user_text
 
 SESSION = "1796642126367_efpob"
 
@@ -274,6 +274,87 @@ class TestCompaction:
             # and every message after the compaction's.
             after = session.events[session.events.index(compactions[0]) + 1 :]
             assert len(after) >= len(messages) - count + kept
+
+
+# As the real Cline 3.0.65 wrote `<id>.json` beside a session's messages (the fields the
+# import reads, and others it leaves).
+INFO = {
+    "version": 1,
+    "session_id": SESSION,
+    "source": "cli",
+    "pid": 6624,
+    "started_at": "2026-12-07T16:34:50.456Z",
+    "ended_at": "2026-12-07T16:34:52.563Z",
+    "exit_code": 0,
+    "status": "completed",
+    "interactive": False,
+    "provider": "openai-compatible",
+    "model": "test-model",
+    "cwd": "/home/dev/project",
+    "workspace_root": "/home/dev/project",
+    "prompt": "Run things.",
+    "metadata": {
+        "sessionHistoryOrigin": {"mode": "user", "version": "3.0.65"},
+        "title": "Run things.",
+        "usage": {"inputTokens": 29060, "outputTokens": 30},
+    },
+}
+
+
+class TestSessionInfo:
+    """Cline's `<id>.json` says where and how the session ran: the session's meta."""
+
+    def test_where_and_how_it_ran(self, tmp_path: Path) -> None:
+        path = _write(tmp_path, _messages())
+        info_path(path).write_text(json.dumps(INFO))
+        meta = _load(path).meta
+        assert {k: meta.get(k) for k in ("cwd", "provider", "status", "title", "version")} == {
+            "cwd": "/home/dev/project",
+            "provider": "openai-compatible",
+            "status": "completed",
+            "title": "Run things.",
+            "version": "3.0.65",
+        }
+        assert (meta["started_at"], meta["ended_at"]) == (INFO["started_at"], INFO["ended_at"])
+        assert "session_info" not in meta
+
+    def test_without_it_the_session_is_the_same(self, tmp_path: Path) -> None:
+        path = _write(tmp_path, _messages())
+        without = _load(path)
+        info_path(path).write_text(json.dumps(INFO))
+        with_info = _load(path)
+        assert with_info.events == without.events
+        assert "cwd" not in without.meta
+
+    @pytest.mark.parametrize(
+        ("text", "said"),
+        [
+            ("{not json", "unreadable (JSONDecodeError): left out"),
+            ("[" * 100_000, "unreadable (RecursionError): left out"),
+            (b"\xff\xfe{}", "unreadable (UnicodeDecodeError): left out"),
+            ('["a list"]', "not a session file Cline writes: left out"),
+        ],
+    )
+    def test_an_unreadable_one_is_said_and_changes_nothing_else(
+        self, tmp_path: Path, text: str | bytes, said: str
+    ) -> None:
+        path = _write(tmp_path, _messages())
+        expected = _load(path)
+        if isinstance(text, bytes):
+            info_path(path).write_bytes(text)
+        else:
+            info_path(path).write_text(text)
+        session = _load(path)
+        assert session.meta["session_info"] == said
+        assert session.events == expected.events
+
+    def test_fields_of_another_type_are_left_out(self, tmp_path: Path) -> None:
+        path = _write(tmp_path, _messages())
+        odd = {**INFO, "cwd": ["/x"], "status": 3, "metadata": {"title": {"t": 1}}}
+        info_path(path).write_text(json.dumps(odd))
+        meta = _load(path).meta
+        assert "cwd" not in meta and "status" not in meta and "title" not in meta
+        assert meta["provider"] == "openai-compatible"
 
 
 class TestHostileInput:

@@ -122,6 +122,9 @@ def test_a_task_imports_as_the_model_was_sent_it(tmp_path: Path, cline_hubs_stop
     )
     assert detect_format(path) == "cline"
     (session,) = load_sessions(path, strict=True)
+    # Cline's `<id>.json` beside the messages: where and how the session ran.
+    assert (session.meta["cwd"], session.meta["status"]) == (str(project), "completed")
+    assert session.meta["version"] == "3.0.65"
     events = session.events
     last = asked[-1]["messages"]
     # The system prompt and the user's words as sent (Cline stores them wrapped).
