@@ -13,25 +13,29 @@ import os
 import re
 import shutil
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
 from benchmarks.gateway_script import BUDGET, Steps
-from benchmarks.provider_server import ProviderServer
+from benchmarks.provider_server import ProviderServer, Wire
 from context_graph.testing import without_cache_marks
+from orchestrator.gateway import Gateway, GatewayThread, gateway_for
+from orchestrator.policy import get_policy
 
 __all__ = [
     "AGENTS",
     "BUDGET",
+    "GatewayOverFake",
     "Recorder",
     "SeqTask",
     "Steps",
     "agent_cli",
     "cline_cli",
     "cline_hubs_stopped",
+    "gateway_over_fake",
     "held_results",
     "reuse_between_compactions",
     "reused_tokens",
@@ -129,6 +133,44 @@ class Recorder:
             threads = sum(len(ts) for ts in self.gateway.table_of(self.table).sessions.values())
         self.calls.append((body, threads))
         return self.respond(body)
+
+
+class GatewayOverFake(NamedTuple):
+    """What `gateway_over_fake` serves: the fake upstream, the gateway in front of it, and
+    the gateway's URL (the agent's base URL). A tuple, so a test may unpack it in `with`."""
+
+    upstream: ProviderServer
+    gateway: Gateway
+    url: str
+
+
+@contextlib.contextmanager
+def gateway_over_fake(
+    wire: Wire,
+    respond: Callable[[dict[str, Any]], dict[str, Any]],
+    *,
+    budget: int,
+    store: Path | None,
+    wires: Sequence[str] | None = None,
+    policy: str = "coding",
+) -> Iterator[GatewayOverFake]:
+    """A gateway (the named `policy`, `budget`) served in front of a strict fake of
+    `wire`'s API answering with `respond`, as an agent CLI's test runs it.
+
+    The fake counts prompts as the gateway does (`factor=1.0`) and refuses one over the
+    budget, so a request the gateway lets past it fails the test at the upstream.
+    `store` keeps the sessions (None: in memory only); `wires` are the wire formats the
+    gateway manages (None: every one). A `Recorder` as `respond` is given the gateway, so
+    it reads the threads at each request. Everything stops when the block ends.
+    """
+    with ProviderServer(wire, respond=respond, factor=1.0, limit=budget) as upstream:
+        gateway = gateway_for(
+            upstream.url, budget=budget, policy=get_policy(policy), store=store, wires=wires
+        )
+        if isinstance(respond, Recorder):
+            respond.gateway = gateway
+        with GatewayThread(gateway) as url:
+            yield GatewayOverFake(upstream, gateway, url)
 
 
 def held_results(gateway: Any, table: str) -> dict[str, list[int]]:

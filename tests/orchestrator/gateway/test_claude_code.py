@@ -31,9 +31,13 @@ from context_graph.formats.anthropic.gateway import QUEUED_MESSAGE
 from context_graph.graph.anchors import SUMMARY_HEADER
 from context_graph.graph.nodes import UserNode
 from context_graph.testing import without_cache_marks
-from orchestrator.gateway import Gateway, GatewayThread, gateway_for, session_of
-from orchestrator.policy import get_policy
-from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
+from orchestrator.gateway import Gateway, session_of
+from tests.orchestrator.gateway.scripted import (
+    Recorder,
+    agent_cli,
+    gateway_over_fake,
+    reuse_between_compactions,
+)
 
 BUDGET = 40_000
 """Claude Code's own system prompt, tools and reminders take over a third of it (below)."""
@@ -122,13 +126,9 @@ def served(tmp_path: Path, script: Any, budget: int = BUDGET) -> Iterator[Served
     project.mkdir()
     home.mkdir()
     recorder = Recorder(script, "anthropic")
-    with ProviderServer("anthropic", respond=recorder, factor=1.0, limit=budget) as upstream:
-        gateway = gateway_for(
-            upstream.url, budget=budget, policy=get_policy("coding"), store=tmp_path / "store"
-        )
-        recorder.gateway = gateway
-        with GatewayThread(gateway) as url:
-            yield Served(url, upstream, recorder, gateway, project, home)
+    store = tmp_path / "store"
+    with gateway_over_fake("anthropic", recorder, budget=budget, store=store) as running:
+        yield Served(running.url, running.upstream, recorder, running.gateway, project, home)
 
 
 def test_claude_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
@@ -212,15 +212,14 @@ def test_two_sessions_at_once_in_one_project_stay_apart(tmp_path: Path) -> None:
     project.mkdir()
     home.mkdir()
     script = Script(turns=12)
-    with ProviderServer("anthropic", respond=script, factor=1.0, limit=BUDGET) as upstream:
-        gateway = gateway_for(upstream.url, budget=BUDGET, policy=get_policy("coding"), store=None)
-        with GatewayThread(gateway) as url:
-            agents = [start(claude, url, home, project, "Count with seq.") for _ in range(2)]
-            finished = [agent.communicate(timeout=600) for agent in agents]
-            held = {
-                session: [[n.kind for n in t.manager.raw].count("tool_result") for t in threads]
-                for session, threads in gateway.table.sessions.items()
-            }
+    with gateway_over_fake("anthropic", script, budget=BUDGET, store=None) as served:
+        upstream, gateway, url = served
+        agents = [start(claude, url, home, project, "Count with seq.") for _ in range(2)]
+        finished = [agent.communicate(timeout=600) for agent in agents]
+        held = {
+            session: [[n.kind for n in t.manager.raw].count("tool_result") for t in threads]
+            for session, threads in gateway.table.sessions.items()
+        }
     for agent, (out, err) in zip(agents, finished, strict=True):
         assert agent.returncode == 0, err[-2000:]
         assert "All done." in out

@@ -22,13 +22,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from benchmarks.provider_server import ProviderServer
-from orchestrator.gateway import GatewayThread, gateway_for
-from orchestrator.policy import get_policy
 from tests.orchestrator.gateway.scripted import (
     Recorder,
     cline_cli,
     cline_hubs_stopped,
+    gateway_over_fake,
     held_results,
     reuse_between_compactions,
 )
@@ -86,23 +84,17 @@ def test_cline_finishes_a_long_task_under_the_budget(
     project.mkdir()
     home.mkdir()
     recorder = Recorder(Script(), "chat")
-    with ProviderServer("openai", respond=recorder, factor=1.0, limit=BUDGET) as upstream:
-        gateway = gateway_for(
-            upstream.url,
-            budget=BUDGET,
-            policy=get_policy("coding"),
-            store=tmp_path / "store",
-            wires=("chat",),
-        )
-        recorder.gateway = gateway
-        with GatewayThread(gateway) as url:
-            auth = ["auth", "-p", "openai", "-k", "sk-test", "-m", "test-model", "-b", f"{url}/v1"]
-            signed = _cline(cli, home, project, *auth)
-            assert signed.returncode == 0, signed.stderr[-2000:]
-            run = _cline(cli, home, project, "--json", "Count with seq, step by step.")
-            held = held_results(gateway, "chat")
-            sessions = gateway.table_of("chat").sessions
-            recorded = max(t.manager.raw.total_tokens for ts in sessions.values() for t in ts)
+    with gateway_over_fake(
+        "openai", recorder, budget=BUDGET, store=tmp_path / "store", wires=("chat",)
+    ) as served:
+        upstream, gateway, url = served
+        auth = ["auth", "-p", "openai", "-k", "sk-test", "-m", "test-model", "-b", f"{url}/v1"]
+        signed = _cline(cli, home, project, *auth)
+        assert signed.returncode == 0, signed.stderr[-2000:]
+        run = _cline(cli, home, project, "--json", "Count with seq, step by step.")
+        held = held_results(gateway, "chat")
+        sessions = gateway.table_of("chat").sessions
+        recorded = max(t.manager.raw.total_tokens for ts in sessions.values() for t in ts)
     assert run.returncode == 0, run.stderr[-2000:]
     assert '"text":"All done."' in run.stdout
     assert upstream.refused == [], upstream.refused[:3]

@@ -13,11 +13,14 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from benchmarks.provider_server import ProviderServer
 from context_graph.graph.nodes import UserNode
-from orchestrator.gateway import GatewayThread, gateway_for, session_of
-from orchestrator.policy import get_policy
-from tests.orchestrator.gateway.scripted import Recorder, agent_cli, reuse_between_compactions
+from orchestrator.gateway import session_of
+from tests.orchestrator.gateway.scripted import (
+    Recorder,
+    agent_cli,
+    gateway_over_fake,
+    reuse_between_compactions,
+)
 
 BUDGET = 30_000
 TURNS = 20
@@ -84,30 +87,24 @@ def test_codex_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
     project.mkdir()
     script = Script()
     recorder = Recorder(script, "responses")
-    with ProviderServer("responses", respond=recorder, factor=1.0, limit=BUDGET) as upstream:
-        gateway = gateway_for(
-            upstream.url,
-            budget=BUDGET,
-            policy=get_policy("coding"),
-            store=tmp_path / "store",
-            wires=("responses",),
-        )
-        recorder.gateway = gateway
-        with GatewayThread(gateway) as url:
-            done = run_codex(home, project, url)
-            sessions = gateway.table_of("responses").sessions
-            held = {
-                s: [[n.kind for n in t.manager.raw].count("tool_result") for t in ts]
-                for s, ts in sessions.items()
-            }
-            recorded = max(t.manager.raw.total_tokens for ts in sessions.values() for t in ts)
-            users = [
-                (n.notice, n.text)
-                for ts in sessions.values()
-                for t in ts
-                for n in t.manager.raw
-                if isinstance(n, UserNode)
-            ]
+    with gateway_over_fake(
+        "responses", recorder, budget=BUDGET, store=tmp_path / "store", wires=("responses",)
+    ) as served:
+        upstream, gateway, url = served
+        done = run_codex(home, project, url)
+        sessions = gateway.table_of("responses").sessions
+        held = {
+            s: [[n.kind for n in t.manager.raw].count("tool_result") for t in ts]
+            for s, ts in sessions.items()
+        }
+        recorded = max(t.manager.raw.total_tokens for ts in sessions.values() for t in ts)
+        users = [
+            (n.notice, n.text)
+            for ts in sessions.values()
+            for t in ts
+            for n in t.manager.raw
+            if isinstance(n, UserNode)
+        ]
     assert done.returncode == 0, done.stderr[-2000:]
     assert "All done." in done.stdout
     assert upstream.refused == [], upstream.refused[:3]

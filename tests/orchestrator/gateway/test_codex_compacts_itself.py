@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.provider_server import ProviderServer
-from orchestrator.gateway import GatewayThread, gateway_for, session_of
-from orchestrator.policy import get_policy
-from tests.orchestrator.gateway.scripted import Recorder
+from orchestrator.gateway import session_of
+from tests.orchestrator.gateway.scripted import Recorder, gateway_over_fake
 from tests.orchestrator.gateway.test_codex import _codex, run_codex
 
 BUDGET = 30_000
@@ -70,21 +69,13 @@ def _run(tmp_path: Path, limit: int) -> Run:
     project.mkdir()
     script = Script()
     recorder = Recorder(script, "responses")
-    with ProviderServer("responses", respond=recorder, factor=1.0, limit=BUDGET) as upstream:
-        gateway = gateway_for(
-            upstream.url,
-            budget=BUDGET,
-            policy=get_policy("coding"),
-            store=tmp_path / "store",
-            wires=("responses",),
-        )
-        recorder.gateway = gateway
-        with GatewayThread(gateway) as url:
-            done = run_codex(
-                home, project, url, settings=f"model_auto_compact_token_limit = {limit}\n"
-            )
-            ((_, threads),) = gateway.table_of("responses").sessions.items()
-            recorded = [thread.manager.raw.total_tokens for thread in threads]
+    with gateway_over_fake(
+        "responses", recorder, budget=BUDGET, store=tmp_path / "store", wires=("responses",)
+    ) as served:
+        upstream, gateway, url = served
+        done = run_codex(home, project, url, settings=f"model_auto_compact_token_limit = {limit}\n")
+        ((_, threads),) = gateway.table_of("responses").sessions.items()
+        recorded = [thread.manager.raw.total_tokens for thread in threads]
     return Run(done, upstream, script, recorded)
 
 

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.provider_server import ProviderServer
-from orchestrator.gateway import ANONYMOUS, Gateway, GatewayThread, gateway_for
-from orchestrator.policy import get_policy
+from orchestrator.gateway import ANONYMOUS, Gateway
 from tests.orchestrator.gateway.scripted import (
     Recorder,
     agent_cli,
+    gateway_over_fake,
     held_results,
     reuse_between_compactions,
 )
@@ -142,17 +142,10 @@ def served(
     """The gateway (coding policy, a SQLite store) before a strict fake of Gemini's API
     answering with `script`; the fake, its recorder, the gateway and the gateway's URL."""
     recorder = Recorder(script, "gemini")
-    with ProviderServer("gemini", respond=recorder, factor=1.0, limit=budget) as upstream:
-        gateway = gateway_for(
-            upstream.url,
-            budget=budget,
-            policy=get_policy("coding"),
-            store=tmp_path / "store",
-            wires=("gemini",),
-        )
-        recorder.gateway = gateway
-        with GatewayThread(gateway) as url:
-            yield upstream, recorder, gateway, url
+    with gateway_over_fake(
+        "gemini", recorder, budget=budget, store=tmp_path / "store", wires=("gemini",)
+    ) as running:
+        yield running.upstream, recorder, running.gateway, running.url
 
 
 def test_gemini_cli_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None:
@@ -204,18 +197,13 @@ def test_two_sessions_at_once_in_one_project_stay_apart(tmp_path: Path) -> None:
     project.mkdir()
     home.mkdir()
     script = Script(turns=12)
-    with ProviderServer("gemini", respond=script, factor=1.0, limit=BUDGET) as upstream:
-        gateway = gateway_for(
-            upstream.url,
-            budget=BUDGET,
-            policy=get_policy("coding"),
-            store=None,
-            wires=("gemini",),
-        )
-        with GatewayThread(gateway) as url:
-            agents = [start(cli, url, home, project, "Count with seq.") for _ in range(2)]
-            finished = [agent.communicate(timeout=900) for agent in agents]
-            held = _held(gateway)
+    with gateway_over_fake(
+        "gemini", script, budget=BUDGET, store=None, wires=("gemini",)
+    ) as served:
+        upstream, gateway, url = served
+        agents = [start(cli, url, home, project, "Count with seq.") for _ in range(2)]
+        finished = [agent.communicate(timeout=900) for agent in agents]
+        held = _held(gateway)
     for agent, (out, err) in zip(agents, finished, strict=True):
         assert agent.returncode == 0, err[-2000:]
         assert "All done." in out

@@ -22,9 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.provider_server import ProviderServer
-from orchestrator.gateway import GatewayThread, gateway_for
-from orchestrator.policy import get_policy
-from tests.orchestrator.gateway.scripted import Recorder
+from tests.orchestrator.gateway.scripted import Recorder, gateway_over_fake
 from tests.orchestrator.gateway.test_opencode import MODEL, Script, _held, _opencode, start
 
 BUDGET = 30_000
@@ -88,22 +86,16 @@ def _run(tmp_path: Path, context: int) -> Run:
     home.mkdir()
     script = Compacting()
     recorder = Recorder(script, "chat")
-    with ProviderServer("openai", respond=recorder, factor=1.0, limit=BUDGET) as upstream:
-        gateway = gateway_for(
-            upstream.url,
-            budget=BUDGET,
-            policy=get_policy("coding"),
-            store=tmp_path / "store",
-            wires=("chat",),
-        )
-        recorder.gateway = gateway
-        with GatewayThread(gateway) as url:
-            configure(project, url, context)
-            agent = start(opencode, home, project, "Count with seq, step by step.")
-            out, err = agent.communicate(timeout=600)
-            sessions = gateway.table_of("chat").sessions
-            recorded = max(t.manager.raw.total_tokens for ts in sessions.values() for t in ts)
-            threads = _held(gateway)
+    with gateway_over_fake(
+        "openai", recorder, budget=BUDGET, store=tmp_path / "store", wires=("chat",)
+    ) as served:
+        upstream, gateway, url = served
+        configure(project, url, context)
+        agent = start(opencode, home, project, "Count with seq, step by step.")
+        out, err = agent.communicate(timeout=600)
+        sessions = gateway.table_of("chat").sessions
+        recorded = max(t.manager.raw.total_tokens for ts in sessions.values() for t in ts)
+        threads = _held(gateway)
     return Run(agent.returncode, out, err, upstream, script, threads, recorded)
 
 

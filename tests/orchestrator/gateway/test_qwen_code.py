@@ -20,13 +20,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from benchmarks.provider_server import ProviderServer
-from orchestrator.gateway import GatewayThread, gateway_for
-from orchestrator.policy import get_policy
 from tests.orchestrator.gateway.scripted import (
     Recorder,
     SeqTask,
     agent_cli,
+    gateway_over_fake,
     held_results,
     reuse_between_compactions,
 )
@@ -101,21 +99,15 @@ def test_qwen_code_finishes_a_long_task_under_the_budget(tmp_path: Path) -> None
     project.mkdir()
     name_sessions(home)
     recorder = Recorder(Script(), "chat")
-    with ProviderServer("openai", respond=recorder, factor=1.0, limit=BUDGET) as upstream:
-        gateway = gateway_for(
-            upstream.url,
-            budget=BUDGET,
-            policy=get_policy("coding"),
-            store=tmp_path / "store",
-            wires=("chat",),
-        )
-        recorder.gateway = gateway
-        with GatewayThread(gateway) as url:
-            agent = start(cli, url, home, project, "-p", "Count with seq, step by step.")
-            out, err = agent.communicate(timeout=900)
-            held = _held(gateway)
-            sessions = gateway.table_of("chat").sessions
-            recorded = max(t.manager.raw.total_tokens for ts in sessions.values() for t in ts)
+    with gateway_over_fake(
+        "openai", recorder, budget=BUDGET, store=tmp_path / "store", wires=("chat",)
+    ) as served:
+        upstream, gateway, url = served
+        agent = start(cli, url, home, project, "-p", "Count with seq, step by step.")
+        out, err = agent.communicate(timeout=900)
+        held = _held(gateway)
+        sessions = gateway.table_of("chat").sessions
+        recorded = max(t.manager.raw.total_tokens for ts in sessions.values() for t in ts)
     assert agent.returncode == 0, err[-2000:]
     assert "All done." in out
     assert upstream.refused == [], upstream.refused[:3]
@@ -150,14 +142,13 @@ def test_two_sessions_at_once_in_one_project_stay_apart(tmp_path: Path) -> None:
     project, home = tmp_path / "project", tmp_path / "home"
     project.mkdir()
     name_sessions(home)
-    with ProviderServer("openai", respond=Script(turns=8), factor=1.0, limit=BUDGET) as upstream:
-        gateway = gateway_for(
-            upstream.url, budget=BUDGET, policy=get_policy("coding"), store=None, wires=("chat",)
-        )
-        with GatewayThread(gateway) as url:
-            agents = [start(cli, url, home, project, "-p", "Count with seq.") for _ in range(2)]
-            finished = [agent.communicate(timeout=900) for agent in agents]
-            held = _held(gateway)
+    with gateway_over_fake(
+        "openai", Script(turns=8), budget=BUDGET, store=None, wires=("chat",)
+    ) as served:
+        upstream, gateway, url = served
+        agents = [start(cli, url, home, project, "-p", "Count with seq.") for _ in range(2)]
+        finished = [agent.communicate(timeout=900) for agent in agents]
+        held = _held(gateway)
     for agent, (out, err) in zip(agents, finished, strict=True):
         assert agent.returncode == 0, err[-2000:]
         assert "All done." in out
