@@ -373,7 +373,7 @@ def read_outcome(text: str, *, is_error: bool, code: int | None, content: bool) 
     """
     reports = tool_reports(text)
     if reports is not None:
-        return _reported(reports, is_error=is_error, content=content)
+        return _reported(reports, is_error=is_error, code=code, content=content)
     if code is None:
         code = harness_exit_code(text) if content else exit_code(text)
     if content:
@@ -438,22 +438,28 @@ def reported_text(text: str) -> str:
     return "\n".join(value for value in said if isinstance(value, str) and value.strip())
 
 
-def _reported(reports: Sequence[dict[str, object]], *, is_error: bool, content: bool) -> Outcome:
-    """The outcome of the calls a tool reported: the first that failed, else the last."""
+def _reported(
+    reports: Sequence[dict[str, object]], *, is_error: bool, code: int | None, content: bool
+) -> Outcome:
+    """The outcome of the calls a tool reported: the first that failed, else the last.
+
+    An error flag or a non-zero exit status recorded with the output fails it too.
+    """
     failed = [r for r in reports if r["success"] is False]
     report = failed[0] if failed else reports[-1]
     result, error = report.get("result"), report.get("error")
     text = result if isinstance(result, str) else ""
     note = error if isinstance(error, str) else ""
-    if failed or is_error:
+    if failed or is_error or (code is not None and code != 0):
         # Cline's result opens with `[Command exited with code 1]` and `[stderr]`: the
         # status is read from it, the line from what the command printed.
-        code = exit_code(text) if text else None
+        if code is None and text:
+            code = exit_code(text)
         printed = _STREAM_HEADERS.sub("", _EXIT_LINE.sub("", text)).strip()
         inner = read_outcome(printed or note, is_error=True, code=code, content=False)
         line = inner.line or _clip(note)
         return Outcome("failed", inner.code, inner.counts, line)
-    inner = read_outcome(text, is_error=False, code=None, content=content)
+    inner = read_outcome(text, is_error=False, code=code, content=content)
     # The tool said the call succeeded, as an exit status 0 does; what its output
     # reports (a failed test under `| tail`) still outweighs it.
     return inner if inner.status != "unknown" else Outcome("ok", None)

@@ -646,6 +646,14 @@ class TestToolReports:
         )
         assert (piped.status, piped.counts) == ("failed", "1 failed, 3 passed")
 
+    def test_an_exit_status_or_error_flag_recorded_beside_it_still_counts(self) -> None:
+        """A harness's exit status or error flag on the output fails a report of success."""
+        text = _cline(("make", "built\n", True, None))
+        assert read_outcome(text, is_error=False, code=2, content=False).code == 2
+        assert read_outcome(text, is_error=False, code=2, content=False).failed
+        assert read_outcome(text, is_error=True, code=None, content=False).failed
+        assert read_outcome(text, is_error=False, code=0, content=False).code == 0
+
     @pytest.mark.parametrize(
         "text",
         [
