@@ -61,6 +61,8 @@ _EXIT_LINE = re.compile(
     r" (?:code|status)[:=]?\s*(-?\d+)[ \t.\]]*$",
     re.MULTILINE | re.IGNORECASE,
 )
+# The opening of a JSON object or list, after any whitespace.
+_JSON_OPENING = re.compile(r"\s*[\[{]")
 # The headers Cline's command tool puts over each stream of a command's output.
 _STREAM_HEADERS = re.compile(r"^\[(?:stdout|stderr)\][ \t]*$", re.MULTILINE)
 # The wrappers harnesses put around an output (not `<string>` or `<module>` of a frame).
@@ -410,11 +412,11 @@ def tool_reports(text: str) -> list[dict[str, object]] | None:
     An object, or a list of them, each with a boolean `success` at its top (a fetched
     document that holds such a field deeper down is not a report).
     """
-    stripped = text.strip()
-    if not stripped.startswith(("{", "[")) or '"success"' not in stripped:
+    # Every output's outcome asks this: most are not JSON, and are not copied to say so.
+    if _JSON_OPENING.match(text) is None or '"success"' not in text:
         return None
     try:
-        value = json.loads(stripped)
+        value = json.loads(text)
     except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
         return None
     reports = value if isinstance(value, list) else [value]
