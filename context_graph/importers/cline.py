@@ -78,7 +78,7 @@ from context_graph.importers._base import (
     with_fields,
 )
 
-__all__ = ["compaction_path", "sniff", "to_sessions", "user_text"]
+__all__ = ["compaction_path", "info_path", "sniff", "to_sessions", "user_text"]
 
 _ROLES = Names({"user", "assistant"})
 _TYPED = Names({"text", "image"})
