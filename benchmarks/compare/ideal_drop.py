@@ -1,4 +1,4 @@
-"""The ideal drop compactor: a bound on prefix stability for a given fill.
+"""The ideal drop compactor: what prefix stability a given fill leaves room for.
 
 Prefix stability counts the calls whose request starts with the previous request's
 messages; fill, the share of the budget a compacted request uses. A compactor that
@@ -18,9 +18,11 @@ on that trade, with none of a real one's costs:
   prefix too. What still does not fit (a task larger than the budget) is sent over it.
 
 It keeps nothing of what it drops, so its retention and probes are a recency buffer's; it
-is here for the prefix stability and fill of each `low`, which no compactor that drops
-or rewrites sent history when the request does not fit exceeds at the same fill: a
-compaction that frees more makes fill lower, one that frees less comes sooner.
+is here for the prefix stability and fill of each `low`: what a compactor that frees
+room by rewriting sent history, when a request does not fit, can hope for at each fill
+(a compaction that frees more makes fill lower, one that frees less comes sooner). A
+compactor that also cuts new outputs before any request carries them can pass it, at
+what those outputs held.
 `python -m benchmarks.probes_quick --ideal-drop 0.5 0.6 0.7` replays it beside a policy.
 """
 
