@@ -108,14 +108,18 @@ def sniff(raw: RawInput) -> bool:
 
 def compaction_path(messages_file: Path) -> Path:
     """Where Cline keeps the compaction of the session in `messages_file`."""
-    name = messages_file.name.removesuffix(".messages.json")
-    return messages_file.with_name(f"{name}.compaction.json")
+    return _beside(messages_file, ".compaction.json")
 
 
 def info_path(messages_file: Path) -> Path:
     """Where Cline keeps what it knows of the session in `messages_file` (`<id>.json`)."""
+    return _beside(messages_file, ".json")
+
+
+def _beside(messages_file: Path, suffix: str) -> Path:
+    """Cline's file `<id><suffix>` in the folder of the session's `<id>.messages.json`."""
     name = messages_file.name.removesuffix(".messages.json")
-    return messages_file.with_name(f"{name}.json")
+    return messages_file.with_name(f"{name}{suffix}")
 
 
 # What the session's own file says of it, as the session's meta (Cline's key, ours).
@@ -293,7 +297,7 @@ def _session_info(raw: RawInput, meta: dict[str, JsonValue]) -> None:
     bookkeeping, not the conversation: one that cannot be read is said so in
     `meta["session_info"]` and changes nothing else.
     """
-    if raw.path is None or raw.path.name == info_path(raw.path).name:
+    if raw.path is None:
         return
     path = info_path(raw.path)
     if not path.is_file():

@@ -175,12 +175,12 @@ def command_of(call: ToolCallNode) -> str | None:
     value = args.get("command", args.get("cmd"))
     if isinstance(value, list):
         return " ".join(str(part) for part in value)
+    if isinstance(value, str):
+        return value
     listed = args.get("commands")
     if value is None and isinstance(listed, list) and listed:
         # Cline runs each whether the one before failed or not, as `;` does.
         return "; ".join(str(part) for part in listed)
-    if isinstance(value, str):
-        return value
     return call.arguments if not args else None
 
 
